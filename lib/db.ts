@@ -1,0 +1,157 @@
+import { isAbsolute, resolve } from 'node:path'
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely'
+import type { Dialect, KyselyConfig, SqliteDatabase, SqliteStatement } from 'kysely'
+import { config as loadDotenv } from 'dotenv'
+import { ViewsetErrors } from './errors.js'
+
+/** Options of {@link createDatabase}. */
+export interface CreateDatabaseOptions {
+  /** PostgreSQL / MySQL pool size per process (default 10). Keep `max × processes` under the server's `max_connections`. */
+  poolSize?: number
+  /** Milliseconds to wait for a pooled connection before failing with 503 (default 5000). */
+  connectionTimeout?: number
+  /** SQLite busy timeout in milliseconds (default 5000). */
+  busyTimeout?: number
+  /** Passed to Kysely, for example to log or count queries. */
+  log?: KyselyConfig['log']
+}
+
+let envLoaded = false
+
+/** The database URL in effect: the argument, else `DATABASE_URL` (from the environment or `.env`), else `sqlite:base.db`. */
+export function databaseUrl (url?: string): string {
+  if (url !== undefined && url !== '') return url
+  if (!envLoaded) {
+    loadDotenv({ quiet: true })
+    envLoaded = true
+  }
+  const fromEnv = process.env.DATABASE_URL
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : 'sqlite:base.db'
+}
+
+/**
+ * Creates a Kysely instance for a database URL. It returns at once; the connection opens on first use.
+ * Whoever creates a database closes it (`await db.destroy()`, for example in an `onClose` hook).
+ *
+ * - `postgres://user@host:5432/name` or `postgresql://...` → a pg Pool
+ * - `mysql://user@host:3306/name` or `mariadb://...` → a mysql2 pool (install `mysql2`)
+ * - `sqlite:path/to/file.db` (relative to the working directory, or absolute) or `sqlite::memory:` → better-sqlite3
+ * - no URL and no `DATABASE_URL` → the SQLite file `./base.db`
+ *
+ * SQLite files opened here get WAL journaling, a busy timeout and `foreign_keys = ON`.
+ *
+ * @example
+ * ```ts
+ * interface DB { items: { id: Generated<number>, name: string } }
+ * const db = createDatabase<DB>()                       // DATABASE_URL or ./base.db
+ * const pg = createDatabase<DB>('postgres://postgres@127.0.0.1:5432/test')
+ * ```
+ */
+export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions = {}): Kysely<DB> {
+  const target = databaseUrl(url)
+  const config = options.log === undefined ? {} : { log: options.log }
+  return new Kysely<DB>({ ...config, dialect: dialectFor(target, options) })
+}
+
+function dialectFor (url: string, options: CreateDatabaseOptions): Dialect {
+  const scheme = /^([a-z0-9+]+):/i.exec(url)?.[1]?.toLowerCase()
+  switch (scheme) {
+    case 'postgres':
+    case 'postgresql':
+      return new PostgresDialect({ pool: async () => await openPostgres(url, options) })
+    case 'mysql':
+    case 'mariadb':
+      return new MysqlDialect({ pool: async () => await openMysql(url, options) })
+    case 'sqlite': {
+      const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
+      if (path === '') throw new ViewsetErrors.InvalidDatabaseUrl(url, 'a SQLite URL needs a path, as in sqlite:base.db or sqlite::memory:')
+      return new SqliteDialect({ database: async () => await openSqlite(path, options) })
+    }
+    default:
+      throw new ViewsetErrors.InvalidDatabaseUrl(redact(url), 'use postgres://, postgresql://, mysql://, mariadb:// or sqlite:')
+  }
+}
+
+/** Hides the password of a URL in error messages. */
+function redact (url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
+}
+
+async function openPostgres (url: string, options: CreateDatabaseOptions) {
+  const { default: pg } = await import('pg')
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectionTimeout ?? 5000,
+  })
+  // An idle client that loses its server emits 'error' on the pool; unhandled, it would crash the process.
+  pool.on('error', () => {})
+  return pool
+}
+
+async function openMysql (url: string, options: CreateDatabaseOptions) {
+  const mysql = await import('mysql2').catch(() => {
+    throw new ViewsetErrors.InvalidDatabaseUrl(redact(url), 'MySQL needs the mysql2 package: npm install mysql2')
+  })
+  const parsed = new URL(url.replace(/^mariadb:/, 'mysql:'))
+  return mysql.createPool({
+    host: parsed.hostname,
+    port: parsed.port === '' ? 3306 : Number(parsed.port),
+    user: decodeURIComponent(parsed.username),
+    password: decodeURIComponent(parsed.password),
+    database: decodeURIComponent(parsed.pathname.slice(1)),
+    connectionLimit: options.poolSize ?? 10,
+    connectTimeout: options.connectionTimeout ?? 5000,
+    // DATETIME/TIMESTAMP come back as JavaScript dates in UTC, like pg's timestamptz.
+    timezone: 'Z',
+    supportBigNumbers: true,
+  })
+}
+
+async function openSqlite (path: string, options: CreateDatabaseOptions): Promise<SqliteDatabase> {
+  const { default: Database } = await import('better-sqlite3')
+  const file = path === ':memory:' || isAbsolute(path) ? path : resolve(process.cwd(), path)
+  const database = new Database(file)
+  // WAL lets readers run beside the writer; the busy timeout makes concurrent writers wait instead of failing.
+  database.pragma('journal_mode = WAL')
+  database.pragma(`busy_timeout = ${options.busyTimeout ?? 5000}`)
+  database.pragma('foreign_keys = ON')
+  return withStatementCache(database)
+}
+
+/**
+ * Kysely's SQLite driver prepares every statement again on each query. Preparing dominates short
+ * queries, so keep the prepared statements of the most recent SQL texts (bounded, per connection).
+ * better-sqlite3 is synchronous and Kysely holds one connection at a time, so reuse is safe.
+ */
+function withStatementCache (database: SqliteDatabase, size = 256): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>()
+  return {
+    close: () => database.close(),
+    prepare (sql: string): SqliteStatement {
+      let statement = statements.get(sql)
+      if (statement === undefined) {
+        statement = database.prepare(sql)
+        if (statements.size >= size) statements.delete(statements.keys().next().value as string)
+        statements.set(sql, statement)
+      }
+      return statement
+    },
+  }
+}
+
+let defaultDatabase: Kysely<unknown> | undefined
+
+/**
+ * The default database of this process, created on first call from `DATABASE_URL` (or `./base.db`).
+ *
+ * @example
+ * ```ts
+ * const db = getDatabase<DB>()
+ * app.addHook('onClose', () => db.destroy())
+ * ```
+ */
+export function getDatabase<DB> (): Kysely<DB> {
+  defaultDatabase ??= createDatabase<unknown>()
+  return defaultDatabase as Kysely<DB>
+}

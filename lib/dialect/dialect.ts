@@ -1,0 +1,77 @@
+import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely'
+import type { Expression, Kysely, SqlBool } from 'kysely'
+import { ViewsetErrors } from '../errors.js'
+
+/** A row as the driver returns it. */
+export type Row = Record<string, unknown>
+
+/** Kysely over tables known only at run time; names come from checked options. */
+export type AnyDatabase = Kysely<Record<string, Row>>
+
+/** One column, as the catalog describes it. */
+export interface ColumnInfo {
+  name: string
+  /** The catalog's type name, lower-case (`integer`, `text`, `int4`, `varchar`, ...). */
+  type: string
+  nullable: boolean
+}
+
+/** What a database error means to a client; anything else is a 500. */
+export type DatabaseFault =
+  | { kind: 'unique' | 'foreign-key' | 'not-null' | 'check', target: string | undefined }
+  | { kind: 'invalid-value', reason: string }
+  | { kind: 'unavailable' }
+
+/** The statements that differ between databases, and the arguments they share. */
+export interface WriteTarget {
+  table: string
+  primaryKey: string
+  /** Columns read back: the schema's columns, never `*`. */
+  columns: readonly string[]
+}
+
+/**
+ * The seam between the viewset and a database. Everything that differs between
+ * SQLite, PostgreSQL and MySQL lives behind it, one file per dialect.
+ */
+export interface ViewsetDialect {
+  readonly name: 'sqlite' | 'postgres' | 'mysql'
+  /** The columns of one table, or an empty list when the table does not exist. */
+  columns (db: AnyDatabase, table: string): Promise<ColumnInfo[]>
+  /** Inserts a row and returns it as stored, defaults and generated key included. */
+  insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row>
+  /** Updates one row and returns it as stored, or `undefined` when there is none. */
+  update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row): Promise<Row | undefined>
+  /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
+  ilike (column: Expression<unknown>, pattern: string): Expression<SqlBool>
+  /** Recognises the driver errors a client can act on. */
+  classify (error: unknown): DatabaseFault | undefined
+}
+
+/** Picks the dialect of a Kysely instance from its adapter. */
+export async function dialectOf (db: AnyDatabase): Promise<ViewsetDialect> {
+  const adapter = db.getExecutor().adapter
+  // Dialect modules load on demand so that a SQLite user never loads pg's error codes, and so on.
+  if (adapter instanceof PostgresAdapter) return (await import('./postgres.js')).postgresDialect
+  if (adapter instanceof SqliteAdapter) return (await import('./sqlite.js')).sqliteDialect
+  if (adapter instanceof MysqlAdapter) return (await import('./mysql.js')).mysqlDialect
+  throw new ViewsetErrors.InvalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
+}
+
+/** Escapes `%`, `_` and the escape character itself, for a substring `LIKE` with `ESCAPE '!'`. */
+export function containsPattern (term: string): string {
+  return `%${term.replace(/[!%_]/g, '!$&')}%`
+}
+
+/** Reads a string property of an unknown error object. */
+export function errorProperty (error: unknown, key: string): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined
+  const value = (error as Record<string, unknown>)[key]
+  return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined
+}
+
+/** Connection-level failures that every driver reports through Node's socket errors. */
+export function isConnectionError (error: unknown): boolean {
+  const code = errorProperty(error, 'code')
+  return code !== undefined && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'PROTOCOL_CONNECTION_LOST'].includes(code)
+}

@@ -1,0 +1,67 @@
+import { sql } from 'kysely'
+import type { DatabaseFault, ViewsetDialect } from './dialect.js'
+import { errorProperty, isConnectionError } from './dialect.js'
+import { insertReturning, updateReturning } from './returning-writes.js'
+
+// SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
+const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
+  23505: 'unique',
+  23503: 'foreign-key',
+  23502: 'not-null',
+  23514: 'check',
+}
+const invalidValues: Record<string, string> = {
+  22001: 'a string is longer than the column allows',
+  22003: 'a number is out of the range of the column',
+  22007: 'a date or time is malformed',
+  22008: 'a date or time is out of range',
+  '22P02': 'a value has the wrong format for its column',
+  22021: 'a string contains a byte that the database cannot store (such as NUL)',
+  '22P05': 'a string contains a character that the database cannot store',
+  54000: 'a value is too large',
+}
+
+/** PostgreSQL through pg: RETURNING, `information_schema`, ILIKE. */
+export const postgresDialect: ViewsetDialect = {
+  name: 'postgres',
+
+  async columns (db, table) {
+    // Only the configured table, resolved through search_path like the queries will be:
+    // reading the whole catalog is slow and races with other sessions' DDL.
+    const name = table.split('.').map((part) => `"${part.replaceAll('"', '""')}"`).join('.')
+    const { rows } = await sql<{ name: string, type: string, notnull: boolean }>`
+      select a.attname as name, t.typname as type, a.attnotnull as notnull
+      from pg_catalog.pg_attribute a join pg_catalog.pg_type t on t.oid = a.atttypid
+      where a.attrelid = to_regclass(${name}) and a.attnum > 0 and not a.attisdropped
+      order by a.attnum`.execute(db)
+    return rows.map((row) => ({ name: row.name, type: row.type, nullable: !row.notnull }))
+  },
+
+  insert: insertReturning,
+  update: updateReturning,
+
+  ilike (column, pattern) {
+    return sql<boolean>`${column}::text ilike ${pattern} escape '!'`
+  },
+
+  classify (error): DatabaseFault | undefined {
+    const code = errorProperty(error, 'code')
+    if (code !== undefined) {
+      const kind = constraintKinds[code]
+      if (kind !== undefined) {
+        // detail reads "Key (name)=(value) already exists."; name the columns, never the value.
+        const columns = /^Key \(([^)]*)\)/.exec(errorProperty(error, 'detail') ?? '')?.[1]
+        return { kind, target: columns ?? errorProperty(error, 'column') ?? errorProperty(error, 'constraint') }
+      }
+      const reason = invalidValues[code]
+      if (reason !== undefined) return { kind: 'invalid-value', reason }
+      // 08: connection exceptions, 57P01-03: shutdown / cannot connect now, 53300: too many connections
+      if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300') return { kind: 'unavailable' }
+    }
+    if (isConnectionError(error)) return { kind: 'unavailable' }
+    const message = errorProperty(error, 'message') ?? ''
+    // pg's pool and client report these without a code.
+    if (/timeout exceeded when trying to connect|Connection terminated|connection is closed|Client has encountered a connection error/i.test(message)) return { kind: 'unavailable' }
+    return undefined
+  },
+}

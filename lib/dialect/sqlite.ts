@@ -1,0 +1,47 @@
+import { sql } from 'kysely'
+import type { ColumnInfo, DatabaseFault, ViewsetDialect } from './dialect.js'
+import { errorProperty } from './dialect.js'
+import { insertReturning, updateReturning } from './returning-writes.js'
+
+// better-sqlite3 error codes: https://www.sqlite.org/rescode.html
+const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
+  SQLITE_CONSTRAINT_UNIQUE: 'unique',
+  SQLITE_CONSTRAINT_PRIMARYKEY: 'unique',
+  SQLITE_CONSTRAINT_FOREIGNKEY: 'foreign-key',
+  SQLITE_CONSTRAINT_NOTNULL: 'not-null',
+  SQLITE_CONSTRAINT_CHECK: 'check',
+}
+
+/** SQLite through better-sqlite3: RETURNING, `PRAGMA table_info`, ASCII-only case folding. */
+export const sqliteDialect: ViewsetDialect = {
+  name: 'sqlite',
+
+  async columns (db, table) {
+    const { rows } = await sql<{ name: string, type: string, notnull: number, pk: number }>`
+      select name, type, "notnull", pk from pragma_table_info(${table})`.execute(db)
+    return rows.map((row): ColumnInfo => ({ name: row.name, type: row.type.toLowerCase(), nullable: row.notnull === 0 && row.pk === 0 }))
+  },
+
+  insert: insertReturning,
+  update: updateReturning,
+
+  ilike (column, pattern) {
+    // lower() on both sides so that PRAGMA case_sensitive_like cannot change the answer.
+    return sql<boolean>`lower(${column}) like lower(${pattern}) escape '!'`
+  },
+
+  classify (error): DatabaseFault | undefined {
+    const code = errorProperty(error, 'code')
+    if (code === undefined || !code.startsWith('SQLITE_')) return undefined
+    const kind = constraintKinds[code]
+    if (kind !== undefined) {
+      // "UNIQUE constraint failed: items.name" names the column; keep only that part.
+      const match = /constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(errorProperty(error, 'message') ?? '')
+      const target = match?.[1]?.split(', ').map((name) => name.split('.').pop()).join(', ')
+      return { kind, target }
+    }
+    if (code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_RANGE') return { kind: 'invalid-value', reason: 'value does not fit the column' }
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_CANTOPEN') return { kind: 'unavailable' }
+    return undefined
+  },
+}

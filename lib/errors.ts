@@ -1,0 +1,74 @@
+import createError from '@fastify/error'
+
+/**
+ * Every error the library raises, defined once. The README lists them all.
+ * Request errors become `application/problem+json` bodies (RFC 9457) carrying `code`;
+ * configuration errors are thrown at registration or at `app.ready()`.
+ */
+export const ViewsetErrors = {
+  // request errors
+  NotFound: createError('FST_VIEWSET_NOT_FOUND', 'No row with %s = %s', 404),
+  RouteNotFound: createError('FST_VIEWSET_ROUTE_NOT_FOUND', 'Route %s %s not found', 404),
+  Validation: createError('FST_VIEWSET_VALIDATION', 'The request is not valid: %s', 400),
+  InvalidBody: createError('FST_VIEWSET_INVALID_BODY', 'The request body is not valid JSON', 400),
+  UnsupportedMediaType: createError('FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: %s', 415),
+  PayloadTooLarge: createError('FST_VIEWSET_PAYLOAD_TOO_LARGE', 'The request body is larger than the limit', 413),
+  BadRequest: createError('FST_VIEWSET_BAD_REQUEST', '%s', 400),
+  InvalidValue: createError('FST_VIEWSET_INVALID_VALUE', 'A value cannot be stored: %s', 400),
+  Conflict: createError('FST_VIEWSET_CONFLICT', '%s', 409),
+  Unauthorized: createError('FST_VIEWSET_UNAUTHORIZED', '%s', 401),
+  Forbidden: createError('FST_VIEWSET_FORBIDDEN', 'The token does not allow %s', 403),
+  Unavailable: createError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
+  Internal: createError('FST_VIEWSET_INTERNAL', 'An unexpected error occurred', 500),
+  // configuration errors
+  InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500),
+  UnknownTable: createError('FST_VIEWSET_UNKNOWN_TABLE', 'Table "%s" does not exist in the database', 500),
+  UnknownColumn: createError('FST_VIEWSET_UNKNOWN_COLUMN', 'Schema field "%s" is not a column of table "%s" (columns: %s)', 500),
+  InvalidDatabaseUrl: createError('FST_VIEWSET_INVALID_DATABASE_URL', 'Unsupported DATABASE_URL "%s": %s', 500),
+} as const
+
+/** One failing field of a request, as listed in a validation problem. */
+export interface FieldError {
+  /** Where the field is: `body`, `querystring`, `params` or `headers`. */
+  in: string
+  /** The field's name or JSON pointer; empty when the whole part is wrong. */
+  field: string
+  message: string
+}
+
+/** The body of every error response (RFC 9457 problem details). */
+export interface Problem {
+  type: string
+  title: string
+  status: number
+  detail: string
+  code: string
+  instance?: string
+  errors?: FieldError[]
+}
+
+const titles: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+}
+
+/** Builds a problem body; `type` is a stable URN made from the code. */
+export function problem (status: number, code: string, detail: string, errors?: FieldError[]): Problem {
+  const body: Problem = {
+    type: `urn:fastify-viewsets:problem:${code.replace(/^FST_VIEWSET_/, '').toLowerCase().replaceAll('_', '-')}`,
+    title: titles[status] ?? 'Error',
+    status,
+    detail,
+    code,
+  }
+  if (errors !== undefined) body.errors = errors
+  return body
+}

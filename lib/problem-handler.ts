@@ -1,0 +1,91 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FieldError } from './errors.js'
+import { problem, ViewsetErrors } from './errors.js'
+import type { DatabaseFault, ViewsetDialect } from './dialect/dialect.js'
+
+interface AjvError {
+  instancePath?: string
+  keyword?: string
+  message?: string
+  params?: Record<string, unknown>
+}
+
+/** One field error per Ajv error, named by the field it is about. */
+function fieldErrors (validation: AjvError[], part: string): FieldError[] {
+  return validation.map((error) => {
+    const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
+    const params = error.params ?? {}
+    if (error.keyword === 'additionalProperties') {
+      const field = [path, String(params.additionalProperty)].filter(Boolean).join('.')
+      return { in: part, field, message: part === 'querystring' ? 'is not a supported query parameter' : 'is not a field of this resource' }
+    }
+    if (error.keyword === 'required') {
+      return { in: part, field: [path, String(params.missingProperty)].filter(Boolean).join('.'), message: 'is required' }
+    }
+    return { in: part, field: path, message: error.message ?? 'is not valid' }
+  })
+}
+
+function faultProblem (fault: DatabaseFault) {
+  switch (fault.kind) {
+    case 'unique':
+      return new ViewsetErrors.Conflict(`A row with the same ${fault.target ?? 'unique value'} already exists`)
+    case 'foreign-key':
+      return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist, or the row is still referenced`)
+    case 'not-null':
+      return new ViewsetErrors.BadRequest(`${fault.target ?? 'A field'} must not be null`)
+    case 'check':
+      return new ViewsetErrors.BadRequest(`A value breaks the check ${fault.target ?? 'constraint'}`)
+    case 'invalid-value':
+      return new ViewsetErrors.InvalidValue(fault.reason)
+    case 'unavailable':
+      return new ViewsetErrors.Unavailable()
+  }
+}
+
+// Fastify's own 4xx errors (body parsing, content type) become our codes; their messages are safe.
+const fastifyCodes: Record<string, () => FastifyError> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: () => new ViewsetErrors.InvalidBody(),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => new ViewsetErrors.InvalidBody(),
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new ViewsetErrors.PayloadTooLarge(),
+}
+
+/**
+ * The error handler of a viewset's scope: every error becomes RFC 9457 problem details with a
+ * stable code. Nothing from the database (SQL, parameters, driver text) or a stack reaches the body.
+ */
+export function problemHandler (dialect: () => ViewsetDialect | undefined) {
+  return function handleError (this: unknown, error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    let known: FastifyError | undefined
+    let errors: FieldError[] | undefined
+    if (error.validation !== undefined) {
+      errors = fieldErrors(error.validation as AjvError[], error.validationContext ?? 'body')
+      known = new ViewsetErrors.Validation(errors.map((e) => `${e.field === '' ? e.in : e.field} ${e.message}`).join('; '))
+    } else if (error.code?.startsWith('FST_VIEWSET_')) {
+      known = error
+    } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
+      known = fastifyCodes[error.code]?.()
+    } else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
+      known = new ViewsetErrors.UnsupportedMediaType(String(request.headers['content-type'] ?? 'none'))
+    } else {
+      const fault = dialect()?.classify(error)
+      if (fault !== undefined) known = faultProblem(fault)
+      else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 && error.code !== undefined) known = error
+    }
+
+    const status = known?.statusCode ?? 500
+    if (known === undefined || status >= 500) request.log.error({ err: error }, 'viewset request failed')
+    if (status === 503) reply.header('retry-after', '1')
+    const body = known === undefined
+      ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
+      : problem(status, known.code, known.message, errors)
+    return reply.code(status).type('application/problem+json').send(body)
+  }
+}
+
+/** 404 for paths under the prefix that match no route. */
+export function notFoundHandler (request: FastifyRequest, reply: FastifyReply) {
+  const error = new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0])
+  const body = problem(404, error.code, error.message)
+  return reply.code(404).type('application/problem+json').send(body)
+}

@@ -1,0 +1,37 @@
+import type { CompiledQuery } from 'kysely'
+import type { AnyDatabase, Row } from '../dialect/dialect.js'
+
+/**
+ * The SQL that never changes shape, compiled once at registration and executed with new parameters.
+ * Compiling on every request costs more than the query itself on short SQLite reads.
+ */
+export class Statements {
+  readonly #byId: CompiledQuery<Row>
+  readonly #page: CompiledQuery<Row>
+  readonly #deleteById: CompiledQuery<Row>
+
+  constructor (db: AnyDatabase, table: string, primaryKey: string, columns: readonly string[]) {
+    // The placeholder values only fix each parameter's position; every call passes its own.
+    this.#byId = db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile()
+    this.#page = db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
+    this.#deleteById = db.deleteFrom(table).where(primaryKey, '=', 0).compile()
+  }
+
+  /** The row with this key, or `undefined`. */
+  async findById (db: AnyDatabase, id: unknown): Promise<Row | undefined> {
+    const { rows } = await db.executeQuery<Row>({ ...this.#byId, parameters: [id] })
+    return rows[0]
+  }
+
+  /** One page of rows in primary-key order. */
+  async page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
+    const { rows } = await db.executeQuery<Row>({ ...this.#page, parameters: [limit, offset] })
+    return rows
+  }
+
+  /** Deletes the row with this key; true when there was one. */
+  async deleteById (db: AnyDatabase, id: unknown): Promise<boolean> {
+    const { numAffectedRows } = await db.executeQuery({ ...this.#deleteById, parameters: [id] })
+    return numAffectedRows !== undefined && numAffectedRows > 0n
+  }
+}

@@ -1,0 +1,95 @@
+import type { TObject, TSchema } from '@sinclair/typebox'
+import type { ColumnInfo } from '../dialect/dialect.js'
+
+/** A JSON Schema as plain data: TypeBox's symbols stripped, safe to copy and extend. */
+export type JsonSchema = Record<string, unknown>
+
+/** Copies a TypeBox schema to plain JSON Schema (TypeBox adds symbol keys that Ajv and OpenAPI do not need). */
+export function plain<T extends TSchema | JsonSchema> (schema: T): JsonSchema {
+  return JSON.parse(JSON.stringify(schema)) as JsonSchema
+}
+
+/** The properties of an object schema, as plain schemas. */
+export function propertiesOf (schema: TObject | JsonSchema): Record<string, JsonSchema> {
+  return (schema.properties ?? {}) as Record<string, JsonSchema>
+}
+
+export function isReadOnly (property: JsonSchema): boolean {
+  return property.readOnly === true
+}
+
+// Bounds of the integer columns the drivers hand to JavaScript as numbers: an id or a value outside
+// them is a 400 from validation, never an error from the database.
+const integerRanges: Record<string, [number, number]> = {
+  int2: [-32768, 32767],
+  smallint: [-32768, 32767],
+  int4: [-2147483648, 2147483647],
+  int: [-2147483648, 2147483647],
+  mediumint: [-8388608, 8388607],
+  tinyint: [-128, 127],
+  serial: [-2147483648, 2147483647],
+}
+const safeRange: [number, number] = [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
+
+/** Adds the column's bounds to an integer schema that declares none (nullable unions included). */
+export function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): JsonSchema {
+  const range = (column === undefined ? undefined : integerRanges[column.type.replace(/ unsigned$/, '')]) ?? safeRange
+  const bound = (schema: JsonSchema): JsonSchema => {
+    if (schema.type !== 'integer' && schema.type !== 'number') {
+      return Array.isArray(schema.anyOf) ? { ...schema, anyOf: (schema.anyOf as JsonSchema[]).map(bound) } : schema
+    }
+    const bounded = { ...schema }
+    if (bounded.minimum === undefined && bounded.exclusiveMinimum === undefined) bounded.minimum = schema.type === 'integer' ? range[0] : -Number.MAX_VALUE
+    if (bounded.maximum === undefined && bounded.exclusiveMaximum === undefined) bounded.maximum = schema.type === 'integer' ? range[1] : Number.MAX_VALUE
+    return bounded
+  }
+  return bound(property)
+}
+
+/** The entity schema as served: plain, with bounded integers, relation fields marked read-only. */
+export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string): JsonSchema {
+  const entity = plain(schema)
+  const properties: Record<string, JsonSchema> = {}
+  for (const [name, property] of Object.entries(propertiesOf(entity))) {
+    properties[name] = relationFields.has(name) ? { ...property, readOnly: true } : boundIntegers(property, columns.get(name))
+  }
+  delete entity.$id
+  return { ...entity, $id: id, properties }
+}
+
+/**
+ * A write body: every field may be sent; read-only ones (and relations) are accepted and ignored,
+ * unknown ones are rejected. `partial` drops `required` for PATCH.
+ */
+export function deriveBody (entity: JsonSchema, partial: boolean): JsonSchema {
+  const properties: Record<string, JsonSchema> = {}
+  const writable: string[] = []
+  for (const [name, property] of Object.entries(propertiesOf(entity))) {
+    if (isReadOnly(property)) {
+      properties[name] = { readOnly: true, description: 'Read-only: ignored when sent.' }
+    } else {
+      properties[name] = property
+      writable.push(name)
+    }
+  }
+  const required = partial ? [] : ((entity.required ?? []) as string[]).filter((name) => writable.includes(name))
+  const body: JsonSchema = { type: 'object', properties, additionalProperties: false }
+  if (required.length > 0) body.required = required
+  return body
+}
+
+/** The `:id` path parameter, typed like the primary key. */
+export function deriveParams (entity: JsonSchema, primaryKey: string): JsonSchema {
+  const { readOnly: _readOnly, ...key } = propertiesOf(entity)[primaryKey] ?? { type: 'string' }
+  return {
+    type: 'object',
+    properties: { id: { ...key, description: `The ${primaryKey} of the row.` } },
+    required: ['id'],
+    additionalProperties: false,
+  }
+}
+
+/** The writable fields of a body: read-only fields and relations are dropped, never written. */
+export function writableFields (entity: JsonSchema): string[] {
+  return Object.entries(propertiesOf(entity)).filter(([, property]) => !isReadOnly(property)).map(([name]) => name)
+}

@@ -1,0 +1,35 @@
+import { Ajv } from 'ajv'
+import type { Options } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { FastifySchemaCompiler } from 'fastify'
+
+// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+
+const common: Options = {
+  allErrors: true, // list every failing field, not only the first
+  removeAdditional: false, // unknown fields are a 400 that names them, never silently dropped
+  useDefaults: true,
+  strict: false, // OpenAPI keywords such as `example` are allowed in schemas
+}
+
+function build (options: Options): Ajv {
+  const ajv = new Ajv({ ...common, ...options })
+  addFormats(ajv)
+  return ajv
+}
+
+let bodies: Ajv | undefined
+let strings: Ajv | undefined
+
+/**
+ * The viewset's validator compiler. Bodies are JSON and keep their types: no coercion, so that an
+ * explicit `null` stays `null`. Path and query values are strings and are coerced to the schema's types.
+ * The Ajv instances are shared by every viewset (they only cache compiled validators).
+ */
+export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body'
+    ? (bodies ??= build({ coerceTypes: false }))
+    : (strings ??= build({ coerceTypes: true }))
+  return ajv.compile(schema as object)
+}

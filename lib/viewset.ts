@@ -1,0 +1,352 @@
+import type { Static, TObject } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Expression, Kysely, SelectQueryBuilder, SqlBool, Transaction } from 'kysely'
+import { authHook, checkAuth, securitySchemeName } from './auth.js'
+import type { AnyDatabase, ColumnInfo, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
+import { containsPattern, dialectOf } from './dialect/dialect.js'
+import { ViewsetErrors } from './errors.js'
+import type { CheckedSchema, ResolvedOptions, ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
+import { checkMethods, resolveOptions } from './options.js'
+import { notFoundHandler, problemHandler } from './problem-handler.js'
+import { createListPlan } from './query/list.js'
+import type { ListPlan } from './query/list.js'
+import { Statements } from './query/statements.js'
+import type { RelatedConfig } from './relations/config.js'
+import type { RelationLoader } from './relations/loader.js'
+import { createRelationLoader, relatedConfigOf, relationFields } from './relations/loader.js'
+import type { JsonSchema } from './schema/derive.js'
+import { deriveBody, deriveEntity, deriveParams, plain, propertiesOf, writableFields } from './schema/derive.js'
+import { errorStatuses, nameFromPrefix, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
+import { viewsetValidatorCompiler } from './schema/validator.js'
+
+/** The viewset reaches tables by names checked at registration, so it queries through an untyped view of `db`. */
+function untyped<DB> (db: Kysely<DB>): AnyDatabase {
+  return db as unknown as AnyDatabase
+}
+
+/** Path parameters of the element routes. */
+export interface IdParams { id: string | number }
+
+/** The request of LIST; `Query` is the query string after validation. */
+export type ListRequest<Query = Record<string, unknown>> = FastifyRequest<{ Querystring: Query }>
+/** The request of GET and DELETE. */
+export type ElementRequest = FastifyRequest<{ Params: IdParams }>
+/** The request of POST. */
+export type CreateRequest<S extends TObject> = FastifyRequest<{ Body: Partial<Static<S>> }>
+/** The request of PUT and PATCH. */
+export type UpdateRequest<S extends TObject> = FastifyRequest<{ Params: IdParams, Body: Partial<Static<S>> }>
+
+/** What the viewset knows once the catalog has been read; built at registration. */
+interface Prepared {
+  readonly dialect: ViewsetDialect
+  readonly statements: Statements
+  readonly target: WriteTarget
+  readonly writable: readonly string[]
+  readonly list: ListPlan
+  readonly relations: RelationLoader | undefined
+  readonly prefix: string
+}
+
+const summaries: Record<ViewsetMethod, (name: string) => string> = {
+  LIST: (name) => `List ${name}`,
+  GET: (name) => `Get one of ${name} by id`,
+  POST: (name) => `Create one of ${name}`,
+  PUT: (name) => `Replace one of ${name}`,
+  PATCH: (name) => `Update fields of one of ${name}`,
+  DELETE: (name) => `Delete one of ${name}`,
+}
+const operationVerbs: Record<ViewsetMethod, string> = { LIST: 'list', GET: 'get', POST: 'create', PUT: 'replace', PATCH: 'update', DELETE: 'delete' }
+
+/**
+ * A REST resource over one table. Subclass it to override a handler, declare extra LIST query
+ * parameters (`static listQuery`), or add routes next to the generated ones (`customRoutes`).
+ *
+ * @example
+ * ```ts
+ * class ItemViewset extends Viewset<DB, 'items', typeof Item> {
+ *   static override listQuery = Type.Object({ search: Type.Optional(Type.String()) })
+ *   override async list (request: ListRequest<{ limit: number, offset: number, search?: string }>) {
+ *     let query = this.query().orderBy('id').limit(request.query.limit).offset(request.query.offset)
+ *     if (request.query.search) query = query.where((eb) => this.contains(eb.ref('name'), request.query.search!))
+ *     return await query.execute()
+ *   }
+ * }
+ * await app.register(new ItemViewset({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+ * ```
+ */
+export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
+  /** Extra query parameters of LIST, merged over the defaults; validated and documented. */
+  static listQuery: TObject | undefined = undefined
+
+  /** The options as given. */
+  readonly options: ViewsetOptions<DB, TB, S>
+  /** The database written to. */
+  readonly db: Kysely<DB>
+  /** The database LIST and GET read from (`readDb`, else `db`). */
+  readonly readDb: Kysely<DB>
+  readonly table: TB
+  readonly schema: S
+  readonly primaryKey: string
+  /** The schema fields that are columns (relation fields excluded): the only columns ever selected. */
+  readonly columns: readonly string[]
+  readonly #resolved: ResolvedOptions
+  #prepared: Prepared | undefined
+
+  constructor (options: ViewsetOptions<DB, TB, S> & CheckedSchema<DB, TB, S, RelatedConfig<DB>>) {
+    this.#resolved = resolveOptions(options as unknown as Record<string, unknown>)
+    this.options = Object.freeze({ ...options }) as ViewsetOptions<DB, TB, S>
+    this.db = options.db
+    this.readDb = options.readDb ?? options.db
+    this.table = options.table
+    this.schema = options.schema
+    this.primaryKey = this.#resolved.primaryKey
+    const relations = relationFields(relatedConfigOf(options.relatedConfig as never, options.schema))
+    this.columns = Object.freeze(Object.keys(options.schema.properties).filter((field) => !relations.has(field)))
+  }
+
+  /**
+   * A Fastify plugin serving the given methods (default: the `methods` option, else all).
+   * Register it with `{ prefix }`. Bad method lists throw here, before any route exists.
+   */
+  register (methods: readonly ViewsetMethod[] = this.#resolved.methods): FastifyPluginAsync {
+    const chosen = checkMethods(methods)
+    const plugin: FastifyPluginAsync = async (fastify) => { await this.#mount(fastify, chosen) }
+    return fp(plugin, { fastify: '5.x', name: `fastify-viewsets:${this.table}`, encapsulate: true })
+  }
+
+  // ---- overridable handlers -------------------------------------------------------------------
+
+  /** LIST: a page of rows. Headers such as `Link` may be set on the reply. */
+  async list (request: ListRequest, reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
+    return await this.#ready().list.run(untyped(this.readDb), request, reply)
+  }
+
+  /** GET: one row, or 404. */
+  async getElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
+    return await this.findById(request.params.id, this.readDb) ?? this.notFound(request.params.id)
+  }
+
+  /** POST: inserts the writable fields that were sent and returns the row as stored (201). */
+  async createElement (request: CreateRequest<S>, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
+    return await this.insert(this.writable(request.body as object | undefined))
+  }
+
+  /** PUT (`partial` false) and PATCH (`partial` true): updates the fields sent and returns the row, or 404. */
+  async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, _token: ViewsetToken | null, _partial: boolean): Promise<unknown> {
+    return await this.update(request.params.id, this.writable(request.body as object | undefined)) ?? this.notFound(request.params.id)
+  }
+
+  /** DELETE: removes the row (204), or 404. */
+  async deleteElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
+    if (!(await this.deleteById(request.params.id))) this.notFound(request.params.id)
+    return undefined
+  }
+
+  /** Adds routes next to the generated ones, in the same scope: same prefix, error format and validation. */
+  customRoutes (_fastify: FastifyInstance): void | Promise<void> {}
+
+  // ---- helpers for overrides ------------------------------------------------------------------
+
+  /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
+  query (db: Kysely<DB> = this.readDb): SelectQueryBuilder<DB, TB, Static<S>> {
+    return untyped(db).selectFrom(this.table as string).select(this.columns) as unknown as SelectQueryBuilder<DB, TB, Static<S>>
+  }
+
+  /** Runs `work` in a transaction; it commits when `work` resolves and rolls back when it throws. */
+  async transaction<T> (work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return await this.db.transaction().execute(work)
+  }
+
+  /** The row with this primary key, or `undefined`. */
+  async findById (id: unknown, db: Kysely<DB> = this.readDb): Promise<Static<S> | undefined> {
+    return await this.#ready().statements.findById(untyped(db), id) as Static<S> | undefined
+  }
+
+  /** Inserts values and returns the row as stored (generated key and database defaults included). */
+  async insert (values: Row, db: Kysely<DB> = this.db): Promise<Static<S>> {
+    const prepared = this.#ready()
+    return await prepared.dialect.insert(untyped(db), prepared.target, values) as Static<S>
+  }
+
+  /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
+  async update (id: unknown, values: Row, db: Kysely<DB> = this.db): Promise<Static<S> | undefined> {
+    const prepared = this.#ready()
+    return await prepared.dialect.update(untyped(db), prepared.target, id, values) as Static<S> | undefined
+  }
+
+  /** Deletes one row; false when there was none. */
+  async deleteById (id: unknown, db: Kysely<DB> = this.db): Promise<boolean> {
+    return await this.#ready().statements.deleteById(untyped(db), id)
+  }
+
+  /** The fields of a body that may be written: read-only fields and relations are dropped. */
+  writable (body: object | undefined): Row {
+    const values: Row = {}
+    if (body === undefined || body === null) return values
+    for (const field of this.#ready().writable) {
+      const value = (body as Row)[field]
+      if (value !== undefined) values[field] = value
+    }
+    return values
+  }
+
+  /** A case-insensitive substring match that behaves the same on every dialect (`%` and `_` match themselves). */
+  contains (column: Expression<unknown>, term: string): Expression<SqlBool> {
+    return this.#ready().dialect.ilike(column, containsPattern(term))
+  }
+
+  /** Throws the 404 problem for this id. */
+  notFound (id: unknown): never {
+    throw new ViewsetErrors.NotFound(this.primaryKey, String(id))
+  }
+
+  // ---- registration ---------------------------------------------------------------------------
+
+  #ready (): Prepared {
+    if (this.#prepared === undefined) throw new Error('The viewset is not registered yet: register() it on a Fastify instance first')
+    return this.#prepared
+  }
+
+  async #prepare (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<{ prepared: Prepared, entity: JsonSchema, name: string }> {
+    const { table, schema, primaryKey } = this.#resolved
+    const db = untyped(this.db)
+    const dialect = await dialectOf(db)
+    const catalog = await dialect.columns(db, table)
+    if (catalog.length === 0) throw new ViewsetErrors.UnknownTable(table)
+    const columns = new Map<string, ColumnInfo>(catalog.map((column) => [column.name, column]))
+    for (const field of this.columns) {
+      if (!columns.has(field)) throw new ViewsetErrors.UnknownColumn(field, table, catalog.map((column) => column.name).join(', '))
+    }
+    const config = relatedConfigOf(this.options.relatedConfig as never, schema)
+    const relations = await createRelationLoader(db, dialect, config, schema, table)
+    const name = this.#resolved.name ?? nameFromPrefix(fastify.prefix, table)
+    const entity = deriveEntity(schema, columns, relationFields(config), name)
+    // The key is read-only whatever the schema says: it is never written from a body.
+    const key = propertiesOf(entity)[primaryKey]
+    if (key !== undefined) key.readOnly = true
+    // The loader may need keys the schema does not serve; they are selected, never serialized.
+    const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
+    const statements = new Statements(db, table, primaryKey, selected)
+    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, statements })
+    const prepared: Prepared = {
+      dialect,
+      statements,
+      target: { table, primaryKey, columns: selected },
+      writable: writableFields(entity),
+      list: this.#mergeListQuery(list),
+      relations,
+      prefix: fastify.prefix,
+    }
+    void methods
+    return { prepared, entity, name }
+  }
+
+  /** Applies the subclass's `listQuery` over the default LIST query string. */
+  #mergeListQuery (list: ListPlan): ListPlan {
+    const extra = (this.constructor as typeof Viewset).listQuery
+    if (extra === undefined) return list
+    const properties = { ...propertiesOf(list.querystring), ...propertiesOf(plain(extra)) }
+    return { querystring: { ...list.querystring, properties }, run: list.run }
+  }
+
+  async #mount (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<void> {
+    const { protectedMethods } = this.#resolved
+    checkAuth(fastify, protectedMethods, methods, this.options)
+    const { prepared, entity, name } = await this.#prepare(fastify, methods)
+    this.#prepared = prepared
+
+    fastify.addSchema(entity)
+    if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
+    if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
+    fastify.setValidatorCompiler(viewsetValidatorCompiler)
+    fastify.setErrorHandler(problemHandler(() => this.#prepared?.dialect))
+    fastify.setNotFoundHandler(notFoundHandler)
+
+    for (const method of methods) fastify.route(this.#route(method, name, entity, protectedMethods.includes(method)))
+    await this.customRoutes(fastify)
+  }
+
+  #route (method: ViewsetMethod, name: string, entity: JsonSchema, secured: boolean): RouteOptions {
+    const ref = { $ref: `${entity.$id as string}#` }
+    const prepared = this.#ready()
+    const relations = prepared.relations
+    const schema: Record<string, unknown> = {
+      operationId: `${operationVerbs[method]}${name}`,
+      summary: summaries[method](name),
+      tags: [...this.#resolved.tags],
+      response: problemResponses(errorStatuses(method, secured)),
+    }
+    if (secured) schema.security = [{ [securitySchemeName]: [] }]
+    if (method !== 'LIST' && method !== 'POST') schema.params = deriveParams(entity, this.primaryKey)
+
+    const withRelations = async (db: Kysely<DB>, result: unknown): Promise<unknown> => {
+      if (relations !== undefined && typeof result === 'object' && result !== null) {
+        await relations.load(untyped(db), Array.isArray(result) ? result as Row[] : [result as Row])
+      }
+      return result
+    }
+    const route: RouteOptions = { method: 'GET', url: '', schema, handler: () => undefined }
+    if (secured) route.onRequest = authHook(method, this.options)
+
+    switch (method) {
+      case 'LIST':
+        schema.querystring = prepared.list.querystring
+        Object.assign(schema.response as object, { 200: { type: 'array', items: ref } })
+        route.handler = async (request, reply) => await withRelations(this.readDb, await this.list(request as ListRequest, reply, request.viewsetToken))
+        break
+      case 'GET':
+        route.url = '/:id'
+        Object.assign(schema.response as object, { 200: ref })
+        route.handler = async (request, reply) => await withRelations(this.readDb, await this.getElement(request as ElementRequest, reply, request.viewsetToken))
+        break
+      case 'POST':
+        route.method = 'POST'
+        schema.body = deriveBody(entity, false)
+        Object.assign(schema.response as object, { 201: ref })
+        route.handler = async (request, reply) => {
+          reply.code(201)
+          const row = await this.createElement(request as CreateRequest<S>, reply, request.viewsetToken)
+          const id = (row as Row | undefined)?.[this.primaryKey]
+          if (id !== undefined && id !== null && !reply.hasHeader('location')) {
+            reply.header('location', `${prepared.prefix}/${encodeURIComponent(String(id))}`)
+          }
+          return await withRelations(this.db, row)
+        }
+        break
+      case 'PUT':
+      case 'PATCH':
+        route.method = method
+        route.url = '/:id'
+        schema.body = deriveBody(entity, method === 'PATCH')
+        Object.assign(schema.response as object, { 200: ref })
+        route.handler = async (request, reply) => await withRelations(this.db, await this.updateElement(request as UpdateRequest<S>, reply, request.viewsetToken, method === 'PATCH'))
+        break
+      case 'DELETE':
+        route.method = 'DELETE'
+        route.url = '/:id'
+        Object.assign(schema.response as object, { 204: { type: 'null', description: 'Deleted' } })
+        route.handler = async (request, reply) => {
+          await this.deleteElement(request as ElementRequest, reply, request.viewsetToken)
+          return reply.code(204).send()
+        }
+        break
+    }
+    return route
+  }
+}
+
+/**
+ * Turns a table and a TypeBox schema into a REST resource: `createViewset(o)` is `new Viewset(o).register(o.methods)`.
+ *
+ * @example
+ * ```ts
+ * const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
+ * await app.register(createViewset({ db, table: 'items', schema: Item, tags: ['items'] }), { prefix: '/items' })
+ * ```
+ */
+export function createViewset<DB, TB extends keyof DB & string, S extends TObject, R extends RelatedConfig<DB> = Record<never, never>> (
+  options: ViewsetOptions<DB, TB, S, R> & CheckedSchema<DB, TB, S, R>,
+): FastifyPluginAsync {
+  return new Viewset<DB, TB, S>(options as unknown as ViewsetOptions<DB, TB, S> & CheckedSchema<DB, TB, S, RelatedConfig<DB>>).register(options.methods)
+}
