@@ -10,20 +10,39 @@ interface AjvError {
   params?: Record<string, unknown>
 }
 
-/** One field error per Ajv error, named by the field it is about. */
+function fieldError (error: AjvError, part: string, message?: string): FieldError {
+  const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
+  const params = error.params ?? {}
+  if (error.keyword === 'additionalProperties') {
+    const field = [path, String(params.additionalProperty)].filter(Boolean).join('.')
+    return { in: part, field, message: part === 'querystring' ? 'is not a supported query parameter' : 'is not a field of this resource' }
+  }
+  if (error.keyword === 'required') {
+    return { in: part, field: [path, String(params.missingProperty)].filter(Boolean).join('.'), message: 'is required' }
+  }
+  return { in: part, field: path, message: message ?? error.message ?? 'is not valid' }
+}
+
+/**
+ * One field error per failing field. A failed union (such as `string | null`) makes Ajv report each
+ * branch and then the union: keep a branch's own constraint (maxLength, ...) when it has one,
+ * else say "must be string or null" once.
+ */
 function fieldErrors (validation: AjvError[], part: string): FieldError[] {
-  return validation.map((error) => {
-    const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
-    const params = error.params ?? {}
-    if (error.keyword === 'additionalProperties') {
-      const field = [path, String(params.additionalProperty)].filter(Boolean).join('.')
-      return { in: part, field, message: part === 'querystring' ? 'is not a supported query parameter' : 'is not a field of this resource' }
+  const unions = new Set(validation.filter((error) => error.keyword === 'anyOf').map((error) => error.instancePath))
+  const inUnion = (error: AjvError) => unions.has(error.instancePath) && error.keyword !== 'required' && error.keyword !== 'additionalProperties'
+  const errors: FieldError[] = []
+  for (const error of validation) {
+    if (!inUnion(error)) {
+      errors.push(fieldError(error, part))
+    } else if (error.keyword === 'anyOf') {
+      const branches = validation.filter((other) => other.instancePath === error.instancePath && other !== error && inUnion(other))
+      const constraints = branches.filter((branch) => branch.keyword !== 'type')
+      if (constraints.length > 0) errors.push(...constraints.map((branch) => fieldError(branch, part)))
+      else errors.push(fieldError(error, part, `must be ${branches.map((branch) => String(branch.params?.type)).join(' or ')}`))
     }
-    if (error.keyword === 'required') {
-      return { in: part, field: [path, String(params.missingProperty)].filter(Boolean).join('.'), message: 'is required' }
-    }
-    return { in: part, field: path, message: error.message ?? 'is not valid' }
-  })
+  }
+  return errors
 }
 
 function faultProblem (fault: DatabaseFault) {

@@ -1,0 +1,28 @@
+import { Migrator, PostgresAdapter, sql } from 'kysely'
+import type { Kysely, Migration } from 'kysely'
+
+/** The example's schema, as Kysely migrations kept in code. */
+const migrations: Record<string, Migration> = {
+  '2026-11-01-items': {
+    async up (db: Kysely<any>) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter
+      await db.schema.createTable('items').ifNotExists()
+        .addColumn('id', postgres ? 'serial' : 'integer', (column) => postgres ? column.primaryKey() : column.primaryKey().autoIncrement())
+        .addColumn('name', 'varchar(255)', (column) => column.notNull().unique())
+        .addColumn('description', 'varchar(1024)')
+        .addColumn('price', 'real', (column) => column.notNull().defaultTo(0))
+        .addColumn('created_at', postgres ? 'timestamptz' : 'varchar(32)', (column) => column.notNull().defaultTo(postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`))
+        .execute()
+    },
+    async down (db: Kysely<any>) {
+      await db.schema.dropTable('items').ifExists().execute()
+    },
+  },
+}
+
+/** Brings the database up to date; throws with the failing migration's error. */
+export async function migrate (db: Kysely<any>): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+  const { error } = await migrator.migrateToLatest()
+  if (error !== undefined) throw error
+}
