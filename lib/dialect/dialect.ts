@@ -42,6 +42,8 @@ export interface ViewsetDialect {
   insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row>
   /** Updates one row and returns it as stored, or `undefined` when there is none. */
   update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row): Promise<Row | undefined>
+  /** A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans). Apply to every filter value. */
+  parameter (value: unknown): unknown
   /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
   ilike (column: Expression<unknown>, pattern: string): Expression<SqlBool>
   /** Recognises the driver errors a client can act on. */
@@ -56,6 +58,11 @@ export async function dialectOf (db: AnyDatabase): Promise<ViewsetDialect> {
   if (adapter instanceof SqliteAdapter) return (await import('./sqlite.js')).sqliteDialect
   if (adapter instanceof MysqlAdapter) return (await import('./mysql.js')).mysqlDialect
   throw new ViewsetErrors.InvalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
+}
+
+/** For drivers that bind every JSON value as it is. */
+export function sameValue (value: unknown): unknown {
+  return value
 }
 
 /** Escapes `%`, `_` and the escape character itself, for a substring `LIKE` with `ESCAPE '!'`. */

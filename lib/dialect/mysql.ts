@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
-import { errorProperty, isConnectionError } from './dialect.js'
+import { errorProperty, isConnectionError, sameValue } from './dialect.js'
 
 // MySQL has no RETURNING and MariaDB has none on UPDATE: write, then read back in the same transaction.
 // Server error numbers: https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html
@@ -26,6 +26,8 @@ const invalidValues: Record<string, string> = {
 /** MySQL and MariaDB through mysql2: write then read back, `information_schema`, LOWER() LIKE. */
 export const mysqlDialect: ViewsetDialect = {
   name: 'mysql',
+
+  parameter: sameValue,
 
   async columns (db, table) {
     const { rows } = await sql<{ name: string, type: string, nullable: string }>`

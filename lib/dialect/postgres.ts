@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { DatabaseFault, ViewsetDialect } from './dialect.js'
-import { errorProperty, isConnectionError } from './dialect.js'
+import { errorProperty, isConnectionError, sameValue } from './dialect.js'
 import { insertReturning, updateReturning } from './returning-writes.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
@@ -24,6 +24,8 @@ const invalidValues: Record<string, string> = {
 /** PostgreSQL through pg: RETURNING, `information_schema`, ILIKE. */
 export const postgresDialect: ViewsetDialect = {
   name: 'postgres',
+
+  parameter: sameValue,
 
   async columns (db, table) {
     // Only the configured table, resolved through search_path like the queries will be:

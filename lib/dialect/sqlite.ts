@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { ColumnInfo, DatabaseFault, ViewsetDialect } from './dialect.js'
+import type { ColumnInfo, DatabaseFault, Row, ViewsetDialect } from './dialect.js'
 import { errorProperty } from './dialect.js'
 import { insertReturning, updateReturning } from './returning-writes.js'
 
@@ -12,6 +12,19 @@ const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'c
   SQLITE_CONSTRAINT_CHECK: 'check',
 }
 
+// better-sqlite3 binds numbers, strings, bigints, buffers and null only.
+function parameter (value: unknown): unknown {
+  if (typeof value === 'boolean') return value ? 1 : 0
+  if (value instanceof Date) return value.toISOString()
+  return value
+}
+
+function bindable (values: Row): Row {
+  const bound: Row = {}
+  for (const key in values) bound[key] = parameter(values[key])
+  return bound
+}
+
 /** SQLite through better-sqlite3: RETURNING, `PRAGMA table_info`, ASCII-only case folding. */
 export const sqliteDialect: ViewsetDialect = {
   name: 'sqlite',
@@ -22,8 +35,9 @@ export const sqliteDialect: ViewsetDialect = {
     return rows.map((row): ColumnInfo => ({ name: row.name, type: row.type.toLowerCase(), nullable: row.notnull === 0 && row.pk === 0 }))
   },
 
-  insert: insertReturning,
-  update: updateReturning,
+  parameter,
+  insert: async (db, target, values) => await insertReturning(db, target, bindable(values)),
+  update: async (db, target, id, values) => await updateReturning(db, target, id, bindable(values)),
 
   ilike (column, pattern) {
     // lower() on both sides so that PRAGMA case_sensitive_like cannot change the answer.
