@@ -9,16 +9,30 @@ declare module 'fastify' {
   }
 }
 
-/** Name of the OAuth2 security scheme that protected operations reference in OpenAPI. */
+/**
+ * Name of the OAuth2 security scheme that protected operations reference in OpenAPI
+ * (`security: [{ OAuth2: [] }]`). Declare it under this name when you register @fastify/swagger yourself.
+ */
 export const securitySchemeName = 'OAuth2'
 
 type AuthOptions = Pick<ViewsetOptions<unknown, never, never>, 'authenticate' | 'authorize'>
+type BearerError = 'invalid_request' | 'invalid_token'
 
-/** A 401 whose `WWW-Authenticate` challenge carries RFC 6750's error attributes. */
-function unauthorized (reply: FastifyReply, detail: string, error?: 'invalid_token' | 'invalid_request'): FastifyError {
-  const attributes = error === undefined ? '' : `, error="${error}", error_description="${detail.replaceAll('"', "'")}"`
-  reply.header('www-authenticate', `Bearer realm="api"${attributes}`)
+const realm = 'Bearer realm="api"'
+
+/**
+ * A 401 whose `WWW-Authenticate` challenge carries RFC 6750's error attributes. Without an `error`
+ * (no credentials, or another scheme) the challenge is bare, as RFC 6750 §3.1 asks.
+ */
+function unauthorized (reply: FastifyReply, detail: string, error?: BearerError): FastifyError {
+  challenge(reply, detail, error)
   return new ViewsetErrors.Unauthorized(detail)
+}
+
+function challenge (reply: FastifyReply, detail: string, error?: BearerError): void {
+  // error_description may not hold `"` or `\` (RFC 6750 §3); our descriptions are fixed strings, user ones are not.
+  const attributes = error === undefined ? '' : `, error="${error}", error_description="${detail.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, "'")}"`
+  reply.header('www-authenticate', `${realm}${attributes}`)
 }
 
 // @fastify/jwt's codes, mapped to a description that names the problem without echoing the token.
@@ -27,13 +41,36 @@ const jwtReasons: Record<string, string> = {
   FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED: 'The token is not trusted',
   FST_JWT_AUTHORIZATION_TOKEN_INVALID: 'The token signature or claims are not valid',
   FST_JWT_BAD_REQUEST: 'The token is malformed',
+  FAST_JWT_MISSING_SIGNATURE: 'The token is not signed',
 }
 
-function jwtVerifier (request: FastifyRequest): Promise<ViewsetToken> {
-  return (request as unknown as { jwtVerify: () => Promise<ViewsetToken> }).jwtVerify()
+/**
+ * What a failed `authenticate` answers. Errors of the library pass through (a thrown 401 or 403 gets
+ * its challenge header), server faults (status 500 and above) stay server faults, and anything else,
+ * @fastify/jwt's own 400s and 401s included, is a 401 `invalid_token`.
+ */
+function authenticationFailure (reply: FastifyReply, error: unknown): unknown {
+  const { code, statusCode, message } = (typeof error === 'object' && error !== null ? error : {}) as Partial<FastifyError>
+  if (code === 'FST_VIEWSET_UNAUTHORIZED') {
+    challenge(reply, message ?? 'The token is not valid', 'invalid_token')
+    return error
+  }
+  if (code === 'FST_VIEWSET_FORBIDDEN') {
+    reply.header('www-authenticate', `${realm}, error="insufficient_scope"`)
+    return error
+  }
+  if (code?.startsWith('FST_VIEWSET_') === true || (typeof statusCode === 'number' && statusCode >= 500)) return error
+  return unauthorized(reply, jwtReasons[code ?? ''] ?? 'The token is not valid', 'invalid_token')
 }
 
-/** Fails at startup when protection is asked for but nothing can verify a token. */
+async function jwtVerifier (request: FastifyRequest): Promise<ViewsetToken> {
+  return await (request as unknown as { jwtVerify: () => Promise<ViewsetToken> }).jwtVerify()
+}
+
+/**
+ * Fails at registration when `protectedMethods` names a method the viewset does not serve, or when
+ * protection is asked for but nothing can verify a token (no @fastify/jwt and no `authenticate`).
+ */
 export function checkAuth (fastify: FastifyInstance, protectedMethods: readonly ViewsetMethod[], registered: readonly ViewsetMethod[], options: AuthOptions): void {
   const unregistered = protectedMethods.filter((method) => !registered.includes(method))
   if (unregistered.length > 0) {
@@ -44,9 +81,13 @@ export function checkAuth (fastify: FastifyInstance, protectedMethods: readonly 
   }
 }
 
+// RFC 7235: the scheme is case-insensitive; the token is whatever follows the whitespace.
+const bearerHeader = /^Bearer(?:[ \t]+(.*))?$/i
+
 /**
- * The onRequest hook of a protected method: it runs before the body is read, verifies the bearer
- * token (with `request.jwtVerify()` unless `authenticate` is given) and applies `authorize`.
+ * The onRequest hook of a protected method. It runs before the body is read: it verifies the bearer
+ * token (with `request.jwtVerify()` unless `authenticate` is given), applies `authorize`, and leaves
+ * the claims in `request.viewsetToken` for the handler's `token` argument.
  */
 export function authHook (method: ViewsetMethod, options: AuthOptions): onRequestAsyncHookHandler {
   const authenticate = options.authenticate ?? jwtVerifier
@@ -54,20 +95,18 @@ export function authHook (method: ViewsetMethod, options: AuthOptions): onReques
   return async function verifyBearer (request, reply) {
     const header = request.headers.authorization
     if (header === undefined || header === '') throw unauthorized(reply, 'This operation needs a bearer token')
-    const match = /^Bearer(?:\s+(.*))?$/i.exec(header)
+    const match = bearerHeader.exec(header)
     if (match === null) throw unauthorized(reply, 'Use the Bearer authorization scheme')
     if ((match[1] ?? '').trim() === '') throw unauthorized(reply, 'The bearer token is empty', 'invalid_request')
     let token: ViewsetToken
     try {
       token = await authenticate(request)
     } catch (error) {
-      const code = (error as FastifyError).code ?? ''
-      if (code.startsWith('FST_VIEWSET_')) throw error
-      throw unauthorized(reply, jwtReasons[code] ?? 'The token is not valid', 'invalid_token')
+      throw authenticationFailure(reply, error)
     }
     if (typeof token !== 'object' || token === null) throw unauthorized(reply, 'The token is not valid', 'invalid_token')
     if (authorize !== undefined && !(await authorize(token, method, request))) {
-      reply.header('www-authenticate', 'Bearer realm="api", error="insufficient_scope"')
+      reply.header('www-authenticate', `${realm}, error="insufficient_scope"`)
       throw new ViewsetErrors.Forbidden(method)
     }
     request.viewsetToken = token

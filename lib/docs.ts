@@ -17,12 +17,26 @@ export interface ViewsetDocsOptions {
 }
 
 /**
+ * The OAuth2 password-flow security scheme that protected operations reference, keyed by
+ * {@link securitySchemeName}. Use it when you register @fastify/swagger yourself.
+ *
+ * @example
+ * ```ts
+ * await app.register(fastifySwagger, { openapi: { components: { securitySchemes: viewsetSecuritySchemes('/token') } } })
+ * ```
+ */
+export function viewsetSecuritySchemes (tokenUrl = '/token'): Record<string, { type: 'oauth2', flows: { password: { tokenUrl: string, scopes: Record<string, string> } } }> {
+  return { [securitySchemeName]: { type: 'oauth2', flows: { password: { tokenUrl, scopes: {} } } } }
+}
+
+/**
  * Registers @fastify/swagger (OpenAPI 3.1) and @fastify/swagger-ui. Register it before the viewsets:
  * @fastify/swagger collects routes as they are added.
  *
  * @example
  * ```ts
  * await app.register(viewsetDocs, { title: 'Shop API' })      // Swagger UI at /docs, JSON at /docs/json
+ * // With the token endpoint elsewhere than /token: viewsetDocs with { tokenUrl: '/auth/token' }
  * await app.register(createViewset({ db, table: 'items', schema: Item }), { prefix: '/items' })
  * ```
  */
@@ -32,11 +46,8 @@ export const viewsetDocs = fp<ViewsetDocsOptions>(async function viewsetDocs (fa
     openapi: {
       openapi: '3.1.0',
       info: { title, version, ...(description === undefined ? {} : { description }) },
-      components: {
-        securitySchemes: {
-          [securitySchemeName]: { type: 'oauth2', flows: { password: { tokenUrl, scopes: {} } } },
-        },
-      },
+      // Only protected operations reference the scheme (`security` per operation, none globally).
+      components: { securitySchemes: viewsetSecuritySchemes(tokenUrl) },
     },
     // Components keep their `$id` as name (Items, AdminItems, ViewsetProblem) instead of def-0, def-1, ...
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` },
