@@ -14,6 +14,7 @@ export const ViewsetErrors = {
   UnsupportedMediaType: createError('FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: %s', 415),
   PayloadTooLarge: createError('FST_VIEWSET_PAYLOAD_TOO_LARGE', 'The request body is larger than the limit', 413),
   BadRequest: createError('FST_VIEWSET_BAD_REQUEST', '%s', 400),
+  UnsupportedOrdering: createError('FST_VIEWSET_UNSUPPORTED_ORDERING', 'Unsupported ordering %s: the allowed fields are %s (a leading - sorts descending)', 400),
   InvalidValue: createError('FST_VIEWSET_INVALID_VALUE', 'A value cannot be stored: %s', 400),
   Conflict: createError('FST_VIEWSET_CONFLICT', '%s', 409),
   Unauthorized: createError('FST_VIEWSET_UNAUTHORIZED', '%s', 401),
