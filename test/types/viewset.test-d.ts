@@ -1,0 +1,67 @@
+// Type tests: `npm run test:types` compiles this file. Each @ts-expect-error must be an error,
+// so a wrong table or field that compiled would fail the run.
+import { Type } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
+import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { Generated, Kysely } from 'kysely'
+import { expectTypeOf } from 'expect-type'
+import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
+import type { ListRequest, ViewsetToken } from 'fastify-viewsets'
+
+interface DB {
+  items: { id: Generated<number>, name: string, price: number }
+  authors: { id: Generated<number>, name: string }
+  books: { id: Generated<number>, title: string, author_id: number }
+}
+const db: Kysely<DB> = createDatabase<DB>('sqlite::memory:')
+
+const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
+const Author = Type.Object({ id: Type.Integer(), name: Type.String() })
+const Book = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), author_id: Type.Integer(), author: Type.Optional(Type.Union([Author, Type.Null()])) })
+const WithColour = Type.Object({ id: Type.Optional(Type.Integer()), name: Type.String(), colour: Type.String() })
+
+// a table of DB and a schema of its columns compile, and the result is a Fastify plugin
+expectTypeOf(createViewset({ db, table: 'items', schema: Item })).toEqualTypeOf<FastifyPluginAsync>()
+
+// @ts-expect-error 'orders' is not a table of DB
+createViewset({ db, table: 'orders', schema: Item })
+
+// @ts-expect-error 'colour' is not a column of items
+createViewset({ db, table: 'items', schema: WithColour })
+
+// @ts-expect-error 'author' is neither a column of books nor a declared relation
+createViewset({ db, table: 'books', schema: Book })
+
+// a relation field declared in relatedConfig is allowed
+createViewset({ db, table: 'books', schema: Book, relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } } })
+
+// @ts-expect-error a relation must name a table of DB
+createViewset({ db, table: 'books', schema: Book, relatedConfig: { selectRelated: { author: { table: 'writers', foreignKey: 'author_id' } } } })
+
+// @ts-expect-error primaryKey must be a field of the schema
+createViewset({ db, table: 'items', schema: Item, primaryKey: 'uuid' })
+
+// @ts-expect-error methods are LIST GET POST PUT PATCH DELETE
+createViewset({ db, table: 'items', schema: Item, methods: ['FETCH'] })
+
+// @ts-expect-error searchFields are schema fields
+createViewset({ db, table: 'items', schema: Item, searchFields: ['title'] })
+
+// @ts-expect-error filter operators are a fixed set
+createViewset({ db, table: 'items', schema: Item, filterFields: { name: ['like'] } })
+
+class ItemViewset extends Viewset<DB, 'items', typeof Item> {
+  override async list (request: ListRequest<{ limit: number, offset: number }>, _reply: FastifyReply, token: ViewsetToken | null) {
+    expectTypeOf(token).toEqualTypeOf<ViewsetToken | null>()
+    expectTypeOf(request.query.limit).toEqualTypeOf<number>()
+    const rows = await this.query().where('name', '=', 'x').limit(request.query.limit).execute()
+    expectTypeOf(rows).toEqualTypeOf<Static<typeof Item>[]>()
+    // @ts-expect-error the typed query builder knows the table's columns
+    this.query().where('colour', '=', 'x')
+    return rows
+  }
+}
+expectTypeOf(new ItemViewset({ db, table: 'items', schema: Item }).register()).toEqualTypeOf<FastifyPluginAsync>()
+
+// @ts-expect-error the class checks the table too
+void new Viewset<DB, 'orders', typeof Item>({ db, table: 'orders', schema: Item })
