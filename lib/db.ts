@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from 'node:path'
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely'
-import type { Dialect, KyselyConfig, SqliteDatabase, SqliteStatement } from 'kysely'
+import { CompiledQuery, Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely'
+import type { DatabaseConnection, Dialect, KyselyConfig, MysqlPool, SqliteDatabase, SqliteStatement } from 'kysely'
 import { config as loadDotenv } from 'dotenv'
 import { ViewsetErrors } from './errors.js'
 
@@ -61,7 +61,7 @@ function dialectFor (url: string, options: CreateDatabaseOptions): Dialect {
       return new PostgresDialect({ pool: async () => await openPostgres(url, options) })
     case 'mysql':
     case 'mariadb':
-      return new MysqlDialect({ pool: async () => await openMysql(url, options) })
+      return new MysqlDialect({ pool: async () => await openMysql(url, options), onCreateConnection: onMysqlConnection })
     case 'sqlite': {
       const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
       if (path === '') throw new ViewsetErrors.InvalidDatabaseUrl(url, 'a SQLite URL needs a path, as in sqlite:base.db or sqlite::memory:')
@@ -89,23 +89,81 @@ async function openPostgres (url: string, options: CreateDatabaseOptions) {
   return pool
 }
 
-async function openMysql (url: string, options: CreateDatabaseOptions) {
+async function openMysql (url: string, options: CreateDatabaseOptions): Promise<MysqlPool> {
   const mysql = await import('mysql2').catch(() => {
     throw new ViewsetErrors.InvalidDatabaseUrl(redact(url), 'MySQL needs the mysql2 package: npm install mysql2')
   })
-  const parsed = new URL(url.replace(/^mariadb:/, 'mysql:'))
-  return mysql.createPool({
-    host: parsed.hostname,
+  const parsed = new URL(url.replace(/^mariadb:/i, 'mysql:'))
+  const timeout = options.connectionTimeout ?? 5000
+  const pool = mysql.createPool({
+    // Query parameters (such as ?ssl={"rejectUnauthorized":true} or ?charset=...) are mysql2 options.
+    uri: parsed.toString(),
     port: parsed.port === '' ? 3306 : Number(parsed.port),
-    user: decodeURIComponent(parsed.username),
-    password: decodeURIComponent(parsed.password),
-    database: decodeURIComponent(parsed.pathname.slice(1)),
     connectionLimit: options.poolSize ?? 10,
-    connectTimeout: options.connectionTimeout ?? 5000,
-    // DATETIME/TIMESTAMP come back as JavaScript dates in UTC, like pg's timestamptz.
+    connectTimeout: timeout,
+    // DATETIME/TIMESTAMP are read and written in UTC, like pg's timestamptz; the session is set to UTC below.
     timezone: 'Z',
+    // BIGINT as a number while it is exact, as a string beyond 2^53; DECIMAL as a string, like pg's numeric.
     supportBigNumbers: true,
+    typeCast: mysqlTypeCast,
   })
+  return withAcquireTimeout(pool, timeout)
+}
+
+/** The mysql2 subset of a column's metadata that {@link mysqlTypeCast} reads. */
+interface MysqlField {
+  type: string
+  length: number
+  extendedFormat?: string
+  string: () => string | null
+}
+
+/**
+ * Answers in the types the other dialects use: BOOLEAN (TINYINT(1)) as true/false, and MariaDB's
+ * JSON (a LONGTEXT underneath) parsed, like MySQL's JSON type and PostgreSQL's json/jsonb.
+ */
+function mysqlTypeCast (field: MysqlField, next: () => unknown): unknown {
+  if (field.type === 'TINY' && field.length === 1) {
+    const value = field.string()
+    return value === null ? null : value !== '0'
+  }
+  if (field.extendedFormat === 'json') {
+    const value = field.string()
+    return value === null ? null : JSON.parse(value) as unknown
+  }
+  return next()
+}
+
+/** The session settings every MySQL connection gets: UTC, so that NOW() agrees with the UTC dates mysql2 writes. */
+async function onMysqlConnection (connection: DatabaseConnection): Promise<void> {
+  await connection.executeQuery(CompiledQuery.raw("set time_zone = '+00:00'"))
+}
+
+/**
+ * mysql2's pool queues requests for a connection without limit. Fail after `timeout` milliseconds
+ * instead, like pg's `connectionTimeoutMillis`, so that an exhausted pool answers 503 rather than hang.
+ */
+function withAcquireTimeout (pool: MysqlPool, timeout: number): MysqlPool {
+  return {
+    getConnection (callback) {
+      let waiting = true
+      const timer = setTimeout(() => {
+        waiting = false
+        callback(new ViewsetErrors.Unavailable(), undefined as never)
+      }, timeout)
+      pool.getConnection((error, connection) => {
+        clearTimeout(timer)
+        if (waiting) {
+          waiting = false
+          callback(error, connection)
+        } else if (error === null || error === undefined) {
+          // The caller gave up on this connection: hand it back to the pool.
+          connection.release()
+        }
+      })
+    },
+    end: (callback) => { pool.end(callback) },
+  }
 }
 
 async function openSqlite (path: string, options: CreateDatabaseOptions): Promise<SqliteDatabase> {

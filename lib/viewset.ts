@@ -219,7 +219,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
       if (!columns.has(field)) throw new ViewsetErrors.UnknownColumn(field, table, catalog.map((column) => column.name).join(', '))
     }
     const config = relatedConfigOf(this.options.relatedConfig as never, schema)
-    const relations = await createRelationLoader(db, dialect, config, schema, table)
+    const relations = await createRelationLoader(db, dialect, config, schema, table, primaryKey)
     const name = this.#resolved.name ?? nameFromPrefix(fastify.prefix, table)
     const entity = deriveEntity(schema, columns, relationFields(config), name)
     // The key is read-only whatever the schema says: it is never written from a body.
@@ -232,7 +232,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     const prepared: Prepared = {
       dialect,
       statements,
-      target: { table, primaryKey, columns: selected },
+      target: { table, primaryKey, columns: selected, catalog: columns },
       writable: writableFields(entity),
       list: this.#mergeListQuery(list),
       relations,

@@ -28,6 +28,8 @@ export interface WriteTarget {
   primaryKey: string
   /** Columns read back: the schema's columns, never `*`. */
   columns: readonly string[]
+  /** The table's columns by name, from the catalog, for dialects that convert values by column type. */
+  catalog?: ReadonlyMap<string, ColumnInfo>
 }
 
 /**

@@ -1,9 +1,12 @@
 import { sql } from 'kysely'
-import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
+import { ViewsetErrors } from '../errors.js'
+import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect.js'
 import { errorProperty, isConnectionError, sameValue } from './dialect.js'
 
-// MySQL has no RETURNING and MariaDB has none on UPDATE: write, then read back in the same transaction.
-// Server error numbers: https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html
+// MySQL has no RETURNING, and MariaDB has none on UPDATE: every write is followed by a read of the
+// row in the same transaction. One code path serves both servers, so the path CI runs on MariaDB is
+// the one MySQL users get.
+// Server error numbers: https://mariadb.com/kb/en/mariadb-error-code-reference/
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
   1062: 'unique',
   1451: 'foreign-key',
@@ -18,12 +21,56 @@ const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'c
 const invalidValues: Record<string, string> = {
   1406: 'a string is longer than the column allows',
   1264: 'a number is out of the range of the column',
+  1690: 'a number is out of the range of the column',
   1292: 'a value has the wrong format for its column',
   1366: 'a value has the wrong format for its column',
+  1367: 'a value has the wrong format for its column',
   1365: 'division by zero',
+  3140: 'a JSON value is malformed',
+  4038: 'a JSON value is malformed',
+}
+// Too many connections, server gone, connection lost, lock wait timeout, deadlock victim: try again.
+const unavailable = new Set(['1040', '1053', '1205', '1213', '2002', '2003', '2006', '2013'])
+
+// The messages name the key, column or constraint; keep that and never the value.
+const targets: readonly RegExp[] = [
+  /for key '(?:[^'.]+\.)?([^']+)'$/, // Duplicate entry '...' for key 'items.name'
+  /FOREIGN KEY \(`([^`]+)`\)/, // ... CONSTRAINT `fk` FOREIGN KEY (`parent_id`) REFERENCES ...
+  /^(?:Column|Field) '([^']+)'/, // Column 'name' cannot be null / Field 'name' doesn't have a default value
+  /^CONSTRAINT `([^`]+)` failed/, // MariaDB check constraints
+  /^Check constraint '([^']+)'/, // MySQL check constraints
+]
+
+const dateTimeTypes = new Set(['datetime', 'timestamp'])
+const withOffset = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)$/i
+
+/**
+ * MySQL takes no `Z` or `+02:00` in a DATETIME or TIMESTAMP value, and JSON clients send RFC 3339.
+ * Such strings become dates, which mysql2 writes in UTC (createDatabase sets the session to UTC too).
+ */
+function storable (target: WriteTarget, values: Row): Row {
+  const catalog = target.catalog
+  if (catalog === undefined) return values
+  let converted: Row | undefined
+  for (const key in values) {
+    const value = values[key]
+    if (typeof value !== 'string' || !withOffset.test(value)) continue
+    const type = catalog.get(key)?.type
+    if (type === undefined || !dateTimeTypes.has(type)) continue
+    const date = new Date(value)
+    if (Number.isNaN(date.getTime())) continue
+    converted ??= { ...values }
+    converted[key] = date
+  }
+  return converted ?? values
 }
 
-/** MySQL and MariaDB through mysql2: write then read back, `information_schema`, LOWER() LIKE. */
+/** Runs `work` in a transaction, or in the caller's when `db` already is one (Kysely does not nest them). */
+async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Promise<T>): Promise<T> {
+  return db.isTransaction ? await work(db) : await db.transaction().execute(work)
+}
+
+/** MySQL and MariaDB through mysql2: write then read back, `information_schema`, accent-sensitive `lower() LIKE`. */
 export const mysqlDialect: ViewsetDialect = {
   name: 'mysql',
 
@@ -36,25 +83,37 @@ export const mysqlDialect: ViewsetDialect = {
     return rows.map((row) => ({ name: row.name, type: row.type.toLowerCase(), nullable: row.nullable === 'YES' }))
   },
 
-  async insert (db, { table, primaryKey, columns }, values) {
-    return await db.transaction().execute(async (trx) => {
-      const insert = trx.insertInto(table)
-      const result = await (Object.keys(values).length === 0 ? insert.values({}) : insert.values(values)).executeTakeFirstOrThrow()
-      const id = values[primaryKey] ?? result.insertId
+  async insert (db, target, values) {
+    const { table, primaryKey, columns } = target
+    const row = storable(target, values)
+    return await inTransaction(db, async (trx) => {
+      const { insertId } = await trx.insertInto(table).values(row).executeTakeFirstOrThrow()
+      // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
+      const id = row[primaryKey] ?? insertId
+      if (id === undefined) {
+        throw new ViewsetErrors.InvalidOption('primaryKey', `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`)
+      }
       return await trx.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirstOrThrow()
     })
   },
 
-  async update (db, { table, primaryKey, columns }, id, values) {
-    return await db.transaction().execute(async (trx): Promise<Row | undefined> => {
-      if (Object.keys(values).length > 0) await trx.updateTable(table).set(values).where(primaryKey, '=', id).execute()
-      const nextId = values[primaryKey] ?? id
-      return await trx.selectFrom(table).select(columns).where(primaryKey, '=', nextId).executeTakeFirst()
+  async update (db, target, id, values) {
+    const { table, primaryKey, columns } = target
+    const readBack = async (from: AnyDatabase) => await from.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirst()
+    if (Object.keys(values).length === 0) return await readBack(db)
+    const row = storable(target, values)
+    return await inTransaction(db, async (trx) => {
+      // affectedRows is 0 for a row that exists but did not change, so the read decides between 200 and 404.
+      await trx.updateTable(table).set(row).where(primaryKey, '=', id).execute()
+      return await readBack(trx)
     })
   },
 
   ilike (column, pattern) {
-    return sql<boolean>`lower(${column}) like lower(${pattern}) escape '!'`
+    // MySQL's usual collations (utf8mb4_general_ci, utf8mb4_0900_ai_ci) also ignore accents, so
+    // 'cafe' would match 'café'. Folding case with lower() and comparing bytes matches ILIKE on
+    // PostgreSQL instead; converting first keeps a latin1 column comparable with the utf8mb4 pattern.
+    return sql<boolean>`lower(convert(${column} using utf8mb4)) like binary lower(${pattern}) escape '!'`
   },
 
   classify (error): DatabaseFault | undefined {
@@ -62,14 +121,17 @@ export const mysqlDialect: ViewsetDialect = {
     if (errno !== undefined) {
       const kind = constraintKinds[errno]
       if (kind !== undefined) {
-        // "Duplicate entry 'x' for key 'items.name'": keep only the key's name, never the value.
         const message = errorProperty(error, 'sqlMessage') ?? ''
-        const target = /for key '(?:[^'.]+\.)?([^']+)'/.exec(message)?.[1] ?? /Column '([^']+)'/.exec(message)?.[1] ?? /FOREIGN KEY \(`([^`]+)`\)/.exec(message)?.[1]
+        let target: string | undefined
+        for (const pattern of targets) {
+          target = pattern.exec(message)?.[1]
+          if (target !== undefined) break
+        }
         return { kind, target }
       }
       const reason = invalidValues[errno]
       if (reason !== undefined) return { kind: 'invalid-value', reason }
-      if (errno === '1040' || errno === '2006' || errno === '2013') return { kind: 'unavailable' }
+      if (unavailable.has(errno)) return { kind: 'unavailable' }
     }
     return isConnectionError(error) ? { kind: 'unavailable' } : undefined
   },
