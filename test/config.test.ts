@@ -37,7 +37,7 @@ for (const dialect of dialects) {
       const { db } = database
       assert.throws(() => createViewset({ db, table: 'items', schema: Item, primaryKey: 'uuid' as never }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /primaryKey: "uuid" is not a field of the schema/ })
       assert.throws(() => createViewset({ db, table: 'items', schema: Type.String() as never }), { message: /schema: expected a TypeBox object schema/ })
-      assert.throws(() => createViewset({ db: {} as never, table: 'items', schema: Item }), { message: /db: expected a Kysely instance/ })
+      assert.throws(() => createViewset({ db: {} as typeof db, table: 'items', schema: Item }), { message: /db: expected a Kysely instance/ })
       assert.throws(() => createViewset({ db, table: '' as never, schema: Item }), { message: /table: expected a table name/ })
       assert.throws(() => createViewset({ db, table: 'items', schema: Item, maxLimit: 0 }), { message: /maxLimit/ })
       assert.throws(() => createViewset({ db, table: 'items', schema: Item, defaultLimit: 500 }), { message: /defaultLimit/ })

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { Kysely } from 'kysely'
 import { Viewset, viewsetDocs } from 'fastify-viewsets'
 import type { ElementRequest, ListRequest, ViewsetToken } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
@@ -48,7 +49,7 @@ for (const dialect of dialects) {
       await createItemsTable(database)
       const app = testApp(t)
       await app.register(viewsetDocs)
-      const viewset = new StockViewset({ db: database.db as never, table: 'items', schema: Item })
+      const viewset = new StockViewset({ db: database.db as Kysely<ItemsDB>, table: 'items', schema: Item })
       await app.register(viewset.register(), { prefix: '/items' })
       for (const [name, price, inStock] of [['a', 1, true], ['b', 3, false], ['c', 2, true]] as const) {
         assert.equal((await app.inject({ method: 'POST', url: '/items', payload: { name, price, in_stock: inStock } })).statusCode, 201)
@@ -84,8 +85,8 @@ for (const dialect of dialects) {
       await createItemsTable(database)
       const app = testApp(t)
       const Narrow = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
-      await app.register(new Viewset({ db: database.db as never, table: 'items', schema: Item }).register(), { prefix: '/wide' })
-      await app.register(new Viewset({ db: database.db as never, table: 'items', schema: Narrow }).register(['LIST', 'POST']), { prefix: '/narrow' })
+      await app.register(new Viewset({ db: database.db as Kysely<ItemsDB>, table: 'items', schema: Item }).register(), { prefix: '/wide' })
+      await app.register(new Viewset({ db: database.db as Kysely<ItemsDB>, table: 'items', schema: Narrow }).register(['LIST', 'POST']), { prefix: '/narrow' })
       const created = await app.inject({ method: 'POST', url: '/narrow', payload: { name: 'x' } })
       assert.deepEqual(Object.keys(created.json()).sort(), ['id', 'name'])
       const rejected = await app.inject({ method: 'POST', url: '/narrow', payload: { name: 'y', price: 2 } })
