@@ -45,22 +45,26 @@ const dateTimeTypes = new Set(['datetime', 'timestamp'])
 const withOffset = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)$/i
 
 /**
- * MySQL takes no `Z` or `+02:00` in a DATETIME or TIMESTAMP value, and JSON clients send RFC 3339.
- * Such strings become dates, which mysql2 writes in UTC (createDatabase sets the session to UTC too).
+ * Values as MySQL takes them. mysql2 expands an object into `key = value` pairs and an array into a
+ * list, so JSON objects and arrays are sent as JSON text. MySQL takes no `Z` or `+02:00` in a
+ * DATETIME or TIMESTAMP, and JSON clients send RFC 3339: those strings become dates, which mysql2
+ * writes in UTC (createDatabase sets the session to UTC as well).
  */
-function storable (target: WriteTarget, values: Row): Row {
-  const catalog = target.catalog
-  if (catalog === undefined) return values
+function storable ({ catalog }: WriteTarget, values: Row): Row {
   let converted: Row | undefined
   for (const key in values) {
     const value = values[key]
-    if (typeof value !== 'string' || !withOffset.test(value)) continue
-    const type = catalog.get(key)?.type
-    if (type === undefined || !dateTimeTypes.has(type)) continue
-    const date = new Date(value)
-    if (Number.isNaN(date.getTime())) continue
-    converted ??= { ...values }
-    converted[key] = date
+    let stored: unknown = value
+    if (typeof value === 'object' && value !== null && !(value instanceof Date) && !(value instanceof Uint8Array)) {
+      stored = JSON.stringify(value)
+    } else if (typeof value === 'string' && withOffset.test(value) && dateTimeTypes.has(catalog?.get(key)?.type ?? '')) {
+      const date = new Date(value)
+      if (!Number.isNaN(date.getTime())) stored = date
+    }
+    if (stored !== value) {
+      converted ??= { ...values }
+      converted[key] = stored
+    }
   }
   return converted ?? values
 }
