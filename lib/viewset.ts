@@ -228,7 +228,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     // The loader may need keys the schema does not serve; they are selected, never serialized.
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
     const statements = new Statements(db, table, primaryKey, selected)
-    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, statements })
+    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, selected, statements })
     const prepared: Prepared = {
       dialect,
       statements,
@@ -242,11 +242,16 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     return { prepared, entity, name }
   }
 
-  /** Applies the subclass's `listQuery` over the default LIST query string. */
+  /**
+   * Applies the subclass's `listQuery` over the default LIST query string. An overridden `list` keeps only
+   * `limit` and `offset` of the defaults: it would silently ignore `search`, filters, `count` or `fields`.
+   */
   #mergeListQuery (list: ListPlan): ListPlan {
     const extra = (this.constructor as typeof Viewset).listQuery
     if (extra === undefined) return list
-    const properties = { ...propertiesOf(list.querystring), ...propertiesOf(plain(extra)) }
+    const defaults = propertiesOf(list.querystring)
+    const base = this.list === Viewset.prototype.list ? defaults : { limit: defaults.limit, offset: defaults.offset }
+    const properties = { ...base, ...propertiesOf(plain(extra)) }
     return { querystring: { ...list.querystring, properties }, run: list.run }
   }
 

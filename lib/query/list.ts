@@ -1,7 +1,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
+import { ViewsetErrors } from '../errors.js'
 import type { ResolvedOptions, ViewsetOptions } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
+import { propertiesOf } from '../schema/derive.js'
+import type { Condition } from './condition.js'
+import { scalarFields } from './field-types.js'
+import { planFields } from './fields.js'
+import { planFilters } from './filters.js'
+import { linkHeader } from './link.js'
+import { applyOrdering, planOrdering } from './ordering.js'
+import type { Ordering } from './ordering.js'
+import { planSearch } from './search.js'
+import { StatementCache } from './statement-cache.js'
 import type { Statements } from './statements.js'
 
 /** What LIST needs to know, gathered once at registration. */
@@ -13,6 +24,8 @@ export interface ListContext {
   readonly entity: JsonSchema
   /** The schema fields that are columns, in schema order. */
   readonly columns: readonly string[]
+  /** The columns every row is read with: the schema's, plus keys the relation loaders need (default: `columns`). */
+  readonly selected?: readonly string[]
   readonly statements: Statements
 }
 
@@ -24,8 +37,6 @@ export interface ListPlan {
   run (db: AnyDatabase, request: FastifyRequest, reply: FastifyReply): Promise<Row[]>
 }
 
-interface PageQuery { limit: number, offset: number }
-
 /** The pagination parameters, with their bounds and defaults. */
 export function paginationSchema ({ maxLimit, defaultLimit }: ResolvedOptions): Record<string, JsonSchema> {
   return {
@@ -34,18 +45,105 @@ export function paginationSchema ({ maxLimit, defaultLimit }: ResolvedOptions): 
   }
 }
 
-/** Plans LIST from the checked options. */
+/** Query parameters whose presence leaves the request on the precompiled page statement. */
+const pageOnly = new Set(['limit', 'offset'])
+
+/**
+ * Plans LIST from the checked options: the query string (pagination, `count`, `fields`, and `search`,
+ * `order_by` and filters as the options allow), and a runner that reads one page. Bad options throw
+ * `FST_VIEWSET_INVALID_OPTION` here, at registration.
+ */
 export function createListPlan (context: ListContext): ListPlan {
+  const { dialect, resolved, options, entity, columns, statements } = context
+  const selected = context.selected ?? columns
+  const { table, primaryKey } = resolved
+  const fields = scalarFields(propertiesOf(entity), columns)
+  if (options.alwaysCount !== undefined && typeof options.alwaysCount !== 'boolean') throw new ViewsetErrors.InvalidOption('alwaysCount', 'expected a boolean')
+  const alwaysCount = options.alwaysCount === true
+
+  const search = planSearch(options.searchFields, fields, dialect)
+  const ordering = planOrdering(options.orderingFields, options.defaultOrder, fields, primaryKey)
+  const selection = planFields(entity, columns, selected)
+  const general = {
+    ...paginationSchema(resolved),
+    count: {
+      type: 'boolean',
+      description: alwaysCount
+        ? 'The `X-Total-Count` header is always sent.'
+        : 'When true, the `X-Total-Count` header carries the number of matching rows (one more query).',
+    },
+    ...selection.properties,
+    ...search.properties,
+    ...ordering.properties,
+  }
+  const filters = planFilters(options.filterFields, fields, dialect, Object.keys(general))
   const querystring: JsonSchema = {
     type: 'object',
-    properties: paginationSchema(context.resolved),
+    properties: { ...general, ...filters.properties },
     additionalProperties: false,
   }
+
+  const pages = new StatementCache()
+  const counts = new StatementCache()
+  const db0 = (db: AnyDatabase) => db.selectFrom(table)
+
+  async function page (db: AnyDatabase, conditions: readonly Condition[], order: Ordering, read: readonly string[], shape: string, limit: number, offset: number): Promise<Row[]> {
+    const parameters = [...conditions.flatMap((condition) => condition.parameters), limit, offset]
+    return await pages.rows(db, `${order.shape}|${shape}|${conditions.map((condition) => condition.shape).join('&')}`, parameters, () => {
+      let query = db0(db).select(read)
+      if (conditions.length > 0) query = query.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
+      return applyOrdering(query, order).limit(limit).offset(offset)
+    })
+  }
+
+  async function count (db: AnyDatabase, conditions: readonly Condition[]): Promise<number> {
+    const parameters = conditions.flatMap((condition) => condition.parameters)
+    const [row] = await counts.rows(db, conditions.map((condition) => condition.shape).join('&'), parameters, () => {
+      const query = db0(db).select((eb) => eb.fn.countAll().as('count'))
+      return conditions.length > 0 ? query.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb)))) : query
+    })
+    // pg answers count(*) as a string (a bigint), mysql2 as a number or a string.
+    return Number(row?.count ?? 0)
+  }
+
+  const plain = ordering.byPrimaryKey && !alwaysCount
   return {
     querystring,
-    async run (db, request) {
-      const { limit, offset } = request.query as PageQuery
-      return await context.statements.page(db, limit, offset)
+    async run (db, request, reply) {
+      const query = request.query as Record<string, unknown>
+      const limit = query.limit as number
+      const offset = query.offset as number
+      let rows: Row[]
+      let total: number | undefined
+      let fast = plain
+      if (fast) {
+        for (const key in query) {
+          if (!pageOnly.has(key)) {
+            fast = false
+            break
+          }
+        }
+      }
+      if (fast) {
+        rows = await statements.page(db, limit, offset)
+      } else {
+        // Everything a client can get wrong is checked before the first query.
+        const conditions = filters.conditions(query)
+        const searched = search.condition(query)
+        if (searched !== undefined) conditions.unshift(searched)
+        const order = ordering.ordering(query)
+        const chosen = selection.selection(query)
+        const counting = alwaysCount || query.count === true
+        ;[rows, total] = await Promise.all([
+          page(db, conditions, order, chosen?.columns ?? selected, chosen?.shape ?? '*', limit, offset),
+          counting ? count(db, conditions) : undefined,
+        ])
+        if (total !== undefined) reply.header('x-total-count', String(total))
+        if (chosen !== undefined) reply.serializer(chosen.serialize).type('application/json; charset=utf-8')
+      }
+      const link = linkHeader(request.url, { limit, offset, rows: rows.length, total })
+      if (link !== undefined) reply.header('link', link)
+      return rows
     },
   }
 }

@@ -1,0 +1,27 @@
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
+import type { Row } from '../dialect/dialect.js'
+import { ViewsetErrors } from '../errors.js'
+
+/** The expression builder of LIST queries: tables known at run time, columns checked at registration. */
+export type AnyExpressionBuilder = ExpressionBuilder<Record<string, Row>, string>
+
+/**
+ * One `WHERE` term of a LIST request. `shape` names the SQL it compiles to without its values, so that
+ * requests of the same shape share one compiled statement; `parameters` are the values it binds, in order.
+ */
+export interface Condition {
+  readonly shape: string
+  readonly parameters: readonly unknown[]
+  expression (eb: AnyExpressionBuilder): Expression<SqlBool>
+}
+
+/**
+ * A 400 about one query parameter, in the same shape as a schema validation failure: the problem
+ * handler lists it under `errors` with the parameter's name.
+ */
+export function queryParameterError (parameter: string, message: string): Error {
+  return Object.assign(new ViewsetErrors.Validation(`${parameter} ${message}`), {
+    validation: [{ instancePath: `/${parameter}`, keyword: 'query', message, params: {} }],
+    validationContext: 'querystring',
+  })
+}

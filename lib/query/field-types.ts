@@ -1,0 +1,73 @@
+import type { JsonSchema } from '../schema/derive.js'
+
+/** The JSON types a query parameter can carry, and so the only fields LIST can filter, search or sort on. */
+export type ScalarType = 'string' | 'number' | 'integer' | 'boolean'
+const scalarTypes: readonly string[] = ['string', 'number', 'integer', 'boolean']
+
+/** A schema field whose values are one scalar type, possibly nullable. */
+export interface ScalarField {
+  readonly name: string
+  readonly type: ScalarType
+  /** The field's schema without its `null` branch and without annotations: what a query value must match. */
+  readonly schema: JsonSchema
+  readonly nullable: boolean
+}
+
+// Annotations say nothing about which values are valid; a query parameter documents itself.
+const annotations = new Set(['$id', 'title', 'description', 'default', 'examples', 'example', 'readOnly', 'writeOnly', 'deprecated'])
+
+function withoutAnnotations (schema: JsonSchema): JsonSchema {
+  return Object.fromEntries(Object.entries(schema).filter(([key]) => !annotations.has(key)))
+}
+
+function typeOf (schema: JsonSchema): string | undefined {
+  if (typeof schema.type === 'string') return schema.type
+  if (typeof schema.const === 'string') return 'string'
+  if (typeof schema.const === 'number') return 'number'
+  if (typeof schema.const === 'boolean') return 'boolean'
+  return undefined
+}
+
+/**
+ * Reads a schema field as one scalar type: `T`, `T | null` (as `anyOf`, `oneOf` or a type array) and unions
+ * of literals of one type (TypeBox enums). Anything else (objects, arrays, mixed unions) is `undefined`.
+ */
+export function scalarField (name: string, property: JsonSchema): ScalarField | undefined {
+  const { type } = property
+  if (Array.isArray(type)) {
+    const types = (type as unknown[]).filter((entry) => entry !== 'null')
+    const [only] = types
+    if (types.length !== 1 || typeof only !== 'string' || !scalarTypes.includes(only)) return undefined
+    return { name, type: only as ScalarType, schema: { ...withoutAnnotations(property), type: only }, nullable: types.length !== type.length }
+  }
+  const union = (property.anyOf ?? property.oneOf) as JsonSchema[] | undefined
+  if (Array.isArray(union)) {
+    const branches = union.filter((branch) => branch.type !== 'null')
+    const types = new Set(branches.map(typeOf))
+    const [only] = types
+    if (branches.length === 0 || types.size !== 1 || only === undefined || !scalarTypes.includes(only)) return undefined
+    const [single] = branches
+    const schema = branches.length === 1 && single !== undefined ? withoutAnnotations(single) : { anyOf: branches.map(withoutAnnotations) }
+    return { name, type: only as ScalarType, schema, nullable: branches.length !== union.length }
+  }
+  const only = typeOf(property)
+  if (only === undefined || !scalarTypes.includes(only)) return undefined
+  return { name, type: only as ScalarType, schema: withoutAnnotations(property), nullable: false }
+}
+
+/** The scalar fields among the columns of an entity, by name. */
+export function scalarFields (properties: Record<string, JsonSchema>, columns: readonly string[]): Map<string, ScalarField> {
+  const fields = new Map<string, ScalarField>()
+  for (const name of columns) {
+    const property = properties[name]
+    const field = property === undefined ? undefined : scalarField(name, property)
+    if (field !== undefined) fields.set(name, field)
+  }
+  return fields
+}
+
+/** A list of names for messages: `a, b, c` (or `none`). */
+export function nameList (names: Iterable<string>): string {
+  const list = [...names]
+  return list.length === 0 ? 'none' : list.join(', ')
+}

@@ -1,0 +1,191 @@
+import { Ajv } from 'ajv'
+import type { ValidateFunction } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import { sql } from 'kysely'
+import type { Expression, SqlBool } from 'kysely'
+import type { ViewsetDialect } from '../dialect/dialect.js'
+import { containsPattern } from '../dialect/dialect.js'
+import { ViewsetErrors } from '../errors.js'
+import type { FilterOperator } from '../options.js'
+import { filterOperators } from '../options.js'
+import type { JsonSchema } from '../schema/derive.js'
+import type { AnyExpressionBuilder, Condition } from './condition.js'
+import { queryParameterError } from './condition.js'
+import type { ScalarField, ScalarType } from './field-types.js'
+import { nameList } from './field-types.js'
+
+// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+
+/** The most values one `__in` filter may list (each one is a bound parameter). */
+export const maxInValues = 100
+
+/** `?field__op=value` filters, planned from the `filterFields` option. */
+export interface FilterPlan {
+  /** One query parameter per field and operator, typed like the field. */
+  readonly properties: Record<string, JsonSchema>
+  /** The conditions of a request, in a fixed order (so that equal shapes compile to equal SQL). */
+  conditions (query: Record<string, unknown>): Condition[]
+}
+
+type Comparison = '=' | '<>' | '>' | '>=' | '<' | '<='
+const comparisons: Partial<Record<FilterOperator, Comparison>> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }
+const descriptions: Record<FilterOperator, string> = {
+  eq: 'equals',
+  ne: 'differs from (rows where it is null never match)',
+  gt: 'is greater than',
+  gte: 'is greater than or equal to',
+  lt: 'is less than',
+  lte: 'is less than or equal to',
+  in: `is one of these comma-separated values (at most ${maxInValues})`,
+  contains: 'contains this substring, case-insensitive (`%`, `_` and `\\` match themselves)',
+  isnull: 'is null (`true`) or is not null (`false`)',
+}
+// Ordering comparisons of booleans and substrings of non-strings mean nothing: refuse them at startup.
+const operatorsByType: Record<ScalarType, readonly FilterOperator[]> = {
+  string: filterOperators,
+  number: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'isnull'],
+  integer: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'isnull'],
+  boolean: ['eq', 'ne', 'isnull'],
+}
+const numberBounds: Record<string, JsonSchema> = {
+  integer: { minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
+  number: { minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE },
+}
+
+let elements: Ajv | undefined
+
+/** Validates and coerces one element of an `__in` list with the field's schema, as Fastify does a query value. */
+function elementValidator (schema: JsonSchema): ValidateFunction {
+  if (elements === undefined) {
+    elements = new Ajv({ coerceTypes: true, allErrors: false, strict: false })
+    addFormats(elements)
+  }
+  // Wrapped in an object: Ajv coerces a value in place, which it can do only inside a parent.
+  return elements.compile({ type: 'object', properties: { value: schema }, required: ['value'] })
+}
+
+/** The schema a value of this operator must match. */
+function valueSchema (field: ScalarField, operator: FilterOperator, description: string): JsonSchema {
+  switch (operator) {
+    case 'in':
+      return { type: 'string', minLength: 1, description }
+    case 'contains':
+      return { type: 'string', description }
+    case 'isnull':
+      return { type: 'boolean', description }
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte': {
+      // An ordering bound need not be a storable value (`price__gte=-1` is fine): keep the type, not the limits.
+      const { type, format } = field.schema
+      return { ...(type === undefined ? { type: field.type } : { type }), ...(format === undefined ? {} : { format }), ...numberBounds[field.type], description }
+    }
+    default:
+      return { ...field.schema, description }
+  }
+}
+
+interface Filter {
+  readonly parameter: string
+  condition (value: unknown): Condition
+}
+
+function planFilter (field: ScalarField, operator: FilterOperator, parameter: string, dialect: ViewsetDialect): Filter {
+  const name = field.name
+  const comparison = comparisons[operator]
+  if (comparison !== undefined) {
+    if (field.type === 'boolean') {
+      // A boolean is a literal, not a parameter: better-sqlite3 cannot bind booleans.
+      return {
+        parameter,
+        condition: (value) => ({ shape: `${parameter}=${String(value)}`, parameters: [], expression: (eb) => eb(eb.ref(name), comparison, sql.lit(value === true)) }),
+      }
+    }
+    return { parameter, condition: (value) => ({ shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, value) }) }
+  }
+  switch (operator) {
+    case 'contains':
+      return {
+        parameter,
+        condition (value) {
+          const pattern = containsPattern(String(value))
+          return { shape: parameter, parameters: [pattern], expression: (eb) => dialect.ilike(eb.ref(name), pattern) }
+        },
+      }
+    case 'isnull':
+      return {
+        parameter,
+        condition: (value) => ({
+          shape: `${parameter}=${String(value)}`,
+          parameters: [],
+          expression: (eb: AnyExpressionBuilder): Expression<SqlBool> => eb(eb.ref(name), value === true ? 'is' : 'is not', null),
+        }),
+      }
+    default: {
+      const validate = elementValidator(field.schema)
+      return {
+        parameter,
+        condition (value) {
+          const values = String(value).split(',').map((element, index) => {
+            const holder = { value: element }
+            if (!validate(holder)) throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`)
+            return holder.value
+          })
+          if (values.length > maxInValues) throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)
+          return { shape: `${parameter}:${values.length}`, parameters: values, expression: (eb) => eb(eb.ref(name), 'in', values) }
+        },
+      }
+    }
+  }
+}
+
+/**
+ * Checks `filterFields` (scalar columns, known operators that suit the field's type) and plans one query
+ * parameter per field and operator: `field` and `field__eq` for `eq`, `field__op` for the others.
+ * `reserved` are the parameters LIST already has; a filter may not shadow them.
+ */
+export function planFilters (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, reserved: readonly string[]): FilterPlan {
+  if (option === undefined) return { properties: {}, conditions: () => [] }
+  if (typeof option !== 'object' || option === null || Array.isArray(option)) {
+    throw new ViewsetErrors.InvalidOption('filterFields', 'expected an object such as { name: [\'eq\', \'contains\'] }')
+  }
+  const properties: Record<string, JsonSchema> = {}
+  const filters: Filter[] = []
+  for (const [name, operators] of Object.entries(option as Record<string, unknown>)) {
+    const field = fields.get(name)
+    if (field === undefined) throw new ViewsetErrors.InvalidOption('filterFields', `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`)
+    const allowed = operatorsByType[field.type]
+    if (!Array.isArray(operators) || operators.length === 0) throw new ViewsetErrors.InvalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
+    const seen = new Set<FilterOperator>()
+    for (const operator of operators as unknown[]) {
+      if (!(filterOperators as readonly unknown[]).includes(operator)) {
+        throw new ViewsetErrors.InvalidOption('filterFields', `"${name}": unknown operator ${JSON.stringify(operator)}; operators: ${filterOperators.join(', ')}`)
+      }
+      const op = operator as FilterOperator
+      if (!allowed.includes(op)) throw new ViewsetErrors.InvalidOption('filterFields', `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`)
+      if (seen.has(op)) throw new ViewsetErrors.InvalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
+      seen.add(op)
+      const parameters = op === 'eq' ? [name, `${name}__eq`] : [`${name}__${op}`]
+      for (const parameter of parameters) {
+        if (reserved.includes(parameter) || parameter in properties) {
+          throw new ViewsetErrors.InvalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
+        }
+        properties[parameter] = valueSchema(field, op, `Rows whose ${name} ${descriptions[op]}`)
+        filters.push(planFilter(field, op, parameter, dialect))
+      }
+    }
+  }
+  return {
+    properties,
+    conditions (query) {
+      const conditions: Condition[] = []
+      for (const filter of filters) {
+        const value = query[filter.parameter]
+        if (value !== undefined) conditions.push(filter.condition(value))
+      }
+      return conditions
+    },
+  }
+}

@@ -1,0 +1,54 @@
+/** Where a page sits, to link its neighbours. */
+export interface PagePosition {
+  readonly limit: number
+  readonly offset: number
+  /** Rows on this page. */
+  readonly rows: number
+  /** Rows in all pages, when counted. */
+  readonly total: number | undefined
+}
+
+function isPagination (pair: string): boolean {
+  const name = pair.split('=', 1)[0] ?? ''
+  let decoded = name
+  try {
+    decoded = decodeURIComponent(name.replaceAll('+', ' '))
+  } catch {
+    // A malformed escape cannot be `limit` or `offset`: keep the pair as sent.
+  }
+  return decoded === 'limit' || decoded === 'offset'
+}
+
+// What may stand in a URI unescaped (RFC 3986), plus `%` of the escapes already there. Anything else
+// (`<`, `>`, `"`, spaces, non-ASCII sent raw) would break the header's syntax or make Node refuse it.
+function escapeUri (text: string): string {
+  return text.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]/gu, (char) => {
+    try {
+      return encodeURIComponent(char)
+    } catch {
+      return '%EF%BF%BD' // a lone surrogate: U+FFFD
+    }
+  })
+}
+
+/**
+ * The `Link` header (RFC 8288) of a page: `next` unless the page is short (or, with a count, the last),
+ * `prev` unless it is the first. The URLs keep every other query parameter as the client sent it.
+ *
+ * @example
+ * ```ts
+ * linkHeader('/items?search=x&limit=10', { limit: 10, offset: 0, rows: 10, total: undefined })
+ * // '</items?search=x&limit=10&offset=10>; rel="next"'
+ * ```
+ */
+export function linkHeader (url: string, { limit, offset, rows, total }: PagePosition): string | undefined {
+  const mark = url.indexOf('?')
+  const path = mark === -1 ? url : url.slice(0, mark)
+  const kept = mark === -1 ? '' : url.slice(mark + 1).split('&').filter((pair) => pair !== '' && !isPagination(pair)).map(escapeUri).join('&')
+  const base = `${escapeUri(path)}?${kept === '' ? '' : `${kept}&`}limit=${limit}&offset=`
+  const links: string[] = []
+  const next = offset + limit
+  if (rows >= limit && (total === undefined || next < total) && next <= Number.MAX_SAFE_INTEGER) links.push(`<${base}${next}>; rel="next"`)
+  if (offset > 0) links.push(`<${base}${Math.max(0, offset - limit)}>; rel="prev"`)
+  return links.length === 0 ? undefined : links.join(', ')
+}
