@@ -1,6 +1,10 @@
 import type { TObject } from '@sinclair/typebox'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
+import { ViewsetErrors } from '../errors.js'
+import { BatchedQuery } from './batched-query.js'
 import type { RelatedConfig } from './config.js'
+import type { DeclaredRelation, OrderKey, RelationKind } from './declaration.js'
+import { attachedConfig, declaredRelations } from './declaration.js'
 
 /** Loads the relation fields of a page of rows, with a fixed number of statements. */
 export interface RelationLoader {
@@ -14,7 +18,7 @@ export interface RelationLoader {
 
 /** The relation config of a viewset: the option, else the one attached to the schema. */
 export function relatedConfigOf (option: RelatedConfig<unknown> | undefined, schema: TObject): RelatedConfig<unknown> | undefined {
-  return option ?? (schema as TObject & { relatedConfig?: RelatedConfig<unknown> }).relatedConfig
+  return option ?? attachedConfig(schema)
 }
 
 /** The field names a config declares. */
@@ -22,11 +26,235 @@ export function relationFields (config: RelatedConfig<unknown> | undefined): Set
   return new Set([...Object.keys(config?.selectRelated ?? {}), ...Object.keys(config?.prefetchRelated ?? {})])
 }
 
+/** Nesting deeper than this is surely a mistake (such as a schema that attaches a config to itself). */
+const maxDepth = 8
+
+/** The alias of the join table's source key in many-to-many rows: the column they are grouped by. */
+const sourceAlias = 'viewset_source_key'
+
 /**
- * Checks a relation config against the catalog and the schema, and plans its loaders.
- * Returns `undefined` when there is nothing to load.
+ * Map key of a key value. Drivers may return the two ends of one relation in different types
+ * (pg gives `bigint` columns as strings and `integer` ones as numbers), so numbers compare as text.
  */
-export async function createRelationLoader (_db: AnyDatabase, _dialect: ViewsetDialect, config: RelatedConfig<unknown> | undefined, _schema: TObject, _table: string): Promise<RelationLoader | undefined> {
-  if (config === undefined || relationFields(config).size === 0) return undefined
-  throw new Error('relatedConfig is not implemented yet')
+function keyOf (value: unknown): unknown {
+  return typeof value === 'number' || typeof value === 'bigint' ? String(value) : value instanceof Date ? value.getTime() : value
+}
+
+/** One relation, planned: how to find its rows for a page and where to put them. */
+interface PlannedRelation {
+  readonly field: string
+  readonly kind: RelationKind
+  /** The column of the parent rows whose values are looked up. */
+  readonly parentKey: string
+  /** The column of the related rows that matches `parentKey`. */
+  readonly childKey: string
+  readonly query: BatchedQuery
+  readonly nested: RelationLoader | undefined
+}
+
+/** The distinct, non-null values of `column` in `rows`, as the driver returned them. */
+function distinctKeys (rows: readonly Row[], column: string): unknown[] {
+  const keys: unknown[] = []
+  const seen = new Set<unknown>()
+  for (let i = 0; i < rows.length; i++) {
+    const value = (rows[i] as Row)[column]
+    if (value === null || value === undefined) continue
+    const key = keyOf(value)
+    if (!seen.has(key)) {
+      seen.add(key)
+      keys.push(value)
+    }
+  }
+  return keys
+}
+
+async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: Row[]): Promise<void> {
+  const { field, parentKey, childKey } = relation
+  const keys = distinctKeys(rows, parentKey)
+  const children = keys.length === 0 ? [] : await relation.query.run(db, keys)
+  if (relation.nested !== undefined && children.length > 0) await relation.nested.load(db, children)
+  if (relation.kind === 'many-to-one') {
+    const byKey = new Map<unknown, Row>()
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i] as Row
+      byKey.set(keyOf(child[childKey]), child)
+    }
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i] as Row
+      const value = row[parentKey]
+      // A NULL foreign key, or one whose row is gone, is null: the parent row stays.
+      row[field] = value === null || value === undefined ? null : byKey.get(keyOf(value)) ?? null
+    }
+    return
+  }
+  // The rows come ordered, and grouping keeps that order within each parent.
+  const groups = new Map<unknown, Row[]>()
+  for (let i = 0; i < children.length; i++) {
+    const child = children[i] as Row
+    const key = keyOf(child[childKey])
+    const group = groups.get(key)
+    if (group === undefined) groups.set(key, [child])
+    else group.push(child)
+  }
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i] as Row
+    const value = row[parentKey]
+    row[field] = (value === null || value === undefined ? undefined : groups.get(keyOf(value))) ?? []
+  }
+}
+
+class BatchedRelationLoader implements RelationLoader {
+  readonly fields: ReadonlySet<string>
+  readonly parentColumns: readonly string[]
+  readonly #relations: readonly PlannedRelation[]
+
+  constructor (relations: readonly PlannedRelation[]) {
+    this.#relations = relations
+    this.fields = new Set(relations.map((relation) => relation.field))
+    this.parentColumns = Object.freeze([...new Set(relations.map((relation) => relation.parentKey))])
+  }
+
+  async load (db: AnyDatabase, rows: Row[]): Promise<void> {
+    if (rows.length === 0) return
+    // One relation after the other: a request holds one connection at a time, and the log reads in order.
+    for (let i = 0; i < this.#relations.length; i++) await loadRelation(this.#relations[i] as PlannedRelation, db, rows)
+  }
+}
+
+/** Reads each table's columns once per registration, and only for the tables the declaration names. */
+class Catalog {
+  readonly #db: AnyDatabase
+  readonly #dialect: ViewsetDialect
+  readonly #tables = new Map<string, Promise<readonly string[]>>()
+
+  constructor (db: AnyDatabase, dialect: ViewsetDialect) {
+    this.#db = db
+    this.#dialect = dialect
+  }
+
+  async columns (table: string): Promise<readonly string[]> {
+    let columns = this.#tables.get(table)
+    if (columns === undefined) {
+      columns = this.#dialect.columns(this.#db, table).then((list) => list.map((column) => column.name))
+      this.#tables.set(table, columns)
+    }
+    const names = await columns
+    if (names.length === 0) throw new ViewsetErrors.UnknownTable(table)
+    return names
+  }
+}
+
+/** Throws unless `column` is a column of `table`, naming the option that holds it. */
+function checkColumn (path: string, column: string, table: string, columns: readonly string[]): string {
+  if (!columns.includes(column)) {
+    throw new ViewsetErrors.InvalidOption(path, `"${column}" is not a column of table "${table}" (columns: ${columns.join(', ')})`)
+  }
+  return column
+}
+
+function unique (names: readonly string[]): string[] {
+  return [...new Set(names)]
+}
+
+/** The children's order: as declared, then the target's key so that equal keys keep a stable order. */
+function orderOf (relation: DeclaredRelation, key: string | undefined, columns: readonly string[]): OrderKey[] {
+  const order = [...(relation.orderBy ?? [])]
+  for (const { column } of order) checkColumn(`${relation.path}.orderBy`, column, relation.table, columns)
+  if (key !== undefined && !order.some((entry) => entry.column === key)) order.push({ column: key, descending: false })
+  return order
+}
+
+/** Whatever a relation builder chains on; typed loosely because every name is checked at run time. */
+interface Builder {
+  select (columns: readonly string[]): Builder
+  innerJoin (table: string, left: string, right: string): Builder
+  where (column: string, operator: 'in', values: readonly unknown[]): Builder
+  orderBy (column: string, direction: 'asc' | 'desc'): Builder
+  compile (): ReturnType<ReturnType<AnyDatabase['selectFrom']>['compile']>
+}
+
+function ordered (query: Builder, order: readonly OrderKey[], prefix: string): Builder {
+  let result = query
+  for (const { column, descending } of order) result = result.orderBy(`${prefix}${column}`, descending ? 'desc' : 'asc')
+  return result
+}
+
+async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parentTable: string, parentKey: string, catalog: Catalog, depth: number): Promise<PlannedRelation> {
+  const { path, table, kind } = relation
+  const [parentColumns, targetColumns] = await Promise.all([catalog.columns(parentTable), catalog.columns(table)])
+  // The key of one related row, for the next level's many-to-many and one-to-many relations.
+  const targetKey = kind === 'one-to-many' ? 'id' : relation.references ?? 'id'
+  const nested = await plan(db, relation.relatedConfig, relation.target, table, targetKey, `${path}.relatedConfig`, catalog, depth + 1)
+  const nestedFields = nested?.fields ?? new Set<string>()
+  const fields = Object.keys(relation.target.properties).filter((field) => !nestedFields.has(field))
+  for (const field of fields) {
+    if (!targetColumns.includes(field)) throw new ViewsetErrors.UnknownColumn(field, table, targetColumns.join(', '))
+  }
+  const extra = nested?.parentColumns ?? []
+  const from = (): Builder => db.selectFrom(table) as unknown as Builder
+
+  switch (kind) {
+    case 'many-to-one': {
+      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey as string, parentTable, parentColumns)
+      const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
+      const columns = unique([...fields, references, ...extra])
+      const query = new BatchedQuery((keys) => from().select(columns).where(references, 'in', keys))
+      return { field: relation.field, kind, parentKey: foreignKey, childKey: references, query, nested }
+    }
+    case 'one-to-many': {
+      const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
+      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey as string, table, targetColumns)
+      const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, targetColumns)
+      const columns = unique([...fields, foreignKey, ...extra])
+      const query = new BatchedQuery((keys) => ordered(from().select(columns).where(foreignKey, 'in', keys), order, ''))
+      return { field: relation.field, kind, parentKey: references, childKey: foreignKey, query, nested }
+    }
+    case 'many-to-many': {
+      const through = relation.through as NonNullable<DeclaredRelation['through']>
+      const throughColumns = await catalog.columns(through.table)
+      const source = checkColumn(`${path}.through.sourceKey`, through.sourceKey, through.table, throughColumns)
+      const target = checkColumn(`${path}.through.targetKey`, through.targetKey, through.table, throughColumns)
+      const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
+      checkColumn(path, parentKey, parentTable, parentColumns)
+      const order = orderOf(relation, references, targetColumns)
+      const columns = unique([...fields, ...extra])
+      let alias = sourceAlias
+      while (columns.includes(alias)) alias = `_${alias}`
+      const selection = [...columns.map((column) => `t.${column}`), `j.${source} as ${alias}`]
+      // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
+      const query = new BatchedQuery((keys) => ordered(
+        (db.selectFrom(`${table} as t`) as unknown as Builder)
+          .innerJoin(`${through.table} as j`, `j.${target}`, `t.${references}`)
+          .select(selection)
+          .where(`j.${source}`, 'in', keys),
+        order, 't.'))
+      return { field: relation.field, kind, parentKey, childKey: alias, query, nested }
+    }
+  }
+}
+
+async function plan (db: AnyDatabase, config: RelatedConfig<unknown> | undefined, schema: TObject, table: string, primaryKey: string, path: string, catalog: Catalog, depth: number): Promise<RelationLoader | undefined> {
+  if (config === undefined) return undefined
+  if (depth > maxDepth) throw new ViewsetErrors.InvalidOption(path, `relations nest more than ${maxDepth} levels deep; is a schema's relatedConfig pointing back at itself?`)
+  const declared = declaredRelations(config, schema, path)
+  if (declared.length === 0) return undefined
+  const planned: PlannedRelation[] = []
+  for (const relation of declared) planned.push(await planRelation(db, relation, table, primaryKey, catalog, depth))
+  return new BatchedRelationLoader(planned)
+}
+
+/**
+ * Checks a relation config against the catalog and the schema, and plans its loaders: one batched
+ * statement per relation per level, compiled here, never per request. Returns `undefined` when there
+ * is nothing to load. `primaryKey` is the parent's key that one-to-many and many-to-many relations
+ * reference by default.
+ *
+ * @example
+ * ```ts
+ * const loader = await createRelationLoader(db, dialect, { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } }, Book, 'books')
+ * await loader?.load(db, books)   // one `select ... from authors where id in (...)` for the whole page
+ * ```
+ */
+export async function createRelationLoader (db: AnyDatabase, dialect: ViewsetDialect, config: RelatedConfig<unknown> | undefined, schema: TObject, table: string, primaryKey = 'id'): Promise<RelationLoader | undefined> {
+  return await plan(db, config, schema, table, primaryKey, 'relatedConfig', new Catalog(db, dialect), 0)
 }

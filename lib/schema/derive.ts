@@ -46,15 +46,51 @@ export function boundIntegers (property: JsonSchema, column: ColumnInfo | undefi
   return bound(property)
 }
 
-/** The entity schema as served: plain, with bounded integers, relation fields marked read-only. */
+function isObjectSchema (schema: unknown): schema is JsonSchema {
+  return typeof schema === 'object' && schema !== null && (schema as JsonSchema).type === 'object'
+}
+
+/**
+ * Moves the object schemas of a relation field (`Author`, `Union([Author, Null])`, `Array(Tag)`) and of
+ * the relations nested in them into `definitions`, named `<id>` (`BooksAuthor`, `AuthorsBooksPublisher`),
+ * and leaves `$ref`s: OpenAPI shows them as named components. The relatedConfig they carry is dropped.
+ */
+function nameRelation (property: JsonSchema, id: string, definitions: Record<string, JsonSchema>): JsonSchema {
+  const named = (object: JsonSchema): JsonSchema => {
+    const { $id: _id, relatedConfig: _config, ...rest } = object
+    const properties: Record<string, JsonSchema> = {}
+    for (const [name, child] of Object.entries(propertiesOf(rest))) {
+      properties[name] = nameRelation(child, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`, definitions)
+    }
+    definitions[id] = { ...rest, $id: id, properties }
+    return { $ref: `${id}#` }
+  }
+  if (property.type === 'array' && isObjectSchema(property.items)) return { ...property, items: named(property.items) }
+  const members = Array.isArray(property.anyOf) ? property.anyOf as unknown[] : undefined
+  if (members !== undefined && members.filter(isObjectSchema).length === 1) {
+    return { ...property, anyOf: members.map((member) => isObjectSchema(member) ? named(member) : member) }
+  }
+  // A bare object stays inline: a `$ref` beside other keywords (readOnly) serializes poorly.
+  return property
+}
+
+/**
+ * The entity schema as served: plain, with bounded integers, relation fields marked read-only and
+ * their object schemas named (`definitions`, one per nested schema).
+ */
 export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string): JsonSchema {
   const entity = plain(schema)
   const properties: Record<string, JsonSchema> = {}
+  const definitions: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(entity))) {
-    properties[name] = relationFields.has(name) ? { ...property, readOnly: true } : boundIntegers(property, columns.get(name))
+    properties[name] = relationFields.has(name)
+      ? { ...nameRelation(property, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`, definitions), readOnly: true }
+      : boundIntegers(property, columns.get(name))
   }
   delete entity.$id
-  return { ...entity, $id: id, properties }
+  // A relatedConfig attached to the schema is a declaration, not JSON Schema.
+  delete entity.relatedConfig
+  return Object.keys(definitions).length === 0 ? { ...entity, $id: id, properties } : { ...entity, $id: id, properties, definitions }
 }
 
 /**

@@ -1,0 +1,169 @@
+import type { TObject, TSchema } from '@sinclair/typebox'
+import { ViewsetErrors } from '../errors.js'
+import type { RelatedConfig } from './config.js'
+
+/** How a relation's rows meet the parent's. */
+export type RelationKind = 'many-to-one' | 'one-to-many' | 'many-to-many'
+
+/** One key of an `orderBy`. */
+export interface OrderKey {
+  readonly column: string
+  readonly descending: boolean
+}
+
+/**
+ * One relation as declared, checked against the schema (not yet against the catalog).
+ * Every name here comes from the declaration.
+ */
+export interface DeclaredRelation {
+  /** Where it is declared, such as `relatedConfig.prefetchRelated.books`: named in errors. */
+  readonly path: string
+  readonly field: string
+  readonly kind: RelationKind
+  readonly table: string
+  /** many-to-one: the parent's column; one-to-many: the target's column. */
+  readonly foreignKey: string | undefined
+  readonly through: { readonly table: string, readonly sourceKey: string, readonly targetKey: string } | undefined
+  /** As declared, or `undefined` for the default. */
+  readonly references: string | undefined
+  readonly orderBy: readonly OrderKey[] | undefined
+  /** The schema of one related row (the object inside the field's union or array). */
+  readonly target: TObject
+  /** The relations of the related rows: the declaration's, else the one attached to `target`. */
+  readonly relatedConfig: RelatedConfig<unknown> | undefined
+}
+
+function fail (path: string, message: string): never {
+  throw new ViewsetErrors.InvalidOption(path, message)
+}
+
+function isRecord (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function name (path: string, value: unknown): string {
+  if (typeof value !== 'string' || value === '') fail(path, `expected a table or column name, got ${JSON.stringify(value)}`)
+  return value
+}
+
+function optionalName (path: string, value: unknown): string | undefined {
+  return value === undefined ? undefined : name(path, value)
+}
+
+function isObjectSchema (schema: unknown): schema is TObject {
+  return isRecord(schema) && schema.type === 'object' && isRecord(schema.properties)
+}
+
+/** The object schema of a many-to-one field: `Author`, or `Type.Union([Author, Type.Null()])`. */
+function singleTarget (path: string, field: string, property: TSchema): TObject {
+  if (isObjectSchema(property)) return property
+  const members = Array.isArray(property.anyOf) ? property.anyOf as unknown[] : []
+  const objects = members.filter(isObjectSchema)
+  const rest = members.filter((member) => !isObjectSchema(member) && !(isRecord(member) && member.type === 'null'))
+  if (objects.length === 1 && rest.length === 0) return objects[0] as TObject
+  return fail(path, `schema field "${field}" must be an object, or a union of an object and null (Type.Union([Author, Type.Null()])), to hold a many-to-one relation`)
+}
+
+/** The item schema of a to-many field: `Type.Array(Tag)`. */
+function manyTarget (path: string, field: string, property: TSchema): TObject {
+  if (property.type === 'array' && isObjectSchema(property.items)) return property.items
+  return fail(path, `schema field "${field}" must be an array of objects (Type.Array(Tag)) to hold a to-many relation`)
+}
+
+/** Parses `'-created_at'`, `'name,-id'` or `['name', '-id']`. */
+function orderKeys (path: string, value: unknown): OrderKey[] | undefined {
+  if (value === undefined) return undefined
+  const parts = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value as unknown[] : fail(path, 'expected a string such as "-created_at" or an array of them')
+  const keys = parts.map((part): OrderKey => {
+    const text = typeof part === 'string' ? part.trim() : fail(path, `expected field names, got ${JSON.stringify(part)}`)
+    const descending = text.startsWith('-')
+    return { column: name(path, descending ? text.slice(1) : text), descending }
+  })
+  if (keys.length === 0) fail(path, 'expected at least one field')
+  return keys
+}
+
+function relationsOf (path: string, value: unknown): Array<[string, Record<string, unknown>]> {
+  if (value === undefined) return []
+  if (!isRecord(value)) fail(path, 'expected an object keyed by schema field')
+  return Object.entries(value).map(([field, spec]) => {
+    if (!isRecord(spec)) fail(`${path}.${field}`, 'expected an object such as { table, foreignKey }')
+    return [field, spec]
+  })
+}
+
+/** The relatedConfig attached to a schema (`Type.Object({...}, { relatedConfig })`), if any. */
+export function attachedConfig (schema: TObject): RelatedConfig<unknown> | undefined {
+  return (schema as TObject & { relatedConfig?: RelatedConfig<unknown> }).relatedConfig
+}
+
+/**
+ * Checks the shape of a relation config against the schema it loads into: every field is a relation-shaped
+ * field of the schema, declared once, with the options its kind needs. The catalog is checked later.
+ */
+export function declaredRelations (config: unknown, schema: TObject, path = 'relatedConfig'): DeclaredRelation[] {
+  if (!isRecord(config)) fail(path, 'expected an object with selectRelated and/or prefetchRelated')
+  for (const key of Object.keys(config)) {
+    if (key !== 'selectRelated' && key !== 'prefetchRelated') fail(`${path}.${key}`, 'unknown key; expected selectRelated or prefetchRelated')
+  }
+  const properties = schema.properties
+  const fieldSchema = (where: string, field: string): TSchema => {
+    const property = Object.hasOwn(properties, field) ? properties[field] : undefined
+    if (property === undefined) fail(where, `"${field}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')}); add it to the schema`)
+    return property
+  }
+  const declared: DeclaredRelation[] = []
+  const selectPath = `${path}.selectRelated`
+  for (const [field, spec] of relationsOf(selectPath, config.selectRelated)) {
+    const where = `${selectPath}.${field}`
+    const target = singleTarget(where, field, fieldSchema(where, field))
+    for (const key of Object.keys(spec)) {
+      if (!['table', 'foreignKey', 'references', 'relatedConfig'].includes(key)) fail(`${where}.${key}`, 'unknown key; a selectRelated relation takes table, foreignKey, references and relatedConfig')
+    }
+    declared.push({
+      path: where,
+      field,
+      kind: 'many-to-one',
+      table: name(`${where}.table`, spec.table),
+      foreignKey: name(`${where}.foreignKey`, spec.foreignKey),
+      through: undefined,
+      references: optionalName(`${where}.references`, spec.references),
+      orderBy: undefined,
+      target,
+      relatedConfig: (spec.relatedConfig as RelatedConfig<unknown> | undefined) ?? attachedConfig(target),
+    })
+  }
+  const prefetchPath = `${path}.prefetchRelated`
+  for (const [field, spec] of relationsOf(prefetchPath, config.prefetchRelated)) {
+    const where = `${prefetchPath}.${field}`
+    if (declared.some((relation) => relation.field === field)) fail(where, `"${field}" is declared in both selectRelated and prefetchRelated; declare it once`)
+    const target = manyTarget(where, field, fieldSchema(where, field))
+    for (const key of Object.keys(spec)) {
+      if (!['table', 'foreignKey', 'through', 'references', 'orderBy', 'relatedConfig'].includes(key)) fail(`${where}.${key}`, 'unknown key; a prefetchRelated relation takes table, foreignKey or through, references, orderBy and relatedConfig')
+    }
+    if ((spec.foreignKey === undefined) === (spec.through === undefined)) fail(where, 'give either foreignKey (one-to-many) or through (many-to-many), not both and not neither')
+    let through: DeclaredRelation['through']
+    if (spec.through !== undefined) {
+      const value = spec.through
+      if (!isRecord(value)) fail(`${where}.through`, 'expected { table, sourceKey, targetKey }')
+      through = {
+        table: name(`${where}.through.table`, value.table),
+        sourceKey: name(`${where}.through.sourceKey`, value.sourceKey),
+        targetKey: name(`${where}.through.targetKey`, value.targetKey),
+      }
+    }
+    declared.push({
+      path: where,
+      field,
+      kind: through === undefined ? 'one-to-many' : 'many-to-many',
+      table: name(`${where}.table`, spec.table),
+      foreignKey: optionalName(`${where}.foreignKey`, spec.foreignKey),
+      through,
+      references: optionalName(`${where}.references`, spec.references),
+      orderBy: orderKeys(`${where}.orderBy`, spec.orderBy),
+      target,
+      relatedConfig: (spec.relatedConfig as RelatedConfig<unknown> | undefined) ?? attachedConfig(target),
+    })
+  }
+  return declared
+}

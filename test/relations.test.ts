@@ -1,0 +1,385 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import type { TestContext } from 'node:test'
+import { Type } from '@sinclair/typebox'
+import type { TObject } from '@sinclair/typebox'
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import { createViewset, viewsetDocs } from 'fastify-viewsets'
+import type { RelatedConfig } from 'fastify-viewsets'
+import { BatchedQuery } from '../lib/relations/batched-query.js'
+import { autoIncrement, dialects, testDatabase } from './helpers/database.js'
+import type { TestDatabase, TestDialect } from './helpers/database.js'
+import { testApp } from './helpers/app.js'
+
+// ---- the library fixture: authors ← books → publishers, books ↔ tags through book_tags ----------
+
+const Publisher = Type.Object({ id: Type.Integer(), name: Type.String() })
+const Author = Type.Object({ id: Type.Integer(), name: Type.String() })
+const Tag = Type.Object({ id: Type.Integer(), name: Type.String() })
+
+const Book = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  title: Type.String(),
+  author_id: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  author: Type.Optional(Type.Union([Author, Type.Null()])),
+  tags: Type.Optional(Type.Array(Tag)),
+})
+const bookRelations: RelatedConfig = {
+  selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } },
+  prefetchRelated: { tags: { table: 'tags', through: { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' }, orderBy: 'name' } },
+}
+
+/** A book as nested under its author: no foreign keys served, its publisher one level further down. */
+const AuthorBook = Type.Object({
+  id: Type.Integer(),
+  title: Type.String(),
+  publisher: Type.Optional(Type.Union([Publisher, Type.Null()])),
+  tags: Type.Optional(Type.Array(Tag)),
+})
+const AuthorWithBooks = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  name: Type.String(),
+  books: Type.Optional(Type.Array(AuthorBook)),
+})
+const authorRelations: RelatedConfig = {
+  prefetchRelated: {
+    books: {
+      table: 'books',
+      foreignKey: 'author_id',
+      relatedConfig: {
+        selectRelated: { publisher: { table: 'publishers', foreignKey: 'publisher_id' } },
+        prefetchRelated: { tags: { table: 'tags', through: { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' } } },
+      },
+    },
+  },
+}
+
+async function createLibrary (database: TestDatabase): Promise<void> {
+  const { db, dialect } = database
+  const [idType, id] = autoIncrement(dialect)
+  for (const table of ['publishers', 'authors', 'tags']) {
+    await db.schema.createTable(table)
+      .addColumn('id', idType as 'integer', id)
+      .addColumn('name', 'varchar(255)', (column) => column.notNull())
+      .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo('s3cr3t'))
+      .execute()
+  }
+  await db.schema.createTable('books')
+    .addColumn('id', idType as 'integer', id)
+    .addColumn('title', 'varchar(255)', (column) => column.notNull())
+    .addColumn('author_id', 'integer', (column) => column.references('authors.id'))
+    // bigint on purpose: pg returns it as a string while publishers.id comes as a number.
+    .addColumn('publisher_id', 'bigint')
+    .execute()
+  await db.schema.createTable('book_tags')
+    .addColumn('book_id', 'integer', (column) => column.notNull().references('books.id'))
+    .addColumn('tag_id', 'integer', (column) => column.notNull().references('tags.id'))
+    .addPrimaryKeyConstraint('book_tags_pk', ['book_id', 'tag_id'])
+    .execute()
+}
+
+/**
+ * `authors` authors with `perAuthor` books each; book n has publisher (n % 3) + 1 except every fifth
+ * (NULL), and tags: none for every fourth book, else tag n % 5 + 1 and, for even n, tag 6.
+ */
+async function seedLibrary ({ db }: TestDatabase, authors: number, perAuthor: number): Promise<void> {
+  await db.insertInto('publishers').values([{ name: 'Penguin' }, { name: 'Faber' }, { name: 'Gallimard' }]).execute()
+  await db.insertInto('tags').values(['fiction', 'poetry', 'history', 'science', 'travel', 'classic'].map((name) => ({ name }))).execute()
+  if (authors > 0) await db.insertInto('authors').values(Array.from({ length: authors }, (_, i) => ({ name: `Author ${i + 1}` }))).execute()
+  const books: Array<{ title: string, author_id: number, publisher_id: number | null }> = []
+  for (let a = 1; a <= authors; a++) {
+    for (let b = 0; b < perAuthor; b++) {
+      const n = books.length + 1
+      books.push({ title: `Book ${String(n).padStart(3, '0')}`, author_id: a, publisher_id: n % 5 === 0 ? null : (n % 3) + 1 })
+    }
+  }
+  if (books.length > 0) await db.insertInto('books').values(books).execute()
+  const links: Array<{ book_id: number, tag_id: number }> = []
+  for (let n = 1; n <= books.length; n++) {
+    if (n % 4 === 0) continue
+    links.push({ book_id: n, tag_id: (n % 5) + 1 })
+    if (n % 2 === 0 && (n % 5) + 1 !== 6) links.push({ book_id: n, tag_id: 6 })
+  }
+  if (links.length > 0) await db.insertInto('book_tags').values(links).execute()
+}
+
+const tagNames = ['fiction', 'poetry', 'history', 'science', 'travel', 'classic']
+
+/** The tags seedLibrary gives book n, ordered by name (as `bookRelations` asks) or by id (the default). */
+function expectedTags (n: number, order: 'name' | 'id' = 'name'): Array<{ id: number, name: string }> {
+  if (n % 4 === 0) return []
+  const ids = [(n % 5) + 1]
+  if (n % 2 === 0 && (n % 5) + 1 !== 6) ids.push(6)
+  const tags = ids.map((id) => ({ id, name: tagNames[id - 1] as string }))
+  return tags.sort(order === 'name' ? (a, b) => a.name.localeCompare(b.name) : (a, b) => a.id - b.id)
+}
+
+function expectedPublisher (n: number): { id: number, name: string } | null {
+  if (n % 5 === 0) return null
+  const id = (n % 3) + 1
+  return { id, name: ['Penguin', 'Faber', 'Gallimard'][id - 1] as string }
+}
+
+interface LibraryOptions { books?: RelatedConfig | null, authors?: RelatedConfig | null, bookSchema?: TObject, authorSchema?: TObject, docs?: boolean }
+
+async function libraryApp (t: TestContext, dialect: TestDialect, authors: number, perAuthor: number, options: LibraryOptions = {}) {
+  const database = await testDatabase(t, dialect)
+  await createLibrary(database)
+  await seedLibrary(database, authors, perAuthor)
+  const app = testApp(t)
+  if (options.docs === true) await app.register(viewsetDocs, { title: 'Library' })
+  const { db } = database
+  const books = options.books === undefined ? bookRelations : options.books
+  const authorsConfig = options.authors === undefined ? authorRelations : options.authors
+  await app.register(createViewset({ db, table: 'books', schema: options.bookSchema ?? Book, maxLimit: 100, ...(books === null ? {} : { relatedConfig: books }) }), { prefix: '/books' })
+  if (authorsConfig !== null) await app.register(createViewset({ db, table: 'authors', schema: options.authorSchema ?? AuthorWithBooks, relatedConfig: authorsConfig }), { prefix: '/authors' })
+  await app.ready()
+  return { app, ...database }
+}
+
+/** Runs one request and returns its response with the SQL statements it ran. */
+async function counted (database: { app: FastifyInstance, queries: string[] }, request: InjectOptions) {
+  database.queries.length = 0
+  const response = await database.app.inject(request)
+  return { response, statements: [...database.queries] }
+}
+
+for (const dialect of dialects) {
+  describe(`relations on ${dialect.name}`, () => {
+    test('LIST books with author and tags runs 1 + 2 statements whatever the page size', async (t) => {
+      const library = await libraryApp(t, dialect, 10, 5)
+      const counts: number[] = []
+      for (const size of [1, 10, 50]) {
+        const { response, statements } = await counted(library, { method: 'GET', url: `/books?limit=${size}` })
+        assert.equal(response.statusCode, 200)
+        const body = response.json()
+        assert.equal(body.length, size)
+        for (const [index, book] of body.entries()) {
+          const n = index + 1
+          const authorId = Math.ceil(n / 5)
+          assert.deepEqual(book, { id: n, title: `Book ${String(n).padStart(3, '0')}`, author_id: authorId, author: { id: authorId, name: `Author ${authorId}` }, tags: expectedTags(n) })
+        }
+        counts.push(statements.length)
+        assert.equal(statements.length, 3, statements.join('\n'))
+        // Quotes differ by dialect (" or `): compare the SQL without them.
+        assert.match((statements[1] as string).replace(/["`]/g, ''), /from authors where id in \(/i)
+        assert.match((statements[2] as string).replace(/["`]/g, ''), /join book_tags as j .* where j.book_id in \(/i)
+      }
+      assert.deepEqual(counts, [3, 3, 3], 'the number of statements does not grow with the page')
+    })
+
+    test('nested relatedConfig: authors → books → publisher and tags runs 1 + 1 + 2 statements whatever the page size', async (t) => {
+      const library = await libraryApp(t, dialect, 50, 3)
+      const counts: number[] = []
+      for (const size of [1, 10, 50]) {
+        const { response, statements } = await counted(library, { method: 'GET', url: `/authors?limit=${size}` })
+        assert.equal(response.statusCode, 200)
+        const body = response.json()
+        assert.equal(body.length, size)
+        for (const [index, author] of body.entries()) {
+          const a = index + 1
+          const books = [1, 2, 3].map((b) => {
+            const n = (a - 1) * 3 + b
+            return { id: n, title: `Book ${String(n).padStart(3, '0')}`, publisher: expectedPublisher(n), tags: expectedTags(n, 'id') }
+          })
+          assert.deepEqual(author, { id: a, name: `Author ${a}`, books })
+        }
+        counts.push(statements.length)
+        assert.equal(statements.length, 4, statements.join('\n'))
+      }
+      assert.deepEqual(counts, [4, 4, 4])
+    })
+
+    test('without relatedConfig the relation fields are absent and no extra statement runs', async (t) => {
+      const Plain = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), title: Type.String(), author_id: Type.Union([Type.Integer(), Type.Null()]) })
+      const library = await libraryApp(t, dialect, 10, 5, { books: null, authors: null, bookSchema: Plain })
+      for (const size of [1, 10, 50]) {
+        const { response, statements } = await counted(library, { method: 'GET', url: `/books?limit=${size}` })
+        assert.equal(response.statusCode, 200)
+        const body = response.json()
+        assert.equal(body.length, size)
+        assert.deepEqual(Object.keys(body[0]).sort(), ['author_id', 'id', 'title'])
+        assert.equal(statements.length, 1)
+      }
+      const { response, statements } = await counted(library, { method: 'GET', url: '/books/3' })
+      assert.deepEqual(response.json(), { id: 3, title: 'Book 003', author_id: 1 })
+      assert.equal(statements.length, 1)
+    })
+
+    test('a NULL foreign key gives null and keeps the row; no children give []', async (t) => {
+      const library = await libraryApp(t, dialect, 2, 0)
+      const { db } = library
+      await db.insertInto('books').values([{ title: 'Anonymous', author_id: null }, { title: 'Signed', author_id: 2 }]).execute()
+      const books = await counted(library, { method: 'GET', url: '/books' })
+      assert.equal(books.response.statusCode, 200)
+      assert.deepEqual(books.response.json(), [
+        { id: 1, title: 'Anonymous', author_id: null, author: null, tags: [] },
+        { id: 2, title: 'Signed', author_id: 2, author: { id: 2, name: 'Author 2' }, tags: [] },
+      ])
+      // No key at all: the relation runs no statement.
+      const anonymous = await counted(library, { method: 'GET', url: '/books/1' })
+      assert.deepEqual(anonymous.response.json(), { id: 1, title: 'Anonymous', author_id: null, author: null, tags: [] })
+      assert.equal(anonymous.statements.length, 2, anonymous.statements.join('\n'))
+      const authors = await counted(library, { method: 'GET', url: '/authors' })
+      assert.deepEqual(authors.response.json(), [
+        { id: 1, name: 'Author 1', books: [] },
+        { id: 2, name: 'Author 2', books: [{ id: 2, title: 'Signed', publisher: null, tags: [] }] },
+      ])
+      // Authors, their books, and the books' tags; no publisher statement, as every publisher_id is NULL.
+      assert.equal(authors.statements.length, 3, authors.statements.join('\n'))
+      // An empty page runs only the page's statement.
+      const empty = await counted(library, { method: 'GET', url: '/authors?offset=10' })
+      assert.deepEqual(empty.response.json(), [])
+      assert.equal(empty.statements.length, 1)
+    })
+
+    test('GET one loads its relations with one statement each', async (t) => {
+      const library = await libraryApp(t, dialect, 2, 3)
+      const { response, statements } = await counted(library, { method: 'GET', url: '/books/2' })
+      assert.equal(response.statusCode, 200)
+      assert.deepEqual(response.json(), { id: 2, title: 'Book 002', author_id: 1, author: { id: 1, name: 'Author 1' }, tags: expectedTags(2) })
+      assert.equal(statements.length, 3)
+      const missing = await counted(library, { method: 'GET', url: '/books/999' })
+      assert.equal(missing.response.statusCode, 404)
+      assert.equal(missing.statements.length, 1)
+    })
+
+    test('POST, PUT and PATCH answer with the relations loaded; relation fields in a body are ignored', async (t) => {
+      const library = await libraryApp(t, dialect, 2, 0)
+      const { app, db } = library
+      const created = await app.inject({
+        method: 'POST',
+        url: '/books',
+        payload: { title: 'New', author_id: 1, author: { id: 2, name: 'Hijack' }, tags: [{ id: 1, name: 'x' }] },
+      })
+      assert.equal(created.statusCode, 201)
+      assert.deepEqual(created.json(), { id: 1, title: 'New', author_id: 1, author: { id: 1, name: 'Author 1' }, tags: [] })
+      assert.equal(created.headers.location, '/books/1')
+      await db.insertInto('book_tags').values([{ book_id: 1, tag_id: 2 }, { book_id: 1, tag_id: 1 }]).execute()
+
+      const replaced = await app.inject({ method: 'PUT', url: '/books/1', payload: { title: 'Renamed', author_id: 2, author: null, tags: [] } })
+      assert.equal(replaced.statusCode, 200)
+      const tags = [{ id: 1, name: 'fiction' }, { id: 2, name: 'poetry' }]
+      assert.deepEqual(replaced.json(), { id: 1, title: 'Renamed', author_id: 2, author: { id: 2, name: 'Author 2' }, tags })
+
+      const patched = await app.inject({ method: 'PATCH', url: '/books/1', payload: { author_id: null, author: { id: 1, name: 'Author 1' } } })
+      assert.equal(patched.statusCode, 200)
+      assert.deepEqual(patched.json(), { id: 1, title: 'Renamed', author_id: null, author: null, tags })
+
+      // Nothing was written through the relation fields.
+      assert.deepEqual(await db.selectFrom('authors').select(['id', 'name']).orderBy('id').execute(), [{ id: 1, name: 'Author 1' }, { id: 2, name: 'Author 2' }])
+      assert.equal((await db.selectFrom('book_tags').select('tag_id').execute()).length, 2)
+      const author = await app.inject({ method: 'POST', url: '/authors', payload: { name: 'Third', books: [{ id: 1, title: 'Stolen' }] } })
+      assert.equal(author.statusCode, 201)
+      assert.deepEqual(author.json(), { id: 3, name: 'Third', books: [] })
+    })
+
+    test('one-to-many children come in orderBy order, else by id; related rows carry only their schema fields', async (t) => {
+      const byTitle: RelatedConfig = { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', orderBy: ['-title'] } } }
+      const authorSchema = Type.Object({ id: Type.Optional(Type.Integer()), name: Type.String(), books: Type.Array(Type.Object({ id: Type.Integer(), title: Type.String() })) })
+      const library = await libraryApp(t, dialect, 1, 0, { authors: byTitle, authorSchema })
+      await library.db.insertInto('books').values([{ title: 'B', author_id: 1, publisher_id: 1 }, { title: 'C', author_id: 1 }, { title: 'A', author_id: 1 }]).execute()
+      const response = await library.app.inject({ method: 'GET', url: '/authors/1' })
+      // publisher_id and secret are never served: the nested schema does not have them.
+      assert.deepEqual(response.json(), { id: 1, name: 'Author 1', books: [{ id: 2, title: 'C' }, { id: 1, title: 'B' }, { id: 3, title: 'A' }] })
+
+      const t2 = await libraryApp(t, dialect, 1, 0, { authors: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id' } } }, authorSchema })
+      await t2.db.insertInto('books').values([{ title: 'B', author_id: 1 }, { title: 'C', author_id: 1 }, { title: 'A', author_id: 1 }]).execute()
+      const byId = await t2.app.inject({ method: 'GET', url: '/authors/1' })
+      assert.deepEqual(byId.json().books.map((book: { id: number }) => book.id), [1, 2, 3])
+    })
+
+    test('a relatedConfig attached to the schema works like the option', async (t) => {
+      const Attached = Type.Object({ ...Book.properties }, { relatedConfig: bookRelations })
+      const library = await libraryApp(t, dialect, 2, 2, { books: null, bookSchema: Attached })
+      const { response, statements } = await counted(library, { method: 'GET', url: '/books?limit=4' })
+      assert.equal(response.statusCode, 200)
+      assert.deepEqual(response.json()[3], { id: 4, title: 'Book 004', author_id: 2, author: { id: 2, name: 'Author 2' }, tags: [] })
+      assert.equal(statements.length, 3)
+    })
+
+    test('the served schema marks relation fields read-only and names the nested schemas', async (t) => {
+      const library = await libraryApp(t, dialect, 1, 1, { docs: true })
+      const document = (await library.app.inject({ method: 'GET', url: '/docs/json' })).json()
+      const schemas = document.components.schemas
+      assert.deepEqual(schemas.Books.properties.author, { anyOf: [{ $ref: '#/components/schemas/BooksAuthor' }, { type: 'null' }], readOnly: true })
+      assert.deepEqual(schemas.Books.properties.tags, { type: 'array', items: { $ref: '#/components/schemas/BooksTags' }, readOnly: true })
+      assert.deepEqual(Object.keys(schemas.BooksAuthor.properties), ['id', 'name'])
+      assert.deepEqual(schemas.AuthorsBooks.properties.publisher.anyOf[0], { $ref: '#/components/schemas/AuthorsBooksPublisher' })
+      assert.deepEqual(Object.keys(schemas.AuthorsBooksPublisher.properties), ['id', 'name'])
+      assert.equal(JSON.stringify(document).includes('relatedConfig'), false, 'the declaration is not published')
+      const create = document.paths['/books'].post.requestBody.content['application/json'].schema
+      assert.deepEqual(create.properties.author, { readOnly: true, description: 'Read-only: ignored when sent.' })
+    })
+
+    describe('a bad declaration fails app.ready() with a named error', () => {
+      const BookWithAuthor = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), author: Type.Optional(Type.Union([Author, Type.Null()])) })
+      const BookWithTags = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), tags: Type.Optional(Type.Array(Tag)) })
+      const PlainBook = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String() })
+      const tagsThrough = { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' }
+      const cases: Array<[string, RelatedConfig, TObject, { code: string, message: RegExp }]> = [
+        ['a missing table', { selectRelated: { author: { table: 'writers', foreignKey: 'author_id' } } }, BookWithAuthor,
+          { code: 'FST_VIEWSET_UNKNOWN_TABLE', message: /"writers"/ }],
+        ['a missing foreign key', { selectRelated: { author: { table: 'authors', foreignKey: 'writer_id' } } }, BookWithAuthor,
+          { code: 'FST_VIEWSET_INVALID_OPTION', message: /relatedConfig\.selectRelated\.author\.foreignKey: "writer_id" is not a column of table "books"/ }],
+        ['a missing referenced key', { selectRelated: { author: { table: 'authors', foreignKey: 'author_id', references: 'uuid' } } }, BookWithAuthor,
+          { code: 'FST_VIEWSET_INVALID_OPTION', message: /author\.references: "uuid" is not a column of table "authors"/ }],
+        ['a missing through table', { prefetchRelated: { tags: { table: 'tags', through: { ...tagsThrough, table: 'books_tags' } } } }, BookWithTags,
+          { code: 'FST_VIEWSET_UNKNOWN_TABLE', message: /"books_tags"/ }],
+        ['a missing through key', { prefetchRelated: { tags: { table: 'tags', through: { ...tagsThrough, sourceKey: 'book' } } } }, BookWithTags,
+          { code: 'FST_VIEWSET_INVALID_OPTION', message: /tags\.through\.sourceKey: "book" is not a column of table "book_tags"/ }],
+        ['an unknown orderBy field', { prefetchRelated: { tags: { table: 'tags', through: tagsThrough, orderBy: '-label' } } }, BookWithTags,
+          { code: 'FST_VIEWSET_INVALID_OPTION', message: /tags\.orderBy: "label" is not a column of table "tags"/ }],
+        ['a relation field that is not in the schema', { selectRelated: { writer: { table: 'authors', foreignKey: 'author_id' } } }, PlainBook,
+          { code: 'FST_VIEWSET_INVALID_OPTION', message: /selectRelated\.writer: "writer" is not a field of the schema/ }],
+        ['a field in both selectRelated and prefetchRelated', {
+          selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } },
+          prefetchRelated: { author: { table: 'authors', foreignKey: 'id' } },
+        }, BookWithAuthor, { code: 'FST_VIEWSET_INVALID_OPTION', message: /"author" is declared in both selectRelated and prefetchRelated/ }],
+        ['a to-many field under selectRelated', { selectRelated: { tags: { table: 'tags', foreignKey: 'author_id' } } }, BookWithTags,
+          { code: 'FST_VIEWSET_INVALID_OPTION', message: /selectRelated\.tags: schema field "tags" must be an object/ }],
+        ['prefetchRelated with neither foreignKey nor through', { prefetchRelated: { tags: { table: 'tags' } } }, BookWithTags,
+          { code: 'FST_VIEWSET_INVALID_OPTION', message: /prefetchRelated\.tags: give either foreignKey/ }],
+        ['a related schema field that is not a column of the related table',
+          { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } },
+          Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), author: Type.Union([Type.Object({ id: Type.Integer(), age: Type.Integer() }), Type.Null()]) }),
+          { code: 'FST_VIEWSET_UNKNOWN_COLUMN', message: /"age" is not a column of table "authors"/ }],
+        ['a missing column in a nested relatedConfig', {
+          prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', relatedConfig: { selectRelated: { publisher: { table: 'publishers', foreignKey: 'publisher' } }, prefetchRelated: { tags: { table: 'tags', through: tagsThrough } } } } },
+        }, AuthorWithBooks,
+          { code: 'FST_VIEWSET_INVALID_OPTION', message: /relatedConfig\.prefetchRelated\.books\.relatedConfig\.selectRelated\.publisher\.foreignKey: "publisher" is not a column of table "books"/ }],
+        ['a nested relation field left undeclared', { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id' } } }, AuthorWithBooks,
+          { code: 'FST_VIEWSET_UNKNOWN_COLUMN', message: /"publisher" is not a column of table "books"/ }],
+      ]
+      for (const [name, relatedConfig, schema, expected] of cases) {
+        test(name, async (t) => {
+          const database = await testDatabase(t, dialect)
+          await createLibrary(database)
+          const app = testApp(t)
+          const table = schema === AuthorWithBooks ? 'authors' : 'books'
+          await assert.rejects(async () => {
+            await app.register(createViewset({ db: database.db, table, schema, relatedConfig }), { prefix: '/x' })
+            await app.ready()
+          }, expected)
+        })
+      }
+    })
+
+    test('batched statements split key lists above 1024 and keep one SQL text per size bucket', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createLibrary(database)
+      const { db } = database
+      const names = Array.from({ length: 1500 }, (_, i) => ({ name: `Tag ${i + 1}` }))
+      for (let i = 0; i < names.length; i += 500) await db.insertInto('tags').values(names.slice(i, i + 500)).execute()
+      const query = new BatchedQuery((keys) => db.selectFrom('tags').select(['id', 'name']).where('id', 'in', keys) as never)
+      database.queries.length = 0
+      const rows = await query.run(db, Array.from({ length: 1500 }, (_, i) => i + 1))
+      assert.equal(rows.length, 1500)
+      assert.equal(database.queries.length, 2)
+      assert.equal(query.sqlFor(3), query.sqlFor(4))
+      assert.notEqual(query.sqlFor(4), query.sqlFor(5))
+      const padded = await query.run(db, [7, 3, 5])
+      assert.deepEqual(padded.map((row) => row.id).sort((a, b) => Number(a) - Number(b)), [3, 5, 7])
+    })
+  })
+}
