@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest,
 import fp from 'fastify-plugin'
 import type { Expression, Kysely, SelectQueryBuilder, SqlBool, Transaction } from 'kysely'
 import { authHook, checkAuth, securitySchemeName } from './auth.js'
-import type { AnyDatabase, ColumnInfo, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
+import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
 import { containsPattern, dialectOf } from './dialect/dialect.js'
 import { ViewsetErrors } from './errors.js'
 import type { CheckedSchema, ResolvedOptions, ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
@@ -194,6 +194,22 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
   /** A case-insensitive substring match that behaves the same on every dialect (`%` and `_` match themselves). */
   contains (column: Expression<unknown>, term: string): Expression<SqlBool> {
     return this.#ready().dialect.ilike(column, containsPattern(term))
+  }
+
+  /**
+   * What a database error means to a client (`unique`, `foreign-key`, `not-null`, `check`, `invalid-value`,
+   * `unavailable`), or `undefined`: for answers more precise than the default ones.
+   *
+   * @example
+   * ```ts
+   * try { return await this.insert(values) } catch (error) {
+   *   if (this.classify(error)?.kind === 'unique') throw new ViewsetErrors.Conflict('an item with that name already exists')
+   *   throw error
+   * }
+   * ```
+   */
+  classify (error: unknown): DatabaseFault | undefined {
+    return this.#ready().dialect.classify(error)
   }
 
   /** Throws the 404 problem for this id. */
