@@ -1,0 +1,59 @@
+import { systemNames } from './scenarios.js'
+import type { ScenarioId, SystemName } from './scenarios.js'
+import type { DatabaseKind, Results, ScenarioResult } from './results.js'
+import { throughput } from './results.js'
+
+// A hand-made SVG bar chart: one panel per database, one group of bars per scenario. Each group is
+// scaled to its own fastest system, since GET and eager loading differ by an order of magnitude.
+
+const colors: Record<SystemName, string> = { raw: '#9ca3af', kysely: '#60a5fa', viewsets: '#16a34a', platformatic: '#f59e0b' }
+const databaseTitles: Record<DatabaseKind, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' }
+
+const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+
+export function chartSvg (results: Results): string {
+  const width = 860
+  const labelWidth = 250
+  const barWidth = width - labelWidth - 90
+  const barHeight = 13
+  const gap = 2
+  const groupGap = 12
+  const parts: string[] = []
+  let y = 28
+  parts.push(`<text x="16" y="${y}" font-size="16" font-weight="bold">fastify-viewsets benchmark: requests/s (bars scaled per scenario)</text>`)
+  y += 18
+  const { machine, settings } = results
+  parts.push(`<text x="16" y="${y}" font-size="11" fill="#555">${escape(`${results.date.slice(0, 10)} · ${machine.cpus} × ${machine.model} · ${machine.memoryGiB} GiB · Node ${machine.node} · ${settings.rounds} round(s) × ${settings.duration} s, ${settings.connections} connections`)}</text>`)
+  y += 20
+  let legendX = 16
+  for (const system of systemNames) {
+    parts.push(`<rect x="${legendX}" y="${y - 10}" width="12" height="12" fill="${colors[system]}"/><text x="${legendX + 16}" y="${y}" font-size="12">${system}</text>`)
+    legendX += 30 + system.length * 8
+  }
+  y += 14
+  for (const database of Object.keys(results.databases) as DatabaseKind[]) {
+    y += 16
+    parts.push(`<text x="16" y="${y}" font-size="14" font-weight="bold">${databaseTitles[database]}</text>`)
+    y += 10
+    for (const [, scenario] of Object.entries(results.databases[database] ?? {}) as Array<[ScenarioId, ScenarioResult]>) {
+      const bars = systemNames.flatMap((system) => {
+        const value = throughput(scenario.systems[system])
+        return value === undefined ? [] : [{ system, value }]
+      })
+      if (bars.length === 0) continue
+      const best = Math.max(...bars.map((bar) => bar.value))
+      const groupHeight = bars.length * (barHeight + gap)
+      parts.push(`<text x="16" y="${y + groupHeight / 2 + 4}" font-size="12">${escape(scenario.title)}</text>`)
+      for (const bar of bars) {
+        const length = Math.max(1, Math.round(bar.value / best * barWidth))
+        parts.push(`<rect x="${labelWidth}" y="${y}" width="${length}" height="${barHeight}" fill="${colors[bar.system]}"><title>${bar.system}: ${Math.round(bar.value)} req/s</title></rect>`)
+        parts.push(`<text x="${labelWidth + length + 4}" y="${y + barHeight - 3}" font-size="10" fill="#333">${Math.round(bar.value).toLocaleString('en-US')}</text>`)
+        y += barHeight + gap
+      }
+      y += groupGap
+    }
+  }
+  const height = y + 8
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, sans-serif">\n` +
+    `<rect width="100%" height="100%" fill="#fff"/>\n${parts.join('\n')}\n</svg>\n`
+}

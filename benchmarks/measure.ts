@@ -1,0 +1,100 @@
+import autocannon from 'autocannon'
+import type { RunningServer } from './processes.js'
+import type { Scenario, ScenarioRequest } from './scenarios.js'
+
+/** One measurement of one system on one scenario. */
+export interface Sample {
+  requestsPerSecond: number
+  /** Latency percentiles in milliseconds. */
+  p50: number
+  p99: number
+  errors: number
+  non2xx: number
+  peakRssMiB: number
+}
+
+export interface LoadSettings {
+  connections: number
+  warmup: number
+  duration: number
+  progress: boolean
+  seed: number
+}
+
+/** A small deterministic generator per measurement, so that each system gets the same sequence of requests. */
+function generator (seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0
+    return state / 4294967296
+  }
+}
+
+function requestsOf (server: RunningServer, scenario: Scenario, seed: number): autocannon.Request[] {
+  const next = generator(seed)
+  return [{
+    setupRequest (request) {
+      const built = scenario.request(server.system, next)
+      request.method = built.method
+      request.path = built.path
+      if (built.body !== undefined) {
+        request.body = JSON.stringify(built.body)
+        request.headers = { ...request.headers, 'content-type': 'application/json' }
+      }
+      return request
+    },
+  }]
+}
+
+function percentile (sorted: Float64Array, fraction: number): number {
+  if (sorted.length === 0) return 0
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] as number
+}
+
+/** Sends one request and checks its answer; the message says what is wrong. */
+export async function probe (server: RunningServer, scenario: Scenario): Promise<string | undefined> {
+  const request: ScenarioRequest = scenario.request(server.system, generator(7))
+  try {
+    const response = await fetch(server.url + request.path, {
+      method: request.method,
+      headers: request.body === undefined ? {} : { 'content-type': 'application/json' },
+      ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+    })
+    const text = await response.text()
+    let body: unknown
+    try { body = JSON.parse(text) } catch { body = text }
+    const problem = scenario.check(server.system, request, response.status, body)
+    return problem === undefined ? undefined : `${request.method} ${request.path}: ${problem} (${text.slice(0, 160)})`
+  } catch (error) {
+    return `${request.method} ${request.path}: ${(error as Error).message}`
+  }
+}
+
+/** autocannon ends a run on a sample tick (1 s by default): short runs need shorter ticks. */
+function sampleInterval (seconds: number): number {
+  return Math.min(1000, Math.max(50, Math.round(seconds * 250)))
+}
+
+/** Warms a server up on a scenario, then measures it under load. */
+export async function measure (server: RunningServer, scenario: Scenario, settings: LoadSettings, title: string): Promise<Sample> {
+  const base = { url: server.url, connections: settings.connections, pipelining: 1 }
+  if (settings.warmup > 0) await autocannon({ ...base, duration: settings.warmup, sampleInt: sampleInterval(settings.warmup), requests: requestsOf(server, scenario, settings.seed + 1) })
+  server.resetPeakMemory()
+  const latencies: number[] = []
+  // Without a callback autocannon returns its instance, which is also a promise of the result.
+  const instance = autocannon({ ...base, title, duration: settings.duration, sampleInt: sampleInterval(settings.duration), requests: requestsOf(server, scenario, settings.seed) }) as unknown as autocannon.Instance & Promise<autocannon.Result>
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => { latencies.push(responseTime) })
+  if (settings.progress) {
+    autocannon.track(instance, { renderProgressBar: true, renderResultsTable: false, renderLatencyTable: false, progressBarString: `${title.padEnd(44)} [:bar] :percent` })
+  }
+  const result = await instance
+  const sorted = Float64Array.from(latencies).sort()
+  return {
+    requestsPerSecond: result.duration > 0 ? result.requests.total / result.duration : 0,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    peakRssMiB: (await server.peakMemory()) / 1024 / 1024,
+  }
+}

@@ -1,0 +1,80 @@
+import { fork } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import type { ScenarioId, SystemName } from './scenarios.js'
+import type { DatabaseTarget } from './seed.js'
+import type { RunnerMessage, ServerMessage } from './server.js'
+
+const serverModule = fileURLToPath(new URL('./server.ts', import.meta.url))
+
+/** A system's server process, as the runner sees it. */
+export interface RunningServer {
+  system: SystemName
+  url: string
+  pid: number
+  unsupported: Partial<Record<ScenarioId, string>>
+  /** Forgets the peak resident set size so far, where the platform allows it. */
+  resetPeakMemory (): void
+  /** The peak resident set size in bytes since the last reset (or since start). */
+  peakMemory (): Promise<number>
+  stop (): Promise<void>
+}
+
+/** Starts one system in its own process and waits until it listens. */
+export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined } = {}): Promise<RunningServer> {
+  const execArgv = ['--conditions=source', '--import', 'tsx']
+  if (options.profileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${system}-${target.kind}-${Date.now()}.cpuprofile`)
+  const child = fork(serverModule, [system, JSON.stringify(target)], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const ready = await new Promise<Extract<ServerMessage, { type: 'ready' }>>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`${system} server exited with code ${String(code)} before it was ready`))
+    child.once('exit', onExit)
+    child.once('error', reject)
+    child.on('message', function onMessage (message: ServerMessage) {
+      if (message.type === 'ready') resolve(message)
+      else if (message.type === 'failed') reject(new Error(`${system} server failed to start: ${message.message}`))
+      else return
+      child.off('exit', onExit)
+      child.off('message', onMessage)
+    })
+  })
+  const pid = child.pid as number
+  let canReset = process.platform === 'linux'
+  return {
+    system,
+    url: `http://127.0.0.1:${ready.port}`,
+    pid,
+    unsupported: ready.unsupported,
+    resetPeakMemory () {
+      if (!canReset) return
+      // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+).
+      try { writeFileSync(`/proc/${pid}/clear_refs`, '5') } catch { canReset = false }
+    },
+    async peakMemory () {
+      if (process.platform === 'linux') {
+        const kib = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+        if (kib !== undefined) return Number(kib) * 1024
+      }
+      return await ask(child)
+    },
+    async stop () {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+      child.send({ type: 'stop' } satisfies RunnerMessage)
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      await exited
+      clearTimeout(timer)
+    },
+  }
+}
+
+async function ask (child: ChildProcess): Promise<number> {
+  return await new Promise((resolve) => {
+    child.on('message', function onMessage (message: ServerMessage) {
+      if (message.type !== 'memory') return
+      child.off('message', onMessage)
+      resolve(message.maxRss)
+    })
+    child.send({ type: 'memory' } satisfies RunnerMessage)
+  })
+}

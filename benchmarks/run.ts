@@ -1,0 +1,226 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { chartSvg } from './chart.js'
+import { measure, probe } from './measure.js'
+import type { Sample } from './measure.js'
+import { startServer } from './processes.js'
+import type { RunningServer } from './processes.js'
+import { consoleReport, markdownReport } from './report.js'
+import { addRatios, cellOf, checkTargets, describeMachine } from './results.js'
+import type { DatabaseKind, Results, ScenarioResult } from './results.js'
+import { scenarioById, scenarioIds, systemNames } from './scenarios.js'
+import type { ScenarioId, SystemName } from './scenarios.js'
+import { dropPostgres, seedPostgres, seedSqlite } from './seed.js'
+import type { DatabaseTarget } from './seed.js'
+
+// `npm run bench`: every system in its own process, measured in interleaved rounds on the same data.
+// `npm run bench -- --quick` runs the same pipeline in about a minute.
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+
+export interface BenchOptions {
+  /** Seconds of measured load per system, scenario and round. */
+  duration: number
+  /** Seconds of load before each measurement, not counted. */
+  warmup: number
+  rounds: number
+  connections: number
+  systems: readonly SystemName[]
+  scenarios: readonly ScenarioId[]
+  /** When set, the same runs go against this PostgreSQL server (in a schema of their own). */
+  postgresUrl: string | undefined
+  /** Only SQLite, even when `postgresUrl` is set. */
+  sqliteOnly: boolean
+  /** Where the seeded SQLite file (and CPU profiles) go. */
+  dataDir: string
+  /** Where results.json, results.md and chart.svg go; undefined writes nothing. */
+  outDir: string | undefined
+  /** Systems whose server runs with `--cpu-prof` (profiles land in `<dataDir>/profiles`). */
+  profile: readonly SystemName[]
+  progress: boolean
+  quick: boolean
+  log: (line: string) => void
+}
+
+/** Defaults sized so that a full run (SQLite and PostgreSQL) stays under 10 minutes on 2 cores. */
+export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOptions {
+  const postgresUrl = overrides.postgresUrl ?? (process.env.BENCH_POSTGRES_URL || undefined)
+  const both = postgresUrl !== undefined && overrides.sqliteOnly !== true
+  const quick = overrides.quick ?? false
+  return {
+    duration: quick ? 1 : both ? 2.5 : 4,
+    warmup: quick ? 0.4 : both ? 0.7 : 1,
+    rounds: quick ? 1 : 3,
+    connections: 10,
+    systems: systemNames,
+    scenarios: scenarioIds,
+    postgresUrl,
+    sqliteOnly: false,
+    dataDir: join(here, '.data'),
+    outDir: quick ? join(here, '.data', 'quick') : here,
+    profile: [],
+    progress: process.stderr.isTTY,
+    quick,
+    log: (line) => { process.stderr.write(line + '\n') },
+    ...overrides,
+  }
+}
+
+async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, options: BenchOptions): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
+  const profileDir = join(options.dataDir, 'profiles')
+  const servers = await Promise.all(options.systems.map(async (system) =>
+    await startServer(system, target, { profileDir: options.profile.includes(system) ? profileDir : undefined })))
+  const scenarios: Partial<Record<ScenarioId, ScenarioResult>> = {}
+  try {
+    for (const [index, id] of options.scenarios.entries()) {
+      const scenario = scenarioById.get(id)
+      if (scenario === undefined) throw new Error(`unknown scenario ${id}`)
+      const result: ScenarioResult = { title: scenario.title, systems: {}, ratios: {} }
+      scenarios[id] = result
+      const active: RunningServer[] = []
+      for (const server of servers) {
+        const reason = server.unsupported[id]
+        if (reason !== undefined) {
+          result.systems[server.system] = { status: 'n/a', reason }
+          continue
+        }
+        const problem = await probe(server, scenario)
+        if (problem === undefined) active.push(server)
+        else {
+          result.systems[server.system] = { status: 'failed', reason: problem }
+          options.log(`! ${database} ${scenario.title} / ${server.system}: ${problem}`)
+        }
+      }
+      const samples = new Map<SystemName, Sample[]>(active.map((server) => [server.system, []]))
+      for (let round = 0; round < options.rounds; round++) {
+        // Rotate the order each round (A B C D, B C D A, ...) so that drift does not favour a position.
+        const order = active.map((_, position) => active[(position + round) % active.length] as RunningServer)
+        for (const server of order) {
+          const title = `${database} ${scenario.title} · ${server.system} · ${round + 1}/${options.rounds}`
+          const sample = await measure(server, scenario, { ...options, seed: 1000 * index + round }, title)
+          samples.get(server.system)?.push(sample)
+          const broken = sample.errors + sample.non2xx > 0 ? ` BROKEN: ${sample.errors} errors, ${sample.non2xx} non-2xx` : ''
+          options.log(`  ${title.padEnd(60)} ${Math.round(sample.requestsPerSecond).toLocaleString('en-US').padStart(8)} req/s  p50 ${sample.p50.toFixed(2)} ms  p99 ${sample.p99.toFixed(2)} ms  ${Math.round(sample.peakRssMiB)} MiB${broken}`)
+        }
+      }
+      for (const [system, rounds] of samples) result.systems[system] = cellOf(rounds)
+    }
+  } finally {
+    await Promise.all(servers.map(async (server) => { await server.stop() }))
+  }
+  addRatios(scenarios)
+  return scenarios
+}
+
+/** Runs the whole suite and writes its outputs; returns the results. */
+export async function runBenchmarks (options: BenchOptions): Promise<Results> {
+  const results: Results = {
+    date: new Date().toISOString(),
+    machine: describeMachine(),
+    settings: { rounds: options.rounds, warmup: options.warmup, duration: options.duration, connections: options.connections, quick: options.quick },
+    databases: {},
+    targets: [],
+  }
+  options.log('Seeding SQLite…')
+  results.databases.sqlite = await measureDatabase('sqlite', seedSqlite(join(options.dataDir, 'bench.db')), options)
+  if (options.postgresUrl !== undefined && !options.sqliteOnly) {
+    options.log('Seeding PostgreSQL…')
+    const target = await seedPostgres(options.postgresUrl)
+    try {
+      results.databases.postgres = await measureDatabase('postgres', target, options)
+    } finally {
+      await dropPostgres(options.postgresUrl)
+    }
+  }
+  results.targets = checkTargets(results)
+  if (options.outDir !== undefined) {
+    mkdirSync(options.outDir, { recursive: true })
+    writeFileSync(join(options.outDir, 'results.json'), JSON.stringify(results, null, 2) + '\n')
+    writeFileSync(join(options.outDir, 'results.md'), markdownReport(results))
+    writeFileSync(join(options.outDir, 'chart.svg'), chartSvg(results))
+  }
+  return results
+}
+
+function list<T extends string> (value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
+  if (value === undefined) return undefined
+  const items = value.split(',').map((item) => item.trim()).filter((item) => item !== '')
+  for (const item of items) {
+    if (!(allowed as readonly string[]).includes(item)) throw new Error(`--${option}: unknown ${JSON.stringify(item)}; allowed: ${allowed.join(', ')}`)
+  }
+  return items as T[]
+}
+
+function number (value: string | undefined, option: string): number | undefined {
+  if (value === undefined) return undefined
+  const parsed = Number(value)
+  if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`--${option}: expected a non-negative number, got ${value}`)
+  return parsed
+}
+
+/** Parses the command line into options. */
+export function optionsFromArgs (args: string[]): BenchOptions {
+  const { values } = parseArgs({
+    args,
+    options: {
+      quick: { type: 'boolean' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      rounds: { type: 'string' },
+      connections: { type: 'string' },
+      systems: { type: 'string' },
+      scenarios: { type: 'string' },
+      'sqlite-only': { type: 'boolean' },
+      out: { type: 'string' },
+      data: { type: 'string' },
+      profile: { type: 'string' },
+      'no-progress': { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  })
+  if (values.help === true) {
+    process.stdout.write(`npm run bench -- [options]
+  --quick                 about a minute: 1 round of 1 s per system and scenario (writes to benchmarks/.data/quick unless --out)
+  --duration <s>          measured seconds per system, scenario and round
+  --warmup <s>            warm-up seconds before each measurement
+  --rounds <n>            interleaved rounds (the median is reported)
+  --connections <n>       autocannon connections (default 10)
+  --systems a,b           ${systemNames.join(', ')}
+  --scenarios a,b         ${scenarioIds.join(', ')}
+  --sqlite-only           skip PostgreSQL even when BENCH_POSTGRES_URL is set
+  --out <dir>             where results.json, results.md and chart.svg go (default benchmarks/; benchmarks/.data/quick with --quick)
+  --data <dir>            where the seeded SQLite file and profiles go (default benchmarks/.data)
+  --profile a,b           run these systems' servers with --cpu-prof (profiles in <data>/profiles)
+  --no-progress           no progress bars
+`)
+    process.exit(0)
+  }
+  const overrides: Partial<BenchOptions> = { quick: values.quick === true }
+  const set = <K extends keyof BenchOptions>(key: K, value: BenchOptions[K] | undefined) => { if (value !== undefined) overrides[key] = value }
+  set('duration', number(values.duration, 'duration'))
+  set('warmup', number(values.warmup, 'warmup'))
+  set('rounds', number(values.rounds, 'rounds'))
+  set('connections', number(values.connections, 'connections'))
+  set('systems', list(values.systems, systemNames, 'systems'))
+  set('scenarios', list(values.scenarios, scenarioIds, 'scenarios'))
+  set('profile', list(values.profile, systemNames, 'profile'))
+  if (values['sqlite-only'] === true) overrides.sqliteOnly = true
+  if (values.out !== undefined) overrides.outDir = resolve(values.out)
+  if (values.data !== undefined) overrides.dataDir = resolve(values.data)
+  if (values['no-progress'] === true) overrides.progress = false
+  return defaultOptions(overrides)
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const options = optionsFromArgs(process.argv.slice(2))
+  const started = Date.now()
+  runBenchmarks(options).then((results) => {
+    process.stdout.write(consoleReport(results) + '\n')
+    process.stdout.write(`\nDone in ${Math.round((Date.now() - started) / 1000)} s.${options.outDir === undefined ? '' : ` Wrote ${join(options.outDir, 'results.json')}, results.md and chart.svg.`}\n`)
+  }).catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
+    process.exitCode = 1
+  })
+}

@@ -1,0 +1,125 @@
+import { pick, seedRows, sizes } from './data.js'
+import type { SeedRows } from './data.js'
+
+/** The systems, in the order they are shown. */
+export const systemNames = ['raw', 'kysely', 'viewsets', 'platformatic'] as const
+export type SystemName = typeof systemNames[number]
+
+export const scenarioIds = ['get', 'list10', 'list100', 'filter', 'eager', 'eager-n1', 'post', 'patch'] as const
+export type ScenarioId = typeof scenarioIds[number]
+
+/** One HTTP request of a scenario. */
+export interface ScenarioRequest {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT'
+  path: string
+  body?: Record<string, unknown>
+}
+
+export interface Scenario {
+  id: ScenarioId
+  title: string
+  /** Builds one request; `next` draws numbers in [0, 1). */
+  request (system: SystemName, next: () => number): ScenarioRequest
+  /** Checks one answer before the load starts: a message when it is wrong. */
+  check (system: SystemName, request: ScenarioRequest, status: number, body: unknown): string | undefined
+}
+
+const camel = (system: SystemName, field: string): string =>
+  system === 'platformatic' ? field.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()) : field
+
+type Json = Record<string, unknown>
+const isList = (body: unknown, length?: number): body is Json[] =>
+  Array.isArray(body) && (length === undefined || body.length === length) && body.every((row) => typeof row === 'object' && row !== null)
+const expectStatus = (status: number, expected: number): string | undefined =>
+  status === expected ? undefined : `status ${status}, expected ${expected}`
+const listCheck = (length: number) => (_system: SystemName, _request: ScenarioRequest, status: number, body: unknown) =>
+  expectStatus(status, 200) ?? (isList(body, length) && body.every((row, index) => row.id === index + 1) ? undefined : `expected books 1 to ${length} in key order`)
+const eagerCheck = (_system: SystemName, _request: ScenarioRequest, status: number, body: unknown) => {
+  if (status !== 200) return `status ${status}`
+  if (!isList(body, 50)) return 'expected 50 books'
+  const complete = body.every((book) => typeof book.author === 'object' && book.author !== null &&
+    (book.author as Json).id === book.author_id && Array.isArray(book.tags) && book.tags.length === sizes.tagsPerBook)
+  return complete ? undefined : 'expected each book with its author and its tags'
+}
+
+let books: SeedRows['books'] | undefined
+const seededBooks = () => (books ??= seedRows().books)
+
+const scenarios: Scenario[] = [
+  {
+    id: 'get',
+    title: 'GET by id',
+    request: (_system, next) => ({ method: 'GET', path: `/books/${pick(next, sizes.books)}` }),
+    check: (_system, request, status, body) => expectStatus(status, 200) ??
+      ((body as Json).id === Number(request.path.split('/').pop()) ? undefined : 'expected the requested book'),
+  },
+  {
+    id: 'list10',
+    title: 'LIST 10',
+    request: () => ({ method: 'GET', path: '/books?limit=10' }),
+    check: listCheck(10),
+  },
+  {
+    id: 'list100',
+    title: 'LIST 100',
+    request: () => ({ method: 'GET', path: '/books?limit=100' }),
+    check: listCheck(100),
+  },
+  {
+    id: 'filter',
+    title: 'LIST filter + order',
+    request: (system, next) => {
+      const author = pick(next, sizes.authors)
+      return system === 'platformatic'
+        ? { method: 'GET', path: `/books?where.authorId.eq=${author}&orderby.year=desc&limit=10` }
+        : { method: 'GET', path: `/books?author_id=${author}&order_by=-year&limit=10` }
+    },
+    check: (system, request, status, body) => {
+      if (status !== 200) return `status ${status}`
+      const author = Number(/(?:author_id|authorId\.eq)=(\d+)/.exec(request.path)?.[1])
+      if (!isList(body)) return 'expected a list'
+      if (!body.every((book) => book[camel(system, 'author_id')] === author)) return 'the filter was not applied'
+      if (!body.every((book, index) => index === 0 || (body[index - 1]?.year as number) >= (book.year as number))) return 'the order was not applied'
+      return undefined
+    },
+  },
+  {
+    id: 'eager',
+    title: 'LIST 50 + author + tags',
+    request: () => ({ method: 'GET', path: '/books-full?limit=50' }),
+    check: eagerCheck,
+  },
+  {
+    id: 'eager-n1',
+    title: 'LIST 50 + author + tags, naive N+1',
+    request: () => ({ method: 'GET', path: '/books-n1?limit=50' }),
+    check: eagerCheck,
+  },
+  {
+    id: 'post',
+    title: 'POST',
+    request: (system, next) => ({
+      method: 'POST',
+      path: '/books',
+      body: { [camel(system, 'author_id')]: pick(next, sizes.authors), title: `New book ${pick(next, 1e6)}`, year: 1950 + pick(next, 75), price: pick(next, 10_000) / 100 },
+    }),
+    check: (system, request, status, body) => expectStatus(status, system === 'platformatic' ? 200 : 201) ??
+      (typeof (body as Json).id === 'number' && (body as Json).title === request.body?.title ? undefined : 'expected the created book'),
+  },
+  {
+    id: 'patch',
+    title: 'PATCH',
+    request: (system, next) => {
+      const id = pick(next, sizes.books)
+      const price = pick(next, 10_000) / 100
+      if (system !== 'platformatic') return { method: 'PATCH', path: `/books/${id}`, body: { price } }
+      // Platformatic has no partial update: its PUT /:id requires every field, so it gets the row as seeded with the new price.
+      const [, authorId, title, year] = seededBooks()[id - 1] as SeedRows['books'][number]
+      return { method: 'PUT', path: `/books/${id}`, body: { authorId, title, year, price } }
+    },
+    check: (_system, request, status, body) => expectStatus(status, 200) ??
+      ((body as Json).price === request.body?.price && typeof (body as Json).title === 'string' ? undefined : 'expected the updated book'),
+  },
+]
+
+export const scenarioById = new Map<ScenarioId, Scenario>(scenarios.map((scenario) => [scenario.id, scenario]))

@@ -1,0 +1,122 @@
+import { mkdirSync, rmSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import pg from 'pg'
+import { postgresSchema, seedRows } from './data.js'
+
+/** Where a system finds the seeded data. */
+export type DatabaseTarget =
+  | { kind: 'sqlite', file: string }
+  | { kind: 'postgres', url: string }
+
+const sqliteTables = `
+  create table authors (id integer primary key autoincrement, name text not null, email text not null);
+  create table books (
+    id integer primary key autoincrement,
+    author_id integer not null references authors (id),
+    title text not null,
+    year integer not null,
+    price real not null
+  );
+  create index books_author_id on books (author_id);
+  create table tags (id integer primary key autoincrement, name text not null unique);
+  create table book_tags (
+    book_id integer not null references books (id),
+    tag_id integer not null references tags (id),
+    primary key (book_id, tag_id)
+  );
+  create index book_tags_tag_id on book_tags (tag_id);
+`
+
+/** Writes a fresh SQLite file with the seed (any previous file and its WAL are removed). */
+export function seedSqlite (file: string): DatabaseTarget {
+  mkdirSync(dirname(file), { recursive: true })
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
+  const db = new Database(file)
+  try {
+    db.pragma('journal_mode = WAL')
+    db.exec(sqliteTables)
+    const rows = seedRows()
+    const insert = (sql: string, values: unknown[][]) => {
+      const statement = db.prepare(sql)
+      for (const row of values) statement.run(row)
+    }
+    db.transaction(() => {
+      insert('insert into authors (id, name, email) values (?, ?, ?)', rows.authors)
+      insert('insert into books (id, author_id, title, year, price) values (?, ?, ?, ?, ?)', rows.books)
+      insert('insert into tags (id, name) values (?, ?)', rows.tags)
+      insert('insert into book_tags (book_id, tag_id) values (?, ?)', rows.bookTags)
+    })()
+    db.exec('analyze')
+    db.pragma('wal_checkpoint(TRUNCATE)')
+  } finally {
+    db.close()
+  }
+  return { kind: 'sqlite', file }
+}
+
+/** The URL of the benchmark schema: the same server, with `search_path` set to the schema. */
+export function postgresTarget (url: string): DatabaseTarget {
+  const parsed = new URL(url)
+  parsed.searchParams.set('options', `-c search_path=${postgresSchema}`)
+  return { kind: 'postgres', url: parsed.toString() }
+}
+
+/** Drops and creates the benchmark schema on a PostgreSQL server, and seeds it. */
+export async function seedPostgres (url: string): Promise<DatabaseTarget> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(`drop schema if exists ${postgresSchema} cascade`)
+    await client.query(`create schema ${postgresSchema}`)
+    await client.query(`set search_path = ${postgresSchema}`)
+    await client.query(`
+      create table authors (id serial primary key, name text not null, email text not null);
+      create table books (
+        id serial primary key,
+        author_id integer not null references authors (id),
+        title text not null,
+        year integer not null,
+        price double precision not null
+      );
+      create index books_author_id on books (author_id);
+      create table tags (id serial primary key, name text not null unique);
+      create table book_tags (
+        book_id integer not null references books (id),
+        tag_id integer not null references tags (id),
+        primary key (book_id, tag_id)
+      );
+      create index book_tags_tag_id on book_tags (tag_id);
+    `)
+    const rows = seedRows()
+    // One statement per table: each column travels as an array and unnest() turns them into rows.
+    const columns = <T extends unknown[]>(values: T[], index: number) => values.map((row) => row[index])
+    await client.query('begin')
+    await client.query('insert into authors (id, name, email) select * from unnest($1::int[], $2::text[], $3::text[])',
+      [columns(rows.authors, 0), columns(rows.authors, 1), columns(rows.authors, 2)])
+    await client.query('insert into books (id, author_id, title, year, price) select * from unnest($1::int[], $2::int[], $3::text[], $4::int[], $5::float8[])',
+      [0, 1, 2, 3, 4].map((index) => columns(rows.books, index)))
+    await client.query('insert into tags (id, name) select * from unnest($1::int[], $2::text[])', [columns(rows.tags, 0), columns(rows.tags, 1)])
+    await client.query('insert into book_tags (book_id, tag_id) select * from unnest($1::int[], $2::int[])', [columns(rows.bookTags, 0), columns(rows.bookTags, 1)])
+    // The explicit ids leave the sequences behind; POST must get fresh ones.
+    for (const table of ['authors', 'books', 'tags']) {
+      await client.query(`select setval(pg_get_serial_sequence('${table}', 'id'), (select max(id) from ${table}))`)
+    }
+    await client.query('commit')
+    await client.query('analyze')
+  } finally {
+    await client.end()
+  }
+  return postgresTarget(url)
+}
+
+/** Drops the benchmark schema (after a run). */
+export async function dropPostgres (url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(`drop schema if exists ${postgresSchema} cascade`)
+  } finally {
+    await client.end()
+  }
+}

@@ -1,0 +1,63 @@
+import type { FastifyInstance } from 'fastify'
+import type { DatabaseTarget } from './seed.js'
+import type { ScenarioId, SystemName } from './scenarios.js'
+
+// The entry of one system's server process: the runner forks it, it listens on an ephemeral port of
+// 127.0.0.1 and reports the port over IPC. It exits when told to, so that `--cpu-prof` is written.
+
+/** A system's app, and the scenarios it cannot serve (with the reason shown as n/a). */
+export interface SystemServer {
+  app: FastifyInstance
+  unsupported: Partial<Record<ScenarioId, string>>
+}
+
+/** What the server process says to the runner. */
+export type ServerMessage =
+  | { type: 'ready', port: number, unsupported: Partial<Record<ScenarioId, string>> }
+  | { type: 'failed', message: string }
+  | { type: 'memory', maxRss: number }
+
+/** What the runner says to the server process. */
+export type RunnerMessage = { type: 'stop' } | { type: 'memory' }
+
+const builders: Record<SystemName, () => Promise<{ build: (target: DatabaseTarget) => Promise<SystemServer> }>> = {
+  raw: async () => await import('./systems/raw.js'),
+  kysely: async () => await import('./systems/kysely.js'),
+  viewsets: async () => await import('./systems/viewsets.js'),
+  platformatic: async () => await import('./systems/platformatic.js'),
+}
+
+function send (message: ServerMessage): void {
+  process.send?.(message)
+}
+
+async function main (): Promise<void> {
+  const [system, targetJson] = process.argv.slice(2) as [SystemName, string]
+  const target = JSON.parse(targetJson) as DatabaseTarget
+  const builder = builders[system]
+  if (builder === undefined) throw new Error(`unknown system ${system}`)
+  const { app, unsupported } = await (await builder()).build(target)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const address = app.server.address()
+  if (address === null || typeof address === 'string') throw new Error('no TCP address')
+  let stopping = false
+  const stop = async () => {
+    if (stopping) return
+    stopping = true
+    await app.close().catch(() => {})
+    process.exit(0)
+  }
+  process.on('message', (message: RunnerMessage) => {
+    if (message.type === 'stop') void stop()
+    // Off Linux the runner cannot read /proc: it asks for the peak resident set size instead.
+    if (message.type === 'memory') send({ type: 'memory', maxRss: process.resourceUsage().maxRSS * 1024 })
+  })
+  process.on('disconnect', () => { void stop() })
+  send({ type: 'ready', port: address.port, unsupported })
+}
+
+main().catch((error: unknown) => {
+  send({ type: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) })
+  process.exitCode = 1
+  setTimeout(() => process.exit(1), 100).unref()
+})

@@ -1,0 +1,103 @@
+import { Type } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import { Book, BookWithRelations } from '../data.js'
+import type { Author, Tag } from '../data.js'
+
+// The routes a user writes by hand, shared by `raw` and `kysely`: the same URLs, schemas and status
+// codes as the viewset, so that the systems differ only in how they reach the database.
+
+/** Fields a client may sort by, with `-` for descending (`?order_by=-year`). */
+export const orderingFields = ['id', 'title', 'year', 'price'] as const
+export type OrderingField = typeof orderingFields[number]
+
+export const ListQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  offset: Type.Integer({ minimum: 0, default: 0 }),
+  author_id: Type.Optional(Type.Integer()),
+  order_by: Type.Optional(Type.Union(orderingFields.flatMap((field) => [Type.Literal(field), Type.Literal(`-${field}`)]))),
+}, { additionalProperties: false })
+export type ListQuery = Static<typeof ListQuery>
+
+export const PageQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  offset: Type.Integer({ minimum: 0, default: 0 }),
+}, { additionalProperties: false })
+export type PageQuery = Static<typeof PageQuery>
+
+const IdParams = Type.Object({ id: Type.Integer() })
+const NewBook = Type.Omit(Book, ['id'], { additionalProperties: false })
+export type NewBook = Static<typeof NewBook>
+const BookPatch = Type.Partial(NewBook, { additionalProperties: false, minProperties: 1 })
+export type BookPatch = Static<typeof BookPatch>
+
+/** The order of a LIST: the client's field, then the key so that pages are stable. */
+export function orderOf (orderBy: string | undefined): { field: OrderingField, descending: boolean } {
+  if (orderBy === undefined) return { field: 'id', descending: false }
+  const descending = orderBy.startsWith('-')
+  return { field: (descending ? orderBy.slice(1) : orderBy) as OrderingField, descending }
+}
+
+/** How a hand-written system reaches the database. Each method may answer synchronously (better-sqlite3). */
+export interface BookStore {
+  byId (id: number): Promise<Book | undefined> | Book | undefined
+  list (query: ListQuery): Promise<Book[]> | Book[]
+  insert (values: NewBook): Promise<Book> | Book
+  patch (id: number, values: BookPatch): Promise<Book | undefined> | Book | undefined
+  /** A page of books with author and tags, in a fixed number of queries. */
+  withRelations (query: PageQuery): Promise<BookWithRelations[]> | BookWithRelations[]
+  /** The same page, one query per book and relation: the naive N+1 version. */
+  withRelationsNaive? (query: PageQuery): Promise<BookWithRelations[]>
+  close (): Promise<void> | void
+}
+
+/** Puts each author and the tags of each book onto a page of books, in place. */
+export function stitch (books: BookWithRelations[], authors: Author[], tags: Array<Tag & { book_id: number }>): BookWithRelations[] {
+  const authorsById = new Map<number, Author>()
+  for (const author of authors) authorsById.set(author.id, author)
+  const tagsByBook = new Map<number, Tag[]>()
+  for (const book of books) {
+    book.author = authorsById.get(book.author_id) ?? null
+    const list: Tag[] = []
+    book.tags = list
+    tagsByBook.set(book.id as number, list)
+  }
+  for (const { book_id: bookId, id, name } of tags) tagsByBook.get(bookId)?.push({ id, name })
+  return books
+}
+
+/** Registers the books routes over a store. */
+export function handWrittenRoutes (app: FastifyInstance, store: BookStore): void {
+  const notFound = { statusCode: 404, error: 'Not Found', message: 'No such book' }
+  app.get<{ Querystring: ListQuery }>('/books', {
+    schema: { querystring: ListQuery, response: { 200: Type.Array(Book) } },
+  }, async (request) => await store.list(request.query))
+
+  app.get<{ Params: { id: number } }>('/books/:id', {
+    schema: { params: IdParams, response: { 200: Book } },
+  }, async (request, reply) => (await store.byId(request.params.id)) ?? reply.code(404).send(notFound))
+
+  app.post<{ Body: NewBook }>('/books', {
+    schema: { body: NewBook, response: { 201: Book } },
+  }, async (request, reply) => {
+    const book = await store.insert(request.body)
+    return reply.code(201).header('location', `/books/${book.id as number}`).send(book)
+  })
+
+  app.patch<{ Params: { id: number }, Body: BookPatch }>('/books/:id', {
+    schema: { params: IdParams, body: BookPatch, response: { 200: Book } },
+  }, async (request, reply) => (await store.patch(request.params.id, request.body)) ?? reply.code(404).send(notFound))
+
+  app.get<{ Querystring: PageQuery }>('/books-full', {
+    schema: { querystring: PageQuery, response: { 200: Type.Array(BookWithRelations) } },
+  }, async (request) => await store.withRelations(request.query))
+
+  const naive = store.withRelationsNaive?.bind(store)
+  if (naive !== undefined) {
+    app.get<{ Querystring: PageQuery }>('/books-n1', {
+      schema: { querystring: PageQuery, response: { 200: Type.Array(BookWithRelations) } },
+    }, async (request) => await naive(request.query))
+  }
+
+  app.addHook('onClose', async () => { await store.close() })
+}

@@ -1,0 +1,26 @@
+import Fastify from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
+import sqlMapper from '@platformatic/sql-mapper'
+import sqlOpenapi from '@platformatic/sql-openapi'
+import type { DatabaseTarget } from '../seed.js'
+import type { SystemServer } from '../server.js'
+
+// The closest peer: Platformatic DB's mapper and its generated REST routes, over the same tables.
+// Its URLs are its own (`where.authorId.eq=`, `orderby.year=desc`, PUT as partial update).
+
+export async function build (target: DatabaseTarget): Promise<SystemServer> {
+  const app = Fastify({ logger: false })
+  await app.register(sqlMapper as unknown as FastifyPluginAsync<Record<string, unknown>>, {
+    connectionString: target.kind === 'sqlite' ? `sqlite://${target.file}` : target.url,
+    autoTimestamp: false,
+    poolSize: 10,
+  })
+  await app.register(sqlOpenapi as unknown as FastifyPluginAsync, {})
+  return {
+    app,
+    unsupported: {
+      eager: 'sql-openapi has no embedding of relations in REST (only nested routes)',
+      'eager-n1': 'the naive N+1 version is written once, with Kysely',
+    },
+  }
+}

@@ -1,0 +1,111 @@
+import Database from 'better-sqlite3'
+import type { Statement } from 'better-sqlite3'
+import Fastify from 'fastify'
+import pg from 'pg'
+import { bookColumns } from '../data.js'
+import type { Author, Book, BookWithRelations, Tag } from '../data.js'
+import type { DatabaseTarget } from '../seed.js'
+import type { SystemServer } from '../server.js'
+import { handWrittenRoutes, orderOf, stitch } from './hand-written.js'
+import type { BookPatch, BookStore, ListQuery, NewBook, PageQuery } from './hand-written.js'
+
+// The ceiling of the stack: Fastify with response schemas over prepared statements
+// (better-sqlite3 statements prepared once; pg named statements, parsed once per connection).
+
+const columns = bookColumns.join(', ')
+const writable = ['author_id', 'title', 'year', 'price'] as const
+
+function sqliteStore (file: string): BookStore {
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('busy_timeout = 5000')
+  db.pragma('foreign_keys = ON')
+  const byId = db.prepare<[number], Book>(`select ${columns} from books where id = ?`)
+  const page = db.prepare<[number, number], Book>(`select ${columns} from books order by id limit ? offset ?`)
+  const insert = db.prepare<[NewBook], Book>(`insert into books (author_id, title, year, price) values (@author_id, @title, @year, @price) returning ${columns}`)
+  const authors = db.prepare<[string], Author>('select id, name, email from authors where id in (select value from json_each(?))')
+  const tags = db.prepare<[string], Tag & { book_id: number }>(
+    'select book_tags.book_id, tags.id, tags.name from book_tags join tags on tags.id = book_tags.tag_id where book_tags.book_id in (select value from json_each(?)) order by tags.id')
+  // One prepared statement per shape, built from allow-listed names only.
+  const shapes = new Map<string, Statement>()
+  const shaped = (key: string, sql: () => string): Statement => {
+    let statement = shapes.get(key)
+    if (statement === undefined) shapes.set(key, statement = db.prepare(sql()))
+    return statement
+  }
+  return {
+    byId: (id) => byId.get(id),
+    list (query: ListQuery) {
+      if (query.author_id === undefined && query.order_by === undefined) return page.all(query.limit, query.offset)
+      const { field, descending } = orderOf(query.order_by)
+      const filtered = query.author_id !== undefined
+      const statement = shaped(`list:${String(filtered)}:${field}:${String(descending)}`, () =>
+        `select ${columns} from books${filtered ? ' where author_id = @author_id' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit @limit offset @offset`)
+      return statement.all({ author_id: query.author_id, limit: query.limit, offset: query.offset }) as Book[]
+    },
+    insert: (values: NewBook) => insert.get(values) as Book,
+    patch (id: number, values: BookPatch) {
+      const fields = writable.filter((field) => values[field] !== undefined)
+      const statement = shaped(`patch:${fields.join(',')}`, () =>
+        `update books set ${fields.map((field) => `${field} = @${field}`).join(', ')} where id = @id returning ${columns}`)
+      return statement.get({ ...values, id }) as Book | undefined
+    },
+    withRelations (query: PageQuery) {
+      const books: BookWithRelations[] = page.all(query.limit, query.offset)
+      const authorIds = JSON.stringify([...new Set(books.map((book) => book.author_id))])
+      const bookIds = JSON.stringify(books.map((book) => book.id))
+      return stitch(books, authors.all(authorIds), tags.all(bookIds))
+    },
+    close: () => { db.close() },
+  }
+}
+
+function postgresStore (url: string): BookStore {
+  const pool = new pg.Pool({ connectionString: url, max: 10 })
+  pool.on('error', () => {})
+  // `name` makes pg parse each statement once per connection and then only bind and execute it.
+  const run = async <T>(name: string, text: string, values: unknown[]): Promise<T[]> =>
+    (await pool.query({ name, text, values })).rows as T[]
+  const patchStatements = new Map<string, string>()
+  return {
+    byId: async (id) => (await run<Book>('book_by_id', `select ${columns} from books where id = $1`, [id]))[0],
+    async list (query: ListQuery) {
+      if (query.author_id === undefined && query.order_by === undefined) {
+        return await run<Book>('book_page', `select ${columns} from books order by id limit $1 offset $2`, [query.limit, query.offset])
+      }
+      const { field, descending } = orderOf(query.order_by)
+      const filtered = query.author_id !== undefined
+      const name = `book_list_${String(filtered)}_${field}_${String(descending)}`
+      const text = `select ${columns} from books${filtered ? ' where author_id = $3' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit $1 offset $2`
+      return await run<Book>(name, text, filtered ? [query.limit, query.offset, query.author_id] : [query.limit, query.offset])
+    },
+    insert: async (values: NewBook) => (await run<Book>('book_insert', `insert into books (author_id, title, year, price) values ($1, $2, $3, $4) returning ${columns}`,
+      [values.author_id, values.title, values.year, values.price]))[0] as Book,
+    async patch (id: number, values: BookPatch) {
+      const fields = writable.filter((field) => values[field] !== undefined)
+      const name = `book_patch_${fields.join('_')}`
+      let text = patchStatements.get(name)
+      if (text === undefined) {
+        patchStatements.set(name, text = `update books set ${fields.map((field, index) => `${field} = $${index + 2}`).join(', ')} where id = $1 returning ${columns}`)
+      }
+      return (await run<Book>(name, text, [id, ...fields.map((field) => values[field])]))[0]
+    },
+    async withRelations (query: PageQuery) {
+      const books = await run<BookWithRelations>('book_page', `select ${columns} from books order by id limit $1 offset $2`, [query.limit, query.offset])
+      const [authors, tags] = await Promise.all([
+        run<Author>('authors_by_ids', 'select id, name, email from authors where id = any($1::int[])', [[...new Set(books.map((book) => book.author_id))]]),
+        run<Tag & { book_id: number }>('tags_by_books',
+          'select book_tags.book_id, tags.id, tags.name from book_tags join tags on tags.id = book_tags.tag_id where book_tags.book_id = any($1::int[]) order by tags.id',
+          [books.map((book) => book.id)]),
+      ])
+      return stitch(books, authors, tags)
+    },
+    close: async () => { await pool.end() },
+  }
+}
+
+export async function build (target: DatabaseTarget): Promise<SystemServer> {
+  const app = Fastify({ logger: false })
+  handWrittenRoutes(app, target.kind === 'sqlite' ? sqliteStore(target.file) : postgresStore(target.url))
+  return { app, unsupported: { 'eager-n1': 'the naive N+1 version is written once, with Kysely' } }
+}
