@@ -51,46 +51,45 @@ function isObjectSchema (schema: unknown): schema is JsonSchema {
 }
 
 /**
- * Moves the object schemas of a relation field (`Author`, `Union([Author, Null])`, `Array(Tag)`) and of
- * the relations nested in them into `definitions`, named `<id>` (`BooksAuthor`, `AuthorsBooksPublisher`),
- * and leaves `$ref`s: OpenAPI shows them as named components. The relatedConfig they carry is dropped.
+ * Names the object schemas of a relation field (`Author`, `Union([Author, Null])`, `Array(Tag)`) and of the
+ * relations nested in them with an `$id` (`BooksAuthor`, `AuthorsBooksPublisher`), so that OpenAPI lists
+ * them as components. They stay inline (no `$ref`): code that copies the entity's properties, such as the
+ * `?fields=` serializers, keeps working on its own. The relatedConfig they carry is dropped.
  */
-function nameRelation (property: JsonSchema, id: string, definitions: Record<string, JsonSchema>): JsonSchema {
+function nameRelation (property: JsonSchema, id: string): JsonSchema {
   const named = (object: JsonSchema): JsonSchema => {
     const { $id: _id, relatedConfig: _config, ...rest } = object
     const properties: Record<string, JsonSchema> = {}
     for (const [name, child] of Object.entries(propertiesOf(rest))) {
-      properties[name] = nameRelation(child, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`, definitions)
+      properties[name] = nameRelation(child, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`)
     }
-    definitions[id] = { ...rest, $id: id, properties }
-    return { $ref: `${id}#` }
+    return { ...rest, $id: id, properties }
   }
+  if (isObjectSchema(property)) return named(property)
   if (property.type === 'array' && isObjectSchema(property.items)) return { ...property, items: named(property.items) }
   const members = Array.isArray(property.anyOf) ? property.anyOf as unknown[] : undefined
   if (members !== undefined && members.filter(isObjectSchema).length === 1) {
     return { ...property, anyOf: members.map((member) => isObjectSchema(member) ? named(member) : member) }
   }
-  // A bare object stays inline: a `$ref` beside other keywords (readOnly) serializes poorly.
   return property
 }
 
 /**
  * The entity schema as served: plain, with bounded integers, relation fields marked read-only and
- * their object schemas named (`definitions`, one per nested schema).
+ * their object schemas named.
  */
 export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string): JsonSchema {
   const entity = plain(schema)
   const properties: Record<string, JsonSchema> = {}
-  const definitions: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(entity))) {
     properties[name] = relationFields.has(name)
-      ? { ...nameRelation(property, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`, definitions), readOnly: true }
+      ? { ...nameRelation(property, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`), readOnly: true }
       : boundIntegers(property, columns.get(name))
   }
   delete entity.$id
   // A relatedConfig attached to the schema is a declaration, not JSON Schema.
   delete entity.relatedConfig
-  return Object.keys(definitions).length === 0 ? { ...entity, $id: id, properties } : { ...entity, $id: id, properties, definitions }
+  return { ...entity, $id: id, properties }
 }
 
 /**
