@@ -28,7 +28,8 @@ interface AuthApp extends TestDatabase {
 async function authApp (t: TestContext, dialect: TestDialect, options: AuthOptions, { jwt = true, docs = false, viewset }: { jwt?: boolean, docs?: boolean, viewset?: Viewset<ItemsDB, 'items', typeof Item> } = {}): Promise<AuthApp> {
   const database = await testDatabase(t, dialect)
   await createItemsTable(database)
-  const { id } = await database.db.insertInto('items').values({ name: 'Bread' }).returning('id').executeTakeFirstOrThrow()
+  await database.db.insertInto('items').values({ name: 'Bread' }).execute()
+  const { id } = await database.db.selectFrom('items').select('id').where('name', '=', 'Bread').executeTakeFirstOrThrow()
   const app = testApp(t)
   if (docs) await app.register(viewsetDocs)
   if (jwt) await app.register(fastifyJwt, { secret })
@@ -284,8 +285,11 @@ for (const dialect of dialects) {
         // An opaque API token that jwtVerify would reject: only the custom verifier can accept it.
         authenticate: async (request) => {
           if (request.headers.authorization === 'Bearer opaque-service-token') return { sub: 'service', scope: 'items:write' }
-          if (request.headers.authorization === 'Bearer revoked') throw new ViewsetErrors.Unauthorized('The token was revoked')
+          if (request.headers.authorization === 'Bearer revoked') throw new ViewsetErrors.Unauthorized('The token "revoked" was revoked\\')
+          if (request.headers.authorization === 'Bearer read-only') throw new ViewsetErrors.Forbidden('writes')
           if (request.headers.authorization === 'Bearer outage') throw new ViewsetErrors.Unavailable()
+          // A verifier may throw anything, even null.
+          if (request.headers.authorization === 'Bearer null') throw null
           throw new Error('unknown token')
         },
       })
@@ -299,8 +303,17 @@ for (const dialect of dialects) {
 
       const revoked = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer revoked' } })
       assert.equal(revoked.statusCode, 401)
-      assert.equal(problemOf(revoked).detail, 'The token was revoked')
-      assert.equal(revoked.headers['www-authenticate'], 'Bearer realm="api", error="invalid_token", error_description="The token was revoked"')
+      assert.equal(problemOf(revoked).detail, 'The token "revoked" was revoked\\')
+      assert.equal(revoked.headers['www-authenticate'], 'Bearer realm="api", error="invalid_token", error_description="The token \'revoked\' was revoked\'"', 'no " or \\ inside the quoted description (RFC 6750 §3)')
+
+      const readOnly = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer read-only' } })
+      assert.equal(readOnly.statusCode, 403)
+      assert.equal(problemOf(readOnly).code, 'FST_VIEWSET_FORBIDDEN')
+      assert.equal(readOnly.headers['www-authenticate'], 'Bearer realm="api", error="insufficient_scope"')
+
+      const nothing = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer null' } })
+      assert.equal(nothing.statusCode, 401)
+      assert.match(String(nothing.headers['www-authenticate']), /error="invalid_token"/)
 
       const outage = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer outage' } })
       assert.equal(outage.statusCode, 503, 'a failing auth service is not the client\'s fault')

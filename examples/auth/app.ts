@@ -39,9 +39,9 @@ class ItemViewset extends Viewset<DB, 'items', typeof Item> {
 }
 
 export interface BuildOptions {
-  /** A database to use; by default one is created from DATABASE_URL (or ./base.db) and closed with the app. */
+  /** A database to use; by default one is created from DATABASE_URL (or ./auth.db) and closed with the app. */
   db?: Kysely<DB>
-  /** Where JWT_SECRET, DEMO_USERNAME, DEMO_PASSWORD and NODE_ENV are read (default `process.env`). */
+  /** Where JWT_SECRET, DEMO_USERNAME, DEMO_PASSWORD, DATABASE_URL and NODE_ENV are read (default `process.env`). */
   env?: Record<string, string | undefined>
   fastify?: FastifyServerOptions
 }
@@ -53,7 +53,8 @@ export interface BuildOptions {
 export async function build ({ db: given, env = process.env, fastify = {} }: BuildOptions = {}): Promise<FastifyInstance> {
   const config = authConfig(env)
   const users = await demoUsers(config.demoUsername, config.demoPassword)
-  const db = given ?? createDatabase<DB>()
+  // Its own SQLite file by default: examples/basic keeps a different `items` table in ./base.db.
+  const db = given ?? createDatabase<DB>(env.DATABASE_URL === undefined || env.DATABASE_URL === '' ? 'sqlite:auth.db' : env.DATABASE_URL)
   const app = Fastify(fastify)
   // Whoever creates a database closes it; a database passed in belongs to the caller.
   if (given === undefined) app.addHook('onClose', async () => { await db.destroy() })
