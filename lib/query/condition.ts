@@ -25,3 +25,12 @@ export function queryParameterError (parameter: string, message: string): Error 
     validationContext: 'querystring',
   })
 }
+
+/**
+ * A substring to match. SQLite's LIKE stops at a NUL character (so `\0` would match every row) and
+ * PostgreSQL refuses it: it is a 400 on every dialect.
+ */
+export function checkedTerm (parameter: string, term: string): string {
+  if (term.includes('\u0000')) throw queryParameterError(parameter, 'must not contain the NUL character')
+  return term
+}

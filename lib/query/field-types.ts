@@ -47,7 +47,11 @@ export function scalarField (name: string, property: JsonSchema): ScalarField | 
     const [only] = types
     if (branches.length === 0 || types.size !== 1 || only === undefined || !scalarTypes.includes(only)) return undefined
     const [single] = branches
-    const schema = branches.length === 1 && single !== undefined ? withoutAnnotations(single) : { anyOf: branches.map(withoutAnnotations) }
+    const constants = branches.map((branch) => branch.const)
+    // A union of literals (a TypeBox enum) reads best, in OpenAPI and in errors, as one `enum`.
+    const schema = branches.length === 1 && single !== undefined
+      ? withoutAnnotations(single)
+      : branches.every((branch) => 'const' in branch) ? { type: only, enum: constants } : { anyOf: branches.map(withoutAnnotations) }
     return { name, type: only as ScalarType, schema, nullable: branches.length !== union.length }
   }
   const only = typeOf(property)

@@ -10,7 +10,7 @@ import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
-import { queryParameterError } from './condition.js'
+import { checkedTerm, queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 
@@ -31,12 +31,12 @@ export interface FilterPlan {
 type Comparison = '=' | '<>' | '>' | '>=' | '<' | '<='
 const comparisons: Partial<Record<FilterOperator, Comparison>> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }
 const descriptions: Record<FilterOperator, string> = {
-  eq: 'equals',
-  ne: 'differs from (rows where it is null never match)',
-  gt: 'is greater than',
-  gte: 'is greater than or equal to',
-  lt: 'is less than',
-  lte: 'is less than or equal to',
+  eq: 'equals this value',
+  ne: 'differs from this value (rows where it is null never match)',
+  gt: 'is greater than this value',
+  gte: 'is greater than or equal to this value',
+  lt: 'is less than this value',
+  lte: 'is less than or equal to this value',
   in: `is one of these comma-separated values (at most ${maxInValues})`,
   contains: 'contains this substring, case-insensitive (`%`, `_` and `\\` match themselves)',
   isnull: 'is null (`true`) or is not null (`false`)',
@@ -68,8 +68,10 @@ function elementValidator (schema: JsonSchema): ValidateFunction {
 /** The schema a value of this operator must match. */
 function valueSchema (field: ScalarField, operator: FilterOperator, description: string): JsonSchema {
   switch (operator) {
-    case 'in':
-      return { type: 'string', minLength: 1, description }
+    case 'in': {
+      const allowed = Array.isArray(field.schema.enum) ? ` Allowed values: ${field.schema.enum.map(String).join(', ')}.` : ''
+      return { type: 'string', minLength: 1, description: `${description}.${allowed}` }
+    }
     case 'contains':
       return { type: 'string', description }
     case 'isnull':
@@ -110,7 +112,7 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
       return {
         parameter,
         condition (value) {
-          const pattern = containsPattern(String(value))
+          const pattern = containsPattern(checkedTerm(parameter, String(value)))
           return { shape: parameter, parameters: [pattern], expression: (eb) => dialect.ilike(eb.ref(name), pattern) }
         },
       }

@@ -3,6 +3,7 @@ import { containsPattern } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { Condition } from './condition.js'
+import { checkedTerm } from './condition.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
 
@@ -39,7 +40,7 @@ export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarF
     condition (query) {
       const term = query.search
       if (typeof term !== 'string' || term === '') return undefined
-      const pattern = containsPattern(term)
+      const pattern = containsPattern(checkedTerm('search', term))
       return {
         shape: 'search',
         parameters: names.map(() => pattern),
