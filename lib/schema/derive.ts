@@ -46,7 +46,7 @@ export function boundIntegers (property: JsonSchema, column: ColumnInfo | undefi
   return bound(property)
 }
 
-function isObjectSchema (schema: unknown): schema is JsonSchema {
+function isObjectSchema (schema: unknown): boolean {
   return typeof schema === 'object' && schema !== null && (schema as JsonSchema).type === 'object'
 }
 
@@ -66,10 +66,10 @@ function nameRelation (property: JsonSchema, id: string): JsonSchema {
     return { ...rest, $id: id, properties }
   }
   if (isObjectSchema(property)) return named(property)
-  if (property.type === 'array' && isObjectSchema(property.items)) return { ...property, items: named(property.items) }
+  if (property.type === 'array' && isObjectSchema(property.items)) return { ...property, items: named(property.items as JsonSchema) }
   const members = Array.isArray(property.anyOf) ? property.anyOf as unknown[] : undefined
   if (members !== undefined && members.filter(isObjectSchema).length === 1) {
-    return { ...property, anyOf: members.map((member) => isObjectSchema(member) ? named(member) : member) }
+    return { ...property, anyOf: members.map((member) => isObjectSchema(member) ? named(member as JsonSchema) : member) }
   }
   return property
 }
