@@ -68,13 +68,18 @@ async function jwtVerifier (request: FastifyRequest): Promise<ViewsetToken> {
 }
 
 /**
- * Fails at registration when `protectedMethods` names a method the viewset does not serve, or when
- * protection is asked for but nothing can verify a token (no @fastify/jwt and no `authenticate`).
+ * Fails at registration when `protectedMethods` names a method the viewset does not serve, when
+ * `authenticate` or `authorize` is given but no method is protected, or when protection is asked
+ * for but nothing can verify a token (no @fastify/jwt and no `authenticate`).
  */
 export function checkAuth (fastify: FastifyInstance, protectedMethods: readonly ViewsetMethod[], registered: readonly ViewsetMethod[], options: AuthOptions): void {
   const unregistered = protectedMethods.filter((method) => !registered.includes(method))
   if (unregistered.length > 0) {
     throw new ViewsetErrors.InvalidOption('protectedMethods', `${unregistered.join(', ')} ${unregistered.length === 1 ? 'is' : 'are'} not registered (registered: ${registered.join(', ')})`)
+  }
+  // A verifier with nothing to protect means the user believes some route is protected: it is not.
+  if (protectedMethods.length === 0 && (options.authenticate !== undefined || options.authorize !== undefined)) {
+    throw new ViewsetErrors.InvalidOption(options.authenticate === undefined ? 'authorize' : 'authenticate', 'no method is protected: list them in protectedMethods')
   }
   if (protectedMethods.length > 0 && options.authenticate === undefined && !fastify.hasRequestDecorator('jwtVerify')) {
     throw new ViewsetErrors.InvalidOption('protectedMethods', 'register @fastify/jwt before the viewset, or pass an authenticate(request) function')

@@ -378,6 +378,20 @@ for (const dialect of dialects) {
       })
     })
 
+    test('startup fails when authenticate or authorize is given but no method is protected', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createItemsTable(database)
+      for (const [option, extra] of [['authorize', { authorize: () => true }], ['authenticate', { authenticate: () => ({}) }]] as const) {
+        const app = testApp(t)
+        await app.register(fastifyJwt, { secret })
+        app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...extra }), { prefix: '/items' })
+        await assert.rejects(async () => { await app.ready() }, {
+          code: 'FST_VIEWSET_INVALID_OPTION',
+          message: `Invalid viewset option ${option}: no method is protected: list them in protectedMethods`,
+        })
+      }
+    })
+
     test('protectedMethods, authenticate and authorize are checked when the viewset is created', async (t) => {
       const database = await testDatabase(t, dialect)
       const base = { db: database.db, table: 'items', schema: Item }
