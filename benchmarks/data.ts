@@ -49,8 +49,8 @@ export interface BenchDB {
   book_tags: { book_id: number, tag_id: number }
 }
 
-/** The schema (PostgreSQL) that holds the benchmark tables; dropped and created again on each run. */
-export const postgresSchema = 'fastify_viewsets_bench'
+/** The PostgreSQL database that holds the benchmark tables; dropped and created again on each run. */
+export const postgresDatabase = 'fastify_viewsets_bench'
 
 /** A small deterministic generator, so that every run seeds the same data and draws the same ids. */
 export function random (seed: number): () => number {

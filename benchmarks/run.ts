@@ -29,10 +29,10 @@ export interface BenchOptions {
   connections: number
   systems: readonly SystemName[]
   scenarios: readonly ScenarioId[]
-  /** When set, the same runs go against this PostgreSQL server (in a schema of their own). */
+  /** The PostgreSQL server of the `postgres` runs (they use a schema of their own). */
   postgresUrl: string | undefined
-  /** Only SQLite, even when `postgresUrl` is set. */
-  sqliteOnly: boolean
+  /** The databases to run on (default: SQLite, and PostgreSQL when `postgresUrl` is set). */
+  databases: readonly DatabaseKind[]
   /** Where the seeded SQLite file (and CPU profiles) go. */
   dataDir: string
   /** Where results.json, results.md and chart.svg go; undefined writes nothing. */
@@ -47,7 +47,8 @@ export interface BenchOptions {
 /** Defaults sized so that a full run (SQLite and PostgreSQL) stays under 10 minutes on 2 cores. */
 export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOptions {
   const postgresUrl = overrides.postgresUrl ?? (process.env.BENCH_POSTGRES_URL || undefined)
-  const both = postgresUrl !== undefined && overrides.sqliteOnly !== true
+  const databases = overrides.databases ?? (postgresUrl === undefined ? ['sqlite'] : ['sqlite', 'postgres'])
+  const both = databases.length > 1
   const quick = overrides.quick ?? false
   return {
     duration: quick ? 1 : both ? 2.5 : 4,
@@ -57,7 +58,7 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
     systems: systemNames,
     scenarios: scenarioIds,
     postgresUrl,
-    sqliteOnly: false,
+    databases,
     dataDir: join(here, '.data'),
     outDir: quick ? join(here, '.data', 'quick') : here,
     profile: [],
@@ -123,15 +124,19 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
     databases: {},
     targets: [],
   }
-  options.log('Seeding SQLite…')
-  results.databases.sqlite = await measureDatabase('sqlite', seedSqlite(join(options.dataDir, 'bench.db')), options)
-  if (options.postgresUrl !== undefined && !options.sqliteOnly) {
+  if (options.databases.includes('sqlite')) {
+    options.log('Seeding SQLite…')
+    results.databases.sqlite = await measureDatabase('sqlite', seedSqlite(join(options.dataDir, 'bench.db')), options)
+  }
+  if (options.databases.includes('postgres')) {
+    const url = options.postgresUrl
+    if (url === undefined) throw new Error('PostgreSQL runs need BENCH_POSTGRES_URL, such as postgres://postgres@127.0.0.1:5432/test')
     options.log('Seeding PostgreSQL…')
-    const target = await seedPostgres(options.postgresUrl)
+    const target = await seedPostgres(url)
     try {
       results.databases.postgres = await measureDatabase('postgres', target, options)
     } finally {
-      await dropPostgres(options.postgresUrl)
+      await dropPostgres(url)
     }
   }
   results.targets = checkTargets(results)
@@ -172,7 +177,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
       connections: { type: 'string' },
       systems: { type: 'string' },
       scenarios: { type: 'string' },
-      'sqlite-only': { type: 'boolean' },
+      databases: { type: 'string' },
       out: { type: 'string' },
       data: { type: 'string' },
       profile: { type: 'string' },
@@ -189,7 +194,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   --connections <n>       autocannon connections (default 10)
   --systems a,b           ${systemNames.join(', ')}
   --scenarios a,b         ${scenarioIds.join(', ')}
-  --sqlite-only           skip PostgreSQL even when BENCH_POSTGRES_URL is set
+  --databases a,b         sqlite, postgres (default: sqlite, and postgres when BENCH_POSTGRES_URL is set)
   --out <dir>             where results.json, results.md and chart.svg go (default benchmarks/; benchmarks/.data/quick with --quick)
   --data <dir>            where the seeded SQLite file and profiles go (default benchmarks/.data)
   --profile a,b           run these systems' servers with --cpu-prof (profiles in <data>/profiles)
@@ -206,7 +211,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   set('systems', list(values.systems, systemNames, 'systems'))
   set('scenarios', list(values.scenarios, scenarioIds, 'scenarios'))
   set('profile', list(values.profile, systemNames, 'profile'))
-  if (values['sqlite-only'] === true) overrides.sqliteOnly = true
+  set('databases', list(values.databases, ['sqlite', 'postgres'] as const, 'databases'))
   if (values.out !== undefined) overrides.outDir = resolve(values.out)
   if (values.data !== undefined) overrides.dataDir = resolve(values.data)
   if (values['no-progress'] === true) overrides.progress = false

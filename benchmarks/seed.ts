@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import pg from 'pg'
-import { postgresSchema, seedRows } from './data.js'
+import { postgresDatabase, seedRows } from './data.js'
 
 /** Where a system finds the seeded data. */
 export type DatabaseTarget =
@@ -55,21 +55,35 @@ export function seedSqlite (file: string): DatabaseTarget {
   return { kind: 'sqlite', file }
 }
 
-/** The URL of the benchmark schema: the same server, with `search_path` set to the schema. */
+/** The URL of the benchmark database: the same server, another database. */
 export function postgresTarget (url: string): DatabaseTarget {
   const parsed = new URL(url)
-  parsed.searchParams.set('options', `-c search_path=${postgresSchema}`)
+  parsed.pathname = `/${postgresDatabase}`
   return { kind: 'postgres', url: parsed.toString() }
 }
 
-/** Drops and creates the benchmark schema on a PostgreSQL server, and seeds it. */
-export async function seedPostgres (url: string): Promise<DatabaseTarget> {
+async function admin (url: string, statement: string): Promise<void> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await client.query(`drop schema if exists ${postgresSchema} cascade`)
-    await client.query(`create schema ${postgresSchema}`)
-    await client.query(`set search_path = ${postgresSchema}`)
+    await client.query(statement)
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * Creates the benchmark database on the server of `url` (dropping a previous one) and seeds it. A database
+ * of its own, rather than a schema, lets every system use its default configuration: Platformatic only
+ * reads `current_schema()` and cannot be given a `search_path`.
+ */
+export async function seedPostgres (url: string): Promise<DatabaseTarget> {
+  await admin(url, `drop database if exists ${postgresDatabase} with (force)`)
+  await admin(url, `create database ${postgresDatabase}`)
+  const target = postgresTarget(url) as Extract<DatabaseTarget, { kind: 'postgres' }>
+  const client = new pg.Client({ connectionString: target.url })
+  await client.connect()
+  try {
     await client.query(`
       create table authors (id serial primary key, name text not null, email text not null);
       create table books (
@@ -107,16 +121,10 @@ export async function seedPostgres (url: string): Promise<DatabaseTarget> {
   } finally {
     await client.end()
   }
-  return postgresTarget(url)
+  return target
 }
 
-/** Drops the benchmark schema (after a run). */
+/** Drops the benchmark database (after a run). */
 export async function dropPostgres (url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    await client.query(`drop schema if exists ${postgresSchema} cascade`)
-  } finally {
-    await client.end()
-  }
+  await admin(url, `drop database if exists ${postgresDatabase} with (force)`)
 }

@@ -18,7 +18,7 @@ test('the benchmark pipeline runs end to end and writes well-formed results', { 
     duration: 0.25,
     warmup: 0.05,
     rounds: 1,
-    sqliteOnly: true,
+    databases: ['sqlite'],
     dataDir: join(dir, 'data'),
     outDir: join(dir, 'out'),
     progress: false,
