@@ -8,7 +8,7 @@ import { ViewsetErrors } from './errors.js'
 export interface CreateDatabaseOptions {
   /** PostgreSQL / MySQL pool size per process (default 10). Keep `max × processes` under the server's `max_connections`. */
   poolSize?: number
-  /** Milliseconds to wait for a pooled connection before failing with 503 (default 5000). */
+  /** Milliseconds to wait for a connection from the pool (or a new one) before failing with 503 (default 5000). */
   connectionTimeout?: number
   /** SQLite busy timeout in milliseconds (default 5000). */
   busyTimeout?: number
@@ -34,7 +34,9 @@ export function databaseUrl (url?: string): string {
  * Whoever creates a database closes it (`await db.destroy()`, for example in an `onClose` hook).
  *
  * - `postgres://user@host:5432/name` or `postgresql://...` → a pg Pool
- * - `mysql://user@host:3306/name` or `mariadb://...` → a mysql2 pool (install `mysql2`)
+ * - `mysql://user@host:3306/name` or `mariadb://...` → a mysql2 pool (install `mysql2`); query parameters are
+ *   mysql2 options (`?ssl={"rejectUnauthorized":true}`). Sessions run in UTC, BOOLEAN (TINYINT(1)) comes back
+ *   as true/false and MariaDB JSON parsed, like on PostgreSQL.
  * - `sqlite:path/to/file.db` (relative to the working directory, or absolute) or `sqlite::memory:` → better-sqlite3
  * - no URL and no `DATABASE_URL` → the SQLite file `./base.db`
  *
