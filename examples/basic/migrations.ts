@@ -1,5 +1,6 @@
-import { Migrator, PostgresAdapter, sql } from 'kysely'
+import { PostgresAdapter, sql } from 'kysely'
 import type { Kysely, Migration } from 'kysely'
+import { migrate as runMigrations } from '../migrate.js'
 
 /** The example's schema, as Kysely migrations kept in code. */
 const migrations: Record<string, Migration> = {
@@ -20,9 +21,7 @@ const migrations: Record<string, Migration> = {
   },
 }
 
-/** Brings the database up to date; throws with the failing migration's error. */
+/** Brings the database up to date. */
 export async function migrate (db: Kysely<any>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
-  const { error } = await migrator.migrateToLatest()
-  if (error !== undefined) throw error
+  await runMigrations(db, migrations)
 }
