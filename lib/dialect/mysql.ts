@@ -115,9 +115,10 @@ export const mysqlDialect: ViewsetDialect = {
 
   ilike (column, pattern) {
     // MySQL's usual collations (utf8mb4_general_ci, utf8mb4_0900_ai_ci) also ignore accents, so
-    // 'cafe' would match 'café'. Folding case with lower() and comparing bytes matches ILIKE on
-    // PostgreSQL instead; converting first keeps a latin1 column comparable with the utf8mb4 pattern.
-    return sql<boolean>`lower(convert(${column} using utf8mb4)) like binary lower(${pattern}) escape '!'`
+    // 'cafe' would match 'café'. Folding case with lower() and comparing code points (utf8mb4_bin)
+    // matches ILIKE on PostgreSQL instead. Converting both sides first makes any column and
+    // connection character set comparable (and avoids MySQL 8's deprecated BINARY operator).
+    return sql<boolean>`lower(convert(${column} using utf8mb4)) like lower(convert(${pattern} using utf8mb4)) collate utf8mb4_bin escape '!'`
   },
 
   classify (error): DatabaseFault | undefined {
