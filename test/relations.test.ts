@@ -7,6 +7,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import { createViewset, viewsetDocs } from 'fastify-viewsets'
 import type { RelatedConfig } from 'fastify-viewsets'
 import { BatchedQuery } from '../lib/relations/batched-query.js'
+import { build } from '../examples/relations/app.js'
 import { autoIncrement, dialects, testDatabase } from './helpers/database.js'
 import type { TestDatabase, TestDialect } from './helpers/database.js'
 import { testApp } from './helpers/app.js'
@@ -382,6 +383,33 @@ for (const dialect of dialects) {
           }, expected)
         })
       }
+    })
+
+    test('examples/relations: migrates, seeds and serves every resource with one statement per relation per level', async (t) => {
+      const database = await testDatabase(t, dialect)
+      const app = await build({ db: database.db })
+      t.after(() => app.close())
+      await app.ready()
+      const expected: Array<[string, number]> = [['/books?limit=100', 4], ['/authors?limit=100', 4], ['/tags?limit=100', 2], ['/publishers?limit=100', 2], ['/books/1', 4], ['/books/12', 3]] // book 12 has no author: no key, no statement
+      for (const [url, count] of expected) {
+        const { response, statements } = await counted({ app, queries: database.queries }, { method: 'GET', url })
+        assert.equal(response.statusCode, 200, url)
+        assert.equal(statements.length, count, `${url}\n${statements.join('\n')}`)
+      }
+      const books = (await app.inject({ method: 'GET', url: '/books?limit=100' })).json()
+      assert.equal(books.length, 12)
+      assert.deepEqual(books[11], {
+        id: 12, title: 'Beowulf', year: 1000, author_id: null, publisher_id: 2, author: null,
+        publisher: { id: 2, name: 'Faber & Faber' }, tags: [{ id: 6, name: 'classic' }, { id: 3, name: 'poetry' }],
+      })
+      const authors = (await app.inject({ method: 'GET', url: '/authors?limit=100' })).json()
+      assert.deepEqual(authors[0].books.map((book: { year: number }) => book.year), [1968, 1969, 1974])
+      assert.deepEqual(authors[0].books[0].tags, [{ id: 1, name: 'fiction' }])
+      assert.deepEqual(authors[4], { id: 5, name: 'A. Nonymous', country: null, books: [] })
+      const poetry = (await app.inject({ method: 'GET', url: '/tags/3' })).json()
+      assert.deepEqual(poetry.books.map((book: { title: string }) => book.title), ['Beowulf', 'Map: Collected and Last Poems', 'View with a Grain of Sand'])
+      const faber = (await app.inject({ method: 'GET', url: '/publishers/2' })).json()
+      assert.deepEqual(faber.books, [{ id: 7, title: 'View with a Grain of Sand' }, { id: 12, title: 'Beowulf' }])
     })
 
     test('batched statements split key lists above 1024 and keep one SQL text per size bucket', async (t) => {
