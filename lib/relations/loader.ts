@@ -32,12 +32,23 @@ const maxDepth = 8
 /** The alias of the join table's source key in many-to-many rows: the column they are grouped by. */
 const sourceAlias = 'viewset_source_key'
 
-/**
- * Map key of a key value. Drivers may return the two ends of one relation in different types
- * (pg gives `bigint` columns as strings and `integer` ones as numbers), so numbers compare as text.
- */
+/** Map key of a key value: the value itself, except dates (by time) and other objects such as buffers (as text). */
 function keyOf (value: unknown): unknown {
-  return typeof value === 'number' || typeof value === 'bigint' ? String(value) : value instanceof Date ? value.getTime() : value
+  return typeof value === 'object' && value !== null ? value instanceof Date ? value.getTime() : String(value) : value
+}
+
+/**
+ * Finds the entry of a key value. Drivers may return the two ends of one relation in different types
+ * (pg gives `bigint` columns as strings and `integer` ones as numbers): on a miss, try the other type.
+ */
+function lookup<T> (map: Map<unknown, T>, value: unknown): T | undefined {
+  const found = map.get(keyOf(value))
+  if (found !== undefined) return found
+  if (typeof value === 'string') {
+    const number = Number(value)
+    return value !== '' && Number.isSafeInteger(number) ? map.get(number) : undefined
+  }
+  return typeof value === 'number' || typeof value === 'bigint' ? map.get(String(value)) : undefined
 }
 
 /** One relation, planned: how to find its rows for a page and where to put them. */
@@ -83,7 +94,7 @@ async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: R
       const row = rows[i] as Row
       const value = row[parentKey]
       // A NULL foreign key, or one whose row is gone, is null: the parent row stays.
-      row[field] = value === null || value === undefined ? null : byKey.get(keyOf(value)) ?? null
+      row[field] = value === null || value === undefined ? null : lookup(byKey, value) ?? null
     }
     return
   }
@@ -99,7 +110,7 @@ async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: R
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i] as Row
     const value = row[parentKey]
-    row[field] = (value === null || value === undefined ? undefined : groups.get(keyOf(value))) ?? []
+    row[field] = (value === null || value === undefined ? undefined : lookup(groups, value)) ?? []
   }
 }
 
