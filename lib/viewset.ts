@@ -266,9 +266,11 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     const extra = (this.constructor as typeof Viewset).listQuery
     if (extra === undefined) return list
     const defaults = propertiesOf(list.querystring)
-    const base = this.list === Viewset.prototype.list ? defaults : { limit: defaults.limit, offset: defaults.offset }
+    const own = this.list !== Viewset.prototype.list
+    const base = own ? { limit: defaults.limit, offset: defaults.offset } : defaults
     const properties = { ...base, ...propertiesOf(plain(extra)) }
-    return { querystring: { ...list.querystring, properties }, run: list.run }
+    // The default list's response headers (Link, X-Total-Count) are not an override's.
+    return { ...(own ? {} : list), querystring: { ...list.querystring, properties }, run: list.run }
   }
 
   async #mount (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<void> {
@@ -313,7 +315,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     switch (method) {
       case 'LIST':
         schema.querystring = prepared.list.querystring
-        Object.assign(schema.response as object, { 200: { type: 'array', items: ref } })
+        Object.assign(schema.response as object, { 200: { type: 'array', items: ref, ...(prepared.list.headers === undefined ? {} : { headers: prepared.list.headers }) } })
         route.handler = async (request, reply) => await withRelations(this.readDb, await this.list(request as ListRequest, reply, request.viewsetToken))
         break
       case 'GET':

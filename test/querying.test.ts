@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
+import { compileErrors, validate } from '@readme/openapi-parser'
 import { Type } from '@sinclair/typebox'
 import { createViewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
@@ -376,6 +377,8 @@ for (const dialect of dialects) {
       await database.db.schema.alterTable('items').addColumn('status', 'varchar(16)').execute()
       await app.register(createViewset({ db: database.db, table: 'items', schema: Status, ...querying, filterFields: { ...querying.filterFields, status: ['eq', 'in'] } } as never), { prefix: '/items' })
       const document = (await app.inject('/docs/json')).json()
+      const result = await validate(structuredClone(document))
+      assert.equal(result.valid, true, result.valid ? '' : compileErrors(result))
       const parameters = Object.fromEntries(document.paths['/items'].get.parameters.map((parameter: { name: string, in: string, schema: Record<string, unknown>, description?: string }) => {
         assert.equal(parameter.in, 'query')
         return [parameter.name, parameter]
@@ -394,6 +397,9 @@ for (const dialect of dialects) {
       assert.match(JSON.stringify(parameters.order_by), /Allowed fields: name, price, description/)
       assert.match(JSON.stringify(parameters.fields), /Allowed: id, name, description, price, in_stock, status/)
       assert.match(JSON.stringify(parameters.search), /name or description/)
+      const headers = document.paths['/items'].get.responses['200'].headers
+      assert.equal(headers.link.schema.type, 'string')
+      assert.equal(headers['x-total-count'].schema.type, 'integer')
 
       const bad = await app.inject('/items?status=archived')
       assert.equal(bad.statusCode, 400)

@@ -33,6 +33,8 @@ export interface ListContext {
 export interface ListPlan {
   /** The query string LIST accepts: validated, and documented in OpenAPI. */
   readonly querystring: JsonSchema
+  /** The response headers `run` may set, for OpenAPI. */
+  readonly headers?: Record<string, JsonSchema>
   /** Runs one request; may set headers (such as `Link` and `X-Total-Count`) on the reply. */
   run (db: AnyDatabase, request: FastifyRequest, reply: FastifyReply): Promise<Row[]>
 }
@@ -109,6 +111,10 @@ export function createListPlan (context: ListContext): ListPlan {
   const plain = ordering.byPrimaryKey && !alwaysCount
   return {
     querystring,
+    headers: {
+      link: { type: 'string', description: 'RFC 8288 links to the `next` and `prev` pages, when there are such pages' },
+      'x-total-count': { type: 'integer', description: alwaysCount ? 'The number of matching rows' : 'The number of matching rows, with `count=true`' },
+    },
     async run (db, request, reply) {
       const query = request.query as Record<string, unknown>
       const limit = query.limit as number
