@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql } from 'kysely'
+import { MysqlAdapter, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, Migration } from 'kysely'
 import { migrate as runMigrations } from '../migrate.js'
 
@@ -6,13 +6,20 @@ import { migrate as runMigrations } from '../migrate.js'
 const migrations: Record<string, Migration> = {
   '2026-11-01-items': {
     async up (db: Kysely<any>) {
-      const postgres = db.getExecutor().adapter instanceof PostgresAdapter
+      const adapter = db.getExecutor().adapter
+      const postgres = adapter instanceof PostgresAdapter
+      // A timezone-aware creation time, set by the database, in each dialect's spelling.
+      const [createdType, createdDefault] = postgres
+        ? ['timestamptz', sql`now()`]
+        : adapter instanceof MysqlAdapter
+          ? ['datetime(3)', sql`current_timestamp(3)`]
+          : ['varchar(32)', sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`]
       await db.schema.createTable('items').ifNotExists()
         .addColumn('id', postgres ? 'serial' : 'integer', (column) => postgres ? column.primaryKey() : column.primaryKey().autoIncrement())
         .addColumn('name', 'varchar(255)', (column) => column.notNull().unique())
         .addColumn('description', 'varchar(1024)')
         .addColumn('price', 'real', (column) => column.notNull().defaultTo(0))
-        .addColumn('created_at', postgres ? 'timestamptz' : 'varchar(32)', (column) => column.notNull().defaultTo(postgres ? sql`now()` : sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`))
+        .addColumn('created_at', createdType as 'timestamptz', (column) => column.notNull().defaultTo(createdDefault))
         .execute()
     },
     async down (db: Kysely<any>) {

@@ -21,6 +21,10 @@ const invalidValues: Record<string, string> = {
   54000: 'a value is too large',
 }
 
+// 08xxx connection exceptions, shutdown / cannot connect now, too many connections, and the
+// transient conflicts a retry resolves: deadlock, serialization failure, lock not available.
+const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001', '55P03'])
+
 /** PostgreSQL through pg: RETURNING, `information_schema`, ILIKE. */
 export const postgresDialect: ViewsetDialect = {
   name: 'postgres',
@@ -57,8 +61,7 @@ export const postgresDialect: ViewsetDialect = {
       }
       const reason = invalidValues[code]
       if (reason !== undefined) return { kind: 'invalid-value', reason }
-      // 08: connection exceptions, 57P01-03: shutdown / cannot connect now, 53300: too many connections
-      if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300') return { kind: 'unavailable' }
+      if (code.startsWith('08') || unavailable.has(code)) return { kind: 'unavailable' }
     }
     if (isConnectionError(error)) return { kind: 'unavailable' }
     const message = errorProperty(error, 'message') ?? ''
