@@ -88,6 +88,9 @@ async function openPostgres (url: string, options: CreateDatabaseOptions) {
   })
   // An idle client that loses its server emits 'error' on the pool; unhandled, it would crash the process.
   pool.on('error', () => {})
+  // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when
+  // the server goes away (a restart, a failover): without this listener the process would crash.
+  pool.on('connect', (client) => { client.on('error', () => {}) })
   return pool
 }
 
