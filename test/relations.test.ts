@@ -315,6 +315,17 @@ for (const dialect of dialects) {
       assert.equal(statements.length, 3)
     })
 
+    test('a relatedConfig attached to a nested schema loads the next level', async (t) => {
+      const AttachedBook = Object.assign(Type.Object({ id: Type.Integer(), title: Type.String(), publisher: Type.Union([Publisher, Type.Null()]) }), {
+        relatedConfig: { selectRelated: { publisher: { table: 'publishers', foreignKey: 'publisher_id' } } },
+      })
+      const authorSchema = Type.Object({ id: Type.Optional(Type.Integer()), name: Type.String(), books: Type.Array(AttachedBook) })
+      const library = await libraryApp(t, dialect, 3, 2, { authorSchema, authors: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id' } } } })
+      const { response, statements } = await counted(library, { method: 'GET', url: '/authors' })
+      assert.deepEqual(response.json()[2], { id: 3, name: 'Author 3', books: [{ id: 5, title: 'Book 005', publisher: null }, { id: 6, title: 'Book 006', publisher: expectedPublisher(6) }] })
+      assert.equal(statements.length, 3)
+    })
+
     test('the served schema marks relation fields read-only and names the nested schemas', async (t) => {
       const library = await libraryApp(t, dialect, 1, 1, { docs: true })
       const document = (await library.app.inject({ method: 'GET', url: '/docs/json' })).json()
