@@ -5,7 +5,7 @@ import { compileErrors, validate } from '@readme/openapi-parser'
 import { Type } from '@sinclair/typebox'
 import { createViewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
-import { dialects, testDatabase } from './helpers/database.js'
+import { autoIncrement, dialects, testDatabase, timestamp } from './helpers/database.js'
 import type { TestDatabase, TestDialect } from './helpers/database.js'
 import { problemOf, testApp } from './helpers/app.js'
 import { createItemsTable, Item } from './helpers/items.js'
@@ -441,6 +441,34 @@ for (const dialect of dialects) {
           await app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...options } as never), { prefix: '/items' })
           await app.ready()
         }, { code: 'FST_VIEWSET_INVALID_OPTION', message }, JSON.stringify(options))
+      }
+    })
+
+    test('date-time filters compare instants, whatever offset the value is written with', async (t) => {
+      const database = await testDatabase(t, dialect)
+      const [idType, id] = autoIncrement(dialect.name)
+      const [atType] = timestamp(dialect.name)
+      await database.db.schema.createTable('events').addColumn('id', idType as 'integer', id).addColumn('name', 'varchar(20)').addColumn('at', atType as 'text').execute()
+      const Event = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String(), at: Type.String({ format: 'date-time' }) })
+      const app = testApp(t)
+      await app.register(createViewset({ db: database.db, table: 'events', schema: Event, orderingFields: ['at'], filterFields: { at: ['eq', 'gte', 'lt', 'in'] } } as never), { prefix: '/events' })
+      for (const [name, at] of [['a', '2026-01-01T00:00:00.000Z'], ['b', '2026-01-01T12:00:00.000Z'], ['c', '2026-01-02T00:00:00.000Z']]) {
+        assert.equal((await app.inject({ method: 'POST', url: '/events', payload: { name, at } })).statusCode, 201)
+      }
+      const cases: Array<[Record<string, string>, string[]]> = [
+        [{ at__gte: '2026-01-01T14:00:00+02:00' }, ['b', 'c']],
+        [{ at__lt: '2026-01-01T12:00:00Z' }, ['a']],
+        [{ at: '2026-01-02T01:00:00+01:00' }, ['c']],
+        [{ at__in: '2026-01-01T00:00:00Z,2026-01-02T00:00:00.000Z' }, ['a', 'c']],
+      ]
+      for (const [query, expected] of cases) {
+        const response = await app.inject({ method: 'GET', url: '/events', query: { ...query, order_by: 'at' } })
+        assert.equal(response.statusCode, 200, response.body)
+        assert.deepEqual(names(response), expected, JSON.stringify(query))
+      }
+      for (const query of [{ at__gte: 'yesterday' }, { at__gte: '2026-01-01' }, { at__in: '2026-01-01T00:00:00Z,soon' }]) {
+        const response = await app.inject({ method: 'GET', url: '/events', query })
+        assert.equal(response.statusCode, 400, JSON.stringify(query))
       }
     })
 

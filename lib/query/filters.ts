@@ -89,6 +89,20 @@ function valueSchema (field: ScalarField, operator: FilterOperator, description:
   }
 }
 
+/**
+ * Date-times compare as instants only in one spelling: SQLite stores them as text, so
+ * `2026-01-01T02:00:00+02:00` must become `2026-01-01T00:00:00.000Z`, the form the databases' defaults
+ * and JavaScript's dates use. Other values pass as validated.
+ */
+function normalizer (field: ScalarField, parameter: string): (value: unknown) => unknown {
+  if (field.schema.format !== 'date-time') return (value) => value
+  return (value) => {
+    const time = Date.parse(String(value))
+    if (Number.isNaN(time)) throw queryParameterError(parameter, `${JSON.stringify(value)} is not a date-time JavaScript can read`)
+    return new Date(time).toISOString()
+  }
+}
+
 interface Filter {
   readonly parameter: string
   condition (value: unknown): Condition
@@ -105,7 +119,14 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
         condition: (value) => ({ shape: `${parameter}=${String(value)}`, parameters: [], expression: (eb) => eb(eb.ref(name), comparison, sql.lit(value === true)) }),
       }
     }
-    return { parameter, condition: (value) => ({ shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, value) }) }
+    const normalize = normalizer(field, parameter)
+    return {
+      parameter,
+      condition (raw) {
+        const value = normalize(raw)
+        return { shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, value) }
+      },
+    }
   }
   switch (operator) {
     case 'contains':
@@ -127,13 +148,14 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
       }
     default: {
       const validate = elementValidator(field.schema)
+      const normalize = normalizer(field, parameter)
       return {
         parameter,
         condition (value) {
           const values = String(value).split(',').map((element, index) => {
             const holder = { value: element }
             if (!validate(holder)) throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`)
-            return holder.value
+            return normalize(holder.value)
           })
           if (values.length > maxInValues) throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)
           return { shape: `${parameter}:${values.length}`, parameters: values, expression: (eb) => eb(eb.ref(name), 'in', values) }
