@@ -466,6 +466,8 @@ for (const dialect of dialects) {
         assert.equal(response.statusCode, 200, response.body)
         assert.deepEqual(names(response), expected, JSON.stringify(query))
       }
+      const selected = await app.inject('/events?fields=at,name&at__gte=2026-01-02T00:00:00Z')
+      assert.deepEqual(selected.json(), [{ name: 'c', at: '2026-01-02T00:00:00.000Z' }], 'dates serialize as ISO strings through the field set\'s serializer')
       for (const query of [{ at__gte: 'yesterday' }, { at__gte: '2026-01-01' }, { at__in: '2026-01-01T00:00:00Z,soon' }]) {
         const response = await app.inject({ method: 'GET', url: '/events', query })
         assert.equal(response.statusCode, 400, JSON.stringify(query))
