@@ -1,5 +1,6 @@
-import { Migrator, MysqlAdapter, PostgresAdapter, sql } from 'kysely'
+import { MysqlAdapter, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, Migration } from 'kysely'
+import { migrate as migrateWith } from '../migrate.js'
 
 /** The example's schema, as Kysely migrations kept in code. */
 const migrations: Record<string, Migration> = {
@@ -33,16 +34,5 @@ const migrations: Record<string, Migration> = {
 
 /** Brings the database up to date; throws with the failing migration's error. */
 export async function migrate (db: Kysely<any>): Promise<void> {
-  // Kysely looks for its migration table in every schema; on PostgreSQL, pin it to the current
-  // one, or a kysely_migration table in another schema would be taken for ours.
-  const schema = db.getExecutor().adapter instanceof PostgresAdapter
-    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
-    : undefined
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    ...(schema === undefined ? {} : { migrationTableSchema: schema }),
-  })
-  const { error } = await migrator.migrateToLatest()
-  if (error !== undefined) throw error
+  await migrateWith(db, migrations)
 }
