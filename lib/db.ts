@@ -1,7 +1,9 @@
 import { isAbsolute, resolve } from 'node:path'
 import { CompiledQuery, Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely'
-import type { DatabaseConnection, Dialect, KyselyConfig, MysqlPool, SqliteDatabase, SqliteStatement } from 'kysely'
+import type { DatabaseConnection, Dialect, KyselyConfig, MysqlPool, SqliteDatabase } from 'kysely'
 import { config as loadDotenv } from 'dotenv'
+import { attachSqlite, registerSqlite, sqliteHandle, useNamedStatements } from './db-statements.js'
+import type { BetterSqliteDatabase, SqliteHandle } from './db-statements.js'
 import { ViewsetErrors } from './errors.js'
 
 /** Options of {@link createDatabase}. */
@@ -14,6 +16,12 @@ export interface CreateDatabaseOptions {
   busyTimeout?: number
   /** Passed to Kysely, for example to log or count queries. */
   log?: KyselyConfig['log']
+  /**
+   * PostgreSQL: send the SQL that viewsets compile at registration as named prepared statements, parsed
+   * once per connection (default true). Turn it off behind a pooler that cannot keep them, such as
+   * PgBouncer in transaction mode before 1.21.
+   */
+  preparedStatements?: boolean
 }
 
 let envLoaded = false
@@ -52,10 +60,13 @@ export function databaseUrl (url?: string): string {
 export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions = {}): Kysely<DB> {
   const target = databaseUrl(url)
   const config = options.log === undefined ? {} : { log: options.log }
-  return new Kysely<DB>({ ...config, dialect: dialectFor(target, options) })
+  const sqlite = sqliteHandle(options.log)
+  const db = new Kysely<DB>({ ...config, dialect: dialectFor(target, options, sqlite) })
+  registerSqlite(db, sqlite)
+  return db
 }
 
-function dialectFor (url: string, options: CreateDatabaseOptions): Dialect {
+function dialectFor (url: string, options: CreateDatabaseOptions, sqlite: SqliteHandle): Dialect {
   const scheme = /^([a-z0-9+]+):/i.exec(url)?.[1]?.toLowerCase()
   switch (scheme) {
     case 'postgres':
@@ -67,7 +78,7 @@ function dialectFor (url: string, options: CreateDatabaseOptions): Dialect {
     case 'sqlite': {
       const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
       if (path === '') throw new ViewsetErrors.InvalidDatabaseUrl(url, 'a SQLite URL needs a path, as in sqlite:base.db or sqlite::memory:')
-      return new SqliteDialect({ database: async () => await openSqlite(path, options) })
+      return new SqliteDialect({ database: async () => await openSqlite(path, options, sqlite) })
     }
     default:
       throw new ViewsetErrors.InvalidDatabaseUrl(redact(url), 'use postgres://, postgresql://, mysql://, mariadb:// or sqlite:')
@@ -91,6 +102,7 @@ async function openPostgres (url: string, options: CreateDatabaseOptions) {
   // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when
   // the server goes away (a restart, a failover): without this listener the process would crash.
   pool.on('connect', (client) => { client.on('error', () => {}) })
+  if (options.preparedStatements !== false) pool.on('connect', useNamedStatements)
   return pool
 }
 
@@ -171,7 +183,7 @@ function withAcquireTimeout (pool: MysqlPool, timeout: number): MysqlPool {
   }
 }
 
-async function openSqlite (path: string, options: CreateDatabaseOptions): Promise<SqliteDatabase> {
+async function openSqlite (path: string, options: CreateDatabaseOptions, handle: SqliteHandle): Promise<SqliteDatabase> {
   const { default: Database } = await import('better-sqlite3')
   const file = path === ':memory:' || isAbsolute(path) ? path : resolve(process.cwd(), path)
   const database = new Database(file)
@@ -179,28 +191,8 @@ async function openSqlite (path: string, options: CreateDatabaseOptions): Promis
   database.pragma('journal_mode = WAL')
   database.pragma(`busy_timeout = ${options.busyTimeout ?? 5000}`)
   database.pragma('foreign_keys = ON')
-  return withStatementCache(database)
-}
-
-/**
- * Kysely's SQLite driver prepares every statement again on each query. Preparing dominates short
- * queries, so keep the prepared statements of the most recent SQL texts (bounded, per connection).
- * better-sqlite3 is synchronous and Kysely holds one connection at a time, so reuse is safe.
- */
-function withStatementCache (database: SqliteDatabase, size = 256): SqliteDatabase {
-  const statements = new Map<string, SqliteStatement>()
-  return {
-    close: () => database.close(),
-    prepare (sql: string): SqliteStatement {
-      let statement = statements.get(sql)
-      if (statement === undefined) {
-        statement = database.prepare(sql)
-        if (statements.size >= size) statements.delete(statements.keys().next().value as string)
-        statements.set(sql, statement)
-      }
-      return statement
-    },
-  }
+  // Kysely's driver prepares every statement again on each query; the handle keeps them (see db-statements.ts).
+  return attachSqlite(handle, database as unknown as BetterSqliteDatabase)
 }
 
 let defaultDatabase: Kysely<unknown> | undefined

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { sql } from 'kysely'
+import { createDatabase, createViewset } from 'fastify-viewsets'
+import { dialects, testDatabase } from './helpers/database.js'
+import { testApp } from './helpers/app.js'
+import { createItemsTable, Item } from './helpers/items.js'
+import type { TestContext } from 'node:test'
+import type { TestDatabase, TestDialect } from './helpers/database.js'
+import type { Kysely } from 'kysely'
+
+// Reads compiled at registration run straight on SQLite connections and as named statements on
+// PostgreSQL (lib/db-statements.ts). Neither may change what a client sees.
+
+async function itemsApp (t: TestContext, database: TestDatabase | { db: Kysely<any> }) {
+  const app = testApp(t)
+  await app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
+  return app
+}
+
+async function seeded (t: TestContext, dialect: TestDialect, options: { poolSize?: number } = {}) {
+  const database = await testDatabase(t, dialect, options)
+  await createItemsTable(database)
+  await database.db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
+  return database
+}
+
+for (const dialect of dialects) {
+  describe(`prepared reads on ${dialect.name}`, () => {
+    test('GET and LIST answer the rows a Kysely query reads, and every read reaches the log', async (t) => {
+      const database = await seeded(t, dialect)
+      const app = await itemsApp(t, database)
+      const expected = await database.db.selectFrom('items').select(['id', 'name', 'description', 'price', 'in_stock']).orderBy('id').execute()
+      database.queries.length = 0
+      for (let round = 0; round < 2; round++) {
+        const list = await app.inject({ url: '/items' })
+        assert.equal(list.statusCode, 200)
+        assert.deepEqual(list.json().map((row: any) => row.name), expected.map((row) => row.name))
+        const one = await app.inject({ url: `/items/${expected[1]?.id as number}` })
+        assert.equal(one.statusCode, 200)
+        assert.equal(one.json().name, 'Milk')
+        assert.equal((await app.inject({ url: '/items/999999' })).statusCode, 404)
+      }
+      assert.equal(database.queries.filter((query) => /^select/i.test(query)).length, 6, database.queries.join('\n'))
+    })
+  })
+}
+
+const sqlite = dialects.find((dialect) => dialect.name === 'sqlite')
+if (sqlite !== undefined) {
+  describe('direct SQLite reads', () => {
+    test('a read waits for another request\'s transaction and never sees its uncommitted rows', async (t) => {
+      const database = await seeded(t, sqlite)
+      const app = await itemsApp(t, database)
+      let release: () => void = () => {}
+      const hold = new Promise<void>((resolve) => { release = resolve })
+      let inserted = 0
+      const writer = database.db.transaction().execute(async (trx) => {
+        const row = await trx.insertInto('items').values({ name: 'Uncommitted' }).returning('id').executeTakeFirstOrThrow()
+        inserted = row.id
+        await hold
+        throw new Error('roll back')
+      }).catch(() => 'rolled back')
+      while (inserted === 0) await new Promise((resolve) => setImmediate(resolve))
+      let answered = false
+      const reading = app.inject({ url: `/items/${inserted}` }).then((response) => {
+        answered = true
+        return response
+      })
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
+      assert.equal(answered, false, 'the read waits while the transaction is open')
+      release()
+      assert.equal(await writer, 'rolled back')
+      assert.equal((await reading).statusCode, 404)
+    })
+
+    test('a read answers while a stream is open on the connection', async (t) => {
+      const database = await seeded(t, sqlite)
+      const app = await itemsApp(t, database)
+      await app.inject({ url: '/items/1' }) // the connection is open and the statement prepared
+      const stream = database.db.selectFrom('items').select('name').orderBy('id').stream()[Symbol.asyncIterator]()
+      assert.equal((await stream.next()).value?.name, 'Bread')
+      const reading = app.inject({ url: '/items/2' })
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
+      await stream.return?.()
+      const response = await reading
+      assert.equal(response.statusCode, 200)
+      assert.equal(response.json().name, 'Milk')
+    })
+
+    test('a read waits for a stream of its very statement instead of failing with "busy"', async (t) => {
+      const database = await seeded(t, sqlite)
+      const app = await itemsApp(t, database)
+      assert.equal((await app.inject({ url: '/items/1' })).statusCode, 200)
+      // The SQL text of GET, so the cached statement that GET runs is the one the stream iterates.
+      const stream = database.db.selectFrom('items').select(['id', 'name', 'description', 'price', 'in_stock']).where('id', '=', 1).stream()[Symbol.asyncIterator]()
+      assert.equal((await stream.next()).value?.name, 'Bread')
+      const reading = app.inject({ url: '/items/2' })
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
+      await stream.return?.()
+      const response = await reading
+      assert.equal(response.statusCode, 200)
+      assert.equal(response.json().name, 'Milk')
+    })
+
+    test('reads fail like Kysely once the database is destroyed', async (t) => {
+      const db = createDatabase<any>('sqlite::memory:')
+      await sql`create table items (id integer primary key, name text not null, description text, price real not null default 0, in_stock boolean not null default 1)`.execute(db)
+      const app = await itemsApp(t, { db })
+      assert.equal((await app.inject({ url: '/items/1' })).statusCode, 404)
+      await db.destroy()
+      assert.equal((await app.inject({ url: '/items/1' })).statusCode, 500)
+    })
+  })
+}
+
+const postgres = dialects.find((dialect) => dialect.name === 'postgres')
+if (postgres !== undefined) {
+  describe('named statements on PostgreSQL', () => {
+    const prepared = async (db: Kysely<any>) =>
+      (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db)).rows.map((row) => row.statement)
+
+    test('the SQL compiled at registration is prepared once per connection', async (t) => {
+      const database = await seeded(t, postgres, { poolSize: 1 })
+      const app = await itemsApp(t, database)
+      assert.equal((await app.inject({ url: '/items/1' })).statusCode, 200)
+      assert.equal((await app.inject({ url: '/items/2' })).statusCode, 200)
+      assert.equal((await app.inject({ url: '/items?limit=1' })).statusCode, 200)
+      const statements = await prepared(database.db)
+      assert.equal(statements.filter((text) => /from "items" where "id" = \$1/.test(text)).length, 1, statements.join('\n'))
+      assert.equal(statements.filter((text) => /from "items" order by "id" limit \$1 offset \$2/.test(text)).length, 1, statements.join('\n'))
+    })
+
+    test('preparedStatements: false sends every statement unnamed', async (t) => {
+      const database = await seeded(t, postgres)
+      const db = createDatabase<any>(database.url, { poolSize: 1, preparedStatements: false })
+      t.after(() => db.destroy())
+      const app = await itemsApp(t, { db })
+      assert.equal((await app.inject({ url: '/items/1' })).statusCode, 200)
+      assert.deepEqual(await prepared(db), [])
+    })
+  })
+}
