@@ -1,6 +1,7 @@
 import { fork } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ScenarioId, SystemName } from './scenarios.js'
 import type { DatabaseTarget } from './seed.js'
@@ -18,13 +19,16 @@ export interface RunningServer {
   resetPeakMemory (): void
   /** The peak resident set size in bytes since the last reset (or since start). */
   peakMemory (): Promise<number>
+  /** CPU time (user + system) the process has used so far, in microseconds. */
+  cpuTime (): Promise<number>
   stop (): Promise<void>
 }
 
 /** Starts one system in its own process and waits until it listens. */
 export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined } = {}): Promise<RunningServer> {
   const execArgv = ['--conditions=source', '--import', 'tsx']
-  if (options.profileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${system}-${target.kind}-${Date.now()}.cpuprofile`)
+  // One directory per server: the main thread and tsx's loader thread each write a profile there.
+  if (options.profileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${system}-${target.kind}`)}`)
   const child = fork(serverModule, [system, JSON.stringify(target)], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const ready = await new Promise<Extract<ServerMessage, { type: 'ready' }>>((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`${system} server exited with code ${String(code)} before it was ready`))
@@ -55,7 +59,12 @@ export async function startServer (system: SystemName, target: DatabaseTarget, o
         const kib = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
         if (kib !== undefined) return Number(kib) * 1024
       }
-      return await ask(child)
+      const answer = await ask(child, 'memory')
+      return answer.type === 'memory' ? answer.maxRss : 0
+    },
+    async cpuTime () {
+      const answer = await ask(child, 'cpu')
+      return answer.type === 'cpu' ? answer.micros : 0
     },
     async stop () {
       if (child.exitCode !== null || child.signalCode !== null) return
@@ -68,13 +77,13 @@ export async function startServer (system: SystemName, target: DatabaseTarget, o
   }
 }
 
-async function ask (child: ChildProcess): Promise<number> {
+async function ask (child: ChildProcess, type: 'memory' | 'cpu'): Promise<ServerMessage> {
   return await new Promise((resolve) => {
     child.on('message', function onMessage (message: ServerMessage) {
-      if (message.type !== 'memory') return
+      if (message.type !== type) return
       child.off('message', onMessage)
-      resolve(message.maxRss)
+      resolve(message)
     })
-    child.send({ type: 'memory' } satisfies RunnerMessage)
+    child.send({ type } satisfies RunnerMessage)
   })
 }

@@ -37,14 +37,16 @@ function notes (results: Results, database: DatabaseKind): string[] {
 export function consoleReport (results: Results): string {
   const out: string[] = []
   for (const database of Object.keys(results.databases) as DatabaseKind[]) {
-    out.push('', `${databaseTitles[database]}: requests/s (p50 / p99 ms), peak RSS MiB`)
-    const header = ['scenario'.padEnd(36), ...systemNames.map((system) => system.padStart(24)), ...ratioKeys.map((key) => key.replace('viewsets/', 'vs ').padStart(16))]
+    out.push('', `${databaseTitles[database]}: requests/s (p50 / p99 ms), peak RSS MiB, server CPU µs per request`)
+    const header = ['scenario'.padEnd(36), ...systemNames.map((system) => system.padStart(32)), ...ratioKeys.map((key) => key.replace('viewsets/', 'vs ').padStart(16))]
     out.push(header.join(''))
     for (const [, scenario] of scenarioRows(results, database)) {
       const cells = systemNames.map((system) => {
         const cell = scenario.systems[system]
-        const text = cell?.status === 'measured' ? `${integer(cell.requestsPerSecond)} (${ms(cell.p50)}/${ms(cell.p99)}) ${Math.round(cell.peakRssMiB)}M` : throughputText(cell)
-        return text.padStart(24)
+        const text = cell?.status === 'measured'
+          ? `${integer(cell.requestsPerSecond)} (${ms(cell.p50)}/${ms(cell.p99)}) ${Math.round(cell.peakRssMiB)}M ${Math.round(cell.cpuMicrosPerRequest)}µs`
+          : throughputText(cell)
+        return text.padStart(32)
       })
       const ratios = ratioKeys.map((key) => ratio(scenario.ratios[key]).padStart(16))
       out.push([scenario.title.padEnd(36), ...cells, ...ratios].join(''))
@@ -85,13 +87,13 @@ export function markdownReport (results: Results): string {
       const title = scenario.ratios['viewsets/n+1'] === undefined ? scenario.title : `${scenario.title} (viewsets ÷ N+1: ${ratio(scenario.ratios['viewsets/n+1'])})`
       out.push(`| ${title} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`)
     }
-    out.push('', '### Latency p50 / p99 (ms) and peak RSS (MiB)', '')
+    out.push('', '### Latency p50 / p99 (ms), peak RSS (MiB), server CPU per request (µs)', '')
     out.push(`| scenario | ${systemNames.join(' | ')} |`)
     out.push(`|---|${systemNames.map(() => '---:').join('|')}|`)
     for (const [, scenario] of scenarioRows(results, database)) {
       const cells = systemNames.map((system) => {
         const cell = scenario.systems[system]
-        return cell?.status === 'measured' ? `${ms(cell.p50)} / ${ms(cell.p99)} · ${Math.round(cell.peakRssMiB)}` : throughputText(cell)
+        return cell?.status === 'measured' ? `${ms(cell.p50)} / ${ms(cell.p99)} · ${Math.round(cell.peakRssMiB)} · ${Math.round(cell.cpuMicrosPerRequest)}` : throughputText(cell)
       })
       out.push(`| ${scenario.title} | ${cells.join(' | ')} |`)
     }

@@ -17,6 +17,8 @@ export type Cell =
     errors: number
     non2xx: number
     peakRssMiB: number
+    /** Server CPU microseconds per request (median). */
+    cpuMicrosPerRequest: number
     rounds: Sample[]
   }
   | { status: 'n/a' | 'failed', reason: string }
@@ -97,6 +99,7 @@ export function cellOf (rounds: Sample[]): Cell {
     errors: rounds.reduce((sum, sample) => sum + sample.errors, 0),
     non2xx: rounds.reduce((sum, sample) => sum + sample.non2xx, 0),
     peakRssMiB: Math.max(...rounds.map((sample) => sample.peakRssMiB)),
+    cpuMicrosPerRequest: median(rounds.map((sample) => sample.cpuMicrosPerRequest)),
     rounds,
   }
 }

@@ -103,7 +103,7 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
           const sample = await measure(server, scenario, { ...options, seed: 1000 * index + round }, title)
           samples.get(server.system)?.push(sample)
           const broken = sample.errors + sample.non2xx > 0 ? ` BROKEN: ${sample.errors} errors, ${sample.non2xx} non-2xx` : ''
-          options.log(`  ${title.padEnd(60)} ${Math.round(sample.requestsPerSecond).toLocaleString('en-US').padStart(8)} req/s  p50 ${sample.p50.toFixed(2)} ms  p99 ${sample.p99.toFixed(2)} ms  ${Math.round(sample.peakRssMiB)} MiB${broken}`)
+          options.log(`  ${title.padEnd(60)} ${Math.round(sample.requestsPerSecond).toLocaleString('en-US').padStart(8)} req/s  p50 ${sample.p50.toFixed(2)} ms  p99 ${sample.p99.toFixed(2)} ms  ${Math.round(sample.peakRssMiB)} MiB  ${Math.round(sample.cpuMicrosPerRequest)} µs CPU/req${broken}`)
         }
       }
       for (const [system, rounds] of samples) result.systems[system] = cellOf(rounds)

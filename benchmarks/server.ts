@@ -16,9 +16,10 @@ export type ServerMessage =
   | { type: 'ready', port: number, unsupported: Partial<Record<ScenarioId, string>> }
   | { type: 'failed', message: string }
   | { type: 'memory', maxRss: number }
+  | { type: 'cpu', micros: number }
 
 /** What the runner says to the server process. */
-export type RunnerMessage = { type: 'stop' } | { type: 'memory' }
+export type RunnerMessage = { type: 'stop' } | { type: 'memory' } | { type: 'cpu' }
 
 const builders: Record<SystemName, () => Promise<{ build: (target: DatabaseTarget) => Promise<SystemServer> }>> = {
   raw: async () => await import('./systems/raw.js'),
@@ -51,6 +52,10 @@ async function main (): Promise<void> {
     if (message.type === 'stop') void stop()
     // Off Linux the runner cannot read /proc: it asks for the peak resident set size instead.
     if (message.type === 'memory') send({ type: 'memory', maxRss: process.resourceUsage().maxRSS * 1024 })
+    if (message.type === 'cpu') {
+      const { user, system } = process.cpuUsage()
+      send({ type: 'cpu', micros: user + system })
+    }
   })
   process.on('disconnect', () => { void stop() })
   send({ type: 'ready', port: address.port, unsupported })
