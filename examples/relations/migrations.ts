@@ -1,4 +1,4 @@
-import { Migrator, PostgresAdapter } from 'kysely'
+import { Migrator, PostgresAdapter, sql } from 'kysely'
 import type { ColumnDefinitionBuilder, Kysely, Migration } from 'kysely'
 
 /** An auto-incrementing integer key in each dialect's spelling. */
@@ -92,11 +92,16 @@ const migrations: Record<string, Migration> = {
  * migration tables, so it can share a database (such as ./base.db) with the other examples.
  */
 export async function migrate (db: Kysely<any>): Promise<void> {
+  // Kysely looks for its migration table in every schema; on PostgreSQL, pin it to the current one.
+  const schema = db.getExecutor().adapter instanceof PostgresAdapter
+    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+    : undefined
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'relations_migration',
     migrationLockTableName: 'relations_migration_lock',
+    ...(schema === undefined ? {} : { migrationTableSchema: schema }),
   })
   const { error } = await migrator.migrateToLatest()
   if (error !== undefined) throw error
