@@ -102,6 +102,27 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
   }
 }
 
+/**
+ * Fastify answers a few URL errors before it picks a route, so no viewset's error handler sees them:
+ * malformed percent-encoding (`/items/%ZZ`) and a path parameter longer than `maxParamLength`. Pass this
+ * as Fastify's `frameworkErrors` option to answer them as problem+json like every other error.
+ *
+ * @example
+ * ```ts
+ * const app = Fastify({ frameworkErrors: viewsetFrameworkErrors })
+ * ```
+ */
+export function viewsetFrameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const known = error.code === 'FST_ERR_BAD_URL'
+    ? new ViewsetErrors.BadUrl()
+    : error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new ViewsetErrors.UriTooLong() : undefined
+  if (known === undefined) request.log.error({ err: error }, 'viewset request failed')
+  const body = known === undefined
+    ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
+    : problem(known.statusCode ?? 400, known.code, known.message)
+  void reply.code(body.status).type('application/problem+json').send(body)
+}
+
 /** 404 for paths under the prefix that match no route. */
 export function notFoundHandler (request: FastifyRequest, reply: FastifyReply) {
   const error = new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0])
