@@ -1,11 +1,13 @@
-import type { CompiledQuery, KyselyConfig, LogEvent, SqliteDatabase, SqliteStatement } from 'kysely'
+import { isCompilable, Kysely } from 'kysely'
+import type { Compilable, CompiledQuery, KyselyConfig, LogEvent, QueryId, QueryResult, SqliteDatabase, SqliteStatement } from 'kysely'
 
-// Statements prepared once per connection, for the databases that createDatabase opens:
-// - SQLite: better-sqlite3 statements are cached by SQL text, and a read compiled at registration runs
-//   straight on the connection, skipping Kysely's executor (its connection mutex and promise chain
-//   cost as much as the read itself), whenever that cannot be told apart from going through Kysely.
-// - PostgreSQL: SQL compiled at registration is sent as a named statement, so that each connection
-//   parses and plans it once and then only binds and executes it.
+// Statements prepared once per connection, for the databases that createDatabase opens. The viewset
+// compiles its SQL once (at registration, or once per query shape) and runs it with `db.executeQuery`:
+// - SQLite: better-sqlite3 statements are cached by SQL text, and a compiled SELECT runs straight on the
+//   connection, skipping Kysely's executor (its connection mutex and promise chain cost as much as a
+//   short read), whenever that cannot be told apart from going through Kysely.
+// - PostgreSQL: a compiled query is sent as a named statement, so that each connection parses and plans
+//   it once and then only binds and executes it.
 
 type Row = Record<string, unknown>
 
@@ -23,16 +25,9 @@ export interface SqliteHandle {
   readonly log: KyselyConfig['log']
 }
 
-const sqliteHandles = new WeakMap<object, SqliteHandle>()
-
 /** A handle for a SQLite connection that a Kysely instance will open; `log` is the instance's. */
 export function sqliteHandle (log: KyselyConfig['log']): SqliteHandle {
   return { database: undefined, inTransaction: () => false, prepare: () => { throw new Error('SQLite is not open') }, log }
-}
-
-/** Makes the handle's direct reads available on `db` (the Kysely instance the handle belongs to). */
-export function registerSqlite (db: object, handle: SqliteHandle): void {
-  sqliteHandles.set(db, handle)
 }
 
 /**
@@ -65,32 +60,28 @@ export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDataba
 }
 
 /**
- * Runs a read compiled at registration straight on a SQLite connection opened by createDatabase, and
- * returns its rows; `undefined` when the caller must go through Kysely instead: another instance (a
- * transaction, a plugin), a connection not open yet, a transaction in progress (Kysely holds the only
- * connection until it ends; reading now would see its uncommitted rows), or an array-form `log`. A
- * function `log` gets the same events Kysely would send. better-sqlite3 runs reads beside an open
- * iterator (Kysely's `stream()`), unless it iterates the very same statement.
+ * Runs a compiled SELECT straight on a SQLite connection opened by createDatabase and returns its rows;
+ * `undefined` when it must go through Kysely instead: a connection not open yet, a transaction in
+ * progress (Kysely holds the only connection until it ends; reading now would see its uncommitted rows),
+ * a stream iterating this very statement, or an array-form `log`. A function `log` gets the events
+ * Kysely would send. better-sqlite3 runs reads beside other open iterators, so other streams need no waiting.
  */
-export function readDirect (db: object, compiled: CompiledQuery, parameters: readonly unknown[]): Row[] | Promise<Row[]> | undefined {
-  const handle = sqliteHandles.get(db)
-  if (handle === undefined || handle.database === undefined || handle.inTransaction()) return undefined
+function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[] | Promise<Row[]> | undefined {
+  if (handle.database === undefined || compiled.query.kind !== 'SelectQueryNode' || handle.inTransaction()) return undefined
   const { log } = handle
+  if (log !== undefined && typeof log !== 'function') return undefined
   const statement = handle.prepare(compiled.sql) as SqliteStatement & { readonly busy?: boolean }
-  // A statement is busy while a stream iterates it; Kysely would make this read wait for the stream.
   if (!statement.reader || statement.busy === true) return undefined
-  if (log === undefined) return statement.all(parameters) as Row[]
-  if (typeof log !== 'function') return undefined
-  const query: CompiledQuery = { ...compiled, parameters }
+  if (log === undefined) return statement.all(compiled.parameters) as Row[]
   const start = performance.now()
   let rows: Row[]
   try {
-    rows = statement.all(parameters) as Row[]
+    rows = statement.all(compiled.parameters) as Row[]
   } catch (error) {
-    void log({ level: 'error', error, query, queryDurationMillis: performance.now() - start })
+    void log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })
     throw error
   }
-  const logged = log({ level: 'query', isStream: false, query, queryDurationMillis: performance.now() - start } satisfies LogEvent)
+  const logged = log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start } satisfies LogEvent)
   return logged instanceof Promise ? logged.then(() => rows) : rows
 }
 
@@ -100,12 +91,14 @@ export function readDirect (db: object, compiled: CompiledQuery, parameters: rea
 const maxNames = 2048
 const statementNames = new Map<string, string>()
 
-/**
- * Marks SQL compiled at registration for preparation: on connections of createDatabase's PostgreSQL pools
- * it is sent as a named statement. Names follow the text, so every connection and instance agrees on them.
- */
-export function nameStatement (sql: string): void {
-  if (!statementNames.has(sql) && statementNames.size < maxNames) statementNames.set(sql, `fastify_viewsets_${statementNames.size + 1}`)
+/** Queries that may be prepared: the four statements, never raw SQL such as DDL. */
+const preparable = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
+
+/** Names the SQL of a compiled query; names follow the text, so every connection and instance agrees on them. */
+function nameStatement (compiled: CompiledQuery): void {
+  if (statementNames.size < maxNames && preparable.has(compiled.query.kind) && !statementNames.has(compiled.sql)) {
+    statementNames.set(compiled.sql, `fastify_viewsets_${statementNames.size + 1}`)
+  }
 }
 
 /** The subset of a pg `Client` that named statements need. */
@@ -113,7 +106,7 @@ export interface PgClient {
   query: (...args: never[]) => unknown
 }
 
-/** Makes a pg client send the SQL marked by {@link nameStatement} as named (prepared) statements. */
+/** Makes a pg client send the SQL of compiled queries (see {@link PreparedKysely}) as named (prepared) statements. */
 export function useNamedStatements (client: PgClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown
   client.query = ((text: unknown, values: unknown, ...rest: unknown[]) => {
@@ -123,4 +116,34 @@ export function useNamedStatements (client: PgClient): void {
     }
     return rest.length === 0 ? query(text, values) : query(text, values, ...rest)
   }) as PgClient['query']
+}
+
+// ---- the Kysely instance ----------------------------------------------------------------------------
+
+/**
+ * The Kysely instance createDatabase returns. Only `db.executeQuery(compiled)`, which runs SQL compiled
+ * ahead of time, behaves differently: on SQLite a SELECT may run straight on the connection, and on
+ * PostgreSQL the SQL becomes a named statement. Queries built and executed with the builder, and
+ * transactions (other instances), go through Kysely as usual.
+ */
+export class PreparedKysely<DB> extends Kysely<DB> {
+  readonly #sqlite: SqliteHandle | undefined
+  readonly #named: boolean
+
+  constructor (config: KyselyConfig, prepared: { sqlite?: SqliteHandle, namedStatements?: boolean }) {
+    super(config)
+    this.#sqlite = prepared.sqlite
+    this.#named = prepared.namedStatements === true
+  }
+
+  override async executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
+    const compiled = isCompilable(query) ? query.compile() : query
+    if (this.#sqlite !== undefined) {
+      const rows = readDirect(this.#sqlite, compiled)
+      if (rows !== undefined) return { rows: await rows as R[] }
+    } else if (this.#named) {
+      nameStatement(compiled)
+    }
+    return await (queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
+  }
 }

@@ -1,8 +1,8 @@
 import { isAbsolute, resolve } from 'node:path'
-import { CompiledQuery, Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely'
-import type { DatabaseConnection, Dialect, KyselyConfig, MysqlPool, SqliteDatabase } from 'kysely'
+import { CompiledQuery, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely'
+import type { DatabaseConnection, Dialect, Kysely, KyselyConfig, MysqlPool, SqliteDatabase } from 'kysely'
 import { config as loadDotenv } from 'dotenv'
-import { attachSqlite, registerSqlite, sqliteHandle, useNamedStatements } from './db-statements.js'
+import { attachSqlite, PreparedKysely, sqliteHandle, useNamedStatements } from './db-statements.js'
 import type { BetterSqliteDatabase, SqliteHandle } from './db-statements.js'
 import { ViewsetErrors } from './errors.js'
 
@@ -61,9 +61,11 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
   const target = databaseUrl(url)
   const config = options.log === undefined ? {} : { log: options.log }
   const sqlite = sqliteHandle(options.log)
-  const db = new Kysely<DB>({ ...config, dialect: dialectFor(target, options, sqlite) })
-  registerSqlite(db, sqlite)
-  return db
+  const dialect = dialectFor(target, options, sqlite)
+  return new PreparedKysely<DB>({ ...config, dialect }, {
+    ...(dialect instanceof SqliteDialect ? { sqlite } : {}),
+    namedStatements: dialect instanceof PostgresDialect && options.preparedStatements !== false,
+  })
 }
 
 function dialectFor (url: string, options: CreateDatabaseOptions, sqlite: SqliteHandle): Dialect {

@@ -14,7 +14,7 @@ import type { Kysely } from 'kysely'
 
 async function itemsApp (t: TestContext, database: TestDatabase | { db: Kysely<any> }) {
   const app = testApp(t)
-  await app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
+  await app.register(createViewset({ db: database.db, table: 'items', schema: Item, orderingFields: ['price'] }), { prefix: '/items' })
   return app
 }
 
@@ -126,7 +126,11 @@ if (postgres !== undefined) {
       assert.equal((await app.inject({ url: '/items/1' })).statusCode, 200)
       assert.equal((await app.inject({ url: '/items/2' })).statusCode, 200)
       assert.equal((await app.inject({ url: '/items?limit=1' })).statusCode, 200)
+      // LIST shapes compiled on first use are prepared too.
+      assert.equal((await app.inject({ url: '/items?order_by=-price' })).statusCode, 200)
+      assert.equal((await app.inject({ url: '/items?order_by=-price&limit=1' })).statusCode, 200)
       const statements = await prepared(database.db)
+      assert.equal(statements.filter((text) => /order by "price" desc/.test(text)).length, 1, statements.join('\n'))
       assert.equal(statements.filter((text) => /from "items" where "id" = \$1/.test(text)).length, 1, statements.join('\n'))
       assert.equal(statements.filter((text) => /from "items" order by "id" limit \$1 offset \$2/.test(text)).length, 1, statements.join('\n'))
     })
