@@ -40,13 +40,32 @@ function installedVersion (): string {
   return version
 }
 
+function alive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Drops the clusters of earlier runs whose process died before its cleanup ran (a SIGKILL, say). */
+async function dropOrphans (version: string): Promise<void> {
+  for (const name of readdirSync(`/etc/postgresql/${version}`)) {
+    const pid = /^vsfault(\d+)x[0-9a-f]+$/.exec(name)?.[1]
+    if (pid !== undefined && !alive(Number(pid))) await run('pg_dropcluster', ['--stop', version, name]).catch(() => {})
+  }
+}
+
 /**
  * Creates and starts a fresh cluster on a free port. It is always stopped and dropped when the test
  * ends, whatever happened (`pg_dropcluster --stop`).
  */
 export async function ownCluster (t: TestContext): Promise<OwnCluster> {
   const version = installedVersion()
-  const name = `vsfault${randomBytes(4).toString('hex')}`
+  await dropOrphans(version)
+  // The creating process's id is in the name, so that a later run can tell an orphan from a live cluster.
+  const name = `vsfault${process.pid}x${randomBytes(3).toString('hex')}`
   const port = await freePort()
   const control = async (...args: string[]) => { await run('pg_ctlcluster', ['--skip-systemctl-redirect', version, name, ...args]) }
   // --start-conf=manual: never started at boot; trust: no password on a throwaway cluster.
