@@ -224,7 +224,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     return this.#prepared
   }
 
-  async #prepare (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<{ prepared: Prepared, entity: JsonSchema, name: string }> {
+  async #prepare (fastify: FastifyInstance): Promise<{ prepared: Prepared, entity: JsonSchema, name: string }> {
     const { table, schema, primaryKey } = this.#resolved
     const db = untyped(this.db)
     const dialect = await dialectOf(db)
@@ -254,7 +254,6 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
       relations,
       prefix: fastify.prefix,
     }
-    void methods
     return { prepared, entity, name }
   }
 
@@ -276,7 +275,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
   async #mount (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<void> {
     const { protectedMethods } = this.#resolved
     checkAuth(fastify, protectedMethods, methods, this.options)
-    const { prepared, entity, name } = await this.#prepare(fastify, methods)
+    const { prepared, entity, name } = await this.#prepare(fastify)
     this.#prepared = prepared
 
     fastify.addSchema(entity)
