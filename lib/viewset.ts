@@ -284,6 +284,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     fastify.setValidatorCompiler(viewsetValidatorCompiler)
     fastify.setErrorHandler(problemHandler(() => this.#prepared?.dialect))
     fastify.setNotFoundHandler(notFoundHandler)
+    // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a 415.
+    fastify.removeContentTypeParser('text/plain')
 
     for (const method of methods) fastify.route(this.#route(method, name, entity, protectedMethods.includes(method)))
     await this.customRoutes(fastify)
