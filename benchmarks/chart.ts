@@ -42,15 +42,28 @@ export function chartSvg (results: Results): string {
       })
       if (bars.length === 0) continue
       const best = Math.max(...bars.map((bar) => bar.value))
-      const groupHeight = bars.length * (barHeight + gap)
-      parts.push(`<text x="16" y="${y + groupHeight / 2 + 4}" font-size="12">${escape(scenario.title)}</text>`)
+      const groupHeight = Math.max(bars.length * (barHeight + gap), 40)
+      // Under the title, viewsets' ratios to the others (its throughput divided by theirs).
+      const ratios = (['kysely', 'raw', 'platformatic', 'n+1'] as const).flatMap((other) => {
+        const ratio = scenario.ratios[`viewsets/${other}`]
+        return ratio === undefined ? [] : [`${ratio.toFixed(2)}× ${other}`]
+      })
+      const lines = [ratios.slice(0, 2).join(' · '), ratios.slice(2).join(' · ')].filter((line) => line !== '')
+      const top = y + Math.max(0, (groupHeight - 14 - 12 * lines.length) / 2)
+      parts.push(`<text x="16" y="${top + 11}" font-size="12">${escape(scenario.title)}</text>`)
+      lines.forEach((line, index) => {
+        parts.push(`<text x="16" y="${top + 24 + 12 * index}" font-size="10" fill="#15803d">viewsets ${escape(line)}</text>`)
+      })
+      const groupTop = y
+      // Bars centred in the group's height.
+      y += (groupHeight - bars.length * (barHeight + gap)) / 2
       for (const bar of bars) {
         const length = Math.max(1, Math.round(bar.value / best * barWidth))
         parts.push(`<rect x="${labelWidth}" y="${y}" width="${length}" height="${barHeight}" fill="${colors[bar.system]}"><title>${bar.system}: ${Math.round(bar.value)} req/s</title></rect>`)
         parts.push(`<text x="${labelWidth + length + 4}" y="${y + barHeight - 3}" font-size="10" fill="#333">${Math.round(bar.value).toLocaleString('en-US')}</text>`)
         y += barHeight + gap
       }
-      y += groupGap
+      y = groupTop + groupHeight + groupGap
     }
   }
   const height = y + 8
