@@ -1,11 +1,17 @@
+// What every example shares: migrations kept in code, the database an app owns, and how a server starts.
+import Fastify from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import { Migrator, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, Migration } from 'kysely'
+import { createDatabase } from 'fastify-viewsets'
 
-/**
- * Brings a database up to date with migrations kept in code; throws with the failing migration's error.
- * Shared by the examples.
- */
-export async function migrate (db: Kysely<any>, migrations: Record<string, Migration>): Promise<void> {
+export interface MigrateOptions {
+  /** Kysely's migration table (default `kysely_migration`), so that examples can share one database. */
+  tableName?: string
+}
+
+/** Brings a database up to date with migrations kept in code; throws with the failing migration's error. */
+export async function migrate (db: Kysely<any>, migrations: Record<string, Migration>, { tableName }: MigrateOptions = {}): Promise<void> {
   // Kysely looks for its migration table in every schema; on PostgreSQL, pin it to the current
   // one, or a kysely_migration table in another schema would be taken for ours.
   const schema = db.getExecutor().adapter instanceof PostgresAdapter
@@ -14,8 +20,47 @@ export async function migrate (db: Kysely<any>, migrations: Record<string, Migra
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
+    ...(tableName === undefined ? {} : { migrationTableName: tableName, migrationLockTableName: `${tableName}_lock` }),
     ...(schema === undefined ? {} : { migrationTableSchema: schema }),
   })
   const { error } = await migrator.migrateToLatest()
   if (error !== undefined) throw error
+}
+
+/** Options of every example's `build()`. */
+export interface BuildOptions<DB> {
+  /** A database to use; by default one is created from DATABASE_URL (or ./base.db) and closed with the app. */
+  db?: Kysely<DB>
+  fastify?: FastifyServerOptions
+}
+
+/** A Fastify app and its database, migrated; a database the app creates is closed with it. */
+export async function exampleApp<DB> ({ db: given, fastify = {} }: BuildOptions<DB>, up: (db: Kysely<DB>) => Promise<void>): Promise<{ app: FastifyInstance, db: Kysely<DB> }> {
+  const db = given ?? createDatabase<DB>()
+  const app = Fastify(fastify)
+  // Whoever creates a database closes it; a database passed in belongs to the caller.
+  if (given === undefined) app.addHook('onClose', async () => { await db.destroy() })
+  await up(db)
+  return { app, db }
+}
+
+/** Listens on HOST:PORT (default 127.0.0.1:3000), logs where /docs is, and closes cleanly on SIGINT/SIGTERM. */
+export async function serve (build: (options: { fastify: FastifyServerOptions }) => Promise<FastifyInstance>, hint?: (origin: string) => string): Promise<void> {
+  let app: FastifyInstance
+  try {
+    app = await build({ fastify: { logger: { level: process.env.LOG_LEVEL ?? 'info' } } })
+  } catch (error) {
+    // A misconfiguration (a missing JWT_SECRET in production, an unreachable database) is a message, not a stack trace.
+    console.error(`cannot start: ${error instanceof Error ? error.message : String(error)}`)
+    process.exit(1)
+  }
+  const port = Number(process.env.PORT ?? 3000)
+  const host = process.env.HOST ?? '127.0.0.1'
+  await app.listen({ port, host })
+  const origin = `http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`
+  app.log.info(`Swagger UI: ${origin}/docs`)
+  if (hint !== undefined) app.log.info(hint(origin))
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => { void app.close().then(() => process.exit(0)) })
+  }
 }

@@ -244,7 +244,7 @@ describe('examples/auth settings', () => {
       }),
       (error: { code: number, stderr: string }) => {
         assert.equal(error.code, 1)
-        assert.match(error.stderr, /^examples\/auth cannot start: JWT_SECRET is required when NODE_ENV=production/)
+        assert.match(error.stderr, /^cannot start: JWT_SECRET is required when NODE_ENV=production/)
         return true
       },
     )

@@ -1,6 +1,6 @@
 import { PostgresAdapter } from 'kysely'
 import type { Kysely, Migration } from 'kysely'
-import { migrate as runMigrations } from '../migrate.js'
+import { migrate as runMigrations } from '../shared.js'
 
 /** The example's schema, as Kysely migrations kept in code. */
 const migrations: Record<string, Migration> = {

@@ -1,10 +1,11 @@
-import Fastify from 'fastify'
-import type { FastifyInstance, FastifyServerOptions } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
-import type { Generated, Kysely } from 'kysely'
-import { createDatabase, Viewset, ViewsetErrors, viewsetDocs } from 'fastify-viewsets'
+import type { Generated } from 'kysely'
+import { Viewset, ViewsetErrors, viewsetDocs } from 'fastify-viewsets'
 import type { CreateRequest, ListRequest, UpdateRequest } from 'fastify-viewsets'
+import { exampleApp } from '../shared.js'
+import type { BuildOptions } from '../shared.js'
 import { migrate } from './migrations.js'
 
 export const Item = Type.Object({
@@ -100,19 +101,9 @@ export class ItemViewset extends Viewset<DB, 'items', typeof Item> {
   }
 }
 
-export interface BuildOptions {
-  /** A database to use; by default one is created from DATABASE_URL (or ./base.db) and closed with the app. */
-  db?: Kysely<DB>
-  fastify?: FastifyServerOptions
-}
-
 /** Builds the example app without listening, so tests can inject requests into it. */
-export async function build ({ db: given, fastify = {} }: BuildOptions = {}): Promise<FastifyInstance> {
-  const db = given ?? createDatabase<DB>()
-  const app = Fastify(fastify)
-  // Whoever creates a database closes it; a database passed in belongs to the caller.
-  if (given === undefined) app.addHook('onClose', async () => { await db.destroy() })
-  await migrate(db)
+export async function build (options: BuildOptions<DB> = {}): Promise<FastifyInstance> {
+  const { app, db } = await exampleApp(options, migrate)
   // Before the routes: @fastify/swagger collects routes as they are added.
   await app.register(viewsetDocs, { title: 'Items API', version: '1.0.0' })
   await app.register(new ItemViewset({ db, table: 'items', schema: Item, tags: ['items'] }).register(), { prefix: '/items' })

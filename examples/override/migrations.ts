@@ -1,6 +1,6 @@
 import { MysqlAdapter, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, Migration } from 'kysely'
-import { migrate as migrateWith } from '../migrate.js'
+import { migrate as migrateWith } from '../shared.js'
 
 /** The example's schema, as Kysely migrations kept in code. */
 const migrations: Record<string, Migration> = {

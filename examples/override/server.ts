@@ -1,14 +1,7 @@
 import { config as loadDotenv } from 'dotenv'
+import { serve } from '../shared.js'
 import { build } from './app.js'
 
 loadDotenv({ quiet: true })
 
-const app = await build({ fastify: { logger: { level: process.env.LOG_LEVEL ?? 'info' } } })
-const port = Number(process.env.PORT ?? 3000)
-const host = process.env.HOST ?? '127.0.0.1'
-await app.listen({ port, host })
-app.log.info(`Swagger UI: http://${host === '0.0.0.0' ? 'localhost' : host}:${port}/docs`)
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => { void app.close().then(() => process.exit(0)) })
-}
+await serve(build)

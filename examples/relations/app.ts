@@ -1,9 +1,10 @@
-import Fastify from 'fastify'
-import type { FastifyInstance, FastifyServerOptions } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
-import type { Generated, Kysely } from 'kysely'
-import { createDatabase, createViewset, viewsetDocs } from 'fastify-viewsets'
+import type { Generated } from 'kysely'
+import { createViewset, viewsetDocs } from 'fastify-viewsets'
+import { exampleApp } from '../shared.js'
+import type { BuildOptions } from '../shared.js'
 import { migrate } from './migrations.js'
 
 // ---- the related rows, as they appear inside other resources --------------------------------
@@ -75,19 +76,9 @@ export interface DB {
   book_tags: { book_id: number, tag_id: number }
 }
 
-export interface BuildOptions {
-  /** A database to use; by default one is created from DATABASE_URL (or ./base.db) and closed with the app. */
-  db?: Kysely<DB>
-  fastify?: FastifyServerOptions
-}
-
 /** Builds the example app without listening, so tests can inject requests into it. */
-export async function build ({ db: given, fastify = {} }: BuildOptions = {}): Promise<FastifyInstance> {
-  const db = given ?? createDatabase<DB>()
-  const app = Fastify(fastify)
-  // Whoever creates a database closes it; a database passed in belongs to the caller.
-  if (given === undefined) app.addHook('onClose', async () => { await db.destroy() })
-  await migrate(db)
+export async function build (options: BuildOptions<DB> = {}): Promise<FastifyInstance> {
+  const { app, db } = await exampleApp(options, migrate)
   await app.register(viewsetDocs, { title: 'Library API', version: '1.0.0' })
 
   await app.register(createViewset({

@@ -1,5 +1,6 @@
-import { Migrator, PostgresAdapter, sql } from 'kysely'
+import { PostgresAdapter } from 'kysely'
 import type { ColumnDefinitionBuilder, Kysely, Migration } from 'kysely'
+import { migrate as runMigrations } from '../shared.js'
 
 /** An auto-incrementing integer key in each dialect's spelling. */
 function key (db: Kysely<any>): ['serial' | 'integer', (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder] {
@@ -87,22 +88,7 @@ const migrations: Record<string, Migration> = {
   },
 }
 
-/**
- * Brings the database up to date; throws with the failing migration's error. The example keeps its own
- * migration tables, so it can share a database (such as ./base.db) with the other examples.
- */
+/** Brings the database up to date. Its own migration table lets it share a database (such as ./base.db) with the other examples. */
 export async function migrate (db: Kysely<any>): Promise<void> {
-  // Kysely looks for its migration table in every schema; on PostgreSQL, pin it to the current one.
-  const schema = db.getExecutor().adapter instanceof PostgresAdapter
-    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
-    : undefined
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableName: 'relations_migration',
-    migrationLockTableName: 'relations_migration_lock',
-    ...(schema === undefined ? {} : { migrationTableSchema: schema }),
-  })
-  const { error } = await migrator.migrateToLatest()
-  if (error !== undefined) throw error
+  await runMigrations(db, migrations, { tableName: 'relations_migration' })
 }
