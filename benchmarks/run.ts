@@ -51,10 +51,11 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
   const both = databases.length > 1
   const quick = overrides.quick ?? false
   return {
-    // 28 measurements per database and round: with both databases, 3 rounds of 2.6 s stay near 8 minutes.
-    duration: quick ? (both ? 0.5 : 1) : both ? 2 : 4,
-    warmup: quick ? 0.3 : both ? 0.6 : 1,
-    rounds: quick ? 1 : 3,
+    // 28 measurements per database and round. More, shorter rounds give a median that a burst of load
+    // elsewhere on the machine moves less; with both databases, 5 rounds of 1.6 s stay near 8 minutes.
+    duration: quick ? (both ? 0.5 : 1) : both ? 1.2 : 2.5,
+    warmup: quick ? 0.3 : both ? 0.4 : 0.6,
+    rounds: quick ? 1 : 5,
     connections: 10,
     systems: systemNames,
     scenarios: scenarioIds,

@@ -78,7 +78,8 @@ function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[] | Pro
   try {
     rows = statement.all(compiled.parameters) as Row[]
   } catch (error) {
-    void log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })
+    // The query's error is the one to report, whatever the logger does.
+    void Promise.resolve().then(() => log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
     throw error
   }
   const logged = log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start } satisfies LogEvent)

@@ -17,9 +17,10 @@ export interface CreateDatabaseOptions {
   /** Passed to Kysely, for example to log or count queries. */
   log?: KyselyConfig['log']
   /**
-   * PostgreSQL: send the SQL that viewsets compile at registration as named prepared statements, parsed
-   * once per connection (default true). Turn it off behind a pooler that cannot keep them, such as
-   * PgBouncer in transaction mode before 1.21.
+   * PostgreSQL: send the SQL that viewsets compile ahead of time (`db.executeQuery(compiled)`) as named
+   * prepared statements, parsed and planned once per connection (default true). Turn it off behind a
+   * pooler that cannot keep them, such as PgBouncer in transaction mode before 1.21. A pool that outlives
+   * DDL changing a table's columns answers "cached plan must not change result type": open a new one.
    */
   preparedStatements?: boolean
 }
