@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 import type { RunningServer } from './processes.js'
 import type { Scenario, ScenarioRequest } from './scenarios.js'
@@ -13,6 +14,9 @@ export interface Sample {
   peakRssMiB: number
   /** Server CPU time (user + system) per completed request, in microseconds: less sensitive to a busy machine than req/s. */
   cpuMicrosPerRequest: number
+  /** Share of the machine's CPU time that was busy (all processes) or stolen by the hypervisor during the measurement, in % (Linux). */
+  machineBusyPercent: number
+  stealPercent: number
 }
 
 export interface LoadSettings {
@@ -72,6 +76,17 @@ export async function probe (server: RunningServer, scenario: Scenario): Promise
   }
 }
 
+/** Busy (everything but idle and iowait) and steal ticks of all CPUs so far, from /proc/stat; zeros elsewhere. */
+function cpuTicks (): { busy: number, steal: number, total: number } {
+  try {
+    const fields = (readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '').trim().split(/\s+/).slice(1).map(Number)
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields
+    return { busy: user + nice + system + irq + softirq, steal, total: user + nice + system + idle + iowait + irq + softirq + steal }
+  } catch {
+    return { busy: 0, steal: 0, total: 0 }
+  }
+}
+
 /** autocannon ends a run on a sample tick (1 s by default): short runs need shorter ticks. */
 function sampleInterval (seconds: number): number {
   return Math.min(1000, Math.max(50, Math.round(seconds * 250)))
@@ -83,6 +98,7 @@ export async function measure (server: RunningServer, scenario: Scenario, settin
   if (settings.warmup > 0) await autocannon({ ...base, duration: settings.warmup, sampleInt: sampleInterval(settings.warmup), requests: requestsOf(server, scenario, settings.seed + 1) })
   server.resetPeakMemory()
   const cpuBefore = await server.cpuTime()
+  const ticksBefore = cpuTicks()
   const latencies: number[] = []
   // Without a callback autocannon returns its instance, which is also a promise of the result.
   const instance = autocannon({ ...base, title, duration: settings.duration, sampleInt: sampleInterval(settings.duration), requests: requestsOf(server, scenario, settings.seed) }) as unknown as autocannon.Instance & Promise<autocannon.Result>
@@ -92,6 +108,9 @@ export async function measure (server: RunningServer, scenario: Scenario, settin
   }
   const result = await instance
   const cpu = await server.cpuTime() - cpuBefore
+  const ticks = cpuTicks()
+  const elapsed = ticks.total - ticksBefore.total
+  const share = (value: number) => elapsed > 0 ? Math.round(value / elapsed * 1000) / 10 : 0
   const sorted = Float64Array.from(latencies).sort()
   return {
     requestsPerSecond: result.duration > 0 ? result.requests.total / result.duration : 0,
@@ -101,5 +120,7 @@ export async function measure (server: RunningServer, scenario: Scenario, settin
     non2xx: result.non2xx,
     peakRssMiB: (await server.peakMemory()) / 1024 / 1024,
     cpuMicrosPerRequest: result.requests.total > 0 ? cpu / result.requests.total : 0,
+    machineBusyPercent: share(ticks.busy - ticksBefore.busy),
+    stealPercent: share(ticks.steal - ticksBefore.steal),
   }
 }

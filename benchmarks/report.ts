@@ -63,6 +63,22 @@ export function consoleReport (results: Results): string {
   return out.join('\n')
 }
 
+/** How much CPU the hypervisor took during the measurements (a virtual machine's main source of noise). */
+function stealNote (results: Results): string {
+  const steals: number[] = []
+  for (const scenarios of Object.values(results.databases)) {
+    for (const scenario of Object.values(scenarios ?? {})) {
+      for (const cell of Object.values(scenario.systems)) {
+        if (cell.status === 'measured') steals.push(...cell.rounds.map((sample) => sample.stealPercent))
+      }
+    }
+  }
+  if (steals.length === 0 || steals.every((steal) => steal === 0)) return ''
+  steals.sort((a, b) => a - b)
+  const at = (fraction: number) => steals[Math.min(steals.length - 1, Math.floor(fraction * steals.length))] as number
+  return `CPU time stolen by the hypervisor during the measurements: median ${at(0.5)}%, 90th percentile ${at(0.9)}%, max ${at(1)}% (a measurement above ${results.settings.stealLimit}% was taken again, within a budget).`
+}
+
 /** The Markdown of one run: what the README shows. */
 export function markdownReport (results: Results): string {
   const { machine, settings } = results
@@ -76,6 +92,9 @@ export function markdownReport (results: Results): string {
     '**kysely** = hand-written Fastify + Kysely routes with the same schemas; **viewsets** = this library;',
     '**platformatic** = `@platformatic/sql-mapper` + `@platformatic/sql-openapi` 2.61.0.',
     'In the eager-loading rows, raw and kysely are hand-written batched versions (3 queries); the N+1 row is a naive hand-written Kysely version.',
+    'Ratios are medians of per-round ratios (systems measured seconds apart in the same round). Server CPU per request',
+    '(user + system time of the server process) is steadier than requests/s on a shared machine; its ratios are in the second table.',
+    stealNote(results),
   ]
   for (const database of Object.keys(results.databases) as DatabaseKind[]) {
     out.push('', `## ${databaseTitles[database]}`, '', '### Requests per second (higher is better)', '')
@@ -88,14 +107,15 @@ export function markdownReport (results: Results): string {
       out.push(`| ${title} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`)
     }
     out.push('', '### Latency p50 / p99 (ms), peak RSS (MiB), server CPU per request (µs)', '')
-    out.push(`| scenario | ${systemNames.join(' | ')} |`)
-    out.push(`|---|${systemNames.map(() => '---:').join('|')}|`)
+    out.push(`| scenario | ${systemNames.join(' | ')} | CPU: kysely ÷ viewsets | raw ÷ viewsets | platformatic ÷ viewsets |`)
+    out.push(`|---|${systemNames.map(() => '---:').join('|')}|---:|---:|---:|`)
     for (const [, scenario] of scenarioRows(results, database)) {
       const cells = systemNames.map((system) => {
         const cell = scenario.systems[system]
         return cell?.status === 'measured' ? `${ms(cell.p50)} / ${ms(cell.p99)} · ${Math.round(cell.peakRssMiB)} · ${Math.round(cell.cpuMicrosPerRequest)}` : throughputText(cell)
       })
-      out.push(`| ${scenario.title} | ${cells.join(' | ')} |`)
+      const cpu = ['kysely', 'raw', 'platformatic'].map((other) => ratio(scenario.cpuRatios?.[`${other}/viewsets`]))
+      out.push(`| ${scenario.title} | ${cells.join(' | ')} | ${cpu.join(' | ')} |`)
     }
     const problems = notes(results, database)
     out.push('', problems.length === 0 ? 'Errors and non-2xx answers: 0 in every measurement.' : problems.map((line) => `- ${line}`).join('\n'))

@@ -26,8 +26,10 @@ export type Cell =
 export interface ScenarioResult {
   title: string
   systems: Partial<Record<SystemName, Cell>>
-  /** Throughput of viewsets divided by another system's; keys such as `viewsets/kysely`. */
+  /** Throughput of viewsets divided by another system's (median of the per-round ratios); keys such as `viewsets/kysely`. */
   ratios: Record<string, number>
+  /** Server CPU time per request of another system divided by viewsets'; keys such as `kysely/viewsets`. */
+  cpuRatios?: Record<string, number>
 }
 
 export interface Target {
@@ -54,6 +56,7 @@ export interface Settings {
   duration: number
   connections: number
   quick: boolean
+  stealLimit: number
 }
 
 export interface Results {
@@ -110,19 +113,29 @@ export function throughput (cell: Cell | undefined): number | undefined {
 
 const round2 = (value: number) => Math.round(value * 100) / 100
 
-/** The ratios of a database's scenarios, computed in place once every scenario is measured. */
+/**
+ * The ratios of a database's scenarios, computed in place once every scenario is measured. Each ratio is
+ * the median of the per-round ratios: systems measured in the same round ran seconds apart, so a burst of
+ * load elsewhere on the machine moves both sides of a pair more than it moves their ratio. `cpuRatios`
+ * divide the other system's server CPU time per request by viewsets' (above 1: viewsets spends less).
+ */
 export function addRatios (scenarios: Partial<Record<ScenarioId, ScenarioResult>>): void {
   for (const [id, result] of Object.entries(scenarios) as Array<[ScenarioId, ScenarioResult]>) {
-    const ours = throughput(result.systems.viewsets)
-    if (ours === undefined) continue
-    for (const other of ['kysely', 'raw', 'platformatic'] as const) {
-      const theirs = throughput(result.systems[other])
-      if (theirs !== undefined) result.ratios[`viewsets/${other}`] = round2(ours / theirs)
+    const ours = result.systems.viewsets
+    if (ours?.status !== 'measured') continue
+    const others: Array<[string, Cell | undefined]> = [['kysely', result.systems.kysely], ['raw', result.systems.raw], ['platformatic', result.systems.platformatic]]
+    if (id === 'eager') others.push(['n+1', scenarios['eager-n1']?.systems.kysely])
+    const cpuRatios: Record<string, number> = {}
+    for (const [name, theirs] of others) {
+      if (theirs?.status !== 'measured') continue
+      const paired = ours.rounds.flatMap((sample, round) => {
+        const other = theirs.rounds[round]
+        return other !== undefined && other.requestsPerSecond > 0 ? [sample.requestsPerSecond / other.requestsPerSecond] : []
+      })
+      if (paired.length > 0) result.ratios[`viewsets/${name}`] = round2(median(paired))
+      if (ours.cpuMicrosPerRequest > 0) cpuRatios[`${name}/viewsets`] = round2(theirs.cpuMicrosPerRequest / ours.cpuMicrosPerRequest)
     }
-    if (id === 'eager') {
-      const naive = throughput(scenarios['eager-n1']?.systems.kysely)
-      if (naive !== undefined) result.ratios['viewsets/n+1'] = round2(ours / naive)
-    }
+    result.cpuRatios = cpuRatios
   }
 }
 

@@ -22,6 +22,7 @@ test('the benchmark pipeline runs end to end and writes well-formed results', { 
     dataDir: join(dir, 'data'),
     outDir: join(dir, 'out'),
     progress: false,
+    retryShare: 0,
     log: () => {},
   }))
 
