@@ -55,14 +55,14 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
   const both = databases.length > 1
   const quick = overrides.quick ?? false
   return {
-    // 28 measurements per database and round. More, shorter rounds give a median that a burst of load
-    // elsewhere on the machine moves less; with both databases, 5 rounds of about 1.3 s (and up to 15%
-    // of the measurements taken again) stay near 8 minutes.
-    duration: quick ? (both ? 0.5 : 1) : both ? 1 : 2,
-    warmup: quick ? 0.3 : both ? 0.4 : 0.6,
+    // 28 measurements per database and round. On a shared virtual machine a system's speed drifts within
+    // seconds, so many short interleaved rounds give steadier medians than a few long ones: with both
+    // databases, 8 rounds of about 1 s (and up to 5% of the measurements taken again) take about 9 minutes.
+    duration: quick ? (both ? 0.5 : 1) : both ? 0.7 : 1.5,
+    warmup: quick ? 0.3 : both ? 0.3 : 0.5,
     stealLimit: 10,
-    retryShare: 0.15,
-    rounds: quick ? 1 : 5,
+    retryShare: 0.05,
+    rounds: quick ? 1 : 8,
     connections: 10,
     systems: systemNames,
     scenarios: scenarioIds,
@@ -118,7 +118,7 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
         for (const { id, index, scenario, server } of order) {
           const title = `${database} ${scenario.title} · ${server.system} · ${round + 1}/${options.rounds}`
           // The servers stay up for the whole run: after the first round a short warm-up is enough.
-          const warmup = round === 0 ? options.warmup : Math.min(options.warmup, 0.3)
+          const warmup = round === 0 ? options.warmup : Math.min(options.warmup, 0.2)
           let sample = await measure(server, scenario, { ...options, warmup, seed: 1000 * index + round }, title)
           // On a virtual machine the hypervisor may take the CPU away for a while: measure such a slot again
           // (a bounded number of times per run) and keep the steadier of the two.
