@@ -7,7 +7,7 @@ import type { Compilable, CompiledQuery, KyselyConfig, LogEvent, QueryId, QueryR
 //   connection, skipping Kysely's executor (its connection mutex and promise chain cost as much as a
 //   short read), whenever that cannot be told apart from going through Kysely.
 // - PostgreSQL: a compiled query is sent as a named statement, so that each connection parses and plans
-//   it once and then only binds and executes it.
+//   it once and then only binds and executes it; a compiled SELECT goes straight to the pool.
 
 type Row = Record<string, unknown>
 
@@ -102,6 +102,49 @@ function nameStatement (compiled: CompiledQuery): void {
   }
 }
 
+/** The part of a pg `Pool` that direct reads use. */
+export interface PgPool {
+  query: (config: { name?: string, text: string, values: unknown[] }) => Promise<{ rows: Row[] }>
+  readonly ending: boolean
+}
+
+/** The pool of a PostgreSQL database opened by createDatabase. */
+export interface PostgresHandle {
+  /** Set when Kysely opens the pool. */
+  pool: PgPool | undefined
+  readonly named: boolean
+  readonly log: KyselyConfig['log']
+}
+
+/** A handle for the pool that a Kysely instance will open; `log` is the instance's. */
+export function postgresHandle (log: KyselyConfig['log'], named: boolean): PostgresHandle {
+  return { pool: undefined, named, log }
+}
+
+/**
+ * Runs a compiled SELECT on the pool of a PostgreSQL database opened by createDatabase, as a named statement
+ * when they are on. Outside a transaction Kysely does the same (a pooled connection per query), with a few
+ * more promises per query. `undefined` when it must go through Kysely: the pool not open yet or ended, or an
+ * array-form `log`.
+ */
+function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<Row[]> | undefined {
+  const { pool, log } = handle
+  if (pool === undefined || pool.ending || compiled.query.kind !== 'SelectQueryNode') return undefined
+  if (log !== undefined && typeof log !== 'function') return undefined
+  if (handle.named) nameStatement(compiled)
+  const name = handle.named ? statementNames.get(compiled.sql) : undefined
+  const config = { text: compiled.sql, values: compiled.parameters as unknown[], ...(name === undefined ? {} : { name }) }
+  if (log === undefined) return pool.query(config).then((result) => result.rows)
+  const start = performance.now()
+  return pool.query(config).then(async (result) => {
+    await log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start })
+    return result.rows
+  }, async (error: unknown) => {
+    await Promise.resolve(log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
+    throw error
+  })
+}
+
 /** The subset of a pg `Client` that named statements need. */
 export interface PgClient {
   query: (...args: never[]) => unknown
@@ -129,12 +172,12 @@ export function useNamedStatements (client: PgClient): void {
  */
 export class PreparedKysely<DB> extends Kysely<DB> {
   readonly #sqlite: SqliteHandle | undefined
-  readonly #named: boolean
+  readonly #postgres: PostgresHandle | undefined
 
-  constructor (config: KyselyConfig, prepared: { sqlite?: SqliteHandle, namedStatements?: boolean }) {
+  constructor (config: KyselyConfig, prepared: { sqlite?: SqliteHandle, postgres?: PostgresHandle }) {
     super(config)
     this.#sqlite = prepared.sqlite
-    this.#named = prepared.namedStatements === true
+    this.#postgres = prepared.postgres
   }
 
   override async executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
@@ -142,8 +185,10 @@ export class PreparedKysely<DB> extends Kysely<DB> {
     if (this.#sqlite !== undefined) {
       const rows = readDirect(this.#sqlite, compiled)
       if (rows !== undefined) return { rows: await rows as R[] }
-    } else if (this.#named) {
-      nameStatement(compiled)
+    } else if (this.#postgres !== undefined) {
+      const rows = queryDirect(this.#postgres, compiled)
+      if (rows !== undefined) return { rows: await rows as R[] }
+      if (this.#postgres.named) nameStatement(compiled)
     }
     return await (queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
   }

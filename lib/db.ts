@@ -2,8 +2,8 @@ import { isAbsolute, resolve } from 'node:path'
 import { CompiledQuery, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely'
 import type { DatabaseConnection, Dialect, Kysely, KyselyConfig, MysqlPool, SqliteDatabase } from 'kysely'
 import { config as loadDotenv } from 'dotenv'
-import { attachSqlite, PreparedKysely, sqliteHandle, useNamedStatements } from './db-statements.js'
-import type { BetterSqliteDatabase, SqliteHandle } from './db-statements.js'
+import { attachSqlite, postgresHandle, PreparedKysely, sqliteHandle, useNamedStatements } from './db-statements.js'
+import type { BetterSqliteDatabase, PgPool, PostgresHandle, SqliteHandle } from './db-statements.js'
 import { ViewsetErrors } from './errors.js'
 
 /** Options of {@link createDatabase}. */
@@ -62,19 +62,20 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
   const target = databaseUrl(url)
   const config = options.log === undefined ? {} : { log: options.log }
   const sqlite = sqliteHandle(options.log)
-  const dialect = dialectFor(target, options, sqlite)
+  const postgres = postgresHandle(options.log, options.preparedStatements !== false)
+  const dialect = dialectFor(target, options, sqlite, postgres)
   return new PreparedKysely<DB>({ ...config, dialect }, {
     ...(dialect instanceof SqliteDialect ? { sqlite } : {}),
-    namedStatements: dialect instanceof PostgresDialect && options.preparedStatements !== false,
+    ...(dialect instanceof PostgresDialect ? { postgres } : {}),
   })
 }
 
-function dialectFor (url: string, options: CreateDatabaseOptions, sqlite: SqliteHandle): Dialect {
+function dialectFor (url: string, options: CreateDatabaseOptions, sqlite: SqliteHandle, postgres: PostgresHandle): Dialect {
   const scheme = /^([a-z0-9+]+):/i.exec(url)?.[1]?.toLowerCase()
   switch (scheme) {
     case 'postgres':
     case 'postgresql':
-      return new PostgresDialect({ pool: async () => await openPostgres(url, options) })
+      return new PostgresDialect({ pool: async () => await openPostgres(url, options, postgres) })
     case 'mysql':
     case 'mariadb':
       return new MysqlDialect({ pool: async () => await openMysql(url, options), onCreateConnection: onMysqlConnection })
@@ -93,7 +94,7 @@ function redact (url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
 }
 
-async function openPostgres (url: string, options: CreateDatabaseOptions) {
+async function openPostgres (url: string, options: CreateDatabaseOptions, handle: PostgresHandle) {
   const { default: pg } = await import('pg')
   const pool = new pg.Pool({
     connectionString: url,
@@ -106,6 +107,7 @@ async function openPostgres (url: string, options: CreateDatabaseOptions) {
   // the server goes away (a restart, a failover): without this listener the process would crash.
   pool.on('connect', (client) => { client.on('error', () => {}) })
   if (options.preparedStatements !== false) pool.on('connect', useNamedStatements)
+  handle.pool = pool as unknown as PgPool
   return pool
 }
 

@@ -135,6 +135,16 @@ if (postgres !== undefined) {
       assert.equal(statements.filter((text) => /from "items" order by "id" limit \$1 offset \$2/.test(text)).length, 1, statements.join('\n'))
     })
 
+    test('reads fail like Kysely once the database is destroyed', async (t) => {
+      const database = await seeded(t, postgres)
+      const db = createDatabase<any>(database.url)
+      const app = await itemsApp(t, { db })
+      assert.equal((await app.inject({ url: '/items/1' })).statusCode, 200)
+      await db.destroy()
+      const response = await app.inject({ url: '/items/1' })
+      assert.equal(response.statusCode >= 500, true, String(response.statusCode))
+    })
+
     test('preparedStatements: false sends every statement unnamed', async (t) => {
       const database = await seeded(t, postgres)
       const db = createDatabase<any>(database.url, { poolSize: 1, preparedStatements: false })
