@@ -8,19 +8,13 @@ export type DatabaseKind = 'sqlite' | 'postgres'
 
 /** One system on one scenario: the medians over the rounds, or why it did not run. */
 export type Cell =
-  | {
+  | (Pick<Sample, 'requestsPerSecond' | 'p50' | 'p99' | 'peakRssMiB' | 'cpuMicrosPerRequest'> & {
     status: 'measured'
-    requestsPerSecond: number
-    p50: number
-    p99: number
     /** Summed over all rounds: any non-zero count means the scenario is broken. */
     errors: number
     non2xx: number
-    peakRssMiB: number
-    /** Server CPU microseconds per request (median). */
-    cpuMicrosPerRequest: number
     rounds: Sample[]
-  }
+  })
   | { status: 'n/a' | 'failed', reason: string }
 
 export interface ScenarioResult {

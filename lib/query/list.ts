@@ -40,7 +40,7 @@ export interface ListPlan {
 }
 
 /** The pagination parameters, with their bounds and defaults. */
-export function paginationSchema ({ maxLimit, defaultLimit }: ResolvedOptions): Record<string, JsonSchema> {
+function paginationSchema ({ maxLimit, defaultLimit }: ResolvedOptions): Record<string, JsonSchema> {
   return {
     limit: { type: 'integer', minimum: 1, maximum: maxLimit, default: defaultLimit, description: `Rows per page (1 to ${maxLimit})` },
     offset: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Rows to skip' },

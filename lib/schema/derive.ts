@@ -14,7 +14,7 @@ export function propertiesOf (schema: TObject | JsonSchema): Record<string, Json
   return (schema.properties ?? {}) as Record<string, JsonSchema>
 }
 
-export function isReadOnly (property: JsonSchema): boolean {
+function isReadOnly (property: JsonSchema): boolean {
   return property.readOnly === true
 }
 
@@ -32,7 +32,7 @@ const integerRanges: Record<string, [number, number]> = {
 const safeRange: [number, number] = [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
 
 /** Adds the column's bounds to an integer schema that declares none (nullable unions included). */
-export function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): JsonSchema {
+function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): JsonSchema {
   const range = (column === undefined ? undefined : integerRanges[column.type.replace(/ unsigned$/, '')]) ?? safeRange
   const bound = (schema: JsonSchema): JsonSchema => {
     if (schema.type !== 'integer' && schema.type !== 'number') {
