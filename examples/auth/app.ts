@@ -1,4 +1,3 @@
-import Fastify from 'fastify'
 import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
@@ -6,9 +5,12 @@ import type { Static } from '@sinclair/typebox'
 import type { Generated, Kysely } from 'kysely'
 import { createDatabase, Viewset, viewsetDocs } from 'fastify-viewsets'
 import type { CreateRequest, ViewsetMethod, ViewsetToken } from 'fastify-viewsets'
+import { exampleServer } from '../shared.js'
 import { authConfig } from './config.js'
+import { jwtOptions } from './jwt.js'
 import { migrate } from './migrations.js'
 import { passwordGrant } from './token.js'
+import type { LoginLimit } from './token.js'
 import { demoUsers } from './users.js'
 
 export const Item = Type.Object({
@@ -41,34 +43,36 @@ class ItemViewset extends Viewset<DB, 'items', typeof Item> {
 export interface BuildOptions {
   /** A database to use; by default one is created from DATABASE_URL (or ./auth.db) and closed with the app. */
   db?: Kysely<DB>
-  /** Where JWT_SECRET, DEMO_USERNAME, DEMO_PASSWORD, DATABASE_URL and NODE_ENV are read (default `process.env`). */
+  /** Where DEMO, JWT_SECRET, DEMO_USERNAME, DEMO_PASSWORD, DATABASE_URL and NODE_ENV are read (default `process.env`). */
   env?: Record<string, string | undefined>
   fastify?: FastifyServerOptions
+  /** The limits of POST /token (default 20 per minute per client address, 5 per minute per username). */
+  loginLimits?: { perAddress?: LoginLimit, perUsername?: LoginLimit }
 }
 
 /**
  * Builds the example app without listening, so tests can inject requests into it. It rejects,
  * before touching the database, when the settings are not safe (see `authConfig`).
  */
-export async function build ({ db: given, env = process.env, fastify = {} }: BuildOptions = {}): Promise<FastifyInstance> {
+export async function build ({ db: given, env = process.env, fastify = {}, loginLimits = {} }: BuildOptions = {}): Promise<FastifyInstance> {
   const config = authConfig(env)
   const users = await demoUsers(config.demoUsername, config.demoPassword)
   // Its own SQLite file by default: examples/basic keeps a different `items` table in ./base.db.
   const db = given ?? createDatabase<DB>(env.DATABASE_URL === undefined || env.DATABASE_URL === '' ? 'sqlite:auth.db' : env.DATABASE_URL)
-  const app = Fastify(fastify)
+  const app = exampleServer(fastify)
+  if (config.demo) {
+    app.log.warn(`DEMO MODE (DEMO=1): anyone can log in as ${config.demoUsername} with the published password and write. ` +
+      'Never expose this server; set JWT_SECRET and DEMO_PASSWORD and drop DEMO=1 for anything real.')
+  }
   // Whoever creates a database closes it; a database passed in belongs to the caller.
   if (given === undefined) app.addHook('onClose', async () => { await db.destroy() })
   await migrate(db)
 
-  // HS256 only: a token naming another algorithm (`none` included) is rejected.
-  await app.register(fastifyJwt, {
-    secret: config.jwtSecret,
-    sign: { algorithm: 'HS256', expiresIn: tokenLifetime },
-    verify: { algorithms: ['HS256'] },
-  })
+  // HS256 only, exp/iat/iss/aud required, no token older than its lifetime, no crit header (see jwt.ts).
+  await app.register(fastifyJwt, jwtOptions(config.jwtSecret, tokenLifetime))
   // Before any route: @fastify/swagger collects routes as they are added.
   await app.register(viewsetDocs, { title: 'Shop API', version: '1.0.0', tokenUrl: '/token' })
-  await app.register(passwordGrant, { users, expiresIn: tokenLifetime })
+  await app.register(passwordGrant, { users, expiresIn: tokenLifetime, ...loginLimits })
   const items = new ItemViewset({ db, table: 'items', schema: Item, tags: ['items'], protectedMethods })
   await app.register(items.register(), { prefix: '/items' })
   return app

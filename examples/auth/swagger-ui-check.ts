@@ -10,7 +10,8 @@ import { build } from './app.js'
 import { authDefaults } from './config.js'
 
 const db = createDatabase<any>('sqlite::memory:')
-const app = await build({ db, env: {} })
+// DEMO=1: the published demo user; the key is random per start.
+const app = await build({ db, env: { DEMO: '1' } })
 const address = await app.listen({ port: 0, host: '127.0.0.1' })
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium' })
 try {

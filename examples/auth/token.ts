@@ -1,15 +1,33 @@
 import fastifyFormbody from '@fastify/formbody'
-import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify'
+import fastifyRateLimit from '@fastify/rate-limit'
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { UserStore } from './users.js'
+
+/** How many token requests a key (a client address, or a username) may make per window. */
+export interface LoginLimit {
+  readonly max: number
+  /** The window, in milliseconds. */
+  readonly timeWindow: number
+}
 
 /** Options of {@link passwordGrant}. */
 export interface PasswordGrantOptions {
   users: UserStore
   /** Lifetime of an access token in seconds; @fastify/jwt's `sign.expiresIn` must match it. */
   expiresIn: number
+  /** Token requests per client address (`request.ip`: set Fastify's `trustProxy` behind a proxy). Default 20 per minute. */
+  perAddress?: LoginLimit
+  /** Token requests per username, whoever sends them. Default 5 per minute. */
+  perUsername?: LoginLimit
 }
 
-type OAuthError = 'invalid_request' | 'invalid_grant' | 'unsupported_grant_type' | 'server_error'
+/** The defaults of {@link PasswordGrantOptions.perAddress} and {@link PasswordGrantOptions.perUsername}. */
+export const loginLimits = Object.freeze({
+  perAddress: Object.freeze({ max: 20, timeWindow: 60_000 }),
+  perUsername: Object.freeze({ max: 5, timeWindow: 60_000 }),
+})
+
+type OAuthError = 'invalid_request' | 'invalid_grant' | 'unsupported_grant_type' | 'temporarily_unavailable' | 'server_error'
 
 /** An error response of the token endpoint (RFC 6749 §5.2): JSON, never cached. */
 function oauthError (reply: FastifyReply, status: number, error: OAuthError, description: string) {
@@ -21,8 +39,9 @@ const TokenRequest = {
   type: 'object',
   properties: {
     grant_type: { type: 'string', description: 'Always `password`' },
-    username: { type: 'string' },
-    password: { type: 'string', format: 'password' },
+    // Bounded: a username is a rate-limit key, and every password costs one scrypt run.
+    username: { type: 'string', maxLength: 256 },
+    password: { type: 'string', format: 'password', maxLength: 1024 },
     scope: { type: 'string', description: 'Ignored: the demo has no scopes' },
   },
   required: ['grant_type'],
@@ -36,6 +55,12 @@ const TokenError = {
 
 interface TokenBody { grant_type: string, username?: string, password?: string }
 
+/** The username of a parsed token request, or '' (its own key) when there is none. */
+function usernameOf (request: FastifyRequest): string {
+  const body: unknown = request.body
+  return typeof body === 'object' && body !== null && 'username' in body && typeof body.username === 'string' ? body.username : ''
+}
+
 /**
  * `POST /token`: the OAuth2 resource owner password grant (RFC 6749 §4.3). It reads
  * `application/x-www-form-urlencoded` `grant_type=password&username=…&password=…` and answers
@@ -44,9 +69,25 @@ interface TokenBody { grant_type: string, username?: string, password?: string }
  * Register it without `fastify-plugin`: its form parser and error format stay inside its scope,
  * so the viewsets keep accepting JSON only.
  */
-export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async function passwordGrant (fastify, { users, expiresIn }) {
+export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async function passwordGrant (fastify, options) {
+  const { users, expiresIn, perAddress = loginLimits.perAddress, perUsername = loginLimits.perUsername } = options
   fastify.removeAllContentTypeParsers()
   await fastify.register(fastifyFormbody)
+
+  // Two counters, so that neither many addresses against one user nor one address against many users
+  // gets more guesses. @fastify/rate-limit's own hook would stop at the first counter (it marks the
+  // request as counted), so both are read through createRateLimit and answered here.
+  await fastify.register(fastifyRateLimit, { global: false })
+  const byAddress = fastify.createRateLimit({ ...perAddress, keyGenerator: (request) => request.ip })
+  const byUsername = fastify.createRateLimit({ ...perUsername, keyGenerator: (request) => usernameOf(request) })
+  async function limited (request: FastifyRequest, reply: FastifyReply, counter: typeof byAddress, key: 'address' | 'username'): Promise<boolean> {
+    const result = await counter(request)
+    if (result.isAllowed || !result.isExceeded) return false
+    request.log.warn({ ip: request.ip, ...(key === 'username' ? { username: usernameOf(request) } : {}) }, `token requests over the limit per ${key}`)
+    reply.header('retry-after', String(result.ttlInSeconds))
+    oauthError(reply, 429, 'temporarily_unavailable', `Too many token requests: retry after ${result.ttlInSeconds} seconds`)
+    return true
+  }
 
   // Errors before the handler (wrong content type, invalid form) answer in OAuth's format, not problem+json.
   fastify.setErrorHandler<FastifyError>((error, request, reply) => {
@@ -61,6 +102,8 @@ export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async fun
   })
 
   fastify.post<{ Body: TokenBody }>('/token', {
+    // Per address before the body is read; per username in the handler, once the request is well formed.
+    onRequest: async (request, reply) => { if (await limited(request, reply, byAddress, 'address')) return reply },
     schema: {
       operationId: 'token',
       summary: 'Get an access token (OAuth2 password grant)',
@@ -78,8 +121,8 @@ export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async fun
           },
           required: ['access_token', 'token_type', 'expires_in'],
         },
-        400: { description: '`invalid_request` or `unsupported_grant_type`', ...TokenError },
-        401: { description: '`invalid_grant`: wrong username or password', ...TokenError },
+        400: { description: '`invalid_grant` (wrong username or password), `invalid_request` or `unsupported_grant_type`', ...TokenError },
+        429: { description: '`temporarily_unavailable`: too many token requests from this address or for this username; see `Retry-After`', ...TokenError },
       },
     },
   }, async (request, reply) => {
@@ -88,9 +131,16 @@ export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async fun
     if (username === undefined || username === '' || password === undefined || password === '') {
       return oauthError(reply, 400, 'invalid_request', 'username and password are required')
     }
+    // Counted before the password is checked: past the limit even the right password is refused.
+    if (await limited(request, reply, byUsername, 'username')) return reply
     const subject = await users.check(username, password)
     // The same answer for an unknown user and a wrong password: it does not tell which names exist.
-    if (subject === undefined) return oauthError(reply, 401, 'invalid_grant', 'The username or password is wrong')
+    // 400, as RFC 6749 §5.2 says: a 401 would need a WWW-Authenticate challenge for a client credential.
+    if (subject === undefined) {
+      // Who tried and from where, never the password.
+      request.log.warn({ ip: request.ip, username }, 'failed login')
+      return oauthError(reply, 400, 'invalid_grant', 'The username or password is wrong')
+    }
     const accessToken = await reply.jwtSign({ sub: subject })
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
     return { access_token: accessToken, token_type: 'bearer', expires_in: expiresIn }

@@ -15,8 +15,8 @@ const outputDirectory = join(import.meta.dirname, '..', '..', 'test-output', 'do
 interface Operation { method: string, path: string, operationId: string, tag: string }
 
 test('/docs of the auth example in Chromium: every operation listed, Authorize with the demo user, Try it out on a protected POST answers 201', async (t) => {
-  // The example's own settings with no environment: its documented demo user.
-  const env = {}
+  // The public demo (DEMO=1): its documented demo user, and a key made at startup.
+  const env = { DEMO: '1' }
   const { demoUsername, demoPassword } = authConfig(env)
   const db = createDatabase<any>('sqlite::memory:')
   t.after(() => db.destroy())
