@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
 import { Writable } from 'node:stream'
@@ -436,6 +436,30 @@ describe('examples/auth settings', () => {
         },
       )
     }
+  })
+})
+
+describe('npm run example:auth with DEMO=1', () => {
+  test('starts, listens and logs the demo warning', async (t) => {
+    const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', 'examples/auth/server.ts'], {
+      cwd: new URL('..', import.meta.url),
+      env: { ...process.env, DEMO: '1', NODE_ENV: '', JWT_SECRET: '', DEMO_PASSWORD: '', DATABASE_URL: 'sqlite::memory:', PORT: '0', LOG_LEVEL: 'info' },
+    })
+    t.after(() => child.kill('SIGKILL'))
+    let output = ''
+    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString()
+        if (output.includes('Swagger UI:')) resolve()
+      })
+      child.once('exit', (code) => reject(new Error(`exited with ${code}: ${output}`)))
+    })
+    const warning = output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line)).find((line) => String(line.msg).startsWith('DEMO MODE'))
+    assert.equal(warning?.level, 40, output)
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGTERM')
+    assert.equal(await exited, 0)
   })
 })
 
