@@ -57,9 +57,9 @@ export function exampleServer (options: FastifyServerOptions = {}): FastifyInsta
     requestTimeout,
     connectionTimeout: serverTimeouts.connectionTimeout,
     ...options,
-    // Fastify sets requestTimeout once Node's server exists, whose headersTimeout (60 s) then stays above
-    // it, and Node enforces neither (measured: a trickled body held on for 20 s past a 0.5 s requestTimeout).
-    // Given at creation, headersTimeout must not exceed requestTimeout.
+    // Fastify sets requestTimeout after Node's server exists, leaving its headersTimeout at 60 s; Node
+    // then did not cut a request at requestTimeout (measured: a trickled body went on 20 s past 0.5 s).
+    // Given at creation, headersTimeout no longer than requestTimeout makes Node enforce it.
     http: { connectionsCheckingInterval: serverTimeouts.connectionsCheckingInterval, headersTimeout: Math.min(60_000, requestTimeout) },
   })
 }
