@@ -90,6 +90,97 @@ function fail (option: string, message: string): never {
   throw new ViewsetErrors.InvalidOption(option, message)
 }
 
+/**
+ * Every key an options object may hold, by where it appears. Unknown keys fail at construction (a typo
+ * such as `protectMethods` would otherwise leave POST open), so a new option is one line here; its value
+ * is checked where it is used.
+ */
+const knownOptionKeys = {
+  options: [
+    'db', 'readDb', 'table', 'schema', 'primaryKey', 'methods', 'tags', 'name', 'maxLimit', 'defaultLimit',
+    'protectedMethods', 'authenticate', 'authorize',
+    'searchFields', 'orderingFields', 'defaultOrder', 'filterFields', 'alwaysCount', 'maxSearchLength', 'maxOffset',
+    'relatedConfig',
+  ],
+  relatedConfig: ['selectRelated', 'prefetchRelated'],
+  selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig'],
+  prefetchRelated: ['table', 'foreignKey', 'through', 'references', 'orderBy', 'limit', 'relatedConfig'],
+  through: ['table', 'sourceKey', 'targetKey'],
+} as const satisfies Record<string, readonly string[]>
+
+// Every key of ViewsetOptions is listed: an option missing from the table fails to compile, naming it.
+type UnlistedOption = Exclude<keyof ViewsetOptions<unknown, never, TObject>, typeof knownOptionKeys.options[number]>
+const everyOptionListed: [UnlistedOption] extends [never] ? true : UnlistedOption = true
+void everyOptionListed
+
+/** Levenshtein distance, stopping early past `limit`: a few short keys, so no library. */
+function editDistance (a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) > limit) return limit + 1
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution))
+    }
+    previous = current
+  }
+  return previous[b.length] ?? 0
+}
+
+/** Throws for the first key of `value` that is not in `known`, naming its path and the closest known key. */
+function checkKeys (path: string, value: object, known: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (known.includes(key)) continue
+    let best: string | undefined
+    let distance = 3
+    for (const candidate of known) {
+      const d = editDistance(key.toLowerCase(), candidate.toLowerCase(), 2)
+      if (d < distance) [best, distance] = [candidate, d]
+    }
+    fail(path === '' ? key : `${path}.${key}`, best === undefined ? `unknown key; the keys are ${known.join(', ')}` : `unknown key; did you mean ${best}?`)
+  }
+}
+
+function isRecord (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** The object a relation field holds: `Author`, `Type.Union([Author, Type.Null()])` or `Type.Array(Tag)`. */
+function relationTarget (property: unknown): Record<string, unknown> | undefined {
+  if (!isRecord(property)) return undefined
+  if (property.type === 'object') return property
+  if (property.type === 'array') return relationTarget(property.items)
+  const objects = Array.isArray(property.anyOf) ? property.anyOf.filter((member) => isRecord(member) && member.type === 'object') : []
+  return objects.length === 1 ? relationTarget(objects[0]) : undefined
+}
+
+// Deep enough for any real nesting; a schema whose relatedConfig points back at itself stops here and
+// the relation loader reports it.
+const maxKeyDepth = 10
+
+/**
+ * Checks the keys of a relatedConfig, its entries and their `through`, then of the nested configs (the
+ * entry's, else the one attached to the related schema). Values are checked by the relation loader.
+ */
+function checkRelatedConfigKeys (path: string, config: unknown, schema: unknown, depth: number): void {
+  if (!isRecord(config) || depth > maxKeyDepth) return
+  checkKeys(path, config, knownOptionKeys.relatedConfig)
+  const properties = isRecord(schema) && isRecord(schema.properties) ? schema.properties : {}
+  for (const kind of ['selectRelated', 'prefetchRelated'] as const) {
+    const entries = config[kind]
+    if (!isRecord(entries)) continue
+    for (const [field, entry] of Object.entries(entries)) {
+      if (!isRecord(entry)) continue
+      const where = `${path}.${kind}.${field}`
+      checkKeys(where, entry, knownOptionKeys[kind])
+      if (kind === 'prefetchRelated' && isRecord(entry.through)) checkKeys(`${where}.through`, entry.through, knownOptionKeys.through)
+      const target = relationTarget(Object.hasOwn(properties, field) ? properties[field] : undefined)
+      checkRelatedConfigKeys(`${where}.relatedConfig`, entry.relatedConfig ?? target?.relatedConfig, target, depth + 1)
+    }
+  }
+}
+
 function checkMethodList (option: string, value: unknown): ViewsetMethod[] {
   if (!Array.isArray(value)) fail(option, `expected an array of ${viewsetMethods.join(', ')}, got ${JSON.stringify(value)}`)
   const seen = new Set<string>()
@@ -123,6 +214,7 @@ export interface ResolvedOptions {
 /** Checks the options that need no database, before anything is registered. */
 export function resolveOptions (options: Record<string, unknown>): ResolvedOptions {
   if (typeof options !== 'object' || options === null) fail('options', 'expected an object')
+  checkKeys('', options, knownOptionKeys.options)
   const { db, table, schema } = options
   if (typeof db !== 'object' || db === null || typeof (db as { selectFrom?: unknown }).selectFrom !== 'function') fail('db', 'expected a Kysely instance')
   if (typeof table !== 'string' || table === '') fail('table', 'expected a table name')
@@ -130,6 +222,7 @@ export function resolveOptions (options: Record<string, unknown>): ResolvedOptio
     fail('schema', 'expected a TypeBox object schema (Type.Object)')
   }
   const properties = (schema as TObject).properties
+  checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? (schema as { relatedConfig?: unknown }).relatedConfig, schema, 0)
   const primaryKey = options.primaryKey ?? 'id'
   if (typeof primaryKey !== 'string' || !(primaryKey in properties)) fail('primaryKey', `"${String(primaryKey)}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`)
   const methods = checkMethodList('methods', options.methods ?? viewsetMethods)

@@ -99,13 +99,11 @@ export function attachedConfig (schema: TObject): RelatedConfig<unknown> | undef
 
 /**
  * Checks the shape of a relation config against the schema it loads into: every field is a relation-shaped
- * field of the schema, declared once, with the options its kind needs. The catalog is checked later.
+ * field of the schema, declared once, with the options its kind needs. The catalog is checked later, and
+ * unknown keys earlier (at construction, by `resolveOptions`).
  */
 export function declaredRelations (config: unknown, schema: TObject, path = 'relatedConfig'): DeclaredRelation[] {
   if (!isRecord(config)) fail(path, 'expected an object with selectRelated and/or prefetchRelated')
-  for (const key of Object.keys(config)) {
-    if (key !== 'selectRelated' && key !== 'prefetchRelated') fail(`${path}.${key}`, 'unknown key; expected selectRelated or prefetchRelated')
-  }
   const properties = schema.properties
   const fieldSchema = (where: string, field: string): TSchema => {
     const property = Object.hasOwn(properties, field) ? properties[field] : undefined
@@ -117,9 +115,6 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
   for (const [field, spec] of relationsOf(selectPath, config.selectRelated)) {
     const where = `${selectPath}.${field}`
     const target = singleTarget(where, field, fieldSchema(where, field))
-    for (const key of Object.keys(spec)) {
-      if (!['table', 'foreignKey', 'references', 'relatedConfig'].includes(key)) fail(`${where}.${key}`, 'unknown key; a selectRelated relation takes table, foreignKey, references and relatedConfig')
-    }
     declared.push({
       path: where,
       field,
@@ -138,9 +133,6 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
     const where = `${prefetchPath}.${field}`
     if (declared.some((relation) => relation.field === field)) fail(where, `"${field}" is declared in both selectRelated and prefetchRelated; declare it once`)
     const target = manyTarget(where, field, fieldSchema(where, field))
-    for (const key of Object.keys(spec)) {
-      if (!['table', 'foreignKey', 'through', 'references', 'orderBy', 'relatedConfig'].includes(key)) fail(`${where}.${key}`, 'unknown key; a prefetchRelated relation takes table, foreignKey or through, references, orderBy and relatedConfig')
-    }
     if ((spec.foreignKey === undefined) === (spec.through === undefined)) fail(where, 'give either foreignKey (one-to-many) or through (many-to-many), not both and not neither')
     let through: DeclaredRelation['through']
     if (spec.through !== undefined) {
