@@ -1,3 +1,4 @@
+import { ReadonlyKind } from '@sinclair/typebox'
 import type { TObject, TSchema } from '@sinclair/typebox'
 import type { ColumnInfo } from '../dialect/dialect.js'
 
@@ -14,8 +15,26 @@ export function propertiesOf (schema: TObject | JsonSchema): Record<string, Json
   return (schema.properties ?? {}) as Record<string, JsonSchema>
 }
 
-function isReadOnly (property: JsonSchema): boolean {
-  return property.readOnly === true
+function isSchemaLike (value: unknown): value is Record<PropertyKey, unknown> {
+  return typeof value === 'object' && value !== null
+}
+
+/** `readOnly: true` on the field, or on the union or any branch of it (a client may set none of them). */
+function isReadOnly (property: unknown): boolean {
+  if (!isSchemaLike(property)) return false
+  if (property.readOnly === true) return true
+  const branches = Array.isArray(property.anyOf) ? property.anyOf : Array.isArray(property.oneOf) ? property.oneOf : []
+  return branches.some(isReadOnly)
+}
+
+/**
+ * `Type.Readonly(...)` and `Type.ReadonlyOptional(...)` mark a field with a TypeBox symbol only, which
+ * {@link plain} drops: read it from the TypeBox schema, on the field or on a branch of its union.
+ */
+function hasReadonlyKind (property: unknown): boolean {
+  if (!isSchemaLike(property)) return false
+  if (property[ReadonlyKind] === 'Readonly') return true
+  return Array.isArray(property.anyOf) && property.anyOf.some(hasReadonlyKind)
 }
 
 // Bounds of the integer columns the drivers hand to JavaScript as numbers: an id or a value outside
@@ -76,15 +95,20 @@ function nameRelation (property: JsonSchema, id: string): JsonSchema {
 
 /**
  * The entity schema as served: plain, with bounded integers, relation fields marked read-only and
- * their object schemas named.
+ * their object schemas named. A field marked read-only in any way (`readOnly: true` on it or on a branch
+ * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`.
  */
 export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string): JsonSchema {
   const entity = plain(schema)
   const properties: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(entity))) {
-    properties[name] = relationFields.has(name)
-      ? { ...nameRelation(property, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`), readOnly: true }
-      : boundIntegers(property, columns.get(name))
+    if (relationFields.has(name)) {
+      properties[name] = { ...nameRelation(property, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`), readOnly: true }
+      continue
+    }
+    const bounded = boundIntegers(property, columns.get(name))
+    // Every read-only marker becomes `readOnly: true` on the field itself, where bodies and OpenAPI look.
+    properties[name] = isReadOnly(bounded) || hasReadonlyKind(schema.properties[name]) ? { ...bounded, readOnly: true } : bounded
   }
   delete entity.$id
   // A relatedConfig attached to the schema is a declaration, not JSON Schema.
