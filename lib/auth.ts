@@ -112,7 +112,7 @@ export function authHook (method: ViewsetMethod, options: AuthOptions): onReques
     if (typeof token !== 'object' || token === null) throw unauthorized(reply, 'The token is not valid', 'invalid_token')
     if (authorize !== undefined && !(await authorize(token, method, request))) {
       reply.header('www-authenticate', `${realm}, error="insufficient_scope"`)
-      throw new ViewsetErrors.Forbidden(method)
+      throw new ViewsetErrors.Forbidden(`The token does not allow ${method}`)
     }
     request.viewsetToken = token
   }

@@ -1,28 +1,63 @@
 import createError from '@fastify/error'
 
 /**
+ * An error whose one argument is the problem's `detail`, with a default when it is omitted. @fastify/error
+ * formats arguments into a template (`'%s'` alone would print `%s`), so the default is supplied here.
+ */
+function detailError<C extends string, SC extends number> (code: C, fallback: string, statusCode: SC) {
+  return class extends createError<C, SC, [string]>(code, '%s', statusCode) {
+    constructor (detail?: string) {
+      super(detail ?? fallback)
+    }
+  }
+}
+
+/** A 400 whose `errors` (when given) are listed in the problem, like a schema validation failure's. */
+class ValidationError extends createError<'FST_VIEWSET_VALIDATION', 400, [string]>('FST_VIEWSET_VALIDATION', '%s', 400) {
+  readonly errors: FieldError[] | undefined
+  constructor (detail: string, errors?: readonly FieldError[]) {
+    super(detail)
+    this.errors = errors === undefined ? undefined : [...errors]
+  }
+}
+
+/** Takes no argument: util.format would append one to the message, and an internal error must say nothing. */
+class InternalError extends createError('FST_VIEWSET_INTERNAL', 'An unexpected error occurred', 500) {
+  constructor () {
+    super()
+  }
+}
+
+/**
  * Every error the library raises, defined once. The README lists them all.
- * Request errors become `application/problem+json` bodies (RFC 9457) carrying `code`;
- * configuration errors are thrown at registration or at `app.ready()`.
+ * Request errors become `application/problem+json` bodies (RFC 9457) carrying `code`; the string given
+ * to one of them is the problem's `detail`. Configuration errors are thrown when a viewset is created,
+ * at registration or at `app.ready()`.
+ *
+ * @example
+ * ```ts
+ * throw new ViewsetErrors.Forbidden('not your review')   // 403, "detail": "not your review"
+ * throw new ViewsetErrors.Validation('title is taken', [{ in: 'body', field: 'title', message: 'is taken' }])
+ * ```
  */
 export const ViewsetErrors = {
   // request errors
-  NotFound: createError('FST_VIEWSET_NOT_FOUND', 'No row with %s = %s', 404),
+  NotFound: detailError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
   RouteNotFound: createError('FST_VIEWSET_ROUTE_NOT_FOUND', 'Route %s %s not found', 404),
-  Validation: createError('FST_VIEWSET_VALIDATION', 'The request is not valid: %s', 400),
+  Validation: ValidationError,
   InvalidBody: createError('FST_VIEWSET_INVALID_BODY', 'The request body is not valid JSON', 400),
   UnsupportedMediaType: createError('FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: %s', 415),
   PayloadTooLarge: createError('FST_VIEWSET_PAYLOAD_TOO_LARGE', 'The request body is larger than the limit', 413),
   BadUrl: createError('FST_VIEWSET_BAD_URL', 'The URL is not valid (malformed percent-encoding)', 400),
   UriTooLong: createError('FST_VIEWSET_URI_TOO_LONG', 'A path parameter is longer than the limit', 414),
-  BadRequest: createError('FST_VIEWSET_BAD_REQUEST', '%s', 400),
+  BadRequest: detailError('FST_VIEWSET_BAD_REQUEST', 'The request cannot be served', 400),
   UnsupportedOrdering: createError('FST_VIEWSET_UNSUPPORTED_ORDERING', 'Unsupported ordering %s: the allowed fields are %s (a leading - sorts descending)', 400),
-  InvalidValue: createError('FST_VIEWSET_INVALID_VALUE', 'A value cannot be stored: %s', 400),
-  Conflict: createError('FST_VIEWSET_CONFLICT', '%s', 409),
-  Unauthorized: createError('FST_VIEWSET_UNAUTHORIZED', '%s', 401),
-  Forbidden: createError('FST_VIEWSET_FORBIDDEN', 'The token does not allow %s', 403),
-  Unavailable: createError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
-  Internal: createError('FST_VIEWSET_INTERNAL', 'An unexpected error occurred', 500),
+  InvalidValue: detailError('FST_VIEWSET_INVALID_VALUE', 'A value cannot be stored', 400),
+  Conflict: detailError('FST_VIEWSET_CONFLICT', 'The request conflicts with the stored data', 409),
+  Unauthorized: detailError('FST_VIEWSET_UNAUTHORIZED', 'This operation needs a valid bearer token', 401),
+  Forbidden: detailError('FST_VIEWSET_FORBIDDEN', 'The token does not allow this operation', 403),
+  Unavailable: detailError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
+  Internal: InternalError,
   // configuration errors
   InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500),
   UnknownTable: createError('FST_VIEWSET_UNKNOWN_TABLE', 'Table "%s" does not exist in the database', 500),

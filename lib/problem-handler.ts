@@ -56,7 +56,7 @@ function faultProblem (fault: DatabaseFault) {
     case 'check':
       return new ViewsetErrors.BadRequest(`A value breaks the check ${fault.target ?? 'constraint'}`)
     case 'invalid-value':
-      return new ViewsetErrors.InvalidValue(fault.reason)
+      return new ViewsetErrors.InvalidValue(`A value cannot be stored: ${fault.reason}`)
     case 'unavailable':
       return new ViewsetErrors.Unavailable()
   }
@@ -79,9 +79,10 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
     let errors: FieldError[] | undefined
     if (error.validation !== undefined) {
       errors = fieldErrors(error.validation as AjvError[], error.validationContext ?? 'body')
-      known = new ViewsetErrors.Validation(errors.map((e) => `${e.field === '' ? e.in : e.field} ${e.message}`).join('; '))
+      known = new ViewsetErrors.Validation(`The request is not valid: ${errors.map((e) => `${e.field === '' ? e.in : e.field} ${e.message}`).join('; ')}`)
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
+      if (error instanceof ViewsetErrors.Validation) errors = error.errors
     } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
       known = fastifyCodes[error.code]?.()
     } else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {

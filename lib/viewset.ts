@@ -214,7 +214,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 
   /** Throws the 404 problem for this id. */
   notFound (id: unknown): never {
-    throw new ViewsetErrors.NotFound(this.primaryKey, String(id))
+    throw new ViewsetErrors.NotFound(`No row with ${this.primaryKey} = ${String(id)}`)
   }
 
   // ---- registration ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ export interface Condition {
  * handler lists it under `errors` with the parameter's name.
  */
 export function queryParameterError (parameter: string, message: string): Error {
-  return Object.assign(new ViewsetErrors.Validation(`${parameter} ${message}`), {
+  return Object.assign(new ViewsetErrors.Validation(`The request is not valid: ${parameter} ${message}`), {
     validation: [{ instancePath: `/${parameter}`, keyword: 'query', message, params: {} }],
     validationContext: 'querystring',
   })
