@@ -82,8 +82,15 @@ export interface Problem {
   detail: string
   code: string
   instance?: string
+  /** The failing fields of a validation problem: at most {@link maxProblemErrors}. */
   errors?: FieldError[]
+  /** How many failing fields were left out of `errors`; absent when none were. */
+  errorsOmitted?: number
 }
+
+/** At most this many `errors` in a problem, and this many characters of `detail`: a hostile body cannot make the answer huge. */
+export const maxProblemErrors = 50
+export const maxProblemDetail = 1000
 
 const titles: Record<number, string> = {
   400: 'Bad Request',
@@ -99,15 +106,21 @@ const titles: Record<number, string> = {
   503: 'Service Unavailable',
 }
 
-/** Builds a problem body; `type` is a stable URN made from the code. */
-export function problem (status: number, code: string, detail: string, errors?: FieldError[]): Problem {
+/**
+ * Builds a problem body; `type` is a stable URN made from the code. `errors` beyond the first 50 are
+ * counted in `errorsOmitted`, and `detail` is cut at 1,000 characters (ending with `…`).
+ */
+export function problem (status: number, code: string, detail: string, errors?: readonly FieldError[]): Problem {
   const body: Problem = {
     type: `urn:fastify-viewsets:problem:${code.replace(/^FST_VIEWSET_/, '').toLowerCase().replaceAll('_', '-')}`,
     title: titles[status] ?? 'Error',
     status,
-    detail,
+    detail: detail.length > maxProblemDetail ? `${detail.slice(0, maxProblemDetail - 1)}…` : detail,
     code,
   }
-  if (errors !== undefined) body.errors = errors
+  if (errors !== undefined) {
+    body.errors = errors.slice(0, maxProblemErrors)
+    if (errors.length > maxProblemErrors) body.errorsOmitted = errors.length - maxProblemErrors
+  }
   return body
 }

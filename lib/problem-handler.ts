@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { FieldError } from './errors.js'
-import { problem, ViewsetErrors } from './errors.js'
+import { maxProblemErrors, problem, ViewsetErrors } from './errors.js'
 import type { DatabaseFault, ViewsetDialect } from './dialect/dialect.js'
 
 interface AjvError {
@@ -79,7 +79,9 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
     let errors: FieldError[] | undefined
     if (error.validation !== undefined) {
       errors = fieldErrors(error.validation as AjvError[], error.validationContext ?? 'body')
-      known = new ViewsetErrors.Validation(`The request is not valid: ${errors.map((e) => `${e.field === '' ? e.in : e.field} ${e.message}`).join('; ')}`)
+      // The detail names the fields that are listed, not the ones left out.
+      const named = errors.slice(0, maxProblemErrors).map((e) => `${e.field === '' ? e.in : e.field} ${e.message}`).join('; ')
+      known = new ViewsetErrors.Validation(`The request is not valid: ${named}${errors.length > maxProblemErrors ? '; …' : ''}`)
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
       if (error instanceof ViewsetErrors.Validation) errors = error.errors

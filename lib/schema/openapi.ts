@@ -13,23 +13,25 @@ export const problemSchema: JsonSchema = {
     type: { type: 'string', description: 'A URN naming the kind of problem' },
     title: { type: 'string' },
     status: { type: 'integer' },
-    detail: { type: 'string' },
+    detail: { type: 'string', maxLength: 1000 },
     code: { type: 'string', description: 'Stable error code, such as FST_VIEWSET_NOT_FOUND' },
     errors: {
       type: 'array',
-      description: 'Every failing field of a validation problem',
+      description: 'The failing fields of a validation problem (at most 50; see errorsOmitted)',
+      maxItems: 50,
       items: {
         type: 'object',
         properties: { in: { type: 'string' }, field: { type: 'string' }, message: { type: 'string' } },
         required: ['in', 'field', 'message'],
       },
     },
+    errorsOmitted: { type: 'integer', minimum: 1, description: 'How many failing fields were left out of errors; absent when none were' },
   },
   required: ['type', 'title', 'status', 'detail', 'code'],
 }
 
 const errorDescriptions: Record<number, string> = {
-  400: 'Invalid request: the `errors` list names every failing field',
+  400: 'Invalid request: the `errors` list names the failing fields (at most 50)',
   401: 'Missing or invalid bearer token',
   403: 'The token does not allow this operation',
   404: 'No such row',
