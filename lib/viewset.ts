@@ -260,12 +260,18 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
   /**
    * Applies the subclass's `listQuery` over the default LIST query string. An overridden `list` keeps only
    * `limit` and `offset` of the defaults: it would silently ignore `search`, filters, `count` or `fields`.
+   * Without an overridden `list`, `listQuery` may only refine parameters the default LIST defines.
    */
   #mergeListQuery (list: ListPlan): ListPlan {
     const extra = (this.constructor as typeof Viewset).listQuery
     if (extra === undefined) return list
     const defaults = propertiesOf(list.querystring)
     const own = this.list !== Viewset.prototype.list
+    // The default list reads only its own parameters: any other one would be validated, documented and ignored.
+    const unread = own ? [] : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter))
+    if (unread.length > 0) {
+      throw new ViewsetErrors.InvalidOption('listQuery', `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. Override list() to read them`)
+    }
     const base = own ? { limit: defaults.limit, offset: defaults.offset } : defaults
     const properties = { ...base, ...propertiesOf(plain(extra)) }
     // The default list's response headers (Link, X-Total-Count) are not an override's.
