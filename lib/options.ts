@@ -222,7 +222,7 @@ export function resolveOptions (options: Record<string, unknown>): ResolvedOptio
     fail('schema', 'expected a TypeBox object schema (Type.Object)')
   }
   const properties = (schema as TObject).properties
-  checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? (schema as { relatedConfig?: unknown }).relatedConfig, schema, 0)
+  checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? (isRecord(schema) ? schema.relatedConfig : undefined), schema, 0)
   const primaryKey = options.primaryKey ?? 'id'
   if (typeof primaryKey !== 'string' || !(primaryKey in properties)) fail('primaryKey', `"${String(primaryKey)}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`)
   const methods = checkMethodList('methods', options.methods ?? viewsetMethods)
