@@ -47,6 +47,16 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
   maxLimit?: number
   /** `limit` when the client sends none (default 20). */
   defaultLimit?: number
+  /**
+   * Largest `offset` a client may ask for (default 10,000): a deep offset makes the database read and
+   * drop every row before it. Past it, LIST answers 400 and the `Link` header has no `next`.
+   */
+  maxOffset?: number
+  /**
+   * Longest `?search=` or `__contains` term, in characters (code points, after URL decoding; default 100).
+   * A substring match reads every row, and its cost grows with the term.
+   */
+  maxSearchLength?: number
 
   /** Methods that require `Authorization: Bearer <jwt>`. */
   protectedMethods?: readonly ViewsetMethod[]
@@ -209,6 +219,8 @@ export interface ResolvedOptions {
   readonly name: string | undefined
   readonly maxLimit: number
   readonly defaultLimit: number
+  readonly maxOffset: number
+  readonly maxSearchLength: number
 }
 
 /** Checks the options that need no database, before anything is registered. */
@@ -231,6 +243,10 @@ export function resolveOptions (options: Record<string, unknown>): ResolvedOptio
   if (!Number.isInteger(maxLimit) || (maxLimit as number) < 1) fail('maxLimit', 'expected a positive integer')
   const defaultLimit = options.defaultLimit ?? Math.min(20, maxLimit as number)
   if (!Number.isInteger(defaultLimit) || (defaultLimit as number) < 1 || (defaultLimit as number) > (maxLimit as number)) fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`)
+  const maxOffset = options.maxOffset ?? 10_000
+  if (!Number.isSafeInteger(maxOffset) || (maxOffset as number) < 1) fail('maxOffset', 'expected a positive integer')
+  const maxSearchLength = options.maxSearchLength ?? 100
+  if (!Number.isSafeInteger(maxSearchLength) || (maxSearchLength as number) < 1) fail('maxSearchLength', 'expected a positive integer')
   const tags = options.tags ?? []
   if (!Array.isArray(tags) || !tags.every((tag) => typeof tag === 'string')) fail('tags', 'expected an array of strings')
   const name = options.name
@@ -248,5 +264,7 @@ export function resolveOptions (options: Record<string, unknown>): ResolvedOptio
     name,
     maxLimit: maxLimit as number,
     defaultLimit: defaultLimit as number,
+    maxOffset: maxOffset as number, // checked above
+    maxSearchLength: maxSearchLength as number, // checked above
   })
 }

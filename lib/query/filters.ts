@@ -10,9 +10,10 @@ import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
-import { checkedTerm, queryParameterError } from './condition.js'
+import { queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
+import { boundedTerm } from './search.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -66,14 +67,14 @@ function elementValidator (schema: JsonSchema): ValidateFunction {
 }
 
 /** The schema a value of this operator must match. */
-function valueSchema (field: ScalarField, operator: FilterOperator, description: string): JsonSchema {
+function valueSchema (field: ScalarField, operator: FilterOperator, description: string, maxSearchLength: number): JsonSchema {
   switch (operator) {
     case 'in': {
       const allowed = Array.isArray(field.schema.enum) ? ` Allowed values: ${field.schema.enum.map(String).join(', ')}.` : ''
       return { type: 'string', minLength: 1, description: `${description}.${allowed}` }
     }
     case 'contains':
-      return { type: 'string', description }
+      return { type: 'string', maxLength: maxSearchLength, description: `${description}, at most ${maxSearchLength} characters` }
     case 'isnull':
       return { type: 'boolean', description }
     case 'gt':
@@ -108,7 +109,7 @@ interface Filter {
   condition (value: unknown): Condition
 }
 
-function planFilter (field: ScalarField, operator: FilterOperator, parameter: string, dialect: ViewsetDialect): Filter {
+function planFilter (field: ScalarField, operator: FilterOperator, parameter: string, dialect: ViewsetDialect, maxSearchLength: number): Filter {
   const name = field.name
   const comparison = comparisons[operator]
   if (comparison !== undefined) {
@@ -133,7 +134,7 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
       return {
         parameter,
         condition (value) {
-          const pattern = containsPattern(checkedTerm(parameter, String(value)))
+          const pattern = containsPattern(boundedTerm(parameter, String(value), maxSearchLength))
           return { shape: parameter, parameters: [pattern], expression: (eb) => dialect.ilike(eb.ref(name), pattern) }
         },
       }
@@ -168,9 +169,10 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
 /**
  * Checks `filterFields` (scalar columns, known operators that suit the field's type) and plans one query
  * parameter per field and operator: `field` and `field__eq` for `eq`, `field__op` for the others.
- * `reserved` are the parameters LIST already has; a filter may not shadow them.
+ * `reserved` are the parameters LIST already has; a filter may not shadow them. A `__contains` value is at
+ * most `maxSearchLength` characters, like `?search=`.
  */
-export function planFilters (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, reserved: readonly string[]): FilterPlan {
+export function planFilters (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, reserved: readonly string[], maxSearchLength: number): FilterPlan {
   if (option === undefined) return { properties: {}, conditions: () => [] }
   if (typeof option !== 'object' || option === null || Array.isArray(option)) {
     throw new ViewsetErrors.InvalidOption('filterFields', 'expected an object such as { name: [\'eq\', \'contains\'] }')
@@ -196,8 +198,8 @@ export function planFilters (option: unknown, fields: ReadonlyMap<string, Scalar
         if (reserved.includes(parameter) || parameter in properties) {
           throw new ViewsetErrors.InvalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
         }
-        properties[parameter] = valueSchema(field, op, `Rows whose ${name} ${descriptions[op]}`)
-        filters.push(planFilter(field, op, parameter, dialect))
+        properties[parameter] = valueSchema(field, op, `Rows whose ${name} ${descriptions[op]}`, maxSearchLength)
+        filters.push(planFilter(field, op, parameter, dialect, maxSearchLength))
       }
     }
   }

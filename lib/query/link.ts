@@ -6,6 +6,8 @@ export interface PagePosition {
   readonly rows: number
   /** Rows in all pages, when counted. */
   readonly total: number | undefined
+  /** The largest offset a client may ask for (`maxOffset`): no `next` link points past it. */
+  readonly maxOffset?: number
 }
 
 function isPagination (pair: string): boolean {
@@ -32,8 +34,9 @@ function escapeUri (text: string): string {
 }
 
 /**
- * The `Link` header (RFC 8288) of a page: `next` unless the page is short (or, with a count, the last),
- * `prev` unless it is the first. The URLs keep every other query parameter as the client sent it.
+ * The `Link` header (RFC 8288) of a page: `next` unless the page is short (or, with a count, the last) or
+ * its offset would pass `maxOffset`, `prev` unless it is the first. The URLs keep every other query
+ * parameter as the client sent it.
  *
  * @example
  * ```ts
@@ -41,14 +44,14 @@ function escapeUri (text: string): string {
  * // '</items?search=x&limit=10&offset=10>; rel="next"'
  * ```
  */
-export function linkHeader (url: string, { limit, offset, rows, total }: PagePosition): string | undefined {
+export function linkHeader (url: string, { limit, offset, rows, total, maxOffset = Number.MAX_SAFE_INTEGER }: PagePosition): string | undefined {
   const mark = url.indexOf('?')
   const path = mark === -1 ? url : url.slice(0, mark)
   const kept = mark === -1 ? '' : url.slice(mark + 1).split('&').filter((pair) => pair !== '' && !isPagination(pair)).map(escapeUri).join('&')
   const base = `${escapeUri(path)}?${kept === '' ? '' : `${kept}&`}limit=${limit}&offset=`
   const links: string[] = []
   const next = offset + limit
-  if (rows >= limit && (total === undefined || next < total) && next <= Number.MAX_SAFE_INTEGER) links.push(`<${base}${next}>; rel="next"`)
+  if (rows >= limit && (total === undefined || next < total) && next <= maxOffset) links.push(`<${base}${next}>; rel="next"`)
   if (offset > 0) links.push(`<${base}${Math.max(0, offset - limit)}>; rel="prev"`)
   return links.length === 0 ? undefined : links.join(', ')
 }

@@ -5,6 +5,7 @@ import type { ResolvedOptions, ViewsetOptions } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { propertiesOf } from '../schema/derive.js'
 import type { Condition } from './condition.js'
+import { queryParameterError } from './condition.js'
 import { scalarFields } from './field-types.js'
 import { planFields } from './fields.js'
 import { planFilters } from './filters.js'
@@ -40,11 +41,17 @@ export interface ListPlan {
 }
 
 /** The pagination parameters, with their bounds and defaults. */
-function paginationSchema ({ maxLimit, defaultLimit }: ResolvedOptions): Record<string, JsonSchema> {
+function paginationSchema ({ maxLimit, defaultLimit, maxOffset }: ResolvedOptions): Record<string, JsonSchema> {
   return {
     limit: { type: 'integer', minimum: 1, maximum: maxLimit, default: defaultLimit, description: `Rows per page (1 to ${maxLimit})` },
-    offset: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Rows to skip' },
+    // Not `maximum: maxOffset`: Ajv's message could not point the client to cursor pagination (see `run`).
+    offset: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: `Rows to skip (0 to ${maxOffset}; page further with a cursor)` },
   }
+}
+
+/** The 400 of an offset past `maxOffset`, which says how to read further. */
+function offsetError (maxOffset: number): Error {
+  return queryParameterError('offset', `must be at most ${maxOffset} (maxOffset): a deeper offset makes the database skip every row before it. To read further, use cursor pagination: order by a unique field and filter past the last row seen (such as ?order_by=id&id__gt=<last id>).`)
 }
 
 /** Query parameters whose presence leaves the request on the precompiled page statement. */
@@ -63,7 +70,7 @@ export function createListPlan (context: ListContext): ListPlan {
   if (options.alwaysCount !== undefined && typeof options.alwaysCount !== 'boolean') throw new ViewsetErrors.InvalidOption('alwaysCount', 'expected a boolean')
   const alwaysCount = options.alwaysCount === true
 
-  const search = planSearch(options.searchFields, fields, dialect)
+  const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength)
   const ordering = planOrdering(options.orderingFields, options.defaultOrder, fields, primaryKey)
   const selection = planFields(entity, columns, selected)
   const general = {
@@ -78,7 +85,7 @@ export function createListPlan (context: ListContext): ListPlan {
     ...search.properties,
     ...ordering.properties,
   }
-  const filters = planFilters(options.filterFields, fields, dialect, Object.keys(general))
+  const filters = planFilters(options.filterFields, fields, dialect, Object.keys(general), resolved.maxSearchLength)
   const querystring: JsonSchema = {
     type: 'object',
     properties: { ...general, ...filters.properties },
@@ -119,6 +126,7 @@ export function createListPlan (context: ListContext): ListPlan {
       const query = request.query as Record<string, unknown>
       const limit = query.limit as number
       const offset = query.offset as number
+      if (offset > resolved.maxOffset) throw offsetError(resolved.maxOffset)
       let rows: Row[]
       let total: number | undefined
       let fast = plain
@@ -147,7 +155,7 @@ export function createListPlan (context: ListContext): ListPlan {
         if (total !== undefined) reply.header('x-total-count', String(total))
         if (chosen !== undefined) reply.serializer(chosen.serialize).type('application/json; charset=utf-8')
       }
-      const link = linkHeader(request.url, { limit, offset, rows: rows.length, total })
+      const link = linkHeader(request.url, { limit, offset, rows: rows.length, total, maxOffset: resolved.maxOffset })
       if (link !== undefined) reply.header('link', link)
       return rows
     },

@@ -3,7 +3,7 @@ import { containsPattern } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { Condition } from './condition.js'
-import { checkedTerm } from './condition.js'
+import { checkedTerm, queryParameterError } from './condition.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
 
@@ -15,8 +15,33 @@ export interface SearchPlan {
   condition (query: Record<string, unknown>): Condition | undefined
 }
 
-/** Checks `searchFields` (string columns of the schema) and plans `?search=`. */
-export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect): SearchPlan {
+/** Characters as Ajv's `maxLength` counts them: code points, a lone surrogate counting as one. */
+function codePoints (text: string): number {
+  let count = 0
+  for (let i = 0; i < text.length; i++, count++) {
+    const code = text.charCodeAt(i)
+    if (code >= 0xd800 && code <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++
+  }
+  return count
+}
+
+/**
+ * A substring term of at most `maxLength` characters (`maxSearchLength`), as a 400 naming `parameter`
+ * otherwise. The query-string schema already says so; this holds when a subclass's `listQuery` redefines
+ * the parameter without the bound.
+ */
+export function boundedTerm (parameter: string, term: string, maxLength: number): string {
+  // UTF-16 units are never fewer than code points: most terms need no count.
+  if (term.length > maxLength && codePoints(term) > maxLength) throw queryParameterError(parameter, `must NOT have more than ${maxLength} characters`)
+  return checkedTerm(parameter, term)
+}
+
+/**
+ * Checks `searchFields` (string columns of the schema) and plans `?search=`. The term is at most
+ * `maxLength` characters: the schema says so, so OpenAPI documents it and validation refuses a longer one
+ * (Ajv counts code points, so `é` or `🍞` count as one) with a 400 that names `search`.
+ */
+export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, maxLength: number): SearchPlan {
   if (option === undefined) return { properties: {}, condition: () => undefined }
   const strings = [...fields.values()].filter((field) => field.type === 'string').map((field) => field.name)
   if (!Array.isArray(option) || option.length === 0) throw new ViewsetErrors.InvalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
@@ -31,7 +56,8 @@ export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarF
   const properties: Record<string, JsonSchema> = {
     search: {
       type: 'string',
-      description: `Case-insensitive substring match on ${names.join(' or ')}. \`%\`, \`_\` and \`\\\` match themselves.`,
+      maxLength,
+      description: `Case-insensitive substring match on ${names.join(' or ')}, at most ${maxLength} characters. \`%\`, \`_\` and \`\\\` match themselves.`,
       examples: ['bread'],
     },
   }
@@ -40,7 +66,7 @@ export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarF
     condition (query) {
       const term = query.search
       if (typeof term !== 'string' || term === '') return undefined
-      const pattern = containsPattern(checkedTerm('search', term))
+      const pattern = containsPattern(boundedTerm('search', term, maxLength))
       return {
         shape: 'search',
         parameters: names.map(() => pattern),
