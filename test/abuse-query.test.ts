@@ -32,7 +32,7 @@ async function itemsApp (t: TestContext, dialect: TestDialect, options: ItemOpti
 }
 
 /** Asserts a 400 FST_VIEWSET_VALIDATION that names `parameter` in its detail and its field errors. */
-function assertNamesParameter (response: { statusCode: number, headers: Record<string, unknown>, json: () => any }, parameter: string) {
+function assertNamesParameter (response: { statusCode: number, body: string, headers: Record<string, unknown>, json: () => any }, parameter: string) {
   assert.equal(response.statusCode, 400, response.body)
   const body = problemOf(response)
   assert.equal(body.code, 'FST_VIEWSET_VALIDATION')
