@@ -35,6 +35,11 @@ export interface PrefetchRelated<DB> {
   references?: string
   /** Order of the children, such as `'-created_at'` or `['name', 'id']` (default: primary key). */
   orderBy?: string | readonly string[]
+  /**
+   * Children kept per parent: the first `limit` in `orderBy` (default 100; `false` keeps them all). A parent
+   * with exactly `limit` children may have more: read them from the child resource, filtered by the parent.
+   */
+  limit?: number | false
   /** Relations of the related rows, loaded with one query per relation per level. */
   relatedConfig?: RelatedConfig<DB>
 }

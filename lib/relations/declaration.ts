@@ -27,6 +27,8 @@ export interface DeclaredRelation {
   /** As declared, or `undefined` for the default. */
   readonly references: string | undefined
   readonly orderBy: readonly OrderKey[] | undefined
+  /** Children kept per parent (the first in `orderBy`), or `undefined` for all of them. */
+  readonly limit: number | undefined
   /** The schema of one related row (the object inside the field's union or array). */
   readonly target: TObject
   /** The relations of the related rows: the declaration's, else the one attached to `target`. */
@@ -68,6 +70,17 @@ function singleTarget (path: string, field: string, property: TSchema): TObject 
 function manyTarget (path: string, field: string, property: TSchema): TObject {
   if (property.type === 'array' && isObjectSchema(property.items)) return property.items
   return fail(path, `schema field "${field}" must be an array of objects (Type.Array(Tag)) to hold a to-many relation`)
+}
+
+/** Children per parent when a to-many relation sets no `limit`. */
+export const defaultRelationLimit = 100
+
+/** A to-many relation's `limit`: a positive integer, `false` for no limit (`undefined`), 100 by default. */
+function childLimit (path: string, value: unknown): number | undefined {
+  if (value === undefined) return defaultRelationLimit
+  if (value === false) return undefined
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) fail(path, `expected a positive integer, or false for no limit, got ${JSON.stringify(value)}`)
+  return value
 }
 
 /** Parses `'-created_at'`, `'name,-id'` or `['name', '-id']`. */
@@ -124,6 +137,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       through: undefined,
       references: optionalName(`${where}.references`, spec.references),
       orderBy: undefined,
+      limit: undefined,
       target,
       relatedConfig: (spec.relatedConfig as RelatedConfig<unknown> | undefined) ?? attachedConfig(target),
     })
@@ -153,6 +167,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       through,
       references: optionalName(`${where}.references`, spec.references),
       orderBy: orderKeys(`${where}.orderBy`, spec.orderBy),
+      limit: childLimit(`${where}.limit`, spec.limit),
       target,
       relatedConfig: (spec.relatedConfig as RelatedConfig<unknown> | undefined) ?? attachedConfig(target),
     })

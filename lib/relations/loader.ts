@@ -1,4 +1,6 @@
 import type { TObject } from '@sinclair/typebox'
+import { sql } from 'kysely'
+import type { AliasedRawBuilder, AliasedSelectQueryBuilder } from 'kysely'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { BatchedQuery } from './batched-query.js'
@@ -31,6 +33,16 @@ const maxDepth = 8
 
 /** The alias of the join table's source key in many-to-many rows: the column they are grouped by. */
 const sourceAlias = 'viewset_source_key'
+
+/** The alias of a child's rank within its parent, when a relation keeps only the first `limit` children. */
+const rankAlias = 'viewset_rank'
+
+/** `alias`, prefixed with `_` until no column of `taken` has its name. */
+function freeAlias (alias: string, taken: readonly string[]): string {
+  let free = alias
+  while (taken.includes(free)) free = `_${free}`
+  return free
+}
 
 /** Map key of a key value: the value itself, except dates (by time) and other objects such as buffers (as text). */
 function keyOf (value: unknown): unknown {
@@ -177,10 +189,11 @@ function orderOf (relation: DeclaredRelation, key: string | undefined, columns: 
 
 /** Whatever a relation builder chains on; typed loosely because every name is checked at run time. */
 interface Builder {
-  select (columns: readonly string[]): Builder
+  select (columns: ReadonlyArray<string | AliasedRawBuilder<number, string>>): Builder
   innerJoin (table: string, left: string, right: string): Builder
-  where (column: string, operator: 'in', values: readonly unknown[]): Builder
+  where (column: string, operator: 'in' | '<=', values: unknown): Builder
   orderBy (column: string, direction: 'asc' | 'desc'): Builder
+  as (alias: string): AliasedSelectQueryBuilder<Row, string>
   compile (): ReturnType<ReturnType<AnyDatabase['selectFrom']>['compile']>
 }
 
@@ -188,6 +201,23 @@ function ordered (query: Builder, order: readonly OrderKey[], prefix: string): B
   let result = query
   for (const { column, descending } of order) result = result.orderBy(`${prefix}${column}`, descending ? 'desc' : 'asc')
   return result
+}
+
+/**
+ * Keeps the first `limit` children of each parent, still in one statement: the children, numbered within
+ * their parent in the relation's order by a window function (SQLite 3.25, PostgreSQL, MariaDB 10.2, MySQL 8),
+ * read back up to `limit`. `query` selects `columns` and is filtered by the parent keys but not ordered;
+ * ordering by the rank keeps each parent's children in order, which is all grouping needs.
+ */
+function firstChildren (db: AnyDatabase, query: Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], prefix: string, limit: number): Builder {
+  const rank = freeAlias(rankAlias, columns)
+  const by = sql.join(order.map(({ column, descending }) => sql`${sql.ref(`${prefix}${column}`)} ${sql.raw(descending ? 'desc' : 'asc')}`))
+  const ranked = query.select([sql<number>`row_number() over (partition by ${sql.ref(partition)} order by ${by})`.as(rank)])
+  // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys.
+  return (db.selectFrom(ranked.as('viewset_ranked')) as unknown as Builder) // the subquery's columns are known only at run time
+    .select(columns)
+    .where(rank, '<=', sql.lit(limit))
+    .orderBy(rank, 'asc')
 }
 
 async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parentTable: string, parentKey: string, catalog: Catalog, depth: number): Promise<PlannedRelation> {
@@ -217,7 +247,10 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey as string, table, targetColumns)
       const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, targetColumns)
       const columns = unique([...fields, foreignKey, ...extra])
-      const query = new BatchedQuery((keys) => ordered(from().select(columns).where(foreignKey, 'in', keys), order, ''))
+      const { limit } = relation
+      const query = new BatchedQuery((keys) => limit === undefined
+        ? ordered(from().select(columns).where(foreignKey, 'in', keys), order, '')
+        : firstChildren(db, from().select(columns).where(foreignKey, 'in', keys), columns, foreignKey, order, '', limit))
       return { field: relation.field, kind, parentKey: references, childKey: foreignKey, query, nested }
     }
     case 'many-to-many': {
@@ -229,16 +262,17 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       checkColumn(path, parentKey, parentTable, parentColumns)
       const order = orderOf(relation, references, targetColumns)
       const columns = unique([...fields, ...extra])
-      let alias = sourceAlias
-      while (columns.includes(alias)) alias = `_${alias}`
+      const alias = freeAlias(sourceAlias, columns)
       const selection = [...columns.map((column) => `t.${column}`), `j.${source} as ${alias}`]
+      const { limit } = relation
       // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
-      const query = new BatchedQuery((keys) => ordered(
-        (db.selectFrom(`${table} as t`) as unknown as Builder)
-          .innerJoin(`${through.table} as j`, `j.${target}`, `t.${references}`)
-          .select(selection)
-          .where(`j.${source}`, 'in', keys),
-        order, 't.'))
+      const joined = (keys: readonly unknown[]): Builder => (db.selectFrom(`${table} as t`) as unknown as Builder)
+        .innerJoin(`${through.table} as j`, `j.${target}`, `t.${references}`)
+        .select(selection)
+        .where(`j.${source}`, 'in', keys)
+      const query = new BatchedQuery((keys) => limit === undefined
+        ? ordered(joined(keys), order, 't.')
+        : firstChildren(db, joined(keys), [...columns, alias], `j.${source}`, order, 't.', limit))
       return { field: relation.field, kind, parentKey, childKey: alias, query, nested }
     }
   }
