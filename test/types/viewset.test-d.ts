@@ -50,6 +50,16 @@ createViewset({ db, table: 'items', schema: Item, searchFields: ['title'] })
 // @ts-expect-error filter operators are a fixed set
 createViewset({ db, table: 'items', schema: Item, filterFields: { name: ['like'] } })
 
+// the bounds of issue 12 are numbers; a prefetch relation's limit is a number or false
+createViewset({ db, table: 'items', schema: Item, maxOffset: 1000, maxSearchLength: 50 })
+const AuthorWithBooks = Type.Object({ id: Type.Integer(), name: Type.String(), books: Type.Array(Type.Object({ id: Type.Integer(), title: Type.String() })) })
+createViewset({ db, table: 'authors', schema: AuthorWithBooks, relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: 5 } } } })
+createViewset({ db, table: 'authors', schema: AuthorWithBooks, relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: false } } } })
+// @ts-expect-error limit is a number or false, never true
+createViewset({ db, table: 'authors', schema: AuthorWithBooks, relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: true } } } })
+// @ts-expect-error maxOffset is a number
+createViewset({ db, table: 'items', schema: Item, maxOffset: '1000' })
+
 class ItemViewset extends Viewset<DB, 'items', typeof Item> {
   override async list (request: ListRequest<{ limit: number, offset: number }>, _reply: FastifyReply, token: ViewsetToken | null) {
     expectTypeOf(token).toEqualTypeOf<ViewsetToken | null>()
