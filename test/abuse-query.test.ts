@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
+import { sql } from 'kysely'
 import { createViewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
@@ -117,6 +118,29 @@ for (const dialect of dialects) {
       // The same statement runs again with other values (a prepared statement's generic plan on PostgreSQL).
       for (let i = 0; i < 7; i++) assert.deepEqual(await found(`/items?search=${i % 2 === 0 ? 'SNAKE_' : '50%25'}`), i % 2 === 0 ? ['snake_case'] : ['50% off'])
     })
+
+    if (dialect.name === 'postgres') {
+      test('on PostgreSQL the pattern is folded once per statement, not per row, even under a generic plan', async (t) => {
+        const { app, db, queries } = await itemsApp(t, dialect)
+        queries.length = 0
+        assert.equal((await app.inject('/items?search=Item&name__contains=0')).statusCode, 200)
+        const statement = queries.find((text) => / like /i.test(text))
+        assert.ok(statement !== undefined, queries.join('\n'))
+        const plan = await db.connection().execute(async (connection) => {
+          await sql.raw('set plan_cache_mode = force_generic_plan').execute(connection)
+          await sql.raw(`prepare viewset_search as ${statement}`).execute(connection)
+          const { rows } = await sql.raw<{ 'QUERY PLAN': string }>('explain (verbose, costs off) execute viewset_search(\'%item%\', \'%item%\', \'%0%\', 20, 0)').execute(connection)
+          await sql.raw('deallocate viewset_search').execute(connection)
+          await sql.raw('reset plan_cache_mode').execute(connection)
+          return rows.map((row) => row['QUERY PLAN'])
+        })
+        const filter = plan.filter((line) => line.trim().startsWith('Filter:')).join('\n')
+        assert.match(filter, /lower\(/, plan.join('\n'))
+        // Per row: only the column is lower-cased; the pattern is an InitPlan's result.
+        assert.doesNotMatch(filter, /lower\(\$|like_escape|~~\*/, plan.join('\n'))
+        assert.ok(plan.some((line) => line.includes('InitPlan')), plan.join('\n'))
+      })
+    }
   })
 
   describe(`bounded offsets on ${dialect.name}`, () => {
