@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
+import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
-import { createViewset, viewsetDocs } from 'fastify-viewsets'
+import { createViewset, Viewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDialect } from './helpers/database.js'
@@ -100,6 +101,20 @@ for (const dialect of dialects) {
       assert.equal(maxLength('search'), 8)
       assert.equal(maxLength('name__contains'), 8)
       assert.equal(maxLength('description__contains'), 8)
+    })
+
+    test('a listQuery that redefines search without maxLength keeps the bound', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createItemsTable(database)
+      await database.db.insertInto('items').values({ name: '🍞 bread' }).execute()
+      class Items extends Viewset<ItemsDB, 'items', typeof Item> {
+        static override listQuery = Type.Object({ search: Type.Optional(Type.String({ description: 'Find items' })) })
+      }
+      const app = testApp(t)
+      await app.register(new Items({ db: database.db, table: 'items', schema: Item, ...searching, maxSearchLength: 3 }).register(), { prefix: '/items' })
+      assertNamesParameter(await app.inject(`/items?search=${encodeURIComponent('🍞 br')}`), 'search')
+      const fits = await app.inject(`/items?search=${encodeURIComponent('🍞 b')}`)
+      assert.deepEqual(fits.json().map((row: { name: string }) => row.name), ['🍞 bread'])
     })
 
     test('matching is unchanged: case-insensitive, with %, _, ! and \\ matching themselves', async (t) => {
