@@ -223,6 +223,11 @@ export interface ResolvedOptions {
   readonly maxSearchLength: number
 }
 
+function positiveInteger (option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) fail(option, 'expected a positive integer')
+  return value
+}
+
 /** Checks the options that need no database, before anything is registered. */
 export function resolveOptions (options: Record<string, unknown>): ResolvedOptions {
   if (typeof options !== 'object' || options === null) fail('options', 'expected an object')
@@ -243,10 +248,8 @@ export function resolveOptions (options: Record<string, unknown>): ResolvedOptio
   if (!Number.isInteger(maxLimit) || (maxLimit as number) < 1) fail('maxLimit', 'expected a positive integer')
   const defaultLimit = options.defaultLimit ?? Math.min(20, maxLimit as number)
   if (!Number.isInteger(defaultLimit) || (defaultLimit as number) < 1 || (defaultLimit as number) > (maxLimit as number)) fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`)
-  const maxOffset = options.maxOffset ?? 10_000
-  if (!Number.isSafeInteger(maxOffset) || (maxOffset as number) < 1) fail('maxOffset', 'expected a positive integer')
-  const maxSearchLength = options.maxSearchLength ?? 100
-  if (!Number.isSafeInteger(maxSearchLength) || (maxSearchLength as number) < 1) fail('maxSearchLength', 'expected a positive integer')
+  const maxOffset = positiveInteger('maxOffset', options.maxOffset ?? 10_000)
+  const maxSearchLength = positiveInteger('maxSearchLength', options.maxSearchLength ?? 100)
   const tags = options.tags ?? []
   if (!Array.isArray(tags) || !tags.every((tag) => typeof tag === 'string')) fail('tags', 'expected an array of strings')
   const name = options.name
@@ -264,7 +267,7 @@ export function resolveOptions (options: Record<string, unknown>): ResolvedOptio
     name,
     maxLimit: maxLimit as number,
     defaultLimit: defaultLimit as number,
-    maxOffset: maxOffset as number, // checked above
-    maxSearchLength: maxSearchLength as number, // checked above
+    maxOffset,
+    maxSearchLength,
   })
 }
