@@ -45,11 +45,14 @@ function fieldErrors (validation: AjvError[], part: string): FieldError[] {
   return errors
 }
 
-function faultProblem (fault: DatabaseFault) {
+function faultProblem (fault: DatabaseFault, method: string) {
   switch (fault.kind) {
     case 'unique':
       return new ViewsetErrors.Conflict(`A row with the same ${fault.target ?? 'unique value'} already exists`)
     case 'foreign-key':
+      // A DELETE fails only because other rows still point at this one: never name their table or values.
+      if (fault.referenced === true || method === 'DELETE') return new ViewsetErrors.Conflict('The row is still referenced by other rows')
+      if (fault.referenced === false) return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist`)
       return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist, or the row is still referenced`)
     case 'not-null':
       return new ViewsetErrors.BadRequest(`${fault.target ?? 'A field'} must not be null`)
@@ -91,7 +94,7 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
       known = new ViewsetErrors.UnsupportedMediaType(String(request.headers['content-type'] ?? 'none'))
     } else {
       const fault = dialect()?.classify(error)
-      if (fault !== undefined) known = faultProblem(fault)
+      if (fault !== undefined) known = faultProblem(fault, request.method)
       else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 && error.code !== undefined) known = error
     }
 

@@ -18,7 +18,9 @@ export interface ColumnInfo {
 
 /** What a database error means to a client; anything else is a 500. */
 export type DatabaseFault =
-  | { kind: 'unique' | 'foreign-key' | 'not-null' | 'check', target: string | undefined }
+  | { kind: 'unique' | 'not-null' | 'check', target: string | undefined }
+  /** `referenced`: true when the row is still referenced, false when a reference finds no row, undefined when the database does not say. */
+  | { kind: 'foreign-key', target: string | undefined, referenced: boolean | undefined }
   | { kind: 'invalid-value', reason: string }
   | { kind: 'unavailable' }
 

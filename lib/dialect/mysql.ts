@@ -132,6 +132,8 @@ export const mysqlDialect: ViewsetDialect = {
           target = pattern.exec(message)?.[1]
           if (target !== undefined) break
         }
+        // 1451 and 1217: a parent row that is still referenced; 1452 and 1216: a reference to no row.
+        if (kind === 'foreign-key') return { kind, target, referenced: errno === '1451' || errno === '1217' }
         return { kind, target }
       }
       const reason = invalidValues[errno]

@@ -7,6 +7,7 @@ import { insertReturning, updateReturning } from './returning-writes.js'
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
   23505: 'unique',
   23503: 'foreign-key',
+  23001: 'foreign-key', // restrict_violation
   23502: 'not-null',
   23514: 'check',
 }
@@ -60,8 +61,13 @@ export const postgresDialect: ViewsetDialect = {
       const kind = constraintKinds[code]
       if (kind !== undefined) {
         // detail reads "Key (name)=(value) already exists."; name the columns, never the value.
-        const columns = /^Key \(([^)]*)\)/.exec(errorProperty(error, 'detail') ?? '')?.[1]
-        return { kind, target: columns ?? errorProperty(error, 'column') ?? errorProperty(error, 'constraint') }
+        const detail = errorProperty(error, 'detail') ?? ''
+        const columns = /^Key \(([^)]*)\)/.exec(detail)?.[1]
+        const target = columns ?? errorProperty(error, 'column') ?? errorProperty(error, 'constraint')
+        if (kind !== 'foreign-key') return { kind, target }
+        // "... is still referenced from table ..." (a parent row) or "... is not present in table ..." (a reference).
+        const referenced = /is still referenced/.test(detail) ? true : /is not present/.test(detail) ? false : undefined
+        return { kind, target, referenced }
       }
       const reason = invalidValues[code]
       if (reason !== undefined) return { kind: 'invalid-value', reason }

@@ -4,10 +4,9 @@ import { errorProperty } from './dialect.js'
 import { insertReturning, updateReturning } from './returning-writes.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
-const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
+const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
   SQLITE_CONSTRAINT_UNIQUE: 'unique',
   SQLITE_CONSTRAINT_PRIMARYKEY: 'unique',
-  SQLITE_CONSTRAINT_FOREIGNKEY: 'foreign-key',
   SQLITE_CONSTRAINT_NOTNULL: 'not-null',
   SQLITE_CONSTRAINT_CHECK: 'check',
 }
@@ -47,10 +46,16 @@ export const sqliteDialect: ViewsetDialect = {
   classify (error): DatabaseFault | undefined {
     const code = errorProperty(error, 'code')
     if (code === undefined || !code.startsWith('SQLITE_')) return undefined
+    const message = errorProperty(error, 'message') ?? ''
+    // ON DELETE/UPDATE RESTRICT fails as a trigger would; a user's RAISE() in a trigger has its own message.
+    if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (code === 'SQLITE_CONSTRAINT_TRIGGER' && message.startsWith('FOREIGN KEY constraint failed'))) {
+      // SQLite names neither the column nor the direction.
+      return { kind: 'foreign-key', target: undefined, referenced: undefined }
+    }
     const kind = constraintKinds[code]
     if (kind !== undefined) {
       // "UNIQUE constraint failed: items.name" names the column; keep only that part.
-      const match = /constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(errorProperty(error, 'message') ?? '')
+      const match = /constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(message)
       const target = match?.[1]?.split(', ').map((name) => name.split('.').pop()).join(', ')
       return { kind, target }
     }
