@@ -11,11 +11,16 @@ export type PageSerializer = (payload: unknown) => string
 
 /** One `?fields=` selection: the columns to read and the serializer of exactly those fields. */
 export interface FieldSelection {
-  /** Identifies the select list, for the statement cache. */
+  /** Identifies the select list, for the statement cache: the chosen fields in schema order. */
   readonly shape: string
   /** The columns to select. */
   readonly columns: readonly string[]
+  /** The chosen fields that are relations: only these are loaded. */
+  readonly relations: ReadonlySet<string>
+  /** Serializes a page of rows (LIST). */
   readonly serialize: PageSerializer
+  /** Serializes one row (GET). */
+  readonly serializeRow: PageSerializer
 }
 
 /** `?fields=`, planned from the entity schema. */
@@ -28,10 +33,11 @@ export interface FieldsPlan {
 /**
  * Plans `?fields=a,b`. The response still goes through a schema serializer (a column outside the schema
  * can never leak): one fast-json-stringify function per field set, without `required`, so that fields left
- * out are simply absent. `selected` are the columns every row needs besides the schema's (relation keys);
- * when the entity has relation fields, all of them are read so that the loaders find their keys.
+ * out are simply absent. `relationKeys` maps each relation field to the column its loader reads from the
+ * parent rows: a selection reads its chosen columns plus the keys of its chosen relations, nothing else.
+ * Without it, `selected` (every column the rows may need) is read whenever the entity has relations.
  */
-export function planFields (entity: JsonSchema, columns: readonly string[], selected: readonly string[]): FieldsPlan {
+export function planFields (entity: JsonSchema, columns: readonly string[], selected: readonly string[], relationKeys?: ReadonlyMap<string, string>): FieldsPlan {
   const properties = (entity.properties ?? {}) as Record<string, JsonSchema>
   const names = Object.keys(properties)
   const hasRelations = names.some((name) => !columns.includes(name))
@@ -40,11 +46,20 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
   function build (fields: readonly string[], shape: string): FieldSelection {
     const picked = Object.fromEntries(fields.map((name) => [name, properties[name] ?? {}]))
     const stringify = fastJson({ type: 'array', items: { type: 'object', properties: picked } } as fastJson.Schema) as (rows: unknown) => string
+    const stringifyRow = fastJson({ type: 'object', properties: picked } as fastJson.Schema) as (row: unknown) => string
+    const relations = new Set(fields.filter((name) => !columns.includes(name)))
+    const read = fields.filter((name) => columns.includes(name))
+    for (const relation of relations) {
+      const key = relationKeys?.get(relation)
+      if (key !== undefined && !read.includes(key)) read.push(key)
+    }
     return {
       shape,
-      columns: hasRelations ? selected : fields.filter((name) => columns.includes(name)),
+      columns: hasRelations && relationKeys === undefined ? selected : read,
+      relations,
       // An error thrown after the handler (by a relation loader, say) is sent through the same reply.
       serialize: (payload) => Array.isArray(payload) ? stringify(payload) : JSON.stringify(payload),
+      serializeRow: (payload) => typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? stringifyRow(payload) : JSON.stringify(payload),
     }
   }
 
@@ -62,7 +77,8 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
       if (typeof text !== 'string') return undefined
       const asked = new Set(text.split(','))
       for (const name of asked) {
-        if (!(name in properties)) throw queryParameterError('fields', `names an unknown field ${JSON.stringify(name)}; allowed: ${nameList(names)}`)
+        // Own names only: `constructor` or `__proto__` are not fields, whatever the prototype chain says.
+        if (!Object.hasOwn(properties, name)) throw queryParameterError('fields', `names an unknown field ${JSON.stringify(name)}; allowed: ${nameList(names)}`)
       }
       // Schema order, so that `name,id` and `id,name` share one serializer and one statement.
       const fields = names.filter((name) => asked.has(name))
