@@ -8,6 +8,7 @@ import type { Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
 import { scalarFields } from './field-types.js'
 import { planFields } from './fields.js'
+import type { FieldsPlan } from './fields.js'
 import { planFilters } from './filters.js'
 import { linkHeader } from './link.js'
 import { applyOrdering, planOrdering } from './ordering.js'
@@ -27,6 +28,8 @@ export interface ListContext {
   readonly columns: readonly string[]
   /** The columns every row is read with: the schema's, plus keys the relation loaders need (default: `columns`). */
   readonly selected?: readonly string[]
+  /** `?fields=`, when the caller planned it (it is shared with GET); else planned here. */
+  readonly fieldsPlan?: FieldsPlan
   readonly statements: Statements
 }
 
@@ -72,7 +75,7 @@ export function createListPlan (context: ListContext): ListPlan {
 
   const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength)
   const ordering = planOrdering(options.orderingFields, options.defaultOrder, fields, primaryKey)
-  const selection = planFields(entity, columns, selected)
+  const selection = context.fieldsPlan ?? planFields(entity, columns, selected)
   const general = {
     ...paginationSchema(resolved),
     count: {

@@ -1,5 +1,6 @@
 import type { CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import { StatementCache } from './statement-cache.js'
 
 /**
  * The SQL that never changes shape, compiled once at registration and executed with new parameters.
@@ -10,16 +11,26 @@ export class Statements {
   readonly #byId: CompiledQuery<Row>
   readonly #page: CompiledQuery<Row>
   readonly #deleteById: CompiledQuery<Row>
+  /** `findById` with a `?fields=` selection: one statement per field set. */
+  readonly #byIdSelecting = new StatementCache()
+  readonly #table: string
+  readonly #primaryKey: string
 
   constructor (db: AnyDatabase, table: string, primaryKey: string, columns: readonly string[]) {
+    this.#table = table
+    this.#primaryKey = primaryKey
     // The placeholder values only fix each parameter's position; every call passes its own.
     this.#byId = db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile()
     this.#page = db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
     this.#deleteById = db.deleteFrom(table).where(primaryKey, '=', 0).compile()
   }
 
-  /** The row with this key, or `undefined`. */
-  async findById (db: AnyDatabase, id: unknown): Promise<Row | undefined> {
+  /** The row with this key, or `undefined`; with `selection`, only its columns are read. */
+  async findById (db: AnyDatabase, id: unknown, selection?: { readonly shape: string, readonly columns: readonly string[] }): Promise<Row | undefined> {
+    if (selection !== undefined) {
+      const rows = await this.#byIdSelecting.rows(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id))
+      return rows[0]
+    }
     const { rows } = await db.executeQuery<Row>({ ...this.#byId, parameters: [id] })
     return rows[0]
   }

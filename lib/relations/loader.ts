@@ -14,8 +14,10 @@ export interface RelationLoader {
   readonly fields: ReadonlySet<string>
   /** The columns the parent rows must carry for the loader (foreign and referenced keys). */
   readonly parentColumns: readonly string[]
-  /** Adds the relation fields to each row, in place. */
-  load (db: AnyDatabase, rows: Row[]): Promise<void>
+  /** The parent column each relation field is looked up by. */
+  readonly keys: ReadonlyMap<string, string>
+  /** Adds the relation fields to each row, in place; only those in `only` when given. */
+  load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void>
 }
 
 /** The relation config of a viewset: the option, else the one attached to the schema. */
@@ -129,18 +131,23 @@ async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: R
 class BatchedRelationLoader implements RelationLoader {
   readonly fields: ReadonlySet<string>
   readonly parentColumns: readonly string[]
+  readonly keys: ReadonlyMap<string, string>
   readonly #relations: readonly PlannedRelation[]
 
   constructor (relations: readonly PlannedRelation[]) {
     this.#relations = relations
     this.fields = new Set(relations.map((relation) => relation.field))
     this.parentColumns = Object.freeze([...new Set(relations.map((relation) => relation.parentKey))])
+    this.keys = new Map(relations.map((relation) => [relation.field, relation.parentKey]))
   }
 
-  async load (db: AnyDatabase, rows: Row[]): Promise<void> {
+  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
     if (rows.length === 0) return
     // One relation after the other: a request holds one connection at a time, and the log reads in order.
-    for (let i = 0; i < this.#relations.length; i++) await loadRelation(this.#relations[i] as PlannedRelation, db, rows)
+    for (let i = 0; i < this.#relations.length; i++) {
+      const relation = this.#relations[i] as PlannedRelation
+      if (only === undefined || only.has(relation.field)) await loadRelation(relation, db, rows)
+    }
   }
 }
 
