@@ -9,6 +9,8 @@ import { ViewsetErrors } from './errors.js'
 import type { CheckedSchema, ResolvedOptions, ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
+import { planFields } from './query/fields.js'
+import type { FieldSelection, FieldsPlan } from './query/fields.js'
 import { createListPlan } from './query/list.js'
 import type { ListPlan } from './query/list.js'
 import { Statements } from './query/statements.js'
@@ -44,6 +46,8 @@ interface Prepared {
   readonly target: WriteTarget
   readonly writable: readonly string[]
   readonly list: ListPlan
+  /** `?fields=` of LIST and GET. */
+  readonly fields: FieldsPlan
   readonly relations: RelationLoader | undefined
   readonly prefix: string
 }
@@ -92,6 +96,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
   readonly columns: readonly string[]
   readonly #resolved: ResolvedOptions
   #prepared: Prepared | undefined
+  /** The `?fields=` selection of a GET request, read by the default getElement. */
+  readonly #selections = new WeakMap<FastifyRequest, FieldSelection>()
 
   constructor (options: ViewsetOptions<DB, TB, S> & CheckedSchema<DB, TB, S, RelatedConfig<DB>>) {
     this.#resolved = resolveOptions(options as unknown as Record<string, unknown>)
@@ -124,7 +130,10 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 
   /** GET: one row, or 404. */
   async getElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
-    return await this.findById(request.params.id, this.readDb) ?? this.notFound(request.params.id)
+    const selection = this.#selections.get(request)
+    if (selection === undefined) return await this.findById(request.params.id, this.readDb) ?? this.notFound(request.params.id)
+    // `?fields=`: only the chosen columns (and the keys of the chosen relations) are read.
+    return await this.#ready().statements.findById(untyped(this.readDb), request.params.id, selection) ?? this.notFound(request.params.id)
   }
 
   /** POST: inserts the writable fields that were sent and returns the row as stored (201). */
@@ -244,13 +253,15 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     // The loader may need keys the schema does not serve; they are selected, never serialized.
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
     const statements = new Statements(db, table, primaryKey, selected)
-    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, selected, statements })
+    const fields = planFields(entity, this.columns, selected, relations?.keys ?? new Map())
+    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, selected, fieldsPlan: fields, statements })
     const prepared: Prepared = {
       dialect,
       statements,
       target: { table, primaryKey, columns: selected, catalog: columns },
       writable: writableFields(entity),
       list: this.#mergeListQuery(list),
+      fields,
       relations,
       prefix: fastify.prefix,
     }
@@ -310,12 +321,14 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     if (secured) schema.security = [{ [securitySchemeName]: [] }]
     if (method !== 'LIST' && method !== 'POST') schema.params = deriveParams(entity, this.primaryKey)
 
-    const withRelations = async (db: Kysely<DB>, result: unknown): Promise<unknown> => {
+    const withRelations = async (db: Kysely<DB>, result: unknown, only?: ReadonlySet<string>): Promise<unknown> => {
       if (relations !== undefined && typeof result === 'object' && result !== null) {
-        await relations.load(untyped(db), Array.isArray(result) ? result as Row[] : [result as Row])
+        await relations.load(untyped(db), Array.isArray(result) ? result as Row[] : [result as Row], only)
       }
       return result
     }
+    // Every generated route rejects unknown query parameters, as LIST does; LIST and GET take `fields`.
+    schema.querystring = { type: 'object', properties: method === 'GET' ? prepared.fields.properties : {}, additionalProperties: false }
     const route: RouteOptions = { method: 'GET', url: '', schema, handler: () => undefined }
     if (secured) route.onRequest = authHook(method, this.options)
 
@@ -323,12 +336,24 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
       case 'LIST':
         schema.querystring = prepared.list.querystring
         Object.assign(schema.response as object, { 200: { type: 'array', items: ref, ...(prepared.list.headers === undefined ? {} : { headers: prepared.list.headers }) } })
-        route.handler = async (request, reply) => await withRelations(this.readDb, await this.list(request as ListRequest, reply, request.viewsetToken))
+        route.handler = async (request, reply) => {
+          // A relation the selection leaves out is not loaded at all.
+          const only = prepared.fields.selection(request.query as Record<string, unknown>)?.relations
+          return await withRelations(this.readDb, await this.list(request as ListRequest, reply, request.viewsetToken), only)
+        }
         break
       case 'GET':
         route.url = '/:id'
         Object.assign(schema.response as object, { 200: ref })
-        route.handler = async (request, reply) => await withRelations(this.readDb, await this.getElement(request as ElementRequest, reply, request.viewsetToken))
+        route.handler = async (request, reply) => {
+          const selection = prepared.fields.selection(request.query as Record<string, unknown>)
+          if (selection === undefined) return await withRelations(this.readDb, await this.getElement(request as ElementRequest, reply, request.viewsetToken))
+          this.#selections.set(request, selection)
+          const row = await withRelations(this.readDb, await this.getElement(request as ElementRequest, reply, request.viewsetToken), selection.relations)
+          // Set last, so that an error thrown above is serialized as a problem, not as a row.
+          reply.serializer(selection.serializeRow).type('application/json; charset=utf-8')
+          return row
+        }
         break
       case 'POST':
         route.method = 'POST'

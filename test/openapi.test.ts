@@ -48,7 +48,7 @@ for (const dialect of dialects) {
       const get = document.paths['/items/{id}'].get
       assert.equal(get.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/Items')
       assert.ok(get.responses['404'])
-      assert.deepEqual(get.parameters.map((parameter: any) => [parameter.in, parameter.name, parameter.required]), [['path', 'id', true]])
+      assert.deepEqual(get.parameters.map((parameter: any) => [parameter.in, parameter.name, parameter.required]), [['query', 'fields', false], ['path', 'id', true]])
 
       const list = document.paths['/items'].get
       const limit = list.parameters.find((parameter: any) => parameter.name === 'limit')
