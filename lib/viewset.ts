@@ -27,6 +27,17 @@ function untyped<DB> (db: Kysely<DB>): AnyDatabase {
   return db as unknown as AnyDatabase
 }
 
+/**
+ * Drops the Content-Type of a request that carries no body, so that Fastify does not parse nothing as
+ * JSON (a 400) or refuse the type (a 415). A body that is there is still parsed as usual.
+ */
+function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  const { headers } = request
+  const length = headers['content-length']
+  if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) delete headers['content-type']
+  done()
+}
+
 /** Path parameters of the element routes. */
 export interface IdParams { id: string | number }
 
@@ -330,7 +341,11 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     // Every generated route rejects unknown query parameters, as LIST does; LIST and GET take `fields`.
     schema.querystring = { type: 'object', properties: method === 'GET' ? prepared.fields.properties : {}, additionalProperties: false }
     const route: RouteOptions = { method: 'GET', url: '', schema, handler: () => undefined }
-    if (secured) route.onRequest = authHook(method, this.options)
+    const onRequest = []
+    // These routes take no body: an empty one is no body, whatever Content-Type a client sets by default.
+    if (method === 'LIST' || method === 'GET' || method === 'DELETE') onRequest.push(ignoreEmptyBody)
+    if (secured) onRequest.push(authHook(method, this.options))
+    if (onRequest.length > 0) route.onRequest = onRequest
 
     switch (method) {
       case 'LIST':
