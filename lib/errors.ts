@@ -44,6 +44,7 @@ export const ViewsetErrors = {
   // request errors
   NotFound: detailError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
   RouteNotFound: createError('FST_VIEWSET_ROUTE_NOT_FOUND', 'Route %s %s not found', 404),
+  MethodNotAllowed: detailError('FST_VIEWSET_METHOD_NOT_ALLOWED', 'This method is not allowed on this path: the Allow header lists those that are', 405),
   Validation: ValidationError,
   InvalidBody: createError('FST_VIEWSET_INVALID_BODY', 'The request body is not valid JSON', 400),
   UnsupportedMediaType: createError('FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: %s', 415),

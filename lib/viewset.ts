@@ -2,6 +2,7 @@ import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Expression, Kysely, SelectQueryBuilder, SqlBool, Transaction } from 'kysely'
+import { addMethodRoutes, collectMethods } from './allowed-methods.js'
 import { authHook, checkAuth, securitySchemeName } from './auth.js'
 import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
 import { containsPattern, dialectOf } from './dialect/dialect.js'
@@ -315,8 +316,11 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a 415.
     fastify.removeContentTypeParser('text/plain')
 
+    const registered = collectMethods(fastify)
     for (const method of methods) fastify.route(this.#route(method, name, entity, protectedMethods.includes(method)))
     await this.customRoutes(fastify)
+    // After the custom routes, so that a custom route on a generated path counts as allowed.
+    addMethodRoutes(fastify, ['', '/:id'], registered)
   }
 
   #route (method: ViewsetMethod, name: string, entity: JsonSchema, secured: boolean): RouteOptions {

@@ -236,8 +236,9 @@ export function fixedCorpus (ids: { product: number, bare: number }, bodyLimit: 
     ['GET', '/products/%00', 400], ['GET', `/products/${'9'.repeat(400)}`, 414], ['DELETE', '/products/%E0%A4%A', 400], ['GET', '/products/-1', 404], ['GET', '/products/0', 404],
     ['GET', '/products/1.0', undefined], ['GET', '/products/1e3', undefined], ['GET', '/products/+1', undefined], ['GET', '/products/%201', undefined],
     ['GET', '/products/0x1', undefined], ['GET', '/products/..%2f..%2fetc%2fpasswd', 400],
-    ['PUT', '/products', 404], ['PATCH', '/products', 404], ['DELETE', '/products', 404], ['POST', `/products/${ids.product}`, 404],
-    ['OPTIONS', '/products', 404], ['HEAD', '/products?limit=1', 200], ['HEAD', `/products/${ids.product}`, 200], ['GET', '/products/nothing/here', 404],
+    // A wrong method on a known path is a 405 with Allow; OPTIONS answers 204 with Allow (issue 11).
+    ['PUT', '/products', 405], ['PATCH', '/products', 405], ['DELETE', '/products', 405], ['POST', `/products/${ids.product}`, 405],
+    ['OPTIONS', '/products', 204], ['HEAD', '/products?limit=1', 200], ['HEAD', `/products/${ids.product}`, 200], ['GET', '/products/nothing/here', 404],
   ] as const) {
     add({ label: `${method} ${url.slice(0, 60)}`, method, url, ...(status === undefined ? {} : { expect: status }) })
   }
