@@ -39,6 +39,11 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
   done()
 }
 
+/** The query string of a generated route: validated against an object schema, so an object. */
+function queryOf (request: FastifyRequest): Record<string, unknown> {
+  return request.query as Record<string, unknown> // its querystring schema has type object
+}
+
 /** Path parameters of the element routes. */
 export interface IdParams { id: string | number }
 
@@ -357,7 +362,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
         Object.assign(schema.response as object, { 200: { type: 'array', items: ref, ...(prepared.list.headers === undefined ? {} : { headers: prepared.list.headers }) } })
         route.handler = async (request, reply) => {
           // A relation the selection leaves out is not loaded at all.
-          const only = prepared.fields.selection(request.query as Record<string, unknown>)?.relations
+          const only = prepared.fields.selection(queryOf(request))?.relations
           return await withRelations(this.readDb, await this.list(request as ListRequest, reply, request.viewsetToken), only)
         }
         break
@@ -365,7 +370,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
         route.url = '/:id'
         Object.assign(schema.response as object, { 200: ref })
         route.handler = async (request, reply) => {
-          const selection = prepared.fields.selection(request.query as Record<string, unknown>)
+          const selection = prepared.fields.selection(queryOf(request))
           if (selection === undefined) return await withRelations(this.readDb, await this.getElement(request as ElementRequest, reply, request.viewsetToken))
           this.#selections.set(request, selection)
           const row = await withRelations(this.readDb, await this.getElement(request as ElementRequest, reply, request.viewsetToken), selection.relations)

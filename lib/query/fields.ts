@@ -46,7 +46,7 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
   function build (fields: readonly string[], shape: string): FieldSelection {
     const picked = Object.fromEntries(fields.map((name) => [name, properties[name] ?? {}]))
     const stringify = fastJson({ type: 'array', items: { type: 'object', properties: picked } } as fastJson.Schema) as (rows: unknown) => string
-    const stringifyRow = fastJson({ type: 'object', properties: picked } as fastJson.Schema) as (row: unknown) => string
+    const stringifyRow = fastJson({ type: 'object', properties: picked } as fastJson.Schema) as (row: unknown) => string // plain JSON Schema; any object goes in
     const relations = new Set(fields.filter((name) => !columns.includes(name)))
     const read = fields.filter((name) => columns.includes(name))
     for (const relation of relations) {

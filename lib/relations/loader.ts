@@ -144,8 +144,7 @@ class BatchedRelationLoader implements RelationLoader {
   async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
     if (rows.length === 0) return
     // One relation after the other: a request holds one connection at a time, and the log reads in order.
-    for (let i = 0; i < this.#relations.length; i++) {
-      const relation = this.#relations[i] as PlannedRelation
+    for (const relation of this.#relations) {
       if (only === undefined || only.has(relation.field)) await loadRelation(relation, db, rows)
     }
   }
