@@ -30,7 +30,9 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
 export function addMethodRoutes (fastify: FastifyInstance, paths: readonly string[], registered: ReadonlyMap<string, ReadonlySet<string>>): void {
   for (const path of paths) {
     const url = `${fastify.prefix}${path}`
-    const own = registered.get(url) ?? new Set<string>()
+    const own = registered.get(url)
+    // A path with no route of the viewset (`/:id` of a LIST-only viewset) is not a known path: it stays 404.
+    if (own === undefined || own.size === 0) continue
     const taken = (method: string): boolean => own.has(method) || fastify.hasRoute({ method, url })
     const wildcardOptions = fastify.hasRoute({ method: 'OPTIONS', url: '*' }) || fastify.hasRoute({ method: 'OPTIONS', url: '/*' })
     const options = !taken('OPTIONS') && !wildcardOptions
@@ -43,7 +45,7 @@ export function addMethodRoutes (fastify: FastifyInstance, paths: readonly strin
         handler: async (_request: FastifyRequest, reply: FastifyReply) => await reply.header('allow', allow).code(204).send(),
       })
     }
-    const missing = knownMethods.filter((method) => method !== 'OPTIONS' && method !== 'HEAD' && !taken(method))
+    const missing = knownMethods.filter((method) => method !== 'OPTIONS' && !taken(method))
     if (missing.length === 0) continue
     fastify.route({
       method: missing,

@@ -277,6 +277,16 @@ for (const dialect of dialects) {
       const del = await app.inject({ method: 'DELETE', url: '/items/1' })
       assert.equal(del.statusCode, 405)
       assert.equal(del.headers.allow, 'GET, HEAD, OPTIONS')
+
+      // A path the viewset serves nothing on is not a known path.
+      const listOnly = testApp(t)
+      await listOnly.register(createViewset({ db: database.db, table: 'items', schema: Item, methods: ['LIST'] }), { prefix: '/items' })
+      const element = await listOnly.inject({ method: 'DELETE', url: '/items/1' })
+      assert.equal(element.statusCode, 404)
+      assert.equal(problemOf(element).code, 'FST_VIEWSET_ROUTE_NOT_FOUND')
+      const collection = await listOnly.inject({ method: 'POST', url: '/items', payload: {} })
+      assert.equal(collection.statusCode, 405)
+      assert.equal(collection.headers.allow, 'GET, HEAD, OPTIONS')
     })
 
     test('OPTIONS handled by another plugin (a CORS preflight hook, a wildcard route) wins', async (t) => {
