@@ -20,7 +20,9 @@ for (const dialect of dialects) {
       app.addHook('onRoute', (route) => { if (route.method !== 'HEAD') added.push(`${String(route.method)} ${route.url}`) })
       await app.register(new Viewset({ db: database.db, table: 'items', schema: Item }).register(['DELETE', 'GET', 'POST', 'LIST']), { prefix: '/items' })
       await app.ready()
-      assert.deepEqual(added, ['GET /items', 'GET /items/:id', 'POST /items', 'DELETE /items/:id'])
+      // Then, on each path, OPTIONS and the 405 routes of the methods it lacks (issue 11).
+      assert.deepEqual(added, ['GET /items', 'GET /items/:id', 'POST /items', 'DELETE /items/:id',
+        'OPTIONS /items', 'PUT,PATCH,DELETE /items', 'OPTIONS /items/:id', 'POST,PUT,PATCH /items/:id'])
     })
 
     test('register() rejects a non-array, an unknown name or a duplicate before any route is added', async (t) => {
