@@ -1,6 +1,7 @@
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely'
 import type { Expression, Kysely, SqlBool } from 'kysely'
 import { ViewsetErrors } from '../errors.js'
+import type { CatalogReader } from './catalog.js'
 
 /** A row as the driver returns it. */
 export type Row = Record<string, unknown>
@@ -42,6 +43,8 @@ export interface ViewsetDialect {
   readonly name: 'sqlite' | 'postgres' | 'mysql'
   /** The columns of one table, or an empty list when the table does not exist. */
   columns (db: AnyDatabase, table: string): Promise<ColumnInfo[]>
+  /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read. */
+  readonly catalog: CatalogReader
   /** Inserts a row and returns it as stored, defaults and generated key included. */
   insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row>
   /** Updates one row and returns it as stored, or `undefined` when there is none. */

@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { mysqlCatalog } from './mysql-catalog.js'
 import { ViewsetErrors } from '../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect.js'
 import { errorProperty, isConnectionError, sameValue } from './dialect.js'
@@ -77,6 +78,7 @@ async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Pr
 /** MySQL and MariaDB through mysql2: write then read back, `information_schema`, accent-sensitive `lower() LIKE`. */
 export const mysqlDialect: ViewsetDialect = {
   name: 'mysql',
+  catalog: mysqlCatalog,
 
   parameter: sameValue,
 

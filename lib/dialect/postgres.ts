@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { postgresCatalog } from './postgres-catalog.js'
 import type { DatabaseFault, ViewsetDialect } from './dialect.js'
 import { errorProperty, isConnectionError, sameValue } from './dialect.js'
 import { insertReturning, updateReturning } from './returning-writes.js'
@@ -29,6 +30,7 @@ const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001
 /** PostgreSQL through pg: RETURNING, `information_schema`, case-insensitive LIKE. */
 export const postgresDialect: ViewsetDialect = {
   name: 'postgres',
+  catalog: postgresCatalog,
 
   parameter: sameValue,
 

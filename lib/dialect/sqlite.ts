@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { sqliteCatalog } from './sqlite-catalog.js'
 import type { ColumnInfo, DatabaseFault, Row, ViewsetDialect } from './dialect.js'
 import { errorProperty } from './dialect.js'
 import { insertReturning, updateReturning } from './returning-writes.js'
@@ -27,6 +28,7 @@ function bindable (values: Row): Row {
 /** SQLite through better-sqlite3: RETURNING, `PRAGMA table_info`, ASCII-only case folding. */
 export const sqliteDialect: ViewsetDialect = {
   name: 'sqlite',
+  catalog: sqliteCatalog,
 
   async columns (db, table) {
     const { rows } = await sql<{ name: string, type: string, notnull: number, pk: number }>`

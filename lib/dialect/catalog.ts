@@ -1,0 +1,92 @@
+import type { Kysely } from 'kysely'
+
+// Types only, plus pure helpers: dialect.ts and each <db>-catalog.ts import this file, and it imports none of them.
+
+/** Kysely over tables known only at run time (the same shape as `AnyDatabase`). */
+export type CatalogDatabase = Kysely<Record<string, Record<string, unknown>>>
+
+/** One column as the catalog describes it. */
+export interface CatalogColumn {
+  readonly name: string
+  /** The type's base name, lower-case, without its parameters: `integer`, `varchar`, `int4`, `timestamptz`, `enum`. */
+  readonly type: string
+  /** The type as declared, lower-case: `varchar(255)`, `tinyint(1)`, `enum('a','b')`, `numeric(10,2)`. */
+  readonly declared: string
+  readonly nullable: boolean
+  /** The default's SQL expression as the catalog prints it, or `undefined` when there is none. */
+  readonly default: string | undefined
+  /** Computed by the database from other columns (`GENERATED ALWAYS AS (...)`): never written. */
+  readonly generated: boolean
+  /** Numbered by the database when omitted: identity, serial, AUTO_INCREMENT, SQLite's rowid alias. */
+  readonly autoIncrement: boolean
+  /** `varchar(n)` / `char(n)` length. */
+  readonly maxLength: number | undefined
+  /** Allowed values: an enum type, MySQL ENUM, or a `CHECK (column IN (...))` constraint. */
+  readonly enumValues: readonly string[] | undefined
+  /** MariaDB stores JSON as LONGTEXT with a `json_valid` check; the driver still parses it. */
+  readonly json: boolean
+}
+
+/** A foreign key: `columns` of this table reference `references` of `table`. */
+export interface CatalogForeignKey {
+  readonly columns: readonly string[]
+  /** The referenced table, as queries name it (schema-qualified on PostgreSQL only outside the search_path). */
+  readonly table: string
+  readonly references: readonly string[]
+}
+
+/** A table or view, as the catalog describes it. */
+export interface TableCatalog {
+  readonly name: string
+  readonly view: boolean
+  readonly columns: readonly CatalogColumn[]
+  /** The primary key's columns in key order; empty for a view or a table without one. */
+  readonly primaryKey: readonly string[]
+  /** Unique constraints and plain unique indexes (never partial or expression indexes), primary key excluded. */
+  readonly unique: ReadonlyArray<readonly string[]>
+  /** Every plain index's columns (primary key and unique ones included), in index order. */
+  readonly indexes: ReadonlyArray<readonly string[]>
+  readonly foreignKeys: readonly CatalogForeignKey[]
+}
+
+/** A relation of the schema or database. */
+export interface CatalogRelation {
+  readonly name: string
+  readonly view: boolean
+}
+
+/**
+ * Reads the structure of a database: part of the dialect seam, one implementation per database.
+ *
+ * @example
+ * ```ts
+ * const books = await dialect.catalog.table(db, 'books')
+ * books?.foreignKeys // [{ columns: ['author_id'], table: 'authors', references: ['id'] }]
+ * ```
+ */
+export interface CatalogReader {
+  /** A table or view (`schema.table` on PostgreSQL, resolved through search_path), or `undefined` when there is none. */
+  table (db: CatalogDatabase, name: string): Promise<TableCatalog | undefined>
+  /** The tables and views of the current schema (PostgreSQL) or database (MySQL, SQLite), by name. */
+  relations (db: CatalogDatabase): Promise<CatalogRelation[]>
+}
+
+/**
+ * Whether `column` identifies one row: the single-column primary key, or a NOT NULL column with a
+ * single-column unique constraint or plain unique index.
+ */
+export function isRowKey (table: TableCatalog, column: string): boolean {
+  if (table.primaryKey.length === 1 && table.primaryKey[0] === column) return true
+  const info = table.columns.find((entry) => entry.name === column)
+  if (info === undefined || info.nullable) return false
+  return table.unique.some((columns) => columns.length === 1 && columns[0] === column)
+}
+
+/** The values of a `CHECK (column IN ('a', 'b'))` or `column = ANY (ARRAY['a', 'b'])` constraint, if it is one. */
+export function checkInList (check: string, column: string): string[] | undefined {
+  const quoted = `(?:"${column}"|\`${column}\`|\\[${column}\\]|${column})`
+  const list = new RegExp(`^\\s*\\(*\\s*${quoted}\\s*\\)*(?:::[\\w ]+)?\\s*\\)*\\s*(?:in\\s*\\(|=\\s*any\\s*\\(+\\s*array\\s*\\[)(.*)$`, 'is').exec(check)?.[1]
+  if (list === undefined) return undefined
+  const values = [...list.matchAll(/'((?:[^']|'')*)'/g)].map((match) => (match[1] ?? '').replaceAll("''", "'"))
+  return values.length === 0 ? undefined : values
+}
