@@ -5,6 +5,7 @@ import type { Expression, Kysely, SelectQueryBuilder, SqlBool, Transaction } fro
 import { addMethodRoutes, collectMethods } from './allowed-methods.js'
 import { authHook, checkAuth, securitySchemeName } from './auth.js'
 import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
+import { rowKeyProblem } from './dialect/catalog.js'
 import { containsPattern, dialectOf } from './dialect/dialect.js'
 import { ViewsetErrors } from './errors.js'
 import type { CheckedSchema, ResolvedOptions, ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
@@ -250,12 +251,15 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     return this.#prepared
   }
 
-  async #prepare (fastify: FastifyInstance): Promise<{ prepared: Prepared, entity: JsonSchema, name: string }> {
+  async #prepare (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<{ prepared: Prepared, entity: JsonSchema, name: string }> {
     const { table, schema, primaryKey } = this.#resolved
     const db = untyped(this.db)
     const dialect = await dialectOf(db)
     const catalog = await dialect.columns(db, table)
     if (catalog.length === 0) throw new ViewsetErrors.UnknownTable(table)
+    const described = await dialect.catalog.table(db, table)
+    const keyProblem = described && rowKeyProblem(described, primaryKey, this.options.primaryKey !== undefined, methods)
+    if (keyProblem) throw new ViewsetErrors.InvalidOption(keyProblem.option, keyProblem.message)
     const columns = new Map<string, ColumnInfo>(catalog.map((column) => [column.name, column]))
     for (const field of this.columns) {
       if (!columns.has(field)) throw new ViewsetErrors.UnknownColumn(field, table, catalog.map((column) => column.name).join(', '))
@@ -309,7 +313,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
   async #mount (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<void> {
     const { protectedMethods } = this.#resolved
     checkAuth(fastify, protectedMethods, methods, this.options)
-    const { prepared, entity, name } = await this.#prepare(fastify)
+    const { prepared, entity, name } = await this.#prepare(fastify, methods)
     this.#prepared = prepared
 
     fastify.addSchema(entity)

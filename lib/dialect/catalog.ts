@@ -90,3 +90,16 @@ export function checkInList (check: string, column: string): string[] | undefine
   const values = [...list.matchAll(/'((?:[^']|'')*)'/g)].map((match) => (match[1] ?? '').replaceAll("''", "'"))
   return values.length === 0 ? undefined : values
 }
+
+/** Why `primaryKey` cannot address one row of `table` through the given methods, naming the option at fault. */
+export function rowKeyProblem (table: TableCatalog, column: string, explicit: boolean, methods: readonly string[]): { option: 'primaryKey' | 'methods', message: string } | undefined {
+  if (table.view) {
+    // A view has no key in the catalog: the user vouches for one, and only reads go through it.
+    if (!explicit || !table.columns.some((entry) => entry.name === column)) return { option: 'primaryKey', message: `"${table.name}" is a view: name a column that identifies its rows with primaryKey` }
+    const writes = methods.filter((method) => method !== 'LIST' && method !== 'GET')
+    return writes.length === 0 ? undefined : { option: 'methods', message: `"${table.name}" is a view, which serves LIST and GET only; remove ${writes.join(', ')}` }
+  }
+  if (isRowKey(table, column)) return undefined
+  const key = table.primaryKey.length === 0 ? 'no primary key' : `the primary key (${table.primaryKey.join(', ')})`
+  return { option: 'primaryKey', message: `"${column}" does not identify one row of "${table.name}" (${key}): use the single-column primary key or a NOT NULL column with a unique constraint or plain unique index` }
+}
