@@ -1,0 +1,140 @@
+import type { CatalogForeignKey, TableCatalog } from '../dialect/catalog.js'
+import { isRowKey } from '../dialect/catalog.js'
+import type { DialectName } from './column-types.js'
+
+/** One relation field of a served table, as its relatedConfig entry says it. */
+export interface PlannedRelation {
+  readonly kind: 'many-to-one' | 'one-to-many' | 'many-to-many'
+  /** The field name. */
+  readonly name: string
+  /** The related table. */
+  readonly table: string
+  /** Many-to-one: this table's column; one-to-many: the other table's column. */
+  readonly foreignKey?: string
+  /** The referenced key, when it is not `id`. */
+  readonly references?: string
+  readonly through?: { readonly table: string, readonly sourceKey: string, readonly targetKey: string }
+}
+
+/** A table or view that gets a viewset. */
+export interface ServedTable {
+  readonly catalog: TableCatalog
+  readonly primaryKey: string
+  readonly relations: readonly PlannedRelation[]
+}
+
+/** What the command writes: every table in db.ts and schemas.ts, and viewsets for the served ones. */
+export interface GeneratePlan {
+  readonly dialect: DialectName
+  /** Every chosen table and view, by name. */
+  readonly tables: readonly TableCatalog[]
+  readonly served: readonly ServedTable[]
+  /** Pure link tables: no viewset of their own, the `through` of a many-to-many. */
+  readonly links: readonly string[]
+  /** Tables and views without a viewset, and why. */
+  readonly skipped: ReadonlyArray<{ readonly table: string, readonly reason: string }>
+}
+
+function single (key: CatalogForeignKey): { column: string, references: string } | undefined {
+  const [column] = key.columns
+  const [references] = key.references
+  return key.columns.length === 1 && column !== undefined && references !== undefined ? { column, references } : undefined
+}
+
+/** A table whose only columns are two single-column foreign keys that together are its key. */
+function linkEnds (table: TableCatalog): [CatalogForeignKey, CatalogForeignKey] | undefined {
+  const [first, second] = table.foreignKeys
+  if (table.view || table.foreignKeys.length !== 2 || first === undefined || second === undefined) return undefined
+  const a = single(first)
+  const b = single(second)
+  if (a === undefined || b === undefined || a.column === b.column) return undefined
+  if (table.columns.length !== 2 || !table.columns.every((column) => column.name === a.column || column.name === b.column)) return undefined
+  const pair = [a.column, b.column].sort().join(',')
+  const keyed = [table.primaryKey, ...table.unique].some((columns) => [...columns].sort().join(',') === pair)
+  return keyed ? [first, second] : undefined
+}
+
+/** The single-column key of a table: its primary key, else a NOT NULL unique column. */
+function keyOf (table: TableCatalog): string | undefined {
+  const [primary] = table.primaryKey
+  if (table.primaryKey.length === 1 && primary !== undefined) return primary
+  if (table.primaryKey.length > 1) return undefined
+  return table.unique.map((columns) => columns[0]).find((column): column is string => column !== undefined && isRowKey(table, column))
+}
+
+/**
+ * Decides which tables get a viewset, which become the `through` of a many-to-many, which are
+ * skipped, and names every relation: `author_id` → `author`, `authors.books`, and `<fk column>_<table>`
+ * where a name would collide or a foreign key has no `_id` suffix.
+ */
+export function planGeneration (dialect: DialectName, tables: readonly TableCatalog[], keys: ReadonlyMap<string, string>): GeneratePlan {
+  const skipped: Array<{ table: string, reason: string }> = []
+  const keyed = new Map<string, string>()
+  const links = new Map<string, [CatalogForeignKey, CatalogForeignKey]>()
+  for (const table of tables) {
+    if (table.view) {
+      const key = keys.get(table.name)
+      if (key === undefined) skipped.push({ table: table.name, reason: `a view: name its key with --key ${table.name}=<column>` })
+      else if (!table.columns.some((column) => column.name === key)) skipped.push({ table: table.name, reason: `--key names "${key}", which is not a column of the view` })
+      else keyed.set(table.name, key)
+      continue
+    }
+    const given = keys.get(table.name)
+    const key = given !== undefined && isRowKey(table, given) ? given : keyOf(table)
+    const ends = linkEnds(table)
+    if (ends !== undefined && key === undefined) links.set(table.name, ends)
+    else if (key === undefined) skipped.push({ table: table.name, reason: table.primaryKey.length > 1 ? `its primary key (${table.primaryKey.join(', ')}) has more than one column` : 'no primary key and no NOT NULL unique column' })
+    else keyed.set(table.name, key)
+  }
+  const byName = new Map(tables.map((table) => [table.name, table]))
+  // Relations join tables that have viewsets; a view joins nothing (it has no foreign keys).
+  const relationTarget = (name: string) => keyed.has(name) && byName.get(name)?.view === false
+  const relations = new Map<string, Array<PlannedRelation & { fallback: string }>>()
+  const add = (table: string, relation: PlannedRelation & { fallback: string }) => { relations.set(table, [...(relations.get(table) ?? []), relation]) }
+  const withReference = (references: string) => references === 'id' ? {} : { references }
+
+  for (const table of tables) {
+    if (!relationTarget(table.name)) continue
+    for (const foreignKey of table.foreignKeys) {
+      const key = single(foreignKey)
+      if (key === undefined || !relationTarget(foreignKey.table)) continue
+      const fallback = `${key.column}_${foreignKey.table}`
+      const name = key.column.endsWith('_id') && key.column.length > 3 ? key.column.slice(0, -3) : fallback
+      add(table.name, { kind: 'many-to-one', name, table: foreignKey.table, foreignKey: key.column, ...withReference(key.references), fallback })
+      add(foreignKey.table, { kind: 'one-to-many', name: table.name, table: table.name, foreignKey: key.column, ...withReference(key.references), fallback: `${key.column}_${table.name}` })
+    }
+  }
+  const usedLinks: string[] = []
+  for (const [link, [first, second]] of links) {
+    const a = single(first)
+    const b = single(second)
+    if (a === undefined || b === undefined || !relationTarget(first.table) || !relationTarget(second.table)) {
+      skipped.push({ table: link, reason: 'a link table between tables that get no viewset' })
+      continue
+    }
+    // The loader joins through the source's primary key.
+    if (keyed.get(first.table) !== a.references || keyed.get(second.table) !== b.references) {
+      skipped.push({ table: link, reason: 'a link table that does not reference the keys of its tables' })
+      continue
+    }
+    usedLinks.push(link)
+    add(first.table, { kind: 'many-to-many', name: second.table, table: second.table, ...withReference(b.references), through: { table: link, sourceKey: a.column, targetKey: b.column }, fallback: `${b.column}_${second.table}` })
+    add(second.table, { kind: 'many-to-many', name: first.table, table: first.table, ...withReference(a.references), through: { table: link, sourceKey: b.column, targetKey: a.column }, fallback: `${a.column}_${first.table}` })
+  }
+
+  const served: ServedTable[] = []
+  for (const table of tables) {
+    const primaryKey = keyed.get(table.name)
+    if (primaryKey === undefined) continue
+    const planned = relations.get(table.name) ?? []
+    const columns = new Set(table.columns.map((column) => column.name))
+    const counts = new Map<string, number>()
+    for (const relation of planned) counts.set(relation.name, (counts.get(relation.name) ?? 0) + 1)
+    const named = planned.map(({ fallback, ...relation }): PlannedRelation => {
+      const clash = (counts.get(relation.name) ?? 0) > 1 || columns.has(relation.name)
+      return clash ? { ...relation, name: fallback } : relation
+    })
+    served.push({ catalog: table, primaryKey, relations: named })
+  }
+  return { dialect, tables, served, links: usedLinks, skipped }
+}

@@ -1,0 +1,39 @@
+import { createDatabase } from '../db.js'
+import type { TableCatalog } from '../dialect/catalog.js'
+import { dialectOf } from '../dialect/dialect.js'
+import type { AnyDatabase } from '../dialect/dialect.js'
+import type { DialectName } from './column-types.js'
+
+/** The catalog of a database, as the dialect seam reads it. */
+export interface DatabaseCatalog {
+  readonly dialect: DialectName
+  readonly tables: readonly TableCatalog[]
+}
+
+// Kysely's own bookkeeping is no resource.
+const internal = /^kysely_migration(?:_lock)?$/
+
+/**
+ * Reads every table and view of the database at `url` (or only `only`), sorted by name, and closes
+ * the connection.
+ */
+export async function readDatabase (url: string, only: readonly string[] | undefined): Promise<DatabaseCatalog> {
+  const db = createDatabase<Record<string, Record<string, unknown>>>(url, { poolSize: 1 })
+  try {
+    const untyped: AnyDatabase = db
+    const dialect = await dialectOf(untyped)
+    const relations = await dialect.catalog.relations(untyped)
+    const names = only ?? relations.map((relation) => relation.name).filter((name) => !internal.test(name))
+    const known = new Set(relations.map((relation) => relation.name))
+    const missing = names.filter((name) => !known.has(name))
+    if (missing.length > 0) throw new Error(`--tables names tables that do not exist: ${missing.join(', ')}`)
+    const tables: TableCatalog[] = []
+    for (const name of [...names].sort()) {
+      const table = await dialect.catalog.table(untyped, name)
+      if (table !== undefined) tables.push(table)
+    }
+    return { dialect: dialect.name, tables }
+  } finally {
+    await db.destroy()
+  }
+}
