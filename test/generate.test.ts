@@ -13,6 +13,8 @@ import type { Kysely } from 'kysely'
 import { createDatabase } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDialect } from './helpers/database.js'
+import type { TableCatalog } from '../lib/dialect/catalog.js'
+import { planGeneration } from '../lib/generate/plan.js'
 import { testApp } from './helpers/app.js'
 
 const run = promisify(execFile)
@@ -46,7 +48,11 @@ function schemaSql (dialect: TestDialect['name']): string[] {
 }
 
 async function generate (url: string, out: string, ...extra: string[]) {
-  return await run(process.execPath, [join(root, 'bin', 'fastify-viewsets.js'), 'generate', '--url', url, '--out', out, '--key', 'book_titles=id', ...extra], {
+  return await command(url, out, '--key', 'book_titles=id', ...extra)
+}
+
+async function command (url: string, out: string, ...extra: string[]) {
+  return await run(process.execPath, [join(root, 'bin', 'fastify-viewsets.js'), 'generate', '--url', url, '--out', out, ...extra], {
     cwd: root,
     env: { ...process.env, FASTIFY_VIEWSETS_SOURCE: '1' },
   })
@@ -86,6 +92,33 @@ async function crud (app: FastifyInstance, path: string, created: Record<string,
 
 const generated = new Map<string, string>()
 
+/** A table as the catalog describes it, for the naming rules. */
+function table (name: string, columns: string[], foreignKeys: Array<[string, string]> = [], primaryKey = ['id']): TableCatalog {
+  return {
+    name,
+    view: false,
+    columns: columns.map((column) => ({ name: column, type: 'integer', declared: 'integer', nullable: column !== 'id', default: undefined, generated: false, autoIncrement: column === 'id', maxLength: undefined, enumValues: undefined, json: false })),
+    primaryKey,
+    unique: [],
+    indexes: [primaryKey],
+    foreignKeys: foreignKeys.map(([column, target]) => ({ columns: [column], table: target, references: ['id'] })),
+  }
+}
+
+test('relation names: fk column without _id, the other table, and <fk column>_<table> on a collision', () => {
+  const plan = planGeneration('sqlite', [
+    table('people', ['id']),
+    table('documents', ['id', 'author_id', 'reviewer', 'owner_id', 'owner'], [['author_id', 'people'], ['reviewer', 'people'], ['owner_id', 'people']]),
+    table('pairs', ['left_id', 'right_id'], [['left_id', 'people'], ['right_id', 'documents']], ['left_id', 'right_id']),
+    table('events', ['day', 'person_id', 'count'], [['person_id', 'people']], ['day', 'person_id']),
+  ], new Map())
+  const names = (name: string) => plan.served.find((served) => served.catalog.name === name)?.relations.map((relation) => `${relation.kind}:${relation.name}`)
+  assert.deepEqual(names('documents'), ['many-to-one:author', 'many-to-one:reviewer_people', 'many-to-one:owner_id_people', 'many-to-many:people'])
+  assert.deepEqual(names('people'), ['one-to-many:author_id_documents', 'one-to-many:reviewer_documents', 'one-to-many:owner_id_documents', 'many-to-many:right_id_documents'])
+  assert.deepEqual(plan.links, ['pairs'])
+  assert.deepEqual(plan.skipped, [{ table: 'events', reason: 'its primary key (day, person_id) has more than one column' }])
+})
+
 for (const dialect of dialects) {
   describe(`generate on ${dialect.name}`, () => {
     test('writes typed code that serves every table, reruns identically and keeps edited files', async (t) => {
@@ -112,6 +145,12 @@ for (const dialect of dialects) {
       assert.match(files['schemas.ts'] ?? '', /name: Type\.String\(\{ maxLength: 100 \}\)/)
       assert.match(files['schemas.ts'] ?? '', /use Type\.String\(\) here\.\n {2}isbn: Type\.Optional\(.*Type\.Integer\(\{ minimum: -9007199254740991, maximum: 9007199254740991\b/)
       assert.match(files['viewsets.ts'] ?? '', /tags: \{ table: 'tags', through: \{ table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' \} \}/)
+
+      // Without --key, the view is skipped and listed; --tables narrows the tables.
+      const narrowed = await command(url, join(output, `${dialect.name}-narrow`), '--tables', 'authors,book_titles,books')
+      assert.match(narrowed.stdout, /served: authors, books\n/)
+      assert.match(narrowed.stdout, /skipped book_titles: a view: name its key with --key book_titles=<column>/)
+      assert.doesNotMatch(await readFile(join(output, `${dialect.name}-narrow`, 'db.ts'), 'utf8'), /TagsTable|PublishersTable/)
 
       // The same database gives the same bytes; an edited file is kept unless --force.
       await generate(url, out)
