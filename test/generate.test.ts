@@ -15,6 +15,8 @@ import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDialect } from './helpers/database.js'
 import type { TableCatalog } from '../lib/dialect/catalog.js'
 import { planGeneration } from '../lib/generate/plan.js'
+import { build as buildGenerated } from '../examples/generated/app.js'
+import { migrate } from '../examples/relations/migrations.js'
 import { testApp } from './helpers/app.js'
 
 const run = promisify(execFile)
@@ -220,4 +222,25 @@ test('the generated code type-checks under strict, on every dialect at once', as
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
   const result = await run(process.execPath, [tsc, '-p', config, '--noEmit'], { cwd: root }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? String(error) }))
   assert.equal(result.stdout.trim(), '', result.stdout)
+})
+
+test('examples/generated is what the command writes for the relations example, and it serves that database', async (t) => {
+  await mkdir(output, { recursive: true })
+  const url = `sqlite:${join(output, 'relations.db')}`
+  const db = createDatabase<any>(url)
+  t.after(() => db.destroy())
+  await migrate(db)
+  const out = join(output, 'example')
+  await command(url, out, '--tables', 'authors,book_tags,books,publishers,tags')
+  // The header's command differs (another URL); the hashed bodies must not.
+  const body = (text: string) => text.slice(text.indexOf('\n\n'))
+  for (const name of ['db.ts', 'schemas.ts', 'viewsets.ts']) {
+    assert.equal(body(await readFile(join(out, name), 'utf8')), body(await readFile(join(root, 'examples', 'generated', 'db', name), 'utf8')), `examples/generated/db/${name} is stale: rerun the command in its header`)
+  }
+  const app = await buildGenerated({ db })
+  t.after(() => app.close())
+  const book = await app.inject({ method: 'GET', url: '/books/1' })
+  assert.equal(book.statusCode, 200, book.body)
+  assert.equal(book.json().author.name, 'Ursula K. Le Guin')
+  assert.deepEqual(book.json().tags.map((tag: { name: string }) => tag.name), ['fiction', 'science fiction', 'classic'])
 })
