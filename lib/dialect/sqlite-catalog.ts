@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { CatalogColumn, CatalogForeignKey, CatalogReader, CatalogRelation, TableCatalog } from './catalog.js'
+import type { CatalogColumn, CatalogDatabase, CatalogForeignKey, CatalogReader, CatalogRelation, TableCatalog } from './catalog.js'
 
 interface XColumn { cid: number, name: string, type: string, notnull: number, dflt_value: string | null, pk: number, hidden: number }
 interface IndexRow { name: string, unique: number, origin: string, partial: number }
@@ -86,7 +86,7 @@ export const sqliteCatalog: CatalogReader = {
   },
 }
 
-async function primaryKeyOf (db: Parameters<CatalogReader['table']>[0], table: string): Promise<string[]> {
+async function primaryKeyOf (db: CatalogDatabase, table: string): Promise<string[]> {
   const { rows } = await sql<{ name: string, pk: number }>`select name, pk from pragma_table_info(${table}) where pk > 0 order by pk`.execute(db)
   return rows.map((row) => row.name)
 }
