@@ -95,6 +95,20 @@ for (const dialect of dialects) {
       })
     }
 
+    if (dialect.name === 'postgres') {
+      test('a schema-qualified table is read from that schema', async (t) => {
+        const { db } = await schema(t, dialect)
+        const { rows: [current] } = await sql<{ name: string }>`select current_schema() as name`.execute(db)
+        const qualified = `${current?.name ?? ''}.book_tags`
+        const error = await startup(t, async (app) => await app.register(createViewset({ db, table: qualified, schema: BookTag, primaryKey: 'book_id' })))
+        assert.equal((error as { code?: string } | undefined)?.code, 'FST_VIEWSET_INVALID_OPTION')
+        assert.match(String(error), /primaryKey: "book_id" does not identify one row/)
+        const app = testApp(t)
+        await app.register(createViewset({ db, table: `${current?.name ?? ''}.accounts`, schema: Account, primaryKey: 'email' }), { prefix: '/accounts' })
+        assert.equal((await app.inject({ method: 'GET', url: '/accounts/a@example.com' })).statusCode, 200)
+      })
+    }
+
     test('a view serves LIST and GET with an explicit primaryKey', async (t) => {
       const { db } = await schema(t, dialect)
       const app = testApp(t)
