@@ -15,6 +15,7 @@ import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDialect } from './helpers/database.js'
 import type { TableCatalog } from '../lib/dialect/catalog.js'
 import { planGeneration } from '../lib/generate/plan.js'
+import { withoutPassword } from '../lib/generate/header.js'
 import { build as buildGenerated } from '../examples/generated/app.js'
 import { migrate } from '../examples/relations/migrations.js'
 import { testApp } from './helpers/app.js'
@@ -243,4 +244,15 @@ test('examples/generated is what the command writes for the relations example, a
   assert.equal(book.statusCode, 200, book.body)
   assert.equal(book.json().author.name, 'Ursula K. Le Guin')
   assert.deepEqual(book.json().tags.map((tag: { name: string }) => tag.name), ['fiction', 'science fiction', 'classic'])
+})
+
+test('the command names what is wrong: no database, no password in the header', async () => {
+  await assert.rejects(command('sqlite:does-not-exist.db', join(output, 'none')), (error: { code?: number, stderr?: string }) => {
+    assert.equal(error.code, 1)
+    assert.match(error.stderr ?? '', /there is no SQLite database at does-not-exist\.db: pass --url, or set DATABASE_URL/)
+    return true
+  })
+  assert.equal(withoutPassword('postgres://app:s3cret@db.example:5432/shop?sslmode=require'), 'postgres://app@db.example:5432/shop?sslmode=require')
+  assert.equal(withoutPassword('mysql://root@127.0.0.1:3306/shop'), 'mysql://root@127.0.0.1:3306/shop')
+  assert.equal(withoutPassword('sqlite:app.db'), 'sqlite:app.db')
 })

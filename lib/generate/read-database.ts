@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs'
+import { isAbsolute, resolve } from 'node:path'
 import { createDatabase } from '../db.js'
 import type { TableCatalog } from '../dialect/catalog.js'
 import { dialectOf } from '../dialect/dialect.js'
@@ -18,6 +20,11 @@ const internal = /^kysely_migration(?:_lock)?$/
  * the connection.
  */
 export async function readDatabase (url: string, only: readonly string[] | undefined): Promise<DatabaseCatalog> {
+  // better-sqlite3 would create a missing file, and the command would then write code for an empty database.
+  const file = /^sqlite:(.+)$/i.exec(url)?.[1]?.replace(/^\/\/(?=\/)/, '')
+  if (file !== undefined && file !== ':memory:' && !existsSync(isAbsolute(file) ? file : resolve(process.cwd(), file))) {
+    throw new Error(`there is no SQLite database at ${file}: pass --url, or set DATABASE_URL`)
+  }
   const db = createDatabase<Record<string, Record<string, unknown>>>(url, { poolSize: 1 })
   try {
     const untyped: AnyDatabase = db
@@ -32,6 +39,7 @@ export async function readDatabase (url: string, only: readonly string[] | undef
       const table = await dialect.catalog.table(untyped, name)
       if (table !== undefined) tables.push(table)
     }
+    if (tables.length === 0) throw new Error('the database has no tables or views to serve')
     return { dialect: dialect.name, tables }
   } finally {
     await db.destroy()
