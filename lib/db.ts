@@ -5,6 +5,7 @@ import { config as loadDotenv } from 'dotenv'
 import { attachSqlite, postgresHandle, PreparedKysely, sqliteHandle, useNamedStatements } from './db-statements.js'
 import type { BetterSqliteDatabase, PgPool, PostgresHandle, SqliteHandle } from './db-statements.js'
 import { ViewsetErrors } from './errors.js'
+import { errorProperty } from './dialect/dialect.js'
 
 /** Options of {@link createDatabase}. */
 export interface CreateDatabaseOptions {
@@ -14,6 +15,17 @@ export interface CreateDatabaseOptions {
   connectionTimeout?: number
   /** SQLite busy timeout in milliseconds (default 5000). */
   busyTimeout?: number
+  /**
+   * Milliseconds any one statement may run, raw SQL included (default 30000; 0 leaves the server's own
+   * setting). Past it the statement is stopped and the request answers 503 `FST_VIEWSET_TIMEOUT` with
+   * `Retry-After`; the connection stays usable.
+   * - PostgreSQL: `statement_timeout`, sent when each connection opens. Behind PgBouncer, which refuses
+   *   unknown startup parameters, list it in `track_extra_parameters` (PgBouncer 1.20+) or
+   *   `ignore_startup_parameters` and set it on the role instead (`ALTER ROLE app SET statement_timeout = '30s'`).
+   * - MariaDB: `max_statement_time`. MySQL 8: `max_execution_time`, which bounds only SELECT statements.
+   * - SQLite cannot interrupt a statement: the option is ignored.
+   */
+  statementTimeout?: number
   /** Passed to Kysely, for example to log or count queries. */
   log?: KyselyConfig['log']
   /**
@@ -60,6 +72,7 @@ export function databaseUrl (url?: string): string {
  */
 export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions = {}): Kysely<DB> {
   const target = databaseUrl(url)
+  statementTimeout(options) // checked now rather than when the first connection opens
   const config = options.log === undefined ? {} : { log: options.log }
   const sqlite = sqliteHandle(options.log)
   const postgres = postgresHandle(options.log, options.preparedStatements !== false)
@@ -78,7 +91,7 @@ function dialectFor (url: string, options: CreateDatabaseOptions, sqlite: Sqlite
       return new PostgresDialect({ pool: async () => await openPostgres(url, options, postgres) })
     case 'mysql':
     case 'mariadb':
-      return new MysqlDialect({ pool: async () => await openMysql(url, options), onCreateConnection: onMysqlConnection })
+      return new MysqlDialect({ pool: async () => await openMysql(url, options), onCreateConnection: mysqlSession(statementTimeout(options)) })
     case 'sqlite': {
       const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
       if (path === '') throw new ViewsetErrors.InvalidDatabaseUrl(url, 'a SQLite URL needs a path, as in sqlite:base.db or sqlite::memory:')
@@ -100,6 +113,9 @@ async function openPostgres (url: string, options: CreateDatabaseOptions, handle
     connectionString: url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: options.connectionTimeout ?? 5000,
+    // A startup parameter rather than a SET per connection: no extra round trip, and no window in which
+    // a connection runs unbounded. pg leaves it out when it is 0.
+    statement_timeout: statementTimeout(options),
   })
   // An idle client that loses its server emits 'error' on the pool; unhandled, it would crash the process.
   pool.on('error', () => {})
@@ -156,9 +172,28 @@ function mysqlTypeCast (field: MysqlField, next: () => unknown): unknown {
   return next()
 }
 
-/** The session settings every MySQL connection gets: UTC, so that NOW() agrees with the UTC dates mysql2 writes. */
-async function onMysqlConnection (connection: DatabaseConnection): Promise<void> {
-  await connection.executeQuery(CompiledQuery.raw("set time_zone = '+00:00'"))
+function statementTimeout (options: CreateDatabaseOptions): number {
+  const timeout = options.statementTimeout ?? 30_000
+  if (!Number.isFinite(timeout) || timeout < 0) throw new ViewsetErrors.InvalidOption('statementTimeout', 'must be a number of milliseconds, 0 or more')
+  return Math.floor(timeout)
+}
+
+/**
+ * The session settings every MySQL connection gets: UTC, so that NOW() agrees with the UTC dates mysql2
+ * writes, and the statement timeout: MariaDB's `max_statement_time` (seconds), else MySQL's
+ * `max_execution_time` (milliseconds, SELECT only); MySQL does not know the first (error 1193).
+ */
+function mysqlSession (timeout: number) {
+  return async function onMysqlConnection (connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("set time_zone = '+00:00'"))
+    if (timeout === 0) return
+    try {
+      await connection.executeQuery(CompiledQuery.raw(`set session max_statement_time = ${timeout / 1000}`))
+    } catch (error) {
+      if (errorProperty(error, 'errno') !== '1193') throw error
+      await connection.executeQuery(CompiledQuery.raw(`set session max_execution_time = ${timeout}`))
+    }
+  }
 }
 
 /**

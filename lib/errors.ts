@@ -58,6 +58,7 @@ export const ViewsetErrors = {
   Unauthorized: detailError('FST_VIEWSET_UNAUTHORIZED', 'This operation needs a valid bearer token', 401),
   Forbidden: detailError('FST_VIEWSET_FORBIDDEN', 'The token does not allow this operation', 403),
   Unavailable: detailError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
+  Timeout: detailError('FST_VIEWSET_TIMEOUT', 'The database statement ran past the time limit, try again later', 503),
   Internal: InternalError,
   // configuration errors
   InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500),

@@ -62,6 +62,8 @@ function faultProblem (fault: DatabaseFault, method: string) {
       return new ViewsetErrors.InvalidValue(`A value cannot be stored: ${fault.reason}`)
     case 'unavailable':
       return new ViewsetErrors.Unavailable()
+    case 'timeout':
+      return new ViewsetErrors.Timeout()
   }
 }
 

@@ -24,6 +24,8 @@ export type DatabaseFault =
   | { kind: 'foreign-key', target: string | undefined, referenced: boolean | undefined }
   | { kind: 'invalid-value', reason: string }
   | { kind: 'unavailable' }
+  /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
+  | { kind: 'timeout' }
 
 /** The statements that differ between databases, and the arguments they share. */
 export interface WriteTarget {

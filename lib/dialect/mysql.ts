@@ -32,6 +32,8 @@ const invalidValues: Record<string, string> = {
 }
 // Too many connections, server gone, connection lost, lock wait timeout, deadlock victim: try again.
 const unavailable = new Set(['1040', '1053', '1205', '1213', '2002', '2003', '2006', '2013'])
+// MariaDB's max_statement_time, MySQL's max_execution_time, and a statement killed with KILL QUERY.
+const timedOut = new Set(['1969', '3024', '1317'])
 
 // The messages name the key, column or constraint; keep that and never the value.
 const targets: readonly RegExp[] = [
@@ -141,6 +143,7 @@ export const mysqlDialect: ViewsetDialect = {
       const reason = invalidValues[errno]
       if (reason !== undefined) return { kind: 'invalid-value', reason }
       if (unavailable.has(errno)) return { kind: 'unavailable' }
+      if (timedOut.has(errno)) return { kind: 'timeout' }
     }
     return isConnectionError(error) ? { kind: 'unavailable' } : undefined
   },

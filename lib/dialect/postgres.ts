@@ -74,6 +74,8 @@ export const postgresDialect: ViewsetDialect = {
       const reason = invalidValues[code]
       if (reason !== undefined) return { kind: 'invalid-value', reason }
       if (code.startsWith('08') || unavailable.has(code)) return { kind: 'unavailable' }
+      // query_canceled: statement_timeout, or the cancel sent when the client went away.
+      if (code === '57014') return { kind: 'timeout' }
     }
     if (isConnectionError(error)) return { kind: 'unavailable' }
     const message = errorProperty(error, 'message') ?? ''

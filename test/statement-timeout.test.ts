@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import type { TestContext } from 'node:test'
+import { Type } from '@sinclair/typebox'
+import { sql } from 'kysely'
+import type { FastifyReply } from 'fastify'
+import { createDatabase, Viewset } from 'fastify-viewsets'
+import type { CreateDatabaseOptions, ListRequest, ViewsetToken } from 'fastify-viewsets'
+import { dialects, testDatabase } from './helpers/database.js'
+import type { TestDialect } from './helpers/database.js'
+import { problemOf, testApp } from './helpers/app.js'
+import { createItemsTable, Item } from './helpers/items.js'
+import type { ItemsDB } from './helpers/items.js'
+
+/** A statement that runs for `seconds`, in each server's spelling (raw SQL: the timeout bounds it too). */
+function sleep (dialect: TestDialect['name'], seconds: number) {
+  return dialect === 'postgres' ? sql`select pg_sleep(${seconds})` : sql`select sleep(${seconds})`
+}
+
+/** A viewset whose LIST with `?slow=1` runs a 3 s statement before answering. */
+function slowItems (dialect: TestDialect['name']) {
+  return class SlowItems extends Viewset<ItemsDB, 'items', typeof Item> {
+    static override listQuery = Type.Object({ slow: Type.Optional(Type.String()) })
+    override async list (request: ListRequest<{ slow?: string }>, reply: FastifyReply, token: ViewsetToken | null) {
+      if (request.query.slow !== undefined) await sleep(dialect, 3).execute(this.db)
+      return await super.list(request, reply, token)
+    }
+  }
+}
+
+async function slowApp (t: TestContext, dialect: TestDialect, options: CreateDatabaseOptions) {
+  const database = await testDatabase(t, dialect)
+  await createItemsTable(database)
+  await database.db.insertInto('items').values({ name: 'Bread' }).execute()
+  const db = createDatabase<ItemsDB>(database.url, options)
+  t.after(() => db.destroy())
+  const app = testApp(t)
+  await app.register(new (slowItems(dialect.name))({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+  return { app, db }
+}
+
+for (const dialect of dialects.filter((candidate) => candidate.name !== 'sqlite')) {
+  describe(`statementTimeout on ${dialect.name}`, () => {
+    test('a statement past the bound answers 503 FST_VIEWSET_TIMEOUT with Retry-After, and the pool stays healthy', async (t) => {
+      const { app } = await slowApp(t, dialect, { statementTimeout: 300, poolSize: 1 })
+      const start = performance.now()
+      const slow = await app.inject('/items?slow=1')
+      const elapsed = performance.now() - start
+      assert.equal(slow.statusCode, 503)
+      assert.equal(slow.headers['retry-after'], '1')
+      assert.equal(problemOf(slow).code, 'FST_VIEWSET_TIMEOUT')
+      assert.ok(elapsed < 2000, `answered after ${Math.round(elapsed)} ms, not after the 3 s statement`)
+      // One connection only: the next request reuses the one whose statement was stopped.
+      const next = await app.inject('/items')
+      assert.equal(next.statusCode, 200)
+      assert.deepEqual(next.json().map((item: { name: string }) => item.name), ['Bread'])
+    })
+
+    test('the bound covers raw SQL on the instance, and 0 leaves statements unbounded by it', async (t) => {
+      const { db } = await slowApp(t, dialect, { statementTimeout: 200 })
+      await assert.rejects(sleep(dialect.name, 1).execute(db))
+      const database = await testDatabase(t, dialect)
+      const unbounded = createDatabase<ItemsDB>(database.url, { statementTimeout: 0 })
+      t.after(() => unbounded.destroy())
+      await sleep(dialect.name, 0.4).execute(unbounded)
+    })
+  })
+}
+
+describe('statementTimeout option', () => {
+  test('a negative or non-numeric timeout fails at createDatabase', () => {
+    assert.throws(() => createDatabase('sqlite::memory:', { statementTimeout: -1 }), { code: 'FST_VIEWSET_INVALID_OPTION' })
+    assert.throws(() => createDatabase('sqlite::memory:', { statementTimeout: Number.NaN }), { code: 'FST_VIEWSET_INVALID_OPTION' })
+  })
+
+  test('SQLite ignores it (a statement cannot be interrupted there)', async (t) => {
+    const db = createDatabase<ItemsDB>('sqlite::memory:', { statementTimeout: 1 })
+    t.after(() => db.destroy())
+    const { rows } = await sql<{ n: number }>`with recursive r(n) as (select 1 union all select n + 1 from r where n < 200000) select count(*) as n from r`.execute(db)
+    assert.equal(rows[0]?.n, 200000)
+  })
+})
