@@ -1,5 +1,6 @@
 import { isCompilable, Kysely } from 'kysely'
 import type { Compilable, CompiledQuery, KyselyConfig, LogEvent, QueryId, QueryResult, SqliteDatabase, SqliteStatement } from 'kysely'
+import { LruCache } from './query/statement-cache.js'
 
 // Statements prepared once per connection, for the databases that createDatabase opens. The viewset
 // compiles its SQL once (at registration, or once per query shape) and runs it with `db.executeQuery`:
@@ -32,15 +33,14 @@ export function sqliteHandle (log: KyselyConfig['log']): SqliteHandle {
 
 /**
  * The connection as Kysely sees it, with its statements prepared once per SQL text (bounded, least
- * recently prepared first out): Kysely's driver would prepare every statement again on each query.
+ * recently used first out): Kysely's driver would prepare every statement again on each query.
  */
 export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDatabase, size = 256): SqliteDatabase {
-  const statements = new Map<string, SqliteStatement>()
+  const statements = new LruCache<string, SqliteStatement>(size)
   const prepare = (sql: string): SqliteStatement => {
     let statement = statements.get(sql)
     if (statement === undefined) {
       statement = database.prepare(sql)
-      if (statements.size >= size) statements.delete(statements.keys().next().value as string)
       statements.set(sql, statement)
     }
     return statement
@@ -88,23 +88,26 @@ function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[] | Pro
 
 // ---- PostgreSQL ----------------------------------------------------------------------------------
 
-/** How many SQL texts get a name; past it, statements run unnamed (parsed each time) as before. */
-const maxNames = 2048
-const statementNames = new Map<string, string>()
+/** Named (prepared) statements one PostgreSQL connection keeps; past it, the least recently used is deallocated. */
+export const maxNamedStatements = 256
 
 /** Queries that may be prepared: the four statements, never raw SQL such as DDL. */
 const preparable = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
 
-/** Names the SQL of a compiled query; names follow the text, so every connection and instance agrees on them. */
-function nameStatement (compiled: CompiledQuery): void {
-  if (statementNames.size < maxNames && preparable.has(compiled.query.kind) && !statementNames.has(compiled.sql)) {
-    statementNames.set(compiled.sql, `fastify_viewsets_${statementNames.size + 1}`)
-  }
+/**
+ * SQL texts compiled by Kysely (never raw SQL), which connections may prepare. Bounded like every cache: a
+ * text that falls out runs unnamed (parsed each time) until it is compiled again.
+ */
+const preparableTexts = new LruCache<string, true>(2048)
+
+/** Records that the SQL of a compiled query may become a named statement. */
+function markPreparable (compiled: CompiledQuery): void {
+  if (preparable.has(compiled.query.kind) && !preparableTexts.has(compiled.sql)) preparableTexts.set(compiled.sql, true)
 }
 
 /** The part of a pg `Pool` that direct reads use. */
 export interface PgPool {
-  query: (config: { name?: string, text: string, values: unknown[] }) => Promise<{ rows: Row[] }>
+  query: (text: string, values: unknown[]) => Promise<{ rows: Row[] }>
   readonly ending: boolean
 }
 
@@ -122,21 +125,20 @@ export function postgresHandle (log: KyselyConfig['log'], named: boolean): Postg
 }
 
 /**
- * Runs a compiled SELECT on the pool of a PostgreSQL database opened by createDatabase, as a named statement
- * when they are on. Outside a transaction Kysely does the same (a pooled connection per query), with a few
- * more promises per query. `undefined` when it must go through Kysely: the pool not open yet or ended, or an
- * array-form `log`.
+ * Runs a compiled SELECT on the pool of a PostgreSQL database opened by createDatabase (as a named statement
+ * when they are on: see {@link useNamedStatements}). Outside a transaction Kysely does the same (a pooled
+ * connection per query), with a few more promises per query. `undefined` when it must go through Kysely: the
+ * pool not open yet or ended, or an array-form `log`.
  */
 function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<Row[]> | undefined {
   const { pool, log } = handle
   if (pool === undefined || pool.ending || compiled.query.kind !== 'SelectQueryNode') return undefined
   if (log !== undefined && typeof log !== 'function') return undefined
-  if (handle.named) nameStatement(compiled)
-  const name = handle.named ? statementNames.get(compiled.sql) : undefined
-  const config = { text: compiled.sql, values: compiled.parameters as unknown[], ...(name === undefined ? {} : { name }) }
-  if (log === undefined) return pool.query(config).then((result) => result.rows)
+  if (handle.named) markPreparable(compiled)
+  const values = compiled.parameters.slice()
+  if (log === undefined) return pool.query(compiled.sql, values).then((result) => result.rows)
   const start = performance.now()
-  return pool.query(config).then(async (result) => {
+  return pool.query(compiled.sql, values).then(async (result) => {
     await log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start })
     return result.rows
   }, async (error: unknown) => {
@@ -145,20 +147,58 @@ function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<
   })
 }
 
-/** The subset of a pg `Client` that named statements need. */
+/** The subset of a pg `Client` that named statements need; the rest is read with guards (see below). */
 export interface PgClient {
   query: (...args: never[]) => unknown
 }
 
-/** Makes a pg client send the SQL of compiled queries (see {@link PreparedKysely}) as named (prepared) statements. */
+/** pg's transaction status of a client: 'I' when idle outside a transaction (pg 8.16+; `undefined` before). */
+function transactionStatus (client: object): unknown {
+  return 'getTransactionStatus' in client && typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() as unknown : undefined
+}
+
+/** pg's own record of the statements a connection parsed, which it checks before sending a Parse. */
+function parsedStatements (client: object): Record<string, unknown> | undefined {
+  const connection = 'connection' in client ? client.connection : undefined
+  if (typeof connection !== 'object' || connection === null || !('parsedStatements' in connection)) return undefined
+  const parsed = connection.parsedStatements
+  return typeof parsed === 'object' && parsed !== null ? parsed as Record<string, unknown> : undefined // a plain object of name → SQL in pg 8
+}
+
+/**
+ * Makes a pg client send the SQL of compiled queries (see {@link PreparedKysely}) as named (prepared)
+ * statements, at most {@link maxNamedStatements} per connection: a connection parses and plans each one
+ * once, and a flood of distinct query shapes cannot grow its memory without bound. Evicted statements
+ * are deallocated the next time the connection is outside a transaction (a failing DEALLOCATE must never
+ * abort a caller's transaction). Names are never reused on a connection, so a late DEALLOCATE cannot
+ * hit a newer statement.
+ */
 export function useNamedStatements (client: PgClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown
-  client.query = ((text: unknown, values: unknown, ...rest: unknown[]) => {
-    if (typeof text === 'string' && rest.length === 0 && Array.isArray(values)) {
-      const name = statementNames.get(text)
-      if (name !== undefined) return query({ name, text, values })
+  let counter = 0
+  let evicted: string[] = []
+  const names = new LruCache<string, string>(maxNamedStatements, (name) => { evicted.push(name) })
+  const deallocate = () => {
+    const stale = evicted
+    evicted = []
+    const forget = () => {
+      const parsed = parsedStatements(client)
+      if (parsed !== undefined) for (const name of stale) delete parsed[name]
     }
-    return rest.length === 0 ? query(text, values) : query(text, values, ...rest)
+    const done = query(stale.map((name) => `deallocate "${name}"`).join('; '))
+    if (done instanceof Promise) done.then(forget, forget)
+  }
+  client.query = ((text: unknown, values: unknown, ...rest: unknown[]) => {
+    if (typeof text === 'string' && Array.isArray(values) && rest.length <= 1) {
+      let name = names.get(text)
+      if (name === undefined && preparableTexts.get(text) === true) {
+        name = `fastify_viewsets_${++counter}`
+        names.set(text, name)
+      }
+      if (evicted.length > 0 && transactionStatus(client) === 'I') deallocate()
+      if (name !== undefined) return query({ name, text, values }, ...rest)
+    }
+    return query(text, values, ...rest)
   }) as PgClient['query']
 }
 
@@ -188,7 +228,7 @@ export class PreparedKysely<DB> extends Kysely<DB> {
     } else if (this.#postgres !== undefined) {
       const rows = queryDirect(this.#postgres, compiled)
       if (rows !== undefined) return { rows: await rows as R[] }
-      if (this.#postgres.named) nameStatement(compiled)
+      if (this.#postgres.named) markPreparable(compiled)
     }
     return await (queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
   }

@@ -143,6 +143,53 @@ if (postgres !== undefined) {
       assert.equal(response.statusCode >= 500, true, String(response.statusCode))
     })
 
+    test('2,000 distinct LIST shapes leave at most 256 named statements on the connection', async (t) => {
+      const database = await seeded(t, postgres, { poolSize: 1 })
+      const app = testApp(t)
+      await app.register(createViewset({
+        db: database.db,
+        table: 'items',
+        schema: Item,
+        orderingFields: ['name', 'price', 'description'],
+        filterFields: { name: ['eq', 'ne', 'contains'], price: ['gt', 'gte', 'lt', 'lte'], in_stock: ['eq'], description: ['contains', 'isnull'] },
+      }), { prefix: '/items' })
+      const names = ['id', 'name', 'description', 'price', 'in_stock']
+      const fieldSets = Array.from({ length: 31 }, (_, mask) => names.filter((_, bit) => ((mask + 1) & (1 << bit)) !== 0).join(','))
+      const orders = ['name', '-name', 'price', '-price', 'description', '-description']
+      const filters = ['', 'name=Bread', 'name__ne=x', 'name__contains=e', 'price__gt=0', 'price__gte=0', 'price__lt=9', 'price__lte=9', 'in_stock=true', 'description__contains=x', 'description__isnull=true', 'description__isnull=false']
+      let sent = 0
+      for (const fields of fieldSets) {
+        for (const order of orders) {
+          for (const filter of filters) {
+            if (sent === 2000) break
+            const response = await app.inject({ url: `/items?fields=${fields}&order_by=${order}${filter === '' ? '' : `&${filter}`}` })
+            assert.equal(response.statusCode, 200, response.body)
+            sent++
+          }
+        }
+      }
+      assert.equal(sent, 2000)
+      const statements = await prepared(database.db)
+      assert.ok(statements.length <= 256, `${statements.length} named statements on the connection`)
+      // Still served after the evictions, and the evicted statements are deallocated, not leaked.
+      assert.equal((await app.inject({ url: '/items?fields=name&order_by=name' })).statusCode, 200)
+      assert.ok((await prepared(database.db)).length <= 256)
+    })
+
+    test('`__in` lists of any length share a few statements (padded to powers of two)', async (t) => {
+      const database = await seeded(t, postgres, { poolSize: 1 })
+      const app = testApp(t)
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, filterFields: { id: ['in'] } }), { prefix: '/items' })
+      for (let count = 1; count <= 100; count++) {
+        const ids = Array.from({ length: count }, (_, index) => index + 1)
+        const response = await app.inject({ url: `/items?id__in=${ids.join(',')}` })
+        assert.equal(response.statusCode, 200)
+        assert.deepEqual(response.json().map((item: { id: number }) => item.id), [1, 2].slice(0, count))
+      }
+      const lists = (await prepared(database.db)).filter((text) => / in \(/.test(text) && /limit/.test(text))
+      assert.equal(lists.length, 8, lists.join('\n')) // 1, 2, 4, 8, 16, 32, 64 and 128 values
+    })
+
     test('preparedStatements: false sends every statement unnamed', async (t) => {
       const database = await seeded(t, postgres)
       const db = createDatabase<any>(database.url, { poolSize: 1, preparedStatements: false })

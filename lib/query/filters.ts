@@ -14,6 +14,7 @@ import { queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import { boundedTerm } from './search.js'
+import { padList } from './statement-cache.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -159,7 +160,9 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
             return normalize(holder.value)
           })
           if (values.length > maxInValues) throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)
-          return { shape: `${parameter}:${values.length}`, parameters: values, expression: (eb) => eb(eb.ref(name), 'in', values) }
+          // Padded to a few lengths so that lists of any length share a few SQL texts (and cached statements).
+          const padded = padList(values)
+          return { shape: `${parameter}:${padded.length}`, parameters: padded, expression: (eb) => eb(eb.ref(name), 'in', padded) }
         },
       }
     }

@@ -1,8 +1,90 @@
 import type { Compilable, CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
 
-/** How many query shapes one LIST keeps compiled; the least recently compiled one goes first. */
+/** How many query shapes one LIST keeps compiled; the least recently used one goes first. */
 export const maxShapes = 256
+
+/**
+ * A map that holds at most `max` entries and drops the least recently used one first: the one bounded
+ * cache of the library (compiled LIST shapes, SQLite statements, PostgreSQL statement names). A hit moves
+ * the entry to the back of the Map's insertion order; a miss costs one lookup.
+ *
+ * @example
+ * ```ts
+ * const names = new LruCache<string, string>(256, (name) => { deallocate(name) })
+ * names.set('select 1', 's1')
+ * names.get('select 1') // 's1', now the most recently used
+ * ```
+ */
+export class LruCache<K, V> {
+  readonly #entries = new Map<K, V>()
+  readonly #max: number
+  readonly #onEvict: ((value: V, key: K) => void) | undefined
+
+  /** `onEvict` runs for each entry pushed out by {@link set} (not for {@link clear}). */
+  constructor (max: number, onEvict?: (value: V, key: K) => void) {
+    this.#max = Math.max(1, max)
+    this.#onEvict = onEvict
+  }
+
+  get size (): number {
+    return this.#entries.size
+  }
+
+  get (key: K): V | undefined {
+    const value = this.#entries.get(key)
+    if (value !== undefined && this.#entries.size > 1) {
+      this.#entries.delete(key)
+      this.#entries.set(key, value)
+    }
+    return value
+  }
+
+  has (key: K): boolean {
+    return this.#entries.has(key)
+  }
+
+  set (key: K, value: V): void {
+    if (!this.#entries.delete(key) && this.#entries.size >= this.#max) {
+      const oldest = this.#entries.entries().next()
+      if (oldest.done !== true) {
+        const [oldKey, oldValue] = oldest.value
+        this.#entries.delete(oldKey)
+        this.#onEvict?.(oldValue, oldKey)
+      }
+    }
+    this.#entries.set(key, value)
+  }
+
+  clear (): void {
+    this.#entries.clear()
+  }
+}
+
+/**
+ * The length a list of `count` values is padded to: the next power of two (1, 2, 4, 8, ...), so that `IN`
+ * lists of any length compile to a few SQL texts, not one per length.
+ */
+export function paddedLength (count: number): number {
+  return count <= 1 ? 1 : 2 ** (32 - Math.clz32(count - 1))
+}
+
+/**
+ * `values` padded to {@link paddedLength} by repeating the last one (`IN (1, 2, 3, 3)` means `IN (1, 2, 3)`).
+ *
+ * @example
+ * ```ts
+ * padList([1, 2, 3]) // [1, 2, 3, 3]
+ * ```
+ */
+export function padList<T> (values: readonly T[]): readonly T[] {
+  const size = paddedLength(values.length)
+  if (size === values.length || values.length === 0) return values
+  const padded = values.slice()
+  const last = values[values.length - 1] as T // non-empty: checked above
+  while (padded.length < size) padded.push(last)
+  return padded
+}
 
 function sameValues (left: readonly unknown[], right: readonly unknown[]): boolean {
   return left.length === right.length && left.every((value, index) => Object.is(value, right[index]))
@@ -15,17 +97,14 @@ function sameValues (left: readonly unknown[], right: readonly unknown[]): boole
  * predicts, in that order, so a shape that binds differently is still answered correctly, just not cached.
  */
 export class StatementCache {
-  readonly #statements = new Map<string, CompiledQuery<Row>>()
+  readonly #statements = new LruCache<string, CompiledQuery<Row>>(maxShapes)
 
   /** Runs the statement of `shape` with `parameters`, compiling `build()` the first time. */
   async rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]> {
     const cached = this.#statements.get(shape)
     if (cached !== undefined) return (await db.executeQuery<Row>({ ...cached, parameters })).rows
     const compiled = build().compile()
-    if (sameValues(compiled.parameters, parameters)) {
-      if (this.#statements.size >= maxShapes) this.#statements.delete(this.#statements.keys().next().value as string)
-      this.#statements.set(shape, compiled)
-    }
+    if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
     return (await db.executeQuery<Row>(compiled)).rows
   }
 }

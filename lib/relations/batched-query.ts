@@ -1,17 +1,18 @@
 import type { Compilable, CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import { paddedLength, padList } from '../query/statement-cache.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
 export const maxBatch = 1024
 
 /** Bucket index of a key count: 1 → 0, 2 → 1, 3..4 → 2, 5..8 → 3, ... 513..1024 → 10. */
 function bucketOf (count: number): number {
-  return count <= 1 ? 0 : 32 - Math.clz32(count - 1)
+  return Math.log2(paddedLength(count))
 }
 
 /**
  * A `... WHERE key IN (...)` statement, compiled once per power-of-two list size at registration.
- * A batch of n keys runs the statement of the next size up, padded with its last key (`IN (1, 2, 3, 3)`
+ * A batch of n keys runs the statement of the next size up, padded with its last key by `padList` (`IN (1, 2, 3, 3)`
  * means `IN (1, 2, 3)`). Nothing is compiled per request, and each relation has at most eleven SQL texts,
  * so prepared-statement caches stay warm.
  *
@@ -51,16 +52,9 @@ export class BatchedQuery {
   }
 
   async #runBatch (db: AnyDatabase, keys: readonly unknown[]): Promise<Row[]> {
+    if (keys.length === 0) return []
     const compiled = this.#bySize[bucketOf(keys.length)] as CompiledQuery<Row>
-    let parameters = keys
-    const size = compiled.parameters.length
-    if (size !== keys.length) {
-      const padded = keys.slice()
-      const last = keys[keys.length - 1]
-      for (let i = keys.length; i < size; i++) padded.push(last)
-      parameters = padded
-    }
-    const { rows } = await db.executeQuery<Row>({ ...compiled, parameters })
+    const { rows } = await db.executeQuery<Row>({ ...compiled, parameters: padList(keys) })
     return rows
   }
 }
