@@ -15,6 +15,52 @@ type Row = Record<string, unknown>
 /** The part of a better-sqlite3 `Database` used here. */
 export interface BetterSqliteDatabase extends SqliteDatabase {
   readonly inTransaction: boolean
+  prepare: (sql: string) => BetterSqliteStatement
+}
+
+/** The part of a better-sqlite3 `Statement` used here. */
+export interface BetterSqliteStatement extends SqliteStatement {
+  readonly busy: boolean
+  columns: () => Array<{ name: string, type: string | null }>
+  safeIntegers: (toggle: boolean) => unknown
+}
+
+/** An integer read with better-sqlite3's safe integers, as the other drivers give it: a number while exact, else its digits. */
+function exactInteger (value: bigint): number | string {
+  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : String(value)
+}
+
+/**
+ * better-sqlite3 reads every integer as a JavaScript number, so 2^53 + 1 comes back as 2^53. A statement
+ * that reads columns declared with an integer type (INTEGER, BIGINT, INT8, ...) reads them as bigints
+ * instead, then hands them on like mysql2's `supportBigNumbers`: a number up to 2^53 - 1 (what a
+ * `Type.Integer` field serializes), the exact digits beyond (what a `Type.String` field serializes).
+ * Other statements, and other columns, are untouched.
+ */
+function withExactIntegers (statement: BetterSqliteStatement): SqliteStatement {
+  if (!statement.reader) return statement
+  const integers = statement.columns().filter((column) => column.type !== null && /int/i.test(column.type)).map((column) => column.name)
+  if (integers.length === 0) return statement
+  statement.safeIntegers(true)
+  const exact = (row: unknown): unknown => {
+    if (typeof row !== 'object' || row === null) return row
+    const cells = row as Row // better-sqlite3 rows are plain objects unless .raw() is on, which nothing here turns on
+    for (const name of integers) {
+      const value = cells[name]
+      if (typeof value === 'bigint') cells[name] = exactInteger(value)
+    }
+    return row
+  }
+  const wrapped: SqliteStatement & { readonly busy: boolean } = {
+    reader: true,
+    get busy () { return statement.busy },
+    all: (parameters) => statement.all(parameters).map(exact),
+    run: (parameters) => statement.run(parameters),
+    * iterate (parameters) {
+      for (const row of statement.iterate(parameters)) yield exact(row)
+    },
+  }
+  return wrapped
 }
 
 /** One SQLite connection opened by createDatabase. */
@@ -40,7 +86,7 @@ export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDataba
   const prepare = (sql: string): SqliteStatement => {
     let statement = statements.get(sql)
     if (statement === undefined) {
-      statement = database.prepare(sql)
+      statement = withExactIntegers(database.prepare(sql))
       statements.set(sql, statement)
     }
     return statement
