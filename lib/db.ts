@@ -6,12 +6,16 @@ import { attachSqlite, postgresHandle, PreparedKysely, sqliteHandle, useNamedSta
 import type { BetterSqliteDatabase, PgPool, PostgresHandle, SqliteHandle } from './db-statements.js'
 import { ViewsetErrors } from './errors.js'
 import { errorProperty } from './dialect/dialect.js'
+import { BoundedSqliteDialect } from './dialect/sqlite-driver.js'
 
 /** Options of {@link createDatabase}. */
 export interface CreateDatabaseOptions {
   /** PostgreSQL / MySQL pool size per process (default 10). Keep `max × processes` under the server's `max_connections`. */
   poolSize?: number
-  /** Milliseconds to wait for a connection from the pool (or a new one) before failing with 503 (default 5000). */
+  /**
+   * Milliseconds to wait for a connection from the pool (or a new one) before failing with 503 (default 5000).
+   * SQLite has one connection, which a transaction holds until it ends: a query waits for it at most this long.
+   */
   connectionTimeout?: number
   /** SQLite busy timeout in milliseconds (default 5000). */
   busyTimeout?: number
@@ -95,7 +99,7 @@ function dialectFor (url: string, options: CreateDatabaseOptions, sqlite: Sqlite
     case 'sqlite': {
       const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
       if (path === '') throw new ViewsetErrors.InvalidDatabaseUrl(url, 'a SQLite URL needs a path, as in sqlite:base.db or sqlite::memory:')
-      return new SqliteDialect({ database: async () => await openSqlite(path, options, sqlite) })
+      return new BoundedSqliteDialect({ database: async () => await openSqlite(path, options, sqlite) }, options.connectionTimeout ?? 5000)
     }
     default:
       throw new ViewsetErrors.InvalidDatabaseUrl(redact(url), 'use postgres://, postgresql://, mysql://, mariadb:// or sqlite:')
