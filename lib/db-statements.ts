@@ -153,8 +153,22 @@ function markPreparable (compiled: CompiledQuery): void {
 
 /** The part of a pg `Pool` that direct reads use. */
 export interface PgPool {
-  query: (text: string, values: unknown[]) => Promise<{ rows: Row[] }>
+  connect: () => Promise<{ query: (text: string, values: unknown[]) => Promise<{ rows: Row[] }>, release: () => void }>
   readonly ending: boolean
+}
+
+/**
+ * Runs one query on a pooled client. Like `pool.query`, but awaited: the query starts in the caller's async
+ * context (pool.query may start it from whichever request released the client), which the cancel on
+ * client disconnect relies on (dialect/postgres-cancel.ts). The client goes back healthy after an error.
+ */
+async function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Row[]> {
+  const client = await pool.connect()
+  try {
+    return (await client.query(text, values)).rows
+  } finally {
+    client.release()
+  }
 }
 
 /** The pool of a PostgreSQL database opened by createDatabase. */
@@ -182,11 +196,11 @@ function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<
   if (log !== undefined && typeof log !== 'function') return undefined
   if (handle.named) markPreparable(compiled)
   const values = compiled.parameters.slice()
-  if (log === undefined) return pool.query(compiled.sql, values).then((result) => result.rows)
+  if (log === undefined) return pooledQuery(pool, compiled.sql, values)
   const start = performance.now()
-  return pool.query(compiled.sql, values).then(async (result) => {
+  return pooledQuery(pool, compiled.sql, values).then(async (rows) => {
     await log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start })
-    return result.rows
+    return rows
   }, async (error: unknown) => {
     await Promise.resolve(log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
     throw error

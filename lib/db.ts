@@ -7,6 +7,7 @@ import type { BetterSqliteDatabase, PgPool, PostgresHandle, SqliteHandle } from 
 import { ViewsetErrors } from './errors.js'
 import { errorProperty } from './dialect/dialect.js'
 import { BoundedSqliteDialect } from './dialect/sqlite-driver.js'
+import { cancelOnClientGone } from './dialect/postgres-cancel.js'
 
 /** Options of {@link createDatabase}. */
 export interface CreateDatabaseOptions {
@@ -126,6 +127,7 @@ async function openPostgres (url: string, options: CreateDatabaseOptions, handle
   // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when
   // the server goes away (a restart, a failover): without this listener the process would crash.
   pool.on('connect', (client) => { client.on('error', () => {}) })
+  pool.on('connect', cancelOnClientGone)
   if (options.preparedStatements !== false) pool.on('connect', useNamedStatements)
   handle.pool = pool as unknown as PgPool
   return pool

@@ -7,6 +7,7 @@ import { authHook, checkAuth, securitySchemeName } from './auth.js'
 import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
 import { rowKeyProblem } from './dialect/catalog.js'
 import { containsPattern, dialectOf } from './dialect/dialect.js'
+import { runCancellable } from './dialect/postgres-cancel.js'
 import { ViewsetErrors } from './errors.js'
 import type { CheckedSchema, ResolvedOptions, ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
@@ -415,6 +416,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
         }
         break
     }
+    // A client that hangs up cancels the PostgreSQL query serving it (see dialect/postgres-cancel.ts).
+    const handler = route.handler
+    route.handler = async function (request, reply) { return await runCancellable(reply.raw, () => handler.call(this, request, reply)) }
     return route
   }
 }

@@ -1,0 +1,132 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { connect } from 'node:net'
+
+// Cancelling the PostgreSQL query of a request whose client went away. A request runs inside a scope
+// (runCancellable); each pg client of a pool opened by createDatabase records which scope's query it is
+// running (cancelOnClientGone). When the response closes before it was sent, the queries still running
+// for that scope get a CancelRequest on a separate connection, the way `pg` cancels (Client#cancel, which
+// needs the Query object that pool.query and Kysely keep to themselves). The answer is 57014, a 503
+// FST_VIEWSET_TIMEOUT nobody reads, and the connection goes back to the pool healthy.
+
+/** One request's queries. */
+interface Scope {
+  gone: boolean
+  readonly running: Set<() => void>
+}
+
+const scopes = new AsyncLocalStorage<Scope>()
+
+/** How long a CancelRequest may take before the connection stops waiting for it. */
+const cancelTimeout = 2000
+
+/** The part of Node's `ServerResponse` read here. */
+export interface ClosableResponse {
+  readonly writableFinished: boolean
+  once: (event: 'close', listener: () => void) => unknown
+}
+
+/**
+ * Runs `work` so that the PostgreSQL queries it starts (on databases opened by createDatabase) are cancelled
+ * when `response` closes before it was fully sent: the client hung up.
+ *
+ * @example
+ * ```ts
+ * route.handler = async (request, reply) => await runCancellable(reply.raw, async () => await list(request))
+ * ```
+ */
+export function runCancellable<T> (response: ClosableResponse, work: () => T): T {
+  const scope: Scope = { gone: false, running: new Set() }
+  response.once('close', () => {
+    if (response.writableFinished) return
+    scope.gone = true
+    for (const cancel of scope.running) cancel()
+  })
+  return scopes.run(scope, work)
+}
+
+/** The part of a pg `Client` read here (its backend's `processID` and `secretKey` are read with guards: untyped). */
+export interface CancellableClient {
+  query: (...args: never[]) => unknown
+  readonly host: string
+  readonly port: number
+}
+
+function integerProperty (client: object, key: string): number | undefined {
+  const value = key in client ? (client as Record<string, unknown>)[key] : undefined // any object indexes by string
+  return typeof value === 'number' && Number.isInteger(value) ? value : undefined
+}
+
+/**
+ * Sends a CancelRequest (the 16-byte message of the PostgreSQL protocol: length, 80877102, backend process id,
+ * secret key) and resolves once the server has closed that connection, which it does after signalling the
+ * backend, or after a bound. Hand-written: pg does the same in Client#cancel, which takes the Query object
+ * that pool.query and Kysely keep to themselves, through pg's untyped Connection class.
+ */
+async function sendCancel (host: string, port: number, processID: number, secretKey: number): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const packet = Buffer.alloc(16)
+    packet.writeInt32BE(16, 0)
+    packet.writeInt32BE(80877102, 4)
+    packet.writeInt32BE(processID, 8)
+    packet.writeInt32BE(secretKey, 12)
+    const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
+    const done = () => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve()
+    }
+    const timer = setTimeout(done, cancelTimeout)
+    socket.once('connect', () => socket.write(packet))
+    socket.once('close', done)
+    socket.once('error', done)
+  })
+}
+
+/**
+ * Makes a pg client record which request scope's queries it runs, so that {@link runCancellable} can cancel
+ * them. A CancelRequest stops whatever the backend runs when it arrives, so a client never starts another
+ * query while one is on its way: a query of the next request to use the connection waits until the server
+ * has taken the cancel (a backend that is idle by then ignores it), and can never be the one cancelled.
+ */
+export function cancelOnClientGone (client: CancellableClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  let running = 0
+  let pending: Promise<void> | undefined
+  const cancel = () => {
+    const processID = integerProperty(client, 'processID')
+    const secretKey = integerProperty(client, 'secretKey')
+    if (running === 0 || pending !== undefined || processID === undefined || secretKey === undefined) return
+    pending = sendCancel(client.host, client.port, processID, secretKey).finally(() => { pending = undefined })
+  }
+  const run = (args: unknown[]): unknown => {
+    const scope = scopes.getStore()
+    if (scope === undefined) return query(...args)
+    running++
+    scope.running.add(cancel)
+    const settle = () => {
+      running--
+      if (running === 0) scope.running.delete(cancel)
+    }
+    const last = args[args.length - 1]
+    if (typeof last === 'function') {
+      const callback = last as (...results: unknown[]) => unknown // pg's callback form: (error, result)
+      return query(...args.slice(0, -1), (...results: unknown[]) => {
+        settle()
+        return callback(...results)
+      })
+    }
+    const result = query(...args)
+    if (result instanceof Promise) result.then(settle, settle)
+    else settle()
+    // A request gone before its query started: cancel it as soon as it runs.
+    if (scope.gone) cancel()
+    return result
+  }
+  client.query = ((...args: unknown[]) => {
+    // A submittable (a pg Query or Cursor) is returned as it is, never wrapped: pass it through.
+    const submittable = typeof args[0] === 'object' && args[0] !== null && 'submit' in args[0]
+    if (pending === undefined || submittable) return run(args)
+    const waited = pending.then(() => run(args))
+    return typeof args[args.length - 1] === 'function' ? undefined : waited
+  }) as CancellableClient['query']
+}
