@@ -38,14 +38,13 @@ function exactInteger (value: bigint): number | string {
  * Other statements, and other columns, are untouched.
  */
 function withExactIntegers (statement: BetterSqliteStatement): SqliteStatement {
-  if (!statement.reader) return statement
-  const integers = statement.columns().filter((column) => column.type !== null && /int/i.test(column.type)).map((column) => column.name)
-  if (integers.length === 0) return statement
+  if (!statement.reader || !statement.columns().some((column) => column.type !== null && /int/i.test(column.type))) return statement
   statement.safeIntegers(true)
+  // Safe integers apply to every integer the statement reads (a BOOLEAN's 0 and 1, an expression), so every cell is checked.
   const exact = (row: unknown): unknown => {
     if (typeof row !== 'object' || row === null) return row
     const cells = row as Row // better-sqlite3 rows are plain objects unless .raw() is on, which nothing here turns on
-    for (const name of integers) {
+    for (const name in cells) {
       const value = cells[name]
       if (typeof value === 'bigint') cells[name] = exactInteger(value)
     }
