@@ -37,7 +37,8 @@ async function lockingApp (t: TestContext, dialect: TestDialect) {
 }
 
 /** Asserts the answer is committed data or a 503 with Retry-After, and that it came within the bound. */
-function servedOrUnavailable (response: { statusCode: number, headers: Record<string, unknown>, json: () => any }, elapsed: number) {
+function servedOrUnavailable (t: TestContext, response: { statusCode: number, headers: Record<string, unknown>, json: () => any }, elapsed: number) {
+  t.diagnostic(`${response.statusCode} after ${Math.round(elapsed)} ms`)
   assert.ok(elapsed < connectionTimeout + 1500, `answered after ${Math.round(elapsed)} ms`)
   if (response.statusCode === 503) {
     assert.equal(problemOf(response).code, 'FST_VIEWSET_UNAVAILABLE')
@@ -61,7 +62,7 @@ for (const dialect of dialects) {
       await sleep(50) // the transaction has begun and written
       for (const url of ['/items', '/items?limit=5']) {
         const start = performance.now()
-        const body = servedOrUnavailable(await app.inject(url), performance.now() - start)
+        const body = servedOrUnavailable(t, await app.inject(url), performance.now() - start)
         if (body !== undefined) assert.deepEqual(body.map((item: { name: string }) => item.name), ['Bread'], url)
       }
       release()
@@ -74,7 +75,7 @@ for (const dialect of dialects) {
     test('findById without trx inside this.transaction() does not hang that request or later ones', { timeout: 20_000 }, async (t) => {
       const { app } = await lockingApp(t, dialect)
       const start = performance.now()
-      const body = servedOrUnavailable(await app.inject('/items/1'), performance.now() - start)
+      const body = servedOrUnavailable(t, await app.inject('/items/1'), performance.now() - start)
       if (body !== undefined) assert.equal(body.description, 'committed', 'the read outside the transaction sees committed data only')
       for (let i = 0; i < 3; i++) {
         const later = await app.inject('/items')

@@ -53,6 +53,7 @@ for (const dialect of dialects.filter((candidate) => candidate.name !== 'sqlite'
       assert.equal(slow.headers['retry-after'], '1')
       assert.equal(problemOf(slow).code, 'FST_VIEWSET_TIMEOUT')
       assert.ok(elapsed < 2000, `answered after ${Math.round(elapsed)} ms, not after the 3 s statement`)
+      t.diagnostic(`503 after ${Math.round(elapsed)} ms with statementTimeout 300`)
       // One connection only: the next request reuses the one whose statement was stopped.
       const next = await app.inject('/items')
       assert.equal(next.statusCode, 200)
@@ -100,6 +101,7 @@ if (postgres !== undefined) {
       request.destroy()
       while (await sleeping() > 0 && performance.now() - hungUp < 5000) await setTimeout(20)
       const cancelledAfter = performance.now() - hungUp
+      t.diagnostic(`statement gone from pg_stat_activity ${Math.round(cancelledAfter)} ms after the hang-up`)
       assert.ok(cancelledAfter < 1500, `the statement stopped ${Math.round(cancelledAfter)} ms after the client hung up, not after its 3 s`)
       const next = await app.inject('/items')
       assert.equal(next.statusCode, 200)
