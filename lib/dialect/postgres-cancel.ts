@@ -89,7 +89,7 @@ async function sendCancel (host: string, port: number, processID: number, secret
  * has taken the cancel (a backend that is idle by then ignores it), and can never be the one cancelled.
  */
 export function cancelOnClientGone (client: CancellableClient): void {
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown // pg's overloads, forwarded as they come
   let running = 0
   let pending: Promise<void> | undefined
   const cancel = () => {
@@ -128,5 +128,5 @@ export function cancelOnClientGone (client: CancellableClient): void {
     if (pending === undefined || submittable) return run(args)
     const waited = pending.then(() => run(args))
     return typeof args[args.length - 1] === 'function' ? undefined : waited
-  }) as CancellableClient['query']
+  }) as CancellableClient['query'] // the same overloads as the method it replaces
 }
