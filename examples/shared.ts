@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import { Migrator, PostgresAdapter, sql } from 'kysely'
 import type { Kysely, Migration } from 'kysely'
-import { createDatabase } from 'fastify-viewsets'
+import { createDatabase, viewsetFrameworkErrors } from 'fastify-viewsets'
 
 export interface MigrateOptions {
   /** Kysely's migration table (default `kysely_migration`), so that examples can share one database. */
@@ -50,12 +50,15 @@ export const serverTimeouts = Object.freeze({
   connectionsCheckingInterval: 2_000,
 })
 
-/** A Fastify instance with the examples' time bounds; `options` may override any of them. */
+/** A Fastify instance with the examples' time bounds and problem+json URL errors; `options` may override any of them. */
 export function exampleServer (options: FastifyServerOptions = {}): FastifyInstance {
   const requestTimeout = options.requestTimeout ?? serverTimeouts.requestTimeout
   return Fastify({
     requestTimeout,
     connectionTimeout: serverTimeouts.connectionTimeout,
+    // Fastify answers malformed percent-encoding and over-long path parameters before routing, with
+    // its own JSON body; this answers them as the documented problem+json 400 and 414 instead.
+    frameworkErrors: viewsetFrameworkErrors,
     ...options,
     // Fastify sets requestTimeout after Node's server exists, leaving its headersTimeout at 60 s; Node
     // then did not cut a request at requestTimeout (measured: a trickled body went on 20 s past 0.5 s).
