@@ -16,6 +16,7 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
+import Fastify from 'fastify'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Kysely } from 'kysely'
 import { compileErrors, validate } from '@readme/openapi-parser'
@@ -427,6 +428,60 @@ async function typecheck (dir: string): Promise<string[]> {
     return [...output.matchAll(/^(\S+\(\d+,\d+\)): error (TS\d+)/gm)].map((match) => `${match[1]}: ${match[2]}`)
   }
 }
+
+// ---- the checker itself --------------------------------------------------------------------------
+
+test('the checker flags every kind of answer that breaks its document', async (t) => {
+  const app = Fastify({ logger: false })
+  t.after(() => app.close())
+  const problem = { 'application/problem+json': { schema: { type: 'object', required: ['code'] } } }
+  const document: OpenApiDocument = {
+    openapi: '3.1.0',
+    paths: {
+      '/things/{id}': {
+        get: {
+          responses: {
+            200: {
+              headers: { 'X-Version': { required: true, schema: { type: 'integer' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } },
+            },
+            404: { content: problem },
+          },
+        },
+      },
+      '/things/stats': { get: { responses: { 200: { content: { 'application/json': { schema: { type: 'object' } } } } } } },
+    },
+    components: { schemas: { Thing: { type: 'object', required: ['id'], properties: { id: { type: 'integer' } } } } },
+  }
+  app.get('/things/stats', async () => ({}))
+  app.get('/things/:id', async (request, reply) => {
+    const { id } = request.params as { id: string } // the route's only parameter
+    if (id === 'good') return reply.header('x-version', '3').send({ id: 1 })
+    if (id === 'bad-body') return reply.header('x-version', '3').send({ id: 'one' })
+    if (id === 'no-header') return reply.send({ id: 1 })
+    if (id === 'bad-header') return reply.header('x-version', 'three').header('etag', '"x"').send({ id: 1 })
+    if (id === 'wrong-type') return reply.code(404).send({ code: 'X' })
+    if (id === 'empty') return reply.code(404).type('application/problem+json').send('')
+    return reply.code(500).send({ error: 'boom' })
+  })
+  app.post('/things/stats', async (_request, reply) => reply.code(405).send({}))
+  app.put('/things/stats', async (_request, reply) => reply.code(405).header('allow', 'GET').send({}))
+  app.delete('/things/stats', async (_request, reply) => reply.code(204).send())
+  const contract = new Contract(document)
+  const kinds = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string) => contract.check({ method, url }, await app.inject({ method, url })).map((v) => v.key)
+
+  assert.deepEqual(await kinds('GET', '/things/good'), [])
+  assert.deepEqual(await kinds('GET', '/things/stats'), [], 'a literal path wins over a template')
+  assert.deepEqual(await kinds('GET', '/things/bad-body'), ['body-invalid GET /things/{id} 200 /id:type'])
+  assert.deepEqual(await kinds('GET', '/things/no-header'), ['header-missing GET /things/{id} 200 x-version'])
+  assert.deepEqual(await kinds('GET', '/things/bad-header'), ['header-invalid GET /things/{id} 200 x-version', 'header-undeclared GET /things/{id} 200 etag'])
+  assert.deepEqual(await kinds('GET', '/things/wrong-type'), ['content-type-undocumented GET /things/{id} 404 application/json'])
+  assert.deepEqual(await kinds('GET', '/things/empty'), ['body-missing GET /things/{id} 404'])
+  assert.deepEqual(await kinds('GET', '/things/other'), ['status-undocumented GET /things/{id} 500'])
+  assert.deepEqual(await kinds('POST', '/things/stats'), ['allow-missing POST /things/stats 405'])
+  assert.deepEqual(await kinds('PUT', '/things/stats'), [])
+  assert.deepEqual(await kinds('DELETE', '/things/stats'), ['operation-undocumented DELETE /things/stats 204'])
+})
 
 // ---- the tests ----------------------------------------------------------------------------------
 
