@@ -67,42 +67,43 @@ interface KnownGap {
 
 const knownGaps: KnownGap[] = [
   // 1: ?fields= answers break the documented schema
-  { key: '*: body-invalid GET * 200 *:required', count: 13, item: '1', reason: '`?fields=id` answers rows without the required fields (LIST and GET); no partial-row schema' },
+  { key: '*: body-invalid GET * 200 *:required', count: 21, item: '1', reason: '`?fields=id` answers rows without the required fields (LIST and GET); no partial-row schema' },
   // 2: response types looser than the data
-  { key: '*: doc-response-optional *', count: 48, item: '2', reason: 'POST/PUT/PATCH answers: read-only fields (id, created_at, owner) always sent but optional (one schema for requests and responses)' },
+  { key: '*: doc-response-optional *', count: 78, item: '2', reason: 'POST/PUT/PATCH answers: read-only fields (id, created_at, owner) always sent but optional (one schema for requests and responses)' },
   // 3: undeclared headers
-  { key: '*: header-undeclared POST * 201 location', count: 14, item: '3', reason: 'Location sent on 201 but not declared' },
+  { key: '*: header-undeclared POST * 201 location', count: 22, item: '3', reason: 'Location sent on 201 but not declared' },
   { key: '*: header-undeclared * * 401 www-authenticate', count: 8, item: '3', reason: 'WWW-Authenticate sent on 401 but not declared' },
-  { key: '*: doc-header-undeclared * 201 location', count: 7, item: '3', reason: '201 declares no Location' },
+  { key: '*: doc-header-undeclared * 201 location', count: 11, item: '3', reason: '201 declares no Location' },
   { key: '*: doc-header-undeclared * 401 www-authenticate', count: 4, item: '3', reason: '401 declares no WWW-Authenticate' },
   { key: '*: doc-header-undeclared * 403 www-authenticate', count: 4, item: '3', reason: '403 declares no WWW-Authenticate' },
-  { key: '*: doc-header-undeclared * 503 retry-after', count: 42, item: '3', reason: '503 declares no Retry-After (the problem handler sends it)' },
+  { key: '*: doc-header-undeclared * 503 retry-after', count: 66, item: '3', reason: '503 declares no Retry-After (the problem handler sends it)' },
   // 4: documents that promise what isn't there
-  { key: '*: doc-token-url /token 404', count: 3, item: '4', reason: 'basic, override and relations declare the OAuth2 scheme (tokenUrl /token) with no protected route and no /token' },
+  { key: '*: doc-token-url /token 404', count: 4, item: '4', reason: 'basic, override and relations declare the OAuth2 scheme (tokenUrl /token) with no protected route and no /token' },
   { key: 'relations: doc-unreferenced-component *', count: 8, item: '4', reason: 'relations ships 8 components nothing references (inlined copies are used)' },
+  { key: 'generated: doc-unreferenced-component *', count: 6, item: '4', reason: 'generated ships 6 relation components nothing references, as relations does' },
   { key: 'override: doc-no-error-responses GET /items/stats', count: 1, item: '4', reason: 'the custom route documents no error response' },
-  { key: '*: doc-no-example * id', count: 28, item: '4', reason: 'path parameter id has no example (Dredd cannot start)' },
-  { key: '*: doc-no-example * body', count: 22, item: '4', reason: 'request bodies have no example' },
-  { key: '*: lint-error no-empty-servers #/openapi', count: 4, item: 'Spectral/Redocly no errors', reason: 'Redocly recommended: the document has no `servers`' },
+  { key: '*: doc-no-example * id', count: 44, item: '4', reason: 'path parameter id has no example (Dredd cannot start)' },
+  { key: '*: doc-no-example * body', count: 34, item: '4', reason: 'request bodies have no example' },
+  { key: '*: lint-error no-empty-servers #/openapi', count: 5, item: 'Spectral/Redocly no errors', reason: 'Redocly recommended: the document has no `servers`' },
   // 5: URL errors (the examples now pass frameworkErrors, so the bodies are problem+json; the 414 is still undocumented)
-  { key: '*: status-undocumented GET */{id} 414', count: 7, item: '5', reason: 'an over-long id answers a 414 the operation does not document' },
-  { key: '*: doc-status-missing * 414', count: 28, item: '5', reason: 'element operations do not document 414' },
+  { key: '*: status-undocumented GET */{id} 414', count: 11, item: '5', reason: 'an over-long id answers a 414 the operation does not document' },
+  { key: '*: doc-status-missing * 414', count: 44, item: '5', reason: 'element operations do not document 414' },
   // 6: no conditional requests
-  { key: '*: doc-header-undeclared * 201 etag', count: 7, item: '6', reason: '201 declares no ETag' },
-  { key: '*: doc-header-undeclared * 200 etag', count: 21, item: '6', reason: 'GET/PUT/PATCH 200 declare no ETag' },
-  { key: '*: doc-status-missing GET * 304', count: 7, item: '6', reason: 'GET does not document 304' },
-  { key: '*: doc-status-missing * 412', count: 21, item: '6', reason: 'PUT/PATCH/DELETE do not document 412' },
-  { key: '*: expected-header valid * etag', count: 28, item: '6', reason: 'POST, GET, PUT and PATCH send no ETag' },
-  { key: '*: expected-status stale If-Match *', count: 14, item: '6', reason: 'PUT/PATCH with If-Match: "stale" answer 200 (and write) instead of 412' },
-  { key: '*: expected-status If-None-Match GET * 200', count: 7, item: '6', reason: 'GET with If-None-Match answers 200, not 304' },
-  { key: '*: expected-status lost update PATCH * 200,200', count: 7, item: '6', reason: 'two PATCHes with the same If-Match both answer 200: a lost update' },
+  { key: '*: doc-header-undeclared * 201 etag', count: 11, item: '6', reason: '201 declares no ETag' },
+  { key: '*: doc-header-undeclared * 200 etag', count: 33, item: '6', reason: 'GET/PUT/PATCH 200 declare no ETag' },
+  { key: '*: doc-status-missing GET * 304', count: 11, item: '6', reason: 'GET does not document 304' },
+  { key: '*: doc-status-missing * 412', count: 33, item: '6', reason: 'PUT/PATCH/DELETE do not document 412' },
+  { key: '*: expected-header valid * etag', count: 44, item: '6', reason: 'POST, GET, PUT and PATCH send no ETag' },
+  { key: '*: expected-status stale If-Match *', count: 22, item: '6', reason: 'PUT/PATCH with If-Match: "stale" answer 200 (and write) instead of 412' },
+  { key: '*: expected-status If-None-Match GET * 200', count: 11, item: '6', reason: 'GET with If-None-Match answers 200, not 304' },
+  { key: '*: expected-status lost update PATCH * 200,200', count: 11, item: '6', reason: 'two PATCHes with the same If-Match both answer 200: a lost update' },
   // 7: PATCH media types
-  { key: '*: doc-media-type PATCH * application/merge-patch+json', count: 7, item: '7', reason: 'PATCH documents only application/json' },
-  { key: '*: expected-status merge-patch PATCH * 415', count: 7, item: '7', reason: 'application/merge-patch+json answers 415' },
-  { key: '*: expected-header * accept-patch', count: 14, item: '7', reason: 'neither a 415 on PATCH nor OPTIONS on the element sends Accept-Patch' },
+  { key: '*: doc-media-type PATCH * application/merge-patch+json', count: 11, item: '7', reason: 'PATCH documents only application/json' },
+  { key: '*: expected-status merge-patch PATCH * 415', count: 11, item: '7', reason: 'application/merge-patch+json answers 415' },
+  { key: '*: expected-header * accept-patch', count: 22, item: '7', reason: 'neither a 415 on PATCH nor OPTIONS on the element sends Accept-Patch' },
   // 8: non-canonical integers
-  { key: '*: expected-status non-canonical id *', count: 28, item: '8', reason: '/x/0x1, /x/1e0, /x/%2B1 and /x/01 answer row 1 instead of 400' },
-  { key: '*: expected-status blank offset *', count: 7, item: '8', reason: '?offset=%20 is taken as 0 instead of a 400' },
+  { key: '*: expected-status non-canonical id *', count: 44, item: '8', reason: '/x/0x1, /x/1e0, /x/%2B1 and /x/01 answer row 1 instead of 400' },
+  { key: '*: expected-status blank offset *', count: 11, item: '8', reason: '?offset=%20 is taken as 0 instead of a 400' },
 ]
 
 const globRegex = (key: string) => new RegExp(`^${key.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`)
