@@ -1,6 +1,6 @@
 import { isCompilable, Kysely } from 'kysely'
 import type { Compilable, CompiledQuery, KyselyConfig, LogEvent, QueryId, QueryResult, SqliteDatabase, SqliteStatement } from 'kysely'
-import { LruCache } from './query/statement-cache.js'
+import { LruCache } from './lru-cache.js'
 
 // Statements prepared once per connection, for the databases that createDatabase opens. The viewset
 // compiles its SQL once (at registration, or once per query shape) and runs it with `db.executeQuery`:

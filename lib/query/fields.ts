@@ -1,9 +1,10 @@
 import fastJson from 'fast-json-stringify'
+import { LruCache } from '../lru-cache.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { queryParameterError } from './condition.js'
 import { nameList } from './field-types.js'
 
-/** How many field sets keep a compiled serializer; the least recently built one goes first. */
+/** How many field sets keep a compiled serializer; the least recently used one goes first. */
 export const maxFieldSets = 64
 
 /** Serializes a page of rows, or any other payload (such as an error) as plain JSON. */
@@ -41,7 +42,7 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
   const properties = (entity.properties ?? {}) as Record<string, JsonSchema>
   const names = Object.keys(properties)
   const hasRelations = names.some((name) => !columns.includes(name))
-  const serializers = new Map<string, FieldSelection>()
+  const serializers = new LruCache<string, FieldSelection>(maxFieldSets)
 
   function build (fields: readonly string[], shape: string): FieldSelection {
     const picked = Object.fromEntries(fields.map((name) => [name, properties[name] ?? {}]))
@@ -86,7 +87,6 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
       let selection = serializers.get(shape)
       if (selection === undefined) {
         selection = build(fields, shape)
-        if (serializers.size >= maxFieldSets) serializers.delete(serializers.keys().next().value as string)
         serializers.set(shape, selection)
       }
       return selection

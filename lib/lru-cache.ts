@@ -1,0 +1,56 @@
+/**
+ * A map that holds at most `max` entries and drops the least recently used one first: the one bounded
+ * cache of the library (compiled LIST shapes, `?fields=` serializers, SQLite statements, PostgreSQL statement names). A hit moves
+ * the entry to the back of the Map's insertion order; a miss costs one lookup.
+ *
+ * @example
+ * ```ts
+ * const names = new LruCache<string, string>(256, (name) => { deallocate(name) })
+ * names.set('select 1', 's1')
+ * names.get('select 1') // 's1', now the most recently used
+ * ```
+ */
+export class LruCache<K, V> {
+  readonly #entries = new Map<K, V>()
+  readonly #max: number
+  readonly #onEvict: ((value: V, key: K) => void) | undefined
+
+  /** `onEvict` runs for each entry pushed out by {@link set} (not for {@link clear}). */
+  constructor (max: number, onEvict?: (value: V, key: K) => void) {
+    this.#max = Math.max(1, max)
+    this.#onEvict = onEvict
+  }
+
+  get size (): number {
+    return this.#entries.size
+  }
+
+  get (key: K): V | undefined {
+    const value = this.#entries.get(key)
+    if (value !== undefined && this.#entries.size > 1) {
+      this.#entries.delete(key)
+      this.#entries.set(key, value)
+    }
+    return value
+  }
+
+  has (key: K): boolean {
+    return this.#entries.has(key)
+  }
+
+  set (key: K, value: V): void {
+    if (!this.#entries.delete(key) && this.#entries.size >= this.#max) {
+      const oldest = this.#entries.entries().next()
+      if (oldest.done !== true) {
+        const [oldKey, oldValue] = oldest.value
+        this.#entries.delete(oldKey)
+        this.#onEvict?.(oldValue, oldKey)
+      }
+    }
+    this.#entries.set(key, value)
+  }
+
+  clear (): void {
+    this.#entries.clear()
+  }
+}
