@@ -1,6 +1,4 @@
-import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely'
 import type { Expression, Kysely, SqlBool } from 'kysely'
-import { ViewsetErrors } from '../errors.js'
 import type { CatalogReader } from './catalog.js'
 
 /** A row as the driver returns it. */
@@ -57,16 +55,6 @@ export interface ViewsetDialect {
   ilike (column: Expression<unknown>, pattern: string): Expression<SqlBool>
   /** Recognises the driver errors a client can act on. */
   classify (error: unknown): DatabaseFault | undefined
-}
-
-/** Picks the dialect of a Kysely instance from its adapter. */
-export async function dialectOf (db: AnyDatabase): Promise<ViewsetDialect> {
-  const adapter = db.getExecutor().adapter
-  // Dialect modules load on demand so that a SQLite user never loads pg's error codes, and so on.
-  if (adapter instanceof PostgresAdapter) return (await import('./postgres.js')).postgresDialect
-  if (adapter instanceof SqliteAdapter) return (await import('./sqlite.js')).sqliteDialect
-  if (adapter instanceof MysqlAdapter) return (await import('./mysql.js')).mysqlDialect
-  throw new ViewsetErrors.InvalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
 }
 
 /** For drivers that bind every JSON value as it is. */

@@ -5,7 +5,7 @@ import { StatementCache } from './statement-cache.js'
 /**
  * The SQL that never changes shape, compiled once at registration and executed with new parameters.
  * Compiling on every request costs more than the query itself on short SQLite reads. On databases from
- * createDatabase, `executeQuery` also skips preparing it again (see db-statements.ts).
+ * createDatabase, `executeQuery` also skips preparing it again (see dialect/sqlite-statements.ts and dialect/postgres-statements.ts).
  */
 export class Statements {
   readonly #byId: CompiledQuery<Row>

@@ -1,0 +1,33 @@
+import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely'
+import { ViewsetErrors } from '../errors.js'
+import type { DatabaseConnector } from './connection.js'
+import type { AnyDatabase, ViewsetDialect } from './dialect.js'
+import { mysqlConnector } from './mysql-connector.js'
+import { postgresConnector } from './postgres-connector.js'
+import { sqliteConnector } from './sqlite-connector.js'
+
+// The one place that tells the databases apart: from a URL's scheme (to open one) and from a Kysely
+// instance's adapter (to talk to one). Everything else asks the dialect it is given.
+
+const connectors: readonly DatabaseConnector[] = [postgresConnector, mysqlConnector, sqliteConnector]
+
+/** The connector that opens URLs of this scheme (lower-case, without the colon), or `undefined`. */
+export function connectorFor (scheme: string): DatabaseConnector | undefined {
+  return connectors.find((connector) => connector.urls.some((url) => url.slice(0, url.indexOf(':')) === scheme))
+}
+
+/** How the URLs createDatabase opens begin, for error messages: `postgres://, postgresql://, ... or sqlite:`. */
+export function knownUrls (): string {
+  const urls = connectors.flatMap((connector) => connector.urls)
+  return `${urls.slice(0, -1).join(', ')} or ${urls.at(-1) ?? ''}`
+}
+
+/** Picks the dialect of a Kysely instance from its adapter. */
+export async function dialectOf (db: AnyDatabase): Promise<ViewsetDialect> {
+  const adapter = db.getExecutor().adapter
+  // Dialect modules load on demand so that a SQLite user never loads pg's error codes, and so on.
+  if (adapter instanceof PostgresAdapter) return (await import('./postgres.js')).postgresDialect
+  if (adapter instanceof SqliteAdapter) return (await import('./sqlite.js')).sqliteDialect
+  if (adapter instanceof MysqlAdapter) return (await import('./mysql.js')).mysqlDialect
+  throw new ViewsetErrors.InvalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
+}

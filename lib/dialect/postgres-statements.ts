@@ -1,0 +1,136 @@
+import type { CompiledQuery, KyselyConfig } from 'kysely'
+import { LruCache } from '../lru-cache.js'
+import type { Row } from './dialect.js'
+
+// Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
+// once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is
+// sent as a named statement, so that each connection parses and plans it once and then only binds and
+// executes it; a compiled SELECT goes straight to the pool.
+
+/** Named (prepared) statements one PostgreSQL connection keeps; past it, the least recently used is deallocated. */
+export const maxNamedStatements = 256
+
+/** Queries that may be prepared: the four statements, never raw SQL such as DDL. */
+const preparable = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
+
+/**
+ * SQL texts compiled by Kysely (never raw SQL), which connections may prepare. Bounded like every cache: a
+ * text that falls out runs unnamed (parsed each time) until it is compiled again.
+ */
+const preparableTexts = new LruCache<string, true>(2048)
+
+/** Records that the SQL of a compiled query may become a named statement. */
+export function markPreparable (compiled: CompiledQuery): void {
+  if (preparable.has(compiled.query.kind) && !preparableTexts.has(compiled.sql)) preparableTexts.set(compiled.sql, true)
+}
+
+/** The part of a pg `Pool` that direct reads use. */
+export interface PgPool {
+  connect: () => Promise<{ query: (text: string, values: unknown[]) => Promise<{ rows: Row[] }>, release: () => void }>
+  readonly ending: boolean
+}
+
+/**
+ * Runs one query on a pooled client. Like `pool.query`, but awaited: the query starts in the caller's async
+ * context (pool.query may start it from whichever request released the client), which the cancel on
+ * client disconnect relies on (dialect/postgres-cancel.ts). The client goes back healthy after an error.
+ */
+async function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Row[]> {
+  const client = await pool.connect()
+  try {
+    return (await client.query(text, values)).rows
+  } finally {
+    client.release()
+  }
+}
+
+/** The pool of a PostgreSQL database opened by createDatabase. */
+export interface PostgresHandle {
+  /** Set when Kysely opens the pool. */
+  pool: PgPool | undefined
+  readonly named: boolean
+  readonly log: KyselyConfig['log']
+}
+
+/** A handle for the pool that a Kysely instance will open; `log` is the instance's. */
+export function postgresHandle (log: KyselyConfig['log'], named: boolean): PostgresHandle {
+  return { pool: undefined, named, log }
+}
+
+/**
+ * Runs a compiled SELECT on the pool of a PostgreSQL database opened by createDatabase (as a named statement
+ * when they are on: see {@link useNamedStatements}). Outside a transaction Kysely does the same (a pooled
+ * connection per query), with a few more promises per query. `undefined` when it must go through Kysely: the
+ * pool not open yet or ended, or an array-form `log`.
+ */
+export function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<Row[]> | undefined {
+  const { pool, log } = handle
+  if (pool === undefined || pool.ending || compiled.query.kind !== 'SelectQueryNode') return undefined
+  if (log !== undefined && typeof log !== 'function') return undefined
+  if (handle.named) markPreparable(compiled)
+  const values = compiled.parameters.slice()
+  if (log === undefined) return pooledQuery(pool, compiled.sql, values)
+  const start = performance.now()
+  return pooledQuery(pool, compiled.sql, values).then(async (rows) => {
+    await log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start })
+    return rows
+  }, async (error: unknown) => {
+    await Promise.resolve(log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
+    throw error
+  })
+}
+
+/** The subset of a pg `Client` that named statements need; the rest is read with guards (see below). */
+export interface PgClient {
+  query: (...args: never[]) => unknown
+}
+
+/** pg's transaction status of a client: 'I' when idle outside a transaction (pg 8.16+; `undefined` before). */
+function transactionStatus (client: object): unknown {
+  return 'getTransactionStatus' in client && typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() as unknown : undefined
+}
+
+/** pg's own record of the statements a connection parsed, which it checks before sending a Parse. */
+function parsedStatements (client: object): Record<string, unknown> | undefined {
+  const connection = 'connection' in client ? client.connection : undefined
+  if (typeof connection !== 'object' || connection === null || !('parsedStatements' in connection)) return undefined
+  const parsed = connection.parsedStatements
+  return typeof parsed === 'object' && parsed !== null ? parsed as Record<string, unknown> : undefined // a plain object of name → SQL in pg 8
+}
+
+/**
+ * Makes a pg client send the SQL of compiled queries (see prepared-kysely.ts) as named (prepared)
+ * statements, at most {@link maxNamedStatements} per connection: a connection parses and plans each one
+ * once, and a flood of distinct query shapes cannot grow its memory without bound. Evicted statements
+ * are deallocated the next time the connection is outside a transaction (a failing DEALLOCATE must never
+ * abort a caller's transaction). Names are never reused on a connection, so a late DEALLOCATE cannot
+ * hit a newer statement.
+ */
+export function useNamedStatements (client: PgClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  let counter = 0
+  let evicted: string[] = []
+  const names = new LruCache<string, string>(maxNamedStatements, (name) => { evicted.push(name) })
+  const deallocate = () => {
+    const stale = evicted
+    evicted = []
+    const forget = () => {
+      const parsed = parsedStatements(client)
+      if (parsed !== undefined) for (const name of stale) delete parsed[name]
+    }
+    const done = query(stale.map((name) => `deallocate "${name}"`).join('; '))
+    if (done instanceof Promise) done.then(forget, forget)
+  }
+  client.query = ((text: unknown, values: unknown, ...rest: unknown[]) => {
+    if (typeof text === 'string' && Array.isArray(values) && rest.length <= 1) {
+      let name = names.get(text)
+      if (name === undefined && preparableTexts.get(text) === true) {
+        name = `fastify_viewsets_${++counter}`
+        names.set(text, name)
+      }
+      if (evicted.length > 0 && transactionStatus(client) === 'I') deallocate()
+      if (name !== undefined) return query({ name, text, values }, ...rest)
+    }
+    return query(text, values, ...rest)
+  }) as PgClient['query']
+}

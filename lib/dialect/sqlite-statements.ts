@@ -1,0 +1,134 @@
+import type { CompiledQuery, KyselyConfig, LogEvent, SqliteDatabase, SqliteStatement } from 'kysely'
+import { LruCache } from '../lru-cache.js'
+import type { Row } from './dialect.js'
+
+// Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
+// once (at registration, or once per query shape) and runs it with `db.executeQuery`: better-sqlite3
+// statements are cached by SQL text, and a compiled SELECT runs straight on the connection, skipping
+// Kysely's executor (its connection mutex and promise chain cost as much as a short read), whenever that
+// cannot be told apart from going through Kysely.
+
+/** The part of a better-sqlite3 `Database` used here. */
+export interface BetterSqliteDatabase {
+  readonly inTransaction: boolean
+  prepare: (sql: string) => BetterSqliteStatement
+  close: () => unknown
+}
+
+/** The part of a better-sqlite3 `Statement` used here; rows are plain objects (nothing turns `.raw()` on). */
+export interface BetterSqliteStatement extends SqliteStatement {
+  readonly busy: boolean
+  all: (parameters: readonly unknown[]) => Row[]
+  iterate: (parameters: readonly unknown[]) => IterableIterator<Row>
+  columns: () => Array<{ name: string, type: string | null }>
+  safeIntegers: (toggle: boolean) => unknown
+}
+
+/** A statement as the cache keeps it: rows are objects, and `busy` while a stream iterates it. */
+interface CachedStatement extends SqliteStatement {
+  readonly busy: boolean
+  all: (parameters: readonly unknown[]) => Row[]
+}
+
+/** An integer read with better-sqlite3's safe integers, as the other drivers give it: a number while exact, else its digits. */
+function exactInteger (value: bigint): number | string {
+  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : String(value)
+}
+
+/**
+ * better-sqlite3 reads every integer as a JavaScript number, so 2^53 + 1 comes back as 2^53. A statement
+ * that reads columns declared with an integer type (INTEGER, BIGINT, INT8, ...) reads them as bigints
+ * instead, then hands them on like mysql2's `supportBigNumbers`: a number up to 2^53 - 1 (what a
+ * `Type.Integer` field serializes), the exact digits beyond (what a `Type.String` field serializes).
+ * Other statements, and other columns, are untouched.
+ */
+function withExactIntegers (statement: BetterSqliteStatement): CachedStatement {
+  if (!statement.reader || !statement.columns().some((column) => column.type !== null && /int/i.test(column.type))) return statement
+  statement.safeIntegers(true)
+  // Safe integers apply to every integer the statement reads (a BOOLEAN's 0 and 1, an expression), so every cell is checked.
+  const exact = (row: Row): Row => {
+    for (const name in row) {
+      const value = row[name]
+      if (typeof value === 'bigint') row[name] = exactInteger(value)
+    }
+    return row
+  }
+  return {
+    reader: true,
+    get busy () { return statement.busy },
+    all: (parameters) => statement.all(parameters).map(exact),
+    run: (parameters) => statement.run(parameters),
+    * iterate (parameters) {
+      for (const row of statement.iterate(parameters)) yield exact(row)
+    },
+  }
+}
+
+/** One SQLite connection opened by createDatabase. */
+export interface SqliteHandle {
+  /** Set when Kysely opens the connection, cleared when it closes it. */
+  database: SqliteDatabase | undefined
+  inTransaction: () => boolean
+  prepare: (sql: string) => CachedStatement
+  readonly log: KyselyConfig['log']
+}
+
+/** A handle for a SQLite connection that a Kysely instance will open; `log` is the instance's. */
+export function sqliteHandle (log: KyselyConfig['log']): SqliteHandle {
+  return { database: undefined, inTransaction: () => false, prepare: () => { throw new Error('SQLite is not open') }, log }
+}
+
+/**
+ * The connection as Kysely sees it, with its statements prepared once per SQL text (bounded, least
+ * recently used first out): Kysely's driver would prepare every statement again on each query.
+ */
+export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDatabase, size = 256): SqliteDatabase {
+  const statements = new LruCache<string, CachedStatement>(size)
+  const prepare = (sql: string): CachedStatement => {
+    let statement = statements.get(sql)
+    if (statement === undefined) {
+      statement = withExactIntegers(database.prepare(sql))
+      statements.set(sql, statement)
+    }
+    return statement
+  }
+  const connection: SqliteDatabase = {
+    prepare,
+    close () {
+      handle.database = undefined
+      statements.clear()
+      database.close()
+    },
+  }
+  handle.prepare = prepare
+  handle.inTransaction = () => database.inTransaction
+  handle.database = connection
+  return connection
+}
+
+/**
+ * Runs a compiled SELECT straight on a SQLite connection opened by createDatabase and returns its rows;
+ * `undefined` when it must go through Kysely instead: a connection not open yet, a transaction in
+ * progress (Kysely holds the only connection until it ends; reading now would see its uncommitted rows),
+ * a stream iterating this very statement, or an array-form `log`. A function `log` gets the events
+ * Kysely would send. better-sqlite3 runs reads beside other open iterators, so other streams need no waiting.
+ */
+export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[] | Promise<Row[]> | undefined {
+  if (handle.database === undefined || compiled.query.kind !== 'SelectQueryNode' || handle.inTransaction()) return undefined
+  const { log } = handle
+  if (log !== undefined && typeof log !== 'function') return undefined
+  const statement = handle.prepare(compiled.sql)
+  if (!statement.reader || statement.busy) return undefined
+  if (log === undefined) return statement.all(compiled.parameters)
+  const start = performance.now()
+  let rows: Row[]
+  try {
+    rows = statement.all(compiled.parameters)
+  } catch (error) {
+    // The query's error is the one to report, whatever the logger does.
+    void Promise.resolve().then(() => log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
+    throw error
+  }
+  const logged = log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start } satisfies LogEvent)
+  return logged instanceof Promise ? logged.then(() => rows) : rows
+}
