@@ -290,6 +290,26 @@ for (const dialect of dialects) {
       assert.deepEqual(byId.json().books.map((book: { id: number }) => book.id), [1, 2, 3])
     })
 
+    test('children ordered by a nullable column put NULLs last ascending and first descending, as LIST does', async (t) => {
+      const authorSchema = Type.Object({ id: Type.Optional(Type.Integer()), name: Type.String(), books: Type.Array(Type.Object({ id: Type.Integer(), title: Type.String() })) })
+      // With a limit the order goes into a window function; with `limit: false` into the statement's ORDER BY.
+      for (const limit of [100, false] as const) {
+        for (const [orderBy, expected] of [['publisher_id', ['C', 'A', 'B', 'D']], ['-publisher_id', ['B', 'D', 'A', 'C']]] as const) {
+          const authors: RelatedConfig = { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', orderBy, limit } } }
+          const library = await libraryApp(t, dialect, 1, 0, { authors, authorSchema })
+          await library.db.insertInto('books').values([
+            { title: 'A', author_id: 1, publisher_id: 2 },
+            { title: 'B', author_id: 1, publisher_id: null },
+            { title: 'C', author_id: 1, publisher_id: 1 },
+            { title: 'D', author_id: 1, publisher_id: null },
+          ]).execute()
+          const response = await library.app.inject({ method: 'GET', url: '/authors/1' })
+          assert.equal(response.statusCode, 200)
+          assert.deepEqual(response.json().books.map((book: { title: string }) => book.title), expected, `orderBy ${orderBy}, limit ${String(limit)}`)
+        }
+      }
+    })
+
     test('a foreign key the schema does not serve is still read for the loader, never sent; ?fields= keeps relations', async (t) => {
       const Hidden = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), title: Type.String(), author: Type.Optional(Type.Union([Author, Type.Null()])) })
       const library = await libraryApp(t, dialect, 2, 2, { bookSchema: Hidden, books: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } } })

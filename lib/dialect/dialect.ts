@@ -51,6 +51,11 @@ export interface ViewsetDialect {
   update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row): Promise<Row | undefined>
   /** A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans). Apply to every filter value. */
   parameter (value: unknown): unknown
+  /**
+   * Whether NULL sorts as larger than every value by default (last ascending, first descending), the rule
+   * every dialect follows here: true on PostgreSQL; SQLite and MySQL sort NULL first, so ordering adds a key.
+   */
+  readonly nullsSortLargest: boolean
   /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
   ilike (column: Expression<unknown>, pattern: string): Expression<SqlBool>
   /** Recognises the driver errors a client can act on. */

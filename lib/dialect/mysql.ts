@@ -81,6 +81,7 @@ async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Pr
 export const mysqlDialect: ViewsetDialect = {
   name: 'mysql',
   catalog: mysqlCatalog,
+  nullsSortLargest: false,
 
   parameter: sameValue,
 

@@ -31,6 +31,7 @@ const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001
 export const postgresDialect: ViewsetDialect = {
   name: 'postgres',
   catalog: postgresCatalog,
+  nullsSortLargest: true,
 
   parameter: sameValue,
 

@@ -29,6 +29,7 @@ function bindable (values: Row): Row {
 export const sqliteDialect: ViewsetDialect = {
   name: 'sqlite',
   catalog: sqliteCatalog,
+  nullsSortLargest: false,
 
   async columns (db, table) {
     const { rows } = await sql<{ name: string, type: string, notnull: number, pk: number }>`

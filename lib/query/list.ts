@@ -104,7 +104,7 @@ export function createListPlan (context: ListContext): ListPlan {
     return await pages.rows(db, `${order.shape}|${shape}|${conditions.map((condition) => condition.shape).join('&')}`, parameters, () => {
       let query = db0(db).select(read)
       if (conditions.length > 0) query = query.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
-      return applyOrdering(query, order).limit(limit).offset(offset)
+      return applyOrdering(query, order.keys, dialect).limit(limit).offset(offset)
     })
   }
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
-import type { SelectQueryBuilder } from 'kysely'
-import type { Row } from '../dialect/dialect.js'
+import type { Expression, RawBuilder } from 'kysely'
+import type { ViewsetDialect } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { ScalarField } from './field-types.js'
@@ -32,39 +32,78 @@ export interface OrderingPlan {
   ordering (query: Record<string, unknown>): Ordering
 }
 
-type AnySelect = SelectQueryBuilder<Record<string, Row>, string, Row>
-
-/**
- * Adds ORDER BY. Nulls sort as if larger than every value (last ascending, first descending) on every
- * dialect, as PostgreSQL does by default: SQLite and MySQL sort them first, so nullable keys get an
- * `is null` key in front.
- */
-export function applyOrdering (query: AnySelect, ordering: Ordering): AnySelect {
-  let ordered = query
-  for (const { field, descending, nullable } of ordering.keys) {
-    const direction = descending ? 'desc' : 'asc'
-    if (nullable) ordered = ordered.orderBy(sql`${sql.ref(field)} is null`, direction)
-    ordered = ordered.orderBy(sql.ref(field), direction)
-  }
-  return ordered
+/** Why an ordering cannot be read: the part as written, and the field it names. */
+export interface OrderProblem {
+  readonly part: string
+  readonly field: string
+  readonly reason: 'unknown' | 'twice'
 }
 
 /**
- * Parses `name,-created_at` against the allowed fields and appends the primary key as the tie-breaker.
- * Returns a message instead when a key is not allowed.
+ * Parses sort keys, `'name,-created_at'` or `['name', '-created_at']`, against the fields that may be sorted
+ * on, and appends `tieBreaker` (the primary key) unless it is listed: the one parser of LIST's `order_by` and
+ * `defaultOrder` and of a relation's `orderBy`. Returns the first part it cannot use instead.
+ *
+ * @example
+ * ```ts
+ * parseOrdering('-year', new Map([['year', { nullable: true }]]), 'id')
+ * // { shape: '-year,id', keys: [{ field: 'year', descending: true, nullable: true }, { field: 'id', descending: false, nullable: false }] }
+ * ```
  */
-function parse (text: string, allowed: ReadonlyMap<string, ScalarField>, primaryKey: ScalarField): Ordering | string {
+export function parseOrdering (text: string | readonly string[], fields: ReadonlyMap<string, { readonly nullable: boolean }>, tieBreaker: string | undefined): Ordering | OrderProblem {
   const keys: OrderKey[] = []
-  for (const part of text.split(',')) {
+  for (const part of typeof text === 'string' ? text.split(',') : text) {
     const descending = part.startsWith('-')
     const name = descending ? part.slice(1) : part
-    const field = allowed.get(name)
-    if (field === undefined) return `"${part}"`
-    if (keys.some((key) => key.field === name)) return `"${name}" (listed twice)`
+    const field = fields.get(name)
+    if (field === undefined) return { part, field: name, reason: 'unknown' }
+    if (keys.some((key) => key.field === name)) return { part, field: name, reason: 'twice' }
     keys.push({ field: name, descending, nullable: field.nullable })
   }
-  if (!keys.some((key) => key.field === primaryKey.name)) keys.push({ field: primaryKey.name, descending: false, nullable: false })
+  if (tieBreaker !== undefined && !keys.some((key) => key.field === tieBreaker)) keys.push({ field: tieBreaker, descending: false, nullable: false })
   return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys }
+}
+
+function isProblem (parsed: Ordering | OrderProblem): parsed is OrderProblem {
+  return 'reason' in parsed
+}
+
+/** LIST's wording of an ordering it cannot use. */
+function describe (problem: OrderProblem): string {
+  return problem.reason === 'twice' ? `"${problem.field}" (listed twice)` : `"${problem.part}"`
+}
+
+/** The terms of ORDER BY: each key's column and direction, after the key that sorts its NULLs where the dialect would not. */
+export function orderTerms (keys: readonly OrderKey[], dialect: Pick<ViewsetDialect, 'nullsSortLargest'>, prefix = ''): Array<readonly [Expression<unknown>, 'asc' | 'desc']> {
+  const terms: Array<readonly [Expression<unknown>, 'asc' | 'desc']> = []
+  for (const { field, descending, nullable } of keys) {
+    const direction = descending ? 'desc' : 'asc'
+    const column = sql.ref(`${prefix}${field}`)
+    if (nullable && !dialect.nullsSortLargest) terms.push([sql`${column} is null`, direction])
+    terms.push([column, direction])
+  }
+  return terms
+}
+
+/** A query that takes ORDER BY terms. */
+interface Orderable<Q> {
+  orderBy (expression: Expression<unknown>, direction: 'asc' | 'desc'): Q
+}
+
+/**
+ * Adds ORDER BY. Nulls sort as if larger than every value (last ascending, first descending) on every
+ * dialect, as PostgreSQL does by default: where the dialect sorts them first (SQLite, MySQL), a nullable
+ * key gets an `is null` key in front. LIST and relation `orderBy` both order through here.
+ */
+export function applyOrdering<Q extends Orderable<Q>> (query: Q, keys: readonly OrderKey[], dialect: Pick<ViewsetDialect, 'nullsSortLargest'>, prefix = ''): Q {
+  let ordered = query
+  for (const [expression, direction] of orderTerms(keys, dialect, prefix)) ordered = ordered.orderBy(expression, direction)
+  return ordered
+}
+
+/** The same ordering as {@link applyOrdering}, as the text of an `order by` (in a window function, say). */
+export function orderClause (keys: readonly OrderKey[], dialect: Pick<ViewsetDialect, 'nullsSortLargest'>, prefix = ''): RawBuilder<unknown> {
+  return sql.join(orderTerms(keys, dialect, prefix).map(([expression, direction]) => sql`${expression} ${sql.raw(direction)}`))
 }
 
 /**
@@ -88,8 +127,8 @@ export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fi
   let defaultOrdering: Ordering = { shape: primaryKey, keys: [{ field: primaryKey, descending: false, nullable: false }] }
   if (defaultOrder !== undefined) {
     if (typeof defaultOrder !== 'string' || defaultOrder === '') throw new ViewsetErrors.InvalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
-    const parsed = parse(defaultOrder, fields, key)
-    if (typeof parsed === 'string') throw new ViewsetErrors.InvalidOption('defaultOrder', `${parsed} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
+    const parsed = parseOrdering(defaultOrder, fields, primaryKey)
+    if (isProblem(parsed)) throw new ViewsetErrors.InvalidOption('defaultOrder', `${describe(parsed)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
     defaultOrdering = parsed
   }
   const byPrimaryKey = defaultOrdering.shape === primaryKey
@@ -112,8 +151,8 @@ export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fi
     ordering (query) {
       const text = query.order_by
       if (typeof text !== 'string') return defaultOrdering
-      const parsed = parse(text, allowed, key)
-      if (typeof parsed === 'string') throw new ViewsetErrors.UnsupportedOrdering(parsed, allowedList)
+      const parsed = parseOrdering(text, allowed, primaryKey)
+      if (isProblem(parsed)) throw new ViewsetErrors.UnsupportedOrdering(describe(parsed), allowedList)
       return parsed
     },
   }

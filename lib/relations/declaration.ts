@@ -5,12 +5,6 @@ import type { RelatedConfig } from './config.js'
 /** How a relation's rows meet the parent's. */
 export type RelationKind = 'many-to-one' | 'one-to-many' | 'many-to-many'
 
-/** One key of an `orderBy`. */
-export interface OrderKey {
-  readonly column: string
-  readonly descending: boolean
-}
-
 /**
  * One relation as declared, checked against the schema (not yet against the catalog).
  * Every name here comes from the declaration.
@@ -26,7 +20,8 @@ export interface DeclaredRelation {
   readonly through: { readonly table: string, readonly sourceKey: string, readonly targetKey: string } | undefined
   /** As declared, or `undefined` for the default. */
   readonly references: string | undefined
-  readonly orderBy: readonly OrderKey[] | undefined
+  /** The sort keys as written (`-year`), trimmed; checked against the catalog and parsed by query/ordering.ts. */
+  readonly orderBy: readonly string[] | undefined
   /** Children kept per parent (the first in `orderBy`), or `undefined` for all of them. */
   readonly limit: number | undefined
   /** The schema of one related row (the object inside the field's union or array). */
@@ -83,14 +78,14 @@ function childLimit (path: string, value: unknown): number | undefined {
   return value
 }
 
-/** Parses `'-created_at'`, `'name,-id'` or `['name', '-id']`. */
-function orderKeys (path: string, value: unknown): OrderKey[] | undefined {
+/** Reads `'-created_at'`, `'name,-id'` or `['name', '-id']` as trimmed sort keys. */
+function orderKeys (path: string, value: unknown): string[] | undefined {
   if (value === undefined) return undefined
-  const parts = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value as unknown[] : fail(path, 'expected a string such as "-created_at" or an array of them')
-  const keys = parts.map((part): OrderKey => {
+  const parts: unknown[] = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value : fail(path, 'expected a string such as "-created_at" or an array of them')
+  const keys = parts.map((part) => {
     const text = typeof part === 'string' ? part.trim() : fail(path, `expected field names, got ${JSON.stringify(part)}`)
-    const descending = text.startsWith('-')
-    return { column: name(path, descending ? text.slice(1) : text), descending }
+    name(path, text.startsWith('-') ? text.slice(1) : text)
+    return text
   })
   if (keys.length === 0) fail(path, 'expected at least one field')
   return keys

@@ -1,11 +1,14 @@
 import type { TObject } from '@sinclair/typebox'
 import { sql } from 'kysely'
-import type { AliasedRawBuilder, AliasedSelectQueryBuilder } from 'kysely'
+import type { AliasedRawBuilder, AliasedSelectQueryBuilder, Expression } from 'kysely'
+import type { CatalogColumn } from '../dialect/catalog.js'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { BatchedQuery } from './batched-query.js'
 import type { RelatedConfig } from './config.js'
-import type { DeclaredRelation, OrderKey, RelationKind } from './declaration.js'
+import type { DeclaredRelation, RelationKind } from './declaration.js'
+import { applyOrdering, orderClause, parseOrdering } from '../query/ordering.js'
+import type { OrderKey } from '../query/ordering.js'
 import { attachedConfig, declaredRelations } from './declaration.js'
 
 /** Loads the relation fields of a page of rows, with a fixed number of statements. */
@@ -153,32 +156,39 @@ class BatchedRelationLoader implements RelationLoader {
 /** Reads each table's columns once per registration, and only for the tables the declaration names. */
 class Catalog {
   readonly #db: AnyDatabase
-  readonly #dialect: ViewsetDialect
-  readonly #tables = new Map<string, Promise<readonly string[]>>()
+  readonly dialect: ViewsetDialect
+  readonly #tables = new Map<string, Promise<readonly CatalogColumn[]>>()
 
   constructor (db: AnyDatabase, dialect: ViewsetDialect) {
     this.#db = db
-    this.#dialect = dialect
+    this.dialect = dialect
+  }
+
+  /** The columns of `table`, with their nullability: what `orderBy` needs to sort NULLs alike everywhere. */
+  async described (table: string): Promise<ReadonlyMap<string, CatalogColumn>> {
+    let columns = this.#tables.get(table)
+    if (columns === undefined) {
+      columns = this.dialect.catalog.table(this.#db, table).then((described) => described?.columns ?? [])
+      this.#tables.set(table, columns)
+    }
+    const list = await columns
+    if (list.length === 0) throw new ViewsetErrors.UnknownTable(table)
+    return new Map(list.map((column) => [column.name, column]))
   }
 
   async columns (table: string): Promise<readonly string[]> {
-    let columns = this.#tables.get(table)
-    if (columns === undefined) {
-      columns = this.#dialect.columns(this.#db, table).then((list) => list.map((column) => column.name))
-      this.#tables.set(table, columns)
-    }
-    const names = await columns
-    if (names.length === 0) throw new ViewsetErrors.UnknownTable(table)
-    return names
+    return [...(await this.described(table)).keys()]
   }
+}
+
+/** The error of a name that is not a column of `table`, naming the option that holds it. */
+function notAColumn (path: string, column: string, table: string, columns: readonly string[]): never {
+  throw new ViewsetErrors.InvalidOption(path, `"${column}" is not a column of table "${table}" (columns: ${columns.join(', ')})`)
 }
 
 /** Throws unless `column` is a column of `table`, naming the option that holds it. */
 function checkColumn (path: string, column: string, table: string, columns: readonly string[]): string {
-  if (!columns.includes(column)) {
-    throw new ViewsetErrors.InvalidOption(path, `"${column}" is not a column of table "${table}" (columns: ${columns.join(', ')})`)
-  }
-  return column
+  return columns.includes(column) ? column : notAColumn(path, column, table, columns)
 }
 
 function unique (names: readonly string[]): string[] {
@@ -186,11 +196,12 @@ function unique (names: readonly string[]): string[] {
 }
 
 /** The children's order: as declared, then the target's key so that equal keys keep a stable order. */
-function orderOf (relation: DeclaredRelation, key: string | undefined, columns: readonly string[]): OrderKey[] {
-  const order = [...(relation.orderBy ?? [])]
-  for (const { column } of order) checkColumn(`${relation.path}.orderBy`, column, relation.table, columns)
-  if (key !== undefined && !order.some((entry) => entry.column === key)) order.push({ column: key, descending: false })
-  return order
+function orderOf (relation: DeclaredRelation, key: string | undefined, columns: ReadonlyMap<string, CatalogColumn>): readonly OrderKey[] {
+  const parsed = parseOrdering(relation.orderBy ?? [], columns, key)
+  if ('keys' in parsed) return parsed.keys
+  const path = `${relation.path}.orderBy`
+  if (parsed.reason === 'twice') throw new ViewsetErrors.InvalidOption(path, `"${parsed.field}" is listed twice`)
+  return notAColumn(path, parsed.field, relation.table, [...columns.keys()])
 }
 
 /** Whatever a relation builder chains on; typed loosely because every name is checked at run time. */
@@ -198,15 +209,9 @@ interface Builder {
   select (columns: ReadonlyArray<string | AliasedRawBuilder<number, string>>): Builder
   innerJoin (table: string, left: string, right: string): Builder
   where (column: string, operator: 'in' | '<=', values: unknown): Builder
-  orderBy (column: string, direction: 'asc' | 'desc'): Builder
+  orderBy (column: string | Expression<unknown>, direction: 'asc' | 'desc'): Builder
   as (alias: string): AliasedSelectQueryBuilder<Row, string>
   compile (): ReturnType<ReturnType<AnyDatabase['selectFrom']>['compile']>
-}
-
-function ordered (query: Builder, order: readonly OrderKey[], prefix: string): Builder {
-  let result = query
-  for (const { column, descending } of order) result = result.orderBy(`${prefix}${column}`, descending ? 'desc' : 'asc')
-  return result
 }
 
 /**
@@ -215,9 +220,9 @@ function ordered (query: Builder, order: readonly OrderKey[], prefix: string): B
  * read back up to `limit`. `query` selects `columns` and is filtered by the parent keys but not ordered;
  * ordering by the rank keeps each parent's children in order, which is all grouping needs.
  */
-function firstChildren (db: AnyDatabase, query: Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], prefix: string, limit: number): Builder {
+function firstChildren (db: AnyDatabase, dialect: ViewsetDialect, query: Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], prefix: string, limit: number): Builder {
   const rank = freeAlias(rankAlias, columns)
-  const by = sql.join(order.map(({ column, descending }) => sql`${sql.ref(`${prefix}${column}`)} ${sql.raw(descending ? 'desc' : 'asc')}`))
+  const by = orderClause(order, dialect, prefix)
   const ranked = query.select([sql<number>`row_number() over (partition by ${sql.ref(partition)} order by ${by})`.as(rank)])
   // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys.
   return (db.selectFrom(ranked.as('viewset_ranked')) as unknown as Builder) // the subquery's columns are known only at run time
@@ -228,7 +233,9 @@ function firstChildren (db: AnyDatabase, query: Builder, columns: readonly strin
 
 async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parentTable: string, parentKey: string, catalog: Catalog, depth: number): Promise<PlannedRelation> {
   const { path, table, kind } = relation
-  const [parentColumns, targetColumns] = await Promise.all([catalog.columns(parentTable), catalog.columns(table)])
+  const [parentColumns, described] = await Promise.all([catalog.columns(parentTable), catalog.described(table)])
+  const targetColumns = [...described.keys()]
+  const { dialect } = catalog
   // The key of one related row, for the next level's many-to-many and one-to-many relations.
   const targetKey = kind === 'one-to-many' ? 'id' : relation.references ?? 'id'
   const nested = await plan(db, relation.relatedConfig, relation.target, table, targetKey, `${path}.relatedConfig`, catalog, depth + 1)
@@ -251,12 +258,12 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
     case 'one-to-many': {
       const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
       const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey as string, table, targetColumns)
-      const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, targetColumns)
+      const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, described)
       const columns = unique([...fields, foreignKey, ...extra])
       const { limit } = relation
       const query = new BatchedQuery((keys) => limit === undefined
-        ? ordered(from().select(columns).where(foreignKey, 'in', keys), order, '')
-        : firstChildren(db, from().select(columns).where(foreignKey, 'in', keys), columns, foreignKey, order, '', limit))
+        ? applyOrdering(from().select(columns).where(foreignKey, 'in', keys), order, dialect)
+        : firstChildren(db, dialect, from().select(columns).where(foreignKey, 'in', keys), columns, foreignKey, order, '', limit))
       return { field: relation.field, kind, parentKey: references, childKey: foreignKey, query, nested }
     }
     case 'many-to-many': {
@@ -266,7 +273,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const target = checkColumn(`${path}.through.targetKey`, through.targetKey, through.table, throughColumns)
       const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
       checkColumn(path, parentKey, parentTable, parentColumns)
-      const order = orderOf(relation, references, targetColumns)
+      const order = orderOf(relation, references, described)
       const columns = unique([...fields, ...extra])
       const alias = freeAlias(sourceAlias, columns)
       const selection = [...columns.map((column) => `t.${column}`), `j.${source} as ${alias}`]
@@ -277,8 +284,8 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
         .select(selection)
         .where(`j.${source}`, 'in', keys)
       const query = new BatchedQuery((keys) => limit === undefined
-        ? ordered(joined(keys), order, 't.')
-        : firstChildren(db, joined(keys), [...columns, alias], `j.${source}`, order, 't.', limit))
+        ? applyOrdering(joined(keys), order, dialect, 't.')
+        : firstChildren(db, dialect, joined(keys), [...columns, alias], `j.${source}`, order, 't.', limit))
       return { field: relation.field, kind, parentKey, childKey: alias, query, nested }
     }
   }
