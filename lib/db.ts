@@ -1,7 +1,7 @@
 import { Kysely } from 'kysely'
 import type { KyselyConfig } from 'kysely'
 import { config as loadDotenv } from 'dotenv'
-import { ViewsetErrors } from './errors.js'
+import { invalidOption, ViewsetErrors } from './errors.js'
 import type { ConnectionSettings } from './dialect/connection.js'
 import { redact } from './dialect/connection.js'
 import { connectorFor, knownUrls } from './dialect/pick-dialect.js'
@@ -87,7 +87,7 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
 /** The options with their defaults, checked now rather than when the first connection opens. */
 function connectionSettings (options: CreateDatabaseOptions): ConnectionSettings {
   const statementTimeout = options.statementTimeout ?? 30_000
-  if (!Number.isFinite(statementTimeout) || statementTimeout < 0) throw new ViewsetErrors.InvalidOption('statementTimeout', 'must be a number of milliseconds, 0 or more')
+  if (!Number.isFinite(statementTimeout) || statementTimeout < 0) invalidOption('statementTimeout', 'must be a number of milliseconds, 0 or more')
   return {
     poolSize: options.poolSize ?? 10,
     connectionTimeout: options.connectionTimeout ?? 5000,

@@ -67,6 +67,19 @@ export const ViewsetErrors = {
   InvalidDatabaseUrl: createError('FST_VIEWSET_INVALID_DATABASE_URL', 'Unsupported DATABASE_URL "%s": %s', 500),
 } as const
 
+/**
+ * Throws `FST_VIEWSET_INVALID_OPTION` naming the option (a path such as `relatedConfig.selectRelated.author.table`):
+ * the one way an option check fails. Returns `never`, so it also ends an expression.
+ *
+ * @example
+ * ```ts
+ * const limit = typeof value === 'number' ? value : invalidOption('maxLimit', 'expected a positive integer')
+ * ```
+ */
+export function invalidOption (option: string, message: string): never {
+  throw new ViewsetErrors.InvalidOption(option, message)
+}
+
 /** One failing field of a request, as listed in a validation problem. */
 export interface FieldError {
   /** Where the field is: `body`, `querystring`, `params` or `headers`. */

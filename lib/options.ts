@@ -1,7 +1,7 @@
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
-import { ViewsetErrors } from './errors.js'
+import { invalidOption as fail } from './errors.js'
 import type { RelatedConfig } from './relations/config.js'
 
 /** The logical methods of a viewset, in the order their routes are added. */
@@ -95,10 +95,6 @@ export type CheckedSchema<DB, TB extends keyof DB, S extends TObject, R> =
   [NonColumns<DB, TB, S, R>] extends [never]
     ? unknown
     : { schema: { 'schema fields that are not columns of the table': NonColumns<DB, TB, S, R> } }
-
-function fail (option: string, message: string): never {
-  throw new ViewsetErrors.InvalidOption(option, message)
-}
 
 /**
  * Every key an options object may hold, by where it appears. Unknown keys fail at construction (a typo

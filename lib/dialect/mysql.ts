@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { mysqlCatalog } from './mysql-catalog.js'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption } from '../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect.js'
 import { errorProperty, isConnectionError, sameValue } from './dialect.js'
 
@@ -100,7 +100,7 @@ export const mysqlDialect: ViewsetDialect = {
       // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
       const id = row[primaryKey] ?? insertId
       if (id === undefined) {
-        throw new ViewsetErrors.InvalidOption('primaryKey', `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`)
+        invalidOption('primaryKey', `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`)
       }
       return await trx.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirstOrThrow()
     })

@@ -1,5 +1,5 @@
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption } from '../errors.js'
 import type { DatabaseConnector } from './connection.js'
 import type { AnyDatabase, ViewsetDialect } from './dialect.js'
 import { mysqlConnector } from './mysql-connector.js'
@@ -29,5 +29,5 @@ export async function dialectOf (db: AnyDatabase): Promise<ViewsetDialect> {
   if (adapter instanceof PostgresAdapter) return (await import('./postgres.js')).postgresDialect
   if (adapter instanceof SqliteAdapter) return (await import('./sqlite.js')).sqliteDialect
   if (adapter instanceof MysqlAdapter) return (await import('./mysql.js')).mysqlDialect
-  throw new ViewsetErrors.InvalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
+  invalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
 }

@@ -1,23 +1,19 @@
-import { Ajv } from 'ajv'
 import type { ValidateFunction } from 'ajv'
-import addFormatsModule from 'ajv-formats'
 import { sql } from 'kysely'
 import type { Expression, SqlBool } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { containsPattern } from '../dialect/dialect.js'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption } from '../errors.js'
 import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
+import { validatorFor } from '../schema/validator.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import { boundedTerm } from './search.js'
 import { padList } from './statement-cache.js'
-
-// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
 /** The most values one `__in` filter may list (each one is a bound parameter). */
 export const maxInValues = 100
@@ -55,16 +51,10 @@ const numberBounds: Record<string, JsonSchema> = {
   number: { minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE },
 }
 
-let elements: Ajv | undefined
-
 /** Validates and coerces one element of an `__in` list with the field's schema, as Fastify does a query value. */
 function elementValidator (schema: JsonSchema): ValidateFunction {
-  if (elements === undefined) {
-    elements = new Ajv({ coerceTypes: true, allErrors: false, strict: false })
-    addFormats(elements)
-  }
   // Wrapped in an object: Ajv coerces a value in place, which it can do only inside a parent.
-  return elements.compile({ type: 'object', properties: { value: schema }, required: ['value'] })
+  return validatorFor('strings').compile({ type: 'object', properties: { value: schema }, required: ['value'] })
 }
 
 /** The schema a value of this operator must match. */
@@ -178,28 +168,28 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
 export function planFilters (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, reserved: readonly string[], maxSearchLength: number): FilterPlan {
   if (option === undefined) return { properties: {}, conditions: () => [] }
   if (typeof option !== 'object' || option === null || Array.isArray(option)) {
-    throw new ViewsetErrors.InvalidOption('filterFields', 'expected an object such as { name: [\'eq\', \'contains\'] }')
+    invalidOption('filterFields', 'expected an object such as { name: [\'eq\', \'contains\'] }')
   }
   const properties: Record<string, JsonSchema> = {}
   const filters: Filter[] = []
   for (const [name, operators] of Object.entries(option as Record<string, unknown>)) {
     const field = fields.get(name)
-    if (field === undefined) throw new ViewsetErrors.InvalidOption('filterFields', `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`)
+    if (field === undefined) invalidOption('filterFields', `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`)
     const allowed = operatorsByType[field.type]
-    if (!Array.isArray(operators) || operators.length === 0) throw new ViewsetErrors.InvalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
+    if (!Array.isArray(operators) || operators.length === 0) invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
     const seen = new Set<FilterOperator>()
     for (const operator of operators as unknown[]) {
       if (!(filterOperators as readonly unknown[]).includes(operator)) {
-        throw new ViewsetErrors.InvalidOption('filterFields', `"${name}": unknown operator ${JSON.stringify(operator)}; operators: ${filterOperators.join(', ')}`)
+        invalidOption('filterFields', `"${name}": unknown operator ${JSON.stringify(operator)}; operators: ${filterOperators.join(', ')}`)
       }
       const op = operator as FilterOperator
-      if (!allowed.includes(op)) throw new ViewsetErrors.InvalidOption('filterFields', `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`)
-      if (seen.has(op)) throw new ViewsetErrors.InvalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
+      if (!allowed.includes(op)) invalidOption('filterFields', `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`)
+      if (seen.has(op)) invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
       seen.add(op)
       const parameters = op === 'eq' ? [name, `${name}__eq`] : [`${name}__${op}`]
       for (const parameter of parameters) {
         if (reserved.includes(parameter) || parameter in properties) {
-          throw new ViewsetErrors.InvalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
+          invalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
         }
         properties[parameter] = valueSchema(field, op, `Rows whose ${name} ${descriptions[op]}`, maxSearchLength)
         filters.push(planFilter(field, op, parameter, dialect, maxSearchLength))

@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import type { Expression, RawBuilder } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption, ViewsetErrors } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
@@ -112,23 +112,23 @@ export function orderClause (keys: readonly OrderKey[], dialect: Pick<ViewsetDia
  */
 export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fields: ReadonlyMap<string, ScalarField>, primaryKey: string): OrderingPlan {
   const key = fields.get(primaryKey)
-  if (key === undefined) throw new ViewsetErrors.InvalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
+  if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
   const allowed = new Map<string, ScalarField>()
   if (orderingFields !== undefined) {
-    if (!Array.isArray(orderingFields) || orderingFields.length === 0) throw new ViewsetErrors.InvalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
+    if (!Array.isArray(orderingFields) || orderingFields.length === 0) invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
     for (const name of orderingFields as unknown[]) {
       const field = typeof name === 'string' ? fields.get(name) : undefined
-      if (field === undefined) throw new ViewsetErrors.InvalidOption('orderingFields', `${JSON.stringify(name)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
-      if (allowed.has(field.name)) throw new ViewsetErrors.InvalidOption('orderingFields', `"${field.name}" is listed twice`)
+      if (field === undefined) invalidOption('orderingFields', `${JSON.stringify(name)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
+      if (allowed.has(field.name)) invalidOption('orderingFields', `"${field.name}" is listed twice`)
       allowed.set(field.name, field)
     }
   }
 
   let defaultOrdering: Ordering = { shape: primaryKey, keys: [{ field: primaryKey, descending: false, nullable: false }] }
   if (defaultOrder !== undefined) {
-    if (typeof defaultOrder !== 'string' || defaultOrder === '') throw new ViewsetErrors.InvalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
+    if (typeof defaultOrder !== 'string' || defaultOrder === '') invalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
     const parsed = parseOrdering(defaultOrder, fields, primaryKey)
-    if (isProblem(parsed)) throw new ViewsetErrors.InvalidOption('defaultOrder', `${describe(parsed)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
+    if (isProblem(parsed)) invalidOption('defaultOrder', `${describe(parsed)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
     defaultOrdering = parsed
   }
   const byPrimaryKey = defaultOrdering.shape === primaryKey

@@ -1,6 +1,6 @@
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { containsPattern } from '../dialect/dialect.js'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { Condition } from './condition.js'
 import { checkedTerm, queryParameterError } from './condition.js'
@@ -44,13 +44,13 @@ export function boundedTerm (parameter: string, term: string, maxLength: number)
 export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, maxLength: number): SearchPlan {
   if (option === undefined) return { properties: {}, condition: () => undefined }
   const strings = [...fields.values()].filter((field) => field.type === 'string').map((field) => field.name)
-  if (!Array.isArray(option) || option.length === 0) throw new ViewsetErrors.InvalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
+  if (!Array.isArray(option) || option.length === 0) invalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
   const names: string[] = []
   for (const name of option as unknown[]) {
     if (typeof name !== 'string' || !strings.includes(name)) {
-      throw new ViewsetErrors.InvalidOption('searchFields', `${JSON.stringify(name)} is not a string column of the schema; searchable fields: ${nameList(strings)}`)
+      invalidOption('searchFields', `${JSON.stringify(name)} is not a string column of the schema; searchable fields: ${nameList(strings)}`)
     }
-    if (names.includes(name)) throw new ViewsetErrors.InvalidOption('searchFields', `"${name}" is listed twice`)
+    if (names.includes(name)) invalidOption('searchFields', `"${name}" is listed twice`)
     names.push(name)
   }
   const properties: Record<string, JsonSchema> = {

@@ -1,5 +1,6 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption } from '../errors.js'
+import { isObjectSchema, isRecord } from '../schema/object-schema.js'
 import type { RelatedConfig } from './config.js'
 
 /** How a relation's rows meet the parent's. */
@@ -30,25 +31,13 @@ export interface DeclaredRelation {
   readonly relatedConfig: RelatedConfig<unknown> | undefined
 }
 
-function fail (path: string, message: string): never {
-  throw new ViewsetErrors.InvalidOption(path, message)
-}
-
-function isRecord (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 function name (path: string, value: unknown): string {
-  if (typeof value !== 'string' || value === '') fail(path, `expected a table or column name, got ${JSON.stringify(value)}`)
+  if (typeof value !== 'string' || value === '') invalidOption(path, `expected a table or column name, got ${JSON.stringify(value)}`)
   return value
 }
 
 function optionalName (path: string, value: unknown): string | undefined {
   return value === undefined ? undefined : name(path, value)
-}
-
-function isObjectSchema (schema: unknown): schema is TObject {
-  return isRecord(schema) && schema.type === 'object' && isRecord(schema.properties)
 }
 
 /** The object schema of a many-to-one field: `Author`, or `Type.Union([Author, Type.Null()])`. */
@@ -58,13 +47,13 @@ function singleTarget (path: string, field: string, property: TSchema): TObject 
   const objects = members.filter(isObjectSchema)
   const rest = members.filter((member) => !isObjectSchema(member) && !(isRecord(member) && member.type === 'null'))
   if (objects.length === 1 && rest.length === 0) return objects[0] as TObject
-  return fail(path, `schema field "${field}" must be an object, or a union of an object and null (Type.Union([Author, Type.Null()])), to hold a many-to-one relation`)
+  return invalidOption(path, `schema field "${field}" must be an object, or a union of an object and null (Type.Union([Author, Type.Null()])), to hold a many-to-one relation`)
 }
 
 /** The item schema of a to-many field: `Type.Array(Tag)`. */
 function manyTarget (path: string, field: string, property: TSchema): TObject {
   if (property.type === 'array' && isObjectSchema(property.items)) return property.items
-  return fail(path, `schema field "${field}" must be an array of objects (Type.Array(Tag)) to hold a to-many relation`)
+  return invalidOption(path, `schema field "${field}" must be an array of objects (Type.Array(Tag)) to hold a to-many relation`)
 }
 
 /** Children per parent when a to-many relation sets no `limit`. */
@@ -74,28 +63,28 @@ export const defaultRelationLimit = 100
 function childLimit (path: string, value: unknown): number | undefined {
   if (value === undefined) return defaultRelationLimit
   if (value === false) return undefined
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) fail(path, `expected a positive integer, or false for no limit, got ${JSON.stringify(value)}`)
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) invalidOption(path, `expected a positive integer, or false for no limit, got ${JSON.stringify(value)}`)
   return value
 }
 
 /** Reads `'-created_at'`, `'name,-id'` or `['name', '-id']` as trimmed sort keys. */
 function orderKeys (path: string, value: unknown): string[] | undefined {
   if (value === undefined) return undefined
-  const parts: unknown[] = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value : fail(path, 'expected a string such as "-created_at" or an array of them')
+  const parts: unknown[] = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value : invalidOption(path, 'expected a string such as "-created_at" or an array of them')
   const keys = parts.map((part) => {
-    const text = typeof part === 'string' ? part.trim() : fail(path, `expected field names, got ${JSON.stringify(part)}`)
+    const text = typeof part === 'string' ? part.trim() : invalidOption(path, `expected field names, got ${JSON.stringify(part)}`)
     name(path, text.startsWith('-') ? text.slice(1) : text)
     return text
   })
-  if (keys.length === 0) fail(path, 'expected at least one field')
+  if (keys.length === 0) invalidOption(path, 'expected at least one field')
   return keys
 }
 
 function relationsOf (path: string, value: unknown): Array<[string, Record<string, unknown>]> {
   if (value === undefined) return []
-  if (!isRecord(value)) fail(path, 'expected an object keyed by schema field')
+  if (!isRecord(value)) invalidOption(path, 'expected an object keyed by schema field')
   return Object.entries(value).map(([field, spec]) => {
-    if (!isRecord(spec)) fail(`${path}.${field}`, 'expected an object such as { table, foreignKey }')
+    if (!isRecord(spec)) invalidOption(`${path}.${field}`, 'expected an object such as { table, foreignKey }')
     return [field, spec]
   })
 }
@@ -111,11 +100,11 @@ export function attachedConfig (schema: TObject): RelatedConfig<unknown> | undef
  * unknown keys earlier (at construction, by `resolveOptions`).
  */
 export function declaredRelations (config: unknown, schema: TObject, path = 'relatedConfig'): DeclaredRelation[] {
-  if (!isRecord(config)) fail(path, 'expected an object with selectRelated and/or prefetchRelated')
+  if (!isRecord(config)) invalidOption(path, 'expected an object with selectRelated and/or prefetchRelated')
   const properties = schema.properties
   const fieldSchema = (where: string, field: string): TSchema => {
     const property = Object.hasOwn(properties, field) ? properties[field] : undefined
-    if (property === undefined) fail(where, `"${field}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')}); add it to the schema`)
+    if (property === undefined) invalidOption(where, `"${field}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')}); add it to the schema`)
     return property
   }
   const declared: DeclaredRelation[] = []
@@ -140,13 +129,13 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
   const prefetchPath = `${path}.prefetchRelated`
   for (const [field, spec] of relationsOf(prefetchPath, config.prefetchRelated)) {
     const where = `${prefetchPath}.${field}`
-    if (declared.some((relation) => relation.field === field)) fail(where, `"${field}" is declared in both selectRelated and prefetchRelated; declare it once`)
+    if (declared.some((relation) => relation.field === field)) invalidOption(where, `"${field}" is declared in both selectRelated and prefetchRelated; declare it once`)
     const target = manyTarget(where, field, fieldSchema(where, field))
-    if ((spec.foreignKey === undefined) === (spec.through === undefined)) fail(where, 'give either foreignKey (one-to-many) or through (many-to-many), not both and not neither')
+    if ((spec.foreignKey === undefined) === (spec.through === undefined)) invalidOption(where, 'give either foreignKey (one-to-many) or through (many-to-many), not both and not neither')
     let through: DeclaredRelation['through']
     if (spec.through !== undefined) {
       const value = spec.through
-      if (!isRecord(value)) fail(`${where}.through`, 'expected { table, sourceKey, targetKey }')
+      if (!isRecord(value)) invalidOption(`${where}.through`, 'expected { table, sourceKey, targetKey }')
       through = {
         table: name(`${where}.through.table`, value.table),
         sourceKey: name(`${where}.through.sourceKey`, value.sourceKey),

@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import type { AliasedRawBuilder, AliasedSelectQueryBuilder, Expression } from 'kysely'
 import type { CatalogColumn } from '../dialect/catalog.js'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption, ViewsetErrors } from '../errors.js'
 import { BatchedQuery } from './batched-query.js'
 import type { RelatedConfig } from './config.js'
 import type { DeclaredRelation, RelationKind } from './declaration.js'
@@ -183,7 +183,7 @@ class Catalog {
 
 /** The error of a name that is not a column of `table`, naming the option that holds it. */
 function notAColumn (path: string, column: string, table: string, columns: readonly string[]): never {
-  throw new ViewsetErrors.InvalidOption(path, `"${column}" is not a column of table "${table}" (columns: ${columns.join(', ')})`)
+  invalidOption(path, `"${column}" is not a column of table "${table}" (columns: ${columns.join(', ')})`)
 }
 
 /** Throws unless `column` is a column of `table`, naming the option that holds it. */
@@ -200,7 +200,7 @@ function orderOf (relation: DeclaredRelation, key: string | undefined, columns: 
   const parsed = parseOrdering(relation.orderBy ?? [], columns, key)
   if ('keys' in parsed) return parsed.keys
   const path = `${relation.path}.orderBy`
-  if (parsed.reason === 'twice') throw new ViewsetErrors.InvalidOption(path, `"${parsed.field}" is listed twice`)
+  if (parsed.reason === 'twice') invalidOption(path, `"${parsed.field}" is listed twice`)
   return notAColumn(path, parsed.field, relation.table, [...columns.keys()])
 }
 
@@ -293,7 +293,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
 
 async function plan (db: AnyDatabase, config: RelatedConfig<unknown> | undefined, schema: TObject, table: string, primaryKey: string, path: string, catalog: Catalog, depth: number): Promise<RelationLoader | undefined> {
   if (config === undefined) return undefined
-  if (depth > maxDepth) throw new ViewsetErrors.InvalidOption(path, `relations nest more than ${maxDepth} levels deep; is a schema's relatedConfig pointing back at itself?`)
+  if (depth > maxDepth) invalidOption(path, `relations nest more than ${maxDepth} levels deep; is a schema's relatedConfig pointing back at itself?`)
   const declared = declaredRelations(config, schema, path)
   if (declared.length === 0) return undefined
   const planned: PlannedRelation[] = []

@@ -1,5 +1,6 @@
 import { ReadonlyKind } from '@sinclair/typebox'
 import type { TObject, TSchema } from '@sinclair/typebox'
+import { isObjectSchema } from './object-schema.js'
 import type { ColumnInfo } from '../dialect/dialect.js'
 
 /** A JSON Schema as plain data: TypeBox's symbols stripped, safe to copy and extend. */
@@ -63,10 +64,6 @@ function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): J
     return bounded
   }
   return bound(property)
-}
-
-function isObjectSchema (schema: unknown): boolean {
-  return typeof schema === 'object' && schema !== null && (schema as JsonSchema).type === 'object'
 }
 
 /**

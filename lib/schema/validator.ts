@@ -23,13 +23,22 @@ let bodies: Ajv | undefined
 let strings: Ajv | undefined
 
 /**
- * The viewset's validator compiler. Bodies are JSON and keep their types: no coercion, so that an
- * explicit `null` stays `null`. Path and query values are strings and are coerced to the schema's types.
- * The Ajv instances are shared by every viewset (they only cache compiled validators).
+ * The library's one Ajv setup, by what is validated. Bodies are JSON and keep their types: no coercion,
+ * so that an explicit `null` stays `null`. Path and query values (`'strings'`) are strings and are coerced
+ * to the schema's types. The instances are shared by every viewset (they only cache compiled validators).
+ *
+ * @example
+ * ```ts
+ * const validate = validatorFor('strings').compile({ type: 'object', properties: { value: { type: 'integer' } } })
+ * ```
  */
-export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body'
+export function validatorFor (part: 'body' | 'strings'): Ajv {
+  return part === 'body'
     ? (bodies ??= build({ coerceTypes: false }))
     : (strings ??= build({ coerceTypes: true }))
-  return ajv.compile(schema as object)
+}
+
+/** The viewset's validator compiler: {@link validatorFor} the body, or the strings of the path and query. */
+export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  return validatorFor(httpPart === 'body' ? 'body' : 'strings').compile(schema as object)
 }
