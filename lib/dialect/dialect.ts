@@ -49,7 +49,10 @@ export interface ViewsetDialect {
   insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row>
   /** Updates one row and returns it as stored, or `undefined` when there is none. */
   update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row): Promise<Row | undefined>
-  /** A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans). Apply to every filter value. */
+  /**
+   * A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans): applied to every value a
+   * LIST filter compares with, and by the dialect itself to the values it writes. Patterns (strings) bind everywhere.
+   */
   parameter (value: unknown): unknown
   /**
    * Whether NULL sorts as larger than every value by default (last ascending, first descending), the rule

@@ -1,5 +1,4 @@
 import type { ValidateFunction } from 'ajv'
-import { sql } from 'kysely'
 import type { Expression, SqlBool } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { containsPattern } from '../dialect/dialect.js'
@@ -104,18 +103,12 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
   const name = field.name
   const comparison = comparisons[operator]
   if (comparison !== undefined) {
-    if (field.type === 'boolean') {
-      // A boolean is a literal, not a parameter: better-sqlite3 cannot bind booleans.
-      return {
-        parameter,
-        condition: (value) => ({ shape: `${parameter}=${String(value)}`, parameters: [], expression: (eb) => eb(eb.ref(name), comparison, sql.lit(value === true)) }),
-      }
-    }
     const normalize = normalizer(field, parameter)
     return {
       parameter,
       condition (raw) {
-        const value = normalize(raw)
+        // Through the dialect, which binds what its driver cannot (better-sqlite3 takes no booleans).
+        const value = dialect.parameter(normalize(raw))
         return { shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, value) }
       },
     }
@@ -147,7 +140,7 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
           const values = String(value).split(',').map((element, index) => {
             const holder = { value: element }
             if (!validate(holder)) throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`)
-            return normalize(holder.value)
+            return dialect.parameter(normalize(holder.value))
           })
           if (values.length > maxInValues) throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)
           // Padded to a few lengths so that lists of any length share a few SQL texts (and cached statements).
