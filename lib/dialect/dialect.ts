@@ -61,8 +61,28 @@ export interface ViewsetDialect {
   readonly nullsSortLargest: boolean
   /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
   ilike (column: Expression<unknown>, pattern: string): Expression<SqlBool>
+  /** `count(*)` as the driver answers it (a number, or a bigint's digits), as a number. */
+  count (cell: unknown): number
+  /**
+   * A key value as a Map key, so that the two ends of a relation meet whatever types the driver answers them
+   * in: values the database compares equal give the same key (see {@link mapKey}).
+   */
+  keyOf (value: unknown): unknown
   /** Recognises the driver errors a client can act on. */
   classify (error: unknown): DatabaseFault | undefined
+}
+
+/**
+ * A key value as a Map key: the value itself, except dates (by time) and other objects such as buffers
+ * (as text). Right for drivers that answer every integer column alike (a number while exact, else digits).
+ */
+export function mapKey (value: unknown): unknown {
+  return typeof value === 'object' && value !== null ? value instanceof Date ? value.getTime() : String(value) : value
+}
+
+/** For drivers that answer `count(*)` as a number, or as digits past 2^53. */
+export function countOf (cell: unknown): number {
+  return Number(cell)
 }
 
 /** For drivers that bind every JSON value as it is. */

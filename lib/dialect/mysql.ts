@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { mysqlCatalog } from './mysql-catalog.js'
 import { invalidOption } from '../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect.js'
-import { errorProperty, isConnectionError, sameValue } from './dialect.js'
+import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from './dialect.js'
 
 // MySQL has no RETURNING, and MariaDB has none on UPDATE: every write is followed by a read of the
 // row in the same transaction. One code path serves both servers, so the path CI runs on MariaDB is
@@ -84,6 +84,9 @@ export const mysqlDialect: ViewsetDialect = {
   nullsSortLargest: false,
 
   parameter: sameValue,
+  // mysql2 answers BIGINT (count(*) included) as a number while exact, as digits beyond (supportBigNumbers).
+  count: countOf,
+  keyOf: mapKey,
 
   async columns (db, table) {
     const { rows } = await sql<{ name: string, type: string, nullable: string }>`

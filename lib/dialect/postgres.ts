@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
 import type { DatabaseFault, ViewsetDialect } from './dialect.js'
-import { errorProperty, isConnectionError, sameValue } from './dialect.js'
+import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from './dialect.js'
 import { insertReturning, updateReturning } from './returning-writes.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
@@ -34,6 +34,16 @@ export const postgresDialect: ViewsetDialect = {
   nullsSortLargest: true,
 
   parameter: sameValue,
+  // count(*) is a bigint, which pg answers as a string (its type parsers are global: never changed here).
+  count: countOf,
+  keyOf (value) {
+    // pg answers int8 columns as strings and int4 ones as numbers: a bigint key meets an integer foreign key.
+    if (typeof value === 'string' && /^-?(?:0|[1-9]\d{0,15})$/.test(value)) {
+      const number = Number(value)
+      if (Number.isSafeInteger(number)) return number
+    }
+    return mapKey(value)
+  },
 
   async columns (db, table) {
     // Only the configured table, resolved through search_path like the queries will be:

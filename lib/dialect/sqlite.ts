@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import type { ColumnInfo, DatabaseFault, Row, ViewsetDialect } from './dialect.js'
-import { errorProperty } from './dialect.js'
+import { countOf, errorProperty, mapKey } from './dialect.js'
 import { insertReturning, updateReturning } from './returning-writes.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
@@ -38,6 +38,8 @@ export const sqliteDialect: ViewsetDialect = {
   },
 
   parameter,
+  count: countOf,
+  keyOf: mapKey,
   insert: async (db, target, values) => await insertReturning(db, target, bindable(values)),
   update: async (db, target, id, values) => await updateReturning(db, target, id, bindable(values)),
 

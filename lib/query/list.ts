@@ -114,8 +114,7 @@ export function createListPlan (context: ListContext): ListPlan {
       const query = db0(db).select((eb) => eb.fn.countAll().as('count'))
       return conditions.length > 0 ? query.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb)))) : query
     })
-    // pg answers count(*) as a string (a bigint), mysql2 as a number or a string.
-    return Number(row?.count ?? 0)
+    return dialect.count(row?.count ?? 0)
   }
 
   const plain = ordering.byPrimaryKey && !alwaysCount

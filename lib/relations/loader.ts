@@ -49,25 +49,6 @@ function freeAlias (alias: string, taken: readonly string[]): string {
   return free
 }
 
-/** Map key of a key value: the value itself, except dates (by time) and other objects such as buffers (as text). */
-function keyOf (value: unknown): unknown {
-  return typeof value === 'object' && value !== null ? value instanceof Date ? value.getTime() : String(value) : value
-}
-
-/**
- * Finds the entry of a key value. Drivers may return the two ends of one relation in different types
- * (pg gives `bigint` columns as strings and `integer` ones as numbers): on a miss, try the other type.
- */
-function lookup<T> (map: Map<unknown, T>, value: unknown): T | undefined {
-  const found = map.get(keyOf(value))
-  if (found !== undefined) return found
-  if (typeof value === 'string') {
-    const number = Number(value)
-    return value !== '' && Number.isSafeInteger(number) ? map.get(number) : undefined
-  }
-  return typeof value === 'number' || typeof value === 'bigint' ? map.get(String(value)) : undefined
-}
-
 /** One relation, planned: how to find its rows for a page and where to put them. */
 interface PlannedRelation {
   readonly field: string
@@ -78,14 +59,16 @@ interface PlannedRelation {
   readonly childKey: string
   readonly query: BatchedQuery
   readonly nested: RelationLoader | undefined
+  /** The dialect's Map key of a key value, so that both ends meet whatever types the driver answers them in. */
+  readonly keyOf: (value: unknown) => unknown
 }
 
 /** The distinct, non-null values of `column` in `rows`, as the driver returned them. */
-function distinctKeys (rows: readonly Row[], column: string): unknown[] {
+function distinctKeys (rows: readonly Row[], column: string, keyOf: (value: unknown) => unknown): unknown[] {
   const keys: unknown[] = []
   const seen = new Set<unknown>()
-  for (let i = 0; i < rows.length; i++) {
-    const value = (rows[i] as Row)[column]
+  for (const row of rows) {
+    const value = row[column]
     if (value === null || value === undefined) continue
     const key = keyOf(value)
     if (!seen.has(key)) {
@@ -97,37 +80,31 @@ function distinctKeys (rows: readonly Row[], column: string): unknown[] {
 }
 
 async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: Row[]): Promise<void> {
-  const { field, parentKey, childKey } = relation
-  const keys = distinctKeys(rows, parentKey)
+  const { field, parentKey, childKey, keyOf } = relation
+  const keys = distinctKeys(rows, parentKey, keyOf)
   const children = keys.length === 0 ? [] : await relation.query.run(db, keys)
   if (relation.nested !== undefined && children.length > 0) await relation.nested.load(db, children)
   if (relation.kind === 'many-to-one') {
     const byKey = new Map<unknown, Row>()
-    for (let i = 0; i < children.length; i++) {
-      const child = children[i] as Row
-      byKey.set(keyOf(child[childKey]), child)
-    }
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i] as Row
+    for (const child of children) byKey.set(keyOf(child[childKey]), child)
+    for (const row of rows) {
       const value = row[parentKey]
       // A NULL foreign key, or one whose row is gone, is null: the parent row stays.
-      row[field] = value === null || value === undefined ? null : lookup(byKey, value) ?? null
+      row[field] = value === null || value === undefined ? null : byKey.get(keyOf(value)) ?? null
     }
     return
   }
   // The rows come ordered, and grouping keeps that order within each parent.
   const groups = new Map<unknown, Row[]>()
-  for (let i = 0; i < children.length; i++) {
-    const child = children[i] as Row
+  for (const child of children) {
     const key = keyOf(child[childKey])
     const group = groups.get(key)
     if (group === undefined) groups.set(key, [child])
     else group.push(child)
   }
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i] as Row
+  for (const row of rows) {
     const value = row[parentKey]
-    row[field] = (value === null || value === undefined ? undefined : lookup(groups, value)) ?? []
+    row[field] = (value === null || value === undefined ? undefined : groups.get(keyOf(value))) ?? []
   }
 }
 
@@ -253,7 +230,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
       const columns = unique([...fields, references, ...extra])
       const query = new BatchedQuery((keys) => from().select(columns).where(references, 'in', keys))
-      return { field: relation.field, kind, parentKey: foreignKey, childKey: references, query, nested }
+      return { field: relation.field, kind, parentKey: foreignKey, childKey: references, query, nested, keyOf: dialect.keyOf }
     }
     case 'one-to-many': {
       const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
@@ -264,7 +241,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const query = new BatchedQuery((keys) => limit === undefined
         ? applyOrdering(from().select(columns).where(foreignKey, 'in', keys), order, dialect)
         : firstChildren(db, dialect, from().select(columns).where(foreignKey, 'in', keys), columns, foreignKey, order, '', limit))
-      return { field: relation.field, kind, parentKey: references, childKey: foreignKey, query, nested }
+      return { field: relation.field, kind, parentKey: references, childKey: foreignKey, query, nested, keyOf: dialect.keyOf }
     }
     case 'many-to-many': {
       const through = relation.through as NonNullable<DeclaredRelation['through']>
@@ -286,7 +263,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const query = new BatchedQuery((keys) => limit === undefined
         ? applyOrdering(joined(keys), order, dialect, 't.')
         : firstChildren(db, dialect, joined(keys), [...columns, alias], `j.${source}`, order, 't.', limit))
-      return { field: relation.field, kind, parentKey, childKey: alias, query, nested }
+      return { field: relation.field, kind, parentKey, childKey: alias, query, nested, keyOf: dialect.keyOf }
     }
   }
 }
