@@ -98,7 +98,7 @@ export function containsPattern (term: string): string {
 /** Reads a string property of an unknown error object. */
 export function errorProperty (error: unknown, key: string): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined
-  const value = (error as Record<string, unknown>)[key]
+  const value: unknown = Reflect.get(error, key)
   return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined
 }
 

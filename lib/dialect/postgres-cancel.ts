@@ -52,7 +52,7 @@ export interface CancellableClient {
 }
 
 function integerProperty (client: object, key: string): number | undefined {
-  const value = key in client ? (client as Record<string, unknown>)[key] : undefined // any object indexes by string
+  const value: unknown = Reflect.get(client, key)
   return typeof value === 'number' && Number.isInteger(value) ? value : undefined
 }
 

@@ -91,11 +91,11 @@ function transactionStatus (client: object): unknown {
 }
 
 /** pg's own record of the statements a connection parsed, which it checks before sending a Parse. */
-function parsedStatements (client: object): Record<string, unknown> | undefined {
+function parsedStatements (client: object): object | undefined {
   const connection = 'connection' in client ? client.connection : undefined
   if (typeof connection !== 'object' || connection === null || !('parsedStatements' in connection)) return undefined
   const parsed = connection.parsedStatements
-  return typeof parsed === 'object' && parsed !== null ? parsed as Record<string, unknown> : undefined // a plain object of name → SQL in pg 8
+  return typeof parsed === 'object' && parsed !== null ? parsed : undefined // a plain object of name → SQL in pg 8
 }
 
 /**
@@ -116,7 +116,7 @@ export function useNamedStatements (client: PgClient): void {
     evicted = []
     const forget = () => {
       const parsed = parsedStatements(client)
-      if (parsed !== undefined) for (const name of stale) delete parsed[name]
+      if (parsed !== undefined) for (const name of stale) Reflect.deleteProperty(parsed, name)
     }
     const done = query(stale.map((name) => `deallocate "${name}"`).join('; '))
     if (done instanceof Promise) done.then(forget, forget)

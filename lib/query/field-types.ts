@@ -1,8 +1,13 @@
 import type { JsonSchema } from '../schema/derive.js'
+import { isList, isRecord } from '../schema/object-schema.js'
 
 /** The JSON types a query parameter can carry, and so the only fields LIST can filter, search or sort on. */
 export type ScalarType = 'string' | 'number' | 'integer' | 'boolean'
-const scalarTypes: readonly string[] = ['string', 'number', 'integer', 'boolean']
+const scalarTypes: ReadonlySet<unknown> = new Set<ScalarType>(['string', 'number', 'integer', 'boolean'])
+
+function isScalarType (type: unknown): type is ScalarType {
+  return scalarTypes.has(type)
+}
 
 /** A schema field whose values are one scalar type, possibly nullable. */
 export interface ScalarField {
@@ -34,29 +39,29 @@ function typeOf (schema: JsonSchema): string | undefined {
  */
 export function scalarField (name: string, property: JsonSchema): ScalarField | undefined {
   const { type } = property
-  if (Array.isArray(type)) {
-    const types = (type as unknown[]).filter((entry) => entry !== 'null')
+  if (isList(type)) {
+    const types = type.filter((entry) => entry !== 'null')
     const [only] = types
-    if (types.length !== 1 || typeof only !== 'string' || !scalarTypes.includes(only)) return undefined
-    return { name, type: only as ScalarType, schema: { ...withoutAnnotations(property), type: only }, nullable: types.length !== type.length }
+    if (types.length !== 1 || !isScalarType(only)) return undefined
+    return { name, type: only, schema: { ...withoutAnnotations(property), type: only }, nullable: types.length !== type.length }
   }
-  const union = (property.anyOf ?? property.oneOf) as JsonSchema[] | undefined
-  if (Array.isArray(union)) {
-    const branches = union.filter((branch) => branch.type !== 'null')
+  const union = property.anyOf ?? property.oneOf
+  if (isList(union)) {
+    const branches = union.filter(isRecord).filter((branch) => branch.type !== 'null')
     const types = new Set(branches.map(typeOf))
     const [only] = types
-    if (branches.length === 0 || types.size !== 1 || only === undefined || !scalarTypes.includes(only)) return undefined
+    if (branches.length === 0 || branches.length + union.filter((branch) => isRecord(branch) && branch.type === 'null').length !== union.length || types.size !== 1 || !isScalarType(only)) return undefined
     const [single] = branches
     const constants = branches.map((branch) => branch.const)
     // A union of literals (a TypeBox enum) reads best, in OpenAPI and in errors, as one `enum`.
     const schema = branches.length === 1 && single !== undefined
       ? withoutAnnotations(single)
       : branches.every((branch) => 'const' in branch) ? { type: only, enum: constants } : { anyOf: branches.map(withoutAnnotations) }
-    return { name, type: only as ScalarType, schema, nullable: branches.length !== union.length }
+    return { name, type: only, schema, nullable: branches.length !== union.length }
   }
   const only = typeOf(property)
-  if (only === undefined || !scalarTypes.includes(only)) return undefined
-  return { name, type: only as ScalarType, schema: withoutAnnotations(property), nullable: false }
+  if (!isScalarType(only)) return undefined
+  return { name, type: only, schema: withoutAnnotations(property), nullable: false }
 }
 
 /** The scalar fields among the columns of an entity, by name. */

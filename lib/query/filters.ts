@@ -6,6 +6,7 @@ import { invalidOption } from '../errors.js'
 import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
+import { isList, isRecord } from '../schema/object-schema.js'
 import { validatorFor } from '../schema/validator.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
@@ -54,6 +55,12 @@ const numberBounds: Record<string, JsonSchema> = {
 function elementValidator (schema: JsonSchema): ValidateFunction {
   // Wrapped in an object: Ajv coerces a value in place, which it can do only inside a parent.
   return validatorFor('strings').compile({ type: 'object', properties: { value: schema }, required: ['value'] })
+}
+
+const operatorNames: ReadonlySet<unknown> = new Set(filterOperators)
+
+function isFilterOperator (value: unknown): value is FilterOperator {
+  return operatorNames.has(value)
 }
 
 /** The schema a value of this operator must match. */
@@ -160,22 +167,19 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
  */
 export function planFilters (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, reserved: readonly string[], maxSearchLength: number): FilterPlan {
   if (option === undefined) return { properties: {}, conditions: () => [] }
-  if (typeof option !== 'object' || option === null || Array.isArray(option)) {
+  if (!isRecord(option)) {
     invalidOption('filterFields', 'expected an object such as { name: [\'eq\', \'contains\'] }')
   }
   const properties: Record<string, JsonSchema> = {}
   const filters: Filter[] = []
-  for (const [name, operators] of Object.entries(option as Record<string, unknown>)) {
+  for (const [name, operators] of Object.entries(option)) {
     const field = fields.get(name)
     if (field === undefined) invalidOption('filterFields', `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`)
     const allowed = operatorsByType[field.type]
-    if (!Array.isArray(operators) || operators.length === 0) invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
+    if (!isList(operators) || operators.length === 0) invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
     const seen = new Set<FilterOperator>()
-    for (const operator of operators as unknown[]) {
-      if (!(filterOperators as readonly unknown[]).includes(operator)) {
-        invalidOption('filterFields', `"${name}": unknown operator ${JSON.stringify(operator)}; operators: ${filterOperators.join(', ')}`)
-      }
-      const op = operator as FilterOperator
+    for (const op of operators) {
+      if (!isFilterOperator(op)) invalidOption('filterFields', `"${name}": unknown operator ${JSON.stringify(op)}; operators: ${filterOperators.join(', ')}`)
       if (!allowed.includes(op)) invalidOption('filterFields', `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`)
       if (seen.has(op)) invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
       seen.add(op)

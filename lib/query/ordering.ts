@@ -3,6 +3,7 @@ import type { Expression, RawBuilder } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
+import { isList } from '../schema/object-schema.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
 
@@ -115,8 +116,8 @@ export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fi
   if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
   const allowed = new Map<string, ScalarField>()
   if (orderingFields !== undefined) {
-    if (!Array.isArray(orderingFields) || orderingFields.length === 0) invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
-    for (const name of orderingFields as unknown[]) {
+    if (!isList(orderingFields) || orderingFields.length === 0) invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
+    for (const name of orderingFields) {
       const field = typeof name === 'string' ? fields.get(name) : undefined
       if (field === undefined) invalidOption('orderingFields', `${JSON.stringify(name)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
       if (allowed.has(field.name)) invalidOption('orderingFields', `"${field.name}" is listed twice`)

@@ -2,6 +2,7 @@ import type { ViewsetDialect } from '../dialect/dialect.js'
 import { containsPattern } from '../dialect/dialect.js'
 import { invalidOption } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
+import { isList } from '../schema/object-schema.js'
 import type { Condition } from './condition.js'
 import { checkedTerm, queryParameterError } from './condition.js'
 import type { ScalarField } from './field-types.js'
@@ -44,9 +45,9 @@ export function boundedTerm (parameter: string, term: string, maxLength: number)
 export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, maxLength: number): SearchPlan {
   if (option === undefined) return { properties: {}, condition: () => undefined }
   const strings = [...fields.values()].filter((field) => field.type === 'string').map((field) => field.name)
-  if (!Array.isArray(option) || option.length === 0) invalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
+  if (!isList(option) || option.length === 0) invalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
   const names: string[] = []
-  for (const name of option as unknown[]) {
+  for (const name of option) {
     if (typeof name !== 'string' || !strings.includes(name)) {
       invalidOption('searchFields', `${JSON.stringify(name)} is not a string column of the schema; searchable fields: ${nameList(strings)}`)
     }

@@ -38,7 +38,14 @@ export class BatchedQuery {
 
   /** The SQL text used for a batch of `count` keys (for tests and logs). */
   sqlFor (count: number): string {
-    return (this.#bySize[bucketOf(Math.min(count, maxBatch))] as CompiledQuery<Row>).sql
+    return this.#statement(Math.min(count, maxBatch)).sql
+  }
+
+  /** The statement of a batch of `count` keys (1 to {@link maxBatch}): the constructor compiled every bucket. */
+  #statement (count: number): CompiledQuery<Row> {
+    const compiled = this.#bySize[bucketOf(count)]
+    if (compiled === undefined) throw new Error(`no batched statement for ${count} keys`)
+    return compiled
   }
 
   /** The rows matching any of the keys (distinct, non-null); one statement per {@link maxBatch} keys. */
@@ -53,7 +60,7 @@ export class BatchedQuery {
 
   async #runBatch (db: AnyDatabase, keys: readonly unknown[]): Promise<Row[]> {
     if (keys.length === 0) return []
-    const compiled = this.#bySize[bucketOf(keys.length)] as CompiledQuery<Row>
+    const compiled = this.#statement(keys.length)
     const { rows } = await db.executeQuery<Row>({ ...compiled, parameters: padList(keys) })
     return rows
   }

@@ -1,6 +1,6 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { invalidOption } from '../errors.js'
-import { isObjectSchema, isRecord } from '../schema/object-schema.js'
+import { isList, isObjectSchema, isRecord } from '../schema/object-schema.js'
 import type { RelatedConfig } from './config.js'
 
 /** How a relation's rows meet the parent's. */
@@ -43,10 +43,10 @@ function optionalName (path: string, value: unknown): string | undefined {
 /** The object schema of a many-to-one field: `Author`, or `Type.Union([Author, Type.Null()])`. */
 function singleTarget (path: string, field: string, property: TSchema): TObject {
   if (isObjectSchema(property)) return property
-  const members = Array.isArray(property.anyOf) ? property.anyOf as unknown[] : []
-  const objects = members.filter(isObjectSchema)
+  const members = isList(property.anyOf) ? property.anyOf : []
+  const [object, ...others] = members.filter(isObjectSchema)
   const rest = members.filter((member) => !isObjectSchema(member) && !(isRecord(member) && member.type === 'null'))
-  if (objects.length === 1 && rest.length === 0) return objects[0] as TObject
+  if (object !== undefined && others.length === 0 && rest.length === 0) return object
   return invalidOption(path, `schema field "${field}" must be an object, or a union of an object and null (Type.Union([Author, Type.Null()])), to hold a many-to-one relation`)
 }
 
@@ -89,9 +89,21 @@ function relationsOf (path: string, value: unknown): Array<[string, Record<strin
   })
 }
 
+/**
+ * A relatedConfig value as the declaration reads it: an object is taken as a config, and its shape is then
+ * checked key by key (declaredRelations); anything else is refused there, as `relatedConfig` of its path.
+ */
+function isRelatedConfig (value: unknown): value is RelatedConfig<unknown> {
+  return isRecord(value)
+}
+
+function relatedConfigOf (value: unknown): RelatedConfig<unknown> | undefined {
+  return isRelatedConfig(value) ? value : undefined
+}
+
 /** The relatedConfig attached to a schema (`Type.Object({...}, { relatedConfig })`), if any. */
 export function attachedConfig (schema: TObject): RelatedConfig<unknown> | undefined {
-  return (schema as TObject & { relatedConfig?: RelatedConfig<unknown> }).relatedConfig
+  return 'relatedConfig' in schema ? relatedConfigOf(schema.relatedConfig) : undefined
 }
 
 /**
@@ -123,7 +135,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       orderBy: undefined,
       limit: undefined,
       target,
-      relatedConfig: (spec.relatedConfig as RelatedConfig<unknown> | undefined) ?? attachedConfig(target),
+      relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
     })
   }
   const prefetchPath = `${path}.prefetchRelated`
@@ -153,7 +165,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       orderBy: orderKeys(`${where}.orderBy`, spec.orderBy),
       limit: childLimit(`${where}.limit`, spec.limit),
       target,
-      relatedConfig: (spec.relatedConfig as RelatedConfig<unknown> | undefined) ?? attachedConfig(target),
+      relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
     })
   }
   return declared

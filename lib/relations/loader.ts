@@ -226,7 +226,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
 
   switch (kind) {
     case 'many-to-one': {
-      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey as string, parentTable, parentColumns)
+      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns) // declared for this kind
       const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
       const columns = unique([...fields, references, ...extra])
       const query = new BatchedQuery((keys) => from().select(columns).where(references, 'in', keys))
@@ -234,7 +234,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
     }
     case 'one-to-many': {
       const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
-      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey as string, table, targetColumns)
+      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', table, targetColumns) // declared for this kind
       const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, described)
       const columns = unique([...fields, foreignKey, ...extra])
       const { limit } = relation
@@ -244,7 +244,8 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       return { field: relation.field, kind, parentKey: references, childKey: foreignKey, query, nested, keyOf: dialect.keyOf }
     }
     case 'many-to-many': {
-      const through = relation.through as NonNullable<DeclaredRelation['through']>
+      const { through } = relation
+      if (through === undefined) throw new Error(`${path}: a many-to-many relation without through`) // declaredRelations sets it for this kind
       const throughColumns = await catalog.columns(through.table)
       const source = checkColumn(`${path}.through.sourceKey`, through.sourceKey, through.table, throughColumns)
       const target = checkColumn(`${path}.through.targetKey`, through.targetKey, through.table, throughColumns)

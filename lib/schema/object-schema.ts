@@ -5,6 +5,11 @@ export function isRecord (value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
+/** An array, its elements still unknown (`Array.isArray` alone would type them `any`). */
+export function isList (value: unknown): value is readonly unknown[] {
+  return Array.isArray(value)
+}
+
 /**
  * An object schema with `properties` (`Type.Object`, or its plain JSON Schema copy): the one test of the
  * library, used to find the object inside a relation field (`Author`, `Union([Author, Null])`, `Array(Tag)`).

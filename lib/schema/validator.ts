@@ -2,6 +2,7 @@ import { Ajv } from 'ajv'
 import type { Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
+import { isRecord } from './object-schema.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -40,5 +41,7 @@ export function validatorFor (part: 'body' | 'strings'): Ajv {
 
 /** The viewset's validator compiler: {@link validatorFor} the body, or the strings of the path and query. */
 export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  return validatorFor(httpPart === 'body' ? 'body' : 'strings').compile(schema as object)
+  // Fastify hands over the route's schema as given; the viewset's are plain JSON Schema objects.
+  if (!isRecord(schema)) throw new TypeError(`expected a JSON Schema object for the ${httpPart ?? 'request'}`)
+  return validatorFor(httpPart === 'body' ? 'body' : 'strings').compile(schema)
 }
