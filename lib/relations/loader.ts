@@ -1,6 +1,6 @@
 import type { TObject } from '@sinclair/typebox'
 import { sql } from 'kysely'
-import type { AliasedRawBuilder, AliasedSelectQueryBuilder, Expression } from 'kysely'
+import type { SelectQueryBuilder } from 'kysely'
 import type { CatalogColumn } from '../dialect/catalog.js'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
@@ -181,15 +181,8 @@ function orderOf (relation: DeclaredRelation, key: string | undefined, columns: 
   return notAColumn(path, parsed.field, relation.table, [...columns.keys()])
 }
 
-/** Whatever a relation builder chains on; typed loosely because every name is checked at run time. */
-interface Builder {
-  select (columns: ReadonlyArray<string | AliasedRawBuilder<number, string>>): Builder
-  innerJoin (table: string, left: string, right: string): Builder
-  where (column: string, operator: 'in' | '<=', values: unknown): Builder
-  orderBy (column: string | Expression<unknown>, direction: 'asc' | 'desc'): Builder
-  as (alias: string): AliasedSelectQueryBuilder<Row, string>
-  compile (): ReturnType<ReturnType<AnyDatabase['selectFrom']>['compile']>
-}
+/** A relation's SELECT: tables known at run time, every name checked against the catalog at registration. */
+type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
 
 /**
  * Keeps the first `limit` children of each parent, still in one statement: the children, numbered within
@@ -202,7 +195,7 @@ function firstChildren (db: AnyDatabase, dialect: ViewsetDialect, query: Builder
   const by = orderClause(order, dialect, prefix)
   const ranked = query.select([sql<number>`row_number() over (partition by ${sql.ref(partition)} order by ${by})`.as(rank)])
   // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys.
-  return (db.selectFrom(ranked.as('viewset_ranked')) as unknown as Builder) // the subquery's columns are known only at run time
+  return (db.selectFrom(ranked.as('viewset_ranked'))) // the subquery's columns are known only at run time
     .select(columns)
     .where(rank, '<=', sql.lit(limit))
     .orderBy(rank, 'asc')
@@ -222,7 +215,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
     if (!targetColumns.includes(field)) throw new ViewsetErrors.UnknownColumn(field, table, targetColumns.join(', '))
   }
   const extra = nested?.parentColumns ?? []
-  const from = (): Builder => db.selectFrom(table) as unknown as Builder
+  const from = (): Builder => db.selectFrom(table)
 
   switch (kind) {
     case 'many-to-one': {
@@ -257,7 +250,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const selection = [...columns.map((column) => `t.${column}`), `j.${source} as ${alias}`]
       const { limit } = relation
       // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
-      const joined = (keys: readonly unknown[]): Builder => (db.selectFrom(`${table} as t`) as unknown as Builder)
+      const joined = (keys: readonly unknown[]): Builder => db.selectFrom(`${table} as t`)
         .innerJoin(`${through.table} as j`, `j.${target}`, `t.${references}`)
         .select(selection)
         .where(`j.${source}`, 'in', keys)
