@@ -87,7 +87,7 @@ export interface PgClient {
 
 /** pg's transaction status of a client: 'I' when idle outside a transaction (pg 8.16+; `undefined` before). */
 function transactionStatus (client: object): unknown {
-  return 'getTransactionStatus' in client && typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() as unknown : undefined
+  return 'getTransactionStatus' in client && typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() as unknown : undefined // a Function's result is any: keep it unknown
 }
 
 /** pg's own record of the statements a connection parsed, which it checks before sending a Parse. */
@@ -107,7 +107,7 @@ function parsedStatements (client: object): object | undefined {
  * hit a newer statement.
  */
 export function useNamedStatements (client: PgClient): void {
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown // pg's overloads, forwarded as they come
   let counter = 0
   let evicted: string[] = []
   const names = new LruCache<string, string>(maxNamedStatements, (name) => { evicted.push(name) })
@@ -132,5 +132,5 @@ export function useNamedStatements (client: PgClient): void {
       if (name !== undefined) return query({ name, text, values }, ...rest)
     }
     return query(text, values, ...rest)
-  }) as PgClient['query']
+  }) as PgClient['query'] // the same overloads as the method it replaces
 }

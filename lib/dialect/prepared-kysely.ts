@@ -25,8 +25,7 @@ export class PreparedKysely<DB> extends Kysely<DB> {
   override async executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
     const compiled = isCompilable(query) ? query.compile() : query
     const rows = this.#direct(compiled)
-    // The rows of the caller's compiled query, which types them as R (Kysely's own executor trusts it the same way).
-    if (rows !== undefined) return { rows: await rows as R[] }
+    if (rows !== undefined) return { rows: await rows as R[] } // the caller's compiled query types its rows as R, as Kysely's executor trusts it
     return await (queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
   }
 }

@@ -4,8 +4,7 @@ import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
 import { isRecord } from './object-schema.js'
 
-// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default // CommonJS: under ESM its default export arrives wrapped
 
 const common: Options = {
   allErrors: true, // list every failing field, not only the first
