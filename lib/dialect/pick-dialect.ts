@@ -1,6 +1,10 @@
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely'
 import { invalidOption } from '../errors.js'
+import type { ColumnTypes } from './column-types.js'
 import type { DatabaseConnector } from './connection.js'
+import { mysqlColumnTypes } from './mysql-column-types.js'
+import { postgresColumnTypes } from './postgres-column-types.js'
+import { sqliteColumnTypes } from './sqlite-column-types.js'
 import type { AnyDatabase, ViewsetDialect } from './dialect.js'
 import { mysqlConnector } from './mysql-connector.js'
 import { postgresConnector } from './postgres-connector.js'
@@ -30,4 +34,11 @@ export async function dialectOf (db: AnyDatabase): Promise<ViewsetDialect> {
   if (adapter instanceof SqliteAdapter) return (await import('./sqlite.js')).sqliteDialect
   if (adapter instanceof MysqlAdapter) return (await import('./mysql.js')).mysqlDialect
   invalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
+}
+
+const columnTypes: Readonly<Record<ViewsetDialect['name'], ColumnTypes>> = { sqlite: sqliteColumnTypes, postgres: postgresColumnTypes, mysql: mysqlColumnTypes }
+
+/** How the columns of a database are typed in generated code, by the dialect's name. */
+export function columnTypesOf (name: ViewsetDialect['name']): ColumnTypes {
+  return columnTypes[name]
 }

@@ -1,10 +1,13 @@
 import type { CatalogColumn } from '../dialect/catalog.js'
+import type { ColumnKind } from '../dialect/column-types.js'
+import type { ViewsetDialect } from '../dialect/dialect.js'
+import { columnTypesOf } from '../dialect/pick-dialect.js'
 import { literal } from './naming.js'
 
-export type DialectName = 'sqlite' | 'postgres' | 'mysql'
+/** Which database the code is generated for: the catalog's dialect. */
+export type DialectName = ViewsetDialect['name']
 
-/** What a column holds, as the viewset serves it. */
-export type ColumnKind = 'integer' | 'bigint' | 'number' | 'decimal' | 'boolean' | 'string' | 'uuid' | 'date-time' | 'date' | 'json' | 'enum' | 'binary'
+export type { ColumnKind }
 
 /** How one column is written in db.ts and schemas.ts. */
 export interface ColumnMapping {
@@ -34,59 +37,16 @@ export const aliases: Record<string, string> = {
   Json: '/** JSON columns arrive parsed. */\nexport type Json = JsonValue\nexport type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }',
 }
 
-const sqliteDates: Record<string, ColumnKind> = { date: 'date', datetime: 'date-time', timestamp: 'date-time', timestamptz: 'date-time' }
-
-// The kinds whose driver values are not the JSON type that the schema declares: the serializer
-// converts them (fast-json-stringify), but it validates each member of a union first, so a union with
-// null would reject them and answer 500.
-const convertedTypes: Record<DialectName, Partial<Record<ColumnKind, string>>> = {
-  sqlite: { boolean: 'boolean' },
-  postgres: { bigint: 'number', decimal: 'number', 'date-time': 'string', date: 'string' },
-  mysql: { decimal: 'number', 'date-time': 'string', date: 'string' },
-}
-
 function call (name: string): (options: readonly string[]) => string {
   return (options) => `Type.${name}(${options.length === 0 ? '' : `{ ${options.join(', ')} }`})`
 }
 
-/** The kind of a column, from its catalog type, as the dialect's driver returns it. */
-function kindOf (dialect: DialectName, column: CatalogColumn): ColumnKind {
-  const type = column.type
-  if (column.enumValues !== undefined && column.enumValues.length > 0) return 'enum'
-  if (dialect === 'postgres') {
-    const postgres: Record<string, ColumnKind> = {
-      int2: 'integer', int4: 'integer', int8: 'bigint', float4: 'number', float8: 'number', numeric: 'decimal', money: 'string',
-      bool: 'boolean', uuid: 'uuid', timestamptz: 'date-time', timestamp: 'date-time', date: 'date', json: 'json', jsonb: 'json', bytea: 'binary',
-    }
-    return postgres[type.replace(/^_/, '')] ?? 'string'
-  }
-  if (dialect === 'mysql') {
-    if (column.json) return 'json'
-    if (column.declared.startsWith('tinyint(1)') || type === 'boolean') return 'boolean'
-    const mysql: Record<string, ColumnKind> = {
-      tinyint: 'integer', smallint: 'integer', mediumint: 'integer', int: 'integer', integer: 'integer', year: 'integer', bigint: 'bigint',
-      float: 'number', double: 'number', real: 'number', decimal: 'decimal', numeric: 'decimal',
-      datetime: 'date-time', timestamp: 'date-time', date: 'date',
-      binary: 'binary', varbinary: 'binary', blob: 'binary', tinyblob: 'binary', mediumblob: 'binary', longblob: 'binary', bit: 'binary',
-    }
-    return mysql[type] ?? 'string'
-  }
-  // SQLite: the column's affinity (https://www.sqlite.org/datatype3.html#determination_of_column_affinity).
-  if (type.includes('bool')) return 'boolean'
-  const date = sqliteDates[type]
-  if (date !== undefined) return date
-  if (type === 'bigint' || type === 'int8' || type === 'unsigned big int') return 'bigint'
-  if (type.includes('int')) return 'integer'
-  if (/char|clob|text/.test(type)) return 'string'
-  if (type.includes('blob')) return 'binary'
-  if (/real|floa|doub|numeric|decimal/.test(type)) return 'number'
-  return 'string'
-}
-
 /** Maps a catalog column to its Kysely type and TypeBox schema, as createDatabase's drivers return its values. */
 export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnMapping {
-  const kind = kindOf(dialect, column)
-  const array = dialect === 'postgres' && column.type.startsWith('_')
+  const types = columnTypesOf(dialect)
+  const kind: ColumnKind = column.enumValues !== undefined && column.enumValues.length > 0 ? 'enum' : types.kindOf(column)
+  const array = types.arrays && column.type.startsWith('_')
+  const driver = types.driverTypes[kind]
   const options: string[] = []
   let kysely: string
   let selected: string | undefined
@@ -94,31 +54,28 @@ export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnM
   switch (kind) {
     case 'integer': kysely = 'number'; typebox = call('Integer'); break
     case 'bigint':
-      kysely = dialect === 'postgres' ? 'Int8' : 'number'
-      selected = dialect === 'postgres' ? 'string' : 'number'
+      kysely = 'number'
       typebox = call('Integer')
       options.push('minimum: -9007199254740991', 'maximum: 9007199254740991')
       break
     case 'number': kysely = 'number'; typebox = call('Number'); break
     case 'decimal':
-      kysely = dialect === 'sqlite' ? 'number' : 'Numeric'
-      selected = dialect === 'sqlite' ? 'number' : 'string'
+      kysely = 'Numeric'
+      selected = 'string'
       typebox = call('Number')
       break
-    // SQLite has no boolean: 0 and 1 come back, and the viewset serves them as false and true.
-    case 'boolean': kysely = dialect === 'sqlite' ? 'number' : 'boolean'; typebox = call('Boolean'); break
+    case 'boolean': kysely = 'boolean'; typebox = call('Boolean'); break
     case 'uuid': kysely = 'string'; options.push("format: 'uuid'"); break
     case 'date-time':
     case 'date':
-      kysely = dialect === 'sqlite' ? 'string' : 'Timestamp'
-      selected = dialect === 'sqlite' ? 'string' : 'Date'
+      kysely = 'Timestamp'
+      selected = 'Date'
       options.push(`format: '${kind}'`)
       break
-    // SQLite keeps JSON as text, and better-sqlite3 returns it as a string.
     case 'json':
-      kysely = dialect === 'sqlite' ? 'string' : 'Json'
-      selected = dialect === 'sqlite' ? 'string' : 'JsonValue'
-      typebox = dialect === 'sqlite' ? call('String') : call('Unknown')
+      kysely = 'Json'
+      selected = 'JsonValue'
+      typebox = call('Unknown')
       break
     case 'enum': {
       const values = column.enumValues ?? []
@@ -129,6 +86,12 @@ export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnM
     case 'binary': kysely = 'Buffer'; break
     default: kysely = 'string'
   }
+  // The database's driver answers some kinds in other types (see lib/dialect/<db>-column-types.ts).
+  if (driver !== undefined) {
+    kysely = driver.kysely
+    selected = driver.selected
+    if (driver.typebox !== undefined) typebox = call(driver.typebox)
+  }
   if (column.maxLength !== undefined && kind === 'string') options.push(`maxLength: ${column.maxLength}`)
   if (array) {
     const element = typebox
@@ -138,6 +101,6 @@ export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnM
     kysely = `Array<${selected ?? kysely}>`
     selected = kysely
   }
-  const converted = array ? undefined : convertedTypes[dialect][kind]
+  const converted = array ? undefined : types.converted[kind]
   return { kind, kysely, selected: selected ?? kysely, typebox, options, array, converted }
 }
