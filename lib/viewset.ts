@@ -257,10 +257,10 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     const { table, schema, primaryKey } = this.#resolved
     const db = untyped(this.db)
     const dialect = await dialectOf(db)
-    const catalog = await dialect.columns(db, table)
-    if (catalog.length === 0) throw new ViewsetErrors.UnknownTable(table)
     const described = await dialect.catalog.table(db, table)
-    const keyProblem = described && rowKeyProblem(described, primaryKey, this.options.primaryKey !== undefined, methods)
+    if (described === undefined || described.columns.length === 0) throw new ViewsetErrors.UnknownTable(table)
+    const catalog = described.columns
+    const keyProblem = rowKeyProblem(described, primaryKey, this.options.primaryKey !== undefined, methods)
     if (keyProblem) throw new ViewsetErrors.InvalidOption(keyProblem.option, keyProblem.message)
     const columns = new Map<string, ColumnInfo>(catalog.map((column) => [column.name, column]))
     for (const field of this.columns) {

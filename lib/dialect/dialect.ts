@@ -41,8 +41,6 @@ export interface WriteTarget {
  */
 export interface ViewsetDialect {
   readonly name: 'sqlite' | 'postgres' | 'mysql'
-  /** The columns of one table, or an empty list when the table does not exist. */
-  columns (db: AnyDatabase, table: string): Promise<ColumnInfo[]>
   /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read. */
   readonly catalog: CatalogReader
   /** Inserts a row and returns it as stored, defaults and generated key included. */

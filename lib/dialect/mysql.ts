@@ -88,13 +88,6 @@ export const mysqlDialect: ViewsetDialect = {
   count: countOf,
   keyOf: mapKey,
 
-  async columns (db, table) {
-    const { rows } = await sql<{ name: string, type: string, nullable: string }>`
-      select column_name as name, data_type as type, is_nullable as nullable from information_schema.columns
-      where table_schema = database() and table_name = ${table} order by ordinal_position`.execute(db)
-    return rows.map((row) => ({ name: row.name, type: row.type.toLowerCase(), nullable: row.nullable === 'YES' }))
-  },
-
   async insert (db, target, values) {
     const { table, primaryKey, columns } = target
     const row = storable(target, values)

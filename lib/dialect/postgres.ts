@@ -45,18 +45,6 @@ export const postgresDialect: ViewsetDialect = {
     return mapKey(value)
   },
 
-  async columns (db, table) {
-    // Only the configured table, resolved through search_path like the queries will be:
-    // reading the whole catalog is slow and races with other sessions' DDL.
-    const name = table.split('.').map((part) => `"${part.replaceAll('"', '""')}"`).join('.')
-    const { rows } = await sql<{ name: string, type: string, notnull: boolean }>`
-      select a.attname as name, t.typname as type, a.attnotnull as notnull
-      from pg_catalog.pg_attribute a join pg_catalog.pg_type t on t.oid = a.atttypid
-      where a.attrelid = to_regclass(${name}) and a.attnum > 0 and not a.attisdropped
-      order by a.attnum`.execute(db)
-    return rows.map((row) => ({ name: row.name, type: row.type, nullable: !row.notnull }))
-  },
-
   insert: insertReturning,
   update: updateReturning,
 

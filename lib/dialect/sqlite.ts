@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
-import type { ColumnInfo, DatabaseFault, Row, ViewsetDialect } from './dialect.js'
+import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, mapKey } from './dialect.js'
 import { insertReturning, updateReturning } from './returning-writes.js'
 
@@ -30,12 +30,6 @@ export const sqliteDialect: ViewsetDialect = {
   name: 'sqlite',
   catalog: sqliteCatalog,
   nullsSortLargest: false,
-
-  async columns (db, table) {
-    const { rows } = await sql<{ name: string, type: string, notnull: number, pk: number }>`
-      select name, type, "notnull", pk from pragma_table_info(${table})`.execute(db)
-    return rows.map((row): ColumnInfo => ({ name: row.name, type: row.type.toLowerCase(), nullable: row.notnull === 0 && row.pk === 0 }))
-  },
 
   parameter,
   count: countOf,
