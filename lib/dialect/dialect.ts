@@ -1,5 +1,5 @@
 import type { Expression, Kysely, SqlBool } from 'kysely'
-import type { CatalogReader } from './catalog.js'
+import type { CatalogColumn, CatalogReader } from './catalog.js'
 
 /** A row as the driver returns it. */
 export type Row = Record<string, unknown>
@@ -7,13 +7,8 @@ export type Row = Record<string, unknown>
 /** Kysely over tables known only at run time; names come from checked options. */
 export type AnyDatabase = Kysely<Record<string, Row>>
 
-/** One column, as the catalog describes it. */
-export interface ColumnInfo {
-  name: string
-  /** The catalog's type name, lower-case (`integer`, `text`, `int4`, `varchar`, ...). */
-  type: string
-  nullable: boolean
-}
+/** What the viewset reads of a catalog column: its name, its type's base name (`integer`, `int4`, `varchar`) and nullability. */
+export type ColumnInfo = Pick<CatalogColumn, 'name' | 'type' | 'nullable'>
 
 /** What a database error means to a client; anything else is a 500. */
 export type DatabaseFault =
