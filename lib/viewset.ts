@@ -1,50 +1,32 @@
 import type { Static, TObject } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import fp from 'fastify-plugin'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { Expression, Kysely, SelectQueryBuilder, SqlBool, Transaction } from 'kysely'
-import { addMethodRoutes, collectMethods } from './allowed-methods.js'
-import { authHook, checkAuth, securitySchemeName } from './auth.js'
-import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
+import { checkAuth } from './auth.js'
+import type { AnyDatabase, ColumnInfo, DatabaseFault, Row } from './dialect/dialect.js'
 import { rowKeyProblem } from './dialect/catalog.js'
 import { containsPattern } from './dialect/dialect.js'
 import { dialectOf } from './dialect/pick-dialect.js'
-import { runCancellable } from './dialect/postgres-cancel.js'
 import { ViewsetErrors } from './errors.js'
 import type { CheckedSchema, ResolvedOptions, ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
-import { notFoundHandler, problemHandler } from './problem-handler.js'
+import { viewsetPlugin } from './plugin.js'
+import type { ViewsetScope } from './plugin.js'
 import { planFields } from './query/fields.js'
-import type { FieldSelection, FieldsPlan } from './query/fields.js'
+import { parseListQuery } from './query/list-query.js'
 import { createListPlan } from './query/list.js'
 import type { ListPlan } from './query/list.js'
 import { Statements } from './query/statements.js'
 import type { RelatedConfig } from './relations/config.js'
-import type { RelationLoader } from './relations/loader.js'
 import { createRelationLoader, relatedConfigOf, relationFields } from './relations/loader.js'
+import { Resource } from './resource.js'
+import { recordListPage, requestedFields, viewsetRoutes } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
-import { deriveBody, deriveEntity, deriveParams, plain, propertiesOf, writableFields } from './schema/derive.js'
-import { errorStatuses, nameFromPrefix, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
-import { viewsetValidatorCompiler } from './schema/validator.js'
+import { deriveEntity, plain, propertiesOf, writableFields } from './schema/derive.js'
+import { nameFromPrefix } from './schema/openapi.js'
 
 /** The viewset reaches tables by names checked at registration, so it queries through an untyped view of `db`. */
 function untyped<DB> (db: Kysely<DB>): AnyDatabase {
   return db as unknown as AnyDatabase
-}
-
-/**
- * Drops the Content-Type of a request that carries no body, so that Fastify does not parse nothing as
- * JSON (a 400) or refuse the type (a 415). A body that is there is still parsed as usual.
- */
-function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
-  const { headers } = request
-  const length = headers['content-length']
-  if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) delete headers['content-type']
-  done()
-}
-
-/** The query string of a generated route: validated against an object schema, so an object. */
-function queryOf (request: FastifyRequest): Record<string, unknown> {
-  return request.query as Record<string, unknown> // its querystring schema has type object
 }
 
 /** Path parameters of the element routes. */
@@ -61,26 +43,10 @@ export type UpdateRequest<S extends TObject> = FastifyRequest<{ Params: IdParams
 
 /** What the viewset knows once the catalog has been read; built at registration. */
 interface Prepared {
-  readonly dialect: ViewsetDialect
-  readonly statements: Statements
-  readonly target: WriteTarget
+  readonly resource: Resource
   readonly writable: readonly string[]
   readonly list: ListPlan
-  /** `?fields=` of LIST and GET. */
-  readonly fields: FieldsPlan
-  readonly relations: RelationLoader | undefined
-  readonly prefix: string
 }
-
-const summaries: Record<ViewsetMethod, (name: string) => string> = {
-  LIST: (name) => `List ${name}`,
-  GET: (name) => `Get one of ${name} by id`,
-  POST: (name) => `Create one of ${name}`,
-  PUT: (name) => `Replace one of ${name}`,
-  PATCH: (name) => `Update fields of one of ${name}`,
-  DELETE: (name) => `Delete one of ${name}`,
-}
-const operationVerbs: Record<ViewsetMethod, string> = { LIST: 'list', GET: 'get', POST: 'create', PUT: 'replace', PATCH: 'update', DELETE: 'delete' }
 
 /**
  * A REST resource over one table. Subclass it to override a handler, declare extra LIST query
@@ -116,8 +82,6 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
   readonly columns: readonly string[]
   readonly #resolved: ResolvedOptions
   #prepared: Prepared | undefined
-  /** The `?fields=` selection of a GET request, read by the default getElement. */
-  readonly #selections = new WeakMap<FastifyRequest, FieldSelection>()
 
   constructor (options: ViewsetOptions<DB, TB, S> & CheckedSchema<DB, TB, S, RelatedConfig<DB>>) {
     this.#resolved = resolveOptions(options as unknown as Record<string, unknown>)
@@ -137,23 +101,27 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
    */
   register (methods: readonly ViewsetMethod[] = this.#resolved.methods): FastifyPluginAsync {
     const chosen = checkMethods(methods)
-    const plugin: FastifyPluginAsync = async (fastify) => { await this.#mount(fastify, chosen) }
-    return fp(plugin, { fastify: '5.x', name: `fastify-viewsets:${this.table}`, encapsulate: true })
+    return viewsetPlugin(this.table, async (fastify) => await this.#mount(fastify, chosen))
   }
 
   // ---- overridable handlers -------------------------------------------------------------------
 
   /** LIST: a page of rows. Headers such as `Link` may be set on the reply. */
-  async list (request: ListRequest, reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
-    return await this.#ready().list.run(untyped(this.readDb), request, reply)
+  async list (request: ListRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
+    const { resource, list } = this.#ready()
+    const db = untyped(this.readDb)
+    // Everything a client can get wrong is checked before the first query.
+    const query = parseListQuery(request.query, list.query)
+    const [rows, total] = await Promise.all([resource.list(db, query), query.count ? resource.count(db, query) : undefined])
+    recordListPage(request, { query, total })
+    return rows
   }
 
   /** GET: one row, or 404. */
   async getElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
-    const selection = this.#selections.get(request)
-    if (selection === undefined) return await this.findById(request.params.id, this.readDb) ?? this.notFound(request.params.id)
     // `?fields=`: only the chosen columns (and the keys of the chosen relations) are read.
-    return await this.#ready().statements.findById(untyped(this.readDb), request.params.id, selection) ?? this.notFound(request.params.id)
+    const selection = requestedFields(request)
+    return await this.#ready().resource.find(untyped(this.readDb), request.params.id, { selection }) ?? this.notFound(request.params.id)
   }
 
   /** POST: inserts the writable fields that were sent and returns the row as stored (201). */
@@ -189,24 +157,22 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 
   /** The row with this primary key, or `undefined`. */
   async findById (id: unknown, db: Kysely<DB> = this.readDb): Promise<Static<S> | undefined> {
-    return await this.#ready().statements.findById(untyped(db), id) as Static<S> | undefined
+    return await this.#ready().resource.find(untyped(db), id) as Static<S> | undefined
   }
 
   /** Inserts values and returns the row as stored (generated key and database defaults included). */
   async insert (values: Row, db: Kysely<DB> = this.db): Promise<Static<S>> {
-    const prepared = this.#ready()
-    return await prepared.dialect.insert(untyped(db), prepared.target, values) as Static<S>
+    return await this.#ready().resource.insert(untyped(db), values) as Static<S>
   }
 
   /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
   async update (id: unknown, values: Row, db: Kysely<DB> = this.db): Promise<Static<S> | undefined> {
-    const prepared = this.#ready()
-    return await prepared.dialect.update(untyped(db), prepared.target, id, values) as Static<S> | undefined
+    return await this.#ready().resource.update(untyped(db), id, values) as Static<S> | undefined
   }
 
   /** Deletes one row; false when there was none. */
   async deleteById (id: unknown, db: Kysely<DB> = this.db): Promise<boolean> {
-    return await this.#ready().statements.deleteById(untyped(db), id)
+    return await this.#ready().resource.delete(untyped(db), id)
   }
 
   /** The fields of a body that may be written: read-only fields and relations are dropped. */
@@ -222,7 +188,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 
   /** A case-insensitive substring match that behaves the same on every dialect (`%` and `_` match themselves). */
   contains (column: Expression<unknown>, term: string): Expression<SqlBool> {
-    return this.#ready().dialect.ilike(column, containsPattern(term))
+    return this.#ready().resource.dialect.ilike(column, containsPattern(term))
   }
 
   /**
@@ -238,7 +204,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
    * ```
    */
   classify (error: unknown): DatabaseFault | undefined {
-    return this.#ready().dialect.classify(error)
+    return this.#ready().resource.dialect.classify(error)
   }
 
   /** Throws the 404 problem for this id. */
@@ -253,8 +219,10 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     return this.#prepared
   }
 
-  async #prepare (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<{ prepared: Prepared, entity: JsonSchema, name: string }> {
-    const { table, schema, primaryKey } = this.#resolved
+  /** Reads the catalog, checks the schema against the table, and builds the data layer and the routes. */
+  async #mount (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<ViewsetScope> {
+    const { table, schema, primaryKey, protectedMethods } = this.#resolved
+    checkAuth(fastify, protectedMethods, methods, this.options)
     const db = untyped(this.db)
     const dialect = await dialectOf(db)
     const described = await dialect.catalog.table(db, table)
@@ -277,29 +245,37 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
     const statements = new Statements(db, table, primaryKey, selected)
     const fields = planFields(entity, this.columns, selected, relations?.keys ?? new Map())
-    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, selected, fieldsPlan: fields, statements })
-    const prepared: Prepared = {
-      dialect,
-      statements,
-      target: { table, primaryKey, columns: selected, catalog: columns },
-      writable: writableFields(entity),
-      list: this.#mergeListQuery(list),
+    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, selected, fieldsPlan: fields })
+    const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations })
+    this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
+    const routes = viewsetRoutes(methods, this, {
+      resource,
+      readDb: untyped(this.readDb),
+      db,
+      entity: { ...entity, $id: name },
+      name,
+      primaryKey,
+      tags: this.#resolved.tags,
+      protectedMethods,
+      auth: this.options,
+      list: this.#listQuerystring(list),
+      maxOffset: this.#resolved.maxOffset,
       fields,
-      relations,
       prefix: fastify.prefix,
-    }
-    return { prepared, entity, name }
+    })
+    return { entity, routes, dialect, customRoutes: async (scope) => { await this.customRoutes(scope) } }
   }
 
   /**
-   * Applies the subclass's `listQuery` over the default LIST query string. An overridden `list` keeps only
-   * `limit` and `offset` of the defaults: it would silently ignore `search`, filters, `count` or `fields`.
-   * Without an overridden `list`, `listQuery` may only refine parameters the default LIST defines.
+   * LIST's query string with the subclass's `listQuery` applied over the defaults. An overridden `list`
+   * keeps only `limit` and `offset` of the defaults: it would silently ignore `search`, filters, `count` or
+   * `fields`. Without an overridden `list`, `listQuery` may only refine parameters the default LIST defines.
    */
-  #mergeListQuery (list: ListPlan): ListPlan {
+  #listQuerystring (list: ListPlan): { querystring: JsonSchema, headers?: Record<string, JsonSchema> } {
     const extra = (this.constructor as typeof Viewset).listQuery
     if (extra === undefined) return list
     const defaults = propertiesOf(list.querystring)
+    // The one place the class asks whether `list` is its own: which parameters an override reads is its business.
     const own = this.list !== Viewset.prototype.list
     // The default list reads only its own parameters: any other one would be validated, documented and ignored.
     const unread = own ? [] : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter))
@@ -308,119 +284,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     }
     const base = own ? { limit: defaults.limit, offset: defaults.offset } : defaults
     const properties = { ...base, ...propertiesOf(plain(extra)) }
-    // The default list's response headers (Link, X-Total-Count) are not an override's.
-    return { ...(own ? {} : list), querystring: { ...list.querystring, properties }, run: list.run }
-  }
-
-  async #mount (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<void> {
-    const { protectedMethods } = this.#resolved
-    checkAuth(fastify, protectedMethods, methods, this.options)
-    const { prepared, entity, name } = await this.#prepare(fastify, methods)
-    this.#prepared = prepared
-
-    fastify.addSchema(entity)
-    if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
-    if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
-    fastify.setValidatorCompiler(viewsetValidatorCompiler)
-    fastify.setErrorHandler(problemHandler(() => this.#prepared?.dialect))
-    fastify.setNotFoundHandler(notFoundHandler)
-    // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a 415.
-    fastify.removeContentTypeParser('text/plain')
-
-    const registered = collectMethods(fastify)
-    for (const method of methods) fastify.route(this.#route(method, name, entity, protectedMethods.includes(method)))
-    await this.customRoutes(fastify)
-    // After the custom routes, so that a custom route on a generated path counts as allowed.
-    addMethodRoutes(fastify, ['', '/:id'], registered)
-  }
-
-  #route (method: ViewsetMethod, name: string, entity: JsonSchema, secured: boolean): RouteOptions {
-    const ref = { $ref: `${entity.$id as string}#` }
-    const prepared = this.#ready()
-    const relations = prepared.relations
-    const schema: Record<string, unknown> = {
-      operationId: `${operationVerbs[method]}${name}`,
-      summary: summaries[method](name),
-      tags: [...this.#resolved.tags],
-      response: problemResponses(errorStatuses(method, secured)),
-    }
-    if (secured) schema.security = [{ [securitySchemeName]: [] }]
-    if (method !== 'LIST' && method !== 'POST') schema.params = deriveParams(entity, this.primaryKey)
-
-    const withRelations = async (db: Kysely<DB>, result: unknown, only?: ReadonlySet<string>): Promise<unknown> => {
-      if (relations !== undefined && typeof result === 'object' && result !== null) {
-        await relations.load(untyped(db), Array.isArray(result) ? result as Row[] : [result as Row], only)
-      }
-      return result
-    }
-    // Every generated route rejects unknown query parameters, as LIST does; LIST and GET take `fields`.
-    schema.querystring = { type: 'object', properties: method === 'GET' ? prepared.fields.properties : {}, additionalProperties: false }
-    const route: RouteOptions = { method: 'GET', url: '', schema, handler: () => undefined }
-    const onRequest = []
-    // These routes take no body: an empty one is no body, whatever Content-Type a client sets by default.
-    if (method === 'LIST' || method === 'GET' || method === 'DELETE') onRequest.push(ignoreEmptyBody)
-    if (secured) onRequest.push(authHook(method, this.options))
-    if (onRequest.length > 0) route.onRequest = onRequest
-
-    switch (method) {
-      case 'LIST':
-        schema.querystring = prepared.list.querystring
-        Object.assign(schema.response as object, { 200: { type: 'array', items: ref, ...(prepared.list.headers === undefined ? {} : { headers: prepared.list.headers }) } })
-        route.handler = async (request, reply) => {
-          // A relation the selection leaves out is not loaded at all.
-          const only = prepared.fields.selection(queryOf(request))?.relations
-          return await withRelations(this.readDb, await this.list(request as ListRequest, reply, request.viewsetToken), only)
-        }
-        break
-      case 'GET':
-        route.url = '/:id'
-        Object.assign(schema.response as object, { 200: ref })
-        route.handler = async (request, reply) => {
-          const selection = prepared.fields.selection(queryOf(request))
-          if (selection === undefined) return await withRelations(this.readDb, await this.getElement(request as ElementRequest, reply, request.viewsetToken))
-          this.#selections.set(request, selection)
-          const row = await withRelations(this.readDb, await this.getElement(request as ElementRequest, reply, request.viewsetToken), selection.relations)
-          // Set last, so that an error thrown above is serialized as a problem, not as a row.
-          reply.serializer(selection.serializeRow).type('application/json; charset=utf-8')
-          return row
-        }
-        break
-      case 'POST':
-        route.method = 'POST'
-        schema.body = deriveBody(entity, false)
-        Object.assign(schema.response as object, { 201: ref })
-        route.handler = async (request, reply) => {
-          reply.code(201)
-          const row = await this.createElement(request as CreateRequest<S>, reply, request.viewsetToken)
-          const id = (row as Row | undefined)?.[this.primaryKey]
-          if (id !== undefined && id !== null && !reply.hasHeader('location')) {
-            reply.header('location', `${prepared.prefix}/${encodeURIComponent(String(id))}`)
-          }
-          return await withRelations(this.db, row)
-        }
-        break
-      case 'PUT':
-      case 'PATCH':
-        route.method = method
-        route.url = '/:id'
-        schema.body = deriveBody(entity, method === 'PATCH')
-        Object.assign(schema.response as object, { 200: ref })
-        route.handler = async (request, reply) => await withRelations(this.db, await this.updateElement(request as UpdateRequest<S>, reply, request.viewsetToken, method === 'PATCH'))
-        break
-      case 'DELETE':
-        route.method = 'DELETE'
-        route.url = '/:id'
-        Object.assign(schema.response as object, { 204: { type: 'null', description: 'Deleted' } })
-        route.handler = async (request, reply) => {
-          await this.deleteElement(request as ElementRequest, reply, request.viewsetToken)
-          return reply.code(204).send()
-        }
-        break
-    }
-    // A client that hangs up cancels the PostgreSQL query serving it (see dialect/postgres-cancel.ts).
-    const handler = route.handler
-    route.handler = async function (request, reply) { return await runCancellable(reply.raw, () => handler.call(this, request, reply)) }
-    return route
+    // The default list's response headers (Link, X-Total-Count) are not documented for an override.
+    return { querystring: { ...list.querystring, properties }, ...(own ? {} : { headers: list.headers }) }
   }
 }
 

@@ -1,0 +1,90 @@
+import type { Condition } from './condition.js'
+import { queryParameterError } from './condition.js'
+import type { FieldSelection, FieldsPlan } from './fields.js'
+import type { FilterPlan } from './filters.js'
+import type { Ordering, OrderingPlan } from './ordering.js'
+import type { SearchPlan } from './search.js'
+
+/** A LIST request once parsed: plain data the data layer reads, with no HTTP in it. */
+export interface ListQuery {
+  readonly limit: number
+  readonly offset: number
+  /** The `WHERE` terms: `?search=` first, then the filters. */
+  readonly conditions: readonly Condition[]
+  readonly ordering: Ordering
+  /** `?fields=`, or `undefined` for every field. */
+  readonly fields: FieldSelection | undefined
+  /** Whether the number of matching rows is wanted (`?count=true` or `alwaysCount`). */
+  readonly count: boolean
+  /**
+   * True when the request asks for nothing but `limit` and `offset` in primary-key order: the page
+   * statement compiled at registration serves it.
+   */
+  readonly pageOnly: boolean
+}
+
+/** What {@link parseListQuery} checks a query string against; planned once at registration (query/list.ts). */
+export interface ListQueryPlan {
+  readonly search: SearchPlan
+  readonly ordering: OrderingPlan
+  readonly filters: FilterPlan
+  readonly fields: FieldsPlan
+  readonly alwaysCount: boolean
+  readonly maxOffset: number
+}
+
+/** The pagination of a validated LIST query string. */
+export interface Pagination {
+  readonly limit: number
+  readonly offset: number
+}
+
+/** The 400 of an offset past `maxOffset`, which says how to read further. */
+function offsetError (maxOffset: number): Error {
+  return queryParameterError('offset', `must be at most ${maxOffset} (maxOffset): a deeper offset makes the database skip every row before it. To read further, use cursor pagination: order by a unique field and filter past the last row seen (such as ?order_by=id&id__gt=<last id>).`)
+}
+
+/**
+ * `limit` and `offset` of a validated query string, with `maxOffset` enforced. Every LIST goes through
+ * it, an overridden `list` too. The schema validator has filled in both defaults already.
+ */
+export function parsePagination (query: Record<string, unknown>, maxOffset: number): Pagination {
+  const { limit, offset } = query
+  if (typeof limit !== 'number') throw queryParameterError('limit', 'must be a number')
+  if (typeof offset !== 'number') throw queryParameterError('offset', 'must be a number')
+  if (offset > maxOffset) throw offsetError(maxOffset)
+  return { limit, offset }
+}
+
+/** Query parameters whose presence leaves the request on the precompiled page statement. */
+const pageParameters = new Set(['limit', 'offset'])
+
+/**
+ * Parses a validated LIST query string into a {@link ListQuery}. Pure: it reads nothing but its
+ * arguments. Everything a client can get wrong (an unknown field, sort key or operator, an offset past
+ * `maxOffset`) throws its 400 here, before any SQL.
+ *
+ * @example
+ * ```ts
+ * const query = parseListQuery({ limit: 20, offset: 0, name__contains: 'ab' }, plan)
+ * // { limit: 20, offset: 0, conditions: [<name LIKE ?>], ordering: <id>, fields: undefined, count: false, pageOnly: false }
+ * ```
+ */
+export function parseListQuery (query: Record<string, unknown>, plan: ListQueryPlan): ListQuery {
+  const { limit, offset } = parsePagination(query, plan.maxOffset)
+  const count = plan.alwaysCount || query.count === true
+  let pageOnly = plan.ordering.byPrimaryKey && !count
+  if (pageOnly) {
+    for (const key in query) {
+      if (!pageParameters.has(key)) {
+        pageOnly = false
+        break
+      }
+    }
+  }
+  if (pageOnly) return { limit, offset, conditions: [], ordering: plan.ordering.defaultOrdering, fields: undefined, count, pageOnly }
+  const conditions = plan.filters.conditions(query)
+  const searched = plan.search.condition(query)
+  if (searched !== undefined) conditions.unshift(searched)
+  return { limit, offset, conditions, ordering: plan.ordering.ordering(query), fields: plan.fields.selection(query), count, pageOnly }
+}

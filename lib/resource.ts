@@ -1,0 +1,108 @@
+import type { AnyDatabase, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
+import type { Condition } from './query/condition.js'
+import type { ListQuery } from './query/list-query.js'
+import { applyOrdering } from './query/ordering.js'
+import { StatementCache } from './query/statement-cache.js'
+import type { Statements } from './query/statements.js'
+import type { RelationLoader } from './relations/loader.js'
+
+/** What a resource is built from, once the catalog has been read at registration. */
+export interface ResourceConfig {
+  readonly dialect: ViewsetDialect
+  /** The statements that never change shape, compiled once. */
+  readonly statements: Statements
+  /** The table, its key and the columns every row is read with. */
+  readonly target: WriteTarget
+  /** The loaders of the relation fields, if the schema has any. */
+  readonly relations: RelationLoader | undefined
+}
+
+/** Which columns `find` reads: a `?fields=` selection. */
+export interface FindOptions {
+  readonly selection?: { readonly shape: string, readonly columns: readonly string[] } | undefined
+}
+
+/**
+ * The data layer of one viewset: parsed, typed input in, rows out. It holds the compiled statements,
+ * the dialect, the relation loaders and the LIST statement caches, and knows nothing of HTTP (no
+ * request, no reply, no header). Built once at registration and frozen. Every method takes the
+ * database to run on first (`db`, `readDb` or a transaction).
+ *
+ * @example
+ * ```ts
+ * const query = parseListQuery(request.query, plan.query)
+ * const [rows, total] = await Promise.all([resource.list(db, query), resource.count(db, query)])
+ * await resource.load(db, rows)
+ * ```
+ */
+export class Resource {
+  readonly dialect: ViewsetDialect
+  readonly #statements: Statements
+  readonly #target: WriteTarget
+  readonly #relations: RelationLoader | undefined
+  readonly #pages = new StatementCache()
+  readonly #counts = new StatementCache()
+
+  constructor ({ dialect, statements, target, relations }: ResourceConfig) {
+    this.dialect = dialect
+    this.#statements = statements
+    this.#target = target
+    this.#relations = relations
+    Object.freeze(this)
+  }
+
+  /** The row with this key, or `undefined`; with a selection, only its columns are read. */
+  async find (db: AnyDatabase, id: unknown, options: FindOptions = {}): Promise<Row | undefined> {
+    return await this.#statements.findById(db, id, options.selection)
+  }
+
+  /** One page of rows matching the query, in its order. */
+  async list (db: AnyDatabase, query: ListQuery): Promise<Row[]> {
+    const { limit, offset, conditions, ordering, fields } = query
+    if (query.pageOnly) return await this.#statements.page(db, limit, offset)
+    const read = fields?.columns ?? this.#target.columns
+    const parameters = [...conditions.flatMap((condition) => condition.parameters), limit, offset]
+    const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}`
+    return await this.#pages.rows(db, shape, parameters, () => {
+      let select = db.selectFrom(this.#target.table).select(read)
+      if (conditions.length > 0) select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
+      return applyOrdering(select, ordering.keys, this.dialect).limit(limit).offset(offset)
+    })
+  }
+
+  /** The number of rows matching the query's conditions (its page and order aside). */
+  async count (db: AnyDatabase, query: Pick<ListQuery, 'conditions'>): Promise<number> {
+    const { conditions } = query
+    const parameters = conditions.flatMap((condition) => condition.parameters)
+    const [row] = await this.#counts.rows(db, shapeOf(conditions), parameters, () => {
+      const select = db.selectFrom(this.#target.table).select((eb) => eb.fn.countAll().as('count'))
+      return conditions.length > 0 ? select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb)))) : select
+    })
+    // pg answers count(*) as a string (a bigint), mysql2 as a number or a string: the dialect converts it.
+    return this.dialect.count(row?.count ?? 0)
+  }
+
+  /** Inserts the values and returns the row as stored (generated key and database defaults included). */
+  async insert (db: AnyDatabase, values: Row): Promise<Row> {
+    return await this.dialect.insert(db, this.#target, values)
+  }
+
+  /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
+  async update (db: AnyDatabase, id: unknown, values: Row): Promise<Row | undefined> {
+    return await this.dialect.update(db, this.#target, id, values)
+  }
+
+  /** Deletes one row; false when there was none. */
+  async delete (db: AnyDatabase, id: unknown): Promise<boolean> {
+    return await this.#statements.deleteById(db, id)
+  }
+
+  /** Loads the relation fields of these rows in place (`only`: just these relations), batched per relation. */
+  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
+    if (this.#relations !== undefined && rows.length > 0) await this.#relations.load(db, rows, only)
+  }
+}
+
+function shapeOf (conditions: readonly Condition[]): string {
+  return conditions.map((condition) => condition.shape).join('&')
+}

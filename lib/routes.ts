@@ -1,0 +1,264 @@
+import type { FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
+import { authHook, securitySchemeName } from './auth.js'
+import type { AnyDatabase, Row } from './dialect/dialect.js'
+import { runCancellable } from './dialect/postgres-cancel.js'
+import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
+import type { FieldSelection, FieldsPlan } from './query/fields.js'
+import { linkHeader } from './query/link.js'
+import type { ListQuery } from './query/list-query.js'
+import { parsePagination } from './query/list-query.js'
+import type { Resource } from './resource.js'
+import type { JsonSchema } from './schema/derive.js'
+import { deriveBody, deriveParams } from './schema/derive.js'
+import { errorStatuses, problemResponses } from './schema/openapi.js'
+
+/**
+ * The handlers a route calls: the viewset's overridable methods. Method syntax on purpose: an override
+ * may narrow its request type (`ListRequest<{ limit: number, offset: number }>`).
+ */
+export interface RouteHandlers {
+  list (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  getElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  updateElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<unknown>
+  deleteElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+}
+
+/** What the routes of one viewset are declared from, once the data layer is built. */
+export interface RouteContext {
+  readonly resource: Resource
+  /** Where relations of LIST and GET rows are read (`readDb`), and of written rows (`db`). */
+  readonly readDb: AnyDatabase
+  readonly db: AnyDatabase
+  /** The entity schema as served, with its `$id`. */
+  readonly entity: JsonSchema & { readonly $id: string }
+  readonly name: string
+  readonly primaryKey: string
+  readonly tags: readonly string[]
+  readonly protectedMethods: readonly ViewsetMethod[]
+  readonly auth: Pick<ViewsetOptions<unknown, never, never>, 'authenticate' | 'authorize'>
+  /** LIST's query string (the subclass's `listQuery` merged in) and the headers of the default LIST. */
+  readonly list: { readonly querystring: JsonSchema, readonly headers?: Record<string, JsonSchema> | undefined }
+  readonly maxOffset: number
+  /** `?fields=` of LIST and GET. */
+  readonly fields: FieldsPlan
+  /** The scope's full prefix, for `Location`. */
+  readonly prefix: string
+}
+
+/** What the default LIST read, for the headers its route sets: absent when an override answered. */
+export interface ListPage {
+  readonly query: ListQuery
+  /** The number of matching rows, when counted. */
+  readonly total: number | undefined
+}
+
+// Per-request state between a route and the default handlers, keyed by request so it dies with it.
+const listPages = new WeakMap<FastifyRequest, ListPage>()
+const getSelections = new WeakMap<FastifyRequest, FieldSelection>()
+
+/** Called by the default `list`: the route then sets `Link`, `X-Total-Count` and the `?fields=` serializer. */
+export function recordListPage (request: FastifyRequest, page: ListPage): void {
+  listPages.set(request, page)
+}
+
+/** The `?fields=` selection of a GET request (parsed by its route), read by the default `getElement`. */
+export function requestedFields (request: FastifyRequest): FieldSelection | undefined {
+  return getSelections.get(request)
+}
+
+const summaries: Record<ViewsetMethod, (name: string) => string> = {
+  LIST: (name) => `List ${name}`,
+  GET: (name) => `Get one of ${name} by id`,
+  POST: (name) => `Create one of ${name}`,
+  PUT: (name) => `Replace one of ${name}`,
+  PATCH: (name) => `Update fields of one of ${name}`,
+  DELETE: (name) => `Delete one of ${name}`,
+}
+const operationVerbs: Record<ViewsetMethod, string> = { LIST: 'list', GET: 'get', POST: 'create', PUT: 'replace', PATCH: 'update', DELETE: 'delete' }
+
+function isRow (value: unknown): value is Row {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** The validated query string: its schema has type object. */
+function queryOf (request: FastifyRequest): Record<string, unknown> {
+  return isRow(request.query) ? request.query : {}
+}
+
+/**
+ * Drops the Content-Type of a request that carries no body, so that Fastify does not parse nothing as
+ * JSON (a 400) or refuse the type (a 415). A body that is there is still parsed as usual.
+ */
+function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  const { headers } = request
+  const length = headers['content-length']
+  if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) delete headers['content-type']
+  done()
+}
+
+/** Loads the relations of a handler's result: a row, rows, or anything else (left alone). */
+async function withRelations (resource: Resource, db: AnyDatabase, result: unknown, only?: ReadonlySet<string>): Promise<unknown> {
+  if (Array.isArray(result)) await resource.load(db, result.filter(isRow), only)
+  else if (isRow(result)) await resource.load(db, [result], only)
+  return result
+}
+
+/**
+ * A client that hangs up cancels the PostgreSQL query serving it (see dialect/postgres-cancel.ts). Not
+ * an async function: a handler that answers with `reply.send()` and returns nothing keeps doing so.
+ */
+export function cancellable (handler: RouteHandlerMethod): RouteHandlerMethod {
+  return function (request, reply) { return runCancellable(reply.raw, () => handler.call(this, request, reply)) }
+}
+
+/** The schema parts every generated route shares: OpenAPI metadata, error responses, security. */
+function baseSchema (method: ViewsetMethod, context: RouteContext): Record<string, unknown> & { response: Record<number, JsonSchema> } {
+  const secured = context.protectedMethods.includes(method)
+  const schema: Record<string, unknown> & { response: Record<number, JsonSchema> } = {
+    operationId: `${operationVerbs[method]}${context.name}`,
+    summary: summaries[method](context.name),
+    tags: [...context.tags],
+    response: problemResponses(errorStatuses(method, secured)),
+    // Every generated route rejects unknown query parameters, as LIST does.
+    querystring: { type: 'object', properties: {}, additionalProperties: false },
+  }
+  if (secured) schema.security = [{ [securitySchemeName]: [] }]
+  if (method !== 'LIST' && method !== 'POST') schema.params = deriveParams(context.entity, context.primaryKey)
+  return schema
+}
+
+/** Hooks before the body is read: no body on reads and DELETE, and the bearer check of protected methods. */
+function onRequestOf (method: ViewsetMethod, context: RouteContext): Pick<RouteOptions, 'onRequest'> {
+  const hooks = []
+  // These routes take no body: an empty one is no body, whatever Content-Type a client sets by default.
+  if (method === 'LIST' || method === 'GET' || method === 'DELETE') hooks.push(ignoreEmptyBody)
+  if (context.protectedMethods.includes(method)) hooks.push(authHook(method, context.auth))
+  return hooks.length > 0 ? { onRequest: hooks } : {}
+}
+
+/** LIST `/`: pagination checked, the handler's rows, their relations, then `Link`, `X-Total-Count` and `?fields=`. */
+function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
+  const { resource, readDb, list, maxOffset } = context
+  const ref = { $ref: `${context.entity.$id}#` }
+  const schema = baseSchema('LIST', context)
+  schema.querystring = list.querystring
+  schema.response[200] = { type: 'array', items: ref, ...(list.headers === undefined ? {} : { headers: list.headers }) }
+  return {
+    method: 'GET',
+    url: '',
+    schema,
+    ...onRequestOf('LIST', context),
+    handler: cancellable(async (request, reply) => {
+      // An overridden list gets the same bound on offset as the default one.
+      parsePagination(queryOf(request), maxOffset)
+      const rows = await handlers.list(request, reply, request.viewsetToken)
+      const page = listPages.get(request)
+      // A relation the selection leaves out is not loaded at all.
+      await withRelations(resource, readDb, rows, page?.query.fields?.relations)
+      if (page !== undefined) {
+        const { query, total } = page
+        if (total !== undefined) reply.header('x-total-count', String(total))
+        if (query.fields !== undefined) reply.serializer(query.fields.serialize).type('application/json; charset=utf-8')
+        const count = Array.isArray(rows) ? rows.length : 0
+        const link = linkHeader(request.url, { limit: query.limit, offset: query.offset, rows: count, total, maxOffset })
+        if (link !== undefined) reply.header('link', link)
+      }
+      return rows
+    }),
+  }
+}
+
+/** GET `/:id`: the row, its relations, and the `?fields=` serializer. */
+function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
+  const { resource, readDb, fields } = context
+  const schema = baseSchema('GET', context)
+  schema.querystring = { type: 'object', properties: fields.properties, additionalProperties: false }
+  schema.response[200] = { $ref: `${context.entity.$id}#` }
+  return {
+    method: 'GET',
+    url: '/:id',
+    schema,
+    ...onRequestOf('GET', context),
+    handler: cancellable(async (request, reply) => {
+      const selection = fields.selection(queryOf(request))
+      if (selection !== undefined) getSelections.set(request, selection)
+      const row = await withRelations(resource, readDb, await handlers.getElement(request, reply, request.viewsetToken), selection?.relations)
+      // Set last, so that an error thrown above is serialized as a problem, not as a row.
+      if (selection !== undefined) reply.serializer(selection.serializeRow).type('application/json; charset=utf-8')
+      return row
+    }),
+  }
+}
+
+/** POST `/`: 201, the row as stored, and `Location` unless the handler set one. */
+function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
+  const { resource, db, primaryKey, prefix } = context
+  const schema = baseSchema('POST', context)
+  schema.body = deriveBody(context.entity, false)
+  schema.response[201] = { $ref: `${context.entity.$id}#` }
+  return {
+    method: 'POST',
+    url: '',
+    schema,
+    ...onRequestOf('POST', context),
+    handler: cancellable(async (request, reply) => {
+      reply.code(201)
+      const row = await handlers.createElement(request, reply, request.viewsetToken)
+      const id = isRow(row) ? row[primaryKey] : undefined
+      if (id !== undefined && id !== null && !reply.hasHeader('location')) {
+        reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
+      }
+      return await withRelations(resource, db, row)
+    }),
+  }
+}
+
+/** PUT and PATCH `/:id`: the row as stored, or 404. */
+function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context: RouteContext): RouteOptions {
+  const { resource, db } = context
+  const schema = baseSchema(method, context)
+  schema.body = deriveBody(context.entity, method === 'PATCH')
+  schema.response[200] = { $ref: `${context.entity.$id}#` }
+  return {
+    method,
+    url: '/:id',
+    schema,
+    ...onRequestOf(method, context),
+    handler: cancellable(async (request, reply) => await withRelations(resource, db, await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'))),
+  }
+}
+
+/** DELETE `/:id`: 204, or 404. */
+function deleteRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
+  const schema = baseSchema('DELETE', context)
+  schema.response[204] = { type: 'null', description: 'Deleted' }
+  return {
+    method: 'DELETE',
+    url: '/:id',
+    schema,
+    ...onRequestOf('DELETE', context),
+    handler: cancellable(async (request, reply) => {
+      await handlers.deleteElement(request, reply, request.viewsetToken)
+      return reply.code(204).send()
+    }),
+  }
+}
+
+/**
+ * The generated routes of the chosen methods, one explicit declaration each: method, url, schema
+ * (operationId, bodies, responses), hooks and the handler that calls the viewset. A request reads
+ * route (here) → handler (viewset.ts) → data layer (resource.ts) → SQL → serializer (here).
+ */
+export function viewsetRoutes (methods: readonly ViewsetMethod[], handlers: RouteHandlers, context: RouteContext): RouteOptions[] {
+  return methods.map((method) => {
+    switch (method) {
+      case 'LIST': return listRoute(handlers, context)
+      case 'GET': return getRoute(handlers, context)
+      case 'POST': return postRoute(handlers, context)
+      case 'PUT':
+      case 'PATCH': return updateRoute(method, handlers, context)
+      case 'DELETE': return deleteRoute(handlers, context)
+    }
+  })
+}
