@@ -80,6 +80,22 @@ for (const dialect of dialects) {
       assert.ok(document.paths['/items/stats'].get)
     })
 
+    test('an overridden list gets maxOffset too: a deeper offset is a 400 before the override runs', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createItemsTable(database)
+      const app = testApp(t)
+      const viewset = new StockViewset({ db: database.db as Kysely<ItemsDB>, table: 'items', schema: Item, maxOffset: 50 })
+      await app.register(viewset.register(), { prefix: '/items' })
+      const past = await app.inject('/items?offset=51')
+      assert.equal(past.statusCode, 400)
+      const body = problemOf(past)
+      assert.equal(body.code, 'FST_VIEWSET_VALIDATION')
+      assert.deepEqual(body.errors?.map((error) => error.field), ['offset'])
+      assert.match(body.detail, /at most 50 \(maxOffset\).*cursor pagination/)
+      assert.deepEqual(viewset.tokens, [], 'the override never ran')
+      assert.equal((await app.inject('/items?offset=50')).statusCode, 200)
+    })
+
     test('two viewsets of one class keep their own schema and table', async (t) => {
       const database = await testDatabase(t, dialect)
       await createItemsTable(database)
