@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
+import type { FastifyReply, FastifyRequest, FastifySerializerCompiler, RouteHandlerMethod, RouteOptions } from 'fastify'
 import { authHook, securitySchemeName } from './auth.js'
 import type { AnyDatabase, Row } from './dialect/dialect.js'
 import { runCancellable } from './dialect/postgres-cancel.js'
@@ -10,7 +10,8 @@ import { parsePagination } from './query/list-query.js'
 import type { Resource } from './resource.js'
 import type { JsonSchema } from './schema/derive.js'
 import { deriveBody, deriveParams } from './schema/derive.js'
-import { errorStatuses, problemResponses } from './schema/openapi.js'
+import { errorStatuses, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
+import { compileSerializer } from './schema/serializer.js'
 
 /**
  * The handlers a route calls: the viewset's overridable methods. Method syntax on purpose: an override
@@ -32,6 +33,8 @@ export interface RouteContext {
   readonly db: AnyDatabase
   /** The entity schema as served, with its `$id`. */
   readonly entity: JsonSchema & { readonly $id: string }
+  /** The entity as the response serializer reads it (schema/derive.ts `deriveSerializerSchema`). */
+  readonly serialized: JsonSchema
   readonly name: string
   readonly primaryKey: string
   readonly tags: readonly string[]
@@ -112,6 +115,15 @@ export function cancellable (handler: RouteHandlerMethod): RouteHandlerMethod {
   return function (request, reply) { return runCancellable(reply.raw, () => handler.call(this, request, reply)) }
 }
 
+/**
+ * Compiles the response serializers of the generated routes against the serializer's entity (nullable
+ * scalars coerced, see `deriveSerializerSchema`), where Fastify's own compiler would read the documented one.
+ */
+function serializerCompiler (context: RouteContext): FastifySerializerCompiler<unknown> {
+  const externals = { [context.entity.$id]: { ...context.serialized, $id: context.entity.$id }, [problemSchemaId]: problemSchema }
+  return ({ schema }) => compileSerializer(isRow(schema) ? schema : {}, externals)
+}
+
 /** The schema parts every generated route shares: OpenAPI metadata, error responses, security. */
 function baseSchema (method: ViewsetMethod, context: RouteContext): Record<string, unknown> & { response: Record<number, JsonSchema> } {
   const secured = context.protectedMethods.includes(method)
@@ -148,6 +160,7 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     method: 'GET',
     url: '',
     schema,
+    serializerCompiler: serializerCompiler(context),
     ...onRequestOf('LIST', context),
     handler: cancellable(async (request, reply) => {
       // An overridden list gets the same bound on offset as the default one.
@@ -179,6 +192,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
     method: 'GET',
     url: '/:id',
     schema,
+    serializerCompiler: serializerCompiler(context),
     ...onRequestOf('GET', context),
     handler: cancellable(async (request, reply) => {
       const selection = fields.selection(queryOf(request))
@@ -201,6 +215,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     method: 'POST',
     url: '',
     schema,
+    serializerCompiler: serializerCompiler(context),
     ...onRequestOf('POST', context),
     handler: cancellable(async (request, reply) => {
       reply.code(201)
@@ -224,6 +239,7 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
     method,
     url: '/:id',
     schema,
+    serializerCompiler: serializerCompiler(context),
     ...onRequestOf(method, context),
     handler: cancellable(async (request, reply) => await withRelations(resource, db, await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'))),
   }
@@ -237,6 +253,7 @@ function deleteRoute (handlers: RouteHandlers, context: RouteContext): RouteOpti
     method: 'DELETE',
     url: '/:id',
     schema,
+    serializerCompiler: serializerCompiler(context),
     ...onRequestOf('DELETE', context),
     handler: cancellable(async (request, reply) => {
       await handlers.deleteElement(request, reply, request.viewsetToken)

@@ -21,7 +21,7 @@ import { createRelationLoader, relatedConfigOf, relationFields } from './relatio
 import { Resource } from './resource.js'
 import { recordListPage, requestedFields, viewsetRoutes } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
-import { deriveEntity, plain, propertiesOf, writableFields } from './schema/derive.js'
+import { deriveEntity, deriveSerializerSchema, plain, propertiesOf, writableFields } from './schema/derive.js'
 import { nameFromPrefix } from './schema/openapi.js'
 
 /** The viewset reaches tables by names checked at registration, so it queries through an untyped view of `db`. */
@@ -244,7 +244,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     // The loader may need keys the schema does not serve; they are selected, never serialized.
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
     const statements = new Statements(db, table, primaryKey, selected)
-    const fields = planFields(entity, this.columns, selected, relations?.keys ?? new Map())
+    const serialized = deriveSerializerSchema(entity)
+    // `?fields=` serializers are compiled from the serializer's entity too.
+    const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map())
     const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, selected, fieldsPlan: fields })
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
@@ -253,6 +255,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
       readDb: untyped(this.readDb),
       db,
       entity: { ...entity, $id: name },
+      serialized,
       name,
       primaryKey,
       tags: this.#resolved.tags,

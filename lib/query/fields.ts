@@ -1,6 +1,6 @@
-import fastJson from 'fast-json-stringify'
 import { LruCache } from '../lru-cache.js'
 import type { JsonSchema } from '../schema/derive.js'
+import { compileSerializer } from '../schema/serializer.js'
 import { queryParameterError } from './condition.js'
 import { nameList } from './field-types.js'
 
@@ -46,8 +46,8 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
 
   function build (fields: readonly string[], shape: string): FieldSelection {
     const picked = Object.fromEntries(fields.map((name) => [name, properties[name] ?? {}]))
-    const stringify = fastJson({ type: 'array', items: { type: 'object', properties: picked } } as fastJson.Schema) as (rows: unknown) => string
-    const stringifyRow = fastJson({ type: 'object', properties: picked } as fastJson.Schema) as (row: unknown) => string // plain JSON Schema; any object goes in
+    const stringify = compileSerializer({ type: 'array', items: { type: 'object', properties: picked } })
+    const stringifyRow = compileSerializer({ type: 'object', properties: picked })
     const relations = new Set(fields.filter((name) => !columns.includes(name)))
     const read = fields.filter((name) => columns.includes(name))
     for (const relation of relations) {

@@ -149,3 +149,44 @@ export function deriveParams (entity: JsonSchema, primaryKey: string): JsonSchem
 export function writableFields (entity: JsonSchema): string[] {
   return Object.entries(propertiesOf(entity)).filter(([, property]) => !isReadOnly(property)).map(([name]) => name)
 }
+
+const scalarTypes = new Set(['string', 'number', 'integer', 'boolean'])
+
+/** `{ type: 'null' }`, annotations aside. */
+function isNullSchema (schema: unknown): boolean {
+  return isSchemaLike(schema) && schema.type === 'null' && schema.const === undefined
+}
+
+/** The scalar branch of `Union([X, Null])` (either order), when X is one scalar type and no literal. */
+function nullableScalar (schema: JsonSchema): JsonSchema | undefined {
+  const members = Array.isArray(schema.anyOf) ? schema.anyOf : undefined
+  if (members?.length !== 2) return undefined
+  const [first, second] = members
+  const scalar = isNullSchema(first) ? second : isNullSchema(second) ? first : undefined
+  if (!isSchemaLike(scalar) || typeof scalar.type !== 'string' || !scalarTypes.has(scalar.type)) return undefined
+  return scalar.const === undefined && scalar.enum === undefined ? { ...scalar } : undefined
+}
+
+/**
+ * The schema the response serializer (fast-json-stringify) is compiled from, apart from the one that is
+ * validated and documented. fast-json-stringify matches every branch of an `anyOf` against the value
+ * before it writes it, so `Union([Number, Null])` fails (a 500) on what drivers hand back for such a column:
+ * a numeric string (pg NUMERIC or int8), SQLite's 0/1 for a boolean, a small BIGINT as a number for a
+ * string. A union of one scalar type and null becomes that type with `nullable: true`: null is written as
+ * null and any other value is coerced, as for a plain field. (`type: [X, 'null']` would not do: it is
+ * matched by type too.) `nullable` is OpenAPI 3.0's keyword, so this schema is never documented.
+ */
+export function deriveSerializerSchema (schema: JsonSchema): JsonSchema {
+  const scalar = nullableScalar(schema)
+  if (scalar !== undefined) {
+    const { anyOf: _anyOf, ...outer } = schema
+    return { ...outer, ...scalar, nullable: true }
+  }
+  const derived: JsonSchema = { ...schema }
+  if (isSchemaLike(schema.properties)) {
+    derived.properties = Object.fromEntries(Object.entries(propertiesOf(schema)).map(([name, property]) => [name, deriveSerializerSchema(property)]))
+  }
+  if (isSchemaLike(schema.items) && !Array.isArray(schema.items)) derived.items = deriveSerializerSchema(schema.items)
+  if (Array.isArray(schema.anyOf)) derived.anyOf = schema.anyOf.map((member: unknown) => isSchemaLike(member) ? deriveSerializerSchema(member) : member)
+  return derived
+}
