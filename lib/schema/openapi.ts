@@ -39,7 +39,7 @@ const errorDescriptions: Record<number, string> = {
   413: 'The body is larger than the limit',
   415: 'The body is not JSON',
   500: 'Unexpected error',
-  503: 'The database is unavailable',
+  503: 'The database is unavailable (FST_VIEWSET_UNAVAILABLE) or the statement ran past its timeout (FST_VIEWSET_TIMEOUT)',
 }
 
 /** Documented error responses, serialized as `application/problem+json`. */
