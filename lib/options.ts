@@ -12,8 +12,33 @@ export type ViewsetMethod = typeof viewsetMethods[number]
 export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
 export type FilterOperator = typeof filterOperators[number]
 
-/** The decoded claims of a verified token, as handed to handlers. */
-export type ViewsetToken = Record<string, unknown>
+/** The claims of a token when the app declares no user type: any claims, `sub` a string when present. */
+export interface TokenClaims {
+  /** The subject: who the token was issued to. */
+  sub?: string
+  [claim: string]: unknown
+}
+
+/**
+ * What @fastify/jwt puts on `request.user`: the app's `FastifyJWT['user']` when it declares one, else a
+ * payload type that is not only objects. Read through Fastify's request type, which @fastify/jwt augments,
+ * so that nothing here imports @fastify/jwt (an optional peer).
+ */
+type JwtUser = FastifyRequest extends { user: infer User } ? User : undefined
+
+/**
+ * The decoded claims of a verified token, as handed to handlers: the app's @fastify/jwt user type where
+ * the app declares one (`declare module '@fastify/jwt' { interface FastifyJWT { user: ... } }`), else
+ * {@link TokenClaims}. Either way `token.sub` is a string when present.
+ *
+ * @example
+ * ```ts
+ * override async createElement (request: CreateRequest<typeof Item>, _reply: FastifyReply, token: ViewsetToken | null) {
+ *   return await this.insert({ ...this.writable(request.body), owner: token?.sub ?? null })
+ * }
+ * ```
+ */
+export type ViewsetToken = [JwtUser] extends [object] ? JwtUser & { sub?: string } : TokenClaims
 
 /** Field names of a schema. */
 export type FieldOf<S extends TObject> = keyof Static<S> & string
@@ -84,8 +109,19 @@ type RelationKeys<R> =
   | (R extends { selectRelated?: infer A } ? keyof A : never)
   | (R extends { prefetchRelated?: infer B } ? keyof B : never)
 
+/**
+ * The fields that may be relations when the relatedConfig is not known to the type (a subclass names only
+ * `Viewset<DB, TB, S>`): those whose values are objects or arrays. The loader checks at registration that
+ * each one is declared; a scalar field that is not a column still fails to compile.
+ */
+type ObjectFields<S extends TObject> = { [K in keyof Static<S>]-?: NonNullable<Static<S>[K]> extends object ? K : never }[keyof Static<S>]
+
+/** The relation fields R declares; when R is any relatedConfig (not inferred), every object-valued field. */
+type DeclaredRelations<S extends TObject, R> =
+  string extends RelationKeys<R> ? ObjectFields<S> : RelationKeys<R>
+
 type NonColumns<DB, TB extends keyof DB, S extends TObject, R> =
-  Exclude<keyof S['properties'], keyof DB[TB] | RelationKeys<R> | RelationKeys<S extends { relatedConfig?: infer C } ? C : never>>
+  Exclude<keyof S['properties'], keyof DB[TB] | DeclaredRelations<S, R> | RelationKeys<S extends { relatedConfig?: infer C } ? C : never>>
 
 /**
  * Fails to compile when a schema field is neither a column of the table nor a declared relation.

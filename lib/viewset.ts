@@ -1,6 +1,6 @@
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import type { Expression, Kysely, SelectQueryBuilder, SqlBool, Transaction } from 'kysely'
+import type { Expression, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
 import { checkAuth } from './auth.js'
 import type { AnyDatabase, ColumnInfo, DatabaseFault, Row } from './dialect/dialect.js'
 import { rowKeyProblem } from './dialect/catalog.js'
@@ -24,22 +24,63 @@ import type { JsonSchema } from './schema/derive.js'
 import { deriveEntity, deriveSerializerSchema, plain, propertiesOf, writableFields } from './schema/derive.js'
 import { nameFromPrefix } from './schema/openapi.js'
 
+function isRecord (value: unknown): value is Row {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** A row read through the schema's columns, as the schema types it: the response serializer writes it by that schema. */
+function served<S extends TObject> (row: Row): Static<S> {
+  return row as Static<S> // selected by the schema's own columns; the driver's value types are coerced on the way out
+}
+
+/** Kysely's Insertable/Updateable of a table, as the plain row the data layer writes. */
+function rowOf (values: object): Row {
+  return Object.fromEntries(Object.entries(values))
+}
+
 /** The viewset reaches tables by names checked at registration, so it queries through an untyped view of `db`. */
 function untyped<DB> (db: Kysely<DB>): AnyDatabase {
   return db as unknown as AnyDatabase
 }
 
-/** Path parameters of the element routes. */
+/** Path parameters of the element routes, when the schema is not named (`ElementRequest`). */
 export interface IdParams { id: string | number }
 
-/** The request of LIST; `Query` is the query string after validation. */
-export type ListRequest<Query = Record<string, unknown>> = FastifyRequest<{ Querystring: Query }>
-/** The request of GET and DELETE. */
-export type ElementRequest = FastifyRequest<{ Params: IdParams }>
-/** The request of POST. */
-export type CreateRequest<S extends TObject> = FastifyRequest<{ Body: Partial<Static<S>> }>
-/** The request of PUT and PATCH. */
-export type UpdateRequest<S extends TObject> = FastifyRequest<{ Params: IdParams, Body: Partial<Static<S>> }>
+/**
+ * The type of a schema's primary key `id`, as the validated path parameter holds it (a number for an
+ * integer key). `string | number` when the schema has no `id` field (a `primaryKey` of another name).
+ */
+export type IdOf<S extends TObject> = 'id' extends keyof Static<S> ? Exclude<Static<S>['id'], undefined | null> : IdParams['id']
+
+/** The parameters of LIST every query string has, after validation (their defaults filled in). */
+export interface Pagination {
+  limit: number
+  offset: number
+}
+
+/** A LIST query string after validation: `limit` and `offset`, then the fields of `listQuery`. */
+export type ValidatedListQuery<Q extends TObject> = { [K in keyof (Pagination & Omit<Static<Q>, keyof Pagination>)]: (Pagination & Omit<Static<Q>, keyof Pagination>)[K] }
+
+/**
+ * The request of LIST. `ListRequest<typeof listQuery>` (a TypeBox object) types `request.query` as the
+ * validated query: `limit: number`, `offset: number` and the schema's fields. A type literal or an
+ * interface is taken as the query's type as written.
+ *
+ * @example
+ * ```ts
+ * override async list (request: ListRequest<typeof StockQuery>) { return await this.query().limit(request.query.limit).execute() }
+ * ```
+ */
+export type ListRequest<Query = Record<string, unknown>> = FastifyRequest<{ Querystring: Query extends TObject ? ValidatedListQuery<Query> : Query }>
+/** The request of GET and DELETE; `ElementRequest<typeof Item>` types `params.id` as the key's type. */
+export type ElementRequest<S extends TObject | undefined = undefined> = FastifyRequest<{ Params: { id: S extends TObject ? IdOf<S> : IdParams['id'] } }>
+/** The request of POST: the body has every field the schema requires. */
+export type CreateRequest<S extends TObject> = FastifyRequest<{ Body: Static<S> }>
+/** The request of PUT and PATCH: `params.id` has the key's type; PATCH may send any subset of the fields. */
+export type UpdateRequest<S extends TObject> = FastifyRequest<{ Params: { id: IdOf<S> }, Body: Partial<Static<S>> }>
+
+/** The columns of a table a schema's fields write: what `writable()` returns, for POST (Insertable) or PATCH (Updateable). */
+type WritableOf<Values, S extends TObject> = Pick<Values, keyof Static<S> & keyof Values>
 
 /** What the viewset knows once the catalog has been read; built at registration. */
 interface Prepared {
@@ -106,38 +147,43 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 
   // ---- overridable handlers -------------------------------------------------------------------
 
-  /** LIST: a page of rows. Headers such as `Link` may be set on the reply. */
-  async list (request: ListRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
+  /**
+   * LIST: a page of rows, parsed from the query string (`parseListQuery`) and read by the data layer. Its
+   * route then sets `Link`, `X-Total-Count` and the `?fields=` serializer. An override returns its own rows
+   * (typically `await this.query()...execute()`); the route still loads their relations.
+   */
+  async list (request: ListRequest<unknown>, _reply: FastifyReply, _token: ViewsetToken | null): Promise<Array<Static<S>>> {
     const { resource, list } = this.#ready()
     const db = untyped(this.readDb)
     // Everything a client can get wrong is checked before the first query.
-    const query = parseListQuery(request.query, list.query)
+    const query = parseListQuery(isRecord(request.query) ? request.query : {}, list.query)
     const [rows, total] = await Promise.all([resource.list(db, query), query.count ? resource.count(db, query) : undefined])
     recordListPage(request, { query, total })
-    return rows
+    return rows.map(served<S>)
   }
 
   /** GET: one row, or 404. */
-  async getElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
+  async getElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<Static<S>> {
     // `?fields=`: only the chosen columns (and the keys of the chosen relations) are read.
     const selection = requestedFields(request)
-    return await this.#ready().resource.find(untyped(this.readDb), request.params.id, { selection }) ?? this.notFound(request.params.id)
+    const row = await this.#ready().resource.find(untyped(this.readDb), request.params.id, { selection })
+    return row === undefined ? this.notFound(request.params.id) : served<S>(row)
   }
 
-  /** POST: inserts the writable fields that were sent and returns the row as stored (201). */
-  async createElement (request: CreateRequest<S>, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
-    return await this.insert(this.writable(request.body as object | undefined))
+  /** POST: inserts the writable fields that were sent and returns the row as stored (201, with `Location`). */
+  async createElement (request: CreateRequest<S>, _reply: FastifyReply, _token: ViewsetToken | null): Promise<Static<S>> {
+    return served<S>(await this.#ready().resource.insert(untyped(this.db), this.#writable(request.body)))
   }
 
   /** PUT (`partial` false) and PATCH (`partial` true): updates the fields sent and returns the row, or 404. */
-  async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, _token: ViewsetToken | null, _partial: boolean): Promise<unknown> {
-    return await this.update(request.params.id, this.writable(request.body as object | undefined)) ?? this.notFound(request.params.id)
+  async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, _token: ViewsetToken | null, _partial: boolean): Promise<Static<S>> {
+    const row = await this.#ready().resource.update(untyped(this.db), request.params.id, this.#writable(request.body))
+    return row === undefined ? this.notFound(request.params.id) : served<S>(row)
   }
 
   /** DELETE: removes the row (204), or 404. */
-  async deleteElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<unknown> {
-    if (!(await this.deleteById(request.params.id))) this.notFound(request.params.id)
-    return undefined
+  async deleteElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<void> {
+    if (!(await this.#ready().resource.delete(untyped(this.db), request.params.id))) this.notFound(request.params.id)
   }
 
   /** Adds routes next to the generated ones, in the same scope: same prefix, error format and validation. */
@@ -147,7 +193,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 
   /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
   query (db: Kysely<DB> = this.readDb): SelectQueryBuilder<DB, TB, Static<S>> {
-    return untyped(db).selectFrom(this.table as string).select(this.columns) as unknown as SelectQueryBuilder<DB, TB, Static<S>>
+    return untyped(db).selectFrom(this.table as string).select(this.columns) as unknown as SelectQueryBuilder<DB, TB, Static<S>> // names checked against the catalog at registration
   }
 
   /** Runs `work` in a transaction; it commits when `work` resolves and rolls back when it throws. */
@@ -156,31 +202,50 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
   }
 
   /** The row with this primary key, or `undefined`. */
-  async findById (id: unknown, db: Kysely<DB> = this.readDb): Promise<Static<S> | undefined> {
-    return await this.#ready().resource.find(untyped(db), id) as Static<S> | undefined
+  async findById (id: IdOf<S>, db: Kysely<DB> = this.readDb): Promise<Static<S> | undefined> {
+    const row = await this.#ready().resource.find(untyped(db), id)
+    return row === undefined ? undefined : served<S>(row)
   }
 
-  /** Inserts values and returns the row as stored (generated key and database defaults included). */
-  async insert (values: Row, db: Kysely<DB> = this.db): Promise<Static<S>> {
-    return await this.#ready().resource.insert(untyped(db), values) as Static<S>
+  /**
+   * Inserts values and returns the row as stored (generated key and database defaults included).
+   *
+   * @example
+   * ```ts
+   * await this.insert({ ...this.writable(request.body), owner: token?.sub ?? null })
+   * ```
+   */
+  async insert (values: Insertable<DB[TB]>, db: Kysely<DB> = this.db): Promise<Static<S>> {
+    return served<S>(await this.#ready().resource.insert(untyped(db), rowOf(values)))
   }
 
   /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
-  async update (id: unknown, values: Row, db: Kysely<DB> = this.db): Promise<Static<S> | undefined> {
-    return await this.#ready().resource.update(untyped(db), id, values) as Static<S> | undefined
+  async update (id: IdOf<S>, values: Updateable<DB[TB]>, db: Kysely<DB> = this.db): Promise<Static<S> | undefined> {
+    const row = await this.#ready().resource.update(untyped(db), id, rowOf(values))
+    return row === undefined ? undefined : served<S>(row)
   }
 
   /** Deletes one row; false when there was none. */
-  async deleteById (id: unknown, db: Kysely<DB> = this.db): Promise<boolean> {
+  async deleteById (id: IdOf<S>, db: Kysely<DB> = this.db): Promise<boolean> {
     return await this.#ready().resource.delete(untyped(db), id)
   }
 
-  /** The fields of a body that may be written: read-only fields and relations are dropped. */
-  writable (body: object | undefined): Row {
+  /**
+   * The fields of a body that may be written: read-only fields and relations are dropped. A POST body
+   * (`Static<S>`) gives a pick of the table's `Insertable`, which `insert` takes, spread with the table's
+   * other required columns; a PATCH body (`Partial<Static<S>>`) a pick of its `Updateable`.
+   */
+  writable (body: Static<S>): WritableOf<Insertable<DB[TB]>, S>
+  writable (body: Partial<Static<S>> | undefined): WritableOf<Updateable<DB[TB]>, S>
+  writable (body: Partial<Static<S>> | undefined): Row {
+    return this.#writable(body)
+  }
+
+  #writable (body: unknown): Row {
     const values: Row = {}
-    if (body === undefined || body === null) return values
+    if (!isRecord(body)) return values
     for (const field of this.#ready().writable) {
-      const value = (body as Row)[field]
+      const value = body[field]
       if (value !== undefined) values[field] = value
     }
     return values

@@ -19,7 +19,7 @@ const connectionTimeout = 500
 
 /** GET runs a transaction that updates the row and then, by mistake, reads it without `trx`. */
 class ForgetfulItems extends Viewset<ItemsDB, 'items', typeof Item> {
-  override async getElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null) {
+  override async getElement (request: ElementRequest<typeof Item>, _reply: FastifyReply, _token: ViewsetToken | null) {
     return await this.transaction(async (trx) => {
       await this.update(request.params.id, { description: 'uncommitted' }, trx)
       return await this.findById(request.params.id) ?? this.notFound(request.params.id)
