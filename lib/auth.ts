@@ -50,7 +50,10 @@ const jwtReasons: Record<string, string> = {
  * @fastify/jwt's own 400s and 401s included, is a 401 `invalid_token`.
  */
 function authenticationFailure (reply: FastifyReply, error: unknown): unknown {
-  const { code, statusCode, message } = (typeof error === 'object' && error !== null ? error : {}) as Partial<FastifyError>
+  const read = (key: string): unknown => typeof error === 'object' && error !== null ? Reflect.get(error, key) : undefined
+  const code = typeof read('code') === 'string' ? String(read('code')) : undefined
+  const message = typeof read('message') === 'string' ? String(read('message')) : undefined
+  const statusCode = read('statusCode')
   if (code === 'FST_VIEWSET_UNAUTHORIZED') {
     challenge(reply, message ?? 'The token is not valid', 'invalid_token')
     return error
@@ -63,8 +66,12 @@ function authenticationFailure (reply: FastifyReply, error: unknown): unknown {
   return unauthorized(reply, jwtReasons[code ?? ''] ?? 'The token is not valid', 'invalid_token')
 }
 
-async function jwtVerifier (request: FastifyRequest): Promise<ViewsetToken> {
-  return await (request as unknown as { jwtVerify: () => Promise<ViewsetToken> }).jwtVerify()
+/** `request.jwtVerify()` of @fastify/jwt (checked at registration: `checkAuth`), read without importing it. */
+async function jwtVerifier (request: FastifyRequest): Promise<unknown> {
+  const verify: unknown = Reflect.get(request, 'jwtVerify')
+  if (typeof verify !== 'function') throw new ViewsetErrors.Unauthorized('The token cannot be verified')
+  const claims: unknown = await verify.call(request)
+  return claims
 }
 
 /**
@@ -103,17 +110,18 @@ export function authHook (method: ViewsetMethod, options: AuthOptions): onReques
     const match = bearerHeader.exec(header)
     if (match === null) throw unauthorized(reply, 'Use the Bearer authorization scheme')
     if ((match[1] ?? '').trim() === '') throw unauthorized(reply, 'The bearer token is empty', 'invalid_request')
-    let token: ViewsetToken
+    let token: unknown
     try {
       token = await authenticate(request)
     } catch (error) {
       throw authenticationFailure(reply, error)
     }
     if (typeof token !== 'object' || token === null) throw unauthorized(reply, 'The token is not valid', 'invalid_token')
-    if (authorize !== undefined && !(await authorize(token, method, request))) {
+    const claims = token as ViewsetToken // an object from the verifier: @fastify/jwt's user type, or what the app's authenticate returned
+    if (authorize !== undefined && !(await authorize(claims, method, request))) {
       reply.header('www-authenticate', `${realm}, error="insufficient_scope"`)
       throw new ViewsetErrors.Forbidden(`The token does not allow ${method}`)
     }
-    request.viewsetToken = token
+    request.viewsetToken = claims
   }
 }

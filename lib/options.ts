@@ -223,13 +223,21 @@ function checkRelatedConfigKeys (path: string, config: unknown, schema: unknown,
   }
 }
 
+function isViewsetMethod (value: unknown): value is ViewsetMethod {
+  return viewsetMethods.some((method) => method === value)
+}
+
+function isStringArray (value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string')
+}
+
 function checkMethodList (option: string, value: unknown): ViewsetMethod[] {
   if (!Array.isArray(value)) fail(option, `expected an array of ${viewsetMethods.join(', ')}, got ${JSON.stringify(value)}`)
-  const seen = new Set<string>()
+  const seen = new Set<ViewsetMethod>()
   for (const method of value) {
-    if (!(viewsetMethods as readonly unknown[]).includes(method)) fail(option, `unknown method ${JSON.stringify(method)}; allowed: ${viewsetMethods.join(', ')}`)
-    if (seen.has(method as string)) fail(option, `method ${JSON.stringify(method)} is listed twice`)
-    seen.add(method as string)
+    if (!isViewsetMethod(method)) fail(option, `unknown method ${JSON.stringify(method)}; allowed: ${viewsetMethods.join(', ')}`)
+    if (seen.has(method)) fail(option, `method ${JSON.stringify(method)} is listed twice`)
+    seen.add(method)
   }
   // LIST before GET, and every route in a fixed order, whatever order was given.
   return viewsetMethods.filter((method) => seen.has(method))
@@ -243,7 +251,6 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 /** The options with defaults applied, checked and frozen. */
 export interface ResolvedOptions {
   readonly table: string
-  readonly schema: TObject
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
   readonly protectedMethods: readonly ViewsetMethod[]
@@ -261,29 +268,29 @@ function positiveInteger (option: string, value: unknown): number {
 }
 
 /** Checks the options that need no database, before anything is registered. */
-export function resolveOptions (options: Record<string, unknown>): ResolvedOptions {
-  if (typeof options !== 'object' || options === null) fail('options', 'expected an object')
+export function resolveOptions (options: unknown): ResolvedOptions {
+  if (!isRecord(options)) fail('options', 'expected an object')
   checkKeys('', options, knownOptionKeys.options)
   const { db, table, schema } = options
-  if (typeof db !== 'object' || db === null || typeof (db as { selectFrom?: unknown }).selectFrom !== 'function') fail('db', 'expected a Kysely instance')
+  if (typeof db !== 'object' || db === null || !('selectFrom' in db) || typeof db.selectFrom !== 'function') fail('db', 'expected a Kysely instance')
   if (typeof table !== 'string' || table === '') fail('table', 'expected a table name')
-  if (typeof schema !== 'object' || schema === null || (schema as { type?: unknown }).type !== 'object' || typeof (schema as { properties?: unknown }).properties !== 'object') {
+  if (!isRecord(schema) || schema.type !== 'object' || typeof schema.properties !== 'object' || schema.properties === null) {
     fail('schema', 'expected a TypeBox object schema (Type.Object)')
   }
-  const properties = (schema as TObject).properties
-  checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? (isRecord(schema) ? schema.relatedConfig : undefined), schema, 0)
+  const properties = schema.properties
+  checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? schema.relatedConfig, schema, 0)
   const primaryKey = options.primaryKey ?? 'id'
   if (typeof primaryKey !== 'string' || !(primaryKey in properties)) fail('primaryKey', `"${String(primaryKey)}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`)
   const methods = checkMethodList('methods', options.methods ?? viewsetMethods)
   const protectedMethods = checkMethodList('protectedMethods', options.protectedMethods ?? [])
   const maxLimit = options.maxLimit ?? 100
-  if (!Number.isInteger(maxLimit) || (maxLimit as number) < 1) fail('maxLimit', 'expected a positive integer')
-  const defaultLimit = options.defaultLimit ?? Math.min(20, maxLimit as number)
-  if (!Number.isInteger(defaultLimit) || (defaultLimit as number) < 1 || (defaultLimit as number) > (maxLimit as number)) fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`)
+  if (typeof maxLimit !== 'number' || !Number.isInteger(maxLimit) || maxLimit < 1) fail('maxLimit', 'expected a positive integer')
+  const defaultLimit = options.defaultLimit ?? Math.min(20, maxLimit)
+  if (typeof defaultLimit !== 'number' || !Number.isInteger(defaultLimit) || defaultLimit < 1 || defaultLimit > maxLimit) fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`)
   const maxOffset = positiveInteger('maxOffset', options.maxOffset ?? 10_000)
   const maxSearchLength = positiveInteger('maxSearchLength', options.maxSearchLength ?? 100)
   const tags = options.tags ?? []
-  if (!Array.isArray(tags) || !tags.every((tag) => typeof tag === 'string')) fail('tags', 'expected an array of strings')
+  if (!isStringArray(tags)) fail('tags', 'expected an array of strings')
   const name = options.name
   if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(name))) fail('name', 'expected an identifier such as "Items"')
   for (const key of ['authenticate', 'authorize'] as const) {
@@ -291,14 +298,13 @@ export function resolveOptions (options: Record<string, unknown>): ResolvedOptio
   }
   return Object.freeze({
     table,
-    schema: schema as TObject,
     primaryKey,
     methods: Object.freeze(methods),
     protectedMethods: Object.freeze(protectedMethods),
-    tags: Object.freeze([...tags] as string[]),
+    tags: Object.freeze([...tags]),
     name,
-    maxLimit: maxLimit as number,
-    defaultLimit: defaultLimit as number,
+    maxLimit,
+    defaultLimit,
     maxOffset,
     maxSearchLength,
   })

@@ -83,7 +83,7 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
     let known: FastifyError | undefined
     let errors: FieldError[] | undefined
     if (error.validation !== undefined) {
-      errors = fieldErrors(error.validation as AjvError[], error.validationContext ?? 'body')
+      errors = fieldErrors(error.validation, error.validationContext ?? 'body')
       // The detail names the fields that are listed, not the ones left out.
       const named = errors.slice(0, maxProblemErrors).map((e) => `${e.field === '' ? e.in : e.field} ${e.message}`).join('; ')
       known = new ViewsetErrors.Validation(`The request is not valid: ${named}${errors.length > maxProblemErrors ? '; …' : ''}`)

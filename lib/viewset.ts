@@ -38,9 +38,15 @@ function rowOf (values: object): Row {
   return Object.fromEntries(Object.entries(values))
 }
 
+/** The `static listQuery` of a viewset's class (its constructor), when it declares an object schema. */
+function listQueryOf (constructor: unknown): JsonSchema | undefined {
+  const extra: unknown = typeof constructor === 'function' && 'listQuery' in constructor ? constructor.listQuery : undefined
+  return isRecord(extra) ? extra : undefined
+}
+
 /** The viewset reaches tables by names checked at registration, so it queries through an untyped view of `db`. */
 function untyped<DB> (db: Kysely<DB>): AnyDatabase {
-  return db as unknown as AnyDatabase
+  return db as unknown as AnyDatabase // DB is a compile-time map of tables; the instance is the same
 }
 
 /** Path parameters of the element routes, when the schema is not named (`ElementRequest`). */
@@ -106,12 +112,12 @@ interface Prepared {
  * await app.register(new ItemViewset({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
  * ```
  */
-export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
+export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R extends RelatedConfig<DB> = RelatedConfig<DB>> {
   /** Extra query parameters of LIST, merged over the defaults; validated and documented. */
   static listQuery: TObject | undefined = undefined
 
   /** The options as given. */
-  readonly options: ViewsetOptions<DB, TB, S>
+  readonly options: ViewsetOptions<DB, TB, S, R>
   /** The database written to. */
   readonly db: Kysely<DB>
   /** The database LIST and GET read from (`readDb`, else `db`). */
@@ -122,17 +128,27 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
   /** The schema fields that are columns (relation fields excluded): the only columns ever selected. */
   readonly columns: readonly string[]
   readonly #resolved: ResolvedOptions
+  readonly #relatedConfig: RelatedConfig<unknown> | undefined
   #prepared: Prepared | undefined
 
-  constructor (options: ViewsetOptions<DB, TB, S> & CheckedSchema<DB, TB, S, RelatedConfig<DB>>) {
-    this.#resolved = resolveOptions(options as unknown as Record<string, unknown>)
-    this.options = Object.freeze({ ...options }) as ViewsetOptions<DB, TB, S>
+  /**
+   * Checks the options that need no database (`FST_VIEWSET_INVALID_OPTION` naming the option). At compile
+   * time, a schema field that is neither a column nor a relation fails, as with `createViewset`: the
+   * relatedConfig is inferred by `new Viewset(options)`; a subclass that names three type parameters lets
+   * only object-valued fields stand for relations (the loader checks them at registration).
+   */
+  constructor (options: ViewsetOptions<DB, TB, S, R> & CheckedSchema<DB, TB, S, R>) {
+    this.#resolved = resolveOptions(options)
+    const given: ViewsetOptions<DB, TB, S, R> = options
+    this.options = Object.freeze({ ...given })
     this.db = options.db
     this.readDb = options.readDb ?? options.db
     this.table = options.table
     this.schema = options.schema
     this.primaryKey = this.#resolved.primaryKey
-    const relations = relationFields(relatedConfigOf(options.relatedConfig as never, options.schema))
+    // The relation declaration is checked by the loader, whatever tables the DB type names.
+    this.#relatedConfig = relatedConfigOf(options.relatedConfig as RelatedConfig<unknown> | undefined, options.schema) // RelatedConfig is invariant in DB
+    const relations = relationFields(this.#relatedConfig)
     this.columns = Object.freeze(Object.keys(options.schema.properties).filter((field) => !relations.has(field)))
   }
 
@@ -193,7 +209,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 
   /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
   query (db: Kysely<DB> = this.readDb): SelectQueryBuilder<DB, TB, Static<S>> {
-    return untyped(db).selectFrom(this.table as string).select(this.columns) as unknown as SelectQueryBuilder<DB, TB, Static<S>> // names checked against the catalog at registration
+    const table: string = this.table
+    return untyped(db).selectFrom(table).select(this.columns) as unknown as SelectQueryBuilder<DB, TB, Static<S>> // names checked against the catalog at registration
   }
 
   /** Runs `work` in a transaction; it commits when `work` resolves and rolls back when it throws. */
@@ -286,7 +303,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 
   /** Reads the catalog, checks the schema against the table, and builds the data layer and the routes. */
   async #mount (fastify: FastifyInstance, methods: readonly ViewsetMethod[]): Promise<ViewsetScope> {
-    const { table, schema, primaryKey, protectedMethods } = this.#resolved
+    const { table, primaryKey, protectedMethods } = this.#resolved
+    const schema = this.schema
     checkAuth(fastify, protectedMethods, methods, this.options)
     const db = untyped(this.db)
     const dialect = await dialectOf(db)
@@ -299,7 +317,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     for (const field of this.columns) {
       if (!columns.has(field)) throw new ViewsetErrors.UnknownColumn(field, table, catalog.map((column) => column.name).join(', '))
     }
-    const config = relatedConfigOf(this.options.relatedConfig as never, schema)
+    const config = this.#relatedConfig
     const relations = await createRelationLoader(db, dialect, config, schema, table, primaryKey)
     const name = this.#resolved.name ?? nameFromPrefix(fastify.prefix, table)
     const entity = deriveEntity(schema, columns, relationFields(config), name)
@@ -312,7 +330,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
     const serialized = deriveSerializerSchema(entity)
     // `?fields=` serializers are compiled from the serializer's entity too.
     const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map())
-    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options as never, entity, columns: this.columns, selected, fieldsPlan: fields })
+    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields })
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
     const routes = viewsetRoutes(methods, this, {
@@ -340,7 +358,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
    * `fields`. Without an overridden `list`, `listQuery` may only refine parameters the default LIST defines.
    */
   #listQuerystring (list: ListPlan): { querystring: JsonSchema, headers?: Record<string, JsonSchema> } {
-    const extra = (this.constructor as typeof Viewset).listQuery
+    const extra = listQueryOf(this.constructor)
     if (extra === undefined) return list
     const defaults = propertiesOf(list.querystring)
     // The one place the class asks whether `list` is its own: which parameters an override reads is its business.
@@ -369,5 +387,5 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject> {
 export function createViewset<DB, TB extends keyof DB & string, S extends TObject, R extends RelatedConfig<DB> = Record<never, never>> (
   options: ViewsetOptions<DB, TB, S, R> & CheckedSchema<DB, TB, S, R>,
 ): FastifyPluginAsync {
-  return new Viewset<DB, TB, S>(options as unknown as ViewsetOptions<DB, TB, S> & CheckedSchema<DB, TB, S, RelatedConfig<DB>>).register(options.methods)
+  return new Viewset<DB, TB, S, R>(options).register(options.methods)
 }

@@ -1,5 +1,6 @@
 import { LruCache } from '../lru-cache.js'
 import type { JsonSchema } from '../schema/derive.js'
+import { propertiesOf } from '../schema/derive.js'
 import { compileSerializer } from '../schema/serializer.js'
 import { queryParameterError } from './condition.js'
 import { nameList } from './field-types.js'
@@ -39,7 +40,7 @@ export interface FieldsPlan {
  * Without it, `selected` (every column the rows may need) is read whenever the entity has relations.
  */
 export function planFields (entity: JsonSchema, columns: readonly string[], selected: readonly string[], relationKeys?: ReadonlyMap<string, string>): FieldsPlan {
-  const properties = (entity.properties ?? {}) as Record<string, JsonSchema>
+  const properties = propertiesOf(entity)
   const names = Object.keys(properties)
   const hasRelations = names.some((name) => !columns.includes(name))
   const serializers = new LruCache<string, FieldSelection>(maxFieldSets)

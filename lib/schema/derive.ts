@@ -8,16 +8,25 @@ export type JsonSchema = Record<string, unknown>
 
 /** Copies a TypeBox schema to plain JSON Schema (TypeBox adds symbol keys that Ajv and OpenAPI do not need). */
 export function plain<T extends TSchema | JsonSchema> (schema: T): JsonSchema {
-  return JSON.parse(JSON.stringify(schema)) as JsonSchema
-}
-
-/** The properties of an object schema, as plain schemas. */
-export function propertiesOf (schema: TObject | JsonSchema): Record<string, JsonSchema> {
-  return (schema.properties ?? {}) as Record<string, JsonSchema>
+  return JSON.parse(JSON.stringify(schema)) as JsonSchema // a copy of an object schema is an object
 }
 
 function isSchemaLike (value: unknown): value is Record<PropertyKey, unknown> {
   return typeof value === 'object' && value !== null
+}
+
+function isJsonSchema (value: unknown): value is JsonSchema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** The properties of an object schema, as plain schemas (the object itself: a change to one shows in the schema). */
+export function propertiesOf (schema: TObject | JsonSchema): Record<string, JsonSchema> {
+  const properties: unknown = schema.properties
+  if (!isJsonSchema(properties)) return {}
+  for (const property of Object.values(properties)) {
+    if (!isJsonSchema(property)) return {}
+  }
+  return properties as Record<string, JsonSchema> // each value was checked just above
 }
 
 /** `readOnly: true` on the field, or on the union or any branch of it (a client may set none of them). */
@@ -56,7 +65,7 @@ function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): J
   const range = (column === undefined ? undefined : integerRanges[column.type.replace(/ unsigned$/, '')]) ?? safeRange
   const bound = (schema: JsonSchema): JsonSchema => {
     if (schema.type !== 'integer' && schema.type !== 'number') {
-      return Array.isArray(schema.anyOf) ? { ...schema, anyOf: (schema.anyOf as JsonSchema[]).map(bound) } : schema
+      return Array.isArray(schema.anyOf) ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => isJsonSchema(member) ? bound(member) : member) } : schema
     }
     const bounded = { ...schema }
     if (bounded.minimum === undefined && bounded.exclusiveMinimum === undefined) bounded.minimum = schema.type === 'integer' ? range[0] : -Number.MAX_VALUE
@@ -82,10 +91,11 @@ function nameRelation (property: JsonSchema, id: string): JsonSchema {
     return { ...rest, $id: id, properties }
   }
   if (isObjectSchema(property)) return named(property)
-  if (property.type === 'array' && isObjectSchema(property.items)) return { ...property, items: named(property.items as JsonSchema) }
-  const members = Array.isArray(property.anyOf) ? property.anyOf as unknown[] : undefined
+  const items = property.items
+  if (property.type === 'array' && isObjectSchema(items)) return { ...property, items: named(items) }
+  const members: unknown[] | undefined = Array.isArray(property.anyOf) ? property.anyOf : undefined
   if (members !== undefined && members.filter(isObjectSchema).length === 1) {
-    return { ...property, anyOf: members.map((member) => isObjectSchema(member) ? named(member as JsonSchema) : member) }
+    return { ...property, anyOf: members.map((member) => isObjectSchema(member) ? named(member) : member) }
   }
   return property
 }
@@ -128,7 +138,8 @@ export function deriveBody (entity: JsonSchema, partial: boolean): JsonSchema {
       writable.push(name)
     }
   }
-  const required = partial ? [] : ((entity.required ?? []) as string[]).filter((name) => writable.includes(name))
+  const listed: unknown[] = Array.isArray(entity.required) ? entity.required : []
+  const required = partial ? [] : writable.filter((name) => listed.includes(name))
   const body: JsonSchema = { type: 'object', properties, additionalProperties: false }
   if (required.length > 0) body.required = required
   return body
