@@ -36,7 +36,7 @@ export const ItemListQuery = Type.Object({
   })),
 })
 /** The query string once validated: the defaults are filled in. */
-// A type, not an interface: it must be assignable to the base `Record<string, unknown>`.
+// A type literal or an interface: ListRequest<T> takes either (ListRequest<typeof ItemListQuery> derives it).
 export type ItemListQuery = { limit: number, offset: number, search?: string, order_by: string }
 
 export const ItemStats = Type.Object({
