@@ -320,10 +320,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const config = this.#relatedConfig
     const relations = await createRelationLoader(db, dialect, config, schema, table, primaryKey)
     const name = this.#resolved.name ?? nameFromPrefix(fastify.prefix, table)
-    const entity = deriveEntity(schema, columns, relationFields(config), name)
-    // The key is read-only whatever the schema says: it is never written from a body.
-    const key = propertiesOf(entity)[primaryKey]
-    if (key !== undefined) key.readOnly = true
+    const entity = deriveEntity(schema, columns, relationFields(config), name, primaryKey)
     // The loader may need keys the schema does not serve; they are selected, never serialized.
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
     const statements = new Statements(db, table, primaryKey, selected)

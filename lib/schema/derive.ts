@@ -19,14 +19,15 @@ function isJsonSchema (value: unknown): value is JsonSchema {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** The properties of an object schema, as plain schemas (the object itself: a change to one shows in the schema). */
+/** The properties of an object schema, as plain schemas (a copy: the schema is not changed through it). */
 export function propertiesOf (schema: TObject | JsonSchema): Record<string, JsonSchema> {
   const properties: unknown = schema.properties
-  if (!isJsonSchema(properties)) return {}
-  for (const property of Object.values(properties)) {
-    if (!isJsonSchema(property)) return {}
+  const copy: Record<string, JsonSchema> = {}
+  if (!isJsonSchema(properties)) return copy
+  for (const [name, property] of Object.entries(properties)) {
+    if (isJsonSchema(property)) copy[name] = property
   }
-  return properties as Record<string, JsonSchema> // each value was checked just above
+  return copy
 }
 
 /** `readOnly: true` on the field, or on the union or any branch of it (a client may set none of them). */
@@ -103,9 +104,10 @@ function nameRelation (property: JsonSchema, id: string): JsonSchema {
 /**
  * The entity schema as served: plain, with bounded integers, relation fields marked read-only and
  * their object schemas named. A field marked read-only in any way (`readOnly: true` on it or on a branch
- * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`.
+ * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`, and so does the primary key
+ * whatever the schema says: it is never written from a body.
  */
-export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string): JsonSchema {
+export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string, primaryKey: string): JsonSchema {
   const entity = plain(schema)
   const properties: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(entity))) {
@@ -115,7 +117,7 @@ export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>,
     }
     const bounded = boundIntegers(property, columns.get(name))
     // Every read-only marker becomes `readOnly: true` on the field itself, where bodies and OpenAPI look.
-    properties[name] = isReadOnly(bounded) || hasReadonlyKind(schema.properties[name]) ? { ...bounded, readOnly: true } : bounded
+    properties[name] = name === primaryKey || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name]) ? { ...bounded, readOnly: true } : bounded
   }
   delete entity.$id
   // A relatedConfig attached to the schema is a declaration, not JSON Schema.
