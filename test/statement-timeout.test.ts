@@ -6,7 +6,7 @@ import { setTimeout } from 'node:timers/promises'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
-import type { FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import { createDatabase, Viewset } from 'fastify-viewsets'
 import type { CreateDatabaseOptions, ListRequest, ViewsetToken } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
@@ -20,13 +20,20 @@ function sleep (dialect: TestDialect['name'], seconds: number) {
   return dialect === 'postgres' ? sql`select pg_sleep(${seconds})` : sql`select sleep(${seconds})`
 }
 
-/** A viewset whose LIST with `?slow=1` runs a 3 s statement before answering. */
+/** A viewset whose LIST with `?slow=1`, and whose custom route `/slow`, run a 3 s statement before answering. */
 function slowItems (dialect: TestDialect['name']) {
   return class SlowItems extends Viewset<ItemsDB, 'items', typeof Item> {
     static override listQuery = Type.Object({ slow: Type.Optional(Type.String()) })
     override async list (request: ListRequest<{ slow?: string }>, reply: FastifyReply, token: ViewsetToken | null) {
       if (request.query.slow !== undefined) await sleep(dialect, 3).execute(this.db)
       return await super.list(request, reply, token)
+    }
+
+    override customRoutes (fastify: FastifyInstance) {
+      fastify.get('/slow', async () => {
+        await sleep(dialect, 3).execute(this.db)
+        return { slept: true }
+      })
     }
   }
 }
@@ -74,39 +81,41 @@ for (const dialect of dialects.filter((candidate) => candidate.name !== 'sqlite'
 const postgres = dialects.find((dialect) => dialect.name === 'postgres')
 if (postgres !== undefined) {
   describe('client disconnect on postgres', () => {
-    test('the query serving a client that hung up is cancelled, and the connection serves the next request', { timeout: 20_000 }, async (t) => {
-      const database = await testDatabase(t, postgres)
-      await createItemsTable(database)
-      await database.db.insertInto('items').values({ name: 'Bread' }).execute()
-      const application = `vs_cancel_${process.pid}_${Date.now()}`
-      const url = new URL(database.url)
-      url.searchParams.set('application_name', application)
-      const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 1 })
-      t.after(() => db.destroy())
-      const app = testApp(t)
-      await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-      await app.listen({ port: 0, host: '127.0.0.1' })
-      const { port } = app.server.address() as AddressInfo
-      const sleeping = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and query like '%pg_sleep%'`.execute(database.db)).rows[0]?.n)
+    for (const [what, path] of [['LIST', '/items?slow=1'], ['a custom route', '/items/slow']]) {
+      test(`the query serving a client that hung up is cancelled (${what}), and the connection serves the next request`, { timeout: 20_000 }, async (t) => {
+        const database = await testDatabase(t, postgres)
+        await createItemsTable(database)
+        await database.db.insertInto('items').values({ name: 'Bread' }).execute()
+        const application = `vs_cancel_${process.pid}_${Date.now()}`
+        const url = new URL(database.url)
+        url.searchParams.set('application_name', application)
+        const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 1 })
+        t.after(() => db.destroy())
+        const app = testApp(t)
+        await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+        await app.listen({ port: 0, host: '127.0.0.1' })
+        const { port } = app.server.address() as AddressInfo
+        const sleeping = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and query like '%pg_sleep%'`.execute(database.db)).rows[0]?.n)
 
-      const request = get({ host: '127.0.0.1', port, path: '/items?slow=1' })
-      request.on('error', () => {})
-      let seen = 0
-      for (let i = 0; i < 50 && seen === 0; i++) {
-        await setTimeout(20)
-        seen = await sleeping()
-      }
-      assert.equal(seen, 1, 'the 3 s statement is running')
-      const hungUp = performance.now()
-      request.destroy()
-      while (await sleeping() > 0 && performance.now() - hungUp < 5000) await setTimeout(20)
-      const cancelledAfter = performance.now() - hungUp
-      t.diagnostic(`statement gone from pg_stat_activity ${Math.round(cancelledAfter)} ms after the hang-up`)
-      assert.ok(cancelledAfter < 1500, `the statement stopped ${Math.round(cancelledAfter)} ms after the client hung up, not after its 3 s`)
-      const next = await app.inject('/items')
-      assert.equal(next.statusCode, 200)
-      assert.deepEqual(next.json().map((item: { name: string }) => item.name), ['Bread'])
-    })
+        const request = get({ host: '127.0.0.1', port, path })
+        request.on('error', () => {})
+        let seen = 0
+        for (let i = 0; i < 50 && seen === 0; i++) {
+          await setTimeout(20)
+          seen = await sleeping()
+        }
+        assert.equal(seen, 1, 'the 3 s statement is running')
+        const hungUp = performance.now()
+        request.destroy()
+        while (await sleeping() > 0 && performance.now() - hungUp < 5000) await setTimeout(20)
+        const cancelledAfter = performance.now() - hungUp
+        t.diagnostic(`statement gone from pg_stat_activity ${Math.round(cancelledAfter)} ms after the hang-up`)
+        assert.ok(cancelledAfter < 1500, `the statement stopped ${Math.round(cancelledAfter)} ms after the client hung up, not after its 3 s`)
+        const next = await app.inject('/items')
+        assert.equal(next.statusCode, 200)
+        assert.deepEqual(next.json().map((item: { name: string }) => item.name), ['Bread'])
+      })
+    }
   })
 }
 
