@@ -1,6 +1,6 @@
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
-import type { Kysely } from 'kysely'
+import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from 'kysely'
 import { invalidOption as fail } from './errors.js'
 import type { RelatedConfig } from './relations/config.js'
 
@@ -39,6 +39,44 @@ type JwtUser = FastifyRequest extends { user: infer User } ? User : undefined
  * ```
  */
 export type ViewsetToken = [JwtUser] extends [object] ? JwtUser & { sub?: string } : TokenClaims
+
+/** The viewset methods a `scope` restricts: those that read or change existing rows. */
+export type ScopedMethod = Exclude<ViewsetMethod, 'POST'>
+/** The viewset methods that write a body, and so run `beforeWrite`. */
+export type WriteMethod = 'POST' | 'PUT' | 'PATCH'
+
+/**
+ * What `scope` and `beforeWrite` know of a request: the request itself, the claims of the verified bearer
+ * token (`null` when no valid token was sent), and the viewset method (never the HTTP verb).
+ */
+export interface RowContext<M extends ViewsetMethod = ViewsetMethod> {
+  readonly request: FastifyRequest
+  readonly token: ViewsetToken | null
+  readonly method: M
+}
+
+/**
+ * A row rule: the condition every statement that reads or changes rows of this request is restricted to
+ * (LIST and its count, GET, the UPDATE of PUT and PATCH, DELETE), or `undefined` for no restriction.
+ * A row outside it does not exist for the request: 404.
+ *
+ * @example
+ * ```ts
+ * scope: (eb, { token, method }) => method === 'LIST' || method === 'GET' ? undefined : eb('owner', '=', token?.sub ?? null)
+ * ```
+ */
+export type ScopeFunction<DB, TB extends keyof DB> = (eb: ExpressionBuilder<DB, TB>, context: RowContext<ScopedMethod>) => Expression<SqlBool> | undefined
+
+/**
+ * Runs for POST, PUT and PATCH after validation, before the statement: receives the writable fields the body
+ * sent and returns what is written, which may set read-only fields and columns outside the schema.
+ *
+ * @example
+ * ```ts
+ * beforeWrite: (values, { token }) => ({ ...values, owner: token?.sub })
+ * ```
+ */
+export type BeforeWriteFunction<DB, TB extends keyof DB> = (values: Updateable<DB[TB]>, context: RowContext<WriteMethod>) => Updateable<DB[TB]> | Promise<Updateable<DB[TB]>>
 
 /** Field names of a schema. */
 export type FieldOf<S extends TObject> = keyof Static<S> & string
@@ -103,6 +141,14 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
 
   /** Eager loading of relation fields. */
   relatedConfig?: R
+
+  /**
+   * Row rule ANDed into every statement that reads or changes rows (default: none); see {@link ScopeFunction}.
+   * A subclass may override the `scope` method instead. Not applied to tables loaded through `relatedConfig`.
+   */
+  scope?: ScopeFunction<DB, TB>
+  /** What POST, PUT and PATCH write, from the body's writable fields (default: them as sent); see {@link BeforeWriteFunction}. */
+  beforeWrite?: BeforeWriteFunction<DB, TB>
 }
 
 type RelationKeys<R> =
@@ -142,7 +188,7 @@ const knownOptionKeys = {
     'db', 'readDb', 'table', 'schema', 'primaryKey', 'methods', 'tags', 'name', 'maxLimit', 'defaultLimit',
     'protectedMethods', 'authenticate', 'authorize',
     'searchFields', 'orderingFields', 'defaultOrder', 'filterFields', 'alwaysCount', 'maxSearchLength', 'maxOffset',
-    'relatedConfig',
+    'relatedConfig', 'scope', 'beforeWrite',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig'],
@@ -293,7 +339,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
   if (!isStringArray(tags)) fail('tags', 'expected an array of strings')
   const name = options.name
   if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(name))) fail('name', 'expected an identifier such as "Items"')
-  for (const key of ['authenticate', 'authorize'] as const) {
+  for (const key of ['authenticate', 'authorize', 'scope', 'beforeWrite'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
   return Object.freeze({

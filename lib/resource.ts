@@ -1,6 +1,7 @@
 import type { AnyDatabase, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
 import type { Condition } from './query/condition.js'
 import type { ListQuery } from './query/list-query.js'
+import type { ScopeCondition } from './query/scope.js'
 import { applyOrdering } from './query/ordering.js'
 import { StatementCache } from './query/statement-cache.js'
 import type { Statements } from './query/statements.js'
@@ -17,9 +18,15 @@ export interface ResourceConfig {
   readonly relations: RelationLoader | undefined
 }
 
-/** Which columns `find` reads: a `?fields=` selection. */
+/** Which columns `find` reads (a `?fields=` selection), and the viewset's `scope` for this request. */
 export interface FindOptions {
   readonly selection?: { readonly shape: string, readonly columns: readonly string[] } | undefined
+  readonly scope?: ScopeCondition | undefined
+}
+
+/** The `WHERE` terms of a query, the scope first when there is one. */
+function scoped (conditions: readonly Condition[], scope: ScopeCondition | undefined): readonly Condition[] {
+  return scope === undefined ? conditions : [scope, ...conditions]
 }
 
 /**
@@ -53,13 +60,15 @@ export class Resource {
 
   /** The row with this key, or `undefined`; with a selection, only its columns are read. */
   async find (db: AnyDatabase, id: unknown, options: FindOptions = {}): Promise<Row | undefined> {
-    return await this.#statements.findById(db, id, options.selection)
+    return await this.#statements.findById(db, id, options.selection, options.scope)
   }
 
-  /** One page of rows matching the query, in its order. */
-  async list (db: AnyDatabase, query: ListQuery): Promise<Row[]> {
-    const { limit, offset, conditions, ordering, fields } = query
-    if (query.pageOnly) return await this.#statements.page(db, limit, offset)
+  /** One page of rows matching the query (and the scope), in its order. */
+  async list (db: AnyDatabase, query: ListQuery, scope?: ScopeCondition): Promise<Row[]> {
+    const { limit, offset, ordering, fields } = query
+    // A scope is a WHERE term: the precompiled page statement has none.
+    if (query.pageOnly && scope === undefined) return await this.#statements.page(db, limit, offset)
+    const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
     const parameters = [...conditions.flatMap((condition) => condition.parameters), limit, offset]
     const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}`
@@ -71,8 +80,8 @@ export class Resource {
   }
 
   /** The number of rows matching the query's conditions (its page and order aside). */
-  async count (db: AnyDatabase, query: Pick<ListQuery, 'conditions'>): Promise<number> {
-    const { conditions } = query
+  async count (db: AnyDatabase, query: Pick<ListQuery, 'conditions'>, scope?: ScopeCondition): Promise<number> {
+    const conditions = scoped(query.conditions, scope)
     const parameters = conditions.flatMap((condition) => condition.parameters)
     const [row] = await this.#counts.rows(db, shapeOf(conditions), parameters, () => {
       const select = db.selectFrom(this.#target.table).select((eb) => eb.fn.countAll().as('count'))
@@ -87,14 +96,18 @@ export class Resource {
     return await this.dialect.insert(db, this.#target, values)
   }
 
-  /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
-  async update (db: AnyDatabase, id: unknown, values: Row): Promise<Row | undefined> {
-    return await this.dialect.update(db, this.#target, id, values)
+  /**
+   * Updates one row and returns it as stored, or `undefined` when there is no such row, or none in the
+   * scope: then nothing changes (the dialect checks the scope in the write itself, or in its transaction).
+   */
+  async update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition): Promise<Row | undefined> {
+    return await this.dialect.update(db, this.#target, id, values, scope?.where)
   }
 
-  /** Deletes one row; false when there was none. */
-  async delete (db: AnyDatabase, id: unknown): Promise<boolean> {
-    return await this.#statements.deleteById(db, id)
+  /** Deletes one row; false when there was none (in the scope, when one is given). */
+  async delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition): Promise<boolean> {
+    if (scope === undefined) return await this.#statements.deleteById(db, id)
+    return await this.dialect.delete(db, this.#target, id, scope.where)
   }
 
   /** Loads the relation fields of these rows in place (`only`: just these relations), batched per relation. */

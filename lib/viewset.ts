@@ -1,18 +1,21 @@
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import type { Expression, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
+import { expressionBuilder } from 'kysely'
+import type { Expression, ExpressionBuilder, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
 import { checkAuth } from './auth.js'
 import type { AnyDatabase, ColumnInfo, DatabaseFault, Row } from './dialect/dialect.js'
 import { rowKeyProblem } from './dialect/catalog.js'
 import { containsPattern } from './dialect/dialect.js'
 import { dialectOf } from './dialect/pick-dialect.js'
 import { ViewsetErrors } from './errors.js'
-import type { CheckedSchema, ResolvedOptions, ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
+import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { viewsetPlugin } from './plugin.js'
 import type { ViewsetScope } from './plugin.js'
 import { planFields } from './query/fields.js'
 import { parseListQuery } from './query/list-query.js'
+import { scopeCondition } from './query/scope.js'
+import type { ScopeCondition } from './query/scope.js'
 import { createListPlan } from './query/list.js'
 import type { ListPlan } from './query/list.js'
 import { Statements } from './query/statements.js'
@@ -130,6 +133,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   readonly #resolved: ResolvedOptions
   readonly #relatedConfig: RelatedConfig<unknown> | undefined
   #prepared: Prepared | undefined
+  /** The expression builder handed to `scope`: stateless, so one serves every request. */
+  readonly #eb = expressionBuilder<DB, TB>()
 
   /**
    * Checks the options that need no database (`FST_VIEWSET_INVALID_OPTION` naming the option). At compile
@@ -168,38 +173,90 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    * route then sets `Link`, `X-Total-Count` and the `?fields=` serializer. An override returns its own rows
    * (typically `await this.query()...execute()`); the route still loads their relations.
    */
-  async list (request: ListRequest<unknown>, _reply: FastifyReply, _token: ViewsetToken | null): Promise<Array<Static<S>>> {
+  async list (request: ListRequest<unknown>, _reply: FastifyReply, token: ViewsetToken | null): Promise<Array<Static<S>>> {
     const { resource, list } = this.#ready()
     const db = untyped(this.readDb)
     // Everything a client can get wrong is checked before the first query.
     const query = parseListQuery(isRecord(request.query) ? request.query : {}, list.query)
-    const [rows, total] = await Promise.all([resource.list(db, query), query.count ? resource.count(db, query) : undefined])
+    const scope = this.#scopeOf(request, token, 'LIST')
+    const [rows, total] = await Promise.all([resource.list(db, query, scope), query.count ? resource.count(db, query, scope) : undefined])
     recordListPage(request, { query, total })
     return rows.map(served<S>)
   }
 
-  /** GET: one row, or 404. */
-  async getElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<Static<S>> {
+  /** GET: one row (in the scope), or 404. */
+  async getElement (request: ElementRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
     // `?fields=`: only the chosen columns (and the keys of the chosen relations) are read.
     const selection = requestedFields(request)
-    const row = await this.#ready().resource.find(untyped(this.readDb), request.params.id, { selection })
+    const scope = this.#scopeOf(request, token, 'GET')
+    const row = await this.#ready().resource.find(untyped(this.readDb), request.params.id, { selection, scope })
     return row === undefined ? this.notFound(request.params.id) : served<S>(row)
   }
 
-  /** POST: inserts the writable fields that were sent and returns the row as stored (201, with `Location`). */
-  async createElement (request: CreateRequest<S>, _reply: FastifyReply, _token: ViewsetToken | null): Promise<Static<S>> {
-    return served<S>(await this.#ready().resource.insert(untyped(this.db), this.#writable(request.body)))
+  /** POST: inserts what `beforeWrite` makes of the writable fields sent, and returns the row as stored (201, with `Location`). */
+  async createElement (request: CreateRequest<S>, _reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
+    const values = await this.#beforeWrite(this.#writable(request.body), { request, token, method: 'POST' })
+    return served<S>(await this.#ready().resource.insert(untyped(this.db), values))
   }
 
-  /** PUT (`partial` false) and PATCH (`partial` true): updates the fields sent and returns the row, or 404. */
-  async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, _token: ViewsetToken | null, _partial: boolean): Promise<Static<S>> {
-    const row = await this.#ready().resource.update(untyped(this.db), request.params.id, this.#writable(request.body))
+  /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite` returns, and returns it, or 404. */
+  async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<Static<S>> {
+    const method = partial ? 'PATCH' : 'PUT'
+    const values = await this.#beforeWrite(this.#writable(request.body), { request, token, method })
+    const row = await this.#ready().resource.update(untyped(this.db), request.params.id, values, this.#scopeOf(request, token, method))
     return row === undefined ? this.notFound(request.params.id) : served<S>(row)
   }
 
-  /** DELETE: removes the row (204), or 404. */
-  async deleteElement (request: ElementRequest, _reply: FastifyReply, _token: ViewsetToken | null): Promise<void> {
-    if (!(await this.#ready().resource.delete(untyped(this.db), request.params.id))) this.notFound(request.params.id)
+  /** DELETE: removes the row (204), or 404 when there is none in the scope. */
+  async deleteElement (request: ElementRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<void> {
+    const scope = this.#scopeOf(request, token, 'DELETE')
+    if (!(await this.#ready().resource.delete(untyped(this.db), request.params.id, scope))) this.notFound(request.params.id)
+  }
+
+  /**
+   * The row rule of a request: a condition ANDed into every statement that reads or changes rows (LIST and
+   * its count, GET, the UPDATE of PUT and PATCH, DELETE), or `undefined` for none. A row outside it answers
+   * 404. Calls the `scope` option by default; override it in a subclass instead if you prefer. Bare column
+   * names are qualified with the table. `context.request.query` holds LIST's validated query string,
+   * `listQuery` parameters included.
+   *
+   * @example
+   * ```ts
+   * override scope (eb: ExpressionBuilder<DB, 'items'>, { token, method }: RowContext<ScopedMethod>) {
+   *   return method === 'LIST' || method === 'GET' ? undefined : eb('owner', '=', token?.sub ?? null)
+   * }
+   * ```
+   */
+  scope (eb: ExpressionBuilder<DB, TB>, context: RowContext<ScopedMethod>): Expression<SqlBool> | undefined {
+    return this.options.scope?.(eb, context)
+  }
+
+  /**
+   * What POST, PUT and PATCH write: receives the writable fields the body sent (for PATCH only those;
+   * read-only fields never) after validation, and returns the values to write, which may set read-only
+   * fields and columns that are not in the schema. Throw a `ViewsetErrors` error to answer it; nothing is
+   * written then. Calls the `beforeWrite` option by default (else returns the values as they are).
+   *
+   * @example
+   * ```ts
+   * override beforeWrite (values: Updateable<DB['items']>, { token }: RowContext<WriteMethod>) {
+   *   return { ...values, owner: token?.sub }
+   * }
+   * ```
+   */
+  beforeWrite (values: Updateable<DB[TB]>, context: RowContext<WriteMethod>): Updateable<DB[TB]> | Promise<Updateable<DB[TB]>> {
+    return this.options.beforeWrite === undefined ? values : this.options.beforeWrite(values, context)
+  }
+
+  #scopeOf (request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined {
+    const expression = this.scope(this.#eb, { request, token, method })
+    return expression === undefined ? undefined : scopeCondition(untyped(this.db), this.table, expression)
+  }
+
+  async #beforeWrite (values: Row, context: RowContext<WriteMethod>): Promise<Row> {
+    const written: unknown = await this.beforeWrite(values as Updateable<DB[TB]>, context) // the writable fields of the schema, which are columns of the table
+    if (!isRecord(written)) throw new TypeError(`beforeWrite returned ${written === null ? 'null' : typeof written}: it must return the values to write`)
+    return written
   }
 
   /** Adds routes next to the generated ones, in the same scope: same prefix, error format and validation. */

@@ -40,8 +40,14 @@ export interface ViewsetDialect {
   readonly catalog: CatalogReader
   /** Inserts a row and returns it as stored, defaults and generated key included. */
   insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row>
-  /** Updates one row and returns it as stored, or `undefined` when there is none. */
-  update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row): Promise<Row | undefined>
+  /**
+   * Updates one row and returns it as stored, or `undefined` when there is none. With a `scope` (a
+   * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:
+   * the check is part of the write, or of its transaction, so it cannot race.
+   */
+  update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row, scope?: Expression<SqlBool>): Promise<Row | undefined>
+  /** Deletes the row with this key if it is in `scope`, checked as `update` checks it; false when there was none. */
+  delete (db: AnyDatabase, target: WriteTarget, id: unknown, scope: Expression<SqlBool>): Promise<boolean>
   /**
    * A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans): applied to every value a
    * LIST filter compares with, and by the dialect itself to the values it writes. Patterns (strings) bind everywhere.

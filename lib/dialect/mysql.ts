@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import type { Expression, SqlBool } from 'kysely'
 import { mysqlCatalog } from './mysql-catalog.js'
 import { invalidOption } from '../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect.js'
@@ -77,6 +78,17 @@ async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Pr
   return db.isTransaction ? await work(db) : await db.transaction().execute(work)
 }
 
+/**
+ * The row with this key if it is in the scope. MySQL and MariaDB refuse an UPDATE or DELETE whose
+ * subquery reads the table being written (error 1093), and a scope may well do that (`owner in (select …)`),
+ * so the scope is checked by a read first; `lock`: `FOR UPDATE`, which holds the row until the write's
+ * transaction ends, so the scope cannot change in between.
+ */
+async function inScope (db: AnyDatabase, { table, primaryKey, columns }: WriteTarget, id: unknown, scope: Expression<SqlBool>, lock: boolean): Promise<Row | undefined> {
+  const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id).where(scope)
+  return await (lock ? select.forUpdate() : select).executeTakeFirst()
+}
+
 /** MySQL and MariaDB through mysql2: write then read back, `information_schema`, accent-sensitive `lower() LIKE`. */
 export const mysqlDialect: ViewsetDialect = {
   name: 'mysql',
@@ -102,15 +114,25 @@ export const mysqlDialect: ViewsetDialect = {
     })
   },
 
-  async update (db, target, id, values) {
+  async update (db, target, id, values, scope) {
     const { table, primaryKey, columns } = target
     const readBack = async (from: AnyDatabase) => await from.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirst()
-    if (Object.keys(values).length === 0) return await readBack(db)
+    if (Object.keys(values).length === 0) return scope === undefined ? await readBack(db) : await inScope(db, target, id, scope, false)
     const row = storable(target, values)
     return await inTransaction(db, async (trx) => {
+      if (scope !== undefined && await inScope(trx, target, id, scope, true) === undefined) return undefined
       // affectedRows is 0 for a row that exists but did not change, so the read decides between 200 and 404.
       await trx.updateTable(table).set(row).where(primaryKey, '=', id).execute()
       return await readBack(trx)
+    })
+  },
+
+  async delete (db, target, id, scope) {
+    const { table, primaryKey } = target
+    return await inTransaction(db, async (trx) => {
+      if (await inScope(trx, target, id, scope, true) === undefined) return false
+      const { numDeletedRows } = await trx.deleteFrom(table).where(primaryKey, '=', id).executeTakeFirst()
+      return numDeletedRows > 0n
     })
   },
 

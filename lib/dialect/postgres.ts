@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
 import type { DatabaseFault, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from './dialect.js'
-import { insertReturning, updateReturning } from './returning-writes.js'
+import { deleteInScope, insertReturning, updateReturning } from './returning-writes.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -47,6 +47,7 @@ export const postgresDialect: ViewsetDialect = {
 
   insert: insertReturning,
   update: updateReturning,
+  delete: deleteInScope,
 
   ilike (column, pattern) {
     // ILIKE lower-cases the pattern again for every row, and so would `like lower($1) escape '!'` under a

@@ -1,3 +1,4 @@
+import type { Expression, SqlBool } from 'kysely'
 import type { AnyDatabase, Row, WriteTarget } from './dialect.js'
 
 // Shared by the dialects whose INSERT and UPDATE take RETURNING (SQLite >= 3.35, PostgreSQL):
@@ -9,9 +10,19 @@ export async function insertReturning (db: AnyDatabase, { table, columns }: Writ
   return await query.returning(columns).executeTakeFirstOrThrow()
 }
 
-export async function updateReturning (db: AnyDatabase, { table, primaryKey, columns }: WriteTarget, id: unknown, values: Row): Promise<Row | undefined> {
+// SQLite and PostgreSQL accept a subquery on the table being written, so a scope is checked in the
+// write statement itself: `UPDATE … WHERE key AND scope` changes nothing outside it.
+
+export async function updateReturning (db: AnyDatabase, { table, primaryKey, columns }: WriteTarget, id: unknown, values: Row, scope?: Expression<SqlBool>): Promise<Row | undefined> {
   if (Object.keys(values).length === 0) {
-    return await db.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirst()
+    const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
+    return await (scope === undefined ? select : select.where(scope)).executeTakeFirst()
   }
-  return await db.updateTable(table).set(values).where(primaryKey, '=', id).returning(columns).executeTakeFirst()
+  const update = db.updateTable(table).set(values).where(primaryKey, '=', id)
+  return await (scope === undefined ? update : update.where(scope)).returning(columns).executeTakeFirst()
+}
+
+export async function deleteInScope (db: AnyDatabase, { table, primaryKey }: WriteTarget, id: unknown, scope: Expression<SqlBool>): Promise<boolean> {
+  const { numDeletedRows } = await db.deleteFrom(table).where(primaryKey, '=', id).where(scope).executeTakeFirst()
+  return numDeletedRows > 0n
 }

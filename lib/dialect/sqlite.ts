@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, mapKey } from './dialect.js'
-import { insertReturning, updateReturning } from './returning-writes.js'
+import { deleteInScope, insertReturning, updateReturning } from './returning-writes.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
 const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
@@ -35,7 +35,8 @@ export const sqliteDialect: ViewsetDialect = {
   count: countOf,
   keyOf: mapKey,
   insert: async (db, target, values) => await insertReturning(db, target, bindable(values)),
-  update: async (db, target, id, values) => await updateReturning(db, target, id, bindable(values)),
+  update: async (db, target, id, values, scope) => await updateReturning(db, target, id, bindable(values), scope),
+  delete: deleteInScope,
 
   ilike (column, pattern) {
     // lower() on both sides so that PRAGMA case_sensitive_like cannot change the answer.

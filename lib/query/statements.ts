@@ -1,5 +1,6 @@
 import type { CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import type { ScopeCondition } from './scope.js'
 import { StatementCache } from './statement-cache.js'
 
 /**
@@ -15,18 +16,26 @@ export class Statements {
   readonly #byIdSelecting = new StatementCache()
   readonly #table: string
   readonly #primaryKey: string
+  readonly #columns: readonly string[]
 
   constructor (db: AnyDatabase, table: string, primaryKey: string, columns: readonly string[]) {
     this.#table = table
     this.#primaryKey = primaryKey
+    this.#columns = columns
     // The placeholder values only fix each parameter's position; every call passes its own.
     this.#byId = db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile()
     this.#page = db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
     this.#deleteById = db.deleteFrom(table).where(primaryKey, '=', 0).compile()
   }
 
-  /** The row with this key, or `undefined`; with `selection`, only its columns are read. */
-  async findById (db: AnyDatabase, id: unknown, selection?: { readonly shape: string, readonly columns: readonly string[] }): Promise<Row | undefined> {
+  /** The row with this key (and in `scope`, when given), or `undefined`; with `selection`, only its columns are read. */
+  async findById (db: AnyDatabase, id: unknown, selection?: { readonly shape: string, readonly columns: readonly string[] }, scope?: ScopeCondition): Promise<Row | undefined> {
+    if (scope !== undefined) {
+      // One statement per field set and scope shape, like a LIST; the key is bound first, then the scope's values.
+      const columns = selection?.columns ?? this.#columns
+      const rows = await this.#byIdSelecting.rows(db, `${selection?.shape ?? '*'}|${scope.shape}`, [id, ...scope.parameters], () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where))
+      return rows[0]
+    }
     if (selection !== undefined) {
       const rows = await this.#byIdSelecting.rows(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id))
       return rows[0]

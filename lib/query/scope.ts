@@ -1,0 +1,60 @@
+import { ColumnNode, OperationNodeTransformer, ReferenceNode, TableNode } from 'kysely'
+import type { Expression, OperationNode, SelectQueryNode, SqlBool } from 'kysely'
+import type { AnyDatabase } from '../dialect/dialect.js'
+import type { Condition } from './condition.js'
+
+/**
+ * Qualifies the bare column references of a scope with its table (`owner` → `items.owner`), so that a join
+ * added to a statement cannot make them ambiguous. Subqueries are left as written: their bare columns
+ * belong to their own `FROM`.
+ */
+class QualifyColumns extends OperationNodeTransformer {
+  readonly #table: TableNode
+
+  constructor (table: string) {
+    super()
+    const dot = table.indexOf('.')
+    this.#table = dot === -1 ? TableNode.create(table) : TableNode.createWithSchema(table.slice(0, dot), table.slice(dot + 1))
+  }
+
+  protected override transformReference (node: ReferenceNode): ReferenceNode {
+    if (node.table !== undefined || !ColumnNode.is(node.column)) return super.transformReference(node)
+    return ReferenceNode.create(node.column, this.#table)
+  }
+
+  protected override transformSelectQuery (node: SelectQueryNode): SelectQueryNode {
+    return node
+  }
+}
+
+/** An expression over an operation node that is already built. */
+function expressionOf (node: OperationNode): Expression<SqlBool> {
+  return {
+    get expressionType () { return undefined },
+    toOperationNode: () => node,
+  }
+}
+
+/** A scope as a `WHERE` term of LIST and GET, and as the expression the writes add (already qualified). */
+export interface ScopeCondition extends Condition {
+  readonly where: Expression<SqlBool>
+}
+
+/**
+ * A viewset's `scope` as one more `WHERE` term of the statements of a request: its column references
+ * qualified with the table, and its `shape` the SQL it compiles to (values apart), so that a scoped LIST
+ * still shares one compiled statement per shape. The length prefix keeps two scopes from ever spelling
+ * the same shape once joined with the other terms.
+ *
+ * @example
+ * ```ts
+ * const owned = scopeCondition(db, 'items', eb('owner', '=', token.sub)) // WHERE "items"."owner" = ?
+ * await resource.find(db, id, { scope: owned })
+ * ```
+ */
+export function scopeCondition (db: AnyDatabase, table: string, expression: Expression<SqlBool>): ScopeCondition {
+  const qualified = expressionOf(new QualifyColumns(table).transformNode(expression.toOperationNode()))
+  // Compiled only for its text and values: a statement never run.
+  const { sql, parameters } = db.selectFrom(table).where(qualified).compile()
+  return { shape: `scope:${sql.length}:${sql}`, parameters, expression: () => qualified, where: qualified }
+}

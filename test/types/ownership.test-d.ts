@@ -1,0 +1,67 @@
+// Type tests of issue 14 (ownership): `npm run test:types` compiles this file. Every expected-error line
+// below must be an error; every other line must compile.
+import { Type } from '@sinclair/typebox'
+import type { ExpressionBuilder, Generated, Kysely, Updateable } from 'kysely'
+import { expectTypeOf } from 'expect-type'
+import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
+import type { RowContext, ScopedMethod, ViewsetToken, WriteMethod } from 'fastify-viewsets'
+
+interface DB {
+  items: { id: Generated<number>, name: string, owner: string | null }
+  users: { id: Generated<number>, email: string }
+}
+const db: Kysely<DB> = createDatabase<DB>('sqlite::memory:')
+const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
+
+// ---- scope: `eb` knows the table's columns, and only those ------------------------------------------
+createViewset({
+  db,
+  table: 'items',
+  schema: Item,
+  scope: (eb, context) => {
+    expectTypeOf(context.method).toEqualTypeOf<ScopedMethod>()
+    expectTypeOf(context.token).toEqualTypeOf<ViewsetToken | null>()
+    return eb('owner', '=', context.token?.sub ?? null)
+  },
+})
+createViewset({ db, table: 'items', schema: Item, scope: () => undefined })
+// @ts-expect-error `email` is a column of users, not of items
+createViewset({ db, table: 'items', schema: Item, scope: (eb) => eb('email', '=', 'a') })
+// @ts-expect-error `nope` is no column at all
+createViewset({ db, table: 'items', schema: Item, scope: (eb) => eb.ref('nope') })
+// @ts-expect-error a scope returns a condition, not a value
+createViewset({ db, table: 'items', schema: Item, scope: (eb) => eb.ref('name') })
+// @ts-expect-error `owner` holds strings
+createViewset({ db, table: 'items', schema: Item, scope: (eb) => eb('owner', '=', 3) })
+
+// ---- beforeWrite: Updateable values of the table in and out, columns outside the schema included ------
+createViewset({
+  db,
+  table: 'items',
+  schema: Item,
+  beforeWrite: async (values, { method, token }) => {
+    expectTypeOf(values).toEqualTypeOf<Updateable<DB['items']>>()
+    expectTypeOf(method).toEqualTypeOf<WriteMethod>()
+    return { ...values, owner: token?.sub ?? null }
+  },
+})
+// @ts-expect-error `owner` holds strings
+createViewset({ db, table: 'items', schema: Item, beforeWrite: (values) => ({ ...values, owner: 3 }) })
+
+// ---- the overridable methods ----------------------------------------------------------------------
+class Items extends Viewset<DB, 'items', typeof Item> {
+  override scope (eb: ExpressionBuilder<DB, 'items'>, { token, method }: RowContext<ScopedMethod>) {
+    return method === 'LIST' ? undefined : eb('owner', '=', token?.sub ?? null)
+  }
+
+  override beforeWrite (values: Updateable<DB['items']>, { token }: RowContext<WriteMethod>) {
+    return { ...values, owner: token?.sub ?? null }
+  }
+}
+void Items
+
+class Wrong extends Viewset<DB, 'items', typeof Item> {
+  // @ts-expect-error a column of another table
+  override scope (eb: ExpressionBuilder<DB, 'items'>) { return eb('email', '=', 'a') }
+}
+void Wrong
