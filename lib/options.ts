@@ -40,6 +40,9 @@ type JwtUser = FastifyRequest extends { user: infer User } ? User : undefined
  */
 export type ViewsetToken = [JwtUser] extends [object] ? JwtUser & { sub?: string } : TokenClaims
 
+/** What `authorize` is asked about: a generated method, or `'CUSTOM'` for a protected custom route. */
+export type AuthorizedMethod = ViewsetMethod | 'CUSTOM'
+
 /** The viewset methods a `scope` restricts: those that read or change existing rows. */
 export type ScopedMethod = Exclude<ViewsetMethod, 'POST'>
 /** The viewset methods that write a body, and so run `beforeWrite`. */
@@ -125,8 +128,11 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
   protectedMethods?: readonly ViewsetMethod[]
   /** Replaces `request.jwtVerify()`: returns the claims, or throws to answer 401. */
   authenticate?: (request: FastifyRequest) => Promise<ViewsetToken> | ViewsetToken
-  /** Called after authentication; returning false answers 403. */
-  authorize?: (token: ViewsetToken, method: ViewsetMethod, request: FastifyRequest) => Promise<boolean> | boolean
+  /**
+   * Called after authentication on protected methods and protected custom routes (method `'CUSTOM'`);
+   * returning false answers 403. Never called on open methods.
+   */
+  authorize?: (token: ViewsetToken, method: AuthorizedMethod, request: FastifyRequest) => Promise<boolean> | boolean
 
   /** Fields matched by `?search=` (case-insensitive substring, OR-ed). */
   searchFields?: readonly FieldOf<S>[]

@@ -1,6 +1,7 @@
-import type { FastifyInstance, FastifyPluginAsync, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { addMethodRoutes, collectMethods } from './allowed-methods.js'
+import { protectCustomRoute } from './auth.js'
 import type { ViewsetDialect } from './dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
 import { cancellable } from './routes.js'
@@ -18,6 +19,10 @@ export interface ViewsetScope {
   readonly dialect: ViewsetDialect
   /** Adds the subclass's own routes, after the generated ones. */
   customRoutes (fastify: FastifyInstance): void | Promise<void>
+  /** The hook of protected custom routes (`config: { protected: true }` or `onRequest: protect`). */
+  readonly protect: onRequestAsyncHookHandler
+  /** The startup checks that count protected custom routes, run once they are added. */
+  checkProtectedRoutes (count: number): void
 }
 
 /**
@@ -28,7 +33,7 @@ export interface ViewsetScope {
  *
  * @example
  * ```ts
- * return viewsetPlugin('items', async (fastify) => ({ entity, routes, dialect, customRoutes: () => {} }))
+ * return viewsetPlugin('items', async (fastify) => ({ entity, routes, dialect, protect, customRoutes: () => {}, checkProtectedRoutes: () => {} }))
  * ```
  */
 export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) => Promise<ViewsetScope>): FastifyPluginAsync {
@@ -45,9 +50,14 @@ export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) 
 
     const registered = collectMethods(fastify)
     for (const route of scope.routes) fastify.route(route)
-    // Custom routes are cancellable too (the generated ones already are: routes.ts).
-    fastify.addHook('onRoute', (route) => { route.handler = cancellable(route.handler) })
+    // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
+    let protectedRoutes = 0
+    fastify.addHook('onRoute', (route) => {
+      route.handler = cancellable(route.handler)
+      if (protectCustomRoute(route, scope.protect)) protectedRoutes++
+    })
     await scope.customRoutes(fastify)
+    scope.checkProtectedRoutes(protectedRoutes)
     // After the custom routes, so that a custom route on a generated path counts as allowed.
     addMethodRoutes(fastify, ['', '/:id'], registered)
   }

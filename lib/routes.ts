@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest, FastifySerializerCompiler, RouteHandlerMethod, RouteOptions } from 'fastify'
-import { authHook, securitySchemeName } from './auth.js'
+import { authHook, openTokenHook, securitySchemeName } from './auth.js'
 import type { AnyDatabase, Row } from './dialect/dialect.js'
 import { runCancellable } from './dialect/postgres-cancel.js'
 import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
@@ -40,6 +40,8 @@ export interface RouteContext {
   readonly tags: readonly string[]
   readonly protectedMethods: readonly ViewsetMethod[]
   readonly auth: Pick<ViewsetOptions<unknown, never, never>, 'authenticate' | 'authorize'>
+  /** Whether tokens can be verified (@fastify/jwt or `authenticate`): then open methods verify one when it is sent. */
+  readonly verifiesTokens: boolean
   /** LIST's query string (the subclass's `listQuery` merged in) and the headers of the default LIST. */
   readonly list: { readonly querystring: JsonSchema, readonly headers?: Record<string, JsonSchema> | undefined }
   readonly maxOffset: number
@@ -127,25 +129,29 @@ function serializerCompiler (context: RouteContext): FastifySerializerCompiler<u
 /** The schema parts every generated route shares: OpenAPI metadata, error responses, security. */
 function baseSchema (method: ViewsetMethod, context: RouteContext): Record<string, unknown> & { response: Record<number, JsonSchema> } {
   const secured = context.protectedMethods.includes(method)
+  // An open method that verifies a token when one is sent: the token is optional, and an invalid one is a 401.
+  const optional = !secured && context.verifiesTokens
   const schema: Record<string, unknown> & { response: Record<number, JsonSchema> } = {
     operationId: `${operationVerbs[method]}${context.name}`,
     summary: summaries[method](context.name),
     tags: [...context.tags],
-    response: problemResponses(errorStatuses(method, secured)),
+    response: problemResponses(errorStatuses(method, secured, optional)),
     // Every generated route rejects unknown query parameters, as LIST does.
     querystring: { type: 'object', properties: {}, additionalProperties: false },
   }
   if (secured) schema.security = [{ [securitySchemeName]: [] }]
+  else if (optional) schema.security = [{}, { [securitySchemeName]: [] }]
   if (method !== 'LIST' && method !== 'POST') schema.params = deriveParams(context.entity, context.primaryKey)
   return schema
 }
 
-/** Hooks before the body is read: no body on reads and DELETE, and the bearer check of protected methods. */
+/** Hooks before the body is read: no body on reads and DELETE, the bearer check of protected methods, and of open ones when a token is sent. */
 function onRequestOf (method: ViewsetMethod, context: RouteContext): Pick<RouteOptions, 'onRequest'> {
   const hooks = []
   // These routes take no body: an empty one is no body, whatever Content-Type a client sets by default.
   if (method === 'LIST' || method === 'GET' || method === 'DELETE') hooks.push(ignoreEmptyBody)
   if (context.protectedMethods.includes(method)) hooks.push(authHook(method, context.auth))
+  else if (context.verifiesTokens) hooks.push(openTokenHook(context.auth))
   return hooks.length > 0 ? { onRequest: hooks } : {}
 }
 

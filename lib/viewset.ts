@@ -1,8 +1,8 @@
 import type { Static, TObject } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { expressionBuilder } from 'kysely'
 import type { Expression, ExpressionBuilder, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
-import { checkAuth } from './auth.js'
+import { authHook, canVerifyTokens, checkAuth, checkProtectedRoutes } from './auth.js'
 import type { AnyDatabase, ColumnInfo, DatabaseFault, Row } from './dialect/dialect.js'
 import { rowKeyProblem } from './dialect/catalog.js'
 import { containsPattern } from './dialect/dialect.js'
@@ -133,6 +133,19 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   readonly #resolved: ResolvedOptions
   readonly #relatedConfig: RelatedConfig<unknown> | undefined
   #prepared: Prepared | undefined
+  /**
+   * The bearer check of the protected methods, for a custom route: 401 without a valid token, `authorize`
+   * called with `'CUSTOM'` (403 when it refuses), the claims in `request.viewsetToken`. A custom route with
+   * `config: { protected: true }` gets it (and `security` in OpenAPI) without naming it.
+   *
+   * @example
+   * ```ts
+   * override customRoutes (fastify: FastifyInstance) {
+   *   fastify.get('/export', { onRequest: this.protect }, async (request) => await this.query().execute())
+   * }
+   * ```
+   */
+  readonly protect: onRequestAsyncHookHandler
   /** The expression builder handed to `scope`: stateless, so one serves every request. */
   readonly #eb = expressionBuilder<DB, TB>()
 
@@ -155,6 +168,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     this.#relatedConfig = relatedConfigOf(options.relatedConfig as RelatedConfig<unknown> | undefined, options.schema) // RelatedConfig is invariant in DB
     const relations = relationFields(this.#relatedConfig)
     this.columns = Object.freeze(Object.keys(options.schema.properties).filter((field) => !relations.has(field)))
+    this.protect = authHook('CUSTOM', this.options)
   }
 
   /**
@@ -398,12 +412,20 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       tags: this.#resolved.tags,
       protectedMethods,
       auth: this.options,
+      verifiesTokens: canVerifyTokens(fastify, this.options),
       list: this.#listQuerystring(list),
       maxOffset: this.#resolved.maxOffset,
       fields,
       prefix: fastify.prefix,
     })
-    return { entity, routes, dialect, customRoutes: async (scope) => { await this.customRoutes(scope) } }
+    return {
+      entity,
+      routes,
+      dialect,
+      protect: this.protect,
+      customRoutes: async (scope) => { await this.customRoutes(scope) },
+      checkProtectedRoutes: (count) => { checkProtectedRoutes(fastify, protectedMethods, count, this.options) },
+    }
   }
 
   /**
@@ -417,10 +439,12 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const defaults = propertiesOf(list.querystring)
     // The one place the class asks whether `list` is its own: which parameters an override reads is its business.
     const own = this.list !== Viewset.prototype.list
-    // The default list reads only its own parameters: any other one would be validated, documented and ignored.
-    const unread = own ? [] : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter))
+    // The default list reads only its own parameters: any other one would be validated, documented and ignored,
+    // unless `scope` reads it (from `context.request.query`).
+    const scoped = this.scope !== Viewset.prototype.scope || this.options.scope !== undefined
+    const unread = own || scoped ? [] : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter))
     if (unread.length > 0) {
-      throw new ViewsetErrors.InvalidOption('listQuery', `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. Override list() to read them`)
+      throw new ViewsetErrors.InvalidOption('listQuery', `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. Override list(), or read them in scope()`)
     }
     const base = own ? { limit: defaults.limit, offset: defaults.offset } : defaults
     const properties = { ...base, ...propertiesOf(plain(extra)) }

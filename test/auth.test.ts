@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { validate } from '@readme/openapi-parser'
 import { createViewset, securitySchemeName, Viewset, viewsetDocs, ViewsetErrors, viewsetMethods } from 'fastify-viewsets'
-import type { CreateRequest, ElementRequest, ListRequest, UpdateRequest, ViewsetMethod, ViewsetOptions, ViewsetToken } from 'fastify-viewsets'
+import type { AuthorizedMethod, CreateRequest, ElementRequest, ListRequest, UpdateRequest, ViewsetMethod, ViewsetOptions, ViewsetToken } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDatabase, TestDialect } from './helpers/database.js'
 import { problemOf, testApp } from './helpers/app.js'
@@ -162,9 +162,9 @@ for (const dialect of dialects) {
       }
     })
 
-    test('open methods work without a token and ignore the Authorization header', async (t) => {
+    test('open methods work without a token and ignore other schemes, but an invalid bearer token is a 401', async (t) => {
       const { app, id } = await authApp(t, dialect, { protectedMethods: writes })
-      for (const headers of [{}, { authorization: 'Bearer not-a-jwt' }, { authorization: 'Basic abc' }]) {
+      for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` }]) {
         const list = await app.inject({ method: 'GET', url: '/items', headers })
         assert.equal(list.statusCode, 200)
         assert.deepEqual(list.json().map((item: { name: string }) => item.name), ['Bread'])
@@ -172,6 +172,16 @@ for (const dialect of dialects) {
         assert.equal(one.statusCode, 200)
         assert.equal(one.json().name, 'Bread')
         assert.equal(one.headers['www-authenticate'], undefined)
+      }
+      // An expired token must not silently turn a "my rows" list into an anonymous one.
+      const expired = app.jwt.sign({ sub: 'alice', iat: now() - 7200, exp: now() - 3600 })
+      for (const [authorization, reason] of [['Bearer not-a-jwt', 'The token signature or claims are not valid'], [`Bearer ${expired}`, 'The token has expired']]) {
+        for (const url of ['/items', `/items/${id}`]) {
+          const response = await app.inject({ method: 'GET', url, headers: { authorization } })
+          assert.equal(response.statusCode, 401, `${url} with ${reason}`)
+          assert.equal(problemOf(response).code, 'FST_VIEWSET_UNAUTHORIZED')
+          assert.match(String(response.headers['www-authenticate']), new RegExp(`^Bearer realm="api", error="invalid_token", error_description="${reason}"`))
+        }
       }
     })
 
@@ -188,7 +198,7 @@ for (const dialect of dialects) {
       assert.equal(write.statusCode, 201, 'unlisted methods stay open')
     })
 
-    test('handler overrides receive the decoded claims as token, and null on open methods', async (t) => {
+    test('handler overrides receive the decoded claims as token, also on open methods when one is sent, else null', async (t) => {
       const seen: Array<[string, ViewsetToken | null]> = []
       class SeeingItems extends Viewset<ItemsDB, 'items', typeof Item> {
         override async list (request: ListRequest, reply: FastifyReply, token: ViewsetToken | null) {
@@ -238,8 +248,8 @@ for (const dialect of dialects) {
 
       assert.deepEqual(seen.map(([method]) => method), ['POST', 'LIST', 'GET', 'PUT', 'PATCH', 'DELETE'])
       for (const [method, claims] of seen) {
-        if (method === 'LIST' || method === 'GET') {
-          assert.equal(claims, null, `${method} is open: token is null even when a token is sent`)
+        if (method === 'LIST') {
+          assert.equal(claims, null, 'LIST is open and no token was sent: token is null')
         } else {
           assert.equal(claims?.sub, 'alice', method)
           assert.equal(claims?.role, 'editor', method)
@@ -249,7 +259,7 @@ for (const dialect of dialects) {
     })
 
     test('authorize(token, method) returning false answers 403 and changes nothing', async (t) => {
-      const calls: Array<[unknown, ViewsetMethod]> = []
+      const calls: Array<[unknown, AuthorizedMethod]> = []
       const { app, db, id } = await authApp(t, dialect, {
         protectedMethods: writes,
         authorize: async (token, method) => {
@@ -378,18 +388,35 @@ for (const dialect of dialects) {
       })
     })
 
-    test('startup fails when authenticate or authorize is given but no method is protected', async (t) => {
+    test('startup fails when authorize is given but nothing is protected; authenticate alone serves open methods', async (t) => {
       const database = await testDatabase(t, dialect)
       await createItemsTable(database)
-      for (const [option, extra] of [['authorize', { authorize: () => true }], ['authenticate', { authenticate: () => ({}) }]] as const) {
-        const app = testApp(t)
-        await app.register(fastifyJwt, { secret })
-        app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...extra }), { prefix: '/items' })
-        await assert.rejects(async () => { await app.ready() }, {
-          code: 'FST_VIEWSET_INVALID_OPTION',
-          message: `Invalid viewset option ${option}: no method is protected: list them in protectedMethods`,
-        })
+      const refused = testApp(t)
+      await refused.register(fastifyJwt, { secret })
+      refused.register(createViewset({ db: database.db, table: 'items', schema: Item, authorize: () => true }), { prefix: '/items' })
+      await assert.rejects(async () => { await refused.ready() }, {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message: 'Invalid viewset option authorize: no method is protected: list them in protectedMethods, or protect a custom route with config: { protected: true }',
+      })
+      const app = testApp(t)
+      const seen: unknown[] = []
+      class Seeing extends Viewset<ItemsDB, 'items', typeof Item> {
+        override async list (request: ListRequest, reply: FastifyReply, token: ViewsetToken | null) {
+          seen.push(token)
+          return await super.list(request, reply, token)
+        }
       }
+      const authenticate = (request: { headers: { authorization?: string | undefined } }) => {
+        if (request.headers.authorization !== 'Bearer good') throw new Error('bad token')
+        return { sub: 'alice' }
+      }
+      await app.register(new Seeing({ db: database.db, table: 'items', schema: Item, authenticate }).register(), { prefix: '/items' })
+      assert.equal((await app.inject({ method: 'GET', url: '/items' })).statusCode, 200)
+      assert.equal((await app.inject({ method: 'GET', url: '/items', headers: { authorization: 'Bearer good' } })).statusCode, 200)
+      const bad = await app.inject({ method: 'GET', url: '/items', headers: { authorization: 'Bearer bad' } })
+      assert.equal(bad.statusCode, 401)
+      assert.equal(problemOf(bad).code, 'FST_VIEWSET_UNAUTHORIZED')
+      assert.deepEqual(seen, [null, { sub: 'alice' }])
     })
 
     test('protectedMethods, authenticate and authorize are checked when the viewset is created', async (t) => {
@@ -401,7 +428,7 @@ for (const dialect of dialects) {
       assert.throws(() => createViewset({ ...base, authorize: true as never }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /authorize: expected a function/ })
     })
 
-    test('OpenAPI: security on exactly the protected operations, the password flow, 401 and 403', async (t) => {
+    test('OpenAPI: security on exactly the protected operations, the password flow, 401 and 403; open ones take an optional token (401 only)', async (t) => {
       const { app } = await authApp(t, dialect, { protectedMethods: ['GET', 'POST', 'DELETE'] }, { docs: true })
       const document = app.swagger() as any
       assert.deepEqual(document.components.securitySchemes, {
@@ -420,8 +447,9 @@ for (const dialect of dialects) {
             assert.equal(operation.responses['401'].description, 'Missing or invalid bearer token', label)
             assert.ok(operation.responses['403'], `${label} documents 403`)
           } else {
-            assert.equal(operation.security, undefined, label)
-            assert.equal(operation.responses['401'], undefined, label)
+            // @fastify/jwt is registered: a token is verified when one is sent, so an invalid one is a 401.
+            assert.deepEqual(operation.security, [{}, { [securitySchemeName]: [] }], label)
+            assert.ok(operation.responses['401'], `${label} documents 401`)
             assert.equal(operation.responses['403'], undefined, label)
           }
         }

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
-import type { Generated } from 'kysely'
-import { createViewset, ViewsetErrors, viewsetMethods } from 'fastify-viewsets'
-import type { ViewsetOptions } from 'fastify-viewsets'
+import type { ExpressionBuilder, Generated } from 'kysely'
+import { createViewset, securitySchemeName, Viewset, viewsetDocs, ViewsetErrors, viewsetMethods } from 'fastify-viewsets'
+import type { AuthorizedMethod, RowContext, ScopedMethod, ViewsetOptions } from 'fastify-viewsets'
 import { autoIncrement, dialects, testDatabase } from './helpers/database.js'
 import type { TestDatabase, TestDialect } from './helpers/database.js'
 import { problemOf, testApp } from './helpers/app.js'
@@ -48,7 +48,7 @@ const owned: NotesOptions = {
 const relatedConfig = { prefetchRelated: { comments: { table: 'comments', foreignKey: 'note_id', orderBy: 'id' } } } as const
 
 /** Notes of alice (3) and bob (2), a comment on each, @fastify/jwt, and the notes viewset at /notes (plus, if asked, an unscoped one at /all). */
-async function notesApp (t: TestContext, dialect: TestDialect, options: NotesOptions, { unscoped = false } = {}): Promise<NotesApp> {
+async function notesApp (t: TestContext, dialect: TestDialect, options: NotesOptions, { unscoped = false, viewset, docs = false }: { unscoped?: boolean, viewset?: (db: TestDatabase['db']) => Viewset<NotesDB, 'notes', typeof Note>, docs?: boolean } = {}): Promise<NotesApp> {
   const database = await testDatabase(t, dialect)
   const { db } = database
   const [idType, id] = autoIncrement(dialect.name)
@@ -66,8 +66,10 @@ async function notesApp (t: TestContext, dialect: TestDialect, options: NotesOpt
     await db.insertInto('comments').values({ note_id: noteId, text: `on ${title}` }).execute()
   }
   const app = testApp(t)
+  if (docs) await app.register(viewsetDocs)
   await app.register(fastifyJwt, { secret })
-  await app.register(createViewset({ db, table: 'notes', schema: Note, relatedConfig, ...options } as ViewsetOptions<NotesDB, 'notes', typeof Note>), { prefix: '/notes' })
+  const plugin = viewset === undefined ? createViewset({ db, table: 'notes', schema: Note, relatedConfig, ...options } as ViewsetOptions<NotesDB, 'notes', typeof Note>) : viewset(db).register()
+  await app.register(plugin, { prefix: '/notes' })
   if (unscoped) await app.register(createViewset({ db, table: 'notes', schema: Note, relatedConfig, name: 'AllNotes', protectedMethods: [...viewsetMethods] }), { prefix: '/all' })
   await app.ready()
   const bearer = (sub: string) => ({ authorization: `Bearer ${app.jwt.sign({ sub })}` })
@@ -201,6 +203,102 @@ for (const dialect of dialects) {
         assert.equal(queries.filter((query) => /comments/.test(query)).length, 1, url)
         assert.ok(queries.every((query) => /comments/.test(query) || /["`]notes["`]\.["`]owner["`] = /.test(query)), queries.join(' ; '))
       }
+    })
+
+    test('open methods hand a sent token to scope; ?mine=true, a listQuery parameter read by scope, keeps the query language', async (t) => {
+      class Notes extends Viewset<NotesDB, 'notes', typeof Note> {
+        static override listQuery = Type.Object({ mine: Type.Optional(Type.Boolean({ description: 'Only the caller\'s notes' })) })
+        override scope (eb: ExpressionBuilder<NotesDB, 'notes'>, { request, token, method }: RowContext<ScopedMethod>) {
+          if (method === 'LIST') return (request.query as { mine?: boolean }).mine === true ? eb('owner', '=', token?.sub ?? '') : undefined
+          return method === 'GET' ? undefined : eb('owner', '=', token?.sub ?? '')
+        }
+      }
+      const { app, alice, bob } = await notesApp(t, dialect, {}, {
+        viewset: (db) => new Notes({ db, table: 'notes', schema: Note, relatedConfig, protectedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'], searchFields: ['title'] }),
+      })
+      const titles = (response: { json: () => Array<{ title: string }> }) => response.json().map((note) => note.title)
+      assert.deepEqual(titles(await app.inject({ method: 'GET', url: '/notes' })), ['a1', 'b1', 'a2', 'b2', 'a3'])
+      assert.deepEqual(titles(await app.inject({ method: 'GET', url: '/notes', headers: alice })), ['a1', 'b1', 'a2', 'b2', 'a3'])
+      const mine = await app.inject({ method: 'GET', url: '/notes?mine=true&count=true&limit=1&search=a', headers: alice })
+      assert.equal(mine.statusCode, 200)
+      assert.deepEqual(titles(mine), ['a1'])
+      assert.equal(mine.headers['x-total-count'], '3')
+      assert.match(String(mine.headers.link), /mine=true.*rel="next"/)
+      assert.deepEqual(titles(await app.inject({ method: 'GET', url: '/notes?mine=true', headers: bob })), ['b1', 'b2'])
+      // Without a token, "mine" is nobody's.
+      assert.deepEqual(titles(await app.inject({ method: 'GET', url: '/notes?mine=true' })), [])
+      const expired = app.jwt.sign({ sub: 'alice', iat: Math.floor(Date.now() / 1000) - 7200, exp: Math.floor(Date.now() / 1000) - 3600 })
+      const stale = await app.inject({ method: 'GET', url: '/notes?mine=true', headers: { authorization: `Bearer ${expired}` } })
+      assert.equal(stale.statusCode, 401, 'an expired token does not turn "mine" into an anonymous list')
+      assert.equal(problemOf(stale).code, 'FST_VIEWSET_UNAUTHORIZED')
+    })
+
+    test('a custom route with config: { protected: true }, or onRequest: this.protect, is authenticated like a protected method', async (t) => {
+      const calls: AuthorizedMethod[] = []
+      class Notes extends Viewset<NotesDB, 'notes', typeof Note> {
+        override customRoutes (fastify: FastifyInstance) {
+          fastify.get('/export', { config: { protected: true } }, async (request: FastifyRequest) => ({ sub: request.viewsetToken?.sub ?? null, count: (await this.query().execute()).length }))
+          fastify.get('/mine', { onRequest: this.protect }, async (request: FastifyRequest) => ({ sub: request.viewsetToken?.sub ?? null }))
+          fastify.get('/public', async (request: FastifyRequest) => ({ sub: request.viewsetToken?.sub ?? null }))
+        }
+      }
+      // No generated method is protected: the protected custom routes are what authorize serves.
+      const { app, alice, bob } = await notesApp(t, dialect, {}, {
+        docs: true,
+        viewset: (db) => new Notes({
+          db,
+          table: 'notes',
+          schema: Note,
+          relatedConfig,
+          authorize: (token, method) => {
+            calls.push(method)
+            return token.sub === 'alice'
+          },
+        }),
+      })
+      for (const url of ['/notes/export', '/notes/mine']) {
+        const anonymous = await app.inject({ method: 'GET', url })
+        assert.equal(anonymous.statusCode, 401, url)
+        assert.equal(problemOf(anonymous).code, 'FST_VIEWSET_UNAUTHORIZED')
+        assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="api"')
+        const forbidden = await app.inject({ method: 'GET', url, headers: bob })
+        assert.equal(forbidden.statusCode, 403, url)
+        assert.equal(problemOf(forbidden).code, 'FST_VIEWSET_FORBIDDEN')
+        const allowed = await app.inject({ method: 'GET', url, headers: alice })
+        assert.equal(allowed.statusCode, 200, url)
+        assert.equal(allowed.json().sub, 'alice')
+      }
+      assert.equal((await app.inject({ method: 'GET', url: '/notes/export', headers: alice })).json().count, 5)
+      assert.deepEqual(calls, ['CUSTOM', 'CUSTOM', 'CUSTOM', 'CUSTOM', 'CUSTOM'])
+      // An unprotected custom route stays as it was written.
+      const open = await app.inject({ method: 'GET', url: '/notes/public', headers: bob })
+      assert.deepEqual(open.json(), { sub: null })
+      const document = app.swagger() as unknown as { paths: Record<string, Record<string, { security?: unknown, responses: Record<string, unknown> }>> }
+      for (const path of ['/notes/export', '/notes/mine']) {
+        const operation = document.paths[path]?.get
+        assert.deepEqual(operation?.security, [{ [securitySchemeName]: [] }], path)
+        assert.ok(operation?.responses['401'] !== undefined && operation.responses['403'] !== undefined, `${path} documents 401 and 403`)
+      }
+      assert.equal(document.paths['/notes/public']?.get?.security, undefined)
+    })
+
+    test('startup: a protected custom route counts as protected, and needs a verifier', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await database.db.schema.createTable('notes').addColumn('id', 'integer', (column) => column.primaryKey())
+        .addColumn('title', 'varchar(100)').addColumn('owner', 'varchar(64)').execute()
+      class Notes extends Viewset<NotesDB, 'notes', typeof Note> {
+        override customRoutes (fastify: FastifyInstance) {
+          fastify.get('/export', { config: { protected: true } }, async () => [])
+        }
+      }
+      const Plain = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), title: Type.String() })
+      const unverifiable = testApp(t)
+      unverifiable.register(new Notes({ db: database.db, table: 'notes', schema: Plain as unknown as typeof Note }).register(), { prefix: '/notes' })
+      await assert.rejects(async () => { await unverifiable.ready() }, { code: 'FST_VIEWSET_INVALID_OPTION', message: /customRoutes: a route has config: \{ protected: true \}: register @fastify\/jwt/ })
+      const authorized = testApp(t)
+      await authorized.register(fastifyJwt, { secret })
+      await authorized.register(new Notes({ db: database.db, table: 'notes', schema: Plain as unknown as typeof Note, authorize: () => true }).register(), { prefix: '/notes' })
+      await authorized.ready()
     })
   })
 }

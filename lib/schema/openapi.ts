@@ -54,10 +54,14 @@ export function problemResponses (statuses: readonly number[]): Record<number, J
   return responses
 }
 
-/** The error statuses each method can answer (auth adds 401 and 403 to protected ones). */
-export function errorStatuses (method: ViewsetMethod, secured: boolean): number[] {
+/**
+ * The error statuses each method can answer (auth adds 401 and 403 to protected ones, and 401 to open ones
+ * that verify a token when one is sent: `optionalToken`).
+ */
+export function errorStatuses (method: ViewsetMethod, secured: boolean, optionalToken = false): number[] {
   const statuses = [400]
   if (secured) statuses.push(401, 403)
+  else if (optionalToken) statuses.push(401)
   if (method !== 'LIST' && method !== 'POST') statuses.push(404)
   if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') statuses.push(409)
   if (method === 'POST' || method === 'PUT' || method === 'PATCH') statuses.push(413, 415)
