@@ -304,6 +304,47 @@ for (const dialect of dialects) {
       assert.equal((await app.inject({ method: 'GET', url: `/items/${id}` })).statusCode, 200)
     })
 
+    test('ownership: beforeWrite sets owner from the token, only the owner may change or delete, ?mine=true lists the caller\'s items', async (t) => {
+      const { app, db } = await exampleApp(t, dialect)
+      const demo = { authorization: `Bearer ${await tokenOf(app)}` }
+      const bob = { authorization: `Bearer ${app.jwt.sign({ sub: 'bob' })}` }
+      const create = async (headers: Record<string, string>, name: string) => {
+        const response = await app.inject({ method: 'POST', url: '/items', headers, payload: { name, owner: 'someone else' } })
+        assert.equal(response.statusCode, 201, response.body)
+        return response.json() as { id: number, owner: string }
+      }
+      const bread = await create(demo, 'Bread')
+      assert.equal(bread.owner, 'demo', 'a body cannot set the owner')
+      await create(bob, 'Cake')
+      await create(demo, 'Rye')
+      const before = await rows(db)
+      for (const request of [
+        { method: 'PUT' as const, payload: { name: 'Stolen' } },
+        { method: 'PATCH' as const, payload: { price: 0 } },
+        { method: 'DELETE' as const },
+      ]) {
+        const response = await app.inject({ ...request, url: `/items/${bread.id}`, headers: bob })
+        assert.equal(response.statusCode, 404, `bob's ${request.method} of demo's item`)
+        assert.equal(problemOf(response).code, 'FST_VIEWSET_NOT_FOUND')
+      }
+      assert.deepEqual(await rows(db), before, 'nothing changed')
+      // Everyone reads, with or without a token.
+      assert.equal((await app.inject({ method: 'GET', url: `/items/${bread.id}`, headers: bob })).statusCode, 200)
+      assert.equal((await app.inject({ method: 'GET', url: '/items?count=true' })).headers['x-total-count'], '3')
+      const mine = await app.inject({ method: 'GET', url: '/items?mine=true&count=true&limit=1', headers: demo })
+      assert.equal(mine.statusCode, 200)
+      assert.equal(mine.headers['x-total-count'], '2')
+      assert.deepEqual(mine.json().map((item: { name: string }) => item.name), ['Bread'])
+      assert.match(String(mine.headers.link), /mine=true.*rel="next"/)
+      assert.deepEqual((await app.inject({ method: 'GET', url: '/items?mine=true', headers: bob })).json().map((item: { name: string }) => item.name), ['Cake'])
+      assert.deepEqual((await app.inject({ method: 'GET', url: '/items?mine=true' })).json(), [], 'without a token, mine is nobody\'s')
+      assert.equal((await app.inject({ method: 'GET', url: '/items?mine=true', headers: { authorization: 'Bearer nope' } })).statusCode, 401)
+      const patched = await app.inject({ method: 'PATCH', url: `/items/${bread.id}`, headers: demo, payload: { price: 4 } })
+      assert.equal(patched.statusCode, 200)
+      assert.deepEqual(patched.json(), { ...bread, price: 4 })
+      assert.equal((await app.inject({ method: 'DELETE', url: `/items/${bread.id}`, headers: demo })).statusCode, 204)
+    })
+
     test('OpenAPI: security on the four writes only, the password flow at /token', async (t) => {
       const { app } = await exampleApp(t, dialect)
       const response = await app.inject({ method: 'GET', url: '/docs/json' })

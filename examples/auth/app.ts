@@ -1,10 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
-import type { Generated, Kysely } from 'kysely'
+import type { Expression, ExpressionBuilder, Generated, Kysely, SqlBool, Updateable } from 'kysely'
 import { createDatabase, Viewset, viewsetDocs } from 'fastify-viewsets'
-import type { CreateRequest, ViewsetMethod, ViewsetToken } from 'fastify-viewsets'
+import type { RowContext, ScopedMethod, ViewsetMethod, WriteMethod } from 'fastify-viewsets'
 import { exampleServer } from '../shared.js'
 import { authConfig } from './config.js'
 import { jwtOptions } from './jwt.js'
@@ -32,11 +32,32 @@ export const protectedMethods: readonly ViewsetMethod[] = ['POST', 'PUT', 'PATCH
 /** Lifetime of an access token, in seconds. */
 export const tokenLifetime = 3600
 
-/** Items whose creator is recorded from the token: what a handler can do with `token`. */
+/** LIST's own parameter: `?mine=true` narrows the list to the caller's items, with search, filters and paging kept. */
+export const ItemQuery = Type.Object({
+  mine: Type.Optional(Type.Boolean({ description: 'Only the items the caller owns (send a bearer token; without one, none)' })),
+})
+
+/**
+ * Everyone may read; an item belongs to whoever created it, and only its owner may change or delete it.
+ * Two hooks say so, and every generated behaviour (validation, search, count, Link, OpenAPI) stays:
+ * `beforeWrite` sets `owner` from the token, and `scope` restricts the rows a request can reach.
+ */
 class ItemViewset extends Viewset<DB, 'items', typeof Item> {
-  override async createElement (request: CreateRequest<typeof Item>, _reply: FastifyReply, token: ViewsetToken | null) {
-    const owner = typeof token?.sub === 'string' ? token.sub : null
-    return await this.insert({ ...this.writable(request.body), owner })
+  static override listQuery = ItemQuery
+
+  // `owner` is read-only in the schema, so a body never sets it: only this does.
+  override beforeWrite (values: Updateable<DB['items']>, { token }: RowContext<WriteMethod>): Updateable<DB['items']> {
+    return { ...values, owner: token?.sub ?? null }
+  }
+
+  // Someone else's item is 404 for PUT, PATCH and DELETE, and the check is part of the UPDATE or DELETE.
+  override scope (eb: ExpressionBuilder<DB, 'items'>, { request, token, method }: RowContext<ScopedMethod>): Expression<SqlBool> | undefined {
+    if (method === 'GET') return undefined
+    if (method === 'LIST') {
+      const { mine } = request.query as Static<typeof ItemQuery> // LIST's query string, validated against listQuery
+      return mine === true ? eb('owner', '=', token?.sub ?? null) : undefined
+    }
+    return eb('owner', '=', token?.sub ?? null)
   }
 }
 
