@@ -15,6 +15,12 @@ interface Scope {
 }
 
 const scopes = new AsyncLocalStorage<Scope>()
+let cancellation = false
+
+/** Turns request scopes on: called when createDatabase opens a PostgreSQL pool, whose clients can cancel. */
+export function enableCancellation (): void {
+  cancellation = true
+}
 
 /** How long a CancelRequest may take before the connection stops waiting for it. */
 const cancelTimeout = 2000
@@ -35,6 +41,8 @@ export interface ClosableResponse {
  * ```
  */
 export function runCancellable<T> (response: ClosableResponse, work: () => T): T {
+  // AsyncLocalStorage slows every promise of the process once it runs: only where a pool can cancel.
+  if (!cancellation) return work()
   const scope: Scope = { gone: false, running: new Set() }
   response.once('close', () => {
     if (response.writableFinished) return

@@ -1,6 +1,6 @@
 import { PostgresDialect } from 'kysely'
 import type { ConnectionSettings, DatabaseConnector } from './connection.js'
-import { cancelOnClientGone } from './postgres-cancel.js'
+import { cancelOnClientGone, enableCancellation } from './postgres-cancel.js'
 import { markPreparable, postgresHandle, queryDirect, useNamedStatements } from './postgres-statements.js'
 import type { PostgresHandle } from './postgres-statements.js'
 
@@ -20,6 +20,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   // the server goes away (a restart, a failover): without this listener the process would crash.
   pool.on('connect', (client) => { client.on('error', () => {}) })
   pool.on('connect', cancelOnClientGone)
+  enableCancellation()
   if (settings.preparedStatements) pool.on('connect', useNamedStatements)
   handle.pool = pool
   return pool
