@@ -35,15 +35,18 @@ function exactInteger (value: bigint): number | string {
   return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : String(value)
 }
 
+/** Declared types that ask for 64-bit integers (BIGINT, INT8, UNSIGNED BIG INT); a plain INTEGER does not. */
+const wideInteger = /big|int8/i
+
 /**
  * better-sqlite3 reads every integer as a JavaScript number, so 2^53 + 1 comes back as 2^53. A statement
- * that reads columns declared with an integer type (INTEGER, BIGINT, INT8, ...) reads them as bigints
- * instead, then hands them on like mysql2's `supportBigNumbers`: a number up to 2^53 - 1 (what a
+ * that reads a column declared as a 64-bit integer (BIGINT, INT8, UNSIGNED BIG INT) reads its integers as
+ * bigints instead (every statement reading an INTEGER key would pay for converting each cell), then hands them on like mysql2's `supportBigNumbers`: a number up to 2^53 - 1 (what a
  * `Type.Integer` field serializes), the exact digits beyond (what a `Type.String` field serializes).
  * Other statements, and other columns, are untouched.
  */
 function withExactIntegers (statement: BetterSqliteStatement): CachedStatement {
-  if (!statement.reader || !statement.columns().some((column) => column.type !== null && /int/i.test(column.type))) return statement
+  if (!statement.reader || !statement.columns().some((column) => column.type !== null && wideInteger.test(column.type))) return statement
   statement.safeIntegers(true)
   // Safe integers apply to every integer the statement reads (a BOOLEAN's 0 and 1, an expression), so every cell is checked.
   const exact = (row: Row): Row => {
