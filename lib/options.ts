@@ -85,6 +85,12 @@ export type BeforeWriteFunction<DB, TB extends keyof DB> = (values: Updateable<D
 export type FieldOf<S extends TObject> = keyof Static<S> & string
 
 /**
+ * A dotted path through a relation field of the schema, such as `author.name`, `tags.name` or
+ * `author.publisher.name`: the relations and the last field are checked against `relatedConfig` at registration.
+ */
+export type RelationPath<S extends TObject> = `${ObjectFields<S> & string}.${string}`
+
+/**
  * Options of {@link createViewset} and of the {@link Viewset} constructor.
  *
  * @example
@@ -140,8 +146,11 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
   orderingFields?: readonly FieldOf<S>[]
   /** Order when `?order_by` is absent, such as `'-created_at'` or `'name,-id'`. */
   defaultOrder?: string
-  /** Filterable fields and their operators. */
-  filterFields?: { readonly [K in FieldOf<S>]?: readonly FilterOperator[] }
+  /**
+   * Filterable fields and their operators. A relation path (`'author.name'`, `'tags.name'`, at most two
+   * relations) filters the rows that have at least one related row matching.
+   */
+  filterFields?: { readonly [K in FieldOf<S> | RelationPath<S>]?: readonly FilterOperator[] }
   /** Always send `X-Total-Count` (default: only with `?count=true`). */
   alwaysCount?: boolean
 

@@ -398,7 +398,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const serialized = deriveSerializerSchema(entity)
     // `?fields=` serializers are compiled from the serializer's entity too.
     const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map())
-    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields })
+    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields, related: { table, links: relations?.links ?? new Map() } })
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
     const routes = viewsetRoutes(methods, this, {

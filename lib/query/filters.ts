@@ -12,6 +12,8 @@ import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
+import type { RelatedPath, RelatedRoot } from './related-paths.js'
+import { groupRelated, relatedColumn, resolvePath } from './related-paths.js'
 import { boundedTerm } from './search.js'
 import { padList } from './statement-cache.js'
 
@@ -103,11 +105,13 @@ function normalizer (field: ScalarField, parameter: string): (value: unknown) =>
 
 interface Filter {
   readonly parameter: string
+  /** The relation path of a filter through relations, else `undefined`. */
+  readonly path?: RelatedPath
   condition (value: unknown): Condition
 }
 
-function planFilter (field: ScalarField, operator: FilterOperator, parameter: string, dialect: ViewsetDialect, maxSearchLength: number): Filter {
-  const name = field.name
+/** `name`: the column the condition compares, `table.column` inside a relation's subquery. */
+function planFilter (field: ScalarField, operator: FilterOperator, parameter: string, dialect: ViewsetDialect, maxSearchLength: number, name = field.name): Filter {
   const comparison = comparisons[operator]
   if (comparison !== undefined) {
     const normalize = normalizer(field, parameter)
@@ -165,7 +169,7 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
  * `reserved` are the parameters LIST already has; a filter may not shadow them. A `__contains` value is at
  * most `maxSearchLength` characters, like `?search=`.
  */
-export function planFilters (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, reserved: readonly string[], maxSearchLength: number): FilterPlan {
+export function planFilters (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, reserved: readonly string[], maxSearchLength: number, root?: RelatedRoot): FilterPlan {
   if (option === undefined) return { properties: {}, conditions: () => [] }
   if (!isRecord(option)) {
     invalidOption('filterFields', 'expected an object such as { name: [\'eq\', \'contains\'] }')
@@ -173,7 +177,9 @@ export function planFilters (option: unknown, fields: ReadonlyMap<string, Scalar
   const properties: Record<string, JsonSchema> = {}
   const filters: Filter[] = []
   for (const [name, operators] of Object.entries(option)) {
-    const field = fields.get(name)
+    // A dotted name is a path through relations (`author.name`), typed by the related schema.
+    const path = name.includes('.') && root !== undefined ? resolvePath('filterFields', name, root, false) : undefined
+    const field = path?.field ?? fields.get(name)
     if (field === undefined) invalidOption('filterFields', `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`)
     const allowed = operatorsByType[field.type]
     if (!isList(operators) || operators.length === 0) invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
@@ -188,8 +194,10 @@ export function planFilters (option: unknown, fields: ReadonlyMap<string, Scalar
         if (reserved.includes(parameter) || parameter in properties) {
           invalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
         }
-        properties[parameter] = valueSchema(field, op, `Rows whose ${name} ${descriptions[op]}`, maxSearchLength)
-        filters.push(planFilter(field, op, parameter, dialect, maxSearchLength))
+        const subject = path === undefined ? name : `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`
+        properties[parameter] = valueSchema(field, op, `Rows whose ${subject} ${descriptions[op]}`, maxSearchLength)
+        const filter = planFilter(field, op, parameter, dialect, maxSearchLength, path === undefined ? field.name : relatedColumn(path))
+        filters.push(path === undefined ? filter : { ...filter, path })
       }
     }
   }
@@ -197,10 +205,14 @@ export function planFilters (option: unknown, fields: ReadonlyMap<string, Scalar
     properties,
     conditions (query) {
       const conditions: Condition[] = []
+      const related: Array<{ path: RelatedPath, condition: Condition }> = []
       for (const filter of filters) {
         const value = query[filter.parameter]
-        if (value !== undefined) conditions.push(filter.condition(value))
+        if (value === undefined) continue
+        if (filter.path === undefined) conditions.push(filter.condition(value))
+        else related.push({ path: filter.path, condition: filter.condition(value) })
       }
+      if (related.length > 0 && root !== undefined) conditions.push(...groupRelated(related, root.table))
       return conditions
     },
   }

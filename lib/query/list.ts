@@ -9,6 +9,7 @@ import type { FieldsPlan } from './fields.js'
 import { planFilters } from './filters.js'
 import type { ListQueryPlan } from './list-query.js'
 import { planOrdering } from './ordering.js'
+import type { RelatedRoot } from './related-paths.js'
 import { planSearch } from './search.js'
 
 /** What LIST needs to know, gathered once at registration. */
@@ -24,6 +25,8 @@ export interface ListContext {
   readonly selected?: readonly string[]
   /** `?fields=`, when the caller planned it (it is shared with GET); else planned here. */
   readonly fieldsPlan?: FieldsPlan
+  /** The table and its relations, for dotted paths (`author.name`) in filters, search and ordering. */
+  readonly related?: RelatedRoot
 }
 
 /** LIST, planned once: its query-string schema, its response headers, and how to parse a request. */
@@ -73,7 +76,7 @@ export function createListPlan (context: ListContext): ListPlan {
     ...search.properties,
     ...ordering.properties,
   }
-  const filters = planFilters(options.filterFields, fields, dialect, Object.keys(general), resolved.maxSearchLength)
+  const filters = planFilters(options.filterFields, fields, dialect, Object.keys(general), resolved.maxSearchLength, context.related)
   return {
     querystring: { type: 'object', properties: { ...general, ...filters.properties }, additionalProperties: false },
     headers: {

@@ -19,6 +19,8 @@ export interface RelationLoader {
   readonly parentColumns: readonly string[]
   /** The parent column each relation field is looked up by. */
   readonly keys: ReadonlyMap<string, string>
+  /** How each relation field joins its parent, for filters, search and ordering through it (query/related-paths.ts). */
+  readonly links: ReadonlyMap<string, RelationLink>
   /** Adds the relation fields to each row, in place; only those in `only` when given. */
   load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void>
 }
@@ -49,10 +51,33 @@ function freeAlias (alias: string, taken: readonly string[]): string {
   return free
 }
 
+/**
+ * How one relation's rows meet their parent's, every name checked against the catalog: what a query needs
+ * to reach the related rows from the parent table (with `EXISTS` or a subquery) rather than load them.
+ */
+export interface RelationLink {
+  readonly field: string
+  readonly kind: RelationKind
+  readonly table: string
+  /** The column of the parent table the relation starts from. */
+  readonly parentColumn: string
+  /** many-to-one: the target's key; one-to-many: the target's foreign key; many-to-many: the target's key the join table names. */
+  readonly targetColumn: string
+  /** many-to-many: the join table, its column matching `parentColumn` and its column matching `targetColumn`. */
+  readonly through: { readonly table: string, readonly sourceKey: string, readonly targetKey: string } | undefined
+  /** The schema of one related row. */
+  readonly target: TObject
+  /** The scalar fields of the related rows that are columns (its relation fields left out). */
+  readonly columns: readonly string[]
+  /** The relations of the related rows. */
+  readonly links: ReadonlyMap<string, RelationLink>
+}
+
 /** One relation, planned: how to find its rows for a page and where to put them. */
 interface PlannedRelation {
   readonly field: string
   readonly kind: RelationKind
+  readonly link: RelationLink
   /** The column of the parent rows whose values are looked up. */
   readonly parentKey: string
   /** The column of the related rows that matches `parentKey`. */
@@ -112,6 +137,7 @@ class BatchedRelationLoader implements RelationLoader {
   readonly fields: ReadonlySet<string>
   readonly parentColumns: readonly string[]
   readonly keys: ReadonlyMap<string, string>
+  readonly links: ReadonlyMap<string, RelationLink>
   readonly #relations: readonly PlannedRelation[]
 
   constructor (relations: readonly PlannedRelation[]) {
@@ -119,6 +145,7 @@ class BatchedRelationLoader implements RelationLoader {
     this.fields = new Set(relations.map((relation) => relation.field))
     this.parentColumns = Object.freeze([...new Set(relations.map((relation) => relation.parentKey))])
     this.keys = new Map(relations.map((relation) => [relation.field, relation.parentKey]))
+    this.links = new Map(relations.map((relation) => [relation.field, relation.link]))
   }
 
   async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
@@ -216,6 +243,8 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
   }
   const extra = nested?.parentColumns ?? []
   const from = (): Builder => db.selectFrom(table)
+  const link = (parentColumn: string, targetColumn: string, through?: RelationLink['through']): RelationLink =>
+    ({ field: relation.field, kind, table, parentColumn, targetColumn, through, target: relation.target, columns: fields, links: nested?.links ?? new Map() })
 
   switch (kind) {
     case 'many-to-one': {
@@ -223,7 +252,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
       const columns = unique([...fields, references, ...extra])
       const query = new BatchedQuery((keys) => from().select(columns).where(references, 'in', keys))
-      return { field: relation.field, kind, parentKey: foreignKey, childKey: references, query, nested, keyOf: dialect.keyOf }
+      return { field: relation.field, kind, link: link(foreignKey, references), parentKey: foreignKey, childKey: references, query, nested, keyOf: dialect.keyOf }
     }
     case 'one-to-many': {
       const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
@@ -234,7 +263,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const query = new BatchedQuery((keys) => limit === undefined
         ? applyOrdering(from().select(columns).where(foreignKey, 'in', keys), order, dialect)
         : firstChildren(db, dialect, from().select(columns).where(foreignKey, 'in', keys), columns, foreignKey, order, '', limit))
-      return { field: relation.field, kind, parentKey: references, childKey: foreignKey, query, nested, keyOf: dialect.keyOf }
+      return { field: relation.field, kind, link: link(references, foreignKey), parentKey: references, childKey: foreignKey, query, nested, keyOf: dialect.keyOf }
     }
     case 'many-to-many': {
       const { through } = relation
@@ -257,7 +286,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const query = new BatchedQuery((keys) => limit === undefined
         ? applyOrdering(joined(keys), order, dialect, 't.')
         : firstChildren(db, dialect, joined(keys), [...columns, alias], `j.${source}`, order, 't.', limit))
-      return { field: relation.field, kind, parentKey, childKey: alias, query, nested, keyOf: dialect.keyOf }
+      return { field: relation.field, kind, link: link(parentKey, references, { table: through.table, sourceKey: source, targetKey: target }), parentKey, childKey: alias, query, nested, keyOf: dialect.keyOf }
     }
   }
 }
