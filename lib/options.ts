@@ -140,10 +140,10 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
    */
   authorize?: (token: ViewsetToken, method: AuthorizedMethod, request: FastifyRequest) => Promise<boolean> | boolean
 
-  /** Fields matched by `?search=` (case-insensitive substring, OR-ed). */
-  searchFields?: readonly FieldOf<S>[]
-  /** Fields allowed in `?order_by=`. */
-  orderingFields?: readonly FieldOf<S>[]
+  /** Fields matched by `?search=` (case-insensitive substring, OR-ed); also `selectRelated` paths such as `'author.name'`. */
+  searchFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
+  /** Fields allowed in `?order_by=`; also `selectRelated` paths such as `'author.name'`. */
+  orderingFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
   /** Order when `?order_by` is absent, such as `'-created_at'` or `'name,-id'`. */
   defaultOrder?: string
   /**

@@ -61,8 +61,8 @@ export function createListPlan (context: ListContext): ListPlan {
   if (options.alwaysCount !== undefined && typeof options.alwaysCount !== 'boolean') throw new ViewsetErrors.InvalidOption('alwaysCount', 'expected a boolean')
   const alwaysCount = options.alwaysCount === true
 
-  const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength)
-  const ordering = planOrdering(options.orderingFields, options.defaultOrder, fields, resolved.primaryKey)
+  const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength, context.related)
+  const ordering = planOrdering(options.orderingFields, options.defaultOrder, fields, resolved.primaryKey, context.related)
   const selection = context.fieldsPlan ?? planFields(entity, columns, selected)
   const general = {
     ...paginationSchema(resolved),

@@ -6,12 +6,22 @@ import type { JsonSchema } from '../schema/derive.js'
 import { isList } from '../schema/object-schema.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
+import type { RelatedRoot } from './related-paths.js'
+import { relatedValue, resolvePath } from './related-paths.js'
 
 /** One sort key. */
 export interface OrderKey {
+  /** A column, or a relation path (`author.name`) when `expression` is set. */
   readonly field: string
   readonly descending: boolean
   readonly nullable: boolean
+  /** The value sorted on when it is not the column `field`: a related row's field (query/related-paths.ts). */
+  readonly expression?: Expression<unknown>
+}
+
+/** What a sort key's value is in SQL: its expression, else its column (`prefix` qualifies the column). */
+export function orderValue (key: OrderKey, prefix = ''): Expression<unknown> {
+  return key.expression ?? sql.ref(`${prefix}${key.field}`)
 }
 
 /** A complete ordering: the keys asked for, then the primary key so that no two rows tie. */
@@ -51,7 +61,7 @@ export interface OrderProblem {
  * // { shape: '-year,id', keys: [{ field: 'year', descending: true, nullable: true }, { field: 'id', descending: false, nullable: false }] }
  * ```
  */
-export function parseOrdering (text: string | readonly string[], fields: ReadonlyMap<string, { readonly nullable: boolean }>, tieBreaker: string | undefined): Ordering | OrderProblem {
+export function parseOrdering (text: string | readonly string[], fields: ReadonlyMap<string, { readonly nullable: boolean, readonly expression?: Expression<unknown> }>, tieBreaker: string | undefined): Ordering | OrderProblem {
   const keys: OrderKey[] = []
   for (const part of typeof text === 'string' ? text.split(',') : text) {
     const descending = part.startsWith('-')
@@ -59,7 +69,7 @@ export function parseOrdering (text: string | readonly string[], fields: Readonl
     const field = fields.get(name)
     if (field === undefined) return { part, field: name, reason: 'unknown' }
     if (keys.some((key) => key.field === name)) return { part, field: name, reason: 'twice' }
-    keys.push({ field: name, descending, nullable: field.nullable })
+    keys.push(field.expression === undefined ? { field: name, descending, nullable: field.nullable } : { field: name, descending, nullable: field.nullable, expression: field.expression })
   }
   if (tieBreaker !== undefined && !keys.some((key) => key.field === tieBreaker)) keys.push({ field: tieBreaker, descending: false, nullable: false })
   return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys }
@@ -77,9 +87,10 @@ function describe (problem: OrderProblem): string {
 /** The terms of ORDER BY: each key's column and direction, after the key that sorts its NULLs where the dialect would not. */
 export function orderTerms (keys: readonly OrderKey[], dialect: Pick<ViewsetDialect, 'nullsSortLargest'>, prefix = ''): Array<readonly [Expression<unknown>, 'asc' | 'desc']> {
   const terms: Array<readonly [Expression<unknown>, 'asc' | 'desc']> = []
-  for (const { field, descending, nullable } of keys) {
+  for (const key of keys) {
+    const { descending, nullable } = key
     const direction = descending ? 'desc' : 'asc'
-    const column = sql.ref(`${prefix}${field}`)
+    const column = orderValue(key, prefix)
     if (nullable && !dialect.nullsSortLargest) terms.push([sql`${column} is null`, direction])
     terms.push([column, direction])
   }
@@ -111,14 +122,20 @@ export function orderClause (keys: readonly OrderKey[], dialect: Pick<ViewsetDia
  * Checks `orderingFields` and `defaultOrder` and plans `?order_by=`. `defaultOrder` may use any scalar
  * column (it is the developer's choice); `order_by` only the `orderingFields`.
  */
-export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fields: ReadonlyMap<string, ScalarField>, primaryKey: string): OrderingPlan {
+export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fields: ReadonlyMap<string, ScalarField>, primaryKey: string, related?: RelatedRoot): OrderingPlan {
   const key = fields.get(primaryKey)
   if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
-  const allowed = new Map<string, ScalarField>()
+  const allowed = new Map<string, ScalarField & { readonly expression?: Expression<unknown> }>()
+  // Relation paths sort on one related value per row: many-to-one only, NULL (no related row) sorting as nulls do.
+  const sortable = (name: string): ScalarField & { readonly expression?: Expression<unknown> } | undefined => {
+    if (!name.includes('.') || related === undefined) return fields.get(name)
+    const path = resolvePath('orderingFields', name, related, true)
+    return { ...path.field, name, nullable: true, expression: relatedValue(path, related.table) }
+  }
   if (orderingFields !== undefined) {
     if (!isList(orderingFields) || orderingFields.length === 0) invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
     for (const name of orderingFields) {
-      const field = typeof name === 'string' ? fields.get(name) : undefined
+      const field = typeof name === 'string' ? sortable(name) : undefined
       if (field === undefined) invalidOption('orderingFields', `${JSON.stringify(name)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
       if (allowed.has(field.name)) invalidOption('orderingFields', `"${field.name}" is listed twice`)
       allowed.set(field.name, field)
@@ -128,7 +145,8 @@ export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fi
   let defaultOrdering: Ordering = { shape: primaryKey, keys: [{ field: primaryKey, descending: false, nullable: false }] }
   if (defaultOrder !== undefined) {
     if (typeof defaultOrder !== 'string' || defaultOrder === '') invalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
-    const parsed = parseOrdering(defaultOrder, fields, primaryKey)
+    // Any scalar column, and the relation paths of orderingFields.
+    const parsed = parseOrdering(defaultOrder, new Map([...fields, ...allowed]), primaryKey)
     if (isProblem(parsed)) invalidOption('defaultOrder', `${describe(parsed)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
     defaultOrdering = parsed
   }

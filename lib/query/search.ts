@@ -7,6 +7,8 @@ import type { Condition } from './condition.js'
 import { checkedTerm, queryParameterError } from './condition.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
+import type { RelatedPath, RelatedRoot } from './related-paths.js'
+import { existsThrough, relatedColumn, resolvePath } from './related-paths.js'
 
 /** `?search=`, planned from the `searchFields` option. */
 export interface SearchPlan {
@@ -42,17 +44,22 @@ export function boundedTerm (parameter: string, term: string, maxLength: number)
  * `maxLength` characters: the schema says so, so OpenAPI documents it and validation refuses a longer one
  * (Ajv counts code points, so `é` or `🍞` count as one) with a 400 that names `search`.
  */
-export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, maxLength: number): SearchPlan {
+export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, maxLength: number, related?: RelatedRoot): SearchPlan {
   if (option === undefined) return { properties: {}, condition: () => undefined }
   const strings = [...fields.values()].filter((field) => field.type === 'string').map((field) => field.name)
   if (!isList(option) || option.length === 0) invalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
   const names: string[] = []
+  // A relation path (`author.name`) searches the related row: many-to-one only, one value per row.
+  const paths = new Map<string, RelatedPath>()
   for (const name of option) {
-    if (typeof name !== 'string' || !strings.includes(name)) {
+    const path = typeof name === 'string' && name.includes('.') && related !== undefined ? resolvePath('searchFields', name, related, true) : undefined
+    if (path !== undefined && path.field.type !== 'string') invalidOption('searchFields', `"${name}" is not a string field of the schema of "${path.hops.map((hop) => hop.field).join('.')}"`)
+    if (typeof name !== 'string' || (path === undefined && !strings.includes(name))) {
       invalidOption('searchFields', `${JSON.stringify(name)} is not a string column of the schema; searchable fields: ${nameList(strings)}`)
     }
     if (names.includes(name)) invalidOption('searchFields', `"${name}" is listed twice`)
     names.push(name)
+    if (path !== undefined) paths.set(name, path)
   }
   const properties: Record<string, JsonSchema> = {
     search: {
@@ -71,7 +78,13 @@ export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarF
       return {
         shape: 'search',
         parameters: names.map(() => pattern),
-        expression: (eb) => eb.or(names.map((name) => dialect.ilike(eb.ref(name), pattern))),
+        // A parent whose relation is NULL has no related row: its own fields are still searched.
+        expression: (eb) => eb.or(names.map((name) => {
+          const path = paths.get(name)
+          return path === undefined || related === undefined
+            ? dialect.ilike(eb.ref(name), pattern)
+            : existsThrough(eb, path, related.table, dialect.ilike(eb.ref(relatedColumn(path)), pattern))
+        })),
       }
     },
   }
