@@ -164,6 +164,17 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
   scope?: ScopeFunction<DB, TB>
   /** What POST, PUT and PATCH write, from the body's writable fields (default: them as sent); see {@link BeforeWriteFunction}. */
   beforeWrite?: BeforeWriteFunction<DB, TB>
+  /**
+   * The relation fields loaded when a request names no `?fields=`, on LIST, GET and write responses
+   * (default: every configured relation; `[]` for none). A relation not loaded is absent from the object;
+   * `?fields=id,tags` still loads `tags`.
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'books', schema: Book, relatedConfig, defaultRelations: ['author'] }) // tags only with ?fields=
+   * ```
+   */
+  defaultRelations?: readonly FieldOf<S>[]
 }
 
 type RelationKeys<R> =
@@ -203,7 +214,7 @@ const knownOptionKeys = {
     'db', 'readDb', 'table', 'schema', 'primaryKey', 'methods', 'tags', 'name', 'maxLimit', 'defaultLimit',
     'protectedMethods', 'authenticate', 'authorize',
     'searchFields', 'orderingFields', 'defaultOrder', 'filterFields', 'alwaysCount', 'maxSearchLength', 'maxOffset',
-    'relatedConfig', 'scope', 'beforeWrite',
+    'relatedConfig', 'defaultRelations', 'scope', 'beforeWrite',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig'],

@@ -173,8 +173,8 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       parsePagination(queryOf(request), maxOffset)
       const rows = await handlers.list(request, reply, request.viewsetToken)
       const page = listPages.get(request)
-      // A relation the selection leaves out is not loaded at all.
-      await withRelations(resource, readDb, rows, page?.query.fields?.relations)
+      // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
+      await withRelations(resource, readDb, rows, page?.query.fields?.relations ?? context.fields.defaultRelations)
       if (page !== undefined) {
         const { query, total } = page
         if (total !== undefined) reply.header('x-total-count', String(total))
@@ -203,7 +203,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
     handler: cancellable(async (request, reply) => {
       const selection = fields.selection(queryOf(request))
       if (selection !== undefined) getSelections.set(request, selection)
-      const row = await withRelations(resource, readDb, await handlers.getElement(request, reply, request.viewsetToken), selection?.relations)
+      const row = await withRelations(resource, readDb, await handlers.getElement(request, reply, request.viewsetToken), selection?.relations ?? fields.defaultRelations)
       // Set last, so that an error thrown above is serialized as a problem, not as a row.
       if (selection !== undefined) reply.serializer(selection.serializeRow).type('application/json; charset=utf-8')
       return row
@@ -230,7 +230,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       if (id !== undefined && id !== null && !reply.hasHeader('location')) {
         reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
       }
-      return await withRelations(resource, db, row)
+      return await withRelations(resource, db, row, context.fields.defaultRelations)
     }),
   }
 }
@@ -247,7 +247,7 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
     schema,
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf(method, context),
-    handler: cancellable(async (request, reply) => await withRelations(resource, db, await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'))),
+    handler: cancellable(async (request, reply) => await withRelations(resource, db, await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'), context.fields.defaultRelations)),
   }
 }
 

@@ -20,6 +20,7 @@ import { createListPlan } from './query/list.js'
 import type { ListPlan } from './query/list.js'
 import { Statements } from './query/statements.js'
 import type { RelatedConfig } from './relations/config.js'
+import { checkDefaultRelations } from './relations/default-relations.js'
 import { createRelationLoader, relatedConfigOf, relationFields } from './relations/loader.js'
 import { Resource } from './resource.js'
 import { recordListPage, requestedFields, viewsetRoutes } from './routes.js'
@@ -397,7 +398,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const statements = new Statements(db, table, primaryKey, selected)
     const serialized = deriveSerializerSchema(entity)
     // `?fields=` serializers are compiled from the serializer's entity too.
-    const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map())
+    const defaultRelations = checkDefaultRelations(this.options.defaultRelations, relations?.fields ?? new Set(), entity)
+    const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map(), defaultRelations)
     const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields, related: { table, links: relations?.links ?? new Map() } })
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import { createViewset } from 'fastify-viewsets'
+import { createViewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
 import type { FastifyInstance } from 'fastify'
+import type { Kysely } from 'kysely'
 import { migrate } from '../examples/relations/migrations.js'
 import { Book, Publisher, Tag } from '../examples/relations/app.js'
 import type { DB } from '../examples/relations/app.js'
@@ -52,7 +53,7 @@ const authorRelations = {
   },
 } as const
 
-type BookOptions = Partial<Pick<ViewsetOptions<DB, 'books', typeof Book>, 'filterFields' | 'orderingFields' | 'searchFields' | 'defaultOrder'>>
+type BookOptions = Partial<Pick<ViewsetOptions<DB, 'books', typeof Book>, 'filterFields' | 'orderingFields' | 'searchFields' | 'defaultOrder' | 'defaultRelations'>>
 type AuthorOptions = Partial<Pick<ViewsetOptions<DB, 'authors', typeof AuthorWithBooks>, 'filterFields' | 'orderingFields' | 'searchFields'>>
 
 async function library (t: TestContext, dialect: TestDialect, books: BookOptions, authors: AuthorOptions = {}) {
@@ -60,6 +61,7 @@ async function library (t: TestContext, dialect: TestDialect, books: BookOptions
   const db = database.db
   await migrate(db)
   const app = testApp(t)
+  await app.register(viewsetDocs, { title: 'Library' })
   await app.register(createViewset({ db, table: 'books', schema: Book, relatedConfig: bookRelations, maxLimit: 100, ...books }), { prefix: '/books' })
   await app.register(createViewset({ db, table: 'authors', schema: AuthorWithBooks, relatedConfig: authorRelations, ...authors }), { prefix: '/authors' })
   await app.ready()
@@ -205,6 +207,82 @@ for (const dialect of dialects) {
         const app = testApp(t)
         const started = async (): Promise<void> => {
           await app.register(createViewset({ db: database.db, table: 'books', schema: Book, relatedConfig: bookRelations, ...options }), { prefix: '/books' })
+          await app.ready()
+        }
+        await assert.rejects(started(), (error: Error & { code?: string }) => {
+          assert.equal(error.code, 'FST_VIEWSET_INVALID_OPTION')
+          assert.match(error.message, message)
+          return true
+        })
+      }
+    })
+
+    test('fields=id,title,author loads the author and not the tags', async (t) => {
+      const { app, queries } = await library(t, dialect, {})
+      queries.length = 0
+      const response = await app.inject({ method: 'GET', url: '/books?fields=id,title,author&limit=2' })
+      assert.deepEqual(response.json(), [
+        { id: 1, title: 'The Left Hand of Darkness', author: { id: 1, name: 'Ursula K. Le Guin', country: 'US' } },
+        { id: 2, title: 'The Dispossessed', author: { id: 1, name: 'Ursula K. Le Guin', country: 'US' } },
+      ])
+      assert.equal(queries.length, 2, queries.join('\n'))
+      assert.doesNotMatch(queries.join('\n'), /book_tags|publishers/)
+      queries.length = 0
+      const one = await app.inject({ method: 'GET', url: '/books/12?fields=title,tags' })
+      assert.deepEqual(one.json(), { title: 'Beowulf', tags: [{ id: 6, name: 'classic' }, { id: 3, name: 'poetry' }] })
+      assert.equal(queries.length, 2, queries.join('\n'))
+      // The OpenAPI description of `fields` names the relations.
+      const document = app.swagger() as { paths: Record<string, { get: { parameters: Array<{ name: string, description: string }> } }> }
+      const fields = document.paths['/books']?.get.parameters.find((parameter) => parameter.name === 'fields')
+      assert.match(fields?.description ?? '', /Relations: author, publisher, tags; only those named are loaded \(without `fields`: all of them\)/)
+    })
+
+    test('defaultRelations: what loads without fields, on LIST, GET and write responses', async (t) => {
+      const { app, queries } = await library(t, dialect, { defaultRelations: ['author'] })
+      queries.length = 0
+      const list = await app.inject({ method: 'GET', url: '/books?limit=1' })
+      assert.deepEqual(list.json(), [{ id: 1, title: 'The Left Hand of Darkness', year: 1969, author_id: 1, publisher_id: 1, author: { id: 1, name: 'Ursula K. Le Guin', country: 'US' } }])
+      assert.equal(queries.length, 2, queries.join('\n'))
+      const got = await app.inject({ method: 'GET', url: '/books/12' })
+      assert.deepEqual(got.json(), { id: 12, title: 'Beowulf', year: 1000, author_id: null, publisher_id: 2, author: null })
+      // Named in fields, a relation left out of the default loads.
+      const named = await app.inject({ method: 'GET', url: '/books/12?fields=id,tags,publisher' })
+      assert.deepEqual(named.json(), { id: 12, publisher: { id: 2, name: 'Faber & Faber' }, tags: [{ id: 6, name: 'classic' }, { id: 3, name: 'poetry' }] })
+      const created = await app.inject({ method: 'POST', url: '/books', payload: { title: 'Mr Palomar', year: 1983, author_id: 2, publisher_id: 3 } })
+      assert.equal(created.statusCode, 201)
+      assert.deepEqual(created.json(), { id: 13, title: 'Mr Palomar', year: 1983, author_id: 2, publisher_id: 3, author: { id: 2, name: 'Italo Calvino', country: 'IT' } })
+      const patched = await app.inject({ method: 'PATCH', url: '/books/13', payload: { author_id: 4 } })
+      assert.equal(patched.json().author.name, 'Jorge Luis Borges')
+      assert.equal('tags' in patched.json(), false)
+      const put = await app.inject({ method: 'PUT', url: '/books/13', payload: { title: 'Mr Palomar', author_id: null } })
+      assert.deepEqual(put.json(), { id: 13, title: 'Mr Palomar', year: 1983, author_id: null, publisher_id: 3, author: null })
+    })
+
+    test('defaultRelations: [] loads nothing without fields', async (t) => {
+      const { app, queries } = await library(t, dialect, { defaultRelations: [] })
+      queries.length = 0
+      const response = await app.inject({ method: 'GET', url: '/books?limit=2&fields=id,title' })
+      assert.deepEqual(response.json(), [{ id: 1, title: 'The Left Hand of Darkness' }, { id: 2, title: 'The Dispossessed' }])
+      const all = await app.inject({ method: 'GET', url: '/books/3' })
+      assert.deepEqual(all.json(), { id: 3, title: 'A Wizard of Earthsea', year: 1968, author_id: 1, publisher_id: 1 })
+      assert.equal(queries.length, 2, queries.join('\n'))
+      const document = app.swagger() as { paths: Record<string, { get: { parameters: Array<{ name: string, description: string }> } }> }
+      const fields = document.paths['/books/{id}']?.get.parameters.find((parameter) => parameter.name === 'fields')
+      assert.match(fields?.description ?? '', /\(without `fields`: none\)/)
+    })
+
+    test('defaultRelations: an unknown or required relation fails at startup', async (t) => {
+      const Required = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), tags: Type.Array(Tag) })
+      const cases: Array<[(db: Kysely<DB>) => ReturnType<typeof createViewset>, RegExp]> = [
+        [(db) => createViewset({ db, table: 'books', schema: Book, relatedConfig: bookRelations, defaultRelations: ['title'] }), /defaultRelations: "title" is not a relation field of relatedConfig; relations: author, publisher, tags/],
+        [(db) => createViewset({ db, table: 'books', schema: Required, relatedConfig: { prefetchRelated: { tags: bookRelations.prefetchRelated.tags } }, defaultRelations: [] }), /defaultRelations: "tags" is left out.*schema requires it/],
+      ]
+      for (const [viewset, message] of cases) {
+        const database = await testDatabase(t, dialect)
+        await migrate(database.db)
+        const app = testApp(t)
+        const started = async (): Promise<void> => {
+          await app.register(viewset(database.db), { prefix: '/books' })
           await app.ready()
         }
         await assert.rejects(started(), (error: Error & { code?: string }) => {

@@ -28,6 +28,8 @@ export interface FieldSelection {
 /** `?fields=`, planned from the entity schema. */
 export interface FieldsPlan {
   readonly properties: Record<string, JsonSchema>
+  /** The relations loaded when a request names no fields (`defaultRelations`); `undefined` for all of them. */
+  readonly defaultRelations: ReadonlySet<string> | undefined
   /** The selection of a request, or `undefined` for every field; an unknown field is a 400. */
   selection (query: Record<string, unknown>): FieldSelection | undefined
 }
@@ -39,9 +41,11 @@ export interface FieldsPlan {
  * parent rows: a selection reads its chosen columns plus the keys of its chosen relations, nothing else.
  * Without it, `selected` (every column the rows may need) is read whenever the entity has relations.
  */
-export function planFields (entity: JsonSchema, columns: readonly string[], selected: readonly string[], relationKeys?: ReadonlyMap<string, string>): FieldsPlan {
+export function planFields (entity: JsonSchema, columns: readonly string[], selected: readonly string[], relationKeys?: ReadonlyMap<string, string>, defaultRelations?: ReadonlySet<string>): FieldsPlan {
   const properties = propertiesOf(entity)
   const names = Object.keys(properties)
+  const relationNames = names.filter((name) => !columns.includes(name))
+  const loaded = defaultRelations === undefined ? 'all of them' : defaultRelations.size === 0 ? 'none' : [...defaultRelations].join(', ')
   const hasRelations = names.some((name) => !columns.includes(name))
   const serializers = new LruCache<string, FieldSelection>(maxFieldSets)
 
@@ -66,11 +70,13 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
   }
 
   return {
+    defaultRelations,
     properties: {
       fields: {
         type: 'string',
         minLength: 1,
-        description: `Comma-separated fields to return (default: all). Allowed: ${names.join(', ')}.`,
+        description: `Comma-separated fields to return (default: all). Allowed: ${names.join(', ')}.` +
+          (relationNames.length === 0 ? '' : ` Relations: ${relationNames.join(', ')}; only those named are loaded (without \`fields\`: ${loaded}), and one not loaded is absent from the object.`),
         examples: [names.slice(0, 2).join(',')],
       },
     },
