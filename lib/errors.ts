@@ -52,6 +52,7 @@ export const ViewsetErrors = {
   BadUrl: createError('FST_VIEWSET_BAD_URL', 'The URL is not valid (malformed percent-encoding)', 400),
   UriTooLong: createError('FST_VIEWSET_URI_TOO_LONG', 'A path parameter is longer than the limit', 414),
   BadRequest: detailError('FST_VIEWSET_BAD_REQUEST', 'The request cannot be served', 400),
+  InvalidCursor: detailError('FST_VIEWSET_INVALID_CURSOR', 'The cursor is not one this list made: follow the Link header, or start again without cursor', 400),
   UnsupportedOrdering: createError('FST_VIEWSET_UNSUPPORTED_ORDERING', 'Unsupported ordering %s: the allowed fields are %s (a leading - sorts descending)', 400),
   InvalidValue: detailError('FST_VIEWSET_INVALID_VALUE', 'A value cannot be stored', 400),
   Conflict: detailError('FST_VIEWSET_CONFLICT', 'The request conflicts with the stored data', 409),

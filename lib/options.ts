@@ -153,6 +153,11 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
   filterFields?: { readonly [K in FieldOf<S> | RelationPath<S>]?: readonly FilterOperator[] }
   /** Always send `X-Total-Count` (default: only with `?count=true`). */
   alwaysCount?: boolean
+  /**
+   * How LIST pages (default `'offset'`): `'offset'` takes `?offset=`; `'cursor'` takes `?cursor=` (from the
+   * `Link` header's `next` and `prev`), costs the same on every page, and answers an `offset` with a 400.
+   */
+  pagination?: 'offset' | 'cursor'
 
   /** Eager loading of relation fields. */
   relatedConfig?: R
@@ -214,6 +219,7 @@ const knownOptionKeys = {
     'db', 'readDb', 'table', 'schema', 'primaryKey', 'methods', 'tags', 'name', 'maxLimit', 'defaultLimit',
     'protectedMethods', 'authenticate', 'authorize',
     'searchFields', 'orderingFields', 'defaultOrder', 'filterFields', 'alwaysCount', 'maxSearchLength', 'maxOffset',
+    'pagination',
     'relatedConfig', 'defaultRelations', 'scope', 'beforeWrite',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
@@ -332,6 +338,7 @@ export interface ResolvedOptions {
   readonly defaultLimit: number
   readonly maxOffset: number
   readonly maxSearchLength: number
+  readonly pagination: 'offset' | 'cursor'
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -361,6 +368,8 @@ export function resolveOptions (options: unknown): ResolvedOptions {
   if (typeof defaultLimit !== 'number' || !Number.isInteger(defaultLimit) || defaultLimit < 1 || defaultLimit > maxLimit) fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`)
   const maxOffset = positiveInteger('maxOffset', options.maxOffset ?? 10_000)
   const maxSearchLength = positiveInteger('maxSearchLength', options.maxSearchLength ?? 100)
+  const pagination = options.pagination ?? 'offset'
+  if (pagination !== 'offset' && pagination !== 'cursor') fail('pagination', `expected 'offset' or 'cursor', got ${JSON.stringify(pagination)}`)
   const tags = options.tags ?? []
   if (!isStringArray(tags)) fail('tags', 'expected an array of strings')
   const name = options.name
@@ -379,5 +388,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     defaultLimit,
     maxOffset,
     maxSearchLength,
+    pagination,
   })
 }

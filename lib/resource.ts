@@ -1,5 +1,7 @@
 import type { AnyDatabase, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
 import type { Condition } from './query/condition.js'
+import type { CursorPosition } from './query/cursor.js'
+import { keysetCondition, positionOf, reversed } from './query/cursor.js'
 import type { ListQuery } from './query/list-query.js'
 import type { ScopeCondition } from './query/scope.js'
 import { applyOrdering } from './query/ordering.js'
@@ -16,6 +18,15 @@ export interface ResourceConfig {
   readonly target: WriteTarget
   /** The loaders of the relation fields, if the schema has any. */
   readonly relations: RelationLoader | undefined
+}
+
+/** A page read by cursor: its rows in the request's order, and the positions its `next` and `prev` links start from. */
+export interface CursorPage {
+  readonly rows: Row[]
+  /** Absent when no row follows the page. */
+  readonly next: CursorPosition | undefined
+  /** Absent on the first page. */
+  readonly prev: CursorPosition | undefined
 }
 
 /** Which columns `find` reads (a `?fields=` selection), and the viewset's `scope` for this request. */
@@ -77,6 +88,45 @@ export class Resource {
       if (conditions.length > 0) select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
       return applyOrdering(select, ordering.keys, this.dialect).limit(limit).offset(offset)
     })
+  }
+
+  /**
+   * One page by keyset (`pagination: 'cursor'`): the `limit` rows after (or before) the query's cursor, in
+   * one statement that reads one row more, to know whether a next (or previous) page exists. A page before
+   * the cursor is read in the reversed order and turned back.
+   */
+  async cursorPage (db: AnyDatabase, query: ListQuery, scope?: ScopeCondition): Promise<CursorPage> {
+    const { limit, cursor, fields } = query
+    const conditions = scoped(query.conditions, scope)
+    const backwards = cursor?.direction === 'before'
+    const ordering = backwards ? reversed(query.ordering) : query.ordering
+    const keyset = cursor === undefined ? undefined : keysetCondition(ordering, cursor.values, this.dialect)
+    const where = keyset === undefined ? conditions : [...conditions, keyset]
+    // The ordering keys are read even when `?fields=` leaves them out: the links are made of them.
+    const read = [...new Set([...(fields?.columns ?? this.#target.columns), ...ordering.keys.map((key) => key.field)])]
+    const parameters = [...where.flatMap((condition) => condition.parameters), limit + 1]
+    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}`
+    const fetched = await this.#pages.rows(db, shape, parameters, () => {
+      let select = db.selectFrom(this.#target.table).select(read)
+      if (where.length > 0) select = select.where((eb) => eb.and(where.map((condition) => condition.expression(eb))))
+      return applyOrdering(select, ordering.keys, this.dialect).limit(limit + 1)
+    })
+    const more = fetched.length > limit
+    const rows = fetched.slice(0, limit)
+    if (backwards) rows.reverse()
+    const first = rows[0]
+    const last = rows[rows.length - 1]
+    const order = query.ordering
+    if (backwards) {
+      // The cursor's row (or what now stands there) follows this page.
+      return { rows, next: last === undefined ? undefined : positionOf(order, last, 'after'), prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined }
+    }
+    return {
+      rows,
+      next: more && last !== undefined ? positionOf(order, last, 'after') : undefined,
+      // A page past the cursor has rows before it; an empty one links back from the cursor itself.
+      prev: cursor === undefined ? undefined : first === undefined ? { direction: 'before', values: cursor.values } : positionOf(order, first, 'before'),
+    }
   }
 
   /** The number of rows matching the query's conditions (its page and order aside). */

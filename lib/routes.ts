@@ -4,9 +4,9 @@ import type { AnyDatabase, Row } from './dialect/dialect.js'
 import { runCancellable } from './dialect/postgres-cancel.js'
 import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
 import type { FieldSelection, FieldsPlan } from './query/fields.js'
-import { linkHeader } from './query/link.js'
+import { cursorLinkHeader, linkHeader } from './query/link.js'
 import type { ListQuery } from './query/list-query.js'
-import { parsePagination } from './query/list-query.js'
+import { offsetWithCursor, parsePagination } from './query/list-query.js'
 import type { Resource } from './resource.js'
 import type { JsonSchema } from './schema/derive.js'
 import { deriveBody, deriveParams } from './schema/derive.js'
@@ -45,6 +45,7 @@ export interface RouteContext {
   /** LIST's query string (the subclass's `listQuery` merged in) and the headers of the default LIST. */
   readonly list: { readonly querystring: JsonSchema, readonly headers?: Record<string, JsonSchema> | undefined }
   readonly maxOffset: number
+  readonly pagination: 'offset' | 'cursor'
   /** `?fields=` of LIST and GET. */
   readonly fields: FieldsPlan
   /** The scope's full prefix, for `Location`. */
@@ -56,6 +57,8 @@ export interface ListPage {
   readonly query: ListQuery
   /** The number of matching rows, when counted. */
   readonly total: number | undefined
+  /** With cursor pagination: the cursors of the `next` and `prev` links, absent when there is no such page. */
+  readonly cursors?: { readonly next: string | undefined, readonly prev: string | undefined }
 }
 
 // Per-request state between a route and the default handlers, keyed by request so it dies with it.
@@ -157,7 +160,7 @@ function onRequestOf (method: ViewsetMethod, context: RouteContext): Pick<RouteO
 
 /** LIST `/`: pagination checked, the handler's rows, their relations, then `Link`, `X-Total-Count` and `?fields=`. */
 function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
-  const { resource, readDb, list, maxOffset } = context
+  const { resource, readDb, list, maxOffset, pagination } = context
   const ref = { $ref: `${context.entity.$id}#` }
   const schema = baseSchema('LIST', context)
   schema.querystring = list.querystring
@@ -168,9 +171,11 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     schema,
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf('LIST', context),
+    // Before validation, which would only call `offset` unknown: the 400 says to page by cursor.
+    ...(pagination === 'cursor' ? { preValidation: (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => { done('offset' in queryOf(request) ? offsetWithCursor() : undefined) } } : {}),
     handler: cancellable(async (request, reply) => {
       // An overridden list gets the same bound on offset as the default one.
-      parsePagination(queryOf(request), maxOffset)
+      parsePagination(queryOf(request), maxOffset, pagination)
       const rows = await handlers.list(request, reply, request.viewsetToken)
       const page = listPages.get(request)
       // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
@@ -180,7 +185,9 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
         if (total !== undefined) reply.header('x-total-count', String(total))
         if (query.fields !== undefined) reply.serializer(query.fields.serialize).type('application/json; charset=utf-8')
         const count = Array.isArray(rows) ? rows.length : 0
-        const link = linkHeader(request.url, { limit: query.limit, offset: query.offset, rows: count, total, maxOffset })
+        const link = page.cursors === undefined
+          ? linkHeader(request.url, { limit: query.limit, offset: query.offset, rows: count, total, maxOffset })
+          : cursorLinkHeader(request.url, { limit: query.limit, ...page.cursors })
         if (link !== undefined) reply.header('link', link)
       }
       return rows

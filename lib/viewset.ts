@@ -12,6 +12,8 @@ import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, ViewsetM
 import { checkMethods, resolveOptions } from './options.js'
 import { viewsetPlugin } from './plugin.js'
 import type { ViewsetScope } from './plugin.js'
+import type { CursorPosition } from './query/cursor.js'
+import { encodeCursor } from './query/cursor.js'
 import { planFields } from './query/fields.js'
 import { parseListQuery } from './query/list-query.js'
 import { scopeCondition } from './query/scope.js'
@@ -194,6 +196,12 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     // Everything a client can get wrong is checked before the first query.
     const query = parseListQuery(isRecord(request.query) ? request.query : {}, list.query)
     const scope = this.#scopeOf(request, token, 'LIST')
+    if (query.pagination === 'cursor') {
+      const [page, total] = await Promise.all([resource.cursorPage(db, query, scope), query.count ? resource.count(db, query, scope) : undefined])
+      const cursor = (position: CursorPosition | undefined) => position === undefined ? undefined : encodeCursor(query.ordering, position)
+      recordListPage(request, { query, total, cursors: { next: cursor(page.next), prev: cursor(page.prev) } })
+      return page.rows.map(served<S>)
+    }
     const [rows, total] = await Promise.all([resource.list(db, query, scope), query.count ? resource.count(db, query, scope) : undefined])
     recordListPage(request, { query, total })
     return rows.map(served<S>)
@@ -417,6 +425,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       verifiesTokens: canVerifyTokens(fastify, this.options),
       list: this.#listQuerystring(list),
       maxOffset: this.#resolved.maxOffset,
+      pagination: this.#resolved.pagination,
       fields,
       prefix: fastify.prefix,
     })
@@ -448,7 +457,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     if (unread.length > 0) {
       throw new ViewsetErrors.InvalidOption('listQuery', `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. Override list(), or read them in scope()`)
     }
-    const base = own ? { limit: defaults.limit, offset: defaults.offset } : defaults
+    // With cursor pagination there is no `offset`: its `cursor` is kept instead.
+    const base = own ? Object.fromEntries(['limit', 'offset', 'cursor'].flatMap((key) => defaults[key] === undefined ? [] : [[key, defaults[key]]])) : defaults
     const properties = { ...base, ...propertiesOf(plain(extra)) }
     // The default list's response headers (Link, X-Total-Count) are not documented for an override.
     return { querystring: { ...list.querystring, properties }, ...(own ? {} : { headers: list.headers }) }

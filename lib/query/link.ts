@@ -10,7 +10,7 @@ export interface PagePosition {
   readonly maxOffset?: number
 }
 
-function isPagination (pair: string): boolean {
+function isPagination (pair: string, names: readonly string[] = ['limit', 'offset']): boolean {
   const name = pair.split('=', 1)[0] ?? ''
   let decoded = name
   try {
@@ -18,7 +18,7 @@ function isPagination (pair: string): boolean {
   } catch {
     // A malformed escape cannot be `limit` or `offset`: keep the pair as sent.
   }
-  return decoded === 'limit' || decoded === 'offset'
+  return names.includes(decoded)
 }
 
 // What may stand in a URI unescaped (RFC 3986), plus `%` of the escapes already there. Anything else
@@ -33,6 +33,32 @@ function escapeUri (text: string): string {
   })
 }
 
+/** The URL with the named parameters removed, ready for more: `/items?search=x&`. */
+function pageBase (url: string, names: readonly string[]): string {
+  const mark = url.indexOf('?')
+  const path = mark === -1 ? url : url.slice(0, mark)
+  const kept = mark === -1 ? '' : url.slice(mark + 1).split('&').filter((pair) => pair !== '' && !isPagination(pair, names)).map(escapeUri).join('&')
+  return `${escapeUri(path)}?${kept === '' ? '' : `${kept}&`}`
+}
+
+/**
+ * The `Link` header of a page read by cursor: `next` and `prev` carry their cursors (base64url, so
+ * nothing to escape), every other parameter as the client sent it. Either is absent when there is none.
+ *
+ * @example
+ * ```ts
+ * cursorLinkHeader('/items?order_by=-price', { limit: 20, next: 'WyJhIi', prev: undefined })
+ * // '</items?order_by=-price&limit=20&cursor=WyJhIi>; rel="next"'
+ * ```
+ */
+export function cursorLinkHeader (url: string, { limit, next, prev }: { limit: number, next: string | undefined, prev: string | undefined }): string | undefined {
+  const base = `${pageBase(url, ['limit', 'cursor'])}limit=${limit}&cursor=`
+  const links: string[] = []
+  if (next !== undefined) links.push(`<${base}${next}>; rel="next"`)
+  if (prev !== undefined) links.push(`<${base}${prev}>; rel="prev"`)
+  return links.length === 0 ? undefined : links.join(', ')
+}
+
 /**
  * The `Link` header (RFC 8288) of a page: `next` unless the page is short (or, with a count, the last) or
  * its offset would pass `maxOffset`, `prev` unless it is the first. The URLs keep every other query
@@ -45,10 +71,7 @@ function escapeUri (text: string): string {
  * ```
  */
 export function linkHeader (url: string, { limit, offset, rows, total, maxOffset = Number.MAX_SAFE_INTEGER }: PagePosition): string | undefined {
-  const mark = url.indexOf('?')
-  const path = mark === -1 ? url : url.slice(0, mark)
-  const kept = mark === -1 ? '' : url.slice(mark + 1).split('&').filter((pair) => pair !== '' && !isPagination(pair)).map(escapeUri).join('&')
-  const base = `${escapeUri(path)}?${kept === '' ? '' : `${kept}&`}limit=${limit}&offset=`
+  const base = `${pageBase(url, ['limit', 'offset'])}limit=${limit}&offset=`
   const links: string[] = []
   const next = offset + limit
   if (rows >= limit && (total === undefined || next < total) && next <= maxOffset) links.push(`<${base}${next}>; rel="next"`)

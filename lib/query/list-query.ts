@@ -1,5 +1,8 @@
 import type { Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
+import type { CursorPosition } from './cursor.js'
+import { decodeCursor } from './cursor.js'
+import type { ScalarType } from './field-types.js'
 import type { FieldSelection, FieldsPlan } from './fields.js'
 import type { FilterPlan } from './filters.js'
 import type { Ordering, OrderingPlan } from './ordering.js'
@@ -21,6 +24,10 @@ export interface ListQuery {
    * statement compiled at registration serves it.
    */
   readonly pageOnly: boolean
+  /** `'cursor'`: the page is read by keyset from `cursor` (offset is then 0), `limit` rows plus one to see what follows. */
+  readonly pagination: 'offset' | 'cursor'
+  /** `?cursor=` decoded; `undefined` for the first page (and with offset pagination). */
+  readonly cursor: CursorPosition | undefined
 }
 
 /** What {@link parseListQuery} checks a query string against; planned once at registration (query/list.ts). */
@@ -31,6 +38,9 @@ export interface ListQueryPlan {
   readonly fields: FieldsPlan
   readonly alwaysCount: boolean
   readonly maxOffset: number
+  readonly pagination: 'offset' | 'cursor'
+  /** The JSON type of each scalar field: what a cursor's values are checked against. */
+  readonly types: ReadonlyMap<string, ScalarType>
 }
 
 /** The pagination of a validated LIST query string. */
@@ -44,13 +54,22 @@ function offsetError (maxOffset: number): Error {
   return queryParameterError('offset', `must be at most ${maxOffset} (maxOffset): a deeper offset makes the database skip every row before it. To read further, use cursor pagination: order by a unique field and filter past the last row seen (such as ?order_by=id&id__gt=<last id>).`)
 }
 
+/** The 400 of an `offset` sent to a list that pages by cursor. */
+export function offsetWithCursor (): Error {
+  return queryParameterError('offset', 'is not accepted: this list pages with cursor. Follow the next and prev links of the Link header (?cursor=...)')
+}
+
 /**
  * `limit` and `offset` of a validated query string, with `maxOffset` enforced. Every LIST goes through
  * it, an overridden `list` too. The schema validator has filled in both defaults already.
  */
-export function parsePagination (query: Record<string, unknown>, maxOffset: number): Pagination {
+export function parsePagination (query: Record<string, unknown>, maxOffset: number, pagination: 'offset' | 'cursor' = 'offset'): Pagination {
   const { limit, offset } = query
   if (typeof limit !== 'number') throw queryParameterError('limit', 'must be a number')
+  if (pagination === 'cursor') {
+    if (offset !== undefined) throw offsetWithCursor()
+    return { limit, offset: 0 }
+  }
   if (typeof offset !== 'number') throw queryParameterError('offset', 'must be a number')
   if (offset > maxOffset) throw offsetError(maxOffset)
   return { limit, offset }
@@ -71,9 +90,10 @@ const pageParameters = new Set(['limit', 'offset'])
  * ```
  */
 export function parseListQuery (query: Record<string, unknown>, plan: ListQueryPlan): ListQuery {
-  const { limit, offset } = parsePagination(query, plan.maxOffset)
+  const { limit, offset } = parsePagination(query, plan.maxOffset, plan.pagination)
   const count = plan.alwaysCount || query.count === true
-  let pageOnly = plan.ordering.byPrimaryKey && !count
+  const { pagination } = plan
+  let pageOnly = plan.ordering.byPrimaryKey && !count && pagination === 'offset'
   if (pageOnly) {
     for (const key in query) {
       if (!pageParameters.has(key)) {
@@ -82,9 +102,11 @@ export function parseListQuery (query: Record<string, unknown>, plan: ListQueryP
       }
     }
   }
-  if (pageOnly) return { limit, offset, conditions: [], ordering: plan.ordering.defaultOrdering, fields: undefined, count, pageOnly }
+  if (pageOnly) return { limit, offset, conditions: [], ordering: plan.ordering.defaultOrdering, fields: undefined, count, pageOnly, pagination, cursor: undefined }
   const conditions = plan.filters.conditions(query)
   const searched = plan.search.condition(query)
   if (searched !== undefined) conditions.unshift(searched)
-  return { limit, offset, conditions, ordering: plan.ordering.ordering(query), fields: plan.fields.selection(query), count, pageOnly }
+  const ordering = plan.ordering.ordering(query)
+  const cursor = pagination === 'cursor' && typeof query.cursor === 'string' ? decodeCursor(query.cursor, ordering, plan.types) : undefined
+  return { limit, offset, conditions, ordering, fields: plan.fields.selection(query), count, pageOnly, pagination, cursor }
 }

@@ -40,9 +40,17 @@ export interface ListPlan {
 }
 
 /** The pagination parameters, with their bounds and defaults. */
-function paginationSchema ({ maxLimit, defaultLimit, maxOffset }: ResolvedOptions): Record<string, JsonSchema> {
+function paginationSchema ({ maxLimit, defaultLimit, maxOffset, pagination }: ResolvedOptions): Record<string, JsonSchema> {
+  const limit: JsonSchema = { type: 'integer', minimum: 1, maximum: maxLimit, default: defaultLimit, description: `Rows per page (1 to ${maxLimit})` }
+  if (pagination === 'cursor') {
+    return {
+      limit,
+      // Checked by decodeCursor, not by a pattern: every bad cursor is the one FST_VIEWSET_INVALID_CURSOR.
+      cursor: { type: 'string', minLength: 1, description: 'An opaque position, from the `next` or `prev` link of the `Link` header; absent for the first page' },
+    }
+  }
   return {
-    limit: { type: 'integer', minimum: 1, maximum: maxLimit, default: defaultLimit, description: `Rows per page (1 to ${maxLimit})` },
+    limit,
     // Not `maximum: maxOffset`: Ajv's message could not point the client to cursor pagination (see parsePagination).
     offset: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: `Rows to skip (0 to ${maxOffset}; page further with a cursor)` },
   }
@@ -80,9 +88,9 @@ export function createListPlan (context: ListContext): ListPlan {
   return {
     querystring: { type: 'object', properties: { ...general, ...filters.properties }, additionalProperties: false },
     headers: {
-      link: { type: 'string', description: 'RFC 8288 links to the `next` and `prev` pages, when there are such pages' },
+      link: { type: 'string', description: `RFC 8288 links to the \`next\` and \`prev\` pages, when there are such pages${resolved.pagination === 'cursor' ? ' (with `cursor=`)' : ''}` },
       'x-total-count': { type: 'integer', description: alwaysCount ? 'The number of matching rows' : 'The number of matching rows, with `count=true`' },
     },
-    query: { search, ordering, filters, fields: selection, alwaysCount, maxOffset: resolved.maxOffset },
+    query: { search, ordering, filters, fields: selection, alwaysCount, maxOffset: resolved.maxOffset, pagination: resolved.pagination, types: new Map([...fields].map(([name, field]) => [name, field.type])) },
   }
 }
