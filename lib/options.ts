@@ -4,9 +4,12 @@ import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from 
 import { invalidOption as fail } from './errors.js'
 import type { RelatedConfig } from './relations/config.js'
 
-/** The logical methods of a viewset, in the order their routes are added. */
-export const viewsetMethods = ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
+/** The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`. */
+export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
 export type ViewsetMethod = typeof viewsetMethods[number]
+
+/** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request. */
+export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((method) => method !== 'BULK')
 
 /** Filter operators of `filterFields`. `eq` is also the bare `?field=value`. */
 export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
@@ -44,9 +47,9 @@ export type ViewsetToken = [JwtUser] extends [object] ? JwtUser & { sub?: string
 export type AuthorizedMethod = ViewsetMethod | 'CUSTOM'
 
 /** The viewset methods a `scope` restricts: those that read or change existing rows. */
-export type ScopedMethod = Exclude<ViewsetMethod, 'POST'>
+export type ScopedMethod = Exclude<ViewsetMethod, 'POST' | 'BULK'>
 /** The viewset methods that write a body, and so run `beforeWrite`. */
-export type WriteMethod = 'POST' | 'PUT' | 'PATCH'
+export type WriteMethod = 'POST' | 'BULK' | 'PUT' | 'PATCH'
 
 /**
  * What `scope` and `beforeWrite` know of a request: the request itself, the claims of the verified bearer
@@ -71,7 +74,7 @@ export interface RowContext<M extends ViewsetMethod = ViewsetMethod> {
 export type ScopeFunction<DB, TB extends keyof DB> = (eb: ExpressionBuilder<DB, TB>, context: RowContext<ScopedMethod>) => Expression<SqlBool> | undefined
 
 /**
- * Runs for POST, PUT and PATCH after validation, before the statement: receives the writable fields the body
+ * Runs for POST, BULK (each element), PUT and PATCH after validation, before the statement: receives the writable fields the body
  * sent and returns what is written, which may set read-only fields and columns outside the schema.
  *
  * @example
@@ -109,7 +112,7 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
   schema: S
   /** The primary key column (default `'id'`). It is always read-only. */
   primaryKey?: FieldOf<S>
-  /** The methods to register (default: all). */
+  /** The methods to register (default: all but `'BULK'`). */
   methods?: readonly ViewsetMethod[]
   /** OpenAPI tags of every route. */
   tags?: readonly string[]
@@ -151,6 +154,8 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
    * relations) filters the rows that have at least one related row matching.
    */
   filterFields?: { readonly [K in FieldOf<S> | RelationPath<S>]?: readonly FilterOperator[] }
+  /** Most elements of one `POST {prefix}/bulk` (default 1,000); more is a 400. */
+  maxBulk?: number
   /** Always send `X-Total-Count` (default: only with `?count=true`). */
   alwaysCount?: boolean
   /**
@@ -219,7 +224,7 @@ const knownOptionKeys = {
     'db', 'readDb', 'table', 'schema', 'primaryKey', 'methods', 'tags', 'name', 'maxLimit', 'defaultLimit',
     'protectedMethods', 'authenticate', 'authorize',
     'searchFields', 'orderingFields', 'defaultOrder', 'filterFields', 'alwaysCount', 'maxSearchLength', 'maxOffset',
-    'pagination',
+    'pagination', 'maxBulk',
     'relatedConfig', 'defaultRelations', 'scope', 'beforeWrite',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
@@ -339,6 +344,7 @@ export interface ResolvedOptions {
   readonly maxOffset: number
   readonly maxSearchLength: number
   readonly pagination: 'offset' | 'cursor'
+  readonly maxBulk: number
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -360,7 +366,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
   checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? schema.relatedConfig, schema, 0)
   const primaryKey = options.primaryKey ?? 'id'
   if (typeof primaryKey !== 'string' || !(primaryKey in properties)) fail('primaryKey', `"${String(primaryKey)}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`)
-  const methods = checkMethodList('methods', options.methods ?? viewsetMethods)
+  const methods = checkMethodList('methods', options.methods ?? defaultMethods)
   const protectedMethods = checkMethodList('protectedMethods', options.protectedMethods ?? [])
   const maxLimit = options.maxLimit ?? 100
   if (typeof maxLimit !== 'number' || !Number.isInteger(maxLimit) || maxLimit < 1) fail('maxLimit', 'expected a positive integer')
@@ -368,6 +374,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
   if (typeof defaultLimit !== 'number' || !Number.isInteger(defaultLimit) || defaultLimit < 1 || defaultLimit > maxLimit) fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`)
   const maxOffset = positiveInteger('maxOffset', options.maxOffset ?? 10_000)
   const maxSearchLength = positiveInteger('maxSearchLength', options.maxSearchLength ?? 100)
+  const maxBulk = positiveInteger('maxBulk', options.maxBulk ?? 1000)
   const pagination = options.pagination ?? 'offset'
   if (pagination !== 'offset' && pagination !== 'cursor') fail('pagination', `expected 'offset' or 'cursor', got ${JSON.stringify(pagination)}`)
   const tags = options.tags ?? []
@@ -389,5 +396,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     maxOffset,
     maxSearchLength,
     pagination,
+    maxBulk,
   })
 }

@@ -10,15 +10,17 @@ interface AjvError {
   params?: Record<string, unknown>
 }
 
-function fieldError (error: AjvError, part: string, message?: string): FieldError {
-  const path = (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
+function fieldError (error: AjvError, part: string, message?: string, pointer = false): FieldError {
+  // An array body (POST /bulk) names its fields by JSON pointer, `/3/name`: `3.name` would read as a field.
+  const path = pointer ? error.instancePath ?? '' : (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
+  const join = (parts: string[]) => pointer ? parts.join('/') : parts.filter(Boolean).join('.')
   const params = error.params ?? {}
   if (error.keyword === 'additionalProperties') {
-    const field = [path, String(params.additionalProperty)].filter(Boolean).join('.')
+    const field = join([path, String(params.additionalProperty)])
     return { in: part, field, message: part === 'querystring' ? 'is not a supported query parameter' : 'is not a field of this resource' }
   }
   if (error.keyword === 'required') {
-    return { in: part, field: [path, String(params.missingProperty)].filter(Boolean).join('.'), message: 'is required' }
+    return { in: part, field: join([path, String(params.missingProperty)]), message: 'is required' }
   }
   return { in: part, field: path, message: message ?? error.message ?? 'is not valid' }
 }
@@ -28,18 +30,18 @@ function fieldError (error: AjvError, part: string, message?: string): FieldErro
  * branch and then the union: keep a branch's own constraint (maxLength, ...) when it has one,
  * else say "must be string or null" once.
  */
-function fieldErrors (validation: AjvError[], part: string): FieldError[] {
+function fieldErrors (validation: AjvError[], part: string, pointer: boolean): FieldError[] {
   const unions = new Set(validation.filter((error) => error.keyword === 'anyOf').map((error) => error.instancePath))
   const inUnion = (error: AjvError) => unions.has(error.instancePath) && error.keyword !== 'required' && error.keyword !== 'additionalProperties'
   const errors: FieldError[] = []
   for (const error of validation) {
     if (!inUnion(error)) {
-      errors.push(fieldError(error, part))
+      errors.push(fieldError(error, part, undefined, pointer))
     } else if (error.keyword === 'anyOf') {
       const branches = validation.filter((other) => other.instancePath === error.instancePath && other !== error && inUnion(other))
       const constraints = branches.filter((branch) => branch.keyword !== 'type')
-      if (constraints.length > 0) errors.push(...constraints.map((branch) => fieldError(branch, part)))
-      else errors.push(fieldError(error, part, `must be ${branches.map((branch) => String(branch.params?.type)).join(' or ')}`))
+      if (constraints.length > 0) errors.push(...constraints.map((branch) => fieldError(branch, part, undefined, pointer)))
+      else errors.push(fieldError(error, part, `must be ${branches.map((branch) => String(branch.params?.type)).join(' or ')}`, pointer))
     }
   }
   return errors
@@ -83,7 +85,8 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
     let known: FastifyError | undefined
     let errors: FieldError[] | undefined
     if (error.validation !== undefined) {
-      errors = fieldErrors(error.validation, error.validationContext ?? 'body')
+      const part = error.validationContext ?? 'body'
+      errors = fieldErrors(error.validation, part, part === 'body' && Array.isArray(request.body))
       // The detail names the fields that are listed, not the ones left out.
       const named = errors.slice(0, maxProblemErrors).map((e) => `${e.field === '' ? e.in : e.field} ${e.message}`).join('; ')
       known = new ViewsetErrors.Validation(`The request is not valid: ${named}${errors.length > maxProblemErrors ? '; …' : ''}`)

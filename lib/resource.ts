@@ -147,6 +147,16 @@ export class Resource {
   }
 
   /**
+   * Inserts rows all or none (in a transaction, or the caller's), one multi-row INSERT per set of fields
+   * sent, and returns them as stored, in the order given.
+   */
+  async insertMany (db: AnyDatabase, rows: readonly Row[]): Promise<Row[]> {
+    if (rows.length === 0) return []
+    if (db.isTransaction) return await this.dialect.insertMany(db, this.#target, rows)
+    return await db.transaction().execute(async (trx) => await this.dialect.insertMany(trx, this.#target, rows))
+  }
+
+  /**
    * Updates one row and returns it as stored, or `undefined` when there is no such row, or none in the
    * scope: then nothing changes (the dialect checks the scope in the write itself, or in its transaction).
    */

@@ -21,6 +21,7 @@ export interface RouteHandlers {
   list (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
   getElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
   createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  createElements (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
   updateElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<unknown>
   deleteElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
 }
@@ -46,6 +47,8 @@ export interface RouteContext {
   readonly list: { readonly querystring: JsonSchema, readonly headers?: Record<string, JsonSchema> | undefined }
   readonly maxOffset: number
   readonly pagination: 'offset' | 'cursor'
+  /** Most elements of one `POST /bulk`. */
+  readonly maxBulk: number
   /** `?fields=` of LIST and GET. */
   readonly fields: FieldsPlan
   /** The scope's full prefix, for `Location`. */
@@ -79,11 +82,12 @@ const summaries: Record<ViewsetMethod, (name: string) => string> = {
   LIST: (name) => `List ${name}`,
   GET: (name) => `Get one of ${name} by id`,
   POST: (name) => `Create one of ${name}`,
+  BULK: (name) => `Create many of ${name}, all or none`,
   PUT: (name) => `Replace one of ${name}`,
   PATCH: (name) => `Update fields of one of ${name}`,
   DELETE: (name) => `Delete one of ${name}`,
 }
-const operationVerbs: Record<ViewsetMethod, string> = { LIST: 'list', GET: 'get', POST: 'create', PUT: 'replace', PATCH: 'update', DELETE: 'delete' }
+const operationVerbs: Record<ViewsetMethod, string> = { LIST: 'list', GET: 'get', POST: 'create', BULK: 'createMany', PUT: 'replace', PATCH: 'update', DELETE: 'delete' }
 
 function isRow (value: unknown): value is Row {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -144,7 +148,7 @@ function baseSchema (method: ViewsetMethod, context: RouteContext): Record<strin
   }
   if (secured) schema.security = [{ [securitySchemeName]: [] }]
   else if (optional) schema.security = [{}, { [securitySchemeName]: [] }]
-  if (method !== 'LIST' && method !== 'POST') schema.params = deriveParams(context.entity, context.primaryKey)
+  if (method !== 'LIST' && method !== 'POST' && method !== 'BULK') schema.params = deriveParams(context.entity, context.primaryKey)
   return schema
 }
 
@@ -242,6 +246,30 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
   }
 }
 
+/** BULK `/bulk`: 201 and the rows as stored, in the order of the elements, with their relations. */
+function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
+  const { resource, db, maxBulk } = context
+  const schema = baseSchema('BULK', context)
+  schema.body = {
+    type: 'array',
+    items: deriveBody(context.entity, false),
+    maxItems: maxBulk,
+    description: `At most ${maxBulk} elements (maxBulk; more is a 400), each a body of POST. Written all or none, in one transaction; an error names its element by JSON pointer (\`/3/name\`).`,
+  }
+  schema.response[201] = { type: 'array', items: { $ref: `${context.entity.$id}#` } }
+  return {
+    method: 'POST',
+    url: '/bulk',
+    schema,
+    serializerCompiler: serializerCompiler(context),
+    ...onRequestOf('BULK', context),
+    handler: cancellable(async (request, reply) => {
+      reply.code(201)
+      return await withRelations(resource, db, await handlers.createElements(request, reply, request.viewsetToken))
+    }),
+  }
+}
+
 /** PUT and PATCH `/:id`: the row as stored, or 404. */
 function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context: RouteContext): RouteOptions {
   const { resource, db } = context
@@ -286,6 +314,7 @@ export function viewsetRoutes (methods: readonly ViewsetMethod[], handlers: Rout
       case 'LIST': return listRoute(handlers, context)
       case 'GET': return getRoute(handlers, context)
       case 'POST': return postRoute(handlers, context)
+      case 'BULK': return bulkRoute(handlers, context)
       case 'PUT':
       case 'PATCH': return updateRoute(method, handlers, context)
       case 'DELETE': return deleteRoute(handlers, context)

@@ -88,6 +88,8 @@ export type ListRequest<Query = Record<string, unknown>> = FastifyRequest<{ Quer
 export type ElementRequest<S extends TObject | undefined = undefined> = FastifyRequest<{ Params: { id: S extends TObject ? IdOf<S> : IdParams['id'] } }>
 /** The request of POST: the body has every field the schema requires. */
 export type CreateRequest<S extends TObject> = FastifyRequest<{ Body: Static<S> }>
+/** The request of BULK (`POST /bulk`): an array of POST bodies. */
+export type CreateManyRequest<S extends TObject> = FastifyRequest<{ Body: Array<Static<S>> }>
 /** The request of PUT and PATCH: `params.id` has the key's type; PATCH may send any subset of the fields. */
 export type UpdateRequest<S extends TObject> = FastifyRequest<{ Params: { id: IdOf<S> }, Body: Partial<Static<S>> }>
 
@@ -220,6 +222,19 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   async createElement (request: CreateRequest<S>, _reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
     const values = await this.#beforeWrite(this.#writable(request.body), { request, token, method: 'POST' })
     return served<S>(await this.#ready().resource.insert(untyped(this.db), values))
+  }
+
+  /**
+   * BULK (`POST /bulk`): inserts what `beforeWrite` makes of the writable fields of each element (method
+   * `'BULK'`), all or none, and returns the rows as stored in the order of the elements (201). Only
+   * registered when `methods` lists `'BULK'`.
+   */
+  async createElements (request: CreateManyRequest<S>, _reply: FastifyReply, token: ViewsetToken | null): Promise<Array<Static<S>>> {
+    const bodies: unknown[] = Array.isArray(request.body) ? request.body : []
+    const values: Row[] = []
+    for (const body of bodies) values.push(await this.#beforeWrite(this.#writable(body), { request, token, method: 'BULK' }))
+    const rows = await this.#ready().resource.insertMany(untyped(this.db), values)
+    return rows.map(served<S>)
   }
 
   /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite` returns, and returns it, or 404. */
@@ -426,6 +441,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       list: this.#listQuerystring(list),
       maxOffset: this.#resolved.maxOffset,
       pagination: this.#resolved.pagination,
+      maxBulk: this.#resolved.maxBulk,
       fields,
       prefix: fastify.prefix,
     })

@@ -47,13 +47,14 @@ function requestFor (method: ViewsetMethod, id: number): { method: 'GET' | 'POST
     case 'LIST': return { method: 'GET', url: '/items' }
     case 'GET': return { method: 'GET', url: `/items/${id}` }
     case 'POST': return { method: 'POST', url: '/items', payload: { name: 'Cake', price: 3 } }
+    case 'BULK': return { method: 'POST', url: '/items/bulk', payload: [{ name: 'Cake', price: 3 }] }
     case 'PUT': return { method: 'PUT', url: `/items/${id}`, payload: { name: 'Rye', price: 2 } }
     case 'PATCH': return { method: 'PATCH', url: `/items/${id}`, payload: { price: 9 } }
     case 'DELETE': return { method: 'DELETE', url: `/items/${id}` }
   }
 }
 
-const successStatus: Record<ViewsetMethod, number> = { LIST: 200, GET: 200, POST: 201, PUT: 200, PATCH: 200, DELETE: 204 }
+const successStatus: Record<ViewsetMethod, number> = { LIST: 200, GET: 200, POST: 201, BULK: 201, PUT: 200, PATCH: 200, DELETE: 204 }
 
 async function rows (db: TestDatabase['db']) {
   return await db.selectFrom('items').selectAll().orderBy('id').execute()
@@ -465,7 +466,7 @@ for (const dialect of dialects) {
       const app = testApp(t)
       await app.register(viewsetDocs, { tokenUrl: '/auth/token', routePrefix: '/api-docs' })
       await app.register(fastifyJwt, { secret })
-      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, protectedMethods: viewsetMethods }), { prefix: '/items' })
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, methods: viewsetMethods, protectedMethods: viewsetMethods }), { prefix: '/items' })
       const response = await app.inject({ method: 'GET', url: '/api-docs/json' })
       assert.equal(response.statusCode, 200)
       const document = response.json()

@@ -41,6 +41,13 @@ export interface ViewsetDialect {
   /** Inserts a row and returns it as stored, defaults and generated key included. */
   insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row>
   /**
+   * Inserts rows, all or nothing when `db` is a transaction: one multi-row INSERT per set of fields sent,
+   * cut to {@link maxParameters}. Returns the rows as stored, in the order given.
+   */
+  insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly Row[]): Promise<Row[]>
+  /** The most values one statement may bind (SQLite 32,766; PostgreSQL and MySQL 65,535). */
+  readonly maxParameters: number
+  /**
    * Updates one row and returns it as stored, or `undefined` when there is none. With a `scope` (a
    * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:
    * the check is part of the write, or of its transaction, so it cannot race.

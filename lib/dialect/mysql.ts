@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { Expression, SqlBool } from 'kysely'
 import { mysqlCatalog } from './mysql-catalog.js'
+import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
 import { invalidOption } from '../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect.js'
 import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from './dialect.js'
@@ -111,6 +112,37 @@ export const mysqlDialect: ViewsetDialect = {
         invalidOption('primaryKey', `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`)
       }
       return await trx.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirstOrThrow()
+    })
+  },
+
+  // Prepared statements count placeholders in 16 bits.
+  maxParameters: 65_535,
+
+  async insertMany (db, target, rows) {
+    const { table, primaryKey, columns } = target
+    return await inTransaction(db, async (trx) => {
+      const stored: Row[] = []
+      for (const { fields, indexes } of fieldGroups(rows)) {
+        for (const chunk of chunks(indexes, fields.length, 65_535)) {
+          const sent = chunk.map((index) => storable(target, rows[index] ?? {}))
+          let answered: Row[]
+          if (fields.length === 0) {
+            answered = await Promise.all(sent.map(async () => await mysqlDialect.insert(trx, target, {})))
+          } else {
+            const { insertId } = await trx.insertInto(table).values(sent).executeTakeFirstOrThrow()
+            if (fields.includes(primaryKey)) {
+              answered = await trx.selectFrom(table).select(columns).where(primaryKey, 'in', sent.map((row) => row[primaryKey])).execute()
+            } else {
+              if (insertId === undefined) invalidOption('primaryKey', `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new rows back`)
+              // No RETURNING: a multi-row INSERT of known length takes consecutive AUTO_INCREMENT values from
+              // insertId (every innodb_autoinc_lock_mode), so the rows are the next ones from there.
+              answered = await trx.selectFrom(table).select(columns).where(primaryKey, '>=', insertId).orderBy(primaryKey).limit(sent.length).execute()
+            }
+          }
+          inElementOrder(sent, answered, target, mapKey).forEach((row, at) => { stored[chunk[at] ?? 0] = row })
+        }
+      }
+      return stored
     })
   },
 

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
 import type { DatabaseFault, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from './dialect.js'
-import { deleteInScope, insertReturning, updateReturning } from './returning-writes.js'
+import { deleteInScope, insertManyReturning, insertReturning, updateReturning } from './returning-writes.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -48,6 +48,9 @@ export const postgresDialect: ViewsetDialect = {
   insert: insertReturning,
   update: updateReturning,
   delete: deleteInScope,
+  // The wire protocol counts bind parameters in 16 bits.
+  maxParameters: 65_535,
+  insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows, 65_535, postgresDialect.keyOf),
 
   ilike (column, pattern) {
     // ILIKE lower-cases the pattern again for every row, and so would `like lower($1) escape '!'` under a

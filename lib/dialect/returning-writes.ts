@@ -1,4 +1,5 @@
 import type { Expression, SqlBool } from 'kysely'
+import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
 import type { AnyDatabase, Row, WriteTarget } from './dialect.js'
 
 // Shared by the dialects whose INSERT and UPDATE take RETURNING (SQLite >= 3.35, PostgreSQL):
@@ -25,4 +26,20 @@ export async function updateReturning (db: AnyDatabase, { table, primaryKey, col
 export async function deleteInScope (db: AnyDatabase, { table, primaryKey }: WriteTarget, id: unknown, scope: Expression<SqlBool>): Promise<boolean> {
   const { numDeletedRows } = await db.deleteFrom(table).where(primaryKey, '=', id).where(scope).executeTakeFirst()
   return numDeletedRows > 0n
+}
+
+/** Multi-row INSERT ... RETURNING, one per set of fields sent and per `maxParameters`; rows in the order given. */
+export async function insertManyReturning (db: AnyDatabase, target: WriteTarget, rows: readonly Row[], maxParameters: number, keyOf: (value: unknown) => unknown): Promise<Row[]> {
+  const stored: Row[] = []
+  for (const { fields, indexes } of fieldGroups(rows)) {
+    for (const chunk of chunks(indexes, fields.length, maxParameters)) {
+      const sent = chunk.map((index) => rows[index] ?? {})
+      // No field at all: VALUES cannot be empty, and DEFAULT VALUES writes one row.
+      const answered = fields.length === 0
+        ? await Promise.all(sent.map(async () => await insertReturning(db, target, {})))
+        : await db.insertInto(target.table).values(sent).returning(target.columns).execute()
+      inElementOrder(sent, answered, target, keyOf).forEach((row, at) => { stored[chunk[at] ?? 0] = row })
+    }
+  }
+  return stored
 }

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, mapKey } from './dialect.js'
-import { deleteInScope, insertReturning, updateReturning } from './returning-writes.js'
+import { deleteInScope, insertManyReturning, insertReturning, updateReturning } from './returning-writes.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
 const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
@@ -35,6 +35,9 @@ export const sqliteDialect: ViewsetDialect = {
   count: countOf,
   keyOf: mapKey,
   insert: async (db, target, values) => await insertReturning(db, target, bindable(values)),
+  // SQLITE_MAX_VARIABLE_NUMBER's default since SQLite 3.32.
+  maxParameters: 32_766,
+  insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows.map(bindable), 32_766, mapKey),
   update: async (db, target, id, values, scope) => await updateReturning(db, target, id, bindable(values), scope),
   delete: deleteInScope,
 

@@ -62,9 +62,9 @@ export function errorStatuses (method: ViewsetMethod, secured: boolean, optional
   const statuses = [400]
   if (secured) statuses.push(401, 403)
   else if (optionalToken) statuses.push(401)
-  if (method !== 'LIST' && method !== 'POST') statuses.push(404)
-  if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') statuses.push(409)
-  if (method === 'POST' || method === 'PUT' || method === 'PATCH') statuses.push(413, 415)
+  if (method !== 'LIST' && method !== 'POST' && method !== 'BULK') statuses.push(404)
+  if (method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') statuses.push(409)
+  if (method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH') statuses.push(413, 415)
   statuses.push(500, 503)
   return statuses
 }
