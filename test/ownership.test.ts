@@ -40,7 +40,7 @@ interface NotesApp extends TestDatabase {
 
 /** Every method protected, so that each request has a token; the owner comes from it. */
 const owned: NotesOptions = {
-  protectedMethods: [...viewsetMethods],
+  protectedMethods: viewsetMethods.filter((method) => method !== 'BULK'),
   beforeWrite: (values, { token }) => ({ ...values, owner: token?.sub ?? null }),
   scope: (eb, { token }) => eb('owner', '=', token?.sub ?? ''),
 }
@@ -70,7 +70,7 @@ async function notesApp (t: TestContext, dialect: TestDialect, options: NotesOpt
   await app.register(fastifyJwt, { secret })
   const plugin = viewset === undefined ? createViewset({ db, table: 'notes', schema: Note, relatedConfig, ...options } as ViewsetOptions<NotesDB, 'notes', typeof Note>) : viewset(db).register()
   await app.register(plugin, { prefix: '/notes' })
-  if (unscoped) await app.register(createViewset({ db, table: 'notes', schema: Note, relatedConfig, name: 'AllNotes', protectedMethods: [...viewsetMethods] }), { prefix: '/all' })
+  if (unscoped) await app.register(createViewset({ db, table: 'notes', schema: Note, relatedConfig, name: 'AllNotes', protectedMethods: viewsetMethods.filter((method) => method !== 'BULK') }), { prefix: '/all' })
   await app.ready()
   const bearer = (sub: string) => ({ authorization: `Bearer ${app.jwt.sign({ sub })}` })
   return { ...database, app, alice: bearer('alice'), bob: bearer('bob'), ids }
@@ -170,7 +170,7 @@ for (const dialect of dialects) {
     test('a scope whose subquery reads its own table is checked in the write\'s transaction (MySQL and MariaDB refuse it in the UPDATE)', async (t) => {
       // Notes whose owner owns a note titled "a1": a subquery on notes itself.
       const { app, db, alice, bob, ids } = await notesApp(t, dialect, {
-        protectedMethods: [...viewsetMethods],
+        protectedMethods: viewsetMethods.filter((method) => method !== 'BULK'),
         scope: (eb, { token }) => eb('owner', 'in', eb.selectFrom('notes as mine').select('mine.owner').where('mine.title', '=', 'a1').where('mine.owner', '=', token?.sub ?? '')),
       })
       const before = await notes(db)
