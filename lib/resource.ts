@@ -1,7 +1,8 @@
+import { sql } from 'kysely'
 import type { AnyDatabase, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
 import type { Condition } from './query/condition.js'
 import type { CursorPosition } from './query/cursor.js'
-import { keysetCondition, positionOf, reversed } from './query/cursor.js'
+import { cursorAlias, keysetCondition, positionOf, reversed } from './query/cursor.js'
 import type { ListQuery } from './query/list-query.js'
 import type { ScopeCondition } from './query/scope.js'
 import { applyOrdering } from './query/ordering.js'
@@ -103,11 +104,14 @@ export class Resource {
     const keyset = cursor === undefined ? undefined : keysetCondition(ordering, cursor.values, this.dialect)
     const where = keyset === undefined ? conditions : [...conditions, keyset]
     // The ordering keys are read even when `?fields=` leaves them out: the links are made of them.
-    const read = [...new Set([...(fields?.columns ?? this.#target.columns), ...ordering.keys.map((key) => key.field)])]
+    const read = [...new Set([...(fields?.columns ?? this.#target.columns), ...ordering.keys.flatMap((key) => key.expression === undefined ? [key.field] : [])])]
+    // A relation path's value is selected under an alias, and dropped from the rows once the links are made.
+    const related = ordering.keys.flatMap((key, index) => key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }])
     const parameters = [...where.flatMap((condition) => condition.parameters), limit + 1]
     const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}`
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
+      for (const { alias, expression } of related) select = select.select(sql`${expression}`.as(alias))
       if (where.length > 0) select = select.where((eb) => eb.and(where.map((condition) => condition.expression(eb))))
       return applyOrdering(select, ordering.keys, this.dialect).limit(limit + 1)
     })
@@ -117,16 +121,17 @@ export class Resource {
     const first = rows[0]
     const last = rows[rows.length - 1]
     const order = query.ordering
-    if (backwards) {
+    const page = backwards
       // The cursor's row (or what now stands there) follows this page.
-      return { rows, next: last === undefined ? undefined : positionOf(order, last, 'after'), prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined }
-    }
-    return {
-      rows,
-      next: more && last !== undefined ? positionOf(order, last, 'after') : undefined,
-      // A page past the cursor has rows before it; an empty one links back from the cursor itself.
-      prev: cursor === undefined ? undefined : first === undefined ? { direction: 'before', values: cursor.values } : positionOf(order, first, 'before'),
-    }
+      ? { rows, next: last === undefined ? undefined : positionOf(order, last, 'after'), prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined }
+      : {
+          rows,
+          next: more && last !== undefined ? positionOf(order, last, 'after') : undefined,
+          // A page past the cursor has rows before it; an empty one links back from the cursor itself.
+          prev: cursor === undefined ? undefined : first === undefined ? { direction: 'before' as const, values: cursor.values } : positionOf(order, first, 'before'),
+        }
+    for (const row of rows) for (const { alias } of related) delete row[alias]
+    return page
   }
 
   /** The number of rows matching the query's conditions (its page and order aside). */

@@ -4,7 +4,7 @@ import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import { createViewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { Kysely } from 'kysely'
 import { migrate } from '../examples/relations/migrations.js'
 import { Book, Publisher, Tag } from '../examples/relations/app.js'
@@ -53,7 +53,7 @@ const authorRelations = {
   },
 } as const
 
-type BookOptions = Partial<Pick<ViewsetOptions<DB, 'books', typeof Book>, 'filterFields' | 'orderingFields' | 'searchFields' | 'defaultOrder' | 'defaultRelations'>>
+type BookOptions = Partial<Pick<ViewsetOptions<DB, 'books', typeof Book>, 'filterFields' | 'orderingFields' | 'searchFields' | 'defaultOrder' | 'defaultRelations' | 'pagination'>>
 type AuthorOptions = Partial<Pick<ViewsetOptions<DB, 'authors', typeof AuthorWithBooks>, 'filterFields' | 'orderingFields' | 'searchFields'>>
 
 async function library (t: TestContext, dialect: TestDialect, books: BookOptions, authors: AuthorOptions = {}) {
@@ -172,6 +172,24 @@ for (const dialect of dialects) {
       const unknown = await app.inject({ method: 'GET', url: '/books?order_by=tags.name' })
       assert.equal(unknown.statusCode, 400)
       assert.equal(problemOf(unknown).code, 'FST_VIEWSET_UNSUPPORTED_ORDERING')
+    })
+
+    test('cursor pagination walks an order by a relation path, both ways', async (t) => {
+      const { app } = await library(t, dialect, { orderingFields: ['author.name'], pagination: 'cursor' })
+      const expected = [12, 7, 8, 1, 2, 3, 9, 10, 11, 4, 5, 6]
+      const pages: number[][] = []
+      let url: string | undefined = '/books?order_by=-author.name&limit=5&fields=id'
+      let last = url
+      while (url !== undefined) {
+        const response: LightMyRequestResponse = await app.inject({ method: 'GET', url })
+        assert.equal(response.statusCode, 200, response.body)
+        pages.push(response.json<Array<{ id: number }>>().map((row) => row.id))
+        last = url
+        url = /<([^>]*)>; rel="next"/.exec(String(response.headers.link ?? ''))?.[1]
+      }
+      assert.deepEqual(pages.flat(), expected)
+      const back = await app.inject({ method: 'GET', url: /<([^>]*)>; rel="prev"/.exec(String((await app.inject({ method: 'GET', url: last })).headers.link))?.[1] ?? '' })
+      assert.deepEqual(back.json<Array<{ id: number }>>().map((row) => row.id), pages[1])
     })
 
     test('a default order may sort by a relation path', async (t) => {

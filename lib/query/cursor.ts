@@ -6,6 +6,7 @@ import { ViewsetErrors } from '../errors.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import type { ScalarType } from './field-types.js'
 import type { OrderKey, Ordering } from './ordering.js'
+import { orderValue } from './ordering.js'
 
 /**
  * A position in an ordering, and which side of it a page reads: `after` (the `next` link) or `before`
@@ -33,10 +34,15 @@ export function encodeCursor (ordering: Ordering, position: CursorPosition): str
   return Buffer.from(JSON.stringify([position.direction === 'after' ? 'a' : 'b', ordering.shape, position.values])).toString('base64url')
 }
 
+/** The name a page selects a relation path's sort value under (`author.name` is no column of the row). */
+export function cursorAlias (index: number): string {
+  return `__cursor_${index}`
+}
+
 /** The values of a row's ordering keys: the position just after it (or just before it). */
 export function positionOf (ordering: Ordering, row: Row, direction: CursorPosition['direction']): CursorPosition {
   // Dates become their ISO text, as JSON writes them; every database compares that text to its date columns.
-  return { direction, values: ordering.keys.map((key) => row[key.field] ?? null) }
+  return { direction, values: ordering.keys.map((key, index) => row[key.expression === undefined ? key.field : cursorAlias(index)] ?? null) }
 }
 
 /** Whether a decoded JSON value may be a value of a column of this type (drivers answer some types as text or numbers). */
@@ -77,7 +83,8 @@ export function decodeCursor (text: string, ordering: Ordering, types: ReadonlyM
   ordering.keys.forEach((key, index) => {
     const value: unknown = values[index]
     const type = types.get(key.field)
-    const ok = value === null ? key.nullable : type !== undefined && fits(value, type)
+    // A relation path (`author.name`) has no type here: any JSON scalar.
+    const ok = value === null ? key.nullable : type === undefined ? key.expression !== undefined && ['string', 'number', 'boolean'].includes(typeof value) : fits(value, type)
     if (!ok) invalid(`its value of ${key.field} is not one of that field`)
   })
   return { direction: directions[tag], values }
@@ -107,7 +114,7 @@ export function keysetCondition (ordering: Ordering, values: readonly unknown[],
       shape: `keyset:${op}`,
       parameters: bound,
       // Kysely's tuple builders are typed for a fixed number of items; the row value is the same SQL written out.
-      expression: () => keys.length === 1 ? sql<SqlBool>`${sql.ref(first.field)} ${sql.raw(op)} ${bound[0]}` : sql<SqlBool>`(${sql.join(keys.map((key) => sql.ref(key.field)))}) ${sql.raw(op)} (${sql.join(bound)})`,
+      expression: () => keys.length === 1 ? sql<SqlBool>`${orderValue(first)} ${sql.raw(op)} ${bound[0]}` : sql<SqlBool>`(${sql.join(keys.map((key) => orderValue(key)))}) ${sql.raw(op)} (${sql.join(bound)})`,
     }
   }
   // The shape names which values are null: their terms are different SQL.
@@ -124,7 +131,7 @@ export function keysetCondition (ordering: Ordering, values: readonly unknown[],
       for (let i = 0; i < keys.length; i++) {
         const after = afterTerm(eb, keys[i] as OrderKey, bound[i]) // i < keys.length
         if (after === undefined) continue
-        const equal = keys.slice(0, i).map((key, j) => bound[j] === null ? eb(key.field, 'is', null) : eb(key.field, '=', bound[j]))
+        const equal = keys.slice(0, i).map((key, j) => bound[j] === null ? eb(orderValue(key), 'is', null) : eb(orderValue(key), '=', bound[j]))
         branches.push(equal.length === 0 ? after : eb.and([...equal, after]))
       }
       return branches.length === 0 ? sql<SqlBool>`1 = 0` : eb.or(branches)
@@ -134,8 +141,9 @@ export function keysetCondition (ordering: Ordering, values: readonly unknown[],
 
 /** Rows strictly after `value` on one key, or `undefined` when none can be (after NULL, ascending). */
 function afterTerm (eb: AnyExpressionBuilder, key: OrderKey, value: unknown): Expression<SqlBool> | undefined {
-  if (value === null) return key.descending ? eb(key.field, 'is not', null) : undefined
-  if (key.descending) return eb(key.field, '<', value)
-  return key.nullable ? eb.or([eb(key.field, '>', value), eb(key.field, 'is', null)]) : eb(key.field, '>', value)
+  const column = orderValue(key)
+  if (value === null) return key.descending ? eb(column, 'is not', null) : undefined
+  if (key.descending) return eb(column, '<', value)
+  return key.nullable ? eb.or([eb(column, '>', value), eb(column, 'is', null)]) : eb(column, '>', value)
 }
 
