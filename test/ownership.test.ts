@@ -130,6 +130,15 @@ for (const dialect of dialects) {
       assert.deepEqual(query.json(), [{ title: 'b2' }])
     })
 
+    test('a scope combines with filters through relations (their subqueries keep their own columns)', async (t) => {
+      const { app, alice } = await notesApp(t, dialect, { ...owned, filterFields: { 'comments.text': ['contains'] } } as NotesOptions)
+      const response = await app.inject({ method: 'GET', url: '/notes?comments.text__contains=on%20a&count=true', headers: alice })
+      assert.equal(response.statusCode, 200, response.body)
+      assert.equal(response.headers['x-total-count'], '3')
+      const none = await app.inject({ method: 'GET', url: '/notes?comments.text__contains=on%20b&count=true', headers: alice })
+      assert.equal(none.headers['x-total-count'], '0', 'bob\'s notes match the filter but are outside alice\'s scope')
+    })
+
     test('a body cannot overwrite what beforeWrite sets; POST is not scoped', async (t) => {
       const { app, db, bob, ids } = await notesApp(t, dialect, owned)
       const created = await app.inject({ method: 'POST', url: '/notes', headers: bob, payload: { title: 'b3', owner: 'alice' } })
