@@ -190,6 +190,13 @@ for (const dialect of dialects) {
       assert.deepEqual(pages.flat(), expected)
       const back = await app.inject({ method: 'GET', url: /<([^>]*)>; rel="prev"/.exec(String((await app.inject({ method: 'GET', url: last })).headers.link))?.[1] ?? '' })
       assert.deepEqual(back.json<Array<{ id: number }>>().map((row) => row.id), pages[1])
+      // A cursor's value of author.name is checked against the related schema's type: a string, or null.
+      const forged = Buffer.from(JSON.stringify(['a', '-author.name,id', [5, 3]])).toString('base64url')
+      const refused = await app.inject({ method: 'GET', url: `/books?order_by=-author.name&cursor=${forged}` })
+      assert.equal(refused.statusCode, 400)
+      assert.equal(problemOf(refused).code, 'FST_VIEWSET_INVALID_CURSOR')
+      const made = Buffer.from(JSON.stringify(['a', '-author.name,id', ['Jorge Luis Borges', 9]])).toString('base64url')
+      assert.deepEqual(await ids(app, `/books?order_by=-author.name&fields=id&limit=3&cursor=${made}`), [10, 11, 4])
     })
 
     test('a default order may sort by a relation path', async (t) => {

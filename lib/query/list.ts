@@ -3,6 +3,7 @@ import { ViewsetErrors } from '../errors.js'
 import type { ResolvedOptions, ViewsetOptions } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { propertiesOf } from '../schema/derive.js'
+import type { ScalarType } from './field-types.js'
 import { scalarFields } from './field-types.js'
 import { planFields } from './fields.js'
 import type { FieldsPlan } from './fields.js'
@@ -91,6 +92,6 @@ export function createListPlan (context: ListContext): ListPlan {
       link: { type: 'string', description: `RFC 8288 links to the \`next\` and \`prev\` pages, when there are such pages${resolved.pagination === 'cursor' ? ' (with `cursor=`)' : ''}` },
       'x-total-count': { type: 'integer', description: alwaysCount ? 'The number of matching rows' : 'The number of matching rows, with `count=true`' },
     },
-    query: { search, ordering, filters, fields: selection, alwaysCount, maxOffset: resolved.maxOffset, pagination: resolved.pagination, types: new Map([...fields].map(([name, field]) => [name, field.type])) },
+    query: { search, ordering, filters, fields: selection, alwaysCount, maxOffset: resolved.maxOffset, pagination: resolved.pagination, types: new Map([...[...fields].map(([name, field]): [string, ScalarType] => [name, field.type]), ...ordering.relatedTypes]) },
   }
 }

@@ -4,7 +4,7 @@ import type { ViewsetDialect } from '../dialect/dialect.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isList } from '../schema/object-schema.js'
-import type { ScalarField } from './field-types.js'
+import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { RelatedRoot } from './related-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
@@ -39,6 +39,8 @@ export interface OrderingPlan {
   readonly defaultOrdering: Ordering
   /** True when the default ordering is the primary key alone (the precompiled page statement's order). */
   readonly byPrimaryKey: boolean
+  /** The type of each relation path that may be sorted on (`author.name`: the related schema's): what a cursor's value of it must be. */
+  readonly relatedTypes: ReadonlyMap<string, ScalarType>
   /** The ordering of a request; an unknown field is a 400 that lists the allowed ones. */
   ordering (query: Record<string, unknown>): Ordering
 }
@@ -167,6 +169,7 @@ export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fi
     properties,
     defaultOrdering,
     byPrimaryKey,
+    relatedTypes: new Map([...allowed].flatMap(([name, field]) => field.expression === undefined ? [] : [[name, field.type]])),
     ordering (query) {
       const text = query.order_by
       if (typeof text !== 'string') return defaultOrdering
