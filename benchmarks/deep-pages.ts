@@ -27,7 +27,7 @@ async function seed (db: Kysely<any>, dialect: 'sqlite' | 'postgres'): Promise<v
   await sql`create table ${t} (id integer primary key, score integer not null, label varchar(32) not null)`.execute(db)
   // Scores repeat (ties broken by id), spread so that the order differs from the key's.
   if (dialect === 'postgres') {
-    await sql`insert into ${t} select i, (i * 7919) % 100000, 'entry ' || i from generate_series(1, ${rows}) as i`.execute(db)
+    await sql`insert into ${t} select i, ((i::bigint * 7919) % 100000)::integer, 'entry ' || i from generate_series(1, ${rows}) as i`.execute(db)
   } else {
     await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${rows}) insert into ${t} select i, (i * 7919) % 100000, 'entry ' || i from n`.execute(db)
   }
