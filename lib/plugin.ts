@@ -6,13 +6,13 @@ import type { ViewsetDialect } from './dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
 import { cancellable } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
-import { problemSchema, problemSchemaId } from './schema/openapi.js'
-import { viewsetValidatorCompiler } from './schema/validator.js'
+import { problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
+import { componentsValidatorCompiler } from './schema/validator.js'
 
 /** What a viewset hands its scope once its data layer is built. */
 export interface ViewsetScope {
-  /** The entity schema, added to the scope under its `$id`. */
-  readonly entity: JsonSchema
+  /** The documented components (the row, the partial row, the bodies), added to the scope under their `$id`. */
+  readonly schemas: readonly JsonSchema[]
   /** The generated routes (routes.ts). */
   readonly routes: readonly RouteOptions[]
   /** The dialect whose errors the scope's error handler classifies. */
@@ -26,6 +26,22 @@ export interface ViewsetScope {
 }
 
 /**
+ * A custom route that documents its answers but no error: it answers errors through the scope's problem
+ * handler like every route, so they are documented for it (400 when it validates input, 401 and 403 when
+ * it declares `security`, 500 and 503 always). A route that documents any error is left as it is.
+ */
+function documentErrors (route: RouteOptions): void {
+  const schema = route.schema
+  if (schema === undefined || schema.hide === true || typeof schema.response !== 'object' || schema.response === null) return
+  const response: Record<string, unknown> = { ...schema.response }
+  if (Object.keys(response).some((status) => /^[45]/.test(status))) return
+  const validates = schema.body !== undefined || schema.querystring !== undefined || schema.params !== undefined || schema.headers !== undefined
+  const secured = 'security' in schema && Array.isArray(schema.security) && schema.security.length > 0
+  const statuses = [...(validates ? [400] : []), ...(secured ? [401, 403] : []), 500, 503]
+  route.schema = { ...schema, response: { ...response, ...problemResponses(statuses) } }
+}
+
+/**
  * The plugin of one viewset. `setup` runs when Fastify registers it (it reads the catalog, builds the data
  * layer and declares the routes); this shell then gives the scope what every viewset scope has: the
  * validator compiler, the problem+json error and not-found handlers, JSON-only bodies, the routes, and
@@ -33,16 +49,16 @@ export interface ViewsetScope {
  *
  * @example
  * ```ts
- * return viewsetPlugin('items', async (fastify) => ({ entity, routes, dialect, protect, customRoutes: () => {}, checkProtectedRoutes: () => {} }))
+ * return viewsetPlugin('items', async (fastify) => ({ schemas: [row], routes, dialect, protect, customRoutes: () => {}, checkProtectedRoutes: () => {} }))
  * ```
  */
 export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) => Promise<ViewsetScope>): FastifyPluginAsync {
   const plugin: FastifyPluginAsync = async (fastify) => {
     const scope = await setup(fastify)
-    fastify.addSchema(scope.entity)
+    for (const schema of scope.schemas) fastify.addSchema(schema)
     if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
-    fastify.setValidatorCompiler(viewsetValidatorCompiler)
+    fastify.setValidatorCompiler(componentsValidatorCompiler(scope.schemas))
     fastify.setErrorHandler(problemHandler(() => scope.dialect))
     fastify.setNotFoundHandler(notFoundHandler)
     // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a 415.
@@ -55,6 +71,7 @@ export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) 
     fastify.addHook('onRoute', (route) => {
       route.handler = cancellable(route.handler)
       if (protectCustomRoute(route, scope.protect)) protectedRoutes++
+      documentErrors(route)
     })
     await scope.customRoutes(fastify)
     scope.checkProtectedRoutes(protectedRoutes)

@@ -8,9 +8,11 @@ import { cursorLinkHeader, linkHeader } from './query/link.js'
 import type { ListQuery } from './query/list-query.js'
 import { offsetWithCursor, parsePagination } from './query/list-query.js'
 import type { Resource } from './resource.js'
+import type { ViewsetComponents } from './schema/components.js'
+import { bodyComponentId, exampleOf } from './schema/components.js'
 import type { JsonSchema } from './schema/derive.js'
-import { deriveBody, deriveParams } from './schema/derive.js'
-import { errorStatuses, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
+import { deriveBody, deriveParams, propertiesOf } from './schema/derive.js'
+import { documentedHeaders, errorStatuses, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
 import { compileSerializer } from './schema/serializer.js'
 
 /**
@@ -53,6 +55,8 @@ export interface RouteContext {
   readonly fields: FieldsPlan
   /** The scope's full prefix, for `Location`. */
   readonly prefix: string
+  /** The documented row, partial row and body components (schema/components.ts). */
+  readonly components: ViewsetComponents
 }
 
 /** What the default LIST read, for the headers its route sets: absent when an override answered. */
@@ -128,9 +132,26 @@ export function cancellable (handler: RouteHandlerMethod): RouteHandlerMethod {
  * Compiles the response serializers of the generated routes against the serializer's entity (nullable
  * scalars coerced, see `deriveSerializerSchema`), where Fastify's own compiler would read the documented one.
  */
-function serializerCompiler (context: RouteContext): FastifySerializerCompiler<unknown> {
+function serializerCompiler (context: RouteContext, serialized: Record<number, JsonSchema> = {}): FastifySerializerCompiler<unknown> {
   const externals = { [context.entity.$id]: { ...context.serialized, $id: context.entity.$id }, [problemSchemaId]: problemSchema }
-  return ({ schema }) => compileSerializer(isRow(schema) ? schema : {}, externals)
+  // `serialized`: a status whose documented schema is not the one to write with (the anyOf of a whole and a
+  // partial row is written as a whole row; `?fields=` answers have serializers of their own).
+  return ({ schema, httpStatus }) => compileSerializer(serialized[Number(httpStatus)] ?? (isRow(schema) ? schema : {}), externals)
+}
+
+/** A `$ref` to a component of the scope. */
+function ref (id: string): JsonSchema {
+  return { $ref: `${id}#` }
+}
+
+/** A whole row, or a `?fields=` row (GET and LIST answers). */
+function rowOrPartial (context: RouteContext): JsonSchema {
+  return { anyOf: [ref(context.components.row.$id), ref(context.components.partial.$id)] }
+}
+
+/** The body of a write, as documented (a component) and validated (the scope's validator compiler resolves it). */
+function bodyRef (context: RouteContext, method: 'POST' | 'PUT' | 'PATCH'): JsonSchema {
+  return ref(bodyComponentId(context.name, method))
 }
 
 /** The schema parts every generated route shares: OpenAPI metadata, error responses, security. */
@@ -142,13 +163,20 @@ function baseSchema (method: ViewsetMethod, context: RouteContext): Record<strin
     operationId: `${operationVerbs[method]}${context.name}`,
     summary: summaries[method](context.name),
     tags: [...context.tags],
-    response: problemResponses(errorStatuses(method, secured, optional)),
+    response: problemResponses(errorStatuses(method, { secured, optionalToken: optional })),
     // Every generated route rejects unknown query parameters, as LIST does.
     querystring: { type: 'object', properties: {}, additionalProperties: false },
   }
   if (secured) schema.security = [{ [securitySchemeName]: [] }]
   else if (optional) schema.security = [{}, { [securitySchemeName]: [] }]
-  if (method !== 'LIST' && method !== 'POST' && method !== 'BULK') schema.params = deriveParams(context.entity, context.primaryKey)
+  if (method !== 'LIST' && method !== 'POST' && method !== 'BULK') {
+    const params = deriveParams(context.entity, context.primaryKey)
+    // An example id, so that tools that call every operation (Dredd) have one.
+    const id = propertiesOf(params).id
+    const example = exampleOf(id)
+    if (id !== undefined && example !== undefined) id.examples = [example]
+    schema.params = params
+  }
   return schema
 }
 
@@ -165,15 +193,14 @@ function onRequestOf (method: ViewsetMethod, context: RouteContext): Pick<RouteO
 /** LIST `/`: pagination checked, the handler's rows, their relations, then `Link`, `X-Total-Count` and `?fields=`. */
 function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
   const { resource, readDb, list, maxOffset, pagination } = context
-  const ref = { $ref: `${context.entity.$id}#` }
   const schema = baseSchema('LIST', context)
   schema.querystring = list.querystring
-  schema.response[200] = { type: 'array', items: ref, ...(list.headers === undefined ? {} : { headers: list.headers }) }
+  schema.response[200] = { description: 'A page of rows (with `?fields=`, only the chosen fields)', type: 'array', items: rowOrPartial(context), ...(list.headers === undefined ? {} : { headers: list.headers }) }
   return {
     method: 'GET',
     url: '',
     schema,
-    serializerCompiler: serializerCompiler(context),
+    serializerCompiler: serializerCompiler(context, { 200: { type: 'array', items: ref(context.entity.$id) } }),
     ...onRequestOf('LIST', context),
     // Before validation, which would only call `offset` unknown: the 400 says to page by cursor.
     ...(pagination === 'cursor' ? { preValidation: (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => { done('offset' in queryOf(request) ? offsetWithCursor() : undefined) } } : {}),
@@ -204,12 +231,12 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
   const { resource, readDb, fields } = context
   const schema = baseSchema('GET', context)
   schema.querystring = { type: 'object', properties: fields.properties, additionalProperties: false }
-  schema.response[200] = { $ref: `${context.entity.$id}#` }
+  schema.response[200] = { description: 'The row (with `?fields=`, only the chosen fields)', ...rowOrPartial(context) }
   return {
     method: 'GET',
     url: '/:id',
     schema,
-    serializerCompiler: serializerCompiler(context),
+    serializerCompiler: serializerCompiler(context, { 200: ref(context.entity.$id) }),
     ...onRequestOf('GET', context),
     handler: cancellable(async (request, reply) => {
       const selection = fields.selection(queryOf(request))
@@ -226,8 +253,8 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
 function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
   const { resource, db, primaryKey, prefix } = context
   const schema = baseSchema('POST', context)
-  schema.body = deriveBody(context.entity, false)
-  schema.response[201] = { $ref: `${context.entity.$id}#` }
+  schema.body = bodyRef(context, 'POST')
+  schema.response[201] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: { Location: documentedHeaders.location } }
   return {
     method: 'POST',
     url: '',
@@ -250,13 +277,17 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
 function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
   const { resource, db, maxBulk } = context
   const schema = baseSchema('BULK', context)
+  // Inline, not the create component: a `$ref` inside an array is not resolved by the scope's validator compiler.
+  const element = deriveBody(context.entity, false)
+  const example = exampleOf(element)
   schema.body = {
     type: 'array',
-    items: deriveBody(context.entity, false),
+    items: element,
+    ...(example === undefined ? {} : { examples: [[example]] }),
     maxItems: maxBulk,
     description: `At most ${maxBulk} elements (maxBulk; more is a 400), each a body of POST. Written all or none, in one transaction; an error names its element by JSON pointer (\`/3/name\`).`,
   }
-  schema.response[201] = { type: 'array', items: { $ref: `${context.entity.$id}#` } }
+  schema.response[201] = { description: 'The rows as stored', type: 'array', items: ref(context.components.row.$id) }
   return {
     method: 'POST',
     url: '/bulk',
@@ -274,8 +305,8 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
 function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context: RouteContext): RouteOptions {
   const { resource, db } = context
   const schema = baseSchema(method, context)
-  schema.body = deriveBody(context.entity, method === 'PATCH')
-  schema.response[200] = { $ref: `${context.entity.$id}#` }
+  schema.body = bodyRef(context, method)
+  schema.response[200] = { description: 'The row as stored', ...ref(context.components.row.$id) }
   return {
     method,
     url: '/:id',

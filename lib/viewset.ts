@@ -28,6 +28,7 @@ import { Resource } from './resource.js'
 import { recordListPage, requestedFields, viewsetRoutes } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
 import { deriveEntity, deriveSerializerSchema, plain, propertiesOf, writableFields } from './schema/derive.js'
+import { viewsetComponents } from './schema/components.js'
 import { nameFromPrefix } from './schema/openapi.js'
 
 function isRecord (value: unknown): value is Row {
@@ -426,6 +427,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields, related: { table, links: relations?.links ?? new Map() } })
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
+    const components = viewsetComponents(entity, name, primaryKey, methods)
     const routes = viewsetRoutes(methods, this, {
       resource,
       readDb: untyped(this.readDb),
@@ -444,9 +446,10 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       maxBulk: this.#resolved.maxBulk,
       fields,
       prefix: fastify.prefix,
+      components,
     })
     return {
-      entity,
+      schemas: components.schemas,
       routes,
       dialect,
       protect: this.protect,

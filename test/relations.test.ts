@@ -346,20 +346,24 @@ for (const dialect of dialects) {
       assert.equal(statements.length, 3)
     })
 
-    test('the served schema marks relation fields read-only and names the nested schemas', async (t) => {
+    test('the served schema marks relation fields read-only and inlines the nested schemas', async (t) => {
       const library = await libraryApp(t, dialect, 1, 1, { docs: true })
       const document = (await library.app.inject({ method: 'GET', url: '/docs/json' })).json()
       const schemas = document.components.schemas
       assert.equal(schemas.Books.properties.author.readOnly, true)
       assert.deepEqual(schemas.Books.properties.author.anyOf[1], { type: 'null' })
       assert.equal(schemas.Books.properties.tags.readOnly, true)
-      // The related schemas are components of their own (named after the entity and the field path).
-      assert.deepEqual(Object.keys(schemas.BooksAuthor.properties), ['id', 'name'])
-      assert.deepEqual(Object.keys(schemas.BooksTags.properties), ['id', 'name'])
-      assert.deepEqual(Object.keys(schemas.AuthorsBooks.properties), ['id', 'title', 'publisher', 'tags'])
-      assert.deepEqual(Object.keys(schemas.AuthorsBooksPublisher.properties), ['id', 'name'])
+      // The related schemas are inline: as components, nothing would reference them.
+      assert.deepEqual(Object.keys(schemas.Books.properties.author.anyOf[0].properties), ['id', 'name'])
+      assert.deepEqual(Object.keys(schemas.Books.properties.tags.items.properties), ['id', 'name'])
+      assert.deepEqual(Object.keys(schemas.Authors.properties.books.items.properties), ['id', 'title', 'publisher', 'tags'])
+      assert.deepEqual(Object.keys(schemas.Authors.properties.books.items.properties.publisher.anyOf[0].properties), ['id', 'name'])
+      // Relations load by default: a whole row requires them.
+      assert.ok(schemas.Books.required.includes('author') && schemas.Books.required.includes('tags'))
+      assert.deepEqual(Object.keys(schemas).filter((name) => /^(Books|Authors)/.test(name)).sort(),
+        ['Authors', 'AuthorsCreate', 'AuthorsPartial', 'AuthorsPatch', 'AuthorsReplace', 'Books', 'BooksCreate', 'BooksPartial', 'BooksPatch', 'BooksReplace'])
       assert.equal(JSON.stringify(document).includes('relatedConfig'), false, 'the declaration is not published')
-      const create = document.paths['/books'].post.requestBody.content['application/json'].schema
+      const create = schemas.BooksCreate
       assert.deepEqual(create.properties.author, { readOnly: true, description: 'Read-only: ignored when sent.' })
     })
 

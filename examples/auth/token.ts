@@ -45,6 +45,8 @@ const TokenRequest = {
     scope: { type: 'string', description: 'Ignored: the demo has no scopes' },
   },
   required: ['grant_type'],
+  // The document's example body (Dredd and other tools that call every operation send it).
+  examples: [{ grant_type: 'password', username: 'demo', password: 'the demo password' }],
 } as const
 
 const TokenError = {

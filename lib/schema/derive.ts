@@ -31,7 +31,7 @@ export function propertiesOf (schema: TObject | JsonSchema): Record<string, Json
 }
 
 /** `readOnly: true` on the field, or on the union or any branch of it (a client may set none of them). */
-function isReadOnly (property: unknown): boolean {
+export function isReadOnly (property: unknown): boolean {
   if (!isSchemaLike(property)) return false
   if (property.readOnly === true) return true
   const branches = Array.isArray(property.anyOf) ? property.anyOf : Array.isArray(property.oneOf) ? property.oneOf : []
@@ -77,19 +77,17 @@ function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): J
 }
 
 /**
- * Names the object schemas of a relation field (`Author`, `Union([Author, Null])`, `Array(Tag)`) and of the
- * relations nested in them with an `$id` (`BooksAuthor`, `AuthorsBooksPublisher`), so that OpenAPI lists
- * them as components. They stay inline (no `$ref`): code that copies the entity's properties, such as the
- * `?fields=` serializers, keeps working on its own. The relatedConfig they carry is dropped.
+ * The object schemas of a relation field (`Author`, `Union([Author, Null])`, `Array(Tag)`) and of the
+ * relations nested in them, as plain inline schemas: their `$id` and the relatedConfig they carry are
+ * dropped. Inline, code that copies the entity's properties (the `?fields=` serializers) works on its own;
+ * an `$id` would make @fastify/swagger list each one as a component that nothing references.
  */
-function nameRelation (property: JsonSchema, id: string): JsonSchema {
+function inlineRelation (property: JsonSchema): JsonSchema {
   const named = (object: JsonSchema): JsonSchema => {
     const { $id: _id, relatedConfig: _config, ...rest } = object
     const properties: Record<string, JsonSchema> = {}
-    for (const [name, child] of Object.entries(propertiesOf(rest))) {
-      properties[name] = nameRelation(child, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`)
-    }
-    return { ...rest, $id: id, properties }
+    for (const [name, child] of Object.entries(propertiesOf(rest))) properties[name] = inlineRelation(child)
+    return { ...rest, properties }
   }
   if (isObjectSchema(property)) return named(property)
   const items = property.items
@@ -103,7 +101,7 @@ function nameRelation (property: JsonSchema, id: string): JsonSchema {
 
 /**
  * The entity schema as served: plain, with bounded integers, relation fields marked read-only and
- * their object schemas named. A field marked read-only in any way (`readOnly: true` on it or on a branch
+ * their object schemas inline. A field marked read-only in any way (`readOnly: true` on it or on a branch
  * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`, and so does the primary key
  * whatever the schema says: it is never written from a body.
  */
@@ -112,7 +110,7 @@ export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>,
   const properties: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(entity))) {
     if (relationFields.has(name)) {
-      properties[name] = { ...nameRelation(property, `${id}${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`), readOnly: true }
+      properties[name] = { ...inlineRelation(property), readOnly: true }
       continue
     }
     const bounded = boundIntegers(property, columns.get(name))

@@ -31,40 +31,74 @@ export const problemSchema: JsonSchema = {
 }
 
 const errorDescriptions: Record<number, string> = {
-  400: 'Invalid request: the `errors` list names the failing fields (at most 50)',
+  400: 'Invalid request: the `errors` list names the failing fields (at most 50), or the URL is malformed (FST_VIEWSET_BAD_URL)',
   401: 'Missing or invalid bearer token',
   403: 'The token does not allow this operation',
   404: 'No such row',
   409: 'Conflict with a unique or foreign-key constraint',
+  412: 'If-Match names a version of the row that is not the stored one: nothing was changed (FST_VIEWSET_PRECONDITION_FAILED)',
   413: 'The body is larger than the limit',
+  414: 'A path parameter is longer than the limit (FST_VIEWSET_URI_TOO_LONG)',
   415: 'The body is not JSON',
+  428: 'This operation needs an If-Match header (FST_VIEWSET_PRECONDITION_REQUIRED)',
   500: 'Unexpected error',
   503: 'The database is unavailable (FST_VIEWSET_UNAVAILABLE) or the statement ran past its timeout (FST_VIEWSET_TIMEOUT)',
 }
 
-/** Documented error responses, serialized as `application/problem+json`. */
+/** The response headers of the document, as @fastify/swagger reads them (a schema with a description). */
+export const documentedHeaders = {
+  etag: { type: 'string', description: 'Strong entity tag of the row as sent: send it back in If-None-Match (GET) or If-Match (PUT, PATCH, DELETE).' },
+  location: { type: 'string', description: 'The URL of the created row.' },
+  wwwAuthenticate: { type: 'string', description: 'The Bearer challenge (RFC 6750): why the token was refused.' },
+  retryAfter: { type: 'integer', minimum: 0, description: 'Seconds to wait before trying again.' },
+  acceptPatch: { type: 'string', description: 'The media types PATCH accepts.' },
+} as const satisfies Record<string, JsonSchema>
+
+const errorHeaders: Record<number, Record<string, JsonSchema>> = {
+  401: { 'WWW-Authenticate': documentedHeaders.wwwAuthenticate },
+  403: { 'WWW-Authenticate': documentedHeaders.wwwAuthenticate },
+  503: { 'Retry-After': documentedHeaders.retryAfter },
+}
+
+/** Documented error responses, serialized as `application/problem+json`, with the headers each one carries. */
 export function problemResponses (statuses: readonly number[]): Record<number, JsonSchema> {
   const responses: Record<number, JsonSchema> = {}
   for (const status of statuses) {
+    const headers = errorHeaders[status]
     responses[status] = {
       description: errorDescriptions[status] ?? 'Error',
+      ...(headers === undefined ? {} : { headers }),
       content: { 'application/problem+json': { schema: { $ref: `${problemSchemaId}#` } } },
     }
   }
   return responses
 }
 
-/**
- * The error statuses each method can answer (auth adds 401 and 403 to protected ones, and 401 to open ones
- * that verify a token when one is sent: `optionalToken`).
- */
-export function errorStatuses (method: ViewsetMethod, secured: boolean, optionalToken = false): number[] {
+/** What decides which errors a route can answer, besides its method. */
+export interface ErrorConditions {
+  /** The route needs a bearer token (401, 403). */
+  readonly secured: boolean
+  /** An open route that verifies a token when one is sent (401). */
+  readonly optionalToken?: boolean
+  /** PUT, PATCH and DELETE answer 428 without If-Match (`requireIfMatch`). */
+  readonly requireIfMatch?: boolean
+}
+
+/** The error statuses each method can answer. */
+export function errorStatuses (method: ViewsetMethod, { secured, optionalToken = false, requireIfMatch = false }: ErrorConditions): number[] {
+  const element = method !== 'LIST' && method !== 'POST' && method !== 'BULK'
+  const write = method === 'PUT' || method === 'PATCH' || method === 'DELETE'
   const statuses = [400]
   if (secured) statuses.push(401, 403)
   else if (optionalToken) statuses.push(401)
-  if (method !== 'LIST' && method !== 'POST' && method !== 'BULK') statuses.push(404)
-  if (method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') statuses.push(409)
-  if (method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH') statuses.push(413, 415)
+  if (element) statuses.push(404)
+  if (method === 'POST' || method === 'BULK' || write) statuses.push(409)
+  if (write) statuses.push(412)
+  if (method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH') statuses.push(413)
+  // A path parameter past Fastify's maxParamLength (viewsetFrameworkErrors).
+  if (element) statuses.push(414)
+  if (method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH') statuses.push(415)
+  if (write && requireIfMatch) statuses.push(428)
   statuses.push(500, 503)
   return statuses
 }

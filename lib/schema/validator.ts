@@ -44,3 +44,18 @@ export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schem
   if (!isRecord(schema)) throw new TypeError(`expected a JSON Schema object for the ${httpPart ?? 'request'}`)
   return validatorFor(httpPart === 'body' ? 'body' : 'strings').compile(schema)
 }
+
+/**
+ * {@link viewsetValidatorCompiler}, where a schema that is only a `$ref` to one of `components` (a body
+ * component, `{ $ref: 'ItemsCreate#' }`) is compiled as that component: the document shows the component,
+ * and the shared Ajv instance never sees the same `$id` twice.
+ */
+export function componentsValidatorCompiler (components: ReadonlyArray<Record<string, unknown>>): FastifySchemaCompiler<unknown> {
+  const byRef = new Map(components.map(({ $id, ...schema }) => [`${String($id)}#`, schema]))
+  return (route) => {
+    const schema: unknown = route.schema
+    const ref = typeof schema === 'object' && schema !== null && '$ref' in schema ? schema.$ref : undefined
+    const component = typeof ref === 'string' ? byRef.get(ref) : undefined
+    return viewsetValidatorCompiler(component === undefined ? route : { ...route, schema: component })
+  }
+}
