@@ -132,6 +132,18 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
    * A substring match reads every row, and its cost grows with the term.
    */
   maxSearchLength?: number
+  /**
+   * An integer column that versions each row: every PUT and PATCH increments it with the write, and the
+   * `ETag` is its value (`"3"`). It is read-only. Without it, the `ETag` is a hash of the row as GET sends it.
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'items', schema: Item, versionField: 'version' })
+   * ```
+   */
+  versionField?: FieldOf<S>
+  /** PUT, PATCH and DELETE without `If-Match` answer 428 (default false). POST never needs it. */
+  requireIfMatch?: boolean
 
   /** Methods that require `Authorization: Bearer <jwt>`. */
   protectedMethods?: readonly ViewsetMethod[]
@@ -225,7 +237,7 @@ const knownOptionKeys = {
     'protectedMethods', 'authenticate', 'authorize',
     'searchFields', 'orderingFields', 'defaultOrder', 'filterFields', 'alwaysCount', 'maxSearchLength', 'maxOffset',
     'pagination', 'maxBulk',
-    'relatedConfig', 'defaultRelations', 'scope', 'beforeWrite',
+    'relatedConfig', 'defaultRelations', 'scope', 'beforeWrite', 'versionField', 'requireIfMatch',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig'],
@@ -345,6 +357,8 @@ export interface ResolvedOptions {
   readonly maxSearchLength: number
   readonly pagination: 'offset' | 'cursor'
   readonly maxBulk: number
+  readonly versionField: string | undefined
+  readonly requireIfMatch: boolean
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -381,6 +395,16 @@ export function resolveOptions (options: unknown): ResolvedOptions {
   if (!isStringArray(tags)) fail('tags', 'expected an array of strings')
   const name = options.name
   if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(name))) fail('name', 'expected an identifier such as "Items"')
+  const versionField = options.versionField
+  if (versionField !== undefined && typeof versionField !== 'string') fail('versionField', 'expected a field name')
+  if (versionField !== undefined) {
+    const property: unknown = Object.entries(properties).find(([field]) => field === versionField)?.[1]
+    if (!isRecord(property)) fail('versionField', `"${versionField}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`)
+    if (property.type !== 'integer') fail('versionField', `"${versionField}" must be an integer field (Type.Integer())`)
+    if (versionField === primaryKey) fail('versionField', 'the primary key cannot be the version')
+  }
+  const requireIfMatch = options.requireIfMatch ?? false
+  if (typeof requireIfMatch !== 'boolean') fail('requireIfMatch', 'expected a boolean')
   for (const key of ['authenticate', 'authorize', 'scope', 'beforeWrite'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
@@ -397,5 +421,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     maxSearchLength,
     pagination,
     maxBulk,
+    versionField,
+    requireIfMatch,
   })
 }

@@ -101,7 +101,7 @@ for (const dialect of dialects) {
       const documentOf = async (custom: boolean) => {
         const app = testApp(t)
         await app.register(viewsetDocs, { tokenUrl: '/auth/token' })
-        const options = { db: database.db, table: 'items', schema: Item }
+        const options = { db: database.db, table: 'items' as const, schema: Item }
         await app.register(custom ? new Reports(options).register() : createViewset(options), { prefix: '/items' })
         return (await app.inject('/docs/json')).json()
       }
