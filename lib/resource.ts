@@ -1,10 +1,12 @@
 import { sql } from 'kysely'
 import type { AnyDatabase, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
+import { ViewsetErrors } from './errors.js'
 import type { Condition } from './query/condition.js'
 import type { CursorPosition } from './query/cursor.js'
 import { cursorAlias, keysetCondition, positionOf, reversed } from './query/cursor.js'
 import type { ListQuery } from './query/list-query.js'
 import type { ScopeCondition } from './query/scope.js'
+import type { Precondition, Versioning } from './query/precondition.js'
 import { applyOrdering } from './query/ordering.js'
 import { StatementCache } from './query/statement-cache.js'
 import type { Statements } from './query/statements.js'
@@ -19,6 +21,8 @@ export interface ResourceConfig {
   readonly target: WriteTarget
   /** The loaders of the relation fields, if the schema has any. */
   readonly relations: RelationLoader | undefined
+  /** How a row's version is told, for `If-Match`; with a version column, updates increment it. */
+  readonly versioning?: Versioning | undefined
 }
 
 /** A page read by cursor: its rows in the request's order, and the positions its `next` and `prev` links start from. */
@@ -59,10 +63,12 @@ export class Resource {
   readonly #statements: Statements
   readonly #target: WriteTarget
   readonly #relations: RelationLoader | undefined
+  readonly #versioning: Versioning | undefined
   readonly #pages = new StatementCache()
   readonly #counts = new StatementCache()
 
-  constructor ({ dialect, statements, target, relations }: ResourceConfig) {
+  constructor ({ dialect, statements, target, relations, versioning }: ResourceConfig) {
+    this.#versioning = versioning
     this.dialect = dialect
     this.#statements = statements
     this.#target = target
@@ -164,15 +170,55 @@ export class Resource {
   /**
    * Updates one row and returns it as stored, or `undefined` when there is no such row, or none in the
    * scope: then nothing changes (the dialect checks the scope in the write itself, or in its transaction).
+   * With a precondition (If-Match), or a version column to increment, the row is read and locked first,
+   * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
+   * the same tag get one write.
    */
-  async update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition): Promise<Row | undefined> {
-    return await this.dialect.update(db, this.#target, id, values, scope?.where)
+  async update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition, precondition?: Precondition): Promise<Row | undefined> {
+    const versionField = this.#versioning?.versionField
+    if (precondition === undefined && versionField === undefined) return await this.dialect.update(db, this.#target, id, values, scope?.where)
+    return await this.#guarded(db, id, scope, precondition, async (trx, row) => {
+      // The increment is computed from the locked row, so it is part of this one UPDATE.
+      const versioned = versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
+      return await this.dialect.update(trx, this.#target, id, versioned, scope?.where)
+    })
   }
 
-  /** Deletes one row; false when there was none (in the scope, when one is given). */
-  async delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition): Promise<boolean> {
-    if (scope === undefined) return await this.#statements.deleteById(db, id)
-    return await this.dialect.delete(db, this.#target, id, scope.where)
+  /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as `update` checks it. */
+  async delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Promise<boolean> {
+    const remove = async (on: AnyDatabase) => scope === undefined ? await this.#statements.deleteById(on, id) : await this.dialect.delete(on, this.#target, id, scope.where)
+    if (precondition === undefined) return await remove(db)
+    return await this.#guarded(db, id, scope, precondition, remove) ?? false
+  }
+
+  /**
+   * Runs `write` in a transaction once the row is read (key and scope) and locked (`SELECT … FOR UPDATE`
+   * where the database has row locks; SQLite has one writer, so its transaction is enough) and the
+   * precondition holds: `undefined` without writing when there is no such row (404), else
+   * PreconditionRequired (428) or PreconditionFailed (412) thrown.
+   */
+  async #guarded<T> (db: AnyDatabase, id: unknown, scope: ScopeCondition | undefined, precondition: Precondition | undefined, write: (trx: AnyDatabase, row: Row) => Promise<T>): Promise<T | undefined> {
+    const { table, primaryKey, columns } = this.#target
+    const run = async (trx: AnyDatabase): Promise<T | undefined> => {
+      const key = trx.selectFrom(table).select(columns).where(primaryKey, '=', id)
+      const select = scope === undefined ? key : key.where(scope.where)
+      const row = await (this.dialect.rowLocks === true ? select.forUpdate() : select).executeTakeFirst()
+      if (row === undefined) return undefined
+      if (precondition?.kind === 'required') throw new ViewsetErrors.PreconditionRequired()
+      if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition.tags))) throw new ViewsetErrors.PreconditionFailed()
+      return await write(trx, row)
+    }
+    return db.isTransaction ? await run(db) : await db.transaction().execute(run)
+  }
+
+  /** Whether the row's tag is one of `tags` (strong comparison: a weak `W/` tag never matches). */
+  async #matches (db: AnyDatabase, row: Row, tags: '*' | readonly string[]): Promise<boolean> {
+    if (tags === '*') return true
+    const versioning = this.#versioning
+    if (versioning === undefined) return false
+    // The representation includes the relations: load them as GET would, in this transaction.
+    if (versioning.versionField === undefined) await this.load(db, [row], versioning.relations)
+    return tags.includes(versioning.tagOf(row))
   }
 
   /** Loads the relation fields of these rows in place (`only`: just these relations), batched per relation. */

@@ -1,10 +1,12 @@
 import type { FastifyReply, FastifyRequest, FastifySerializerCompiler, RouteHandlerMethod, RouteOptions } from 'fastify'
 import { authHook, openTokenHook, securitySchemeName } from './auth.js'
+import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
 import type { AnyDatabase, Row } from './dialect/dialect.js'
 import { runCancellable } from './dialect/postgres-cancel.js'
 import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
 import type { FieldSelection, FieldsPlan } from './query/fields.js'
 import { cursorLinkHeader, linkHeader } from './query/link.js'
+import type { Precondition } from './query/precondition.js'
 import type { ListQuery } from './query/list-query.js'
 import { offsetWithCursor, parsePagination } from './query/list-query.js'
 import type { Resource } from './resource.js'
@@ -14,6 +16,7 @@ import type { JsonSchema } from './schema/derive.js'
 import { deriveBody, deriveParams, propertiesOf } from './schema/derive.js'
 import { documentedHeaders, errorStatuses, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
 import { compileSerializer } from './schema/serializer.js'
+import type { Serializer } from './schema/serializer.js'
 
 /**
  * The handlers a route calls: the viewset's overridable methods. Method syntax on purpose: an override
@@ -57,6 +60,12 @@ export interface RouteContext {
   readonly prefix: string
   /** The documented row, partial row and body components (schema/components.ts). */
   readonly components: ViewsetComponents
+  /** Serializes a whole row, relations included, as GET sends it: what a representation's ETag hashes. */
+  readonly represent: Serializer
+  /** The version column (`versionField`), whose value is the ETag. */
+  readonly versionField: string | undefined
+  /** PUT, PATCH and DELETE without If-Match answer 428. */
+  readonly requireIfMatch: boolean
 }
 
 /** What the default LIST read, for the headers its route sets: absent when an override answered. */
@@ -71,6 +80,7 @@ export interface ListPage {
 // Per-request state between a route and the default handlers, keyed by request so it dies with it.
 const listPages = new WeakMap<FastifyRequest, ListPage>()
 const getSelections = new WeakMap<FastifyRequest, FieldSelection>()
+const preconditions = new WeakMap<FastifyRequest, Precondition>()
 
 /** Called by the default `list`: the route then sets `Link`, `X-Total-Count` and the `?fields=` serializer. */
 export function recordListPage (request: FastifyRequest, page: ListPage): void {
@@ -81,6 +91,28 @@ export function recordListPage (request: FastifyRequest, page: ListPage): void {
 export function requestedFields (request: FastifyRequest): FieldSelection | undefined {
   return getSelections.get(request)
 }
+
+/** The `If-Match` condition of a PUT, PATCH or DELETE (read by its route), for the default handlers' write. */
+export function requestedPrecondition (request: FastifyRequest): Precondition | undefined {
+  return preconditions.get(request)
+}
+
+/** The ETag of a whole row and its serialized body (the version column's value, else a hash of the body). */
+function tagged (context: RouteContext, row: Row): { etag: string, body: string } {
+  const body = context.represent(row)
+  return { etag: context.versionField === undefined ? representationTag(body) : versionTag(row[context.versionField]), body }
+}
+
+/** Answers a whole row with its ETag, serialized once (the tag hashes the very bytes sent). */
+function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): unknown {
+  if (!isRow(row)) return row
+  const { etag, body } = tagged(context, row)
+  // A string with a JSON type is sent as it is: the route's serializer does not run again.
+  reply.header('etag', etag).type('application/json; charset=utf-8')
+  return body
+}
+
+const etagHeaders = { ETag: documentedHeaders.etag }
 
 const summaries: Record<ViewsetMethod, (name: string) => string> = {
   LIST: (name) => `List ${name}`,
@@ -163,7 +195,7 @@ function baseSchema (method: ViewsetMethod, context: RouteContext): Record<strin
     operationId: `${operationVerbs[method]}${context.name}`,
     summary: summaries[method](context.name),
     tags: [...context.tags],
-    response: problemResponses(errorStatuses(method, { secured, optionalToken: optional })),
+    response: problemResponses(errorStatuses(method, { secured, optionalToken: optional, requireIfMatch: context.requireIfMatch })),
     // Every generated route rejects unknown query parameters, as LIST does.
     querystring: { type: 'object', properties: {}, additionalProperties: false },
   }
@@ -178,6 +210,12 @@ function baseSchema (method: ViewsetMethod, context: RouteContext): Record<strin
     schema.params = params
   }
   return schema
+}
+
+/** Records the If-Match condition of a write for the default handler (requireIfMatch: none is a 428). */
+function setPrecondition (request: FastifyRequest, context: RouteContext): void {
+  const precondition = preconditionOf(request.headers['if-match'], context.requireIfMatch)
+  if (precondition !== undefined) preconditions.set(request, precondition)
 }
 
 /** Hooks before the body is read: no body on reads and DELETE, the bearer check of protected methods, and of open ones when a token is sent. */
@@ -231,7 +269,8 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
   const { resource, readDb, fields } = context
   const schema = baseSchema('GET', context)
   schema.querystring = { type: 'object', properties: fields.properties, additionalProperties: false }
-  schema.response[200] = { description: 'The row (with `?fields=`, only the chosen fields)', ...rowOrPartial(context) }
+  schema.response[200] = { description: 'The row (with `?fields=`, only the chosen fields)', ...rowOrPartial(context), headers: etagHeaders }
+  schema.response[304] = { type: 'null', description: 'Not modified: If-None-Match names the current ETag', headers: etagHeaders }
   return {
     method: 'GET',
     url: '/:id',
@@ -239,12 +278,28 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
     serializerCompiler: serializerCompiler(context, { 200: ref(context.entity.$id) }),
     ...onRequestOf('GET', context),
     handler: cancellable(async (request, reply) => {
-      const selection = fields.selection(queryOf(request))
+      const { versionField } = context
+      let selection = fields.selection(queryOf(request))
+      // The version column is read with any selection: it is the ETag (it is written only if chosen).
+      if (selection !== undefined && versionField !== undefined && !selection.columns.includes(versionField)) {
+        selection = { ...selection, shape: `${selection.shape}|${versionField}`, columns: [...selection.columns, versionField] }
+      }
       if (selection !== undefined) getSelections.set(request, selection)
       const row = await withRelations(resource, readDb, await handlers.getElement(request, reply, request.viewsetToken), selection?.relations ?? fields.defaultRelations)
+      if (!isRow(row)) return row
+      // Without a version column, only the whole row has a tag (a hash of it).
+      let answer: unknown = row
+      let etag: string | undefined
+      if (selection === undefined) ({ etag, body: answer } = tagged(context, row))
+      else if (versionField !== undefined) etag = versionTag(row[versionField])
+      if (etag !== undefined) {
+        reply.header('etag', etag)
+        if (noneMatch(request.headers['if-none-match'], etag)) return await reply.code(304).send()
+      }
       // Set last, so that an error thrown above is serialized as a problem, not as a row.
-      if (selection !== undefined) reply.serializer(selection.serializeRow).type('application/json; charset=utf-8')
-      return row
+      if (selection !== undefined) reply.serializer(selection.serializeRow)
+      reply.type('application/json; charset=utf-8')
+      return answer
     }),
   }
 }
@@ -254,7 +309,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
   const { resource, db, primaryKey, prefix } = context
   const schema = baseSchema('POST', context)
   schema.body = bodyRef(context, 'POST')
-  schema.response[201] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: { Location: documentedHeaders.location } }
+  schema.response[201] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: { Location: documentedHeaders.location, ...etagHeaders } }
   return {
     method: 'POST',
     url: '',
@@ -268,7 +323,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       if (id !== undefined && id !== null && !reply.hasHeader('location')) {
         reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
       }
-      return await withRelations(resource, db, row, context.fields.defaultRelations)
+      return sendTagged(context, reply, await withRelations(resource, db, row, context.fields.defaultRelations))
     }),
   }
 }
@@ -306,14 +361,18 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
   const { resource, db } = context
   const schema = baseSchema(method, context)
   schema.body = bodyRef(context, method)
-  schema.response[200] = { description: 'The row as stored', ...ref(context.components.row.$id) }
+  schema.response[200] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: etagHeaders }
   return {
     method,
     url: '/:id',
     schema,
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf(method, context),
-    handler: cancellable(async (request, reply) => await withRelations(resource, db, await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'), context.fields.defaultRelations)),
+    handler: cancellable(async (request, reply) => {
+      setPrecondition(request, context)
+      const row = await withRelations(resource, db, await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'), context.fields.defaultRelations)
+      return sendTagged(context, reply, row)
+    }),
   }
 }
 
@@ -328,6 +387,7 @@ function deleteRoute (handlers: RouteHandlers, context: RouteContext): RouteOpti
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf('DELETE', context),
     handler: cancellable(async (request, reply) => {
+      setPrecondition(request, context)
       await handlers.deleteElement(request, reply, request.viewsetToken)
       return reply.code(204).send()
     }),

@@ -15,6 +15,7 @@ import type { ViewsetScope } from './plugin.js'
 import type { CursorPosition } from './query/cursor.js'
 import { encodeCursor } from './query/cursor.js'
 import { planFields } from './query/fields.js'
+import type { Precondition } from './query/precondition.js'
 import { parseListQuery } from './query/list-query.js'
 import { scopeCondition } from './query/scope.js'
 import type { ScopeCondition } from './query/scope.js'
@@ -25,11 +26,13 @@ import type { RelatedConfig } from './relations/config.js'
 import { checkDefaultRelations } from './relations/default-relations.js'
 import { createRelationLoader, relatedConfigOf, relationFields } from './relations/loader.js'
 import { Resource } from './resource.js'
-import { recordListPage, requestedFields, viewsetRoutes } from './routes.js'
+import { representationTag, versionTag } from './conditional-requests.js'
+import { recordListPage, requestedFields, requestedPrecondition, viewsetRoutes } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
 import { deriveEntity, deriveSerializerSchema, plain, propertiesOf, writableFields } from './schema/derive.js'
 import { viewsetComponents } from './schema/components.js'
 import { nameFromPrefix } from './schema/openapi.js'
+import { compileSerializer } from './schema/serializer.js'
 
 function isRecord (value: unknown): value is Row {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -242,14 +245,15 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<Static<S>> {
     const method = partial ? 'PATCH' : 'PUT'
     const values = await this.#beforeWrite(this.#writable(request.body), { request, token, method })
-    const row = await this.#ready().resource.update(untyped(this.db), request.params.id, values, this.#scopeOf(request, token, method))
+    // If-Match (or requireIfMatch) is checked with the write, after the scope: a 404, 428 or 412 changes nothing.
+    const row = await this.#ready().resource.update(untyped(this.db), request.params.id, values, this.#scopeOf(request, token, method), requestedPrecondition(request))
     return row === undefined ? this.notFound(request.params.id) : served<S>(row)
   }
 
   /** DELETE: removes the row (204), or 404 when there is none in the scope. */
   async deleteElement (request: ElementRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<void> {
     const scope = this.#scopeOf(request, token, 'DELETE')
-    if (!(await this.#ready().resource.delete(untyped(this.db), request.params.id, scope))) this.notFound(request.params.id)
+    if (!(await this.#ready().resource.delete(untyped(this.db), request.params.id, scope, requestedPrecondition(request)))) this.notFound(request.params.id)
   }
 
   /**
@@ -332,15 +336,32 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     return served<S>(await this.#ready().resource.insert(untyped(db), rowOf(values)))
   }
 
-  /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
-  async update (id: IdOf<S>, values: Updateable<DB[TB]>, db: Kysely<DB> = this.db): Promise<Static<S> | undefined> {
-    const row = await this.#ready().resource.update(untyped(db), id, rowOf(values))
+  /**
+   * Updates one row and returns it as stored, or `undefined` when there is no such row. With a
+   * `precondition` (`this.precondition(request)`: the request's If-Match), a stale tag throws the 412
+   * and requireIfMatch's 428, checked with the write so that nothing changes.
+   *
+   * @example
+   * ```ts
+   * return await this.update(request.params.id, values, this.db, this.precondition(request)) ?? this.notFound(request.params.id)
+   * ```
+   */
+  async update (id: IdOf<S>, values: Updateable<DB[TB]>, db: Kysely<DB> = this.db, precondition?: Precondition): Promise<Static<S> | undefined> {
+    const row = await this.#ready().resource.update(untyped(db), id, rowOf(values), undefined, precondition)
     return row === undefined ? undefined : served<S>(row)
   }
 
-  /** Deletes one row; false when there was none. */
-  async deleteById (id: IdOf<S>, db: Kysely<DB> = this.db): Promise<boolean> {
-    return await this.#ready().resource.delete(untyped(db), id)
+  /** Deletes one row; false when there was none. A `precondition` is checked as `update` checks it. */
+  async deleteById (id: IdOf<S>, db: Kysely<DB> = this.db, precondition?: Precondition): Promise<boolean> {
+    return await this.#ready().resource.delete(untyped(db), id, undefined, precondition)
+  }
+
+  /**
+   * The If-Match condition of a PUT, PATCH or DELETE request (`undefined` without one, unless
+   * `requireIfMatch`), for an overridden handler to pass to `update` or `deleteById`.
+   */
+  precondition (request: FastifyRequest): Precondition | undefined {
+    return requestedPrecondition(request)
   }
 
   /**
@@ -416,7 +437,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const config = this.#relatedConfig
     const relations = await createRelationLoader(db, dialect, config, schema, table, primaryKey)
     const name = this.#resolved.name ?? nameFromPrefix(fastify.prefix, table)
-    const entity = deriveEntity(schema, columns, relationFields(config), name, primaryKey)
+    // The version column is the server's, read-only like the key: every update increments it.
+    const { versionField, requireIfMatch } = this.#resolved
+    const entity = deriveEntity(schema, columns, relationFields(config), name, primaryKey, versionField)
     // The loader may need keys the schema does not serve; they are selected, never serialized.
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
     const statements = new Statements(db, table, primaryKey, selected)
@@ -425,7 +448,10 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const defaultRelations = checkDefaultRelations(this.options.defaultRelations, relations?.fields ?? new Set(), entity)
     const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map(), defaultRelations)
     const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields, related: { table, links: relations?.links ?? new Map() } })
-    const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations })
+    // A whole row as GET sends it: the bytes a representation's ETag hashes.
+    const represent = compileSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } })
+    const tagOf = (row: Row) => versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
+    const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations, versioning: { versionField, tagOf, relations: defaultRelations } })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
     const components = viewsetComponents(entity, name, primaryKey, methods)
     const routes = viewsetRoutes(methods, this, {
@@ -447,6 +473,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       fields,
       prefix: fastify.prefix,
       components,
+      represent,
+      versionField,
+      requireIfMatch,
     })
     return {
       schemas: components.schemas,

@@ -66,14 +66,6 @@ interface KnownGap {
 }
 
 const knownGaps: KnownGap[] = [
-  // 6: no conditional requests
-  { key: '*: doc-header-undeclared * 201 etag', count: 11, item: '6', reason: '201 declares no ETag' },
-  { key: '*: doc-header-undeclared * 200 etag', count: 33, item: '6', reason: 'GET/PUT/PATCH 200 declare no ETag' },
-  { key: '*: doc-status-missing GET * 304', count: 11, item: '6', reason: 'GET does not document 304' },
-  { key: '*: expected-header valid * etag', count: 44, item: '6', reason: 'POST, GET, PUT and PATCH send no ETag' },
-  { key: '*: expected-status stale If-Match *', count: 22, item: '6', reason: 'PUT/PATCH with If-Match: "stale" answer 200 (and write) instead of 412' },
-  { key: '*: expected-status If-None-Match GET * 200', count: 11, item: '6', reason: 'GET with If-None-Match answers 200, not 304' },
-  { key: '*: expected-status lost update PATCH * 200,200', count: 11, item: '6', reason: 'two PATCHes with the same If-Match both answer 200: a lost update' },
   // 7: PATCH media types
   { key: '*: doc-media-type PATCH * application/merge-patch+json', count: 11, item: '7', reason: 'PATCH documents only application/json' },
   { key: '*: expected-status merge-patch PATCH * 415', count: 11, item: '7', reason: 'application/merge-patch+json answers 415' },
@@ -235,8 +227,14 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
    * tag they read get one 200 and one 412 (today both 200: a lost update); a write's ETag is the one a
    * following GET sends. Without an ETag today, `"none"` stands in for the tag.
    */
-  const conditional = async (ref: OperationRef, url: string, headers: Record<string, string>, payload: string) => {
+  const conditional = async (ref: OperationRef, url: string, headers: Record<string, string>) => {
     const where = `${ref.path}`
+    // A write that changes the row, as a read-modify-write does: a tag hashed from the row changes with it
+    // (an empty PATCH leaves the row, and so its tag, as they were).
+    const patchSchema = resolve(document, String(ref.operation.requestBody?.content?.['application/json']?.schema?.$ref ?? '#/none')) ?? {}
+    const strings = Object.entries((patchSchema.properties ?? {}) as Record<string, Schema>)
+      .filter(([, property]) => property.readOnly !== true && (property.type === 'string' || (property.anyOf as Schema[] | undefined)?.some((branch) => branch.type === 'string')) && property.format === undefined)
+    const payload = JSON.stringify(Object.fromEntries(strings.slice(0, 1).map(([name, property]) => [name, sample(contract, property, 1, true)])))
     const read = await app.inject({ method: 'GET', url })
     const tag = typeof read.headers.etag === 'string' ? read.headers.etag : '"none"'
     await send(contract.find('GET', url), { label: 'If-None-Match', method: 'GET', url, headers: { 'if-none-match': tag }, expect: 304, expectHeaders: ['etag'] })
@@ -286,7 +284,7 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
         for (const id of ['0x1', '1e0', '%2B1', '01']) await invalid(`non-canonical id ${decodeURIComponent(id)}`, fill(ref, id), { expect: 400 })
       }
       if (ref.method === 'put' || ref.method === 'patch') await invalid('stale If-Match', url, { headers: { ...headers, 'if-match': '"stale"' }, expect: 412 })
-      if (ref.method === 'patch' && body !== undefined) await conditional(ref, url, headers, body.payload)
+      if (ref.method === 'patch' && body !== undefined) await conditional(ref, url, headers)
     }
     if (body !== undefined) {
       await invalid('bad body', url, { payload: '[]', expect: 400 })

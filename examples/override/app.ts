@@ -74,7 +74,8 @@ export class ItemViewset extends Viewset<DB, 'items', typeof Item> {
 
   override async updateElement (request: UpdateRequest<typeof Item>) {
     const values = stripName(this.writable(request.body))
-    return await this.#uniqueName(async () => await this.update(request.params.id, values) ?? this.notFound(request.params.id))
+    // this.precondition(request): If-Match, checked with the write (a stale ETag answers 412).
+    return await this.#uniqueName(async () => await this.update(request.params.id, values, this.db, this.precondition(request)) ?? this.notFound(request.params.id))
   }
 
   override customRoutes (fastify: FastifyInstance) {

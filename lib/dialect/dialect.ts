@@ -40,6 +40,8 @@ export interface ViewsetDialect {
   readonly catalog: CatalogReader
   /** Inserts a row and returns it as stored, defaults and generated key included. */
   insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row>
+  /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
+  readonly rowLocks?: boolean
   /**
    * Inserts rows, all or nothing when `db` is a transaction: one multi-row INSERT per set of fields sent,
    * cut to {@link maxParameters}. Returns the rows as stored, in the order given.

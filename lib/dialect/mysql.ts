@@ -93,6 +93,7 @@ async function inScope (db: AnyDatabase, { table, primaryKey, columns }: WriteTa
 /** MySQL and MariaDB through mysql2: write then read back, `information_schema`, accent-sensitive `lower() LIKE`. */
 export const mysqlDialect: ViewsetDialect = {
   name: 'mysql',
+  rowLocks: true,
   catalog: mysqlCatalog,
   nullsSortLargest: false,
 

@@ -30,6 +30,7 @@ const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001
 /** PostgreSQL through pg: RETURNING, `information_schema`, case-insensitive LIKE. */
 export const postgresDialect: ViewsetDialect = {
   name: 'postgres',
+  rowLocks: true,
   catalog: postgresCatalog,
   nullsSortLargest: true,
 

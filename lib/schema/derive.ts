@@ -102,10 +102,10 @@ function inlineRelation (property: JsonSchema): JsonSchema {
 /**
  * The entity schema as served: plain, with bounded integers, relation fields marked read-only and
  * their object schemas inline. A field marked read-only in any way (`readOnly: true` on it or on a branch
- * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`, and so does the primary key
- * whatever the schema says: it is never written from a body.
+ * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`, and so do the primary key
+ * and the version column (`versionField`) whatever the schema says: they are never written from a body.
  */
-export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string, primaryKey: string): JsonSchema {
+export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string, primaryKey: string, versionField?: string): JsonSchema {
   const entity = plain(schema)
   const properties: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(entity))) {
@@ -115,7 +115,7 @@ export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>,
     }
     const bounded = boundIntegers(property, columns.get(name))
     // Every read-only marker becomes `readOnly: true` on the field itself, where bodies and OpenAPI look.
-    properties[name] = name === primaryKey || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name]) ? { ...bounded, readOnly: true } : bounded
+    properties[name] = name === primaryKey || name === versionField || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name]) ? { ...bounded, readOnly: true } : bounded
   }
   delete entity.$id
   // A relatedConfig attached to the schema is a declaration, not JSON Schema.
