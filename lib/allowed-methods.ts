@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { ViewsetErrors } from './errors.js'
+import { acceptPatch } from './schema/openapi.js'
 
 /** The methods a viewset's paths answer: each one either serves it, or says 405 and which ones it serves. */
 const knownMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
@@ -36,13 +37,19 @@ export function addMethodRoutes (fastify: FastifyInstance, paths: readonly strin
     const taken = (method: string): boolean => own.has(method) || fastify.hasRoute({ method, url })
     const wildcardOptions = fastify.hasRoute({ method: 'OPTIONS', url: '*' }) || fastify.hasRoute({ method: 'OPTIONS', url: '/*' })
     const options = !taken('OPTIONS') && !wildcardOptions
+    // Read now: the 405 route added below is collected into `own` too.
+    const servesPatch = own.has('PATCH')
     const allow = knownMethods.filter((method) => own.has(method) || (method === 'OPTIONS' && options)).join(', ')
     if (options) {
       fastify.route({
         method: 'OPTIONS',
         url: path,
         schema: { hide: true },
-        handler: async (_request: FastifyRequest, reply: FastifyReply) => await reply.header('allow', allow).code(204).send(),
+        handler: async (_request: FastifyRequest, reply: FastifyReply) => {
+          // RFC 5789: where PATCH is served, OPTIONS says which body types it takes.
+          if (servesPatch) reply.header('accept-patch', acceptPatch)
+          return await reply.header('allow', allow).code(204).send()
+        },
       })
     }
     const missing = knownMethods.filter((method) => method !== 'OPTIONS' && !taken(method))

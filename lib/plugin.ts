@@ -2,11 +2,12 @@ import type { FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, Ro
 import fp from 'fastify-plugin'
 import { addMethodRoutes, collectMethods } from './allowed-methods.js'
 import { protectCustomRoute } from './auth.js'
+import { ViewsetErrors } from './errors.js'
 import type { ViewsetDialect } from './dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
 import { cancellable } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
-import { problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
+import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
 import { componentsValidatorCompiler } from './schema/validator.js'
 
 /** What a viewset hands its scope once its data layer is built. */
@@ -63,6 +64,15 @@ export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) 
     fastify.setNotFoundHandler(notFoundHandler)
     // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a 415.
     fastify.removeContentTypeParser('text/plain')
+    // RFC 7396 names PATCH's semantics (top-level fields replace, the rest stay): PATCH takes that type too.
+    const json = fastify.getDefaultJsonParser('error', 'error')
+    fastify.addContentTypeParser(mergePatchType, { parseAs: 'string' }, (request, body, done) => {
+      if (request.method !== 'PATCH') {
+        done(new ViewsetErrors.UnsupportedMediaType(mergePatchType), undefined)
+        return
+      }
+      json(request, String(body), done) // parseAs 'string': already a string
+    })
 
     const registered = collectMethods(fastify)
     for (const route of scope.routes) fastify.route(route)

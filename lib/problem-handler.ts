@@ -2,6 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { FieldError } from './errors.js'
 import { maxProblemErrors, problem, ViewsetErrors } from './errors.js'
 import type { DatabaseFault, ViewsetDialect } from './dialect/dialect.js'
+import { acceptPatch } from './schema/openapi.js'
 
 interface AjvError {
   instancePath?: string
@@ -106,6 +107,8 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
     const status = known?.statusCode ?? 500
     if (known === undefined || status >= 500) request.log.error({ err: error }, 'viewset request failed')
     if (status === 503) reply.header('retry-after', '1')
+    // RFC 5789: a 415 of PATCH says which types it takes.
+    if (status === 415 && request.method === 'PATCH') reply.header('accept-patch', acceptPatch)
     const body = known === undefined
       ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
       : problem(status, known.code, known.message, errors)

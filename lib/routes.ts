@@ -14,7 +14,7 @@ import type { ViewsetComponents } from './schema/components.js'
 import { bodyComponentId, exampleOf } from './schema/components.js'
 import type { JsonSchema } from './schema/derive.js'
 import { deriveBody, deriveParams, propertiesOf } from './schema/derive.js'
-import { documentedHeaders, errorStatuses, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
+import { acceptPatch, documentedHeaders, errorStatuses, mergePatchType, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
 import { compileSerializer } from './schema/serializer.js'
 import type { Serializer } from './schema/serializer.js'
 
@@ -360,8 +360,12 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
 function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context: RouteContext): RouteOptions {
   const { resource, db } = context
   const schema = baseSchema(method, context)
-  schema.body = bodyRef(context, method)
+  const body = bodyRef(context, method)
+  // PATCH takes JSON Merge Patch (RFC 7396) too: the same body, the same top-level merge.
+  schema.body = method === 'PATCH' ? { content: { 'application/json': { schema: body }, [mergePatchType]: { schema: body } } } : body
   schema.response[200] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: etagHeaders }
+  const unsupported = schema.response[415]
+  if (method === 'PATCH' && unsupported !== undefined) schema.response[415] = { ...unsupported, headers: { 'Accept-Patch': { ...documentedHeaders.acceptPatch, description: `The media types PATCH accepts: ${acceptPatch}` } } }
   return {
     method,
     url: '/:id',

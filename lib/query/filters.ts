@@ -7,7 +7,7 @@ import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isList, isRecord } from '../schema/object-schema.js'
-import { validatorFor } from '../schema/validator.js'
+import { admitsInteger, canonicalIntegerPattern, isCanonicalInteger, nonCanonicalError, validatorFor } from '../schema/validator.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
@@ -81,8 +81,9 @@ function valueSchema (field: ScalarField, operator: FilterOperator, description:
     case 'lt':
     case 'lte': {
       // An ordering bound need not be a storable value (`price__gte=-1` is fine): keep the type, not the limits.
-      const { type, format } = field.schema
-      return { ...(type === undefined ? { type: field.type } : { type }), ...(format === undefined ? {} : { format }), ...numberBounds[field.type], description }
+      const { type, format, pattern } = field.schema
+      // The pattern stays: it is what makes a string over an integer column a canonical integer.
+      return { ...(type === undefined ? { type: field.type } : { type }), ...(format === undefined ? {} : { format }), ...(pattern === undefined ? {} : { pattern }), ...numberBounds[field.type], description }
     }
     default:
       return { ...field.schema, description }
@@ -144,11 +145,13 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
       }
     default: {
       const validate = elementValidator(field.schema)
+      const integers = admitsInteger(field.schema)
       const normalize = normalizer(field, parameter)
       return {
         parameter,
         condition (value) {
           const values = String(value).split(',').map((element, index) => {
+            if (integers && !isCanonicalInteger(element)) throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${nonCanonicalError('').message}`)
             const holder = { value: element }
             if (!validate(holder)) throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`)
             return dialect.parameter(normalize(holder.value))
@@ -187,6 +190,8 @@ export function planFilters (option: unknown, fields: ReadonlyMap<string, Scalar
     for (const op of operators) {
       if (!isFilterOperator(op)) invalidOption('filterFields', `"${name}": unknown operator ${JSON.stringify(op)}; operators: ${filterOperators.join(', ')}`)
       if (!allowed.includes(op)) invalidOption('filterFields', `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`)
+      // A string field over an integer column (a BIGINT as Type.String()) holds numbers: a substring of one means nothing.
+      if (op === 'contains' && field.schema.pattern === canonicalIntegerPattern) invalidOption('filterFields', `"${name}": operator "contains" does not apply to a string field over an integer column`)
       if (seen.has(op)) invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
       seen.add(op)
       const parameters = op === 'eq' ? [name, `${name}__eq`] : [`${name}__${op}`]

@@ -2,6 +2,7 @@ import { ReadonlyKind } from '@sinclair/typebox'
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { isObjectSchema } from './object-schema.js'
 import type { ColumnInfo } from '../dialect/dialect.js'
+import { canonicalIntegerPattern } from './validator.js'
 
 /** A JSON Schema as plain data: TypeBox's symbols stripped, safe to copy and extend. */
 export type JsonSchema = Record<string, unknown>
@@ -76,6 +77,22 @@ function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): J
   return bound(property)
 }
 
+const integerColumn = /^(tiny|small|medium|big)?int(eger)?[248]?( unsigned)?$|^(big|small)?serial[248]?$/
+
+/**
+ * A string field over an integer column (a BIGINT served as `Type.String()`) gets the canonical integer
+ * pattern, unless it has a pattern of its own: `0x1`, `1e0`, `+1`, `01` or a blank are not the number they
+ * look like, in a URL or a body.
+ */
+function canonicalStrings (property: JsonSchema, column: ColumnInfo | undefined): JsonSchema {
+  if (column === undefined || !integerColumn.test(column.type)) return property
+  const pin = (schema: JsonSchema): JsonSchema => {
+    if (schema.type === 'string' && schema.pattern === undefined && schema.format === undefined) return { ...schema, pattern: canonicalIntegerPattern }
+    return Array.isArray(schema.anyOf) ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => isJsonSchema(member) ? pin(member) : member) } : schema
+  }
+  return pin(property)
+}
+
 /**
  * The object schemas of a relation field (`Author`, `Union([Author, Null])`, `Array(Tag)`) and of the
  * relations nested in them, as plain inline schemas: their `$id` and the relatedConfig they carry are
@@ -113,7 +130,7 @@ export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>,
       properties[name] = { ...inlineRelation(property), readOnly: true }
       continue
     }
-    const bounded = boundIntegers(property, columns.get(name))
+    const bounded = canonicalStrings(boundIntegers(property, columns.get(name)), columns.get(name))
     // Every read-only marker becomes `readOnly: true` on the field itself, where bodies and OpenAPI look.
     properties[name] = name === primaryKey || name === versionField || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name]) ? { ...bounded, readOnly: true } : bounded
   }

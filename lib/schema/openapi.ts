@@ -45,6 +45,12 @@ const errorDescriptions: Record<number, string> = {
   503: 'The database is unavailable (FST_VIEWSET_UNAVAILABLE) or the statement ran past its timeout (FST_VIEWSET_TIMEOUT)',
 }
 
+/** RFC 7396's media type, which PATCH accepts besides `application/json`. */
+export const mergePatchType = 'application/merge-patch+json'
+
+/** What `Accept-Patch` says on a 415 of PATCH and on OPTIONS of a path that serves PATCH. */
+export const acceptPatch = `application/json, ${mergePatchType}`
+
 /** The response headers of the document, as @fastify/swagger reads them (a schema with a description). */
 export const documentedHeaders = {
   etag: { type: 'string', description: 'Strong entity tag of the row as sent: send it back in If-None-Match (GET) or If-Match (PUT, PATCH, DELETE).' },

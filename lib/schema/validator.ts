@@ -1,7 +1,7 @@
 import { Ajv } from 'ajv'
 import type { Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import type { FastifySchemaCompiler } from 'fastify'
+import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import { isRecord } from './object-schema.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default // CommonJS: under ESM its default export arrives wrapped
@@ -22,6 +22,50 @@ function build (options: Options): Ajv {
 let bodies: Ajv | undefined
 let strings: Ajv | undefined
 
+/** The one spelling of an integer in a URL: decimal, no sign but `-`, no leading zero, no blank. */
+export const canonicalIntegerPattern = '^-?(0|[1-9][0-9]*)$'
+const canonicalInteger = new RegExp(canonicalIntegerPattern)
+
+/** Whether a schema admits integers (an integer, or a union with one). */
+export function admitsInteger (schema: unknown): boolean {
+  if (!isRecord(schema)) return false
+  const { type, anyOf } = schema
+  if (type === 'integer' || (Array.isArray(type) && type.includes('integer'))) return true
+  return Array.isArray(anyOf) && anyOf.some(admitsInteger)
+}
+
+/** The 400 of a non-canonical integer, as Ajv reports a failing value. */
+export function nonCanonicalError (instancePath: string): FastifySchemaValidationError & { message: string } {
+  return { instancePath, schemaPath: '#/type', keyword: 'type', message: 'must be an integer in decimal (such as 12 or -3: no sign +, leading zero, exponent, hex or blank)', params: {} }
+}
+
+/** Whether a URL value may be read as an integer: Ajv's coercion alone would take `0x1`, `1e0`, `+1` or a blank. */
+export function isCanonicalInteger (value: string): boolean {
+  return canonicalInteger.test(value)
+}
+
+type StringValidator = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
+
+/** A path or query validator that first refuses integers not written canonically, then coerces as Ajv does. */
+function canonicalIntegers (schema: Record<string, unknown>, validate: StringValidator): StringValidator {
+  const properties = schema.properties
+  const keys = isRecord(properties) ? Object.entries(properties).filter(([, property]) => admitsInteger(property)).map(([key]) => key) : []
+  if (keys.length === 0) return validate
+  const checked: StringValidator = (data) => {
+    for (const key of keys) {
+      const value: unknown = isRecord(data) ? data[key] : undefined
+      if (typeof value === 'string' && !isCanonicalInteger(value)) {
+        checked.errors = [nonCanonicalError(`/${key}`)]
+        return false
+      }
+    }
+    const valid = validate(data)
+    checked.errors = validate.errors ?? null
+    return valid
+  }
+  return checked
+}
+
 /**
  * The library's one Ajv setup, by what is validated. Bodies are JSON and keep their types: no coercion,
  * so that an explicit `null` stays `null`. Path and query values (`'strings'`) are strings and are coerced
@@ -38,11 +82,15 @@ export function validatorFor (part: 'body' | 'strings'): Ajv {
     : (strings ??= build({ coerceTypes: true }))
 }
 
-/** The viewset's validator compiler: {@link validatorFor} the body, or the strings of the path and query. */
+/**
+ * The viewset's validator compiler: {@link validatorFor} the body, or the strings of the path and query,
+ * where integers must also be written canonically.
+ */
 export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   // Fastify hands over the route's schema as given; the viewset's are plain JSON Schema objects.
   if (!isRecord(schema)) throw new TypeError(`expected a JSON Schema object for the ${httpPart ?? 'request'}`)
-  return validatorFor(httpPart === 'body' ? 'body' : 'strings').compile(schema)
+  if (httpPart === 'body') return validatorFor('body').compile(schema)
+  return canonicalIntegers(schema, validatorFor('strings').compile(schema))
 }
 
 /**
