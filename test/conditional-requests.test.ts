@@ -99,6 +99,24 @@ for (const dialect of dialects) {
       assert.equal(ok.statusCode, 200, ok.body)
     })
 
+    test('If-Match and scope compose: a row outside the scope is a 404 whatever the tag, and nothing changes', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createItemsTable(database)
+      const app = testApp(t)
+      // Only rows whose name starts with "mine" are in the scope.
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, scope: (eb) => eb('name', 'like', 'mine%') }), { prefix: '/items' })
+      await database.db.insertInto('items').values({ name: 'theirs' }).execute()
+      const other = (await database.db.selectFrom('items').select('id').where('name', '=', 'theirs').executeTakeFirstOrThrow()).id
+      const mine = await app.inject({ method: 'POST', url: '/items', payload: { name: 'mine' } })
+      for (const ifMatch of ['*', '"stale"', String(mine.headers.etag)]) {
+        const response = await app.inject({ method: 'PATCH', url: `/items/${other}`, headers: { 'if-match': ifMatch }, payload: { name: 'mine too' } })
+        assert.equal(response.statusCode, 404, ifMatch)
+      }
+      assert.equal((await database.db.selectFrom('items').select('name').where('id', '=', other).executeTakeFirstOrThrow()).name, 'theirs')
+      const ok = await app.inject({ method: 'PATCH', url: `/items/${String(mine.json().id)}`, headers: { 'if-match': String(mine.headers.etag) }, payload: { price: 1 } })
+      assert.equal(ok.statusCode, 200, ok.body)
+    })
+
     test('versionField: the ETag is the version, every PUT and PATCH increments it, and ?fields= answers carry it', async (t) => {
       const { app, id, created } = await itemsApp(t, dialect, { versionField: 'version' })
       assert.equal(created.headers.etag, '"1"')
