@@ -453,7 +453,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const tagOf = (row: Row) => versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations, versioning: { versionField, tagOf, relations: defaultRelations } })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
-    const components = viewsetComponents(entity, name, primaryKey, methods)
+    const components = viewsetComponents(entity, name, primaryKey, methods, { relations: relations?.fields ?? new Set(), loaded: defaultRelations })
     const routes = viewsetRoutes(methods, this, {
       resource,
       readDb: untyped(this.readDb),

@@ -111,12 +111,21 @@ function objectExample (schema: JsonSchema, depth: number): JsonSchema | undefin
   return example
 }
 
+/** The relation fields of a viewset, and those a whole row is sent with (`defaultRelations`; `undefined`: all). */
+export interface ComponentRelations {
+  readonly relations: ReadonlySet<string>
+  readonly loaded: ReadonlySet<string> | undefined
+}
+
 /** The documented components of a viewset named `name` serving `methods` (see {@link ViewsetComponents}). */
-export function viewsetComponents (entity: JsonSchema, name: string, primaryKey: string, methods: readonly ViewsetMethod[]): ViewsetComponents {
+export function viewsetComponents (entity: JsonSchema, name: string, primaryKey: string, methods: readonly ViewsetMethod[], { relations, loaded }: ComponentRelations): ViewsetComponents {
   const properties = propertiesOf(entity)
   const required = new Set(Array.isArray(entity.required) ? entity.required.filter((field): field is string => typeof field === 'string') : [])
-  // Read-only fields (the key, server-set columns, relations) are in every whole row the server sends.
-  for (const [field, property] of Object.entries(properties)) if (isReadOnly(property)) required.add(field)
+  // Read-only fields (the key, server-set columns, relations loaded by default) are in every whole row the server sends.
+  for (const [field, property] of Object.entries(properties)) {
+    const absent = relations.has(field) && loaded !== undefined && !loaded.has(field)
+    if (isReadOnly(property) && !absent) required.add(field)
+  }
   if (Object.hasOwn(properties, primaryKey)) required.add(primaryKey)
   const { required: _required, $id: _id, ...rest } = entity
   const row = { ...rest, $id: name, required: Object.keys(properties).filter((field) => required.has(field)) }
