@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from 'kysely'
 import { invalidOption as fail } from './errors.js'
 import type { RelatedConfig } from './relations/config.js'
+import { isRecord } from './schema/object-schema.js'
 
 /** The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`. */
 export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
@@ -279,9 +280,6 @@ function checkKeys (path: string, value: object, known: readonly string[]): void
   }
 }
 
-function isRecord (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** The object a relation field holds: `Author`, `Type.Union([Author, Type.Null()])` or `Type.Array(Tag)`. */
 function relationTarget (property: unknown): Record<string, unknown> | undefined {

@@ -17,6 +17,7 @@ import { deriveBody, deriveParams, propertiesOf } from './schema/derive.js'
 import { acceptPatch, documentedHeaders, errorStatuses, mergePatchType, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
 import { compileSerializer } from './schema/serializer.js'
 import type { Serializer } from './schema/serializer.js'
+import { isRecord } from './schema/object-schema.js'
 
 /**
  * The handlers a route calls: the viewset's overridable methods. Method syntax on purpose: an override
@@ -105,7 +106,7 @@ function tagged (context: RouteContext, row: Row): { etag: string, body: string 
 
 /** Answers a whole row with its ETag, serialized once (the tag hashes the very bytes sent). */
 function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): unknown {
-  if (!isRow(row)) return row
+  if (!isRecord(row)) return row
   const { etag, body } = tagged(context, row)
   // A string with a JSON type is sent as it is: the route's serializer does not run again.
   reply.header('etag', etag).type('application/json; charset=utf-8')
@@ -125,13 +126,10 @@ const summaries: Record<ViewsetMethod, (name: string) => string> = {
 }
 const operationVerbs: Record<ViewsetMethod, string> = { LIST: 'list', GET: 'get', POST: 'create', BULK: 'createMany', PUT: 'replace', PATCH: 'update', DELETE: 'delete' }
 
-function isRow (value: unknown): value is Row {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** The validated query string: its schema has type object. */
 function queryOf (request: FastifyRequest): Record<string, unknown> {
-  return isRow(request.query) ? request.query : {}
+  return isRecord(request.query) ? request.query : {}
 }
 
 /**
@@ -147,8 +145,8 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
 
 /** Loads the relations of a handler's result: a row, rows, or anything else (left alone). */
 async function withRelations (resource: Resource, db: AnyDatabase, result: unknown, only?: ReadonlySet<string>): Promise<unknown> {
-  if (Array.isArray(result)) await resource.load(db, result.filter(isRow), only)
-  else if (isRow(result)) await resource.load(db, [result], only)
+  if (Array.isArray(result)) await resource.load(db, result.filter(isRecord), only)
+  else if (isRecord(result)) await resource.load(db, [result], only)
   return result
 }
 
@@ -168,7 +166,7 @@ function serializerCompiler (context: RouteContext, serialized: Record<number, J
   const externals = { [context.entity.$id]: { ...context.serialized, $id: context.entity.$id }, [problemSchemaId]: problemSchema }
   // `serialized`: a status whose documented schema is not the one to write with (the anyOf of a whole and a
   // partial row is written as a whole row; `?fields=` answers have serializers of their own).
-  return ({ schema, httpStatus }) => compileSerializer(serialized[Number(httpStatus)] ?? (isRow(schema) ? schema : {}), externals)
+  return ({ schema, httpStatus }) => compileSerializer(serialized[Number(httpStatus)] ?? (isRecord(schema) ? schema : {}), externals)
 }
 
 /** A `$ref` to a component of the scope. */
@@ -286,7 +284,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
       }
       if (selection !== undefined) getSelections.set(request, selection)
       const row = await withRelations(resource, readDb, await handlers.getElement(request, reply, request.viewsetToken), selection?.relations ?? fields.defaultRelations)
-      if (!isRow(row)) return row
+      if (!isRecord(row)) return row
       // Without a version column, only the whole row has a tag (a hash of it).
       let answer: unknown = row
       let etag: string | undefined
@@ -319,7 +317,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     handler: cancellable(async (request, reply) => {
       reply.code(201)
       const row = await handlers.createElement(request, reply, request.viewsetToken)
-      const id = isRow(row) ? row[primaryKey] : undefined
+      const id = isRecord(row) ? row[primaryKey] : undefined
       if (id !== undefined && id !== null && !reply.hasHeader('location')) {
         reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
       }

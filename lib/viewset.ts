@@ -33,10 +33,8 @@ import { deriveEntity, deriveSerializerSchema, plain, propertiesOf, writableFiel
 import { viewsetComponents } from './schema/components.js'
 import { nameFromPrefix } from './schema/openapi.js'
 import { compileSerializer } from './schema/serializer.js'
+import { isRecord } from './schema/object-schema.js'
 
-function isRecord (value: unknown): value is Row {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** A row read through the schema's columns, as the schema types it: the response serializer writes it by that schema. */
 function served<S extends TObject> (row: Row): Static<S> {

@@ -1,6 +1,7 @@
 import type { ViewsetMethod } from '../options.js'
 import type { JsonSchema } from './derive.js'
 import { deriveBody, isReadOnly, propertiesOf } from './derive.js'
+import { isRecord } from './object-schema.js'
 
 /**
  * The OpenAPI components of one viewset, each with its `$id` (its component name). Answers and bodies
@@ -26,9 +27,6 @@ export function bodyComponentId (name: string, method: 'POST' | 'PUT' | 'PATCH')
   return `${name}${suffixes[method]}`
 }
 
-function isRecord (value: unknown): value is JsonSchema {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /** `1` kept inside an integer or number schema's bounds. */
 function numberIn (schema: JsonSchema): number {
