@@ -41,6 +41,11 @@ function served<S extends TObject> (row: Row): Static<S> {
   return row as Static<S> // selected by the schema's own columns; the driver's value types are coerced on the way out
 }
 
+/** {@link served} for a page, without copying it. */
+function servedRows<S extends TObject> (rows: Row[]): Array<Static<S>> {
+  return rows as Array<Static<S>> // as served(): the schema's own columns
+}
+
 /** Kysely's Insertable/Updateable of a table, as the plain row the data layer writes. */
 function rowOf (values: object): Row {
   return Object.fromEntries(Object.entries(values))
@@ -204,11 +209,11 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       const [page, total] = await Promise.all([resource.cursorPage(db, query, scope), query.count ? resource.count(db, query, scope) : undefined])
       const cursor = (position: CursorPosition | undefined) => position === undefined ? undefined : encodeCursor(query.ordering, position)
       recordListPage(request, { query, total, cursors: { next: cursor(page.next), prev: cursor(page.prev) } })
-      return page.rows.map(served<S>)
+      return servedRows<S>(page.rows)
     }
     const [rows, total] = await Promise.all([resource.list(db, query, scope), query.count ? resource.count(db, query, scope) : undefined])
     recordListPage(request, { query, total })
-    return rows.map(served<S>)
+    return servedRows<S>(rows)
   }
 
   /** GET: one row (in the scope), or 404. */
@@ -236,7 +241,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const values: Row[] = []
     for (const body of bodies) values.push(await this.#beforeWrite(this.#writable(body), { request, token, method: 'BULK' }))
     const rows = await this.#ready().resource.insertMany(untyped(this.db), values)
-    return rows.map(served<S>)
+    return servedRows<S>(rows)
   }
 
   /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite` returns, and returns it, or 404. */
