@@ -1,6 +1,6 @@
 export { createViewset, Viewset } from './viewset.js'
 export type { CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, Pagination, UpdateRequest, ValidatedListQuery } from './viewset.js'
-export { createDatabase, databaseUrl, getDatabase } from './db.js'
+export { createDatabase, databaseUrl, getDatabase, withPreparedStatements } from './db.js'
 export type { CreateDatabaseOptions } from './db.js'
 export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'
 export type { ViewsetDocsOptions } from './docs.js'

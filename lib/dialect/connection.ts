@@ -32,6 +32,16 @@ export interface OpenedDatabase {
 }
 
 /**
+ * A connection or pool that the user opened and handed to their own Kysely, adopted by withPreparedStatements
+ * (db.ts): the shortcut that runs compiled queries on it, and `viaKysely`, called for each compiled query
+ * that goes through Kysely instead (while the user's Kysely logs), so it can still be prepared there.
+ */
+export interface AdoptedDatabase {
+  readonly direct: DirectExecutor
+  readonly viaKysely: (compiled: CompiledQuery) => void
+}
+
+/**
  * Opens one kind of database from a URL: part of the dialect seam, one implementation per database.
  *
  * @example
@@ -45,6 +55,11 @@ export interface DatabaseConnector {
   readonly urls: readonly string[]
   /** Returns at once: the connection or pool opens when Kysely first asks for it. */
   connect (url: string, settings: ConnectionSettings): OpenedDatabase
+  /**
+   * Adopts the connection or pool a user opened for their own Kysely (a better-sqlite3 `Database`, a pg
+   * `Pool`): `undefined` when this database has no shortcut. Throws InvalidOption for a handle of another kind.
+   */
+  adopt (handle: unknown): AdoptedDatabase | undefined
 }
 
 /** Hides the password of a URL in error messages. */

@@ -1,6 +1,6 @@
 import { CompiledQuery, MysqlDialect } from 'kysely'
 import type { DatabaseConnection, MysqlPool } from 'kysely'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption, ViewsetErrors } from '../errors.js'
 import type { ConnectionSettings, DatabaseConnector } from './connection.js'
 import { redact } from './connection.js'
 import { errorProperty } from './dialect.js'
@@ -107,5 +107,12 @@ export const mysqlConnector: DatabaseConnector = {
       dialect: new MysqlDialect({ pool: async () => await openMysql(url, settings), onCreateConnection: mysqlSession(settings.statementTimeout) }),
       direct: undefined,
     }
+  },
+  adopt (pool) {
+    if (typeof pool !== 'object' || pool === null || !('getConnection' in pool) || typeof pool.getConnection !== 'function') {
+      invalidOption('handle', 'a MySQL Kysely takes the mysql2 pool given to its MysqlDialect')
+    }
+    // mysql2 prepares only with execute(), which Kysely does not use: nothing to adopt, as with createDatabase.
+    return undefined
   },
 }

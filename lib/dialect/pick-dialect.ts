@@ -1,4 +1,5 @@
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely'
+import type { QueryExecutorProvider } from 'kysely'
 import { invalidOption } from '../errors.js'
 import type { ColumnTypes } from './column-types.js'
 import type { DatabaseConnector } from './connection.js'
@@ -24,6 +25,15 @@ export function connectorFor (scheme: string): DatabaseConnector | undefined {
 export function knownUrls (): string {
   const urls = connectors.flatMap((connector) => connector.urls)
   return `${urls.slice(0, -1).join(', ')} or ${urls.at(-1) ?? ''}`
+}
+
+/** The connector of the database a Kysely instance talks to, from its adapter (to adopt the user's handle). */
+export function connectorOf (db: QueryExecutorProvider): DatabaseConnector {
+  const adapter = db.getExecutor().adapter
+  if (adapter instanceof PostgresAdapter) return postgresConnector
+  if (adapter instanceof SqliteAdapter) return sqliteConnector
+  if (adapter instanceof MysqlAdapter) return mysqlConnector
+  invalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
 }
 
 /** Picks the dialect of a Kysely instance from its adapter. */

@@ -1,8 +1,10 @@
 import { PostgresDialect } from 'kysely'
 import type { ConnectionSettings, DatabaseConnector } from './connection.js'
 import { cancelOnClientGone, enableCancellation } from './postgres-cancel.js'
-import { markPreparable, postgresHandle, queryDirect, useNamedStatements } from './postgres-statements.js'
+import { invalidOption } from '../errors.js'
+import { isPgPool, markPreparable, postgresHandle, queryDirect, useNamedStatements } from './postgres-statements.js'
 import type { PostgresHandle } from './postgres-statements.js'
+import type { DirectExecutor } from './connection.js'
 
 async function openPostgres (url: string, settings: ConnectionSettings, handle: PostgresHandle) {
   const { default: pg } = await import('pg')
@@ -37,12 +39,24 @@ export const postgresConnector: DatabaseConnector = {
     const handle = postgresHandle(settings.log, settings.preparedStatements)
     return {
       dialect: new PostgresDialect({ pool: async () => await openPostgres(url, settings, handle) }),
-      direct (compiled) {
-        const rows = queryDirect(handle, compiled)
-        // What goes through Kysely may still be prepared, by the client's patched query (useNamedStatements).
-        if (rows === undefined && handle.named) markPreparable(compiled)
-        return rows
-      },
+      direct: directOn(handle),
     }
   },
+  adopt (pool) {
+    if (!isPgPool(pool)) invalidOption('handle', 'a PostgreSQL Kysely takes the pg Pool given to its PostgresDialect')
+    const handle = postgresHandle(undefined, true)
+    handle.pool = pool
+    // Its clients send compiled queries as named statements from their next checkout on, through Kysely too.
+    pool.on('acquire', useNamedStatements)
+    return { direct: directOn(handle), viaKysely: markPreparable }
+  },
+}
+
+function directOn (handle: PostgresHandle): DirectExecutor {
+  return (compiled) => {
+    const rows = queryDirect(handle, compiled)
+    // What goes through Kysely may still be prepared, by the client's patched query (useNamedStatements).
+    if (rows === undefined && handle.named) markPreparable(compiled)
+    return rows
+  }
 }

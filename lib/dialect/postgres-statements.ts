@@ -30,6 +30,17 @@ export interface PgPool {
   readonly ending: boolean
 }
 
+/** A pg `Pool` a user opened: direct reads, and the event each client checkout emits. */
+export interface UserPgPool extends PgPool {
+  on: (event: 'acquire', listener: (client: PgClient) => void) => unknown
+}
+
+/** Whether a value is a pg `Pool` (what a user hands PostgresDialect). */
+export function isPgPool (value: unknown): value is UserPgPool {
+  return typeof value === 'object' && value !== null && 'connect' in value && typeof value.connect === 'function' &&
+    'on' in value && typeof value.on === 'function' && 'ending' in value && typeof value.ending === 'boolean'
+}
+
 /**
  * Runs one query on a pooled client. Like `pool.query`, but awaited: the query starts in the caller's async
  * context (pool.query may start it from whichever request released the client), which the cancel on
@@ -98,6 +109,9 @@ function parsedStatements (client: object): object | undefined {
   return typeof parsed === 'object' && parsed !== null ? parsed : undefined // a plain object of name → SQL in pg 8
 }
 
+/** The clients whose query sends named statements. */
+const named = new WeakSet<PgClient>()
+
 /**
  * Makes a pg client send the SQL of compiled queries (see prepared-kysely.ts) as named (prepared)
  * statements, at most {@link maxNamedStatements} per connection: a connection parses and plans each one
@@ -107,6 +121,9 @@ function parsedStatements (client: object): object | undefined {
  * hit a newer statement.
  */
 export function useNamedStatements (client: PgClient): void {
+  // A pool a user opened has clients of its own: each is patched on its first checkout, once.
+  if (named.has(client)) return
+  named.add(client)
   const query = client.query.bind(client) as (...args: unknown[]) => unknown // pg's overloads, forwarded as they come
   let counter = 0
   let evicted: string[] = []

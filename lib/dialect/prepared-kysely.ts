@@ -1,6 +1,17 @@
 import { isCompilable, Kysely } from 'kysely'
-import type { Compilable, CompiledQuery, KyselyConfig, QueryId, QueryResult } from 'kysely'
-import type { DirectExecutor } from './connection.js'
+import type {
+  Compilable, CompiledQuery, ConnectionBuilder, ControlledTransactionBuilder, DatabaseIntrospector, Dialect, DrainOuterGeneric, Driver,
+  KyselyConfig, KyselyPlugin, QueryExecutor, QueryId, QueryResult, TransactionBuilder,
+} from 'kysely'
+import type { AdoptedDatabase, DirectExecutor } from './connection.js'
+import type { Row } from './dialect.js'
+
+/** The rows a shortcut answered, as Kysely's executor would hand them on: through each plugin's `transformResult`. */
+async function resultOf<R> (rows: Row[], compiled: CompiledQuery, plugins: readonly KyselyPlugin[]): Promise<QueryResult<R>> {
+  let result: QueryResult<Row> = { rows }
+  for (const plugin of plugins) result = await plugin.transformResult({ result, queryId: compiled.queryId })
+  return result as QueryResult<R> // the caller's compiled query types its rows as R, as Kysely's executor trusts it
+}
 
 /**
  * The Kysely instance createDatabase returns. Only `db.executeQuery(compiled)`, which runs SQL compiled
@@ -27,5 +38,107 @@ export class PreparedKysely<DB> extends Kysely<DB> {
     const rows = this.#direct(compiled)
     if (rows !== undefined) return { rows: await rows as R[] } // the caller's compiled query types its rows as R, as Kysely's executor trusts it
     return await (queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
+  }
+}
+
+function delegated (): never {
+  throw new Error('fastify-viewsets: withPreparedStatements hands this to the Kysely instance it wraps')
+}
+
+// Kysely's constructor takes a dialect and a driver; AdoptedKysely hands every method that reads them
+// (transactions, connections, introspection, destroy) to the instance it wraps, so these are never called.
+const wrappedDialect: Dialect = { createDriver: delegated, createQueryCompiler: delegated, createAdapter: delegated, createIntrospector: delegated }
+const wrappedDriver: Driver = {
+  init: delegated,
+  acquireConnection: delegated,
+  beginTransaction: delegated,
+  commitTransaction: delegated,
+  rollbackTransaction: delegated,
+  releaseConnection: delegated,
+  destroy: delegated,
+}
+
+/**
+ * Whether a Kysely instance logs: Kysely wraps the `executeQuery` of each connection it hands out when it
+ * has a `log`, and not otherwise. Its log function is private, so the shortcut cannot call it.
+ */
+async function logs (executor: QueryExecutor): Promise<boolean> {
+  return await executor.provideConnection(async (connection) => Object.hasOwn(connection, 'executeQuery'))
+}
+
+/**
+ * A user's own Kysely instance, with the shortcut of a database createDatabase opens (withPreparedStatements
+ * in db.ts). It builds and compiles queries with the wrapped instance's executor (its plugins included) and
+ * hands transactions, connections, introspection and `destroy` to it. `db.executeQuery(compiled)` takes the
+ * shortcut, the rows going through the plugins' `transformResult`, unless the wrapped instance logs: its log
+ * function cannot be reached, so then every statement goes through it and is logged there (on PostgreSQL
+ * still as a named statement).
+ *
+ * @example
+ * ```ts
+ * const db = new AdoptedKysely(new Kysely<DB>({ dialect: new SqliteDialect({ database }) }), sqliteConnector.adopt(database))
+ * ```
+ */
+export class AdoptedKysely<DB> extends Kysely<DB> {
+  readonly #db: Kysely<DB>
+  readonly #adopted: AdoptedDatabase
+  readonly #plugins: readonly KyselyPlugin[]
+  /** Whether the wrapped instance logs, once known. */
+  #logs: boolean | undefined
+
+  constructor (db: Kysely<DB>, adopted: AdoptedDatabase) {
+    const executor = db.getExecutor()
+    super({ config: { dialect: wrappedDialect }, executor, dialect: wrappedDialect, driver: wrappedDriver })
+    this.#db = db
+    this.#adopted = adopted
+    this.#plugins = executor.plugins
+  }
+
+  override async executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
+    const compiled = isCompilable(query) ? query.compile() : query
+    this.#logs ??= await logs(this.getExecutor())
+    if (this.#logs) {
+      this.#adopted.viaKysely(compiled)
+      return await this.#db.executeQuery(compiled)
+    }
+    const rows = this.#adopted.direct(compiled)
+    if (rows === undefined) return await this.#db.executeQuery(compiled)
+    return await resultOf<R>(await rows, compiled, this.#plugins)
+  }
+
+  override get introspection (): DatabaseIntrospector {
+    return this.#db.introspection
+  }
+
+  override transaction (): TransactionBuilder<DB> {
+    return this.#db.transaction()
+  }
+
+  override startTransaction (): ControlledTransactionBuilder<DB> {
+    return this.#db.startTransaction()
+  }
+
+  override connection (): ConnectionBuilder<DB> {
+    return this.#db.connection()
+  }
+
+  override withPlugin (plugin: KyselyPlugin): Kysely<DB> {
+    return new AdoptedKysely(this.#db.withPlugin(plugin), this.#adopted)
+  }
+
+  override withoutPlugins (): Kysely<DB> {
+    return new AdoptedKysely(this.#db.withoutPlugins(), this.#adopted)
+  }
+
+  override withSchema (schema: string): Kysely<DB> {
+    return new AdoptedKysely(this.#db.withSchema(schema), this.#adopted)
+  }
+
+  override withTables<T extends Record<string, Record<string, unknown>>> (): Kysely<DrainOuterGeneric<DB & T>> {
+    return new AdoptedKysely(this.#db.withTables<T>(), this.#adopted)
+  }
+
+  override async destroy (): Promise<void> {
+    await this.#db.destroy()
   }
 }

@@ -1,9 +1,9 @@
 import { isAbsolute, resolve } from 'node:path'
 import type { SqliteDatabase } from 'kysely'
-import { ViewsetErrors } from '../errors.js'
+import { invalidOption, ViewsetErrors } from '../errors.js'
 import type { ConnectionSettings, DatabaseConnector } from './connection.js'
 import { BoundedSqliteDialect } from './sqlite-driver.js'
-import { attachSqlite, readDirect, sqliteHandle } from './sqlite-statements.js'
+import { attachSqlite, isBetterSqliteDatabase, readDirect, sqliteHandle } from './sqlite-statements.js'
 import type { BetterSqliteDatabase, SqliteHandle } from './sqlite-statements.js'
 
 /** Opens the file: WAL journaling, the busy timeout, foreign keys on, and statements prepared once (sqlite-statements.ts). */
@@ -33,5 +33,12 @@ export const sqliteConnector: DatabaseConnector = {
       dialect: new BoundedSqliteDialect({ database: async () => await openSqlite(path, settings, handle) }, settings.connectionTimeout),
       direct: (compiled) => readDirect(handle, compiled),
     }
+  },
+  adopt (database) {
+    if (!isBetterSqliteDatabase(database)) invalidOption('handle', 'a SQLite Kysely takes the better-sqlite3 Database given to its SqliteDialect')
+    // The same statement cache as a connection createDatabase opens; Kysely keeps preparing its own.
+    const handle = sqliteHandle(undefined)
+    attachSqlite(handle, database)
+    return { direct: (compiled) => readDirect(handle, compiled), viaKysely: () => {} }
   },
 }

@@ -11,6 +11,7 @@ import type { Row } from './dialect.js'
 /** The part of a better-sqlite3 `Database` used here. */
 export interface BetterSqliteDatabase {
   readonly inTransaction: boolean
+  readonly open: boolean
   prepare: (sql: string) => BetterSqliteStatement
   close: () => unknown
 }
@@ -71,14 +72,15 @@ function withExactIntegers (statement: BetterSqliteStatement): CachedStatement {
 export interface SqliteHandle {
   /** Set when Kysely opens the connection, cleared when it closes it. */
   database: SqliteDatabase | undefined
-  inTransaction: () => boolean
+  /** True while statements must go through Kysely: a transaction holds the connection, or it is closed. */
+  busy: () => boolean
   prepare: (sql: string) => CachedStatement
   readonly log: KyselyConfig['log']
 }
 
 /** A handle for a SQLite connection that a Kysely instance will open; `log` is the instance's. */
 export function sqliteHandle (log: KyselyConfig['log']): SqliteHandle {
-  return { database: undefined, inTransaction: () => false, prepare: () => { throw new Error('SQLite is not open') }, log }
+  return { database: undefined, busy: () => false, prepare: () => { throw new Error('SQLite is not open') }, log }
 }
 
 /**
@@ -104,20 +106,26 @@ export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDataba
     },
   }
   handle.prepare = prepare
-  handle.inTransaction = () => database.inTransaction
+  handle.busy = () => database.inTransaction || !database.open
   handle.database = connection
   return connection
 }
 
+/** Whether a value is a better-sqlite3 `Database` (what a user hands SqliteDialect), open or not. */
+export function isBetterSqliteDatabase (value: unknown): value is BetterSqliteDatabase {
+  return typeof value === 'object' && value !== null && 'prepare' in value && typeof value.prepare === 'function' &&
+    'inTransaction' in value && typeof value.inTransaction === 'boolean' && 'open' in value && typeof value.open === 'boolean'
+}
+
 /**
- * Runs a compiled SELECT straight on a SQLite connection opened by createDatabase and returns its rows;
+ * Runs a compiled SELECT straight on a SQLite connection opened by createDatabase (or adopted by withPreparedStatements) and returns its rows;
  * `undefined` when it must go through Kysely instead: a connection not open yet, a transaction in
  * progress (Kysely holds the only connection until it ends; reading now would see its uncommitted rows),
  * a stream iterating this very statement, or an array-form `log`. A function `log` gets the events
  * Kysely would send. better-sqlite3 runs reads beside other open iterators, so other streams need no waiting.
  */
 export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[] | Promise<Row[]> | undefined {
-  if (handle.database === undefined || compiled.query.kind !== 'SelectQueryNode' || handle.inTransaction()) return undefined
+  if (handle.database === undefined || compiled.query.kind !== 'SelectQueryNode' || handle.busy()) return undefined
   const { log } = handle
   if (log !== undefined && typeof log !== 'function') return undefined
   const statement = handle.prepare(compiled.sql)

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { TestContext } from 'node:test'
-import { sql } from 'kysely'
-import type { ColumnDefinitionBuilder, Kysely, LogEvent } from 'kysely'
-import { createDatabase } from '../../lib/index.js'
+import { Kysely, MysqlDialect, PostgresDialect, sql, SqliteDialect } from 'kysely'
+import type { ColumnDefinitionBuilder, Dialect, KyselyPlugin, LogEvent } from 'kysely'
+import { createDatabase, withPreparedStatements } from '../../lib/index.js'
 
 /** A database the suite runs on, chosen by environment: SQLite always, PostgreSQL and MySQL when their URLs are set. */
 export interface TestDialect {
@@ -71,6 +71,44 @@ export async function testDatabase (t: TestContext, dialect: TestDialect, option
   const db = createDatabase<any>(url, { log, ...options })
   t.after(() => db.destroy())
   return { db, dialect: dialect.name, url, queries }
+}
+
+/** How a test opens its database: createDatabase, or a Kysely the user built over a driver they opened (wrapped or not). */
+export type DatabaseSetup = 'createDatabase' | 'own Kysely' | 'own Kysely, wrapped'
+export const databaseSetups: readonly DatabaseSetup[] = ['createDatabase', 'own Kysely', 'own Kysely, wrapped']
+
+/**
+ * A fresh, isolated database as `setup` opens it. An own Kysely is built the way a user builds one
+ * (better-sqlite3, a pg Pool or a mysql2 pool, handed to Kysely's own dialect), with a logging Kysely
+ * unless `logged` is false, and wrapped by withPreparedStatements for the third setup.
+ */
+export async function setupDatabase (t: TestContext, dialect: TestDialect, setup: DatabaseSetup, options: { logged?: boolean, plugins?: KyselyPlugin[] } = {}): Promise<TestDatabase> {
+  const isolated = await testDatabase(t, dialect)
+  if (setup === 'createDatabase') return isolated
+  const queries: string[] = []
+  const log = (event: LogEvent) => { if (event.level === 'query') queries.push(event.query.sql) }
+  let handle: object
+  let kyselyDialect: Dialect
+  if (dialect.name === 'sqlite') {
+    const { default: Database } = await import('better-sqlite3')
+    const database = new Database(':memory:')
+    handle = database
+    kyselyDialect = new SqliteDialect({ database })
+  } else if (dialect.name === 'postgres') {
+    const { default: pg } = await import('pg')
+    const pool = new pg.Pool({ connectionString: isolated.url, max: 5 })
+    pool.on('error', () => {})
+    handle = pool
+    kyselyDialect = new PostgresDialect({ pool })
+  } else {
+    const mysql = await import('mysql2')
+    const pool = mysql.createPool({ uri: isolated.url, connectionLimit: 5, timezone: 'Z' })
+    handle = pool
+    kyselyDialect = new MysqlDialect({ pool })
+  }
+  const own = new Kysely<any>({ dialect: kyselyDialect, plugins: options.plugins ?? [], ...(options.logged === false ? {} : { log }) })
+  t.after(() => own.destroy())
+  return { db: setup === 'own Kysely' ? own : withPreparedStatements(own, handle), dialect: dialect.name, url: isolated.url, queries }
 }
 
 /** An auto-incrementing integer primary key, in each dialect's spelling. */
