@@ -6,10 +6,10 @@ import { throughput } from './results.js'
 // A hand-made SVG bar chart: one panel per database, one group of bars per scenario. Each group is
 // scaled to its own fastest system, since GET and eager loading differ by an order of magnitude.
 
-const colors: Record<SystemName, string> = { raw: '#9ca3af', kysely: '#60a5fa', viewsets: '#16a34a', platformatic: '#f59e0b' }
+const colors: Record<SystemName, string> = { raw: '#9ca3af', kysely: '#60a5fa', viewsets: '#16a34a', platformatic: '#f59e0b', 'viewsets-own-kysely': '#86efac' }
 const databaseTitles: Record<DatabaseKind, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' }
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+export const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 export function chartSvg (results: Results): string {
   const width = 860
@@ -28,7 +28,7 @@ export function chartSvg (results: Results): string {
   let legendX = 16
   for (const system of systemNames) {
     parts.push(`<rect x="${legendX}" y="${y - 10}" width="12" height="12" fill="${colors[system]}"/><text x="${legendX + 16}" y="${y}" font-size="12">${system}</text>`)
-    legendX += 30 + system.length * 8
+    legendX += 30 + system.length * 7
   }
   y += 14
   for (const database of Object.keys(results.databases) as DatabaseKind[]) {
@@ -42,17 +42,18 @@ export function chartSvg (results: Results): string {
       })
       if (bars.length === 0) continue
       const best = Math.max(...bars.map((bar) => bar.value))
-      const groupHeight = Math.max(bars.length * (barHeight + gap), 40)
+      const groupHeight = Math.max(bars.length * (barHeight + gap), 52)
       // Under the title, viewsets' ratios to the others (its throughput divided by theirs).
-      const ratios = (['kysely', 'raw', 'platformatic', 'n+1'] as const).flatMap((other) => {
+      const ratios = (['raw', 'platformatic', 'kysely', 'n+1'] as const).flatMap((other) => {
         const ratio = scenario.ratios[`viewsets/${other}`]
         return ratio === undefined ? [] : [`${ratio.toFixed(2)}× ${other}`]
       })
-      const lines = [ratios.slice(0, 2).join(' · '), ratios.slice(2).join(' · ')].filter((line) => line !== '')
+      const own = scenario.ratios['viewsets-own-kysely/raw']
+      const lines = [ratios.slice(0, 2).join(' · '), ratios.slice(2).join(' · '), own === undefined ? '' : `own Kysely ${own.toFixed(2)}× raw`].filter((line) => line !== '')
       const top = y + Math.max(0, (groupHeight - 14 - 12 * lines.length) / 2)
       parts.push(`<text x="16" y="${top + 11}" font-size="12">${escape(scenario.title)}</text>`)
       lines.forEach((line, index) => {
-        parts.push(`<text x="16" y="${top + 24 + 12 * index}" font-size="10" fill="#15803d">viewsets ${escape(line)}</text>`)
+        parts.push(`<text x="16" y="${top + 24 + 12 * index}" font-size="10" fill="#15803d">${escape(line.startsWith('own ') ? line : `viewsets ${line}`)}</text>`)
       })
       const groupTop = y
       // Bars centred in the group's height.

@@ -3,7 +3,8 @@ import type { Static } from '@sinclair/typebox'
 import type { Generated } from 'kysely'
 
 // The benchmark's data set, shared by every system: authors (10,000 parents), books (20,000 children),
-// tags and the book_tags join table for the eager-loading scenario.
+// tags and the book_tags join table for the eager-loading scenario, and versioned_books (the books again,
+// with a version column) for the cost of the ETag on GET.
 
 export const sizes = { authors: 10_000, books: 20_000, tags: 50, tagsPerBook: 2 } as const
 
@@ -33,6 +34,13 @@ export const Book = Type.Object({
 })
 export type Book = Static<typeof Book>
 
+/** A book of the `versioned_books` table (a copy of `books`): its `version` column is the ETag, so GET hashes nothing. */
+export const VersionedBook = Type.Object({
+  ...Book.properties,
+  version: Type.Integer({ readOnly: true }),
+})
+export type VersionedBook = Static<typeof VersionedBook>
+
 /** A book with its author and tags, for the eager-loading scenario. */
 export const BookWithRelations = Type.Object({
   ...Book.properties,
@@ -47,6 +55,7 @@ export interface BenchDB {
   books: { id: Generated<number>, author_id: number, title: string, year: number, price: number }
   tags: { id: Generated<number>, name: string }
   book_tags: { book_id: number, tag_id: number }
+  versioned_books: { id: Generated<number>, author_id: number, title: string, year: number, price: number, version: Generated<number> }
 }
 
 /** The PostgreSQL database that holds the benchmark tables; dropped and created again on each run. */

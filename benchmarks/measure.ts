@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
+import type { DoomedRows } from './doomed-rows.js'
 import type { RunningServer } from './processes.js'
-import type { Scenario, ScenarioRequest } from './scenarios.js'
+import type { Draw, Scenario, ScenarioRequest } from './scenarios.js'
 
 /** One measurement of one system on one scenario. */
 export interface Sample {
@@ -25,6 +26,14 @@ export interface LoadSettings {
   duration: number
   progress: boolean
   seed: number
+  /** The rows a deleting scenario deletes (refilled by the runner before the measurement). */
+  doomed?: DoomedRows | undefined
+}
+
+const noRows = () => { throw new Error('this scenario was given no rows to delete') }
+
+function drawOf (seed: number, doomed: DoomedRows | undefined): Draw {
+  return { next: generator(seed), doomed: doomed === undefined ? noRows : () => doomed.take() }
 }
 
 /** A small deterministic generator per measurement, so that each system gets the same sequence of requests. */
@@ -36,11 +45,10 @@ function generator (seed: number): () => number {
   }
 }
 
-function requestsOf (server: RunningServer, scenario: Scenario, seed: number): autocannon.Request[] {
-  const next = generator(seed)
+function requestsOf (server: RunningServer, scenario: Scenario, draw: Draw): autocannon.Request[] {
   return [{
     setupRequest (request) {
-      const built = scenario.request(server.system, next)
+      const built = scenario.request(server.system, draw)
       request.method = built.method
       request.path = built.path
       if (built.body !== undefined) {
@@ -58,8 +66,8 @@ function percentile (sorted: Float64Array, fraction: number): number {
 }
 
 /** Sends one request and checks its answer; the message says what is wrong. */
-export async function probe (server: RunningServer, scenario: Scenario): Promise<string | undefined> {
-  const request: ScenarioRequest = scenario.request(server.system, generator(7))
+export async function probe (server: RunningServer, scenario: Scenario, doomed?: DoomedRows): Promise<string | undefined> {
+  const request: ScenarioRequest = scenario.request(server.system, drawOf(7, doomed))
   try {
     const response = await fetch(server.url + request.path, {
       method: request.method,
@@ -69,7 +77,7 @@ export async function probe (server: RunningServer, scenario: Scenario): Promise
     const text = await response.text()
     let body: unknown
     try { body = JSON.parse(text) } catch { body = text }
-    const problem = scenario.check(server.system, request, response.status, body)
+    const problem = scenario.check(server.system, request, response.status, body, response.headers)
     return problem === undefined ? undefined : `${request.method} ${request.path}: ${problem} (${text.slice(0, 160)})`
   } catch (error) {
     return `${request.method} ${request.path}: ${(error as Error).message}`
@@ -95,13 +103,13 @@ function sampleInterval (seconds: number): number {
 /** Warms a server up on a scenario, then measures it under load. */
 export async function measure (server: RunningServer, scenario: Scenario, settings: LoadSettings, title: string): Promise<Sample> {
   const base = { url: server.url, connections: settings.connections, pipelining: 1 }
-  if (settings.warmup > 0) await autocannon({ ...base, duration: settings.warmup, sampleInt: sampleInterval(settings.warmup), requests: requestsOf(server, scenario, settings.seed + 1) })
+  if (settings.warmup > 0) await autocannon({ ...base, duration: settings.warmup, sampleInt: sampleInterval(settings.warmup), requests: requestsOf(server, scenario, drawOf(settings.seed + 1, settings.doomed)) })
   server.resetPeakMemory()
   const cpuBefore = await server.cpuTime()
   const ticksBefore = cpuTicks()
   const latencies: number[] = []
   // Without a callback autocannon returns its instance, which is also a promise of the result.
-  const instance = autocannon({ ...base, title, duration: settings.duration, sampleInt: sampleInterval(settings.duration), requests: requestsOf(server, scenario, settings.seed) }) as unknown as autocannon.Instance & Promise<autocannon.Result>
+  const instance = autocannon({ ...base, title, duration: settings.duration, sampleInt: sampleInterval(settings.duration), requests: requestsOf(server, scenario, drawOf(settings.seed, settings.doomed)) }) as unknown as autocannon.Instance & Promise<autocannon.Result>
   instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => { latencies.push(responseTime) })
   if (settings.progress) {
     autocannon.track(instance, { renderProgressBar: true, renderResultsTable: false, renderLatencyTable: false, progressBarString: `${title.padEnd(44)} [:bar] :percent` })

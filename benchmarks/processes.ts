@@ -2,12 +2,20 @@ import { fork } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { compiled } from './build.js'
 import type { ScenarioId, SystemName } from './scenarios.js'
 import type { DatabaseTarget } from './seed.js'
-import type { RunnerMessage, ServerMessage } from './server.js'
+import type { RunnerMessage, ServerMessage, ServerRuntime } from './server.js'
 
-const serverModule = fileURLToPath(new URL('./server.ts', import.meta.url))
+/**
+ * Plain `node`, no loader and no `source` condition, with the environment's NODE_OPTIONS removed (a test
+ * runner's `--import tsx` must not reach the servers): what a user's production process runs.
+ */
+export function plainNode (module: string, args: string[], execArgv: string[] = []): ChildProcess {
+  const env = { ...process.env }
+  delete env.NODE_OPTIONS
+  return fork(compiled(module), args, { execArgv, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+}
 
 /** A system's server process, as the runner sees it. */
 export interface RunningServer {
@@ -15,6 +23,7 @@ export interface RunningServer {
   url: string
   pid: number
   unsupported: Partial<Record<ScenarioId, string>>
+  runtime: ServerRuntime
   /** Forgets the peak resident set size so far, where the platform allows it. */
   resetPeakMemory (): void
   /** The peak resident set size in bytes since the last reset (or since start). */
@@ -26,10 +35,9 @@ export interface RunningServer {
 
 /** Starts one system in its own process and waits until it listens. */
 export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined } = {}): Promise<RunningServer> {
-  const execArgv = ['--conditions=source', '--import', 'tsx']
-  // One directory per server: the main thread and tsx's loader thread each write a profile there.
+  const execArgv: string[] = []
   if (options.profileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${system}-${target.kind}`)}`)
-  const child = fork(serverModule, [system, JSON.stringify(target)], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = plainNode('server.ts', [system, JSON.stringify(target)], execArgv)
   const ready = await new Promise<Extract<ServerMessage, { type: 'ready' }>>((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`${system} server exited with code ${String(code)} before it was ready`))
     child.once('exit', onExit)
@@ -49,6 +57,7 @@ export async function startServer (system: SystemName, target: DatabaseTarget, o
     url: `http://127.0.0.1:${ready.port}`,
     pid,
     unsupported: ready.unsupported,
+    runtime: ready.runtime,
     resetPeakMemory () {
       if (!canReset) return
       // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+).
@@ -85,5 +94,19 @@ async function ask (child: ChildProcess, type: 'memory' | 'cpu'): Promise<Server
       resolve(message)
     })
     child.send({ type } satisfies RunnerMessage)
+  })
+}
+
+/** Runs a compiled benchmarks/ module in a plain-node child and resolves with the one message it sends. */
+export async function runChild<T> (module: string, args: string[]): Promise<T> {
+  const child = plainNode(module, args)
+  return await new Promise<T>((resolve, reject) => {
+    let answer: T | undefined
+    child.once('message', (message: T) => { answer = message })
+    child.once('error', reject)
+    child.once('exit', (code) => {
+      if (answer !== undefined) resolve(answer)
+      else reject(new Error(`${module} exited with code ${String(code)} before it answered`))
+    })
   })
 }

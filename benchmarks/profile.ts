@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 // this library) reads at a glance.
 //
 //   node --import tsx benchmarks/profile.ts benchmarks/.data/profiles/viewsets-sqlite/*.cpuprofile [--top 30]
-// (the largest file of a directory is the main thread; the small one is tsx's loader thread)
+// (servers run the compiled benchmarks over dist/, so this library's frames are `dist/…`)
 
 interface ProfileNode {
   id: number
@@ -33,7 +33,7 @@ export function packageOf (url: string, functionName: string): string {
   const modules = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
   if (modules !== null) return modules[1] as string
   if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0]
-  const local = /\/(lib|benchmarks)\/(.+)$/.exec(url)
+  const local = /\/(lib|dist|benchmarks)\/(.+)$/.exec(url)
   if (local !== null) return `${local[1]}/${(local[2] as string).split('/')[0]}`
   return url
 }
@@ -52,7 +52,7 @@ export function summarise (profile: CpuProfile, top = 25): ProfileSummary {
   for (const [id, ms] of self) {
     const frame = byId.get(id)?.callFrame
     if (frame === undefined) continue
-    const where = frame.url === '' ? '' : `${frame.url.replace(/^.*\/(node_modules|lib|benchmarks)\//, '$1/')}:${frame.lineNumber + 1}`
+    const where = frame.url === '' ? '' : `${frame.url.replace(/^.*\/(node_modules|lib|dist|benchmarks)\//, '$1/')}:${frame.lineNumber + 1}`
     const name = frame.functionName === '' ? '(anonymous)' : frame.functionName
     const key = `${name} ${where}`
     const entry = functions.get(key) ?? { name, where, ms: 0 }

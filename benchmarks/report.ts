@@ -1,9 +1,23 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { systemNames } from './scenarios.js'
-import type { ScenarioId } from './scenarios.js'
-import type { Cell, DatabaseKind, Results, ScenarioResult } from './results.js'
+import type { ScenarioId, SystemName } from './scenarios.js'
+import { minimumRatios } from './results.js'
+import type { Cell, DatabaseKind, EtagCost, Results, ScenarioResult, Target } from './results.js'
 
 const databaseTitles: Record<DatabaseKind, string> = { sqlite: 'SQLite (better-sqlite3, WAL file)', postgres: 'PostgreSQL (pg, pool of 10)' }
-const ratioKeys = ['viewsets/kysely', 'viewsets/raw', 'viewsets/platformatic'] as const
+const systemTitles: Record<SystemName, string> = { raw: 'raw', kysely: 'kysely', viewsets: 'viewsets', platformatic: 'platformatic', 'viewsets-own-kysely': 'viewsets, own Kysely' }
+/** The ratio columns: ours against the ceiling, the peer and the hand-written code. */
+const ratioColumns: Array<{ key: string, title: string, target?: 'raw' | 'platformatic' }> = [
+  { key: 'viewsets/raw', title: 'viewsets ÷ raw', target: 'raw' },
+  { key: 'viewsets/platformatic', title: 'viewsets ÷ platformatic', target: 'platformatic' },
+  { key: 'viewsets/kysely', title: 'viewsets ÷ kysely' },
+  { key: 'viewsets-own-kysely/raw', title: 'own Kysely ÷ raw', target: 'raw' },
+  { key: 'viewsets-own-kysely/platformatic', title: 'own Kysely ÷ platformatic', target: 'platformatic' },
+]
+
+/** The hand-written analysis that results.md carries after the figures (kept across runs). */
+const analysisFile = fileURLToPath(new URL('./analysis.md', import.meta.url))
 
 const integer = (value: number) => Math.round(value).toLocaleString('en-US')
 const ms = (value: number) => value < 10 ? value.toFixed(2) : value.toFixed(1)
@@ -17,6 +31,14 @@ function throughputText (cell: Cell | undefined): string {
 
 function scenarioRows (results: Results, database: DatabaseKind): Array<[ScenarioId, ScenarioResult]> {
   return Object.entries(results.databases[database] ?? {}) as Array<[ScenarioId, ScenarioResult]>
+}
+
+/** A ratio, marked ✗ when a target column's value is under issue 18's minimum. */
+function ratioCell (database: DatabaseKind, id: ScenarioId, scenario: ScenarioResult, column: typeof ratioColumns[number]): string {
+  const value = scenario.ratios[column.key]
+  const minimum = column.target === undefined || (id === 'eager' && column.target === 'platformatic') ? undefined : minimumRatios[database][column.target]
+  const targeted = minimum !== undefined && ['get', 'list10', 'list100', 'filter', 'post', 'patch', 'delete', 'eager'].includes(id)
+  return `${ratio(value)}${targeted && value !== undefined && value < minimum ? ' ✗' : ''}`
 }
 
 /** Broken measurements (errors or non-2xx), and why some cells did not run. */
@@ -33,14 +55,39 @@ function notes (results: Results, database: DatabaseKind): string[] {
   return lines
 }
 
+function targetText (target: Target): string {
+  const bound = target.minimum !== undefined ? `≥ ${target.minimum}` : `≤ ${target.maximum ?? ''}`
+  const value = target.value === null ? '–' : target.ratio.includes('/') && !target.ratio.includes('(') ? ratio(target.value) : String(target.value)
+  return `${target.database} ${target.scenario} ${target.ratio}: ${value} (${bound})`
+}
+
+/** The ETag, memory, startup and growth figures as lines of text. */
+function extraLines (results: Results): string[] {
+  const out: string[] = []
+  for (const [database, costs] of Object.entries(results.etagCost ?? {}) as Array<[DatabaseKind, EtagCost[]]>) {
+    for (const cost of costs) {
+      out.push(`ETag on GET, ${database}, ${cost.system}: ${cost.taggedMicros} µs CPU/request (get) vs ${cost.untaggedMicros} (${cost.untagged}) → ${cost.micros} µs, ${cost.percent}% of the request; req/s ratio ${ratio(cost.throughputRatio ?? undefined)}`)
+    }
+  }
+  for (const [database, peaks] of Object.entries(results.memory ?? {})) {
+    out.push(`Peak RSS under load, ${database}: ${Object.entries(peaks).map(([system, peak]) => `${system} ${peak} MiB`).join(', ')}`)
+  }
+  const startup = results.startup
+  if (startup !== undefined) out.push(`Startup, ${startup.viewsets} viewsets on ${startup.database}, plain node over dist/: ${startup.totalMs} ms from process start to app.ready() (imports ${startup.importMs} ms, createDatabase + register + ready ${startup.readyMs} ms; median of ${startup.runs})`)
+  for (const [database, growth] of Object.entries(results.growth ?? {})) {
+    out.push(`Growth, ${database}, ${growth.rows.toLocaleString('en-US')} rows, limit ${growth.limit}: LIST ${growth.listMs} ms, with count=true ${growth.countMs} ms (${ratio(growth.countMs / growth.listMs)}); cursor page 1 ${growth.cursorFirstMs} ms, page ${growth.page.toLocaleString('en-US')} ${growth.cursorDeepMs} ms (${ratio(growth.cursorDeepMs / growth.cursorFirstMs)}); offset page 1 ${growth.offsetFirstMs} ms, page ${growth.page.toLocaleString('en-US')} ${growth.offsetDeepMs} ms (${ratio(growth.offsetDeepMs / growth.offsetFirstMs)})`)
+  }
+  return out
+}
+
 /** The console table of one run. */
 export function consoleReport (results: Results): string {
   const out: string[] = []
   for (const database of Object.keys(results.databases) as DatabaseKind[]) {
     out.push('', `${databaseTitles[database]}: requests/s (p50 / p99 ms), peak RSS MiB, server CPU µs per request`)
-    const header = ['scenario'.padEnd(36), ...systemNames.map((system) => system.padStart(32)), ...ratioKeys.map((key) => key.replace('viewsets/', 'vs ').padStart(16))]
+    const header = ['scenario'.padEnd(40), ...systemNames.map((system) => systemTitles[system].padStart(32)), ...ratioColumns.map((column) => column.title.replace('viewsets ', 'vs ').replace('platformatic', 'plat.').padStart(20))]
     out.push(header.join(''))
-    for (const [, scenario] of scenarioRows(results, database)) {
+    for (const [id, scenario] of scenarioRows(results, database)) {
       const cells = systemNames.map((system) => {
         const cell = scenario.systems[system]
         const text = cell?.status === 'measured'
@@ -48,17 +95,18 @@ export function consoleReport (results: Results): string {
           : throughputText(cell)
         return text.padStart(32)
       })
-      const ratios = ratioKeys.map((key) => ratio(scenario.ratios[key]).padStart(16))
-      out.push([scenario.title.padEnd(36), ...cells, ...ratios].join(''))
-      if (scenario.ratios['viewsets/n+1'] !== undefined) out.push(`${''.padEnd(36)}viewsets vs naive N+1: ${ratio(scenario.ratios['viewsets/n+1'])}`)
+      const ratios = ratioColumns.map((column) => ratioCell(database, id, scenario, column).padStart(20))
+      out.push([scenario.title.slice(0, 39).padEnd(40), ...cells, ...ratios].join(''))
+      if (scenario.ratios['viewsets/n+1'] !== undefined) out.push(`${''.padEnd(40)}viewsets vs naive N+1: ${ratio(scenario.ratios['viewsets/n+1'])}`)
     }
     for (const line of notes(results, database)) out.push(line)
   }
+  const extra = extraLines(results)
+  if (extra.length > 0) out.push('', ...extra)
   if (results.targets.length > 0) {
-    out.push('', 'Targets')
-    for (const target of results.targets) {
-      out.push(`  ${target.met ? 'met   ' : 'MISSED'} ${target.database} ${target.scenario} ${target.ratio} ${ratio(target.value ?? undefined)} (≥ ${target.minimum})`)
-    }
+    const missed = results.targets.filter((target) => !target.met).length
+    out.push('', `Targets (issue 18): ${results.targets.length - missed} met, ${missed} missed`)
+    for (const target of results.targets) out.push(`  ${target.met ? 'met   ' : 'MISSED'} ${targetText(target)}`)
   }
   return out.join('\n')
 }
@@ -79,6 +127,64 @@ function stealNote (results: Results): string {
   return `CPU time stolen by the hypervisor during the measurements: median ${at(0.5)}%, 90th percentile ${at(0.9)}%, max ${at(1)}% (a measurement above ${results.settings.stealLimit}% was taken again, within a budget).`
 }
 
+/** The requests/s table of one database (also what the README shows). */
+export function throughputTable (results: Results, database: DatabaseKind): string[] {
+  const out = [
+    `| scenario | ${systemNames.map((system) => systemTitles[system]).join(' | ')} | ${ratioColumns.map((column) => column.title).join(' | ')} |`,
+    `|---|${systemNames.map(() => '---:').join('|')}|${ratioColumns.map(() => '---:').join('|')}|`,
+  ]
+  for (const [id, scenario] of scenarioRows(results, database)) {
+    const cells = systemNames.map((system) => throughputText(scenario.systems[system]))
+    const ratios = ratioColumns.map((column) => ratioCell(database, id, scenario, column))
+    const title = scenario.ratios['viewsets/n+1'] === undefined ? scenario.title : `${scenario.title} (viewsets ÷ N+1: ${ratio(scenario.ratios['viewsets/n+1'])})`
+    out.push(`| ${title} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`)
+  }
+  return out
+}
+
+/** The ETag, memory, startup and growth tables. */
+function extraMarkdown (results: Results): string[] {
+  const out: string[] = []
+  const costs = Object.entries(results.etagCost ?? {}).flatMap(([database, list]) => (list ?? []).map((cost) => ({ database, ...cost })))
+  if (costs.length > 0) {
+    out.push('', '## The ETag on GET (issue 17)', '',
+      'GET sends a strong ETag: without `versionField`, a SHA-1 of the body it sends; with it, the version column\'s value. Server CPU',
+      'per request of the GET that hashes, against the same system\'s GET that hashes nothing, measured side by side (same rounds):', '',
+      '| database | system | GET (hash) µs | compared with | its µs | ETag costs µs | share of the GET | req/s ratio |', '|---|---|---:|---|---:|---:|---:|---:|')
+    const compared = { 'get-untagged': 'GET without ETag', 'get-versioned': 'GET, versionField tag' } as Record<string, string>
+    for (const cost of costs) {
+      out.push(`| ${cost.database} | ${cost.system} | ${cost.taggedMicros} | ${compared[cost.untagged] ?? cost.untagged} | ${cost.untaggedMicros} | ${cost.micros} | ${cost.percent}% | ${ratio(cost.throughputRatio ?? undefined)} |`)
+    }
+    out.push('', 'The versionField row is one integer longer; raw\'s versionField GET reads the same table as viewsets\'. A difference within a few µs is inside the noise of a shared machine.')
+  }
+  if (results.memory !== undefined) {
+    out.push('', '## Peak memory under the load', '', `Peak RSS (VmHWM) of each server process, the highest over all its measurements. Target: ours ≤ raw + 10 MiB.`, '',
+      `| database | ${systemNames.map((system) => systemTitles[system]).join(' | ')} |`, `|---|${systemNames.map(() => '---:').join('|')}|`)
+    for (const [database, peaks] of Object.entries(results.memory)) {
+      out.push(`| ${database} | ${systemNames.map((system) => peaks?.[system] === undefined ? '–' : `${peaks[system]} MiB`).join(' | ')} |`)
+    }
+  }
+  const startup = results.startup
+  if (startup !== undefined) {
+    out.push('', '## Startup', '',
+      `An app with ${startup.viewsets} viewsets (${startup.viewsets} tables, each with filters and ordering) on a ${startup.database === 'sqlite' ? 'SQLite file' : 'PostgreSQL database'}, in a fresh plain-node process over dist/, median of ${startup.runs} processes:`,
+      `**${startup.totalMs} ms** from the process's start to \`app.ready()\` (loading fastify and fastify-viewsets ${startup.importMs} ms; createDatabase, ${startup.viewsets} registrations and \`ready()\` ${startup.readyMs} ms). Target: under 1 s.`)
+  }
+  const growth = Object.entries(results.growth ?? {})
+  if (growth.length > 0) {
+    const first = growth[0]?.[1]
+    out.push('', '## How cost grows', '',
+      `A table of ${first?.rows.toLocaleString('en-US')} rows ordered by a NOT NULL indexed column (\`order_by=score\`, ties by key), ${first?.limit} rows a page. In-process latencies (\`app.inject\`, plain node over dist/), medians of ${first?.requests} requests after a warm-up: the statements' cost, not the network's.`,
+      '', '![how cost grows](growth.svg)', '',
+      `| database | LIST page 1 | with \`count=true\` | ÷ without | cursor page 1 | cursor page ${first?.page.toLocaleString('en-US')} | ÷ page 1 (target ≤ 1.2) | offset page 1 | offset page ${first?.page.toLocaleString('en-US')} | ÷ page 1 |`,
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for (const [database, g] of growth) {
+      out.push(`| ${database} | ${g.listMs} ms | ${g.countMs} ms | ${ratio(g.countMs / g.listMs)} | ${g.cursorFirstMs} ms | ${g.cursorDeepMs} ms | ${ratio(g.cursorDeepMs / g.cursorFirstMs)} | ${g.offsetFirstMs} ms | ${g.offsetDeepMs} ms | ${ratio(g.offsetDeepMs / g.offsetFirstMs)} |`)
+    }
+  }
+  return out
+}
+
 /** The Markdown of one run: what the README shows. */
 export function markdownReport (results: Results): string {
   const { machine, settings } = results
@@ -86,35 +192,37 @@ export function markdownReport (results: Results): string {
     '# Benchmark results',
     '',
     `Run on ${results.date.slice(0, 10)}: ${machine.cpus} × ${machine.model}, ${machine.memoryGiB} GiB RAM, ${machine.platform} (kernel ${machine.kernel}), Node ${machine.node}.`,
-    `Each system is its own server process; autocannon with ${settings.connections} connections; ${settings.rounds} interleaved round(s) of ${settings.duration} s after a ${settings.warmup} s warm-up; medians shown${settings.quick ? ' (quick run: indicative only)' : ''}.`,
+    `Each system is its own server process, run with plain \`node\` over the built package (dist/, no TypeScript loader); autocannon with ${settings.connections} connections; ${settings.rounds} interleaved round(s) of ${settings.duration} s after a ${settings.warmup} s warm-up; medians shown${settings.quick ? ' (quick run: indicative only)' : ''}.`,
+    'Reproduce: `npm run bench` (builds dist/ and the benchmarks first; set `BENCH_POSTGRES_URL` for the PostgreSQL half; `npm run bench -- --help` lists the options).',
     '',
-    'Systems: **raw** = Fastify + prepared statements (better-sqlite3 / pg named statements) with response schemas, the ceiling;',
-    '**kysely** = hand-written Fastify + Kysely routes with the same schemas; **viewsets** = this library;',
-    '**platformatic** = `@platformatic/sql-mapper` + `@platformatic/sql-openapi` 2.61.0.',
+    'Systems: **raw** = Fastify + prepared statements (better-sqlite3 / pg named statements) with response schemas, the ceiling; its GET',
+    'computes the same strong ETag as ours (SHA-1 of the body it sends), and its eager LIST batches children per parent;',
+    '**kysely** = hand-written Fastify + Kysely routes with the same schemas; **viewsets** = this library over `createDatabase`;',
+    '**viewsets, own Kysely** = the same viewsets over a Kysely the user built (`new Kysely({ dialect: new SqliteDialect(...) })`, `PostgresDialect`);',
+    '**platformatic** = `@platformatic/sql-mapper` + `@platformatic/sql-openapi` 2.61.0 (no ETag, no eager LIST).',
     'In the eager-loading rows, raw and kysely are hand-written batched versions (3 queries); the N+1 row is a naive hand-written Kysely version.',
-    'Ratios are medians of per-round ratios (systems measured seconds apart in the same round). Server CPU per request',
+    'DELETE: before each measurement the runner inserts a batch of rows (more than the fastest system can delete in that time, outside the timed window);',
+    'each request deletes the next one, so every request deletes a row that exists; the leftovers are removed afterwards.',
+    'Ratios are medians of per-round ratios (systems measured seconds apart in the same round); ✗ marks a ratio under issue 18\'s target',
+    `(≥ ${minimumRatios.sqlite.raw}× raw and ≥ ${minimumRatios.sqlite.platformatic}× Platformatic on SQLite, ≥ ${minimumRatios.postgres.raw}× and ≥ ${minimumRatios.postgres.platformatic}× on PostgreSQL). Server CPU per request`,
     '(user + system time of the server process) is steadier than requests/s on a shared machine; its ratios are in the second table.',
     stealNote(results),
+    '',
+    '![requests per second, viewsets against the peers](chart.svg)',
   ]
   for (const database of Object.keys(results.databases) as DatabaseKind[]) {
     out.push('', `## ${databaseTitles[database]}`, '', '### Requests per second (higher is better)', '')
-    out.push(`| scenario | ${systemNames.join(' | ')} | viewsets ÷ kysely | viewsets ÷ raw | viewsets ÷ platformatic |`)
-    out.push(`|---|${systemNames.map(() => '---:').join('|')}|---:|---:|---:|`)
-    for (const [, scenario] of scenarioRows(results, database)) {
-      const cells = systemNames.map((system) => throughputText(scenario.systems[system]))
-      const ratios = ratioKeys.map((key) => ratio(scenario.ratios[key]))
-      const title = scenario.ratios['viewsets/n+1'] === undefined ? scenario.title : `${scenario.title} (viewsets ÷ N+1: ${ratio(scenario.ratios['viewsets/n+1'])})`
-      out.push(`| ${title} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`)
-    }
+    out.push(...throughputTable(results, database))
     out.push('', '### Latency p50 / p99 (ms), peak RSS (MiB), server CPU per request (µs)', '')
-    out.push(`| scenario | ${systemNames.join(' | ')} | CPU: kysely ÷ viewsets | raw ÷ viewsets | platformatic ÷ viewsets |`)
+    const cpuColumns = ['raw/viewsets', 'platformatic/viewsets', 'raw/viewsets-own-kysely']
+    out.push(`| scenario | ${systemNames.map((system) => systemTitles[system]).join(' | ')} | CPU: raw ÷ viewsets | platformatic ÷ viewsets | raw ÷ own Kysely |`)
     out.push(`|---|${systemNames.map(() => '---:').join('|')}|---:|---:|---:|`)
     for (const [, scenario] of scenarioRows(results, database)) {
       const cells = systemNames.map((system) => {
         const cell = scenario.systems[system]
         return cell?.status === 'measured' ? `${ms(cell.p50)} / ${ms(cell.p99)} · ${Math.round(cell.peakRssMiB)} · ${Math.round(cell.cpuMicrosPerRequest)}` : throughputText(cell)
       })
-      const cpu = ['kysely', 'raw', 'platformatic'].map((other) => ratio(scenario.cpuRatios?.[`${other}/viewsets`]))
+      const cpu = cpuColumns.map((key) => ratio(scenario.cpuRatios?.[key]))
       out.push(`| ${scenario.title} | ${cells.join(' | ')} | ${cpu.join(' | ')} |`)
     }
     const problems = notes(results, database)
@@ -123,16 +231,22 @@ export function markdownReport (results: Results): string {
     for (const [, scenario] of scenarioRows(results, database)) {
       for (const system of systemNames) {
         const cell = scenario.systems[system]
-        if (cell?.status === 'n/a') reasons.add(`${system}, ${scenario.title}: ${cell.reason}`)
+        if (cell?.status === 'n/a') reasons.add(`${systemTitles[system]}, ${scenario.title}: ${cell.reason}`)
       }
     }
-    if (reasons.size > 0) out.push('', 'n/a:', ...[...reasons].map((reason) => `- ${reason}`))
+    if (reasons.size > 0) out.push('', '<details><summary>n/a cells</summary>', '', ...[...reasons].map((reason) => `- ${reason}`), '', '</details>')
   }
+  out.push(...extraMarkdown(results))
   if (results.targets.length > 0) {
-    out.push('', '## Targets', '', '| database | scenario | ratio | measured | target | |', '|---|---|---|---:|---:|---|')
+    const missed = results.targets.filter((target) => !target.met).length
+    out.push('', '## Targets (issue 18)', '', `${results.targets.length - missed} met, ${missed} missed.`, '', '| database | scenario | measure | measured | target | |', '|---|---|---|---:|---:|---|')
     for (const target of results.targets) {
-      out.push(`| ${target.database} | ${target.scenario} | ${target.ratio} | ${ratio(target.value ?? undefined)} | ≥ ${target.minimum} | ${target.met ? 'met' : '**missed**'} |`)
+      const isRatio = target.minimum !== undefined
+      const value = target.value === null ? '–' : isRatio ? ratio(target.value) : String(target.value)
+      out.push(`| ${target.database} | ${target.scenario} | ${target.ratio} | ${value} | ${isRatio ? `≥ ${target.minimum}` : `≤ ${target.maximum ?? ''}`} | ${target.met ? 'met' : '**missed**'} |`)
     }
   }
+  if (existsSync(analysisFile)) out.push('', readFileSync(analysisFile, 'utf8').trimEnd())
   return out.join('\n') + '\n'
 }
+

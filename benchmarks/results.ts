@@ -1,7 +1,7 @@
 import { cpus, release, totalmem } from 'node:os'
 import { readFileSync } from 'node:fs'
 import type { Sample } from './measure.js'
-import { scenarioById } from './scenarios.js'
+import { ourSystems, scenarioById, systemNames } from './scenarios.js'
 import type { ScenarioId, SystemName } from './scenarios.js'
 
 export type DatabaseKind = 'sqlite' | 'postgres'
@@ -20,19 +20,70 @@ export type Cell =
 export interface ScenarioResult {
   title: string
   systems: Partial<Record<SystemName, Cell>>
-  /** Throughput of viewsets divided by another system's (median of the per-round ratios); keys such as `viewsets/kysely`. */
+  /** Throughput of one of ours divided by another system's (median of the per-round ratios); keys such as `viewsets/kysely`, `viewsets-own-kysely/raw`. */
   ratios: Record<string, number>
-  /** Server CPU time per request of another system divided by viewsets'; keys such as `kysely/viewsets`. */
+  /** Server CPU time per request of another system divided by ours; keys such as `kysely/viewsets`. */
   cpuRatios?: Record<string, number>
 }
 
+/** One target of issue 18, checked against one run: a ratio (≥ minimum) or a cost (≤ maximum). */
 export interface Target {
-  database: DatabaseKind
-  scenario: ScenarioId
+  /** `all` for targets that are not per database (startup). */
+  database: DatabaseKind | 'all'
+  /** A scenario id, or `memory`, `startup`, `growth`. */
+  scenario: string
+  /** What is compared, such as `viewsets/raw` or `peak RSS − raw (MiB)`. */
   ratio: string
-  minimum: number
+  minimum?: number
+  maximum?: number
   value: number | null
   met: boolean
+}
+
+/** The cost of the ETag on GET, from server CPU time per request measured side by side. */
+export interface EtagCost {
+  system: SystemName
+  /** The GET that hashes its body, and the same GET without that hash (untagged, or tagged by a version column). */
+  tagged: ScenarioId
+  untagged: ScenarioId
+  taggedMicros: number
+  untaggedMicros: number
+  /** taggedMicros − untaggedMicros, and that as a share of taggedMicros (in %). */
+  micros: number
+  percent: number
+  /** Requests/s of the tagged GET divided by the untagged one's (median of per-round ratios). */
+  throughputRatio: number | null
+}
+
+/** Startup of an app with many viewsets, in a fresh plain-node process over dist/ (medians of a few processes). */
+export interface Startup {
+  viewsets: number
+  database: DatabaseKind
+  /** From the process's start to `app.ready()`: module loading included. */
+  totalMs: number
+  /** Loading fastify and fastify-viewsets. */
+  importMs: number
+  /** createDatabase, the registrations and `app.ready()`. */
+  readyMs: number
+  runs: number
+}
+
+/** How cost grows on a large table: in-process latencies (app.inject), medians. */
+export interface Growth {
+  rows: number
+  limit: number
+  /** Page 1 of the default (offset) LIST, without and with `count=true`. */
+  listMs: number
+  countMs: number
+  /** Page 1 and page 1,000 by cursor, and pages 1 and 1,000 by offset (the same rows), ordered by score. */
+  cursorFirstMs: number
+  cursorDeepMs: number
+  offsetFirstMs: number
+  offsetDeepMs: number
+  page: number
+  requests: number
+  /** Seconds the seeding took, or 0 when the seeded table was reused. */
+  seededSeconds: number
 }
 
 export interface Machine {
@@ -58,6 +109,11 @@ export interface Results {
   machine: Machine
   settings: Settings
   databases: Partial<Record<DatabaseKind, Partial<Record<ScenarioId, ScenarioResult>>>>
+  /** Peak RSS (MiB) per system under the load: the highest of all its measurements on that database. */
+  memory?: Partial<Record<DatabaseKind, Partial<Record<SystemName, number>>>>
+  etagCost?: Partial<Record<DatabaseKind, EtagCost[]>>
+  startup?: Startup
+  growth?: Partial<Record<DatabaseKind, Growth>>
   targets: Target[]
 }
 
@@ -115,39 +171,113 @@ const round2 = (value: number) => Math.round(value * 100) / 100
  */
 export function addRatios (scenarios: Partial<Record<ScenarioId, ScenarioResult>>): void {
   for (const [id, result] of Object.entries(scenarios) as Array<[ScenarioId, ScenarioResult]>) {
-    const ours = result.systems.viewsets
-    if (ours?.status !== 'measured') continue
-    const others: Array<[string, Cell | undefined]> = [['kysely', result.systems.kysely], ['raw', result.systems.raw], ['platformatic', result.systems.platformatic]]
-    if (id === 'eager') others.push(['n+1', scenarios['eager-n1']?.systems.kysely])
     const cpuRatios: Record<string, number> = {}
-    for (const [name, theirs] of others) {
-      if (theirs?.status !== 'measured') continue
-      const paired = ours.rounds.flatMap((sample, round) => {
-        const other = theirs.rounds[round]
-        return other !== undefined && other.requestsPerSecond > 0 ? [sample.requestsPerSecond / other.requestsPerSecond] : []
-      })
-      if (paired.length > 0) result.ratios[`viewsets/${name}`] = round2(median(paired))
-      if (ours.cpuMicrosPerRequest > 0) cpuRatios[`${name}/viewsets`] = round2(theirs.cpuMicrosPerRequest / ours.cpuMicrosPerRequest)
+    for (const name of ourSystems) {
+      const ours = result.systems[name]
+      if (ours?.status !== 'measured') continue
+      const others: Array<[string, Cell | undefined]> = [['kysely', result.systems.kysely], ['raw', result.systems.raw], ['platformatic', result.systems.platformatic]]
+      if (id === 'eager') others.push(['n+1', scenarios['eager-n1']?.systems.kysely])
+      for (const [other, theirs] of others) {
+        const paired = pairedRatio(ours, theirs)
+        if (paired !== null) result.ratios[`${name}/${other}`] = paired
+        if (theirs?.status === 'measured' && ours.cpuMicrosPerRequest > 0) cpuRatios[`${other}/${name}`] = round2(theirs.cpuMicrosPerRequest / ours.cpuMicrosPerRequest)
+      }
     }
     result.cpuRatios = cpuRatios
   }
 }
 
-/** The targets of the issue, checked against one run. */
-export function checkTargets (results: Results): Target[] {
-  const targets: Target[] = []
-  for (const [database, scenarios] of Object.entries(results.databases) as Array<[DatabaseKind, Partial<Record<ScenarioId, ScenarioResult>>]>) {
-    const minimums: Array<[ScenarioId, string, number]> = [
-      ['get', 'viewsets/kysely', 1.0], ['get', 'viewsets/raw', database === 'sqlite' ? 0.85 : 0.9], ['get', 'viewsets/platformatic', database === 'sqlite' ? 1.3 : 1.1],
-      ['list10', 'viewsets/kysely', 1.0], ['list10', 'viewsets/raw', database === 'sqlite' ? 0.85 : 0.9], ['list10', 'viewsets/platformatic', database === 'sqlite' ? 1.3 : 1.1],
-      ['eager', 'viewsets/kysely', 0.9], ['eager', 'viewsets/n+1', 5],
-    ]
-    for (const [scenario, ratio, minimum] of minimums) {
-      if (scenarios[scenario] === undefined) continue
-      const value = scenarios[scenario].ratios[ratio] ?? null
-      targets.push({ database, scenario, ratio, minimum, value, met: value !== null && value >= minimum })
+/** The median of per-round throughput ratios a ÷ b (rounds measured seconds apart), or null. */
+function pairedRatio (a: Cell | undefined, b: Cell | undefined): number | null {
+  if (a?.status !== 'measured' || b?.status !== 'measured') return null
+  const paired = a.rounds.flatMap((sample, round) => {
+    const other = b.rounds[round]
+    return other !== undefined && other.requestsPerSecond > 0 ? [sample.requestsPerSecond / other.requestsPerSecond] : []
+  })
+  return paired.length > 0 ? round2(median(paired)) : null
+}
+
+/** Peak RSS per system over all of a database's measurements. */
+export function peakMemory (scenarios: Partial<Record<ScenarioId, ScenarioResult>>): Partial<Record<SystemName, number>> {
+  const peaks: Partial<Record<SystemName, number>> = {}
+  for (const result of Object.values(scenarios)) {
+    for (const system of systemNames) {
+      const cell = result.systems[system]
+      if (cell?.status === 'measured') peaks[system] = Math.round(Math.max(peaks[system] ?? 0, cell.peakRssMiB))
     }
   }
+  return peaks
+}
+
+/**
+ * The ETag's cost on GET: viewsets' GET (a SHA-1 of the body) against its GET of a versionField row (the
+ * version is the tag, nothing hashed), and raw's GET (the same hash) against raw's GET without a tag.
+ */
+export function etagCosts (scenarios: Partial<Record<ScenarioId, ScenarioResult>>): EtagCost[] {
+  const pairs: Array<[SystemName, ScenarioId]> = [['raw', 'get-untagged'], ['raw', 'get-versioned'], ['viewsets', 'get-versioned'], ['viewsets-own-kysely', 'get-versioned']]
+  return pairs.flatMap(([system, untagged]) => {
+    const a = scenarios.get?.systems[system]
+    const b = scenarios[untagged]?.systems[system]
+    if (a?.status !== 'measured' || b?.status !== 'measured') return []
+    const micros = a.cpuMicrosPerRequest - b.cpuMicrosPerRequest
+    return [{
+      system,
+      tagged: 'get',
+      untagged,
+      taggedMicros: Math.round(a.cpuMicrosPerRequest * 10) / 10,
+      untaggedMicros: Math.round(b.cpuMicrosPerRequest * 10) / 10,
+      micros: Math.round(micros * 10) / 10,
+      percent: Math.round(micros / a.cpuMicrosPerRequest * 1000) / 10,
+      throughputRatio: pairedRatio(a, b),
+    }]
+  })
+}
+
+/** The scenarios issue 18 sets targets for (Platformatic has no eager scenario: that one is against raw only). */
+export const targetScenarios = ['get', 'list10', 'list100', 'filter', 'post', 'patch', 'delete', 'eager'] as const satisfies readonly ScenarioId[]
+
+/** Issue 18's minimum ratios per database. */
+export const minimumRatios: Record<DatabaseKind, { raw: number, platformatic: number }> = {
+  sqlite: { raw: 0.85, platformatic: 1.3 },
+  postgres: { raw: 0.9, platformatic: 1.1 },
+}
+
+/** Peak RSS of ours under the load, at most raw's plus this (MiB). */
+export const memoryAllowanceMiB = 10
+/** Startup with 50 viewsets, at most this (ms). */
+export const startupLimitMs = 1000
+/** Cursor page 1,000 at most this multiple of page 1. */
+export const deepPageLimit = 1.2
+
+/** The targets of issue 18 (and the eager N+1 target of the relations work), checked against one run. */
+export function checkTargets (results: Results): Target[] {
+  const targets: Target[] = []
+  const atLeast = (database: Target['database'], scenario: string, ratio: string, minimum: number, value: number | null) =>
+    targets.push({ database, scenario, ratio, minimum, value, met: value !== null && value >= minimum })
+  const atMost = (database: Target['database'], scenario: string, ratio: string, maximum: number, value: number | null) =>
+    targets.push({ database, scenario, ratio, maximum, value, met: value !== null && value <= maximum })
+  for (const [database, scenarios] of Object.entries(results.databases) as Array<[DatabaseKind, Partial<Record<ScenarioId, ScenarioResult>>]>) {
+    const minimum = minimumRatios[database]
+    for (const ours of ourSystems) {
+      for (const scenario of targetScenarios) {
+        const result = scenarios[scenario]
+        if (result === undefined || result.systems[ours] === undefined) continue
+        atLeast(database, scenario, `${ours}/raw`, minimum.raw, result.ratios[`${ours}/raw`] ?? null)
+        if (scenario !== 'eager') atLeast(database, scenario, `${ours}/platformatic`, minimum.platformatic, result.ratios[`${ours}/platformatic`] ?? null)
+      }
+    }
+    if (scenarios.eager !== undefined) atLeast(database, 'eager', 'viewsets/n+1', 5, scenarios.eager.ratios['viewsets/n+1'] ?? null)
+    const memory = results.memory?.[database]
+    if (memory?.raw !== undefined) {
+      for (const ours of ourSystems) {
+        const peak = memory[ours]
+        if (peak !== undefined) atMost(database, 'memory', `${ours} peak RSS − raw's (MiB)`, memoryAllowanceMiB, peak - memory.raw)
+      }
+    }
+    const growth = results.growth?.[database]
+    if (growth !== undefined) atMost(database, 'growth', `cursor page ${growth.page.toLocaleString('en-US')} ÷ page 1`, deepPageLimit, round2(growth.cursorDeepMs / growth.cursorFirstMs))
+  }
+  if (results.startup !== undefined) atMost('all', 'startup', `${results.startup.viewsets} viewsets to app.ready() on ${results.startup.database} (ms)`, startupLimitMs, results.startup.totalMs)
   return targets
 }
 

@@ -1,22 +1,32 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { ensureBuilt } from './build.js'
 import { chartSvg } from './chart.js'
+import { growthChartSvg } from './growth-chart.js'
+import { measureGrowth } from './growth.js'
 import { measure, probe } from './measure.js'
 import type { Sample } from './measure.js'
 import { startServer } from './processes.js'
 import type { RunningServer } from './processes.js'
 import { consoleReport, markdownReport } from './report.js'
-import { addRatios, cellOf, checkTargets, describeMachine } from './results.js'
+import { addRatios, cellOf, checkTargets, describeMachine, etagCosts, peakMemory } from './results.js'
 import type { DatabaseKind, Results, ScenarioResult } from './results.js'
 import { scenarioById, scenarioIds, systemNames } from './scenarios.js'
 import type { Scenario, ScenarioId, SystemName } from './scenarios.js'
+import { doomedRows } from './doomed-rows.js'
 import { dropPostgres, seedPostgres, seedSqlite } from './seed.js'
 import type { DatabaseTarget } from './seed.js'
+import { measureStartup } from './startup.js'
 
-// `npm run bench`: every system in its own process, measured in interleaved rounds on the same data.
-// `npm run bench -- --quick` runs the same pipeline in about a minute.
+// `npm run bench`: every system in its own process (plain node over dist/), measured in interleaved rounds
+// on the same data; then the startup of an app with 50 viewsets, and how cost grows on 1,000,000 rows.
+// `npm run bench -- --quick` runs the same pipeline in a few minutes.
+
+/** The phases of a run: the side-by-side scenarios, the startup, and the growth on a large table. */
+export const phaseNames = ['throughput', 'startup', 'growth'] as const
+export type PhaseName = typeof phaseNames[number]
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
@@ -43,26 +53,31 @@ export interface BenchOptions {
   retryShare: number
   /** Systems whose server runs with `--cpu-prof` (profiles land in `<dataDir>/profiles`). */
   profile: readonly SystemName[]
+  phases: readonly PhaseName[]
+  /** Rows of the growth table (issue 15: 1,000,000). */
+  growthRows: number
+  /** Timed requests per growth figure (the median is reported). */
+  growthRequests: number
   progress: boolean
   quick: boolean
   log: (line: string) => void
 }
 
-/** Defaults sized so that a full run (SQLite and PostgreSQL) stays under 10 minutes on 2 cores. */
+/** Defaults sized so that a full run (SQLite and PostgreSQL) stays under 15 minutes on 2 cores. */
 export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOptions {
   const postgresUrl = overrides.postgresUrl ?? (process.env.BENCH_POSTGRES_URL || undefined)
   const databases = overrides.databases ?? (postgresUrl === undefined ? ['sqlite'] : ['sqlite', 'postgres'])
   const both = databases.length > 1
   const quick = overrides.quick ?? false
   return {
-    // 28 measurements per database and round. On a shared virtual machine a system's speed drifts within
+    // 44 measurements per database and round. On a shared virtual machine a system's speed drifts within
     // seconds, so many short interleaved rounds give steadier medians than a few long ones: with both
-    // databases, 8 rounds of about 1 s (and up to 5% of the measurements taken again) take about 9 minutes.
+    // databases, 7 rounds of about 1 s (and up to 5% of the measurements taken again) take about 11 minutes.
     duration: quick ? (both ? 0.5 : 1) : both ? 0.7 : 1.5,
     warmup: quick ? 0.3 : both ? 0.3 : 0.5,
     stealLimit: 10,
     retryShare: 0.05,
-    rounds: quick ? 1 : 8,
+    rounds: quick ? 1 : both ? 7 : 8,
     connections: 10,
     systems: systemNames,
     scenarios: scenarioIds,
@@ -71,6 +86,9 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
     dataDir: join(here, '.data'),
     outDir: quick ? join(here, '.data', 'quick') : here,
     profile: [],
+    phases: phaseNames,
+    growthRows: 1_000_000,
+    growthRequests: quick ? 10 : 30,
     progress: process.stderr.isTTY,
     quick,
     log: (line) => { process.stderr.write(line + '\n') },
@@ -78,17 +96,34 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
   }
 }
 
-/** Scenarios measured in the same rounds, so that their ratios compare measurements taken side by side. */
-const blocks: ReadonlyArray<readonly ScenarioId[]> = [['get'], ['list10'], ['list100'], ['filter'], ['eager', 'eager-n1'], ['post'], ['patch']]
+/**
+ * Scenarios measured in the same rounds, so that their ratios compare measurements taken side by side:
+ * GET beside the GETs that isolate the ETag's cost, eager beside N+1. DELETE comes last: the rows it
+ * inserts and deletes never meet another scenario.
+ */
+const blocks: ReadonlyArray<readonly ScenarioId[]> = [['get', 'get-versioned', 'get-untagged'], ['list10'], ['list100'], ['filter'], ['eager', 'eager-n1'], ['post'], ['patch'], ['delete']]
 
 interface Slot { id: ScenarioId, index: number, scenario: Scenario, server: RunningServer }
+
+/** Requests/s assumed before a system's first measurement, to size the first batch of rows to delete. */
+const assumedRate: Record<DatabaseKind, number> = { sqlite: 30_000, postgres: 15_000 }
 
 async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, options: BenchOptions, retries: { left: number }): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
   const profileDir = join(options.dataDir, 'profiles')
   const servers = await Promise.all(options.systems.map(async (system) =>
     await startServer(system, target, { profileDir: options.profile.includes(system) ? profileDir : undefined })))
+  for (const server of servers) {
+    const { execArgv, library } = server.runtime
+    options.log(`  ${server.system} (pid ${server.pid}): node ${execArgv.join(' ')}${execArgv.length === 0 ? '' : ' '}…, fastify-viewsets → ${relative(process.cwd(), library)}`)
+  }
   const scenarios: Partial<Record<ScenarioId, ScenarioResult>> = {}
   const samples = new Map<string, Sample[]>()
+  const doomed = doomedRows(target)
+  // The fastest a system has gone so far (GET comes first): a DELETE cannot outrun it.
+  const fastest = new Map<SystemName, number>()
+  const refill = async (system: SystemName, seconds: number) => {
+    await doomed.refill(Math.ceil((fastest.get(system) ?? assumedRate[database]) * seconds * 2) + 200)
+  }
   try {
     for (const block of blocks) {
       const slots: Slot[] = []
@@ -104,7 +139,8 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
             result.systems[server.system] = { status: 'n/a', reason }
             continue
           }
-          const problem = await probe(server, scenario)
+          if (scenario.deletes === true) await refill(server.system, 0)
+          const problem = await probe(server, scenario, doomed)
           if (problem === undefined) slots.push({ id, index, scenario, server })
           else {
             result.systems[server.system] = { status: 'failed', reason: problem }
@@ -119,15 +155,22 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
           const title = `${database} ${scenario.title} · ${server.system} · ${round + 1}/${options.rounds}`
           // The servers stay up for the whole run: after the first round a short warm-up is enough.
           const warmup = round === 0 ? options.warmup : Math.min(options.warmup, 0.2)
-          let sample = await measure(server, scenario, { ...options, warmup, seed: 1000 * index + round }, title)
+          const run = async (warmup: number) => {
+            if (scenario.deletes === true) await refill(server.system, warmup + options.duration)
+            const sample = await measure(server, scenario, { ...options, warmup, seed: 1000 * index + round, doomed }, title)
+            if (scenario.deletes === true) await doomed.clear()
+            return sample
+          }
+          let sample = await run(warmup)
           // On a virtual machine the hypervisor may take the CPU away for a while: measure such a slot again
           // (a bounded number of times per run) and keep the steadier of the two.
           if (sample.stealPercent > options.stealLimit && retries.left > 0) {
             retries.left--
             options.log(`  ${title.padEnd(60)} again: ${sample.stealPercent}% of the CPU time was stolen by the hypervisor`)
-            const again = await measure(server, scenario, { ...options, warmup: Math.min(options.warmup, 0.3), seed: 1000 * index + round }, title)
+            const again = await run(Math.min(options.warmup, 0.3))
             if (again.stealPercent < sample.stealPercent) sample = again
           }
+          fastest.set(server.system, Math.max(fastest.get(server.system) ?? 0, sample.requestsPerSecond))
           const key = `${id}/${server.system}`
           samples.set(key, [...samples.get(key) ?? [], sample])
           const broken = sample.errors + sample.non2xx > 0 ? ` BROKEN: ${sample.errors} errors, ${sample.non2xx} non-2xx` : ''
@@ -142,6 +185,7 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
     }
   } finally {
     await Promise.all(servers.map(async (server) => { await server.stop() }))
+    await doomed.close()
   }
   addRatios(scenarios)
   return scenarios
@@ -149,6 +193,7 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
 
 /** Runs the whole suite and writes its outputs; returns the results. */
 export async function runBenchmarks (options: BenchOptions): Promise<Results> {
+  ensureBuilt(options.log)
   const results: Results = {
     date: new Date().toISOString(),
     machine: describeMachine(),
@@ -158,19 +203,44 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
   }
   const measurements = options.databases.length * options.scenarios.length * options.systems.length * options.rounds
   const retries = { left: Math.floor(measurements * options.retryShare) }
-  if (options.databases.includes('sqlite')) {
-    options.log('Seeding SQLite…')
-    results.databases.sqlite = await measureDatabase('sqlite', seedSqlite(join(options.dataDir, 'bench.db')), options, retries)
+  const postgresUrl = () => {
+    if (options.postgresUrl === undefined) throw new Error('PostgreSQL runs need BENCH_POSTGRES_URL, such as postgres://postgres@127.0.0.1:5432/test')
+    return options.postgresUrl
   }
-  if (options.databases.includes('postgres')) {
-    const url = options.postgresUrl
-    if (url === undefined) throw new Error('PostgreSQL runs need BENCH_POSTGRES_URL, such as postgres://postgres@127.0.0.1:5432/test')
-    options.log('Seeding PostgreSQL…')
-    const target = await seedPostgres(url)
-    try {
-      results.databases.postgres = await measureDatabase('postgres', target, options, retries)
-    } finally {
-      await dropPostgres(url)
+  if (options.phases.includes('throughput')) {
+    if (options.databases.includes('sqlite')) {
+      options.log('Seeding SQLite…')
+      results.databases.sqlite = await measureDatabase('sqlite', seedSqlite(join(options.dataDir, 'bench.db')), options, retries)
+    }
+    if (options.databases.includes('postgres')) {
+      const url = postgresUrl()
+      options.log('Seeding PostgreSQL…')
+      const target = await seedPostgres(url)
+      try {
+        results.databases.postgres = await measureDatabase('postgres', target, options, retries)
+      } finally {
+        await dropPostgres(url)
+      }
+    }
+    results.memory = {}
+    results.etagCost = {}
+    for (const [database, scenarios] of Object.entries(results.databases) as Array<[DatabaseKind, Partial<Record<ScenarioId, ScenarioResult>>]>) {
+      results.memory[database] = peakMemory(scenarios)
+      results.etagCost[database] = etagCosts(scenarios)
+    }
+  }
+  if (options.phases.includes('startup')) {
+    options.log('Startup: 50 viewsets to app.ready(), fresh plain-node processes…')
+    results.startup = await measureStartup(join(options.dataDir, 'startup.db'))
+    options.log(`  ${results.startup.totalMs} ms (imports ${results.startup.importMs} ms, registrations and ready ${results.startup.readyMs} ms)`)
+  }
+  if (options.phases.includes('growth')) {
+    results.growth = {}
+    for (const database of options.databases) {
+      options.log(`Growth on ${database}: ${options.growthRows.toLocaleString('en-US')} rows (seeded once, then kept)…`)
+      const growth = await measureGrowth(database, { rows: options.growthRows, requests: options.growthRequests, dataDir: options.dataDir, postgresUrl: database === 'postgres' ? postgresUrl() : undefined })
+      results.growth[database] = growth
+      options.log(`  ${growth.seededSeconds > 0 ? `seeded in ${growth.seededSeconds} s; ` : ''}LIST ${growth.listMs} ms, count=true ${growth.countMs} ms; cursor page 1 ${growth.cursorFirstMs} ms, page ${growth.page} ${growth.cursorDeepMs} ms; offset page ${growth.page} ${growth.offsetDeepMs} ms`)
     }
   }
   results.targets = checkTargets(results)
@@ -179,6 +249,7 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
     writeFileSync(join(options.outDir, 'results.json'), JSON.stringify(results, null, 2) + '\n')
     writeFileSync(join(options.outDir, 'results.md'), markdownReport(results))
     writeFileSync(join(options.outDir, 'chart.svg'), chartSvg(results))
+    if (results.growth !== undefined) writeFileSync(join(options.outDir, 'growth.svg'), growthChartSvg(results))
   }
   return results
 }
@@ -215,13 +286,15 @@ export function optionsFromArgs (args: string[]): BenchOptions {
       out: { type: 'string' },
       data: { type: 'string' },
       profile: { type: 'string' },
+      phases: { type: 'string' },
+      'growth-rows': { type: 'string' },
       'no-progress': { type: 'boolean' },
       help: { type: 'boolean' },
     },
   })
   if (values.help === true) {
     process.stdout.write(`npm run bench -- [options]
-  --quick                 about a minute: 1 round of 1 s per system and scenario (writes to benchmarks/.data/quick unless --out)
+  --quick                 a few minutes: 1 round of 1 s per system and scenario (writes to benchmarks/.data/quick unless --out)
   --duration <s>          measured seconds per system, scenario and round
   --warmup <s>            warm-up seconds before each measurement
   --rounds <n>            interleaved rounds (the median is reported)
@@ -232,6 +305,8 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   --out <dir>             where results.json, results.md and chart.svg go (default benchmarks/; benchmarks/.data/quick with --quick)
   --data <dir>            where the seeded SQLite file and profiles go (default benchmarks/.data)
   --profile a,b           run these systems' servers with --cpu-prof (profiles in <data>/profiles)
+  --phases a,b            ${phaseNames.join(', ')} (default: all)
+  --growth-rows <n>       rows of the growth table (default 1,000,000; kept in <data> and reused)
   --no-progress           no progress bars
 `)
     process.exit(0)
@@ -246,6 +321,8 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   set('scenarios', list(values.scenarios, scenarioIds, 'scenarios'))
   set('profile', list(values.profile, systemNames, 'profile'))
   set('databases', list(values.databases, ['sqlite', 'postgres'] as const, 'databases'))
+  set('phases', list(values.phases, phaseNames, 'phases'))
+  set('growthRows', number(values['growth-rows'], 'growth-rows'))
   if (values.out !== undefined) overrides.outDir = resolve(values.out)
   if (values.data !== undefined) overrides.dataDir = resolve(values.data)
   if (values['no-progress'] === true) overrides.progress = false
@@ -257,7 +334,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   const started = Date.now()
   runBenchmarks(options).then((results) => {
     process.stdout.write(consoleReport(results) + '\n')
-    process.stdout.write(`\nDone in ${Math.round((Date.now() - started) / 1000)} s.${options.outDir === undefined ? '' : ` Wrote ${join(options.outDir, 'results.json')}, results.md and chart.svg.`}\n`)
+    process.stdout.write(`\nDone in ${Math.round((Date.now() - started) / 1000)} s.${options.outDir === undefined ? '' : ` Wrote ${join(options.outDir, 'results.json')}, results.md, chart.svg and growth.svg.`}\n`)
   }).catch((error: unknown) => {
     process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
     process.exitCode = 1

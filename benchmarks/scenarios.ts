@@ -1,27 +1,44 @@
 import { pick, seedRows, sizes } from './data.js'
 import type { SeedRows } from './data.js'
 
-/** The systems, in the order they are shown. */
-export const systemNames = ['raw', 'kysely', 'viewsets', 'platformatic'] as const
+/**
+ * The systems, in the order they are shown: the ceiling, the hand-written peer, ours over `createDatabase`,
+ * Platformatic, and ours over a Kysely instance the user built.
+ */
+export const systemNames = ['raw', 'kysely', 'viewsets', 'platformatic', 'viewsets-own-kysely'] as const
 export type SystemName = typeof systemNames[number]
 
-export const scenarioIds = ['get', 'list10', 'list100', 'filter', 'eager', 'eager-n1', 'post', 'patch'] as const
+/** This library's systems: each is compared with the others (ratios `viewsets/raw`, `viewsets-own-kysely/raw`, ...). */
+export const ourSystems = ['viewsets', 'viewsets-own-kysely'] as const satisfies readonly SystemName[]
+export type OurSystem = typeof ourSystems[number]
+
+export const scenarioIds = ['get', 'get-versioned', 'get-untagged', 'list10', 'list100', 'filter', 'eager', 'eager-n1', 'post', 'patch', 'delete'] as const
 export type ScenarioId = typeof scenarioIds[number]
 
 /** One HTTP request of a scenario. */
 export interface ScenarioRequest {
-  method: 'GET' | 'POST' | 'PATCH' | 'PUT'
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
   path: string
   body?: Record<string, unknown>
+}
+
+/** Where a scenario's requests draw their values from. */
+export interface Draw {
+  /** Numbers in [0, 1), the same sequence for every system. */
+  next: () => number
+  /** The id of a row that exists and that no other request deletes (DELETE scenario only). */
+  doomed: () => number
 }
 
 export interface Scenario {
   id: ScenarioId
   title: string
-  /** Builds one request; `next` draws numbers in [0, 1). */
-  request (system: SystemName, next: () => number): ScenarioRequest
+  /** The scenario deletes rows: the runner fills a batch of rows before each measurement (see doomed-rows.ts). */
+  deletes?: true
+  /** Builds one request. */
+  request (system: SystemName, draw: Draw): ScenarioRequest
   /** Checks one answer before the load starts: a message when it is wrong. */
-  check (system: SystemName, request: ScenarioRequest, status: number, body: unknown): string | undefined
+  check (system: SystemName, request: ScenarioRequest, status: number, body: unknown, headers: Headers): string | undefined
 }
 
 const camel = (system: SystemName, field: string): string =>
@@ -34,6 +51,11 @@ const expectStatus = (status: number, expected: number): string | undefined =>
   status === expected ? undefined : `status ${status}, expected ${expected}`
 const listCheck = (length: number) => (_system: SystemName, _request: ScenarioRequest, status: number, body: unknown) =>
   expectStatus(status, 200) ?? (isList(body, length) && body.every((row, index) => row.id === index + 1) ? undefined : `expected books 1 to ${length} in key order`)
+const idOf = (request: ScenarioRequest) => Number(request.path.split('/').pop())
+// Every system but Platformatic (which has none) sends a strong ETag on GET, except on /books-untagged.
+const getCheck = (system: SystemName, request: ScenarioRequest, status: number, body: unknown, headers: Headers) =>
+  expectStatus(status, 200) ?? ((body as Json).id === idOf(request) ? undefined : 'expected the requested book') ??
+  (system === 'platformatic' || request.path.startsWith('/books-untagged/') || /^"[^"]+"$/.test(headers.get('etag') ?? '') ? undefined : 'expected a strong ETag')
 const eagerCheck = (_system: SystemName, _request: ScenarioRequest, status: number, body: unknown) => {
   if (status !== 200) return `status ${status}`
   if (!isList(body, 50)) return 'expected 50 books'
@@ -49,9 +71,21 @@ const scenarios: Scenario[] = [
   {
     id: 'get',
     title: 'GET by id',
-    request: (_system, next) => ({ method: 'GET', path: `/books/${pick(next, sizes.books)}` }),
-    check: (_system, request, status, body) => expectStatus(status, 200) ??
-      ((body as Json).id === Number(request.path.split('/').pop()) ? undefined : 'expected the requested book'),
+    request: (_system, { next }) => ({ method: 'GET', path: `/books/${pick(next, sizes.books)}` }),
+    check: getCheck,
+  },
+  {
+    // With the tag from a version column instead of a hash of the body: the difference is the ETag's cost.
+    id: 'get-versioned',
+    title: 'GET by id, versionField ETag (no hash)',
+    request: (_system, { next }) => ({ method: 'GET', path: `/versioned-books/${pick(next, sizes.books)}` }),
+    check: getCheck,
+  },
+  {
+    id: 'get-untagged',
+    title: 'GET by id, no ETag',
+    request: (_system, { next }) => ({ method: 'GET', path: `/books-untagged/${pick(next, sizes.books)}` }),
+    check: getCheck,
   },
   {
     id: 'list10',
@@ -68,7 +102,7 @@ const scenarios: Scenario[] = [
   {
     id: 'filter',
     title: 'LIST filter + order',
-    request: (system, next) => {
+    request: (system, { next }) => {
       const author = pick(next, sizes.authors)
       return system === 'platformatic'
         ? { method: 'GET', path: `/books?where.authorId.eq=${author}&orderby.year=desc&limit=10` }
@@ -98,7 +132,7 @@ const scenarios: Scenario[] = [
   {
     id: 'post',
     title: 'POST',
-    request: (system, next) => ({
+    request: (system, { next }) => ({
       method: 'POST',
       path: '/books',
       body: { [camel(system, 'author_id')]: pick(next, sizes.authors), title: `New book ${pick(next, 1e6)}`, year: 1950 + pick(next, 75), price: pick(next, 10_000) / 100 },
@@ -109,7 +143,7 @@ const scenarios: Scenario[] = [
   {
     id: 'patch',
     title: 'PATCH',
-    request: (system, next) => {
+    request: (system, { next }) => {
       const id = pick(next, sizes.books)
       const price = pick(next, 10_000) / 100
       if (system !== 'platformatic') return { method: 'PATCH', path: `/books/${id}`, body: { price } }
@@ -119,6 +153,14 @@ const scenarios: Scenario[] = [
     },
     check: (_system, request, status, body) => expectStatus(status, 200) ??
       ((body as Json).price === request.body?.price && typeof (body as Json).title === 'string' ? undefined : 'expected the updated book'),
+  },
+  {
+    id: 'delete',
+    title: 'DELETE',
+    deletes: true,
+    request: (_system, { doomed }) => ({ method: 'DELETE', path: `/books/${doomed()}` }),
+    // Platformatic answers 200 with the deleted row; the others 204.
+    check: (system, _request, status) => expectStatus(status, system === 'platformatic' ? 200 : 204),
   },
 ]
 

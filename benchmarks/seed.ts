@@ -26,7 +26,17 @@ const sqliteTables = `
     primary key (book_id, tag_id)
   );
   create index book_tags_tag_id on book_tags (tag_id);
+  create table versioned_books (
+    id integer primary key autoincrement,
+    author_id integer not null references authors (id),
+    title text not null,
+    year integer not null,
+    price real not null,
+    version integer not null default 1
+  );
 `
+
+const copyBooks = 'insert into versioned_books (id, author_id, title, year, price) select id, author_id, title, year, price from books'
 
 /** Writes a fresh SQLite file with the seed (any previous file and its WAL are removed). */
 export function seedSqlite (file: string): DatabaseTarget {
@@ -46,6 +56,7 @@ export function seedSqlite (file: string): DatabaseTarget {
       insert('insert into books (id, author_id, title, year, price) values (?, ?, ?, ?, ?)', rows.books)
       insert('insert into tags (id, name) values (?, ?)', rows.tags)
       insert('insert into book_tags (book_id, tag_id) values (?, ?)', rows.bookTags)
+      db.exec(copyBooks)
     })()
     db.exec('analyze')
     db.pragma('wal_checkpoint(TRUNCATE)')
@@ -101,6 +112,14 @@ export async function seedPostgres (url: string): Promise<DatabaseTarget> {
         primary key (book_id, tag_id)
       );
       create index book_tags_tag_id on book_tags (tag_id);
+      create table versioned_books (
+        id serial primary key,
+        author_id integer not null references authors (id),
+        title text not null,
+        year integer not null,
+        price double precision not null,
+        version integer not null default 1
+      );
     `)
     const rows = seedRows()
     // One statement per table: each column travels as an array and unnest() turns them into rows.
@@ -112,8 +131,9 @@ export async function seedPostgres (url: string): Promise<DatabaseTarget> {
       [0, 1, 2, 3, 4].map((index) => columns(rows.books, index)))
     await client.query('insert into tags (id, name) select * from unnest($1::int[], $2::text[])', [columns(rows.tags, 0), columns(rows.tags, 1)])
     await client.query('insert into book_tags (book_id, tag_id) select * from unnest($1::int[], $2::int[])', [columns(rows.bookTags, 0), columns(rows.bookTags, 1)])
+    await client.query(copyBooks)
     // The explicit ids leave the sequences behind; POST must get fresh ones.
-    for (const table of ['authors', 'books', 'tags']) {
+    for (const table of ['authors', 'books', 'tags', 'versioned_books']) {
       await client.query(`select setval(pg_get_serial_sequence('${table}', 'id'), (select max(id) from ${table}))`)
     }
     await client.query('commit')

@@ -1,9 +1,11 @@
+import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import type { DatabaseTarget } from './seed.js'
 import type { ScenarioId, SystemName } from './scenarios.js'
 
-// The entry of one system's server process: the runner forks it, it listens on an ephemeral port of
-// 127.0.0.1 and reports the port over IPC. It exits when told to, so that `--cpu-prof` is written.
+// The entry of one system's server process: the runner forks it (compiled, with plain `node`, over the
+// package's built dist/, as users run it), it listens on an ephemeral port of 127.0.0.1 and reports the
+// port over IPC. It exits when told to, so that `--cpu-prof` is written.
 
 /** A system's app, and the scenarios it cannot serve (with the reason shown as n/a). */
 export interface SystemServer {
@@ -13,10 +15,18 @@ export interface SystemServer {
 
 /** What the server process says to the runner. */
 export type ServerMessage =
-  | { type: 'ready', port: number, unsupported: Partial<Record<ScenarioId, string>> }
+  | { type: 'ready', port: number, unsupported: Partial<Record<ScenarioId, string>>, runtime: ServerRuntime }
   | { type: 'failed', message: string }
   | { type: 'memory', maxRss: number }
   | { type: 'cpu', micros: number }
+
+/** How the server process runs: the proof that it is plain node over the built package. */
+export interface ServerRuntime {
+  /** `process.execArgv`: empty unless profiling (no loader, no `--conditions`). */
+  execArgv: string[]
+  /** Where `import 'fastify-viewsets'` resolves in this process (dist/index.js). */
+  library: string
+}
 
 /** What the runner says to the server process. */
 export type RunnerMessage = { type: 'stop' } | { type: 'memory' } | { type: 'cpu' }
@@ -26,6 +36,7 @@ const builders: Record<SystemName, () => Promise<{ build: (target: DatabaseTarge
   kysely: async () => await import('./systems/kysely.js'),
   viewsets: async () => await import('./systems/viewsets.js'),
   platformatic: async () => await import('./systems/platformatic.js'),
+  'viewsets-own-kysely': async () => await import('./systems/viewsets-own-kysely.js'),
 }
 
 function send (message: ServerMessage): void {
@@ -58,7 +69,7 @@ async function main (): Promise<void> {
     }
   })
   process.on('disconnect', () => { void stop() })
-  send({ type: 'ready', port: address.port, unsupported })
+  send({ type: 'ready', port: address.port, unsupported, runtime: { execArgv: process.execArgv, library: fileURLToPath(import.meta.resolve('fastify-viewsets')) } })
 }
 
 main().catch((error: unknown) => {

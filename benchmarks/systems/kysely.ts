@@ -1,29 +1,15 @@
-import Database from 'better-sqlite3'
 import Fastify from 'fastify'
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
-import pg from 'pg'
+import type { Kysely } from 'kysely'
 import { bookColumns } from '../data.js'
 import type { BenchDB, Book, BookWithRelations } from '../data.js'
 import type { DatabaseTarget } from '../seed.js'
 import type { SystemServer } from '../server.js'
-import { handWrittenRoutes, orderOf, stitch } from './hand-written.js'
+import { usersKysely } from './connections.js'
+import { etagCostOnRaw, handWrittenRoutes, orderOf, stitch } from './hand-written.js'
 import type { BookPatch, BookStore, ListQuery, NewBook, PageQuery } from './hand-written.js'
 
 // What a user writes by hand: Fastify routes with the same schemas, and a Kysely query per request,
 // built, compiled and executed on every call (Kysely's own dialects, no statement cache).
-
-function database (target: DatabaseTarget): Kysely<BenchDB> {
-  if (target.kind === 'sqlite') {
-    const sqlite = new Database(target.file)
-    sqlite.pragma('journal_mode = WAL')
-    sqlite.pragma('busy_timeout = 5000')
-    sqlite.pragma('foreign_keys = ON')
-    return new Kysely<BenchDB>({ dialect: new SqliteDialect({ database: sqlite }) })
-  }
-  const pool = new pg.Pool({ connectionString: target.url, max: 10 })
-  pool.on('error', () => {})
-  return new Kysely<BenchDB>({ dialect: new PostgresDialect({ pool }) })
-}
 
 function kyselyStore (db: Kysely<BenchDB>): BookStore {
   const books = () => db.selectFrom('books').select(bookColumns)
@@ -31,6 +17,8 @@ function kyselyStore (db: Kysely<BenchDB>): BookStore {
     await books().orderBy('id').limit(limit).offset(offset).execute()
   return {
     byId: async (id) => await books().where('id', '=', id).executeTakeFirst(),
+    versionedById: async (id) => await db.selectFrom('versioned_books').select([...bookColumns, 'version']).where('id', '=', id).executeTakeFirst(),
+    remove: async (id) => (await db.deleteFrom('books').where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,
     async list (query: ListQuery) {
       const { field, descending } = orderOf(query.order_by)
       let select = books()
@@ -73,6 +61,6 @@ function kyselyStore (db: Kysely<BenchDB>): BookStore {
 
 export async function build (target: DatabaseTarget): Promise<SystemServer> {
   const app = Fastify({ logger: false })
-  handWrittenRoutes(app, kyselyStore(database(target)))
-  return { app, unsupported: {} }
+  handWrittenRoutes(app, kyselyStore(usersKysely(target)))
+  return { app, unsupported: etagCostOnRaw }
 }

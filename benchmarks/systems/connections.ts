@@ -1,0 +1,31 @@
+import Database from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import pg from 'pg'
+import type { BenchDB } from '../data.js'
+import type { DatabaseTarget } from '../seed.js'
+
+// Connections as a user opens them, shared by the hand-written systems and the viewset over the user's
+// own Kysely: one better-sqlite3 connection with the usual pragmas, or a pg pool of 10.
+
+/** A better-sqlite3 connection to the benchmark file: WAL, a busy timeout and foreign keys, as users set them. */
+export function openSqlite (file: string): Database.Database {
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.pragma('busy_timeout = 5000')
+  db.pragma('foreign_keys = ON')
+  return db
+}
+
+/** A pg pool of 10 connections (the size createDatabase and Platformatic use here). */
+export function openPool (url: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max: 10 })
+  pool.on('error', () => {})
+  return pool
+}
+
+/** A Kysely instance built the way most teams already have one: Kysely's own dialect over the driver. */
+export function usersKysely (target: DatabaseTarget): Kysely<BenchDB> {
+  return target.kind === 'sqlite'
+    ? new Kysely<BenchDB>({ dialect: new SqliteDialect({ database: openSqlite(target.file) }) })
+    : new Kysely<BenchDB>({ dialect: new PostgresDialect({ pool: openPool(target.url) }) })
+}
