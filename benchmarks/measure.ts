@@ -100,6 +100,11 @@ function sampleInterval (seconds: number): number {
   return Math.min(1000, Math.max(50, Math.round(seconds * 250)))
 }
 
+/** Load that is not measured: warms a server's code paths up (for scenarios that delete nothing). */
+export async function warmUp (server: RunningServer, scenario: Scenario, settings: Pick<LoadSettings, 'connections' | 'seed'>, seconds: number): Promise<void> {
+  await autocannon({ url: server.url, connections: settings.connections, pipelining: 1, duration: seconds, sampleInt: sampleInterval(seconds), requests: requestsOf(server, scenario, drawOf(settings.seed, undefined)) })
+}
+
 /** Warms a server up on a scenario, then measures it under load. */
 export async function measure (server: RunningServer, scenario: Scenario, settings: LoadSettings, title: string): Promise<Sample> {
   const base = { url: server.url, connections: settings.connections, pipelining: 1 }

@@ -2,6 +2,7 @@ import { fork } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { compiled } from './build.js'
 import type { ScenarioId, SystemName } from './scenarios.js'
 import type { DatabaseTarget } from './seed.js'
@@ -33,11 +34,21 @@ export interface RunningServer {
   stop (): Promise<void>
 }
 
+/**
+ * How servers run: `dist`, plain node over the compiled benchmarks and the built package (what users run);
+ * `source`, the TypeScript sources through tsx with the `source` condition (how the harness ran before, kept
+ * to measure the difference).
+ */
+export type ServerRuntimeKind = 'dist' | 'source'
+
 /** Starts one system in its own process and waits until it listens. */
-export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined } = {}): Promise<RunningServer> {
+export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined, runtime?: ServerRuntimeKind } = {}): Promise<RunningServer> {
   const execArgv: string[] = []
   if (options.profileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${system}-${target.kind}`)}`)
-  const child = plainNode('server.ts', [system, JSON.stringify(target)], execArgv)
+  const args = [system, JSON.stringify(target)]
+  const child = options.runtime === 'source'
+    ? fork(fileURLToPath(new URL('./server.ts', import.meta.url)), args, { execArgv: ['--conditions=source', '--import', 'tsx', ...execArgv], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    : plainNode('server.ts', args, execArgv)
   const ready = await new Promise<Extract<ServerMessage, { type: 'ready' }>>((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`${system} server exited with code ${String(code)} before it was ready`))
     child.once('exit', onExit)

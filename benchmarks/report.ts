@@ -192,7 +192,7 @@ export function markdownReport (results: Results): string {
     '# Benchmark results',
     '',
     `Run on ${results.date.slice(0, 10)}: ${machine.cpus} × ${machine.model}, ${machine.memoryGiB} GiB RAM, ${machine.platform} (kernel ${machine.kernel}), Node ${machine.node}.`,
-    `Each system is its own server process, run with plain \`node\` over the built package (dist/, no TypeScript loader); autocannon with ${settings.connections} connections; ${settings.rounds} interleaved round(s) of ${settings.duration} s after a ${settings.warmup} s warm-up; medians shown${settings.quick ? ' (quick run: indicative only)' : ''}.`,
+    `Each system is its own server process, ${settings.runtime === 'source' ? 'run through tsx over the TypeScript sources (`--runtime source`)' : 'run with plain `node` over the built package (dist/, no TypeScript loader)'}; autocannon with ${settings.connections} connections; ${settings.rounds} interleaved round(s) of ${settings.duration} s after a ${settings.warmup} s warm-up; medians shown${settings.quick ? ' (quick run: indicative only)' : ''}.`,
     'Reproduce: `npm run bench` (builds dist/ and the benchmarks first; set `BENCH_POSTGRES_URL` for the PostgreSQL half; `npm run bench -- --help` lists the options).',
     '',
     'Systems: **raw** = Fastify + prepared statements (better-sqlite3 / pg named statements) with response schemas, the ceiling; its GET',

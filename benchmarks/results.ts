@@ -102,6 +102,8 @@ export interface Settings {
   connections: number
   quick: boolean
   stealLimit: number
+  /** How the servers ran (see processes.ts): `dist` is plain node over the built package. */
+  runtime?: 'dist' | 'source'
 }
 
 export interface Results {

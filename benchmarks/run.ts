@@ -6,10 +6,10 @@ import { ensureBuilt } from './build.js'
 import { chartSvg } from './chart.js'
 import { growthChartSvg } from './growth-chart.js'
 import { measureGrowth } from './growth.js'
-import { measure, probe } from './measure.js'
+import { measure, probe, warmUp } from './measure.js'
 import type { Sample } from './measure.js'
 import { startServer } from './processes.js'
-import type { RunningServer } from './processes.js'
+import type { RunningServer, ServerRuntimeKind } from './processes.js'
 import { consoleReport, markdownReport } from './report.js'
 import { addRatios, cellOf, checkTargets, describeMachine, etagCosts, peakMemory } from './results.js'
 import type { DatabaseKind, Results, ScenarioResult } from './results.js'
@@ -54,6 +54,8 @@ export interface BenchOptions {
   /** Systems whose server runs with `--cpu-prof` (profiles land in `<dataDir>/profiles`). */
   profile: readonly SystemName[]
   phases: readonly PhaseName[]
+  /** `dist` (default): servers run with plain node over dist/; `source`: through tsx over the TypeScript sources. */
+  runtime: ServerRuntimeKind
   /** Rows of the growth table (issue 15: 1,000,000). */
   growthRows: number
   /** Timed requests per growth figure (the median is reported). */
@@ -87,6 +89,7 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
     outDir: quick ? join(here, '.data', 'quick') : here,
     profile: [],
     phases: phaseNames,
+    runtime: 'dist',
     growthRows: 1_000_000,
     growthRequests: quick ? 10 : 30,
     progress: process.stderr.isTTY,
@@ -111,10 +114,20 @@ const assumedRate: Record<DatabaseKind, number> = { sqlite: 30_000, postgres: 15
 async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, options: BenchOptions, retries: { left: number }): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
   const profileDir = join(options.dataDir, 'profiles')
   const servers = await Promise.all(options.systems.map(async (system) =>
-    await startServer(system, target, { profileDir: options.profile.includes(system) ? profileDir : undefined })))
+    await startServer(system, target, { profileDir: options.profile.includes(system) ? profileDir : undefined, runtime: options.runtime })))
   for (const server of servers) {
     const { execArgv, library } = server.runtime
-    options.log(`  ${server.system} (pid ${server.pid}): node ${execArgv.join(' ')}${execArgv.length === 0 ? '' : ' '}…, fastify-viewsets → ${relative(process.cwd(), library)}`)
+    options.log(`  ${server.system} (pid ${server.pid}): node ${[...execArgv, 'server.js'].join(' ')}, fastify-viewsets → ${relative(process.cwd(), library)}`)
+  }
+  // A fresh process runs its first scenario on cold code (the first measured slot would pay for the JIT):
+  // each server gets a little unmeasured load on each scenario first.
+  options.log('Warming the servers up…')
+  for (const server of servers) {
+    for (const id of options.scenarios) {
+      const scenario = scenarioById.get(id)
+      if (scenario === undefined || scenario.deletes === true || server.unsupported[id] !== undefined) continue
+      await warmUp(server, scenario, { connections: options.connections, seed: 99 }, options.warmup)
+    }
   }
   const scenarios: Partial<Record<ScenarioId, ScenarioResult>> = {}
   const samples = new Map<string, Sample[]>()
@@ -197,7 +210,7 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
   const results: Results = {
     date: new Date().toISOString(),
     machine: describeMachine(),
-    settings: { rounds: options.rounds, warmup: options.warmup, duration: options.duration, connections: options.connections, quick: options.quick, stealLimit: options.stealLimit },
+    settings: { rounds: options.rounds, warmup: options.warmup, duration: options.duration, connections: options.connections, quick: options.quick, stealLimit: options.stealLimit, runtime: options.runtime },
     databases: {},
     targets: [],
   }
@@ -287,6 +300,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
       data: { type: 'string' },
       profile: { type: 'string' },
       phases: { type: 'string' },
+      runtime: { type: 'string' },
       'growth-rows': { type: 'string' },
       'no-progress': { type: 'boolean' },
       help: { type: 'boolean' },
@@ -306,6 +320,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   --data <dir>            where the seeded SQLite file and profiles go (default benchmarks/.data)
   --profile a,b           run these systems' servers with --cpu-prof (profiles in <data>/profiles)
   --phases a,b            ${phaseNames.join(', ')} (default: all)
+  --runtime dist|source   servers over dist/ with plain node (default), or over the sources through tsx (to compare)
   --growth-rows <n>       rows of the growth table (default 1,000,000; kept in <data> and reused)
   --no-progress           no progress bars
 `)
@@ -322,6 +337,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   set('profile', list(values.profile, systemNames, 'profile'))
   set('databases', list(values.databases, ['sqlite', 'postgres'] as const, 'databases'))
   set('phases', list(values.phases, phaseNames, 'phases'))
+  set('runtime', list(values.runtime, ['dist', 'source'] as const, 'runtime')?.[0])
   set('growthRows', number(values['growth-rows'], 'growth-rows'))
   if (values.out !== undefined) overrides.outDir = resolve(values.out)
   if (values.data !== undefined) overrides.dataDir = resolve(values.data)

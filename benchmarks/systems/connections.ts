@@ -23,9 +23,12 @@ export function openPool (url: string): pg.Pool {
   return pool
 }
 
-/** A Kysely instance built the way most teams already have one: Kysely's own dialect over the driver. */
-export function usersKysely (target: DatabaseTarget): Kysely<BenchDB> {
-  return target.kind === 'sqlite'
-    ? new Kysely<BenchDB>({ dialect: new SqliteDialect({ database: openSqlite(target.file) }) })
-    : new Kysely<BenchDB>({ dialect: new PostgresDialect({ pool: openPool(target.url) }) })
+/** A Kysely instance built the way most teams already have one, Kysely's own dialect over the driver, and that driver's handle. */
+export function usersKysely (target: DatabaseTarget): { db: Kysely<BenchDB>, handle: Database.Database | pg.Pool } {
+  if (target.kind === 'sqlite') {
+    const database = openSqlite(target.file)
+    return { db: new Kysely<BenchDB>({ dialect: new SqliteDialect({ database }) }), handle: database }
+  }
+  const pool = openPool(target.url)
+  return { db: new Kysely<BenchDB>({ dialect: new PostgresDialect({ pool }) }), handle: pool }
 }

@@ -61,6 +61,6 @@ function kyselyStore (db: Kysely<BenchDB>): BookStore {
 
 export async function build (target: DatabaseTarget): Promise<SystemServer> {
   const app = Fastify({ logger: false })
-  handWrittenRoutes(app, kyselyStore(usersKysely(target)))
+  handWrittenRoutes(app, kyselyStore(usersKysely(target).db))
   return { app, unsupported: etagCostOnRaw }
 }
