@@ -12,12 +12,14 @@ function detailError<C extends string, SC extends number> (code: C, fallback: st
   }
 }
 
-/** A 400 whose `errors` (when given) are listed in the problem, like a schema validation failure's. */
-class ValidationError extends createError<'FST_VIEWSET_VALIDATION', 400, [string]>('FST_VIEWSET_VALIDATION', '%s', 400) {
-  readonly errors: FieldError[] | undefined
-  constructor (detail: string, errors?: readonly FieldError[]) {
-    super(detail)
-    this.errors = errors === undefined ? undefined : [...errors]
+/** An error whose `errors` (when given) are listed in the problem, like a schema validation failure's. */
+function listingError<C extends string, SC extends number> (code: C, fallback: string, statusCode: SC) {
+  return class extends createError<C, SC, [string]>(code, '%s', statusCode) {
+    readonly errors: FieldError[] | undefined
+    constructor (detail?: string, errors?: readonly FieldError[]) {
+      super(detail ?? fallback)
+      this.errors = errors === undefined ? undefined : [...errors]
+    }
   }
 }
 
@@ -45,7 +47,7 @@ export const ViewsetErrors = {
   NotFound: detailError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
   RouteNotFound: createError('FST_VIEWSET_ROUTE_NOT_FOUND', 'Route %s %s not found', 404),
   MethodNotAllowed: detailError('FST_VIEWSET_METHOD_NOT_ALLOWED', 'This method is not allowed on this path: the Allow header lists those that are', 405),
-  Validation: ValidationError,
+  Validation: listingError('FST_VIEWSET_VALIDATION', 'The request is not valid', 400),
   InvalidBody: createError('FST_VIEWSET_INVALID_BODY', 'The request body is not valid JSON', 400),
   UnsupportedMediaType: createError('FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: %s', 415),
   PayloadTooLarge: createError('FST_VIEWSET_PAYLOAD_TOO_LARGE', 'The request body is larger than the limit', 413),
@@ -55,7 +57,8 @@ export const ViewsetErrors = {
   InvalidCursor: detailError('FST_VIEWSET_INVALID_CURSOR', 'The cursor is not one this list made: follow the Link header, or start again without cursor', 400),
   UnsupportedOrdering: createError('FST_VIEWSET_UNSUPPORTED_ORDERING', 'Unsupported ordering %s: the allowed fields are %s (a leading - sorts descending)', 400),
   InvalidValue: detailError('FST_VIEWSET_INVALID_VALUE', 'A value cannot be stored', 400),
-  Conflict: detailError('FST_VIEWSET_CONFLICT', 'The request conflicts with the stored data', 409),
+  /** `errors` names the element of a bulk write, `/3/email`, when the database says which. */
+  Conflict: listingError('FST_VIEWSET_CONFLICT', 'The request conflicts with the stored data', 409),
   PreconditionFailed: detailError('FST_VIEWSET_PRECONDITION_FAILED', 'If-Match does not name the stored version of the row: nothing was changed; read it again', 412),
   PreconditionRequired: detailError('FST_VIEWSET_PRECONDITION_REQUIRED', 'This operation needs an If-Match header with the ETag of the row', 428),
   Unauthorized: detailError('FST_VIEWSET_UNAUTHORIZED', 'This operation needs a valid bearer token', 401),

@@ -169,6 +169,20 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
   filterFields?: { readonly [K in FieldOf<S> | RelationPath<S>]?: readonly FilterOperator[] }
   /** Most elements of one `POST {prefix}/bulk` (default 1,000); more is a 400. */
   maxBulk?: number
+  /**
+   * The natural key of upserts (default: none). With it, `POST {prefix}` and `POST {prefix}/bulk` sent with
+   * `Prefer: resolution=merge-duplicates` insert each body, or update the row with the same values in these
+   * fields (only the fields the body sent, in the PATCH `scope`), and answer 201 when a row was created, else
+   * 200, with `Preference-Applied`. It must be exactly the columns of one unique constraint or plain unique
+   * index, none read-only; on MySQL and MariaDB, also the table's only unique key besides an AUTO_INCREMENT
+   * key (checked at startup). Without it, the header is ignored.
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'users', schema: User, conflictFields: ['email'] })
+   * ```
+   */
+  conflictFields?: readonly FieldOf<S>[]
   /** Always send `X-Total-Count` (default: only with `?count=true`). */
   alwaysCount?: boolean
   /**
@@ -237,7 +251,7 @@ const knownOptionKeys = {
     'db', 'readDb', 'table', 'schema', 'primaryKey', 'methods', 'tags', 'name', 'maxLimit', 'defaultLimit',
     'protectedMethods', 'authenticate', 'authorize',
     'searchFields', 'orderingFields', 'defaultOrder', 'filterFields', 'alwaysCount', 'maxSearchLength', 'maxOffset',
-    'pagination', 'maxBulk',
+    'pagination', 'maxBulk', 'conflictFields',
     'relatedConfig', 'defaultRelations', 'scope', 'beforeWrite', 'versionField', 'requireIfMatch',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
@@ -355,6 +369,7 @@ export interface ResolvedOptions {
   readonly maxSearchLength: number
   readonly pagination: 'offset' | 'cursor'
   readonly maxBulk: number
+  readonly conflictFields: readonly string[] | undefined
   readonly versionField: string | undefined
   readonly requireIfMatch: boolean
 }
@@ -401,6 +416,13 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     if (property.type !== 'integer') fail('versionField', `"${versionField}" must be an integer field (Type.Integer())`)
     if (versionField === primaryKey) fail('versionField', 'the primary key cannot be the version')
   }
+  const conflictFields = options.conflictFields
+  if (conflictFields !== undefined) {
+    if (!isStringArray(conflictFields) || conflictFields.length === 0) fail('conflictFields', 'expected a non-empty array of field names')
+    const unknown = conflictFields.filter((field) => !Object.hasOwn(properties, field))
+    if (unknown.length > 0) fail('conflictFields', `${unknown.join(', ')} ${unknown.length === 1 ? 'is not a field' : 'are not fields'} of the schema (fields: ${Object.keys(properties).join(', ')})`)
+    if (new Set(conflictFields).size !== conflictFields.length) fail('conflictFields', 'a field is listed twice')
+  }
   const requireIfMatch = options.requireIfMatch ?? false
   if (typeof requireIfMatch !== 'boolean') fail('requireIfMatch', 'expected a boolean')
   for (const key of ['authenticate', 'authorize', 'scope', 'beforeWrite'] as const) {
@@ -419,6 +441,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     maxSearchLength,
     pagination,
     maxBulk,
+    conflictFields: conflictFields === undefined ? undefined : Object.freeze([...conflictFields]),
     versionField,
     requireIfMatch,
   })

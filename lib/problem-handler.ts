@@ -48,7 +48,8 @@ function fieldErrors (validation: AjvError[], part: string, pointer: boolean): F
   return errors
 }
 
-function faultProblem (fault: DatabaseFault, method: string) {
+/** The problem a database fault answers; `method` is the HTTP method (a DELETE's foreign-key fault names nothing). */
+export function faultProblem (fault: DatabaseFault, method: string) {
   switch (fault.kind) {
     case 'unique':
       return new ViewsetErrors.Conflict(`A row with the same ${fault.target ?? 'unique value'} already exists`)
@@ -93,7 +94,7 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
       known = new ViewsetErrors.Validation(`The request is not valid: ${named}${errors.length > maxProblemErrors ? '; …' : ''}`)
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
-      if (error instanceof ViewsetErrors.Validation) errors = error.errors
+      if (error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict) errors = error.errors
     } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
       known = fastifyCodes[error.code]?.()
     } else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {

@@ -1,6 +1,9 @@
 import { sql } from 'kysely'
-import type { AnyDatabase, Row, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
+import type { AnyDatabase, DatabaseFault, Row, UpsertElement, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
+import { compositeKey } from './dialect/dialect.js'
+import { keyIn } from './dialect/upsert.js'
 import { ViewsetErrors } from './errors.js'
+import { faultProblem } from './problem-handler.js'
 import type { Condition } from './query/condition.js'
 import type { CursorPosition } from './query/cursor.js'
 import { cursorAlias, keysetCondition, positionOf, reversed } from './query/cursor.js'
@@ -23,6 +26,26 @@ export interface ResourceConfig {
   readonly relations: RelationLoader | undefined
   /** How a row's version is told, for `If-Match`; with a version column, updates increment it. */
   readonly versioning?: Versioning | undefined
+  /** The table's primary key and other unique keys: a bulk write checks its elements against them, and names the one that conflicts. */
+  readonly uniqueKeys?: ReadonlyArray<readonly string[]>
+  /** The unique key upserts merge on (`conflictFields`), checked against the catalog. */
+  readonly conflictFields?: readonly string[] | undefined
+}
+
+/** A row an upsert wrote, and whether it was created (else updated). */
+export interface UpsertedRow {
+  readonly row: Row
+  readonly created: boolean
+}
+
+/** A 409 naming the element of a bulk body by JSON pointer, `/3/email`, one entry per column of the key. */
+function elementConflict (detail: string, index: number, columns: readonly string[], message: string): InstanceType<typeof ViewsetErrors.Conflict> {
+  return new ViewsetErrors.Conflict(`${detail} (element ${index})`, columns.map((column) => ({ in: 'body', field: `/${index}/${column}`, message })))
+}
+
+/** What a field error says of a unique or foreign-key fault. */
+function faultMessage (fault: DatabaseFault): string {
+  return fault.kind === 'unique' ? 'a row with the same value already exists' : 'refers to a row that does not exist'
 }
 
 /** A page read by cursor: its rows in the request's order, and the positions its `next` and `prev` links start from. */
@@ -64,11 +87,15 @@ export class Resource {
   readonly #target: WriteTarget
   readonly #relations: RelationLoader | undefined
   readonly #versioning: Versioning | undefined
+  readonly #uniqueKeys: ReadonlyArray<readonly string[]>
+  readonly #conflictFields: readonly string[] | undefined
   readonly #pages = new StatementCache()
   readonly #counts = new StatementCache()
 
-  constructor ({ dialect, statements, target, relations, versioning }: ResourceConfig) {
+  constructor ({ dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields }: ResourceConfig) {
     this.#versioning = versioning
+    this.#uniqueKeys = uniqueKeys
+    this.#conflictFields = conflictFields
     this.dialect = dialect
     this.#statements = statements
     this.#target = target
@@ -163,8 +190,93 @@ export class Resource {
    */
   async insertMany (db: AnyDatabase, rows: readonly Row[]): Promise<Row[]> {
     if (rows.length === 0) return []
-    if (db.isTransaction) return await this.dialect.insertMany(db, this.#target, rows)
-    return await db.transaction().execute(async (trx) => await this.dialect.insertMany(trx, this.#target, rows))
+    return await this.#bulk(db, rows, async (trx) => await this.dialect.insertMany(trx, this.#target, rows))
+  }
+
+  /**
+   * Inserts each element, or updates the row with the same `conflictFields` (only the element's `update`
+   * columns, the version incremented, and only in `scope`), and returns the rows as stored, in the order
+   * given, each with whether it was created. A conflicting row outside the scope is a 409 and nothing
+   * changes. `bulk`: the elements of one `POST /bulk`, written all or none, an error naming its element.
+   */
+  async upsert (db: AnyDatabase, elements: readonly UpsertElement[], scope: ScopeCondition | undefined, bulk: boolean): Promise<UpsertedRow[]> {
+    const conflictFields = this.#conflictFields
+    if (conflictFields === undefined) throw new Error('upsert needs conflictFields')
+    if (elements.length === 0) return []
+    const rule = { conflictFields, scope: scope?.where, versionField: this.#versioning?.versionField }
+    const detail = `A row with the same ${conflictFields.join(', ')} already exists`
+    const write = async (on: AnyDatabase): Promise<UpsertedRow[]> => {
+      const result = await this.dialect.upsert(on, this.#target, elements, rule)
+      if (!('outside' in result)) return [...result.rows]
+      // Thrown inside the transaction, which rolls back what the other elements wrote.
+      throw bulk ? elementConflict(detail, result.outside, conflictFields, 'a row with the same value already exists') : new ViewsetErrors.Conflict(detail)
+    }
+    return bulk ? await this.#bulk(db, elements.map((element) => element.values), write) : await write(db)
+  }
+
+  /**
+   * Runs a bulk write all or none (in a transaction, or the caller's), after checking that no two elements
+   * repeat a unique key. A unique or foreign-key fault names its element by JSON pointer when the database
+   * says which (see {@link #conflictingElement}); else it is answered as any other fault.
+   */
+  async #bulk<T> (db: AnyDatabase, rows: readonly Row[], write: (trx: AnyDatabase) => Promise<T>): Promise<T> {
+    this.#repeatedKeys(rows)
+    try {
+      return db.isTransaction ? await write(db) : await db.transaction().execute(write)
+    } catch (error) {
+      // After the rollback, unless the caller's transaction is still open (and, on PostgreSQL, aborted).
+      throw await this.#conflictingElement(db.isTransaction ? undefined : db, error, rows) ?? error
+    }
+  }
+
+  /** Two elements with the same values in a unique key: a 409 naming the later one, before any statement. */
+  #repeatedKeys (rows: readonly Row[]): void {
+    for (const key of this.#uniqueKeys) {
+      const seen = new Set<string>()
+      rows.forEach((row, index) => {
+        if (key.some((column) => row[column] === undefined || row[column] === null)) return
+        const value = compositeKey(row, key, this.dialect.keyOf)
+        if (seen.has(value)) throw elementConflict(`Two elements have the same ${key.join(', ')}`, index, key, 'an earlier element has the same value')
+        seen.add(value)
+      })
+    }
+  }
+
+  /**
+   * The 409 naming the element of a bulk write that a unique or foreign-key fault is about, or `undefined`
+   * when that cannot be told. A multi-row INSERT fails as a whole, so the element is found from what the
+   * database says: the key's value (PostgreSQL's detail, MySQL's duplicate entry) matched among the
+   * elements; else, for a unique key the message names (SQLite), the one element whose key is stored,
+   * read after the rollback (`db`). Only a single match names an element.
+   */
+  async #conflictingElement (db: AnyDatabase | undefined, error: unknown, rows: readonly Row[]): Promise<Error | undefined> {
+    const fault = this.dialect.classify(error)
+    if (fault?.kind !== 'unique' && fault?.kind !== 'foreign-key') return undefined
+    const named = fault.target?.split(',').map((column) => column.trim())
+    const columns = this.#target.catalog
+    const keys = named !== undefined && named.every((column) => columns?.has(column) === true) ? [named] : fault.kind === 'unique' ? this.#uniqueKeys : []
+    const present = (row: Row, key: readonly string[]) => key.every((column) => row[column] !== undefined && row[column] !== null)
+    const matches: Array<{ index: number, key: readonly string[] }> = []
+    if (fault.value !== undefined) {
+      for (const key of keys) {
+        rows.forEach((row, index) => {
+          if (present(row, key) && this.dialect.keyText(key.map((column) => row[column])) === fault.value) matches.push({ index, key })
+        })
+      }
+    } else if (fault.kind === 'unique' && db !== undefined && named !== undefined && keys[0] === named) {
+      const sent = rows.filter((row) => present(row, named))
+      const stored = sent.length === 0 ? [] : await db.selectFrom(this.#target.table).select(named).where(keyIn(named, sent.map((row) => this.#bound(row, named)))).execute()
+      const taken = new Set(stored.map((row) => compositeKey(row, named, this.dialect.keyOf)))
+      rows.forEach((row, index) => { if (present(row, named) && taken.has(compositeKey(this.#bound(row, named), named, this.dialect.keyOf))) matches.push({ index, key: named }) })
+    }
+    const [match] = matches
+    if (match === undefined || matches.length > 1) return undefined
+    return elementConflict(faultProblem(fault, 'POST').message, match.index, match.key, faultMessage(fault))
+  }
+
+  /** The values of `columns` of a row as the driver binds them (SQLite: booleans as integers). */
+  #bound (row: Row, columns: readonly string[]): Row {
+    return Object.fromEntries(columns.map((column) => [column, this.dialect.parameter(row[column])]))
   }
 
   /**

@@ -18,6 +18,7 @@ import { acceptPatch, documentedHeaders, errorStatuses, mergePatchType, problemR
 import { compileSerializer } from './schema/serializer.js'
 import type { Serializer } from './schema/serializer.js'
 import { isRecord } from './schema/object-schema.js'
+import { mergeDuplicates } from './prefer-header.js'
 
 /**
  * The handlers a route calls: the viewset's overridable methods. Method syntax on purpose: an override
@@ -55,6 +56,8 @@ export interface RouteContext {
   readonly pagination: 'offset' | 'cursor'
   /** Most elements of one `POST /bulk`. */
   readonly maxBulk: number
+  /** The natural key of upserts: POST and BULK then document `Prefer`, the 200 of a merge and `Preference-Applied`. */
+  readonly conflictFields: readonly string[] | undefined
   /** `?fields=` of LIST and GET. */
   readonly fields: FieldsPlan
   /** The scope's full prefix, for `Location`. */
@@ -302,12 +305,41 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
   }
 }
 
-/** POST `/`: 201, the row as stored, and `Location` unless the handler set one. */
+/**
+ * With `conflictFields`: the `Prefer` request header, and the 200 a merge into an existing row answers
+ * (`rows`: the answer's schema), both answers carrying `Preference-Applied` when the merge was applied.
+ */
+function documentMerge (schema: ReturnType<typeof baseSchema>, context: RouteContext, answer: JsonSchema, bulk: boolean): void {
+  const { conflictFields } = context
+  if (conflictFields === undefined) return
+  const fields = conflictFields.join(', ')
+  schema.headers = {
+    type: 'object',
+    properties: {
+      prefer: {
+        type: 'string',
+        description: `RFC 7240 preferences. \`${mergeDuplicates}\` upserts: ${bulk ? 'each element updates' : 'the body updates'} the row with the same ${fields} (only the fields sent; a row outside your scope is a 409), else is inserted. Every ${bulk ? 'element' : 'body'} must then send ${fields}. Other preferences are ignored.`,
+        examples: [mergeDuplicates],
+      },
+    },
+  }
+  const applied = { 'Preference-Applied': documentedHeaders.preferenceApplied }
+  const created = schema.response[201]
+  if (created !== undefined) schema.response[201] = { ...created, headers: { ...(isRecord(created.headers) ? created.headers : {}), ...applied } }
+  schema.response[200] = {
+    ...answer,
+    description: bulk ? `Merged: no element created a row, each updated the row with the same ${fields} (Prefer: ${mergeDuplicates})` : `Merged: the row with the same ${fields} was updated (Prefer: ${mergeDuplicates})`,
+    headers: { ...(bulk ? {} : etagHeaders), ...applied },
+  }
+}
+
+/** POST `/`: 201, the row as stored, and `Location` unless the handler set one; 200 when an upsert updated a row. */
 function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
   const { resource, db, primaryKey, prefix } = context
   const schema = baseSchema('POST', context)
   schema.body = bodyRef(context, 'POST')
   schema.response[201] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: { Location: documentedHeaders.location, ...etagHeaders } }
+  documentMerge(schema, context, ref(context.components.row.$id), false)
   return {
     method: 'POST',
     url: '',
@@ -318,7 +350,8 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       reply.code(201)
       const row = await handlers.createElement(request, reply, request.viewsetToken)
       const id = isRecord(row) ? row[primaryKey] : undefined
-      if (id !== undefined && id !== null && !reply.hasHeader('location')) {
+      // Only a created row has a new URL to point at (an upsert that updated answers 200).
+      if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
         reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
       }
       return sendTagged(context, reply, await withRelations(resource, db, row, context.fields.defaultRelations))
@@ -341,6 +374,7 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     description: `At most ${maxBulk} elements (maxBulk; more is a 400), each a body of POST. Written all or none, in one transaction; an error names its element by JSON pointer (\`/3/name\`).`,
   }
   schema.response[201] = { description: 'The rows as stored', type: 'array', items: ref(context.components.row.$id) }
+  documentMerge(schema, context, { type: 'array', items: ref(context.components.row.$id) }, true)
   return {
     method: 'POST',
     url: '/bulk',

@@ -3,11 +3,13 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest,
 import { expressionBuilder } from 'kysely'
 import type { Expression, ExpressionBuilder, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
 import { authHook, canVerifyTokens, checkAuth, checkProtectedRoutes } from './auth.js'
-import type { AnyDatabase, ColumnInfo, DatabaseFault, Row } from './dialect/dialect.js'
-import { rowKeyProblem } from './dialect/catalog.js'
+import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, UpsertElement } from './dialect/dialect.js'
+import { conflictKeyProblem, rowKeyProblem } from './dialect/catalog.js'
 import { containsPattern } from './dialect/dialect.js'
 import { dialectOf } from './dialect/pick-dialect.js'
 import { ViewsetErrors } from './errors.js'
+import type { FieldError } from './errors.js'
+import { mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
 import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { viewsetPlugin } from './plugin.js'
@@ -60,6 +62,11 @@ function listQueryOf (constructor: unknown): JsonSchema | undefined {
 /** The viewset reaches tables by names checked at registration, so it queries through an untyped view of `db`. */
 function untyped<DB> (db: Kysely<DB>): AnyDatabase {
   return db as unknown as AnyDatabase // DB is a compile-time map of tables; the instance is the same
+}
+
+/** Answers an applied merge: 201 when a row was created, else 200, and says so in `Preference-Applied` (RFC 7240). */
+function applyMerge (reply: FastifyReply, created: boolean): void {
+  reply.code(created ? 201 : 200).header('preference-applied', mergeDuplicates)
 }
 
 /** Path parameters of the element routes, when the schema is not named (`ElementRequest`). */
@@ -225,23 +232,72 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     return row === undefined ? this.notFound(request.params.id) : served<S>(row)
   }
 
-  /** POST: inserts what `beforeWrite` makes of the writable fields sent, and returns the row as stored (201, with `Location`). */
-  async createElement (request: CreateRequest<S>, _reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
-    const values = await this.#beforeWrite(this.#writable(request.body), { request, token, method: 'POST' })
-    return served<S>(await this.#ready().resource.insert(untyped(this.db), values))
+  /**
+   * POST: inserts what `beforeWrite` makes of the writable fields sent, and returns the row as stored (201,
+   * with `Location`). With `conflictFields` and `Prefer: resolution=merge-duplicates`, an upsert: the row
+   * with the same values in `conflictFields` gets the fields the body sent (in the PATCH `scope`), and the
+   * answer is 200 when it was updated; either way with `Preference-Applied`.
+   */
+  async createElement (request: CreateRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
+    const sent = this.#writable(request.body)
+    if (!this.#mergesDuplicates(request)) {
+      const values = await this.#beforeWrite(sent, { request, token, method: 'POST' })
+      return served<S>(await this.#ready().resource.insert(untyped(this.db), values))
+    }
+    this.#checkConflictFields([sent], false)
+    const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
+    const [written] = await this.#ready().resource.upsert(untyped(this.db), [element], this.#scopeOf(request, token, 'PATCH'), false)
+    if (written === undefined) throw new Error('an upsert of one element wrote no row')
+    applyMerge(reply, written.created)
+    return served<S>(written.row)
   }
 
   /**
    * BULK (`POST /bulk`): inserts what `beforeWrite` makes of the writable fields of each element (method
    * `'BULK'`), all or none, and returns the rows as stored in the order of the elements (201). Only
-   * registered when `methods` lists `'BULK'`.
+   * registered when `methods` lists `'BULK'`. With `conflictFields` and `Prefer: resolution=merge-duplicates`,
+   * each element is upserted as POST does, and the answer is 201 when at least one row was created, else 200.
    */
-  async createElements (request: CreateManyRequest<S>, _reply: FastifyReply, token: ViewsetToken | null): Promise<Array<Static<S>>> {
+  async createElements (request: CreateManyRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Array<Static<S>>> {
     const bodies: unknown[] = Array.isArray(request.body) ? request.body : []
-    const values: Row[] = []
-    for (const body of bodies) values.push(await this.#beforeWrite(this.#writable(body), { request, token, method: 'BULK' }))
-    const rows = await this.#ready().resource.insertMany(untyped(this.db), values)
-    return servedRows<S>(rows)
+    const sent = bodies.map((body) => this.#writable(body))
+    const context = { request, token, method: 'BULK' } as const
+    if (!this.#mergesDuplicates(request)) {
+      const values: Row[] = []
+      for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
+      return servedRows<S>(await this.#ready().resource.insertMany(untyped(this.db), values))
+    }
+    this.#checkConflictFields(sent, true)
+    const elements: UpsertElement[] = []
+    for (const fields of sent) elements.push(await this.#upsertElement(fields, context))
+    const written = await this.#ready().resource.upsert(untyped(this.db), elements, this.#scopeOf(request, token, 'PATCH'), true)
+    applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
+    return servedRows<S>(written.map((entry) => entry.row))
+  }
+
+  /** Whether this request upserts: `conflictFields` is set and the client prefers `resolution=merge-duplicates` (else the header is ignored, as RFC 7240 says). */
+  #mergesDuplicates (request: FastifyRequest): boolean {
+    return this.#resolved.conflictFields !== undefined && prefersMergeDuplicates(request.headers.prefer)
+  }
+
+  /** A body that merges must send every conflict field, with a value: else a 400 naming each one missing (`email`, or `/3/email` in a bulk body). */
+  #checkConflictFields (bodies: readonly Row[], bulk: boolean): void {
+    const errors: FieldError[] = []
+    bodies.forEach((body, index) => {
+      for (const field of this.#resolved.conflictFields ?? []) {
+        if (body[field] === undefined || body[field] === null) errors.push({ in: 'body', field: bulk ? `/${index}/${field}` : field, message: `is required (not null) with Prefer: ${mergeDuplicates}` })
+      }
+    })
+    if (errors.length > 0) throw new ViewsetErrors.Validation(`The request is not valid: ${errors.map((error) => `${error.field} ${error.message}`).join('; ')}`, errors)
+  }
+
+  /**
+   * What an upsert writes of a body: `beforeWrite`'s values on insert; on update, only the fields the body
+   * sent (as `beforeWrite` left them), never the columns it added (such as an owner).
+   */
+  async #upsertElement (sent: Row, context: RowContext<WriteMethod>): Promise<UpsertElement> {
+    const values = await this.#beforeWrite(sent, context)
+    return { values, update: Object.keys(sent).filter((field) => Object.hasOwn(values, field)) }
   }
 
   /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite` returns, and returns it, or 404. */
@@ -443,6 +499,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     // The version column is the server's, read-only like the key: every update increments it.
     const { versionField, requireIfMatch } = this.#resolved
     const entity = deriveEntity(schema, columns, relationFields(config), name, primaryKey, versionField)
+    const { conflictFields } = this.#resolved
+    const conflictProblem = conflictFields === undefined ? undefined : conflictKeyProblem(described, conflictFields, writableFields(entity).filter((field) => this.columns.includes(field)), dialect.upsertOnAnyKey)
+    if (conflictProblem !== undefined) throw new ViewsetErrors.InvalidOption('conflictFields', conflictProblem)
     // The loader may need keys the schema does not serve; they are selected, never serialized.
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
     const statements = new Statements(db, table, primaryKey, selected)
@@ -454,7 +513,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     // A whole row as GET sends it: the bytes a representation's ETag hashes.
     const represent = compileSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } })
     const tagOf = (row: Row) => versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
-    const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations, versioning: { versionField, tagOf, relations: defaultRelations } })
+    const uniqueKeys = [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique]
+    const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations, versioning: { versionField, tagOf, relations: defaultRelations }, uniqueKeys, conflictFields })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
     const components = viewsetComponents(entity, name, primaryKey, methods, { relations: relations?.fields ?? new Set(), loaded: defaultRelations })
     const routes = viewsetRoutes(methods, this, {
@@ -473,6 +533,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       maxOffset: this.#resolved.maxOffset,
       pagination: this.#resolved.pagination,
       maxBulk: this.#resolved.maxBulk,
+      conflictFields,
       fields,
       prefix: fastify.prefix,
       components,

@@ -62,8 +62,30 @@ for (const dialect of dialects) {
       // The first three go in one INSERT, the fourth (other fields) in a second one, which fails.
       const conflict = await app.inject({ method: 'POST', url: '/items/bulk', payload: [{ name: 'a', price: 1 }, { name: 'b', price: 1 }, { name: 'c', price: 1 }, { name: 'taken' }] })
       assert.equal(conflict.statusCode, 409, conflict.body)
-      assert.equal(problemOf(conflict).code, 'FST_VIEWSET_CONFLICT')
+      const named = problemOf(conflict)
+      assert.equal(named.code, 'FST_VIEWSET_CONFLICT')
+      // The database says which (PostgreSQL's detail and MySQL's message carry the value; SQLite's names the
+      // column, and the one element whose name is stored is read after the rollback).
+      assert.deepEqual(named.errors, [{ in: 'body', field: '/3/name', message: 'a row with the same value already exists' }])
+      assert.doesNotMatch(named.detail, /taken/, 'never the value')
       assert.deepEqual((await db.selectFrom('items').select('name').execute()).map((row) => row.name), ['taken'], 'all or nothing')
+    })
+
+    test('a conflict inside one multi-row INSERT, and elements that repeat a unique value, name their element', async (t) => {
+      const { app, db, queries } = await bulkApp(t, dialect)
+      await db.insertInto('items').values({ name: 'taken' }).execute()
+      // One statement for all four: the database fails it as a whole, and its message tells the element.
+      const inside = await app.inject({ method: 'POST', url: '/items/bulk', payload: [{ name: 'a' }, { name: 'b' }, { name: 'taken' }, { name: 'd' }] })
+      assert.equal(inside.statusCode, 409, inside.body)
+      assert.deepEqual(problemOf(inside).errors?.map((error) => error.field), ['/2/name'])
+      queries.length = 0
+      const repeated = await app.inject({ method: 'POST', url: '/items/bulk', payload: [{ name: 'a' }, { name: 'b' }, { name: 'c' }, { name: 'b' }] })
+      assert.equal(repeated.statusCode, 409, repeated.body)
+      const problem = problemOf(repeated)
+      assert.equal(problem.code, 'FST_VIEWSET_CONFLICT')
+      assert.deepEqual(problem.errors, [{ in: 'body', field: '/3/name', message: 'an earlier element has the same value' }])
+      assert.deepEqual(queries, [], 'found before any statement')
+      assert.deepEqual((await db.selectFrom('items').select('name').execute()).map((row) => row.name), ['taken'])
     })
 
     test('[] answers 201 []; a body that is not an array, or longer than maxBulk, is a 400', async (t) => {

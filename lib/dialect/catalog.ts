@@ -103,3 +103,25 @@ export function rowKeyProblem (table: TableCatalog, column: string, explicit: bo
   const key = table.primaryKey.length === 0 ? 'no primary key' : `the primary key (${table.primaryKey.join(', ')})`
   return { option: 'primaryKey', message: `"${column}" does not identify one row of "${table.name}" (${key}): use the single-column primary key or a NOT NULL column with a unique constraint or plain unique index` }
 }
+
+/**
+ * Why `conflictFields` cannot choose the row an upsert merges into, or `undefined`: it must be exactly the
+ * columns of one unique constraint or plain unique index (in any order), none of them read-only. With
+ * `onAnyKey` (MySQL's `ON DUPLICATE KEY UPDATE`, which fires on whichever unique key conflicts), it must
+ * also be the table's only unique key besides an AUTO_INCREMENT one.
+ */
+export function conflictKeyProblem (table: TableCatalog, fields: readonly string[], writable: readonly string[], onAnyKey: boolean): string | undefined {
+  const readOnly = fields.filter((field) => !writable.includes(field))
+  if (readOnly.length > 0) return `${readOnly.join(', ')} ${readOnly.length === 1 ? 'is' : 'are'} read-only (or not a column): an upsert matches rows on fields the body sends`
+  const same = (columns: readonly string[]) => columns.length === fields.length && columns.every((column) => fields.includes(column))
+  const key = table.unique.find(same)
+  if (key === undefined) {
+    const keys = table.unique.map((columns) => `(${columns.join(', ')})`).join(', ')
+    return `(${fields.join(', ')}) is not the set of columns of a unique constraint or plain unique index of "${table.name}" (${keys === '' ? 'it has none' : `its unique keys: ${keys}`})`
+  }
+  if (!onAnyKey) return undefined
+  const numbered = (columns: readonly string[]) => columns.length === 1 && table.columns.some((column) => column.name === columns[0] && column.autoIncrement)
+  const others = [...(table.primaryKey.length > 0 ? [table.primaryKey] : []), ...table.unique.filter((columns) => columns !== key)].filter((columns) => !numbered(columns))
+  if (others.length === 0) return undefined
+  return `on MySQL and MariaDB, ON DUPLICATE KEY UPDATE fires on any unique key, so (${fields.join(', ')}) must be the only unique key of "${table.name}" besides an AUTO_INCREMENT key; it also has ${others.map((columns) => `(${columns.join(', ')})`).join(', ')}`
+}

@@ -10,11 +10,16 @@ export type AnyDatabase = Kysely<Record<string, Row>>
 /** What the viewset reads of a catalog column: its name, its type's base name (`integer`, `int4`, `varchar`) and nullability. */
 export type ColumnInfo = Pick<CatalogColumn, 'name' | 'type' | 'nullable'>
 
-/** What a database error means to a client; anything else is a 500. */
+/**
+ * What a database error means to a client; anything else is a 500. `value`, on a unique or foreign-key
+ * fault, is the key's value as the database printed it (PostgreSQL's detail, MySQL's `Duplicate entry`),
+ * compared with {@link ViewsetDialect.keyText} to tell which element of a bulk write failed; never sent.
+ */
 export type DatabaseFault =
-  | { kind: 'unique' | 'not-null' | 'check', target: string | undefined }
+  | { kind: 'unique', target: string | undefined, value?: string | undefined }
+  | { kind: 'not-null' | 'check', target: string | undefined }
   /** `referenced`: true when the row is still referenced, false when a reference finds no row, undefined when the database does not say. */
-  | { kind: 'foreign-key', target: string | undefined, referenced: boolean | undefined }
+  | { kind: 'foreign-key', target: string | undefined, referenced: boolean | undefined, value?: string | undefined }
   | { kind: 'invalid-value', reason: string }
   | { kind: 'unavailable' }
   /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
@@ -29,6 +34,31 @@ export interface WriteTarget {
   /** The table's columns by name, from the catalog, for dialects that convert values by column type. */
   catalog?: ReadonlyMap<string, ColumnInfo>
 }
+
+/** One element of an upsert: the values to insert, and the columns its update branch writes (the fields the body sent). */
+export interface UpsertElement {
+  readonly values: Row
+  readonly update: readonly string[]
+}
+
+/** How an upsert finds and updates the row it merges into. */
+export interface UpsertRule {
+  /** The columns of the unique key a row is matched on (checked at startup against the catalog). */
+  readonly conflictFields: readonly string[]
+  /** The update branch changes a row in this scope only (the viewset's rule for PATCH, already qualified). */
+  readonly scope?: Expression<SqlBool> | undefined
+  /** A version column, incremented by the update branch. */
+  readonly versionField?: string | undefined
+}
+
+/**
+ * What an upsert did: each element's row as stored and whether it was created (else updated), in the
+ * order given; or `outside`, the index of an element whose conflicting row is outside the scope, when
+ * the caller must roll back whatever the other elements wrote.
+ */
+export type UpsertResult =
+  | { readonly rows: ReadonlyArray<{ readonly row: Row, readonly created: boolean }> }
+  | { readonly outside: number }
 
 /**
  * The seam between the viewset and a database. Everything that differs between
@@ -49,6 +79,20 @@ export interface ViewsetDialect {
   insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly Row[]): Promise<Row[]>
   /** The most values one statement may bind (SQLite 32,766; PostgreSQL and MySQL 65,535). */
   readonly maxParameters: number
+  /**
+   * Inserts each element, or updates the row with the same `conflictFields` (only the element's `update`
+   * columns, the version incremented, and only in `scope`), with one write statement per set of fields
+   * (`ON CONFLICT … DO UPDATE`, `ON DUPLICATE KEY UPDATE`), cut to {@link maxParameters}. Whether a row was
+   * created is decided in the write's transaction (a transaction of its own when `db` is none).
+   */
+  upsert (db: AnyDatabase, target: WriteTarget, elements: readonly UpsertElement[], rule: UpsertRule): Promise<UpsertResult>
+  /**
+   * `ON DUPLICATE KEY UPDATE` fires on any unique key (MySQL, MariaDB), not on `conflictFields` alone:
+   * then `conflictFields` must be the table's only unique key besides an AUTO_INCREMENT key.
+   */
+  readonly upsertOnAnyKey: boolean
+  /** A key's values as the database prints them in a constraint error (the `value` of a {@link DatabaseFault}). */
+  keyText (values: readonly unknown[]): string
   /**
    * Updates one row and returns it as stored, or `undefined` when there is none. With a `scope` (a
    * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:
@@ -101,6 +145,19 @@ export function sameValue (value: unknown): unknown {
 /** Escapes `%`, `_` and the escape character itself, for a substring `LIKE` with `ESCAPE '!'`. */
 export function containsPattern (term: string): string {
   return `%${term.replace(/[!%_]/g, '!$&')}%`
+}
+
+/** Runs `work` in a transaction, or in the caller's when `db` already is one (Kysely does not nest them). */
+export async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Promise<T>): Promise<T> {
+  return db.isTransaction ? await work(db) : await db.transaction().execute(work)
+}
+
+/** A Map key for the values of several columns of a row, as {@link ViewsetDialect.keyOf} compares them. */
+export function compositeKey (row: Row, columns: readonly string[], keyOf: (value: unknown) => unknown): string {
+  return columns.map((column) => {
+    const key = keyOf(row[column])
+    return `${typeof key}:${String(key)}`
+  }).join('\u0000')
 }
 
 /** Reads a string property of an unknown error object. */

@@ -4,7 +4,8 @@ import { mysqlCatalog } from './mysql-catalog.js'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
 import { invalidOption } from '../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect.js'
-import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from './dialect.js'
+import { compositeKey, countOf, errorProperty, inTransaction, isConnectionError, mapKey, sameValue } from './dialect.js'
+import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
 
 // MySQL has no RETURNING, and MariaDB has none on UPDATE: every write is followed by a read of the
 // row in the same transaction. One code path serves both servers, so the path CI runs on MariaDB is
@@ -46,6 +47,9 @@ const targets: readonly RegExp[] = [
   /^Check constraint '([^']+)'/, // MySQL check constraints
 ]
 
+// The column of the locked read that says whether a conflicting row is in the scope.
+const inScopeColumn = 'viewset:in_scope'
+
 const dateTimeTypes = new Set(['datetime', 'timestamp'])
 const withOffset = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)$/i
 
@@ -72,11 +76,6 @@ function storable ({ catalog }: WriteTarget, values: Row): Row {
     }
   }
   return converted ?? values
-}
-
-/** Runs `work` in a transaction, or in the caller's when `db` already is one (Kysely does not nest them). */
-async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Promise<T>): Promise<T> {
-  return db.isTransaction ? await work(db) : await db.transaction().execute(work)
 }
 
 /**
@@ -147,6 +146,45 @@ export const mysqlDialect: ViewsetDialect = {
     })
   },
 
+  // ON DUPLICATE KEY UPDATE fires on whichever unique key conflicts: conflictFields must be the only one.
+  upsertOnAnyKey: true,
+
+  async upsert (db, target, elements, rule) {
+    const { table, primaryKey, columns } = target
+    const { conflictFields, scope } = rule
+    const stored = elements.map(({ values }) => storable(target, values))
+    return await inTransaction(db, async (trx) => {
+      // affectedRows (1 inserted, 2 updated) says 0 or 1 for a row left as it was, so the rows the elements
+      // conflict with are read first, locked: a key read as absent cannot be inserted by another writer
+      // before this one (a gap lock), and a row read cannot leave the scope.
+      const locked = trx.selectFrom(table).select([primaryKey, ...conflictFields]).where(keyIn(conflictFields, stored))
+      const existing = await (scope === undefined ? locked : locked.select(sql<number>`case when ${scope} then 1 else 0 end`.as(inScopeColumn))).forUpdate().execute()
+      const outside = existing.find((row) => scope !== undefined && Number(row[inScopeColumn]) !== 1)
+      if (outside !== undefined) {
+        const key = compositeKey(outside, conflictFields, mapKey)
+        return { outside: Math.max(0, stored.findIndex((values) => compositeKey(values, conflictFields, mapKey) === key)) }
+      }
+      const updated = new Set(existing.map((row) => mapKey(row[primaryKey])))
+      for (const group of upsertGroups(elements, 65_535)) {
+        const set = updateAssignments(group.update, rule, (column) => sql`values(${sql.ref(column)})`, (column) => sql.ref(column))
+        for (const chunk of group.chunks) {
+          await trx.insertInto(table).values(chunk.map((index) => stored[index] ?? {})).onDuplicateKeyUpdate(set).execute()
+        }
+      }
+      const rows = byConflictKey(stored, await trx.selectFrom(table).select(columns).where(keyIn(conflictFields, stored)).execute(), conflictFields, mapKey)
+      return {
+        rows: rows.map((row) => {
+          // The update branch wrote the key as sent, so only a value the server transforms (a trimmed pad) misses.
+          if (row === undefined) throw new Error(`An upserted row of "${table}" was not found by its ${conflictFields.join(', ')} as sent`)
+          return { row, created: !updated.has(mapKey(row[primaryKey])) }
+        }),
+      }
+    })
+  },
+
+  // "Duplicate entry '1-x' for key ...": the values joined by a hyphen.
+  keyText: (values) => values.map((value) => typeof value === 'boolean' ? (value ? '1' : '0') : String(value)).join('-'),
+
   async update (db, target, id, values, scope) {
     const { table, primaryKey, columns } = target
     const readBack = async (from: AnyDatabase) => await from.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirst()
@@ -190,6 +228,8 @@ export const mysqlDialect: ViewsetDialect = {
         }
         // 1451 and 1217: a parent row that is still referenced; 1452 and 1216: a reference to no row.
         if (kind === 'foreign-key') return { kind, target, referenced: errno === '1451' || errno === '1217' }
+        // The value only tells which element of a bulk write failed; it never reaches an answer.
+        if (kind === 'unique') return { kind, target, value: /^Duplicate entry '(.*)' for key /s.exec(message)?.[1] }
         return { kind, target }
       }
       const reason = invalidValues[errno]

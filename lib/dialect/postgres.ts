@@ -1,8 +1,8 @@
 import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
-import type { DatabaseFault, ViewsetDialect } from './dialect.js'
+import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from './dialect.js'
-import { deleteInScope, insertManyReturning, insertReturning, updateReturning } from './returning-writes.js'
+import { deleteInScope, insertManyReturning, insertReturning, updateReturning, upsertReturning } from './returning-writes.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -26,6 +26,10 @@ const invalidValues: Record<string, string> = {
 // 08xxx connection exceptions, shutdown / cannot connect now, too many connections, and the
 // transient conflicts a retry resolves: deadlock, serialization failure, lock not available.
 const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001', '55P03'])
+
+function sameRow (values: Row): Row {
+  return values
+}
 
 /** PostgreSQL through pg: RETURNING, `information_schema`, case-insensitive LIKE. */
 export const postgresDialect: ViewsetDialect = {
@@ -52,6 +56,12 @@ export const postgresDialect: ViewsetDialect = {
   // The wire protocol counts bind parameters in 16 bits.
   maxParameters: 65_535,
   insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows, 65_535, postgresDialect.keyOf),
+  // ON CONFLICT names its key: other unique keys still fail the statement.
+  upsertOnAnyKey: false,
+  // A row version written by this statement's insert has no xmax; the update branch's new version carries the locking transaction's.
+  upsert: async (db, target, elements, rule) => await upsertReturning(db, target, elements, rule, { maxParameters: 65_535, keyOf: postgresDialect.keyOf, bind: sameRow, created: sql<boolean>`(xmax = 0)` }),
+  // The detail prints "Key (a, b)=(1, x)": each value's text, joined by a comma and a space.
+  keyText: (values) => values.map((value) => typeof value === 'boolean' ? (value ? 't' : 'f') : String(value)).join(', '),
 
   ilike (column, pattern) {
     // ILIKE lower-cases the pattern again for every row, and so would `like lower($1) escape '!'` under a
@@ -68,12 +78,16 @@ export const postgresDialect: ViewsetDialect = {
       if (kind !== undefined) {
         // detail reads "Key (name)=(value) already exists."; name the columns, never the value.
         const detail = errorProperty(error, 'detail') ?? ''
-        const columns = /^Key \(([^)]*)\)/.exec(detail)?.[1]
+        const key = /^Key \(([^)]*)\)=\((.*)\) (?:already exists|is not present|is still referenced)/s.exec(detail)
+        const columns = key?.[1] ?? /^Key \(([^)]*)\)/.exec(detail)?.[1]
         const target = columns ?? errorProperty(error, 'column') ?? errorProperty(error, 'constraint')
+        // The value only tells which element of a bulk write failed; it never reaches an answer.
+        const value = key?.[2]
+        if (kind === 'unique') return { kind, target, value }
         if (kind !== 'foreign-key') return { kind, target }
         // "... is still referenced from table ..." (a parent row) or "... is not present in table ..." (a reference).
         const referenced = /is still referenced/.test(detail) ? true : /is not present/.test(detail) ? false : undefined
-        return { kind, target, referenced }
+        return { kind, target, referenced, value }
       }
       const reason = invalidValues[code]
       if (reason !== undefined) return { kind: 'invalid-value', reason }

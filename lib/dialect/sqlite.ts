@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, mapKey } from './dialect.js'
-import { deleteInScope, insertManyReturning, insertReturning, updateReturning } from './returning-writes.js'
+import { deleteInScope, insertManyReturning, insertReturning, updateReturning, upsertReturning } from './returning-writes.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
 const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
@@ -38,6 +38,12 @@ export const sqliteDialect: ViewsetDialect = {
   // SQLITE_MAX_VARIABLE_NUMBER's default since SQLite 3.32.
   maxParameters: 32_766,
   insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows.map(bindable), 32_766, mapKey),
+  // ON CONFLICT names its key: other unique keys still fail the statement.
+  upsertOnAnyKey: false,
+  // SQLite does not report whether a row was inserted: the keys the elements conflict with are read first.
+  upsert: async (db, target, elements, rule) => await upsertReturning(db, target, elements, rule, { maxParameters: 32_766, keyOf: mapKey, bind: bindable }),
+  // SQLite's messages name the columns, never the values.
+  keyText: (values) => values.map(String).join(', '),
   update: async (db, target, id, values, scope) => await updateReturning(db, target, id, bindable(values), scope),
   delete: deleteInScope,
 

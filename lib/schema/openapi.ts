@@ -58,6 +58,7 @@ export const documentedHeaders = {
   wwwAuthenticate: { type: 'string', description: 'The Bearer challenge (RFC 6750): why the token was refused.' },
   retryAfter: { type: 'integer', minimum: 0, description: 'Seconds to wait before trying again.' },
   acceptPatch: { type: 'string', description: 'The media types PATCH accepts.' },
+  preferenceApplied: { type: 'string', description: 'RFC 7240: `resolution=merge-duplicates` when the Prefer header merged the request into existing rows (an upsert); absent when it did not apply.' },
 } as const satisfies Record<string, JsonSchema>
 
 const errorHeaders: Record<number, Record<string, JsonSchema>> = {
