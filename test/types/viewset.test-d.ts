@@ -47,6 +47,11 @@ createViewset({ db, table: 'items', schema: Item, methods: ['FETCH'] })
 // @ts-expect-error searchFields are schema fields
 createViewset({ db, table: 'items', schema: Item, searchFields: ['title'] })
 
+// conflictFields are schema fields (the unique key is checked against the catalog at startup)
+createViewset({ db, table: 'items', schema: Item, conflictFields: ['name'] })
+// @ts-expect-error conflictFields are schema fields
+createViewset({ db, table: 'items', schema: Item, conflictFields: ['email'] })
+
 // @ts-expect-error filter operators are a fixed set
 createViewset({ db, table: 'items', schema: Item, filterFields: { name: ['like'] } })
 
