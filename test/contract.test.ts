@@ -257,6 +257,14 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
     await valid('valid', url, { expectHeaders: ref.method === 'post' && !ref.path.endsWith('/token') ? ['location', 'etag'] : etag })
     const again = ref.method === 'post' ? bodyOf(ref, true) : undefined // a new sample: unique columns
     if (again !== undefined) await valid('valid', url, { payload: again.payload })
+    // An upsert (conflictFields): a new body with Prefer creates (201), the same one again updates (200), both say so.
+    const merged = ref.parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === 'prefer') ? bodyOf(ref, true) : undefined
+    if (merged !== undefined) {
+      const prefer = { ...headers, prefer: 'resolution=merge-duplicates' }
+      const bulk = merged.payload.startsWith('[')
+      await valid('upsert created', url, { headers: prefer, payload: merged.payload, expect: 201, expectHeaders: ['preference-applied', ...(bulk ? [] : ['location', 'etag'])] })
+      if (!bulk) await valid('upsert updated', url, { headers: prefer, payload: merged.payload, expect: 200, expectHeaders: ['preference-applied', 'etag'] })
+    }
     for (const parameter of ref.parameters.filter((p) => p.in === 'query')) {
       const value = parameter.example ?? Object.values(parameter.examples ?? {})[0]?.value ?? parameter.schema?.default ?? (parameter.name === 'count' ? true : undefined)
       if (value !== undefined) await valid(`query ${parameter.name}`, `${url}?${parameter.name}=${encodeURIComponent(String(value))}`)

@@ -24,6 +24,7 @@ export interface DB {
 export async function build (options: BuildOptions<DB> = {}): Promise<FastifyInstance> {
   const { app, db } = await exampleApp(options, migrate)
   await app.register(viewsetDocs, { title: 'Shop API', version: '1.0.0' })
-  await app.register(createViewset({ db, table: 'items', schema: Item, tags: ['items'] }), { prefix: '/items' })
+  // Items are upserted by name: POST with Prefer: resolution=merge-duplicates updates the item of that name.
+  await app.register(createViewset({ db, table: 'items', schema: Item, tags: ['items'], conflictFields: ['name'] }), { prefix: '/items' })
   return app
 }
