@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import type { AnyDatabase, DatabaseFault, Row, UpsertElement, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
 import { compositeKey } from './dialect/dialect.js'
 import { keyIn } from './dialect/upsert.js'
+import { keyAndScope, scopeShape } from './dialect/write-shapes.js'
 import { ViewsetErrors } from './errors.js'
 import { faultProblem } from './problem-handler.js'
 import type { Condition } from './query/condition.js'
@@ -21,7 +22,7 @@ export interface ResourceConfig {
   /** The statements that never change shape, compiled once. */
   readonly statements: Statements
   /** The table, its key and the columns every row is read with. */
-  readonly target: WriteTarget
+  readonly target: Omit<WriteTarget, 'statements'>
   /** The loaders of the relation fields, if the schema has any. */
   readonly relations: RelationLoader | undefined
   /** How a row's version is told, for `If-Match`; with a version column, updates increment it. */
@@ -98,7 +99,8 @@ export class Resource {
     this.#conflictFields = conflictFields
     this.dialect = dialect
     this.#statements = statements
-    this.#target = target
+    // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
+    this.#target = { ...target, statements: new StatementCache() }
     this.#relations = relations
     Object.freeze(this)
   }
@@ -288,17 +290,17 @@ export class Resource {
    */
   async update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition, precondition?: Precondition): Promise<Row | undefined> {
     const versionField = this.#versioning?.versionField
-    if (precondition === undefined && versionField === undefined) return await this.dialect.update(db, this.#target, id, values, scope?.where)
+    if (precondition === undefined && versionField === undefined) return await this.dialect.update(db, this.#target, id, values, scope)
     return await this.#guarded(db, id, scope, precondition, async (trx, row) => {
       // The increment is computed from the locked row, so it is part of this one UPDATE.
       const versioned = versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
-      return await this.dialect.update(trx, this.#target, id, versioned, scope?.where)
+      return await this.dialect.update(trx, this.#target, id, versioned, scope)
     })
   }
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as `update` checks it. */
   async delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Promise<boolean> {
-    const remove = async (on: AnyDatabase) => scope === undefined ? await this.#statements.deleteById(on, id) : await this.dialect.delete(on, this.#target, id, scope.where)
+    const remove = async (on: AnyDatabase) => scope === undefined ? await this.#statements.deleteById(on, id) : await this.dialect.delete(on, this.#target, id, scope)
     if (precondition === undefined) return await remove(db)
     return await this.#guarded(db, id, scope, precondition, remove) ?? false
   }
@@ -310,11 +312,14 @@ export class Resource {
    * PreconditionRequired (428) or PreconditionFailed (412) thrown.
    */
   async #guarded<T> (db: AnyDatabase, id: unknown, scope: ScopeCondition | undefined, precondition: Precondition | undefined, write: (trx: AnyDatabase, row: Row) => Promise<T>): Promise<T | undefined> {
-    const { table, primaryKey, columns } = this.#target
+    const { table, primaryKey, columns, statements } = this.#target
+    const lock = this.dialect.rowLocks === true
     const run = async (trx: AnyDatabase): Promise<T | undefined> => {
-      const key = trx.selectFrom(table).select(columns).where(primaryKey, '=', id)
-      const select = scope === undefined ? key : key.where(scope.where)
-      const row = await (this.dialect.rowLocks === true ? select.forUpdate() : select).executeTakeFirst()
+      const [row] = await statements.rows(trx, `${lock ? 'lock' : 'find'} ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
+        const key = trx.selectFrom(table).select(columns).where(primaryKey, '=', id)
+        const select = scope === undefined ? key : key.where(scope.where)
+        return lock ? select.forUpdate() : select
+      })
       if (row === undefined) return undefined
       if (precondition?.kind === 'required') throw new ViewsetErrors.PreconditionRequired()
       if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition.tags))) throw new ViewsetErrors.PreconditionFailed()

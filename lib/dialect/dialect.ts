@@ -1,4 +1,4 @@
-import type { Expression, Kysely, SqlBool } from 'kysely'
+import type { Compilable, Expression, Kysely, QueryResult, SqlBool } from 'kysely'
 import type { CatalogColumn, CatalogReader } from './catalog.js'
 
 /** A row as the driver returns it. */
@@ -25,6 +25,15 @@ export type DatabaseFault =
   /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
   | { kind: 'timeout' }
 
+/**
+ * Statements compiled once per shape and run with each call's values (query/statement-cache.ts): `build()`
+ * is compiled the first time, and kept when it binds exactly `parameters`, in order.
+ */
+export interface CompiledStatements {
+  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<QueryResult<Row>>
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]>
+}
+
 /** The statements that differ between databases, and the arguments they share. */
 export interface WriteTarget {
   table: string
@@ -33,6 +42,18 @@ export interface WriteTarget {
   columns: readonly string[]
   /** The table's columns by name, from the catalog, for dialects that convert values by column type. */
   catalog?: ReadonlyMap<string, ColumnInfo>
+  /** The write statements of this table, compiled once per set of fields sent and scope (see write-shapes.ts). */
+  statements: CompiledStatements
+}
+
+/**
+ * A viewset's row rule as a write adds it: the expression (already qualified with the table), the SQL it
+ * compiles to without its values (`shape`), and those values in order (query/scope.ts).
+ */
+export interface WriteScope {
+  readonly where: Expression<SqlBool>
+  readonly shape: string
+  readonly parameters: readonly unknown[]
 }
 
 /** One element of an upsert: the values to insert, and the columns its update branch writes (the fields the body sent). */
@@ -98,9 +119,9 @@ export interface ViewsetDialect {
    * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:
    * the check is part of the write, or of its transaction, so it cannot race.
    */
-  update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row, scope?: Expression<SqlBool>): Promise<Row | undefined>
+  update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Promise<Row | undefined>
   /** Deletes the row with this key if it is in `scope`, checked as `update` checks it; false when there was none. */
-  delete (db: AnyDatabase, target: WriteTarget, id: unknown, scope: Expression<SqlBool>): Promise<boolean>
+  delete (db: AnyDatabase, target: WriteTarget, id: unknown, scope: WriteScope): Promise<boolean>
   /**
    * A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans): applied to every value a
    * LIST filter compares with, and by the dialect itself to the values it writes. Patterns (strings) bind everywhere.

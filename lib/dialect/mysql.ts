@@ -1,11 +1,11 @@
 import { sql } from 'kysely'
-import type { Expression, SqlBool } from 'kysely'
 import { mysqlCatalog } from './mysql-catalog.js'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
 import { invalidOption } from '../errors.js'
-import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteTarget } from './dialect.js'
+import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteScope, WriteTarget } from './dialect.js'
 import { compositeKey, countOf, errorProperty, inTransaction, isConnectionError, mapKey, sameValue } from './dialect.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
+import { inFieldOrder, keyAndScope, sentFields } from './write-shapes.js'
 
 // MySQL has no RETURNING, and MariaDB has none on UPDATE: every write is followed by a read of the
 // row in the same transaction. One code path serves both servers, so the path CI runs on MariaDB is
@@ -78,15 +78,24 @@ function storable ({ catalog }: WriteTarget, values: Row): Row {
   return converted ?? values
 }
 
+/** The row with this key, read back after a write (in its transaction): compiled once per table. */
+async function readBack (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown): Promise<Row | undefined> {
+  const [row] = await statements.rows(db, 'find', [id], () => db.selectFrom(table).select(columns).where(primaryKey, '=', id))
+  return row
+}
+
 /**
  * The row with this key if it is in the scope. MySQL and MariaDB refuse an UPDATE or DELETE whose
  * subquery reads the table being written (error 1093), and a scope may well do that (`owner in (select …)`),
  * so the scope is checked by a read first; `lock`: `FOR UPDATE`, which holds the row until the write's
  * transaction ends, so the scope cannot change in between.
  */
-async function inScope (db: AnyDatabase, { table, primaryKey, columns }: WriteTarget, id: unknown, scope: Expression<SqlBool>, lock: boolean): Promise<Row | undefined> {
-  const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id).where(scope)
-  return await (lock ? select.forUpdate() : select).executeTakeFirst()
+async function inScope (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown, scope: WriteScope, lock: boolean): Promise<Row | undefined> {
+  const [row] = await statements.rows(db, `${lock ? 'lock' : 'find'} ${scope.shape}`, keyAndScope(id, scope), () => {
+    const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id).where(scope.where)
+    return lock ? select.forUpdate() : select
+  })
+  return row
 }
 
 /** MySQL and MariaDB through mysql2: write then read back, `information_schema`, accent-sensitive `lower() LIKE`. */
@@ -102,16 +111,20 @@ export const mysqlDialect: ViewsetDialect = {
   keyOf: mapKey,
 
   async insert (db, target, values) {
-    const { table, primaryKey, columns } = target
+    const { table, primaryKey } = target
     const row = storable(target, values)
+    const { fields, shape, parameters } = sentFields(row)
     return await inTransaction(db, async (trx) => {
-      const { insertId } = await trx.insertInto(table).values(row).executeTakeFirstOrThrow()
+      // No fields: `INSERT INTO t () VALUES ()`, MySQL's spelling of DEFAULT VALUES.
+      const { insertId } = await target.statements.result(trx, `insert ${shape}`, parameters, () => trx.insertInto(table).values(inFieldOrder(fields, row)))
       // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
       const id = row[primaryKey] ?? insertId
       if (id === undefined) {
         invalidOption('primaryKey', `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`)
       }
-      return await trx.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirstOrThrow()
+      const stored = await readBack(trx, target, id)
+      if (stored === undefined) throw new Error(`the row inserted into ${table} was not found by its key`)
+      return stored
     })
   },
 
@@ -186,15 +199,15 @@ export const mysqlDialect: ViewsetDialect = {
   keyText: (values) => values.map((value) => typeof value === 'boolean' ? (value ? '1' : '0') : String(value)).join('-'),
 
   async update (db, target, id, values, scope) {
-    const { table, primaryKey, columns } = target
-    const readBack = async (from: AnyDatabase) => await from.selectFrom(table).select(columns).where(primaryKey, '=', id).executeTakeFirst()
-    if (Object.keys(values).length === 0) return scope === undefined ? await readBack(db) : await inScope(db, target, id, scope, false)
+    const { table, primaryKey } = target
+    if (Object.keys(values).length === 0) return scope === undefined ? await readBack(db, target, id) : await inScope(db, target, id, scope, false)
     const row = storable(target, values)
+    const { fields, shape, parameters } = sentFields(row)
     return await inTransaction(db, async (trx) => {
       if (scope !== undefined && await inScope(trx, target, id, scope, true) === undefined) return undefined
       // affectedRows is 0 for a row that exists but did not change, so the read decides between 200 and 404.
-      await trx.updateTable(table).set(row).where(primaryKey, '=', id).execute()
-      return await readBack(trx)
+      await target.statements.result(trx, `update ${shape}`, [...parameters, id], () => trx.updateTable(table).set(inFieldOrder(fields, row)).where(primaryKey, '=', id))
+      return await readBack(trx, target, id)
     })
   },
 
@@ -202,8 +215,8 @@ export const mysqlDialect: ViewsetDialect = {
     const { table, primaryKey } = target
     return await inTransaction(db, async (trx) => {
       if (await inScope(trx, target, id, scope, true) === undefined) return false
-      const { numDeletedRows } = await trx.deleteFrom(table).where(primaryKey, '=', id).executeTakeFirst()
-      return numDeletedRows > 0n
+      const { numAffectedRows } = await target.statements.result(trx, 'delete', [id], () => trx.deleteFrom(table).where(primaryKey, '=', id))
+      return numAffectedRows !== undefined && numAffectedRows > 0n
     })
   },
 

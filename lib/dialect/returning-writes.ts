@@ -1,34 +1,47 @@
 import { sql } from 'kysely'
 import type { Expression, RawBuilder, SqlBool } from 'kysely'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
-import type { AnyDatabase, Row, UpsertElement, UpsertResult, UpsertRule, WriteTarget } from './dialect.js'
+import type { AnyDatabase, Row, UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from './dialect.js'
 import { inTransaction } from './dialect.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
+import { inFieldOrder, keyAndScope, scopeShape, sentFields } from './write-shapes.js'
 
 // Shared by the dialects whose INSERT and UPDATE take RETURNING (SQLite >= 3.35, PostgreSQL):
-// one statement writes and reads back, so the row is the one stored, with no second round trip.
+// one statement writes and reads back, so the row is the one stored, with no second round trip. Each
+// statement is compiled once per set of fields sent and scope (write-shapes.ts).
 
-export async function insertReturning (db: AnyDatabase, { table, columns }: WriteTarget, values: Row): Promise<Row> {
-  const insert = db.insertInto(table)
-  const query = Object.keys(values).length === 0 ? insert.defaultValues() : insert.values(values)
-  return await query.returning(columns).executeTakeFirstOrThrow()
+export async function insertReturning (db: AnyDatabase, { table, columns, statements }: WriteTarget, values: Row): Promise<Row> {
+  const { fields, shape, parameters } = sentFields(values)
+  const [row] = await statements.rows(db, `insert ${shape}`, parameters, () => {
+    const insert = db.insertInto(table)
+    return (fields.length === 0 ? insert.defaultValues() : insert.values(inFieldOrder(fields, values))).returning(columns)
+  })
+  if (row === undefined) throw new Error(`INSERT INTO ${table} … RETURNING answered no row`)
+  return row
 }
 
 // SQLite and PostgreSQL accept a subquery on the table being written, so a scope is checked in the
 // write statement itself: `UPDATE … WHERE key AND scope` changes nothing outside it.
 
-export async function updateReturning (db: AnyDatabase, { table, primaryKey, columns }: WriteTarget, id: unknown, values: Row, scope?: Expression<SqlBool>): Promise<Row | undefined> {
-  if (Object.keys(values).length === 0) {
-    const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
-    return await (scope === undefined ? select : select.where(scope)).executeTakeFirst()
+export async function updateReturning (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Promise<Row | undefined> {
+  const { fields, shape, parameters } = sentFields(values)
+  if (fields.length === 0) {
+    const [row] = await statements.rows(db, `find ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
+      const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
+      return scope === undefined ? select : select.where(scope.where)
+    })
+    return row
   }
-  const update = db.updateTable(table).set(values).where(primaryKey, '=', id)
-  return await (scope === undefined ? update : update.where(scope)).returning(columns).executeTakeFirst()
+  const [row] = await statements.rows(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
+    const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(primaryKey, '=', id)
+    return (scope === undefined ? update : update.where(scope.where)).returning(columns)
+  })
+  return row
 }
 
-export async function deleteInScope (db: AnyDatabase, { table, primaryKey }: WriteTarget, id: unknown, scope: Expression<SqlBool>): Promise<boolean> {
-  const { numDeletedRows } = await db.deleteFrom(table).where(primaryKey, '=', id).where(scope).executeTakeFirst()
-  return numDeletedRows > 0n
+export async function deleteInScope (db: AnyDatabase, { table, primaryKey, statements }: WriteTarget, id: unknown, scope: WriteScope): Promise<boolean> {
+  const { numAffectedRows } = await statements.result(db, `delete ${scope.shape}`, keyAndScope(id, scope), () => db.deleteFrom(table).where(primaryKey, '=', id).where(scope.where))
+  return numAffectedRows !== undefined && numAffectedRows > 0n
 }
 
 /** Multi-row INSERT ... RETURNING, one per set of fields sent and per `maxParameters`; rows in the order given. */

@@ -1,4 +1,4 @@
-import type { Compilable, CompiledQuery } from 'kysely'
+import type { Compilable, CompiledQuery, QueryResult } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
 import { LruCache } from '../lru-cache.js'
 
@@ -35,20 +35,25 @@ function sameValues (left: readonly unknown[], right: readonly unknown[]): boole
 }
 
 /**
- * Compiled LIST statements by shape (which filters, which order, which columns; never values). Building and
- * compiling a Kysely query costs more than a short SQLite read, so each shape is compiled once and then run
- * with each request's values. A statement is kept only when Kysely bound exactly the values the shape
+ * Compiled statements by shape: LIST's (which filters, which order, which columns; never values), and the
+ * writes' (which fields are sent, which scope). Building and compiling a Kysely query costs more than a
+ * short SQLite read, so each shape is compiled once and then run with each request's values. A statement is kept only when Kysely bound exactly the values the shape
  * predicts, in that order, so a shape that binds differently is still answered correctly, just not cached.
  */
 export class StatementCache {
   readonly #statements = new LruCache<string, CompiledQuery<Row>>(maxShapes)
 
-  /** Runs the statement of `shape` with `parameters`, compiling `build()` the first time. */
+  /** Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows. */
   async rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]> {
+    return (await this.result(db, shape, parameters, build)).rows
+  }
+
+  /** Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert id). */
+  async result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
-    if (cached !== undefined) return (await db.executeQuery<Row>({ ...cached, parameters })).rows
+    if (cached !== undefined) return await db.executeQuery<Row>({ ...cached, parameters })
     const compiled = build().compile()
     if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
-    return (await db.executeQuery<Row>(compiled)).rows
+    return await db.executeQuery<Row>(compiled)
   }
 }
