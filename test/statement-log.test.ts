@@ -89,5 +89,26 @@ for (const dialect of dialects) {
       for (const verb of ['select', 'insert', 'update', 'delete']) assert.ok(expected.flat().some((statement) => statement.toLowerCase().startsWith(verb)), verb)
       for (const setup of others) assert.deepEqual(await logged(t, dialect, setup), expected, setup)
     })
+
+    test('writes sending the same fields in another order run the same statement', async (t) => {
+      const database = await seeded(t, dialect, 'createDatabase')
+      const app = testApp(t)
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
+      const texts: string[] = []
+      for (const payload of [{ name: 'Tea', price: 1, in_stock: false }, { in_stock: true, price: 2, name: 'Coffee' }]) {
+        database.queries.length = 0
+        const created = await app.inject({ method: 'POST', url: '/items', payload })
+        assert.equal(created.statusCode, 201)
+        assert.deepEqual({ name: created.json().name, price: created.json().price, in_stock: created.json().in_stock }, payload)
+        texts.push(database.queries.join('\n'))
+        database.queries.length = 0
+        const patched = await app.inject({ method: 'PATCH', url: `/items/${created.json().id as number}`, payload: { ...payload, name: `${payload.name}!` }, headers: { 'content-type': 'application/merge-patch+json' } })
+        assert.equal(patched.statusCode, 200)
+        assert.equal(patched.json().name, `${payload.name}!`)
+        texts.push(database.queries.join('\n'))
+      }
+      assert.equal(texts[0], texts[2])
+      assert.equal(texts[1], texts[3])
+    })
   })
 }
