@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { Expression, RawBuilder, SqlBool } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
 import type { AnyDatabase, Row, UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from './dialect.js'
 import { inTransaction } from './dialect.js'
