@@ -1,10 +1,11 @@
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { ensureBuilt } from './build.js'
 import { chartSvg } from './chart.js'
 import { growthChartSvg } from './growth-chart.js'
+import { updateReadme } from './readme.js'
 import { measureGrowth } from './growth.js'
 import { measure, probe, warmUp } from './measure.js'
 import type { Sample } from './measure.js'
@@ -47,6 +48,10 @@ export interface BenchOptions {
   dataDir: string
   /** Where results.json, results.md and chart.svg go; undefined writes nothing. */
   outDir: string | undefined
+  /** Also write the figures into README.md's benchmark section (a full run of `npm run bench` does). */
+  readme: boolean
+  /** A results.json to report again (targets checked again) instead of measuring. */
+  reportFrom?: string
   /** A measurement during which the hypervisor stole more than this share of the CPU (in %) is taken again (Linux). */
   stealLimit: number
   /** At most this share of the measurements is taken again (keeps the run's duration bounded). */
@@ -87,6 +92,7 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
     databases,
     dataDir: join(here, '.data'),
     outDir: quick ? join(here, '.data', 'quick') : here,
+    readme: false,
     profile: [],
     phases: phaseNames,
     runtime: 'dist',
@@ -206,6 +212,12 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
 
 /** Runs the whole suite and writes its outputs; returns the results. */
 export async function runBenchmarks (options: BenchOptions): Promise<Results> {
+  if (options.reportFrom !== undefined) {
+    const results = JSON.parse(readFileSync(options.reportFrom, 'utf8')) as Results
+    results.targets = checkTargets(results)
+    writeOutputs(results, options)
+    return results
+  }
   ensureBuilt(options.log)
   const results: Results = {
     date: new Date().toISOString(),
@@ -257,6 +269,11 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
     }
   }
   results.targets = checkTargets(results)
+  writeOutputs(results, options)
+  return results
+}
+
+function writeOutputs (results: Results, options: BenchOptions): void {
   if (options.outDir !== undefined) {
     mkdirSync(options.outDir, { recursive: true })
     writeFileSync(join(options.outDir, 'results.json'), JSON.stringify(results, null, 2) + '\n')
@@ -264,7 +281,7 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
     writeFileSync(join(options.outDir, 'chart.svg'), chartSvg(results))
     if (results.growth !== undefined) writeFileSync(join(options.outDir, 'growth.svg'), growthChartSvg(results))
   }
-  return results
+  if (options.readme) updateReadme(results)
 }
 
 function list<T extends string> (value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
@@ -302,6 +319,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
       phases: { type: 'string' },
       runtime: { type: 'string' },
       'growth-rows': { type: 'string' },
+      'report-from': { type: 'string' },
       'no-progress': { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -321,6 +339,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   --profile a,b           run these systems' servers with --cpu-prof (profiles in <data>/profiles)
   --phases a,b            ${phaseNames.join(', ')} (default: all)
   --runtime dist|source   servers over dist/ with plain node (default), or over the sources through tsx (to compare)
+  --report-from <file>    measure nothing: write results.md, the charts (and with a full run's file, the README) from a results.json
   --growth-rows <n>       rows of the growth table (default 1,000,000; kept in <data> and reused)
   --no-progress           no progress bars
 `)
@@ -340,8 +359,11 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   set('runtime', list(values.runtime, ['dist', 'source'] as const, 'runtime')?.[0])
   set('growthRows', number(values['growth-rows'], 'growth-rows'))
   if (values.out !== undefined) overrides.outDir = resolve(values.out)
+  // Only a full run refreshes the README: every system, scenario and phase, written to benchmarks/.
+  overrides.readme = values.quick !== true && values.out === undefined && values.systems === undefined && values.scenarios === undefined && values.phases === undefined && values.runtime === undefined
   if (values.data !== undefined) overrides.dataDir = resolve(values.data)
   if (values['no-progress'] === true) overrides.progress = false
+  if (values['report-from'] !== undefined) overrides.reportFrom = resolve(values['report-from'])
   return defaultOptions(overrides)
 }
 
