@@ -155,7 +155,7 @@ export function extraMarkdown (results: Results, heading = '##', chartDir = ''):
     for (const cost of costs) {
       out.push(`| ${cost.database} | ${cost.system} | ${cost.taggedMicros} | ${compared[cost.untagged] ?? cost.untagged} | ${cost.untaggedMicros} | ${cost.micros} | ${cost.percent}% | ${ratio(cost.throughputRatio ?? undefined)} |`)
     }
-    out.push('', 'The versionField row is one integer longer; raw\'s versionField GET reads the same table as viewsets\'. A difference within a few µs is inside the noise of a shared machine.')
+    out.push('', 'A negative difference is noise: on this shared machine the same GET measured in two slots of one round differs by several µs, and on PostgreSQL by tens. SHA-1 over a body of about 80 bytes costs a few µs at most. The versionField row is one integer longer, and raw\'s versionField GET reads the same table as viewsets\'.')
   }
   if (results.memory !== undefined) {
     out.push('', `${heading} Peak memory under the load`, '', `Peak RSS (VmHWM) of each server process, the highest over all its measurements. Target: ours ≤ raw + 10 MiB.`, '',
