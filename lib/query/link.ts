@@ -11,7 +11,10 @@ export interface PagePosition {
 }
 
 function isPagination (pair: string, names: readonly string[] = ['limit', 'offset']): boolean {
-  const name = pair.split('=', 1)[0] ?? ''
+  const equals = pair.indexOf('=')
+  const name = equals === -1 ? pair : pair.slice(0, equals)
+  // Most names carry no escape: nothing to decode.
+  if (!name.includes('%') && !name.includes('+')) return names.includes(name)
   let decoded = name
   try {
     decoded = decodeURIComponent(name.replaceAll('+', ' '))
@@ -23,7 +26,11 @@ function isPagination (pair: string, names: readonly string[] = ['limit', 'offse
 
 // What may stand in a URI unescaped (RFC 3986), plus `%` of the escapes already there. Anything else
 // (`<`, `>`, `"`, spaces, non-ASCII sent raw) would break the header's syntax or make Node refuse it.
+const unescaped = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*$/u
+
 function escapeUri (text: string): string {
+  // The usual URL has nothing to escape: one test instead of a replace per pair.
+  if (unescaped.test(text)) return text
   return text.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]/gu, (char) => {
     try {
       return encodeURIComponent(char)
@@ -37,8 +44,13 @@ function escapeUri (text: string): string {
 function pageBase (url: string, names: readonly string[]): string {
   const mark = url.indexOf('?')
   const path = mark === -1 ? url : url.slice(0, mark)
-  const kept = mark === -1 ? '' : url.slice(mark + 1).split('&').filter((pair) => pair !== '' && !isPagination(pair, names)).map(escapeUri).join('&')
-  return `${escapeUri(path)}?${kept === '' ? '' : `${kept}&`}`
+  let kept = ''
+  if (mark !== -1) {
+    for (const pair of url.slice(mark + 1).split('&')) {
+      if (pair !== '' && !isPagination(pair, names)) kept += `${escapeUri(pair)}&`
+    }
+  }
+  return `${escapeUri(path)}?${kept}`
 }
 
 /**
