@@ -58,8 +58,15 @@ export interface BenchDB {
   versioned_books: { id: Generated<number>, author_id: number, title: string, year: number, price: number, version: Generated<number> }
 }
 
-/** The PostgreSQL database that holds the benchmark tables; dropped and created again on each run. */
-export const postgresDatabase = 'fastify_viewsets_bench'
+/** The prefix of the PostgreSQL databases that hold the benchmark tables. */
+export const postgresDatabasePrefix = 'fastify_viewsets_bench_'
+
+/**
+ * The PostgreSQL database of this run, created and dropped by it. One per runner process: several sessions
+ * run `npm run bench` on one server, and a shared name let one run's `drop database … with (force)` cut
+ * another's connections in the middle of its measurements.
+ */
+export const postgresDatabase = `${postgresDatabasePrefix}${process.pid}`
 
 /** A small deterministic generator, so that every run seeds the same data and draws the same ids. */
 export function random (seed: number): () => number {

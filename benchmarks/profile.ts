@@ -33,7 +33,8 @@ export function packageOf (url: string, functionName: string): string {
   const modules = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
   if (modules !== null) return modules[1] as string
   if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0]
-  const local = /\/(lib|dist|benchmarks)\/(.+)$/.exec(url)
+  // The servers' own modules: dist/… (this library), benchmarks/… (compiled to benchmarks/.data/build).
+  const local = /\/(lib|dist|benchmarks)\/(?:\.data\/build\/)?(.+)$/.exec(url)
   if (local !== null) return `${local[1]}/${(local[2] as string).split('/')[0]}`
   return url
 }
@@ -52,7 +53,7 @@ export function summarise (profile: CpuProfile, top = 25): ProfileSummary {
   for (const [id, ms] of self) {
     const frame = byId.get(id)?.callFrame
     if (frame === undefined) continue
-    const where = frame.url === '' ? '' : `${frame.url.replace(/^.*\/(node_modules|lib|dist|benchmarks)\//, '$1/')}:${frame.lineNumber + 1}`
+    const where = frame.url === '' ? '' : `${frame.url.replace(/^.*?\/(node_modules|lib|dist|benchmarks)\/(?:\.data\/build\/)?/, '$1/')}:${frame.lineNumber + 1}`
     const name = frame.functionName === '' ? '(anonymous)' : frame.functionName
     const key = `${name} ${where}`
     const entry = functions.get(key) ?? { name, where, ms: 0 }

@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import pg from 'pg'
-import { postgresDatabase, seedRows } from './data.js'
+import { postgresDatabase, postgresDatabasePrefix, seedRows } from './data.js'
 
 /** Where a system finds the seeded data. */
 export type DatabaseTarget =
@@ -74,21 +74,40 @@ export function postgresTarget (url: string): DatabaseTarget {
 }
 
 async function admin (url: string, statement: string): Promise<void> {
+  await withClient(url, async (client) => { await client.query(statement) })
+}
+
+async function withClient (url: string, use: (client: pg.Client) => Promise<void>): Promise<void> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await client.query(statement)
+    await use(client)
   } finally {
     await client.end()
   }
 }
 
 /**
- * Creates the benchmark database on the server of `url` (dropping a previous one) and seeds it. A database
+ * Drops the databases that runs which did not finish left behind. Without `force`, PostgreSQL refuses to
+ * drop a database that has connections, so the database of a run still going is left alone.
+ */
+async function dropAbandoned (url: string): Promise<void> {
+  await withClient(url, async (client) => {
+    const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${postgresDatabasePrefix}%`])
+    for (const { datname } of rows) {
+      if (datname === postgresDatabase || !/^[a-z0-9_]+$/.test(datname)) continue
+      await client.query(`drop database if exists ${datname}`).catch(() => {})
+    }
+  })
+}
+
+/**
+ * Creates this run's benchmark database on the server of `url` and seeds it. A database
  * of its own, rather than a schema, lets every system use its default configuration: Platformatic only
  * reads `current_schema()` and cannot be given a `search_path`.
  */
 export async function seedPostgres (url: string): Promise<DatabaseTarget> {
+  await dropAbandoned(url)
   await admin(url, `drop database if exists ${postgresDatabase} with (force)`)
   await admin(url, `create database ${postgresDatabase}`)
   const target = postgresTarget(url) as Extract<DatabaseTarget, { kind: 'postgres' }>
