@@ -15,7 +15,7 @@ import { bodyComponentId, exampleOf } from './schema/components.js'
 import type { JsonSchema } from './schema/derive.js'
 import { deriveBody, deriveParams, propertiesOf } from './schema/derive.js'
 import { acceptPatch, documentedHeaders, errorStatuses, mergePatchType, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
-import { compileSerializer } from './schema/serializer.js'
+import { sharedSerializer } from './schema/serializer.js'
 import type { Serializer } from './schema/serializer.js'
 import { isRecord } from './schema/object-schema.js'
 import { mergeDuplicates } from './prefer-header.js'
@@ -169,7 +169,7 @@ function serializerCompiler (context: RouteContext, serialized: Record<number, J
   const externals = { [context.entity.$id]: { ...context.serialized, $id: context.entity.$id }, [problemSchemaId]: problemSchema }
   // `serialized`: a status whose documented schema is not the one to write with (the anyOf of a whole and a
   // partial row is written as a whole row; `?fields=` answers have serializers of their own).
-  return ({ schema, httpStatus }) => compileSerializer(serialized[Number(httpStatus)] ?? (isRecord(schema) ? schema : {}), externals)
+  return ({ schema, httpStatus }) => sharedSerializer(serialized[Number(httpStatus)] ?? (isRecord(schema) ? schema : {}), externals)
 }
 
 /** A `$ref` to a component of the scope. */

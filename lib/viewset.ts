@@ -34,7 +34,7 @@ import type { JsonSchema } from './schema/derive.js'
 import { deriveEntity, deriveSerializerSchema, plain, propertiesOf, writableFields } from './schema/derive.js'
 import { viewsetComponents } from './schema/components.js'
 import { nameFromPrefix } from './schema/openapi.js'
-import { compileSerializer } from './schema/serializer.js'
+import { sharedSerializer } from './schema/serializer.js'
 import { isRecord } from './schema/object-schema.js'
 
 
@@ -511,7 +511,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map(), defaultRelations)
     const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields, related: { table, links: relations?.links ?? new Map() } })
     // A whole row as GET sends it: the bytes a representation's ETag hashes.
-    const represent = compileSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } })
+    const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } })
     const tagOf = (row: Row) => versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
     const uniqueKeys = [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique]
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations, versioning: { versionField, tagOf, relations: defaultRelations }, uniqueKeys, conflictFields })

@@ -1,4 +1,5 @@
 import fastJson from 'fast-json-stringify'
+import { LruCache } from '../lru-cache.js'
 import type { JsonSchema } from './derive.js'
 
 /** Writes a value as JSON, the way its schema says. */
@@ -19,4 +20,47 @@ const compile = fastJson as unknown as (schema: JsonSchema, options: { schema: R
  */
 export function compileSerializer (schema: JsonSchema, externals: Record<string, JsonSchema> = {}): Serializer {
   return compile(schema, { schema: externals })
+}
+
+// Compiled route serializers by schema text: every route answers its errors with the same problem document,
+// and a viewset writes its row by the same schema on several routes; each is compiled once, not per route
+// (at startup, compiling was most of `app.ready()`). Bounded, as apps may be built again and again in one process.
+const shared = new LruCache<string, Serializer>(1024)
+
+/** The `externals` that `source` (a schema's JSON) reaches through `$ref`, directly or through one another. */
+function reached (source: string, externals: Record<string, JsonSchema>): Record<string, JsonSchema> {
+  const found: Record<string, JsonSchema> = {}
+  let texts = [source]
+  while (texts.length > 0) {
+    const next: string[] = []
+    for (const [id, external] of Object.entries(externals)) {
+      if (id in found || !texts.some((text) => text.includes(`"${id}#`) || text.includes(`"${id}"`))) continue
+      found[id] = external
+      next.push(JSON.stringify(external))
+    }
+    texts = next
+  }
+  return found
+}
+
+/**
+ * {@link compileSerializer} for the schemas of routes, shared by every route and viewset that writes by the
+ * same schema (the same JSON, with the same `externals` it reaches). Not for schemas built per request
+ * (`?fields=`), which have a cache of their own.
+ *
+ * @example
+ * ```ts
+ * sharedSerializer({ $ref: 'Problem#' }, { Problem: problem, Items: entity }) // compiled once, with Problem only
+ * ```
+ */
+export function sharedSerializer (schema: JsonSchema, externals: Record<string, JsonSchema> = {}): Serializer {
+  const source = JSON.stringify(schema)
+  const used = reached(source, externals)
+  const key = `${source}\n${JSON.stringify(used)}`
+  let serializer = shared.get(key)
+  if (serializer === undefined) {
+    serializer = compileSerializer(schema, used)
+    shared.set(key, serializer)
+  }
+  return serializer
 }

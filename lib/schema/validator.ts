@@ -2,6 +2,7 @@ import { Ajv } from 'ajv'
 import type { Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
+import { LruCache } from '../lru-cache.js'
 import { isRecord } from './object-schema.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default // CommonJS: under ESM its default export arrives wrapped
@@ -82,6 +83,12 @@ export function validatorFor (part: 'body' | 'strings'): Ajv {
     : (strings ??= build({ coerceTypes: true }))
 }
 
+// Compiled validators by part and schema text. Fastify compiles each route's schemas on its own: the same
+// id parameter, empty query and body come back on many routes (HEAD beside GET, PUT beside PATCH, every
+// viewset's `:id`), and Ajv's own cache knows a schema only by object identity. Compiling was most of
+// `app.ready()`. A validator keeps no state between calls but its `errors`, read right after the call.
+const compiled = new LruCache<string, StringValidator>(1024)
+
 /**
  * The viewset's validator compiler: {@link validatorFor} the body, or the strings of the path and query,
  * where integers must also be written canonically.
@@ -89,8 +96,14 @@ export function validatorFor (part: 'body' | 'strings'): Ajv {
 export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   // Fastify hands over the route's schema as given; the viewset's are plain JSON Schema objects.
   if (!isRecord(schema)) throw new TypeError(`expected a JSON Schema object for the ${httpPart ?? 'request'}`)
-  if (httpPart === 'body') return validatorFor('body').compile(schema)
-  return canonicalIntegers(schema, validatorFor('strings').compile(schema))
+  const part = httpPart === 'body' ? 'body' : 'strings'
+  const key = `${part} ${JSON.stringify(schema)}`
+  let validate = compiled.get(key)
+  if (validate === undefined) {
+    validate = part === 'body' ? validatorFor('body').compile(schema) : canonicalIntegers(schema, validatorFor('strings').compile(schema))
+    compiled.set(key, validate)
+  }
+  return validate
 }
 
 /**
