@@ -54,12 +54,15 @@ function reached (source: string, externals: Record<string, JsonSchema>): Record
  * ```
  */
 export function sharedSerializer (schema: JsonSchema, externals: Record<string, JsonSchema> = {}): Serializer {
-  const source = JSON.stringify(schema)
+  // A response's own annotations (its description, its documented headers) change nothing in the bytes
+  // written: POST's 201 and GET's 200 write a row with one serializer.
+  const { description: _description, headers: _headers, ...written } = schema
+  const source = JSON.stringify(written)
   const used = reached(source, externals)
   const key = `${source}\n${JSON.stringify(used)}`
   let serializer = shared.get(key)
   if (serializer === undefined) {
-    serializer = compileSerializer(schema, used)
+    serializer = compileSerializer(written, used)
     shared.set(key, serializer)
   }
   return serializer
