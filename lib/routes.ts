@@ -161,12 +161,25 @@ export function cancellable (handler: RouteHandlerMethod): RouteHandlerMethod {
   return function (request, reply) { return runCancellable(reply.raw, () => handler.call(this, request, reply)) }
 }
 
+// One externals record per viewset: its objects' JSON text is then written once (schema/serializer.ts).
+const viewsetExternals = new WeakMap<RouteContext, Record<string, JsonSchema>>()
+
+/** The schemas a viewset's response serializers reach by `$ref`: its row and the problem document. */
+function externalsOf (context: RouteContext): Record<string, JsonSchema> {
+  let externals = viewsetExternals.get(context)
+  if (externals === undefined) {
+    externals = { [context.entity.$id]: { ...context.serialized, $id: context.entity.$id }, [problemSchemaId]: problemSchema }
+    viewsetExternals.set(context, externals)
+  }
+  return externals
+}
+
 /**
  * Compiles the response serializers of the generated routes against the serializer's entity (nullable
  * scalars coerced, see `deriveSerializerSchema`), where Fastify's own compiler would read the documented one.
  */
 function serializerCompiler (context: RouteContext, serialized: Record<number, JsonSchema> = {}): FastifySerializerCompiler<unknown> {
-  const externals = { [context.entity.$id]: { ...context.serialized, $id: context.entity.$id }, [problemSchemaId]: problemSchema }
+  const externals = externalsOf(context)
   // `serialized`: a status whose documented schema is not the one to write with (the anyOf of a whole and a
   // partial row is written as a whole row; `?fields=` answers have serializers of their own).
   return ({ schema, httpStatus }) => sharedSerializer(serialized[Number(httpStatus)] ?? (isRecord(schema) ? schema : {}), externals)

@@ -27,18 +27,31 @@ export function compileSerializer (schema: JsonSchema, externals: Record<string,
 // (at startup, compiling was most of `app.ready()`). Bounded, as apps may be built again and again in one process.
 const shared = new LruCache<string, Serializer>(1024)
 
-/** The `externals` that `source` (a schema's JSON) reaches through `$ref`, directly or through one another. */
-function reached (source: string, externals: Record<string, JsonSchema>): Record<string, JsonSchema> {
-  const found: Record<string, JsonSchema> = {}
-  let texts = [source]
-  while (texts.length > 0) {
+// The JSON text of each external, written once per schema object (the problem document and a viewset's
+// row are reached by every route of the viewset; their text makes part of each key).
+const texts = new WeakMap<JsonSchema, string>()
+
+function textOf (schema: JsonSchema): string {
+  let text = texts.get(schema)
+  if (text === undefined) {
+    text = JSON.stringify(schema)
+    texts.set(schema, text)
+  }
+  return text
+}
+
+/** The ids of the `externals` that `source` (a schema's JSON) reaches through `$ref`, directly or through one another. */
+function reached (source: string, externals: Record<string, JsonSchema>): string[] {
+  const found: string[] = []
+  let sources = [source]
+  while (sources.length > 0) {
     const next: string[] = []
     for (const [id, external] of Object.entries(externals)) {
-      if (id in found || !texts.some((text) => text.includes(`"${id}#`) || text.includes(`"${id}"`))) continue
-      found[id] = external
-      next.push(JSON.stringify(external))
+      if (found.includes(id) || !sources.some((text) => text.includes(`"${id}#`) || text.includes(`"${id}"`))) continue
+      found.push(id)
+      next.push(textOf(external))
     }
-    texts = next
+    sources = next
   }
   return found
 }
@@ -59,10 +72,10 @@ export function sharedSerializer (schema: JsonSchema, externals: Record<string, 
   const { description: _description, headers: _headers, ...written } = schema
   const source = JSON.stringify(written)
   const used = reached(source, externals)
-  const key = `${source}\n${JSON.stringify(used)}`
+  const key = [source, ...used.map((id) => `${id}\t${textOf(externals[id] ?? {})}`)].join('\n')
   let serializer = shared.get(key)
   if (serializer === undefined) {
-    serializer = compileSerializer(written, used)
+    serializer = compileSerializer(written, Object.fromEntries(used.map((id) => [id, externals[id] ?? {}])))
     shared.set(key, serializer)
   }
   return serializer
