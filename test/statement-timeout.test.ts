@@ -116,6 +116,32 @@ if (postgres !== undefined) {
         assert.deepEqual(next.json().map((item: { name: string }) => item.name), ['Bread'])
       })
     }
+
+    test('cancelOnDisconnect: false leaves the query of a client that hung up running', { timeout: 20_000 }, async (t) => {
+      const database = await testDatabase(t, postgres)
+      await createItemsTable(database)
+      const application = `vs_nocancel_${process.pid}_${Date.now()}`
+      const url = new URL(database.url)
+      url.searchParams.set('application_name', application)
+      const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 1, cancelOnDisconnect: false })
+      t.after(() => db.destroy())
+      const app = testApp(t)
+      await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const { port } = app.server.address() as AddressInfo
+      const sleeping = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and query like '%pg_sleep%'`.execute(database.db)).rows[0]?.n)
+      const request = get({ host: '127.0.0.1', port, path: '/items/slow' })
+      request.on('error', () => {})
+      let seen = 0
+      for (let i = 0; i < 50 && seen === 0; i++) {
+        await setTimeout(20)
+        seen = await sleeping()
+      }
+      assert.equal(seen, 1, 'the 3 s statement is running')
+      request.destroy()
+      await setTimeout(700)
+      assert.equal(await sleeping(), 1, 'the statement still runs after the hang-up')
+    })
   })
 }
 

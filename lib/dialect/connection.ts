@@ -16,6 +16,8 @@ export interface ConnectionSettings {
   readonly statementTimeout: number
   /** PostgreSQL: compiled queries become named prepared statements. */
   readonly preparedStatements: boolean
+  /** PostgreSQL: a request whose client hung up has its query cancelled (postgres-cancel.ts). */
+  readonly cancelOnDisconnect: boolean
   readonly log: KyselyConfig['log']
 }
 

@@ -21,8 +21,10 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when
   // the server goes away (a restart, a failover): without this listener the process would crash.
   pool.on('connect', (client) => { client.on('error', () => {}) })
-  pool.on('connect', cancelOnClientGone)
-  enableCancellation()
+  if (settings.cancelOnDisconnect) {
+    pool.on('connect', cancelOnClientGone)
+    enableCancellation()
+  }
   if (settings.preparedStatements) pool.on('connect', useNamedStatements)
   handle.pool = pool
   return pool
@@ -31,7 +33,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
 /**
  * PostgreSQL through pg: `postgres://user@host:5432/name` or `postgresql://...`. `statement_timeout` is
  * sent when each connection opens; compiled queries become named statements (postgres-statements.ts), and
- * a query whose client hung up is cancelled (postgres-cancel.ts).
+ * unless `cancelOnDisconnect` is off, a query whose client hung up is cancelled (postgres-cancel.ts).
  */
 export const postgresConnector: DatabaseConnector = {
   urls: ['postgres://', 'postgresql://'],
