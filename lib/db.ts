@@ -40,8 +40,8 @@ export interface CreateDatabaseOptions {
   preparedStatements?: boolean
   /**
    * PostgreSQL: when a client hangs up before its answer is sent, cancel the query serving it (default true).
-   * It needs to know which request each query serves, through an AsyncLocalStorage that, on Node 20, hooks
-   * every promise of the process: about 30% more CPU per GET or LIST 10 on a saturated server. Turn it off
+   * It needs to know which request each query serves, through V8's promise hooks on every promise of the
+   * process: 20–30% more CPU per GET or LIST 10 on a saturated server. Turn it off
    * where the server is CPU-bound and `statementTimeout` is bound enough for abandoned queries.
    */
   cancelOnDisconnect?: boolean
