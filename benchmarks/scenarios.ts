@@ -33,6 +33,8 @@ export interface Draw {
 export interface Scenario {
   id: ScenarioId
   title: string
+  /** The scenario writes (inserts, updates or deletes): the servers' first warm-up leaves it out, so that the reads see the seeded table. */
+  writes?: true
   /** The scenario deletes rows: the runner fills a batch of rows before each measurement (see doomed-rows.ts). */
   deletes?: true
   /** Builds one request. */
@@ -132,6 +134,7 @@ const scenarios: Scenario[] = [
   {
     id: 'post',
     title: 'POST',
+    writes: true,
     request: (system, { next }) => ({
       method: 'POST',
       path: '/books',
@@ -143,6 +146,7 @@ const scenarios: Scenario[] = [
   {
     id: 'patch',
     title: 'PATCH',
+    writes: true,
     request: (system, { next }) => {
       const id = pick(next, sizes.books)
       const price = pick(next, 10_000) / 100
@@ -157,6 +161,7 @@ const scenarios: Scenario[] = [
   {
     id: 'delete',
     title: 'DELETE',
+    writes: true,
     deletes: true,
     request: (_system, { doomed }) => ({ method: 'DELETE', path: `/books/${doomed()}` }),
     // Platformatic answers 200 with the deleted row; the others 204.
