@@ -60,7 +60,7 @@ async function readWhileStreaming (app: Awaited<ReturnType<typeof itemsApp>>, qu
 
 const sqlite = dialects.find((dialect) => dialect.name === 'sqlite')
 if (sqlite !== undefined) {
-  describe('direct SQLite reads', () => {
+  describe('direct SQLite statements', () => {
     test('a read waits for another request\'s transaction and never sees its uncommitted rows', async (t) => {
       const database = await seeded(t, sqlite)
       const app = await itemsApp(t, database)
@@ -99,6 +99,45 @@ if (sqlite !== undefined) {
       assert.equal((await app.inject({ url: '/items/1' })).statusCode, 200)
       // The SQL text of GET, so the cached statement that GET runs is the one the stream iterates.
       await readWhileStreaming(app, database.db.selectFrom('items').select(['id', 'name', 'description', 'price', 'in_stock']).where('id', '=', 1))
+    })
+
+    test('a write with RETURNING runs beside an open stream, as better-sqlite3 allows, and the stream goes on', async (t) => {
+      const database = await seeded(t, sqlite)
+      const app = await itemsApp(t, database)
+      assert.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'Warm', price: 1 } })).statusCode, 201)
+      const stream = database.db.selectFrom('items').select('name').orderBy('id').stream()[Symbol.asyncIterator]()
+      assert.equal((await stream.next()).value?.name, 'Bread')
+      const response = await app.inject({ method: 'PATCH', url: '/items/2', payload: { price: 7 } })
+      assert.equal(response.statusCode, 200)
+      assert.equal(response.json().price, 7)
+      assert.equal((await stream.next()).value?.name, 'Milk')
+      await stream.return?.()
+      const stored = await database.db.selectFrom('items').select('price').where('id', '=', 2).executeTakeFirstOrThrow()
+      assert.equal(stored.price, 7)
+    })
+
+    test('a write never joins another request\'s transaction: it waits, and outlives that transaction\'s rollback', async (t) => {
+      const database = await seeded(t, sqlite)
+      const app = await itemsApp(t, database)
+      assert.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'Warm', price: 1 } })).statusCode, 201)
+      let release: () => void = () => {}
+      const hold = new Promise<void>((resolve) => { release = resolve })
+      let started = false
+      const other = database.db.transaction().execute(async (trx) => {
+        await trx.insertInto('items').values({ name: 'Uncommitted' }).execute()
+        started = true
+        await hold
+        throw new Error('roll back')
+      }).catch(() => 'rolled back')
+      while (!started) await new Promise((resolve) => setImmediate(resolve))
+      const writing = app.inject({ method: 'POST', url: '/items', payload: { name: 'Kept', price: 3 } })
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
+      release()
+      assert.equal(await other, 'rolled back')
+      const response = await writing
+      assert.equal(response.statusCode, 201)
+      const names = (await database.db.selectFrom('items').select('name').orderBy('id').execute()).map((row) => row.name)
+      assert.deepEqual(names, ['Bread', 'Milk', 'Warm', 'Kept'])
     })
 
     test('reads fail like Kysely once the database is destroyed', async (t) => {

@@ -4,7 +4,7 @@ import type { Row } from './dialect.js'
 
 // Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: better-sqlite3
-// statements are cached by SQL text, and a compiled SELECT runs straight on the connection, skipping
+// statements are cached by SQL text, and a compiled SELECT (or a write with RETURNING) runs straight on the connection, skipping
 // Kysely's executor (its connection mutex and promise chain cost as much as a short read), whenever that
 // cannot be told apart from going through Kysely.
 
@@ -117,29 +117,35 @@ export function isBetterSqliteDatabase (value: unknown): value is BetterSqliteDa
     'inTransaction' in value && typeof value.inTransaction === 'boolean' && 'open' in value && typeof value.open === 'boolean'
 }
 
+/** Statement kinds that may run straight on the connection: reads, and writes that read back (RETURNING). */
+const directKinds = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
+
 /**
- * Runs a compiled SELECT straight on a SQLite connection opened by createDatabase (or adopted by withPreparedStatements) and returns its rows;
- * `undefined` when it must go through Kysely instead: a connection not open yet, a transaction in
- * progress (Kysely holds the only connection until it ends; reading now would see its uncommitted rows),
- * a stream iterating this very statement, or an array-form `log`. A function `log` gets the events
- * Kysely would send. better-sqlite3 runs reads beside other open iterators, so other streams need no waiting.
+ * Runs a compiled SELECT, or a write with RETURNING, straight on a SQLite connection opened by createDatabase
+ * (or adopted by withPreparedStatements) and returns its rows; `undefined` when it must go through Kysely
+ * instead: a connection not open yet, a transaction in progress (Kysely holds the only connection until it
+ * ends; reading now would see its uncommitted rows, writing would join it), a stream iterating this very
+ * statement, or an array-form `log`. A function `log` gets the events Kysely would send. better-sqlite3 runs
+ * reads, and writes that read back (RETURNING), beside other open iterators, so other streams need no
+ * waiting. A write without RETURNING goes through Kysely, which reports its affected rows and insert id.
  */
 export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[] | Promise<Row[]> | undefined {
-  if (handle.database === undefined || compiled.query.kind !== 'SelectQueryNode' || handle.busy()) return undefined
+  if (handle.database === undefined || !directKinds.has(compiled.query.kind) || handle.busy()) return undefined
   const { log } = handle
   if (log !== undefined && typeof log !== 'function') return undefined
   const statement = handle.prepare(compiled.sql)
   if (!statement.reader || statement.busy) return undefined
-  if (log === undefined) return statement.all(compiled.parameters)
   const start = performance.now()
   let rows: Row[]
   try {
     rows = statement.all(compiled.parameters)
   } catch (error) {
+    if (log === undefined) throw error
     // The query's error is the one to report, whatever the logger does.
     void Promise.resolve().then(() => log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
     throw error
   }
+  if (log === undefined) return rows
   const logged = log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start } satisfies LogEvent)
   return logged instanceof Promise ? logged.then(() => rows) : rows
 }
