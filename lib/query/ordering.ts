@@ -3,11 +3,13 @@ import type { Expression, RawBuilder } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
+import { LruCache } from '../lru-cache.js'
 import { isList } from '../schema/object-schema.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { RelatedRoot } from './related-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
+import { maxShapes } from './statement-cache.js'
 
 /** One sort key. */
 export interface OrderKey {
@@ -154,6 +156,9 @@ export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fi
   }
   const byPrimaryKey = defaultOrdering.shape === primaryKey
   const allowedList = nameList(allowed.keys())
+  // An ordering is plain immutable data and clients repeat a few `order_by` texts: each is parsed once
+  // (splitting it and building its shape cost a LIST more than the rest of its query string).
+  const parsedTexts = new LruCache<string, Ordering>(maxShapes)
   const properties: Record<string, JsonSchema> = allowed.size === 0
     ? {}
     : {
@@ -173,8 +178,11 @@ export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fi
     ordering (query) {
       const text = query.order_by
       if (typeof text !== 'string') return defaultOrdering
+      const known = parsedTexts.get(text)
+      if (known !== undefined) return known
       const parsed = parseOrdering(text, allowed, primaryKey)
       if (isProblem(parsed)) throw new ViewsetErrors.UnsupportedOrdering(describe(parsed), allowedList)
+      parsedTexts.set(text, parsed)
       return parsed
     },
   }
