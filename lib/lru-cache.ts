@@ -14,6 +14,8 @@ export class LruCache<K, V> {
   readonly #entries = new Map<K, V>()
   readonly #max: number
   readonly #onEvict: ((value: V, key: K) => void) | undefined
+  /** The most recently used key: a hit on it has nothing to move (a Map delete and set cost more than the lookup). */
+  #newest: K | undefined
 
   /** `onEvict` runs for each entry pushed out by {@link set} (not for {@link clear}). */
   constructor (max: number, onEvict?: (value: V, key: K) => void) {
@@ -27,9 +29,10 @@ export class LruCache<K, V> {
 
   get (key: K): V | undefined {
     const value = this.#entries.get(key)
-    if (value !== undefined && this.#entries.size > 1) {
+    if (value !== undefined && key !== this.#newest) {
       this.#entries.delete(key)
       this.#entries.set(key, value)
+      this.#newest = key
     }
     return value
   }
@@ -48,9 +51,11 @@ export class LruCache<K, V> {
       }
     }
     this.#entries.set(key, value)
+    this.#newest = key
   }
 
   clear (): void {
     this.#entries.clear()
+    this.#newest = undefined
   }
 }
