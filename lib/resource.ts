@@ -117,7 +117,8 @@ export class Resource {
     if (query.pageOnly && scope === undefined) return await this.#statements.page(db, limit, offset)
     const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
-    const parameters = [...conditions.flatMap((condition) => condition.parameters), limit, offset]
+    const parameters = parametersOf(conditions)
+    parameters.push(limit, offset)
     const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}`
     return await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
@@ -142,7 +143,8 @@ export class Resource {
     const read = [...new Set([...(fields?.columns ?? this.#target.columns), ...ordering.keys.flatMap((key) => key.expression === undefined ? [key.field] : [])])]
     // A relation path's value is selected under an alias, and dropped from the rows once the links are made.
     const related = ordering.keys.flatMap((key, index) => key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }])
-    const parameters = [...where.flatMap((condition) => condition.parameters), limit + 1]
+    const parameters = parametersOf(where)
+    parameters.push(limit + 1)
     const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}`
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
@@ -172,7 +174,7 @@ export class Resource {
   /** The number of rows matching the query's conditions (its page and order aside). */
   async count (db: AnyDatabase, query: Pick<ListQuery, 'conditions'>, scope?: ScopeCondition): Promise<number> {
     const conditions = scoped(query.conditions, scope)
-    const parameters = conditions.flatMap((condition) => condition.parameters)
+    const parameters = parametersOf(conditions)
     const [row] = await this.#counts.rows(db, shapeOf(conditions), parameters, () => {
       const select = db.selectFrom(this.#target.table).select((eb) => eb.fn.countAll().as('count'))
       return conditions.length > 0 ? select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb)))) : select
@@ -344,6 +346,21 @@ export class Resource {
   }
 }
 
+// Plain loops, not `flatMap` and `map().join()`: they run on every filtered LIST, and the array methods'
+// intermediate arrays were a measurable part of its CPU per request next to a short SQLite read.
 function shapeOf (conditions: readonly Condition[]): string {
-  return conditions.map((condition) => condition.shape).join('&')
+  let shape = ''
+  let first = true
+  for (const condition of conditions) {
+    shape = first ? condition.shape : `${shape}&${condition.shape}`
+    first = false
+  }
+  return shape
+}
+
+/** The values the conditions bind, in order. */
+function parametersOf (conditions: readonly Condition[]): unknown[] {
+  const parameters: unknown[] = []
+  for (const condition of conditions) for (const value of condition.parameters) parameters.push(value)
+  return parameters
 }
