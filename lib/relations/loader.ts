@@ -83,6 +83,8 @@ interface PlannedRelation {
   /** The column of the related rows that matches `parentKey`. */
   readonly childKey: string
   readonly query: BatchedQuery
+  /** Children kept per parent (to-many relations with a limit). */
+  readonly limit: number | undefined
   readonly nested: RelationLoader | undefined
   /** The dialect's Map key of a key value, so that both ends meet whatever types the driver answers them in. */
   readonly keyOf: (value: unknown) => unknown
@@ -119,13 +121,15 @@ async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: R
     }
     return
   }
-  // The rows come ordered, and grouping keeps that order within each parent.
+  // The rows come ordered, and grouping keeps that order within each parent; the first `limit` are kept
+  // (the cheap statement of a limited relation reads them all when there are few, see limitedQuery).
+  const { limit } = relation
   const groups = new Map<unknown, Row[]>()
   for (const child of children) {
     const key = keyOf(child[childKey])
     const group = groups.get(key)
     if (group === undefined) groups.set(key, [child])
-    else group.push(child)
+    else if (limit === undefined || group.length < limit) group.push(child)
   }
   for (const row of rows) {
     const value = row[parentKey]
@@ -208,6 +212,20 @@ function orderOf (relation: DeclaredRelation, key: string | undefined, columns: 
   return notAColumn(path, parsed.field, relation.table, [...columns.keys()])
 }
 
+/**
+ * The statement of a to-many relation that keeps the first `limit` children of each parent. The window function
+ * of {@link firstChildren} costs (on SQLite, twice the plain query: a co-routine and two sorts), so each batch first
+ * runs the plain ordered query capped at `limit` rows per key plus one: when it gets no more than that, it has
+ * every child of the batch, and grouping keeps the first `limit`. Only a batch with more runs the window statement.
+ */
+function limitedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keys: readonly unknown[]) => Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], prefix: string, limit: number): BatchedQuery {
+  // The cap is a literal of each list size: the statement's only parameters are the keys.
+  return new BatchedQuery((keys) => applyOrdering(filtered(keys), order, dialect, prefix).limit(sql.lit(keys.length * limit + 1)), {
+    rowsPerKey: limit,
+    build: (keys) => firstChildren(db, dialect, filtered(keys), columns, partition, order, prefix, limit),
+  })
+}
+
 /** A relation's SELECT: tables known at run time, every name checked against the catalog at registration. */
 type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
 
@@ -252,7 +270,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
       const columns = unique([...fields, references, ...extra])
       const query = new BatchedQuery((keys) => from().select(columns).where(references, 'in', keys))
-      return { field: relation.field, kind, link: link(foreignKey, references), parentKey: foreignKey, childKey: references, query, nested, keyOf: dialect.keyOf }
+      return { field: relation.field, kind, link: link(foreignKey, references), parentKey: foreignKey, childKey: references, query, limit: undefined, nested, keyOf: dialect.keyOf }
     }
     case 'one-to-many': {
       const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
@@ -260,10 +278,11 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, described)
       const columns = unique([...fields, foreignKey, ...extra])
       const { limit } = relation
-      const query = new BatchedQuery((keys) => limit === undefined
-        ? applyOrdering(from().select(columns).where(foreignKey, 'in', keys), order, dialect)
-        : firstChildren(db, dialect, from().select(columns).where(foreignKey, 'in', keys), columns, foreignKey, order, '', limit))
-      return { field: relation.field, kind, link: link(references, foreignKey), parentKey: references, childKey: foreignKey, query, nested, keyOf: dialect.keyOf }
+      const filtered = (keys: readonly unknown[]): Builder => from().select(columns).where(foreignKey, 'in', keys)
+      const query = limit === undefined
+        ? new BatchedQuery((keys) => applyOrdering(filtered(keys), order, dialect))
+        : limitedQuery(db, dialect, filtered, columns, foreignKey, order, '', limit)
+      return { field: relation.field, kind, link: link(references, foreignKey), parentKey: references, childKey: foreignKey, query, limit, nested, keyOf: dialect.keyOf }
     }
     case 'many-to-many': {
       const { through } = relation
@@ -283,10 +302,10 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
         .innerJoin(`${through.table} as j`, `j.${target}`, `t.${references}`)
         .select(selection)
         .where(`j.${source}`, 'in', keys)
-      const query = new BatchedQuery((keys) => limit === undefined
-        ? applyOrdering(joined(keys), order, dialect, 't.')
-        : firstChildren(db, dialect, joined(keys), [...columns, alias], `j.${source}`, order, 't.', limit))
-      return { field: relation.field, kind, link: link(parentKey, references, { table: through.table, sourceKey: source, targetKey: target }), parentKey, childKey: alias, query, nested, keyOf: dialect.keyOf }
+      const query = limit === undefined
+        ? new BatchedQuery((keys) => applyOrdering(joined(keys), order, dialect, 't.'))
+        : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, 't.', limit)
+      return { field: relation.field, kind, link: link(parentKey, references, { table: through.table, sourceKey: source, targetKey: target }), parentKey, childKey: alias, query, limit, nested, keyOf: dialect.keyOf }
     }
   }
 }
