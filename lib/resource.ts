@@ -44,9 +44,12 @@ function elementConflict (detail: string, index: number, columns: readonly strin
   return new ViewsetErrors.Conflict(`${detail} (element ${index})`, columns.map((column) => ({ in: 'body', field: `/${index}/${column}`, message })))
 }
 
+/** What a field error says of a unique fault. */
+const sameValue = 'a row with the same value already exists'
+
 /** What a field error says of a unique or foreign-key fault. */
 function faultMessage (fault: DatabaseFault): string {
-  return fault.kind === 'unique' ? 'a row with the same value already exists' : 'refers to a row that does not exist'
+  return fault.kind === 'unique' ? sameValue : 'refers to a row that does not exist'
 }
 
 /** A page read by cursor: its rows in the request's order, and the positions its `next` and `prev` links start from. */
@@ -213,7 +216,7 @@ export class Resource {
       const result = await this.dialect.upsert(on, this.#target, elements, rule)
       if (!('outside' in result)) return [...result.rows]
       // Thrown inside the transaction, which rolls back what the other elements wrote.
-      throw bulk ? elementConflict(detail, result.outside, conflictFields, 'a row with the same value already exists') : new ViewsetErrors.Conflict(detail)
+      throw bulk ? elementConflict(detail, result.outside, conflictFields, sameValue) : new ViewsetErrors.Conflict(detail)
     }
     return bulk ? await this.#bulk(db, elements.map((element) => element.values), write) : await write(db)
   }
