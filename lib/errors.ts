@@ -95,6 +95,19 @@ export interface FieldError {
   message: string
 }
 
+/**
+ * A 400 naming its failing fields in `detail` (at most {@link maxProblemErrors} of them), with `errors` listing them.
+ *
+ * @example
+ * ```ts
+ * throw invalidFields([{ in: 'body', field: 'email', message: 'is required' }]) // detail: "The request is not valid: email is required"
+ * ```
+ */
+export function invalidFields (errors: readonly FieldError[]): InstanceType<typeof ViewsetErrors.Validation> {
+  const named = errors.slice(0, maxProblemErrors).map((error) => `${error.field === '' ? error.in : error.field} ${error.message}`).join('; ')
+  return new ViewsetErrors.Validation(`The request is not valid: ${named}${errors.length > maxProblemErrors ? '; …' : ''}`, errors)
+}
+
 /** The body of every error response (RFC 9457 problem details). */
 export interface Problem {
   type: string

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { FieldError } from './errors.js'
-import { maxProblemErrors, problem, ViewsetErrors } from './errors.js'
+import { invalidFields, problem, ViewsetErrors } from './errors.js'
 import type { DatabaseFault, ViewsetDialect } from './dialect/dialect.js'
 import { acceptPatch } from './schema/openapi.js'
 
@@ -90,8 +90,7 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
       const part = error.validationContext ?? 'body'
       errors = fieldErrors(error.validation, part, part === 'body' && Array.isArray(request.body))
       // The detail names the fields that are listed, not the ones left out.
-      const named = errors.slice(0, maxProblemErrors).map((e) => `${e.field === '' ? e.in : e.field} ${e.message}`).join('; ')
-      known = new ViewsetErrors.Validation(`The request is not valid: ${named}${errors.length > maxProblemErrors ? '; …' : ''}`)
+      known = invalidFields(errors)
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
       if (error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict) errors = error.errors

@@ -7,7 +7,7 @@ import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, UpsertElement } from 
 import { conflictKeyProblem, rowKeyProblem } from './dialect/catalog.js'
 import { containsPattern } from './dialect/dialect.js'
 import { dialectOf } from './dialect/pick-dialect.js'
-import { ViewsetErrors } from './errors.js'
+import { invalidFields, ViewsetErrors } from './errors.js'
 import type { FieldError } from './errors.js'
 import { mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
 import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
@@ -288,7 +288,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
         if (body[field] === undefined || body[field] === null) errors.push({ in: 'body', field: bulk ? `/${index}/${field}` : field, message: `is required (not null) with Prefer: ${mergeDuplicates}` })
       }
     })
-    if (errors.length > 0) throw new ViewsetErrors.Validation(`The request is not valid: ${errors.map((error) => `${error.field} ${error.message}`).join('; ')}`, errors)
+    if (errors.length > 0) throw invalidFields(errors)
   }
 
   /**
