@@ -80,31 +80,39 @@ for (const dialect of dialects.filter((candidate) => candidate.name !== 'sqlite'
 
 const postgres = dialects.find((dialect) => dialect.name === 'postgres')
 if (postgres !== undefined) {
-  describe('client disconnect on postgres', () => {
-    for (const [what, path] of [['LIST', '/items?slow=1'], ['a custom route', '/items/slow']]) {
-      test(`the query serving a client that hung up is cancelled (${what}), and the connection serves the next request`, { timeout: 20_000 }, async (t) => {
-        const database = await testDatabase(t, postgres)
-        await createItemsTable(database)
-        await database.db.insertInto('items').values({ name: 'Bread' }).execute()
-        const application = `vs_cancel_${process.pid}_${Date.now()}`
-        const url = new URL(database.url)
-        url.searchParams.set('application_name', application)
-        const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 1 })
-        t.after(() => db.destroy())
-        const app = testApp(t)
-        await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-        await app.listen({ port: 0, host: '127.0.0.1' })
-        const { port } = app.server.address() as AddressInfo
-        const sleeping = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and query like '%pg_sleep%'`.execute(database.db)).rows[0]?.n)
+  /**
+   * A server over its own pool of one connection, tagged with an application name, and a client whose
+   * request to `path` is running a 3 s statement; `sleeping()` counts that statement in pg_stat_activity.
+   */
+  const slowRequest = async (t: TestContext, path: string, options: { cancelOnDisconnect?: boolean } = {}) => {
+    const database = await testDatabase(t, postgres)
+    await createItemsTable(database)
+    await database.db.insertInto('items').values({ name: 'Bread' }).execute()
+    const application = `vs_cancel_${process.pid}_${Date.now()}`
+    const url = new URL(database.url)
+    url.searchParams.set('application_name', application)
+    const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 1, ...options })
+    t.after(() => db.destroy())
+    const app = testApp(t)
+    await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    const sleeping = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and query like '%pg_sleep%'`.execute(database.db)).rows[0]?.n)
+    const request = get({ host: '127.0.0.1', port, path })
+    request.on('error', () => {})
+    let seen = 0
+    for (let i = 0; i < 50 && seen === 0; i++) {
+      await setTimeout(20)
+      seen = await sleeping()
+    }
+    assert.equal(seen, 1, 'the 3 s statement is running')
+    return { app, request, sleeping }
+  }
 
-        const request = get({ host: '127.0.0.1', port, path })
-        request.on('error', () => {})
-        let seen = 0
-        for (let i = 0; i < 50 && seen === 0; i++) {
-          await setTimeout(20)
-          seen = await sleeping()
-        }
-        assert.equal(seen, 1, 'the 3 s statement is running')
+  describe('client disconnect on postgres', () => {
+    for (const [what, path] of [['LIST', '/items?slow=1'], ['a custom route', '/items/slow']] as const) {
+      test(`the query serving a client that hung up is cancelled (${what}), and the connection serves the next request`, { timeout: 20_000 }, async (t) => {
+        const { app, request, sleeping } = await slowRequest(t, path)
         const hungUp = performance.now()
         request.destroy()
         while (await sleeping() > 0 && performance.now() - hungUp < 5000) await setTimeout(20)
@@ -118,26 +126,7 @@ if (postgres !== undefined) {
     }
 
     test('cancelOnDisconnect: false leaves the query of a client that hung up running', { timeout: 20_000 }, async (t) => {
-      const database = await testDatabase(t, postgres)
-      await createItemsTable(database)
-      const application = `vs_nocancel_${process.pid}_${Date.now()}`
-      const url = new URL(database.url)
-      url.searchParams.set('application_name', application)
-      const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 1, cancelOnDisconnect: false })
-      t.after(() => db.destroy())
-      const app = testApp(t)
-      await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-      await app.listen({ port: 0, host: '127.0.0.1' })
-      const { port } = app.server.address() as AddressInfo
-      const sleeping = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and query like '%pg_sleep%'`.execute(database.db)).rows[0]?.n)
-      const request = get({ host: '127.0.0.1', port, path: '/items/slow' })
-      request.on('error', () => {})
-      let seen = 0
-      for (let i = 0; i < 50 && seen === 0; i++) {
-        await setTimeout(20)
-        seen = await sleeping()
-      }
-      assert.equal(seen, 1, 'the 3 s statement is running')
+      const { request, sleeping } = await slowRequest(t, '/items/slow', { cancelOnDisconnect: false })
       request.destroy()
       await setTimeout(700)
       assert.equal(await sleeping(), 1, 'the statement still runs after the hang-up')
