@@ -2,7 +2,7 @@ import { PostgresDialect } from 'kysely'
 import type { ConnectionSettings, DatabaseConnector } from './connection.js'
 import { cancelOnClientGone, enableCancellation } from './postgres-cancel.js'
 import { invalidOption } from '../errors.js'
-import { isPgPool, markPreparable, postgresHandle, queryDirect, useNamedStatements } from './postgres-statements.js'
+import { isPgPool, markPreparable, postgresHandle, queryDirect, patchClientQuery } from './postgres-statements.js'
 import type { PostgresHandle } from './postgres-statements.js'
 import type { DirectExecutor } from './connection.js'
 
@@ -25,7 +25,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
     pool.on('connect', cancelOnClientGone)
     enableCancellation()
   }
-  if (settings.preparedStatements) pool.on('connect', useNamedStatements)
+  pool.on('connect', (client) => { patchClientQuery(client, settings.preparedStatements) })
   handle.pool = pool
   return pool
 }
@@ -49,7 +49,7 @@ export const postgresConnector: DatabaseConnector = {
     const handle = postgresHandle(undefined, true)
     handle.pool = pool
     // Its clients send compiled queries as named statements from their next checkout on, through Kysely too.
-    pool.on('acquire', useNamedStatements)
+    pool.on('acquire', (client) => { patchClientQuery(client, true) })
     return { direct: directOn(handle), viaKysely: markPreparable }
   },
 }
@@ -57,7 +57,7 @@ export const postgresConnector: DatabaseConnector = {
 function directOn (handle: PostgresHandle): DirectExecutor {
   return (compiled) => {
     const rows = queryDirect(handle, compiled)
-    // What goes through Kysely may still be prepared, by the client's patched query (useNamedStatements).
+    // What goes through Kysely may still be prepared, by the client's patched query (patchClientQuery).
     if (rows === undefined && handle.named) markPreparable(compiled)
     return rows
   }
