@@ -343,6 +343,11 @@ export class Resource {
     return tags.includes(versioning.tagOf(row))
   }
 
+  /** Whether the rows have relation fields to load. */
+  get hasRelations (): boolean {
+    return this.#relations !== undefined
+  }
+
   /** Loads the relation fields of these rows in place (`only`: just these relations), batched per relation. */
   async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
     if (this.#relations !== undefined && rows.length > 0) await this.#relations.load(db, rows, only)

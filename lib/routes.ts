@@ -148,6 +148,7 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
 
 /** Loads the relations of a handler's result: a row, rows, or anything else (left alone). */
 async function withRelations (resource: Resource, db: AnyDatabase, result: unknown, only?: ReadonlySet<string>): Promise<unknown> {
+  if (!resource.hasRelations) return result
   if (Array.isArray(result)) await resource.load(db, result.filter(isRecord), only)
   else if (isRecord(result)) await resource.load(db, [result], only)
   return result
@@ -235,8 +236,9 @@ function setPrecondition (request: FastifyRequest, context: RouteContext): void 
 /** Hooks before the body is read: no body on reads and DELETE, the bearer check of protected methods, and of open ones when a token is sent. */
 function onRequestOf (method: ViewsetMethod, context: RouteContext): Pick<RouteOptions, 'onRequest'> {
   const hooks = []
-  // These routes take no body: an empty one is no body, whatever Content-Type a client sets by default.
-  if (method === 'LIST' || method === 'GET' || method === 'DELETE') hooks.push(ignoreEmptyBody)
+  // DELETE takes no body: an empty one is no body, whatever Content-Type a client sets by default. Fastify
+  // never reads a GET's body (LIST and GET need no hook).
+  if (method === 'DELETE') hooks.push(ignoreEmptyBody)
   if (context.protectedMethods.includes(method)) hooks.push(authHook(method, context.auth))
   else if (context.verifiesTokens) hooks.push(openTokenHook(context.auth))
   return hooks.length > 0 ? { onRequest: hooks } : {}

@@ -218,7 +218,12 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       recordListPage(request, { query, total, cursors: { next: cursor(page.next), prev: cursor(page.prev) } })
       return servedRows<S>(page.rows)
     }
-    const [rows, total] = await Promise.all([resource.list(db, query, scope), query.count ? resource.count(db, query, scope) : undefined])
+    if (!query.count) {
+      const rows = await resource.list(db, query, scope)
+      recordListPage(request, { query, total: undefined })
+      return servedRows<S>(rows)
+    }
+    const [rows, total] = await Promise.all([resource.list(db, query, scope), resource.count(db, query, scope)])
     recordListPage(request, { query, total })
     return servedRows<S>(rows)
   }

@@ -135,17 +135,16 @@ export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[
   if (log !== undefined && typeof log !== 'function') return undefined
   const statement = handle.prepare(compiled.sql)
   if (!statement.reader || statement.busy) return undefined
+  if (log === undefined) return statement.all(compiled.parameters)
   const start = performance.now()
   let rows: Row[]
   try {
     rows = statement.all(compiled.parameters)
   } catch (error) {
-    if (log === undefined) throw error
     // The query's error is the one to report, whatever the logger does.
     void Promise.resolve().then(() => log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
     throw error
   }
-  if (log === undefined) return rows
   const logged = log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start } satisfies LogEvent)
   return logged instanceof Promise ? logged.then(() => rows) : rows
 }
