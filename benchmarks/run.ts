@@ -119,8 +119,15 @@ const assumedRate: Record<DatabaseKind, number> = { sqlite: 30_000, postgres: 15
 
 async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, options: BenchOptions, retries: { left: number }): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
   const profileDir = join(options.dataDir, 'profiles')
-  const servers = await Promise.all(options.systems.map(async (system) =>
+  const started = await Promise.allSettled(options.systems.map(async (system) =>
     await startServer(system, target, { profileDir: options.profile.includes(system) ? profileDir : undefined, runtime: options.runtime })))
+  const servers = started.flatMap((outcome) => outcome.status === 'fulfilled' ? [outcome.value] : [])
+  const failed = started.find((outcome) => outcome.status === 'rejected')
+  if (failed !== undefined) {
+    // The servers that did start would keep the runner alive: stop them before giving up.
+    await Promise.all(servers.map(async (server) => { await server.stop() }))
+    throw failed.reason
+  }
   for (const server of servers) {
     const { execArgv, library } = server.runtime
     options.log(`  ${server.system} (pid ${server.pid}): node ${[...execArgv, 'server.js'].join(' ')}, fastify-viewsets → ${relative(process.cwd(), library)}`)
