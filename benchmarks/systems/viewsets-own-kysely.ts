@@ -1,9 +1,9 @@
 import Fastify from 'fastify'
-import { withPreparedStatements } from 'fastify-viewsets'
+import { createViewset, withPreparedStatements } from 'fastify-viewsets'
 import type { DatabaseTarget } from '../seed.js'
 import type { SystemServer } from '../server.js'
 import { usersKysely } from './connections.js'
-import { registerViewsets } from './viewsets.js'
+import { registerViewsets } from './viewsets-app.js'
 
 // This library over a Kysely instance the user built (`new Kysely({ dialect: new SqliteDialect(...) })`,
 // `new PostgresDialect({ pool })`), as most teams already have one: the same viewsets as `viewsets`, after
@@ -14,6 +14,5 @@ export async function build (target: DatabaseTarget): Promise<SystemServer> {
   const db = withPreparedStatements(users.db, users.handle)
   const app = Fastify({ logger: false })
   app.addHook('onClose', async () => { await db.destroy() })
-  const unsupported = await registerViewsets(app, db)
-  return { app, unsupported }
+  return { app, ...await registerViewsets(app, db, { createViewset }) }
 }

@@ -1,0 +1,113 @@
+import Fastify from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import type { Kysely } from 'kysely'
+// Types only: the library itself is passed in, so that one process loads one build of it (this commit's
+// dist/, or a baseline's).
+import type * as Library from 'fastify-viewsets'
+import { Book, BookWithRelations, VersionedBook } from '../data.js'
+import type { BenchDB } from '../data.js'
+import type { ScenarioId } from '../scenarios.js'
+import type { DatabaseTarget } from '../seed.js'
+import type { SystemServer } from '../server.js'
+import { naiveOnce } from './hand-written.js'
+
+// The viewsets of the `viewsets` systems: the plain books viewset, one that eager-loads relations, and one
+// over versioned_books whose ETag is its version column (the GET without a hash). Each of them runs over a
+// build of the library it is given (this commit's dist/, or another build of it).
+
+/** What the viewsets need of fastify-viewsets: this commit's build, or the one of `--baseline <ref>`. */
+export type ViewsetsLibrary = Pick<typeof Library, 'createViewset' | 'createDatabase'>
+
+function databaseUrl (target: DatabaseTarget): string {
+  return target.kind === 'sqlite' ? `sqlite:${target.file}` : target.url
+}
+
+/**
+ * Registers a plugin on a scratch app first (and runs its check there), so that a feature a build lacks
+ * marks its scenarios n/a instead of failing the whole server.
+ */
+async function tryPlugin (plugin: FastifyPluginAsync, check?: (scratch: FastifyInstance) => Promise<string | undefined>): Promise<string | undefined> {
+  const scratch = Fastify({ logger: false })
+  try {
+    await scratch.register(plugin, { prefix: '/probe' })
+    await scratch.ready()
+    return await check?.(scratch)
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error)
+  } finally {
+    await scratch.close().catch(() => {})
+  }
+}
+
+/** A viewset that some scenarios need and that a build may lack. */
+interface OptionalViewset {
+  /** The option it depends on, named in the n/a reason. */
+  feature: string
+  scenarios: ScenarioId[]
+  prefix: string
+  /** A fresh plugin each time: one for the scratch app, one for the server. */
+  plugin: () => FastifyPluginAsync
+  /** Proof that the build honours the option, for options an older build would ignore without a word. */
+  check?: (scratch: FastifyInstance) => Promise<string | undefined>
+}
+
+/** The viewsets of the benchmark over a Kysely instance, however it was made; returns the scenarios it cannot serve. */
+export async function registerViewsets (app: FastifyInstance, db: Kysely<BenchDB>, { createViewset }: Pick<ViewsetsLibrary, 'createViewset'>): Promise<Pick<SystemServer, 'unsupported'>> {
+  const unsupported: SystemServer['unsupported'] = {
+    'eager-n1': naiveOnce,
+    'get-untagged': 'a viewset always sends an ETag on GET: its cost is GET by id against the versionField row',
+  }
+  await app.register(createViewset({
+    db,
+    table: 'books',
+    schema: Book,
+    methods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
+    filterFields: { author_id: ['eq'] },
+    orderingFields: ['id', 'title', 'year', 'price'],
+  }), { prefix: '/books' })
+
+  const optional: OptionalViewset[] = [
+    {
+      feature: 'versionField',
+      scenarios: ['get-versioned'],
+      prefix: '/versioned-books',
+      plugin: () => createViewset({ db, table: 'versioned_books', schema: VersionedBook, methods: ['GET'], versionField: 'version' }),
+      // A build before versionField ignores the unknown option and hashes the body: the ETag must be the version.
+      check: async (scratch) => {
+        const response = await scratch.inject({ method: 'GET', url: '/probe/1' })
+        const version: unknown = response.statusCode === 200 ? response.json<{ version?: unknown }>().version : undefined
+        const etag = response.headers.etag
+        return etag === `"${String(version)}"` ? undefined : `this build ignores it (GET answers ${response.statusCode} with ETag ${String(etag)}, not the row's version)`
+      },
+    },
+    {
+      feature: 'relatedConfig',
+      scenarios: ['eager'],
+      prefix: '/books-full',
+      plugin: () => createViewset({
+        db,
+        table: 'books',
+        schema: BookWithRelations,
+        methods: ['LIST'],
+        relatedConfig: {
+          selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } },
+          prefetchRelated: { tags: { table: 'tags', through: { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' } } },
+        },
+      }),
+    },
+  ]
+  for (const viewset of optional) {
+    const failure = await tryPlugin(viewset.plugin(), viewset.check)
+    if (failure === undefined) await app.register(viewset.plugin(), { prefix: viewset.prefix })
+    else for (const id of viewset.scenarios) unsupported[id] = `${viewset.feature}: ${failure}`
+  }
+  return { unsupported }
+}
+
+/** A server with the benchmark's viewsets over `createDatabase`, both from the given build. */
+export async function buildViewsets (target: DatabaseTarget, { createDatabase, createViewset }: ViewsetsLibrary): Promise<SystemServer> {
+  const db = createDatabase<BenchDB>(databaseUrl(target))
+  const app = Fastify({ logger: false })
+  app.addHook('onClose', async () => { await db.destroy() })
+  return { app, ...await registerViewsets(app, db, { createViewset }) }
+}
