@@ -1,12 +1,12 @@
-import { systemNames } from './scenarios.js'
+import { baselineSystem } from './scenarios.js'
 import type { ScenarioId, SystemName } from './scenarios.js'
 import type { DatabaseKind, Results, ScenarioResult } from './results.js'
-import { throughput } from './results.js'
+import { shownSystems, throughput } from './results.js'
 
 // A hand-made SVG bar chart: one panel per database, one group of bars per scenario. Each group is
 // scaled to its own fastest system, since GET and eager loading differ by an order of magnitude.
 
-const colors: Record<SystemName, string> = { raw: '#9ca3af', kysely: '#60a5fa', viewsets: '#16a34a', platformatic: '#f59e0b', 'viewsets-own-kysely': '#86efac' }
+const colors: Record<SystemName, string> = { raw: '#9ca3af', kysely: '#60a5fa', viewsets: '#16a34a', platformatic: '#f59e0b', 'viewsets-own-kysely': '#86efac', 'viewsets-baseline': '#14532d' }
 const databaseTitles: Record<DatabaseKind, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' }
 
 export const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
@@ -26,7 +26,8 @@ export function chartSvg (results: Results): string {
   parts.push(`<text x="16" y="${y}" font-size="11" fill="#555">${escape(`${results.date.slice(0, 10)} · ${machine.cpus} × ${machine.model} · ${machine.memoryGiB} GiB · Node ${machine.node} · ${settings.rounds} round(s) × ${settings.duration} s, ${settings.connections} connections`)}</text>`)
   y += 20
   let legendX = 16
-  for (const system of systemNames) {
+  const systems = shownSystems(results)
+  for (const system of systems) {
     parts.push(`<rect x="${legendX}" y="${y - 10}" width="12" height="12" fill="${colors[system]}"/><text x="${legendX + 16}" y="${y}" font-size="12">${system}</text>`)
     legendX += 30 + system.length * 7
   }
@@ -36,7 +37,7 @@ export function chartSvg (results: Results): string {
     parts.push(`<text x="16" y="${y}" font-size="14" font-weight="bold">${databaseTitles[database]}</text>`)
     y += 10
     for (const [, scenario] of Object.entries(results.databases[database] ?? {}) as Array<[ScenarioId, ScenarioResult]>) {
-      const bars = systemNames.flatMap((system) => {
+      const bars = systems.flatMap((system) => {
         const value = throughput(scenario.systems[system])
         return value === undefined ? [] : [{ system, value }]
       })
@@ -49,7 +50,9 @@ export function chartSvg (results: Results): string {
         return ratio === undefined ? [] : [`${ratio.toFixed(2)}× ${other}`]
       })
       const own = scenario.ratios['viewsets-own-kysely/raw']
-      const lines = [ratios.slice(0, 2).join(' · '), ratios.slice(2).join(' · '), own === undefined ? '' : `own Kysely ${own.toFixed(2)}× raw`].filter((line) => line !== '')
+      // Only with --baseline: this build against the baseline's.
+      const baseline = scenario.ratios[`viewsets/${baselineSystem}`]
+      const lines = [ratios.slice(0, 2).join(' · '), ratios.slice(2).join(' · '), own === undefined ? '' : `own Kysely ${own.toFixed(2)}× raw`, baseline === undefined ? '' : `${baseline.toFixed(2)}× baseline`].filter((line) => line !== '')
       const top = y + Math.max(0, (groupHeight - 14 - 12 * lines.length) / 2)
       parts.push(`<text x="16" y="${top + 11}" font-size="12">${escape(scenario.title)}</text>`)
       lines.forEach((line, index) => {

@@ -24,6 +24,8 @@ export interface RunningServer {
   url: string
   pid: number
   unsupported: Partial<Record<ScenarioId, string>>
+  /** What it does differently on scenarios it serves (see SystemServer.notes). */
+  notes: Partial<Record<ScenarioId, string>>
   runtime: ServerRuntime
   /** Forgets the peak resident set size so far, where the platform allows it. */
   resetPeakMemory (): void
@@ -41,11 +43,12 @@ export interface RunningServer {
  */
 export type ServerRuntimeKind = 'dist' | 'source'
 
-/** Starts one system in its own process and waits until it listens. */
-export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined, runtime?: ServerRuntimeKind } = {}): Promise<RunningServer> {
+/** Starts one system in its own process and waits until it listens; `library` is the baseline's build (`viewsets-baseline`). */
+export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined, runtime?: ServerRuntimeKind, library?: string | undefined } = {}): Promise<RunningServer> {
   const execArgv: string[] = []
   if (options.profileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${system}-${target.kind}`)}`)
-  const args = [system, JSON.stringify(target)]
+  // `library`: the dist/index.js of another build (the baseline's), which the server imports instead of the package.
+  const args = [system, JSON.stringify(target), ...options.library === undefined ? [] : [options.library]]
   const child = options.runtime === 'source'
     ? fork(fileURLToPath(new URL('./server.ts', import.meta.url)), args, { execArgv: ['--conditions=source', '--import', 'tsx', ...execArgv], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
     : plainNode('server.ts', args, execArgv)
@@ -68,6 +71,7 @@ export async function startServer (system: SystemName, target: DatabaseTarget, o
     url: `http://127.0.0.1:${ready.port}`,
     pid,
     unsupported: ready.unsupported,
+    notes: ready.notes,
     runtime: ready.runtime,
     resetPeakMemory () {
       if (!canReset) return

@@ -1,20 +1,43 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { systemNames } from './scenarios.js'
+import { baselineSystem } from './scenarios.js'
 import type { ScenarioId, SystemName } from './scenarios.js'
-import { minimumRatios } from './results.js'
+import { hasBaseline, minimumRatios, shownSystems } from './results.js'
 import type { Cell, DatabaseKind, EtagCost, Results, ScenarioResult, Target } from './results.js'
 
 const databaseTitles: Record<DatabaseKind, string> = { sqlite: 'SQLite (better-sqlite3, WAL file)', postgres: 'PostgreSQL (pg, pool of 10)' }
-const systemTitles: Record<SystemName, string> = { raw: 'raw', kysely: 'kysely', viewsets: 'viewsets', platformatic: 'platformatic', 'viewsets-own-kysely': 'viewsets, own Kysely' }
-/** The ratio columns: ours against the ceiling, the peer and the hand-written code. */
-const ratioColumns: Array<{ key: string, title: string, target?: 'raw' | 'platformatic' }> = [
+const systemTitles: Record<SystemName, string> = { raw: 'raw', kysely: 'kysely', viewsets: 'viewsets', platformatic: 'platformatic', 'viewsets-own-kysely': 'viewsets, own Kysely', 'viewsets-baseline': 'viewsets, baseline' }
+interface RatioColumn {
+  key: string
+  title: string
+  target?: 'raw' | 'platformatic'
+  /** Shown only in a run with `--baseline`. */
+  baseline?: true
+}
+
+/** The ratio columns: ours against the ceiling, the peer and the hand-written code, and this build against the baseline's. */
+const allRatioColumns: RatioColumn[] = [
   { key: 'viewsets/raw', title: 'viewsets ÷ raw', target: 'raw' },
   { key: 'viewsets/platformatic', title: 'viewsets ÷ platformatic', target: 'platformatic' },
   { key: 'viewsets/kysely', title: 'viewsets ÷ kysely' },
   { key: 'viewsets-own-kysely/raw', title: 'own Kysely ÷ raw', target: 'raw' },
   { key: 'viewsets-own-kysely/platformatic', title: 'own Kysely ÷ platformatic', target: 'platformatic' },
+  { key: `viewsets/${baselineSystem}`, title: 'viewsets ÷ baseline', baseline: true },
 ]
+
+/** Server CPU per request, theirs ÷ ours (above 1: ours spends less), as the second table shows it. */
+const allCpuColumns: RatioColumn[] = [
+  { key: 'raw/viewsets', title: 'CPU: raw ÷ viewsets' },
+  { key: 'platformatic/viewsets', title: 'platformatic ÷ viewsets' },
+  { key: 'raw/viewsets-own-kysely', title: 'raw ÷ own Kysely' },
+  { key: `${baselineSystem}/viewsets`, title: 'baseline ÷ viewsets', baseline: true },
+]
+
+/** The columns of a run: the baseline's only when it ran. */
+function columnsOf (columns: RatioColumn[], results: Results): RatioColumn[] {
+  const baseline = hasBaseline(results)
+  return columns.filter((column) => baseline || column.baseline !== true)
+}
 
 /** The hand-written analysis that results.md carries after the figures (kept across runs). */
 const analysisFile = fileURLToPath(new URL('./analysis.md', import.meta.url))
@@ -26,7 +49,8 @@ const ratio = (value: number | undefined) => value === undefined ? '–' : `${va
 function throughputText (cell: Cell | undefined): string {
   if (cell === undefined) return '–'
   if (cell.status !== 'measured') return cell.status
-  return integer(cell.requestsPerSecond)
+  // † : the system did something different on this scenario; the note under the table says what.
+  return `${integer(cell.requestsPerSecond)}${cell.note === undefined ? '' : ' †'}`
 }
 
 function scenarioRows (results: Results, database: DatabaseKind): Array<[ScenarioId, ScenarioResult]> {
@@ -34,7 +58,7 @@ function scenarioRows (results: Results, database: DatabaseKind): Array<[Scenari
 }
 
 /** A ratio, marked ✗ when a target column's value is under issue 18's minimum. */
-function ratioCell (database: DatabaseKind, id: ScenarioId, scenario: ScenarioResult, column: typeof ratioColumns[number]): string {
+function ratioCell (database: DatabaseKind, id: ScenarioId, scenario: ScenarioResult, column: RatioColumn): string {
   const value = scenario.ratios[column.key]
   const minimum = column.target === undefined || (id === 'eager' && column.target === 'platformatic') ? undefined : minimumRatios[database][column.target]
   const targeted = minimum !== undefined && ['get', 'list10', 'list100', 'filter', 'post', 'patch', 'delete', 'eager'].includes(id)
@@ -45,7 +69,7 @@ function ratioCell (database: DatabaseKind, id: ScenarioId, scenario: ScenarioRe
 function notes (results: Results, database: DatabaseKind): string[] {
   const lines: string[] = []
   for (const [, scenario] of scenarioRows(results, database)) {
-    for (const system of systemNames) {
+    for (const system of shownSystems(results)) {
       const cell = scenario.systems[system]
       if (cell === undefined) continue
       if (cell.status === 'measured' && (cell.errors > 0 || cell.non2xx > 0)) lines.push(`BROKEN ${scenario.title} / ${system}: ${cell.errors} errors, ${cell.non2xx} non-2xx`)
@@ -53,6 +77,14 @@ function notes (results: Results, database: DatabaseKind): string[] {
     }
   }
   return lines
+}
+
+/** The notes of measured cells (†): what a system did differently, such as a baseline's GET without an ETag. */
+function cellNotes (results: Results, database: DatabaseKind): string[] {
+  return scenarioRows(results, database).flatMap(([, scenario]) => shownSystems(results).flatMap((system) => {
+    const cell = scenario.systems[system]
+    return cell?.status === 'measured' && cell.note !== undefined ? [`† ${systemTitles[system]}, ${scenario.title}: ${cell.note}`] : []
+  }))
 }
 
 function targetText (target: Target): string {
@@ -85,13 +117,15 @@ export function consoleReport (results: Results): string {
   const out: string[] = []
   for (const database of Object.keys(results.databases) as DatabaseKind[]) {
     out.push('', `${databaseTitles[database]}: requests/s (p50 / p99 ms), peak RSS MiB, server CPU µs per request`)
-    const header = ['scenario'.padEnd(40), ...systemNames.map((system) => systemTitles[system].padStart(32)), ...ratioColumns.map((column) => column.title.replace('viewsets ', 'vs ').replace('platformatic', 'plat.').padStart(20))]
+    const systems = shownSystems(results)
+    const ratioColumns = columnsOf(allRatioColumns, results)
+    const header = ['scenario'.padEnd(40), ...systems.map((system) => systemTitles[system].padStart(32)), ...ratioColumns.map((column) => column.title.replace('viewsets ', 'vs ').replace('platformatic', 'plat.').padStart(20))]
     out.push(header.join(''))
     for (const [id, scenario] of scenarioRows(results, database)) {
-      const cells = systemNames.map((system) => {
+      const cells = systems.map((system) => {
         const cell = scenario.systems[system]
         const text = cell?.status === 'measured'
-          ? `${integer(cell.requestsPerSecond)} (${ms(cell.p50)}/${ms(cell.p99)}) ${Math.round(cell.peakRssMiB)}M ${Math.round(cell.cpuMicrosPerRequest)}µs`
+          ? `${integer(cell.requestsPerSecond)} (${ms(cell.p50)}/${ms(cell.p99)}) ${Math.round(cell.peakRssMiB)}M ${Math.round(cell.cpuMicrosPerRequest)}µs${cell.note === undefined ? '' : ' †'}`
           : throughputText(cell)
         return text.padStart(32)
       })
@@ -99,7 +133,7 @@ export function consoleReport (results: Results): string {
       out.push([scenario.title.slice(0, 39).padEnd(40), ...cells, ...ratios].join(''))
       if (scenario.ratios['viewsets/n+1'] !== undefined) out.push(`${''.padEnd(40)}viewsets vs naive N+1: ${ratio(scenario.ratios['viewsets/n+1'])}`)
     }
-    for (const line of notes(results, database)) out.push(line)
+    for (const line of [...notes(results, database), ...cellNotes(results, database)]) out.push(line)
   }
   const extra = extraLines(results)
   if (extra.length > 0) out.push('', ...extra)
@@ -129,12 +163,14 @@ function stealNote (results: Results): string {
 
 /** The requests/s table of one database (also what the README shows). */
 export function throughputTable (results: Results, database: DatabaseKind): string[] {
+  const systems = shownSystems(results)
+  const ratioColumns = columnsOf(allRatioColumns, results)
   const out = [
-    `| scenario | ${systemNames.map((system) => systemTitles[system]).join(' | ')} | ${ratioColumns.map((column) => column.title).join(' | ')} |`,
-    `|---|${systemNames.map(() => '---:').join('|')}|${ratioColumns.map(() => '---:').join('|')}|`,
+    `| scenario | ${systems.map((system) => systemTitles[system]).join(' | ')} | ${ratioColumns.map((column) => column.title).join(' | ')} |`,
+    `|---|${systems.map(() => '---:').join('|')}|${ratioColumns.map(() => '---:').join('|')}|`,
   ]
   for (const [id, scenario] of scenarioRows(results, database)) {
-    const cells = systemNames.map((system) => throughputText(scenario.systems[system]))
+    const cells = systems.map((system) => throughputText(scenario.systems[system]))
     const ratios = ratioColumns.map((column) => ratioCell(database, id, scenario, column))
     const title = scenario.ratios['viewsets/n+1'] === undefined ? scenario.title : `${scenario.title} (viewsets ÷ N+1: ${ratio(scenario.ratios['viewsets/n+1'])})`
     out.push(`| ${title} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`)
@@ -158,10 +194,11 @@ export function extraMarkdown (results: Results, heading = '##', chartDir = ''):
     out.push('', 'A negative difference is noise: on this shared machine the same GET measured in two slots of one round differs by several µs, and on PostgreSQL by tens. SHA-1 over a body of about 80 bytes costs a few µs at most. The versionField row is one integer longer, and raw\'s versionField GET reads the same table as viewsets\'.')
   }
   if (results.memory !== undefined) {
+    const systems = shownSystems(results)
     out.push('', `${heading} Peak memory under the load`, '', `Peak RSS (VmHWM) of each server process, the highest over all its measurements. Target: ours ≤ raw + 10 MiB.`, '',
-      `| database | ${systemNames.map((system) => systemTitles[system]).join(' | ')} |`, `|---|${systemNames.map(() => '---:').join('|')}|`)
+      `| database | ${systems.map((system) => systemTitles[system]).join(' | ')} |`, `|---|${systems.map(() => '---:').join('|')}|`)
     for (const [database, peaks] of Object.entries(results.memory)) {
-      out.push(`| ${database} | ${systemNames.map((system) => peaks?.[system] === undefined ? '–' : `${peaks[system]} MiB`).join(' | ')} |`)
+      out.push(`| ${database} | ${systems.map((system) => peaks?.[system] === undefined ? '–' : `${peaks[system]} MiB`).join(' | ')} |`)
     }
   }
   const startup = results.startup
@@ -206,6 +243,14 @@ export function machineLine (results: Results): string {
   return `${results.date.slice(0, 10)}: ${machine.cpus} × ${machine.model}, ${machine.memoryGiB} GiB RAM, ${machine.platform} (kernel ${machine.kernel}), Node ${machine.node}`
 }
 
+/** With `--baseline`: which build the baseline column ran, and how to read its ratios. */
+function baselineNote (results: Results): string[] {
+  const baseline = results.settings.baseline
+  if (baseline === undefined || !hasBaseline(results)) return []
+  return [`**viewsets, baseline** = the same viewsets as **viewsets**, over the library built at \`${baseline.ref}\` (${baseline.commit.slice(0, 12)}, \`--baseline\`),`,
+    'in the same interleaved rounds: "viewsets ÷ baseline" (requests/s) and "baseline ÷ viewsets" (CPU per request) above 1 mean this build is faster.']
+}
+
 /** The Markdown of one run (benchmarks/results.md). */
 export function markdownReport (results: Results): string {
   const { settings } = results
@@ -221,6 +266,7 @@ export function markdownReport (results: Results): string {
     '**kysely** = hand-written Fastify + Kysely routes with the same schemas; **viewsets** = this library over `createDatabase`;',
     '**viewsets, own Kysely** = the same viewsets over a Kysely the user built (`new Kysely({ dialect: new SqliteDialect(...) })`, `PostgresDialect`);',
     '**platformatic** = `@platformatic/sql-mapper` + `@platformatic/sql-openapi` 2.61.0 (no ETag, no eager LIST).',
+    ...baselineNote(results),
     'In the eager-loading rows, raw and kysely are hand-written batched versions (3 queries); the N+1 row is a naive hand-written Kysely version.',
     'DELETE: before each measurement the runner inserts a batch of rows (more than the fastest system can delete in that time, outside the timed window);',
     'each request deletes the next one, so every request deletes a row that exists; the leftovers are removed afterwards.',
@@ -235,22 +281,25 @@ export function markdownReport (results: Results): string {
     out.push('', `## ${databaseTitles[database]}`, '', '### Requests per second (higher is better)', '')
     out.push(...throughputTable(results, database))
     out.push('', '### Latency p50 / p99 (ms), peak RSS (MiB), server CPU per request (µs)', '')
-    const cpuColumns = ['raw/viewsets', 'platformatic/viewsets', 'raw/viewsets-own-kysely']
-    out.push(`| scenario | ${systemNames.map((system) => systemTitles[system]).join(' | ')} | CPU: raw ÷ viewsets | platformatic ÷ viewsets | raw ÷ own Kysely |`)
-    out.push(`|---|${systemNames.map(() => '---:').join('|')}|---:|---:|---:|`)
+    const systems = shownSystems(results)
+    const cpuColumns = columnsOf(allCpuColumns, results)
+    out.push(`| scenario | ${systems.map((system) => systemTitles[system]).join(' | ')} | ${cpuColumns.map((column) => column.title).join(' | ')} |`)
+    out.push(`|---|${systems.map(() => '---:').join('|')}|${cpuColumns.map(() => '---:').join('|')}|`)
     for (const [, scenario] of scenarioRows(results, database)) {
-      const cells = systemNames.map((system) => {
+      const cells = systems.map((system) => {
         const cell = scenario.systems[system]
         return cell?.status === 'measured' ? `${ms(cell.p50)} / ${ms(cell.p99)} · ${Math.round(cell.peakRssMiB)} · ${Math.round(cell.cpuMicrosPerRequest)}` : throughputText(cell)
       })
-      const cpu = cpuColumns.map((key) => ratio(scenario.cpuRatios?.[key]))
+      const cpu = cpuColumns.map((column) => ratio(scenario.cpuRatios?.[column.key]))
       out.push(`| ${scenario.title} | ${cells.join(' | ')} | ${cpu.join(' | ')} |`)
     }
     const problems = notes(results, database)
     out.push('', problems.length === 0 ? 'Errors and non-2xx answers: 0 in every measurement.' : problems.map((line) => `- ${line}`).join('\n'))
+    const marked = cellNotes(results, database)
+    if (marked.length > 0) out.push('', ...marked.map((line) => `- ${line}`))
     const reasons = new Set<string>()
     for (const [, scenario] of scenarioRows(results, database)) {
-      for (const system of systemNames) {
+      for (const system of systems) {
         const cell = scenario.systems[system]
         if (cell?.status === 'n/a') reasons.add(`${systemTitles[system]}, ${scenario.title}: ${cell.reason}`)
       }

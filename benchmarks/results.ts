@@ -1,7 +1,7 @@
 import { cpus, release, totalmem } from 'node:os'
 import { readFileSync } from 'node:fs'
 import type { Sample } from './measure.js'
-import { ourSystems, scenarioById, systemNames } from './scenarios.js'
+import { allSystemNames, baselineSystem, ourSystems, scenarioById, systemNames } from './scenarios.js'
 import type { ScenarioId, SystemName } from './scenarios.js'
 
 export type DatabaseKind = 'sqlite' | 'postgres'
@@ -14,6 +14,8 @@ export type Cell =
     errors: number
     non2xx: number
     rounds: Sample[]
+    /** What this system did differently on the scenario (a baseline's GET without an ETag). */
+    note?: string
   })
   | { status: 'n/a' | 'failed', reason: string }
 
@@ -106,6 +108,8 @@ export interface Settings {
   stealLimit: number
   /** How the servers ran (see processes.ts): `dist` is plain node over the built package. */
   runtime?: 'dist' | 'source'
+  /** The build `viewsets-baseline` ran (`--baseline <ref>`): the ref as given and its commit. */
+  baseline?: { ref: string, commit: string }
 }
 
 export interface Results {
@@ -181,6 +185,8 @@ export function addRatios (scenarios: Partial<Record<ScenarioId, ScenarioResult>
       if (ours?.status !== 'measured') continue
       const others: Array<[string, Cell | undefined]> = [['kysely', result.systems.kysely], ['raw', result.systems.raw], ['platformatic', result.systems.platformatic]]
       if (id === 'eager') others.push(['n+1', scenarios['eager-n1']?.systems.kysely])
+      // With --baseline: this build against the one before the change (`viewsets/viewsets-baseline`).
+      if (name === 'viewsets' && result.systems[baselineSystem] !== undefined) others.push([baselineSystem, result.systems[baselineSystem]])
       for (const [other, theirs] of others) {
         const paired = pairedRatio(ours, theirs)
         if (paired !== null) result.ratios[`${name}/${other}`] = paired
@@ -201,11 +207,21 @@ function pairedRatio (a: Cell | undefined, b: Cell | undefined): number | null {
   return paired.length > 0 ? round2(median(paired)) : null
 }
 
+/** The systems a run has, in the order they are shown: the default ones, and the baseline when it ran. */
+export function shownSystems (results: Pick<Results, 'databases'>): SystemName[] {
+  return hasBaseline(results) ? [...systemNames, baselineSystem] : [...systemNames]
+}
+
+/** Whether `viewsets-baseline` ran (`--baseline`): its column and the `viewsets ÷ baseline` ratios show only then. */
+export function hasBaseline (results: Pick<Results, 'databases'>): boolean {
+  return Object.values(results.databases).some((scenarios) => Object.values(scenarios ?? {}).some((result) => result.systems[baselineSystem] !== undefined))
+}
+
 /** Peak RSS per system over all of a database's measurements. */
 export function peakMemory (scenarios: Partial<Record<ScenarioId, ScenarioResult>>): Partial<Record<SystemName, number>> {
   const peaks: Partial<Record<SystemName, number>> = {}
   for (const result of Object.values(scenarios)) {
-    for (const system of systemNames) {
+    for (const system of allSystemNames) {
       const cell = result.systems[system]
       if (cell?.status === 'measured') peaks[system] = Math.round(Math.max(peaks[system] ?? 0, cell.peakRssMiB))
     }

@@ -2,6 +2,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { ensureBaseline } from './baseline.js'
+import type { Baseline } from './baseline.js'
 import { ensureBuilt } from './build.js'
 import { chartSvg } from './chart.js'
 import { growthChartSvg } from './growth-chart.js'
@@ -14,7 +16,7 @@ import type { RunningServer, ServerRuntimeKind } from './processes.js'
 import { consoleReport, markdownReport } from './report.js'
 import { addRatios, cellOf, checkTargets, describeMachine, etagCosts, peakMemory } from './results.js'
 import type { DatabaseKind, Results, ScenarioResult } from './results.js'
-import { scenarioById, scenarioIds, systemNames } from './scenarios.js'
+import { allSystemNames, baselineSystem, scenarioById, scenarioIds, systemNames } from './scenarios.js'
 import type { Scenario, ScenarioId, SystemName } from './scenarios.js'
 import { doomedRows } from './doomed-rows.js'
 import { dropPostgres, seedPostgres, seedSqlite } from './seed.js'
@@ -39,6 +41,11 @@ export interface BenchOptions {
   rounds: number
   connections: number
   systems: readonly SystemName[]
+  /**
+   * A git ref: the run adds `viewsets-baseline`, the same viewsets over the library built at that commit, to
+   * compare the build before a change with the build after it in the same interleaved rounds.
+   */
+  baseline?: string
   scenarios: readonly ScenarioId[]
   /** The PostgreSQL server of the `postgres` runs (they use a schema of their own). */
   postgresUrl: string | undefined
@@ -76,6 +83,7 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
   const databases = overrides.databases ?? (postgresUrl === undefined ? ['sqlite'] : ['sqlite', 'postgres'])
   const both = databases.length > 1
   const quick = overrides.quick ?? false
+  const systems = overrides.systems ?? systemNames
   return {
     // 44 measurements per database and round. On a shared virtual machine a system's speed drifts within
     // seconds, so many short interleaved rounds give steadier medians than a few long ones: with both
@@ -86,7 +94,6 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
     retryShare: 0.05,
     rounds: quick ? 1 : both ? 7 : 8,
     connections: 10,
-    systems: systemNames,
     scenarios: scenarioIds,
     postgresUrl,
     databases,
@@ -102,6 +109,8 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
     quick,
     log: (line) => { process.stderr.write(line + '\n') },
     ...overrides,
+    // A baseline is there to be measured: its system joins whichever systems were chosen.
+    systems: overrides.baseline === undefined || systems.includes(baselineSystem) ? systems : [...systems, baselineSystem],
   }
 }
 
@@ -117,10 +126,14 @@ interface Slot { id: ScenarioId, index: number, scenario: Scenario, server: Runn
 /** Requests/s assumed before a system's first measurement, to size the first batch of rows to delete. */
 const assumedRate: Record<DatabaseKind, number> = { sqlite: 30_000, postgres: 15_000 }
 
-async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, options: BenchOptions, retries: { left: number }): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
+async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, options: BenchOptions, baseline: Baseline | undefined, retries: { left: number }): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
   const profileDir = join(options.dataDir, 'profiles')
   const started = await Promise.allSettled(options.systems.map(async (system) =>
-    await startServer(system, target, { profileDir: options.profile.includes(system) ? profileDir : undefined, runtime: options.runtime })))
+    await startServer(system, target, {
+      profileDir: options.profile.includes(system) ? profileDir : undefined,
+      runtime: options.runtime,
+      library: system === baselineSystem ? baseline?.library : undefined,
+    })))
   const servers = started.flatMap((outcome) => outcome.status === 'fulfilled' ? [outcome.value] : [])
   const failed = started.find((outcome) => outcome.status === 'rejected')
   if (failed !== undefined) {
@@ -131,6 +144,7 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
   for (const server of servers) {
     const { execArgv, library } = server.runtime
     options.log(`  ${server.system} (pid ${server.pid}): node ${[...execArgv, 'server.js'].join(' ')}, fastify-viewsets → ${relative(process.cwd(), library)}`)
+    for (const [id, note] of Object.entries(server.notes)) options.log(`    ${id}: ${note}`)
   }
   // A fresh process runs its first scenario on cold code (the first measured slot would pay for the JIT):
   // each server gets a little unmeasured load on each read first. Writes wait for their own block (their
@@ -208,7 +222,8 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
       for (const { id, server } of slots) {
         const rounds = samples.get(`${id}/${server.system}`)
         const result = scenarios[id]
-        if (rounds !== undefined && result !== undefined) result.systems[server.system] = cellOf(rounds)
+        const note = server.notes[id]
+        if (rounds !== undefined && result !== undefined) result.systems[server.system] = { ...cellOf(rounds), ...note === undefined ? {} : { note } }
       }
     }
   } finally {
@@ -227,11 +242,24 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
     writeOutputs(results, options)
     return results
   }
+  const measuresBaseline = options.systems.includes(baselineSystem) && options.phases.includes('throughput')
+  if (measuresBaseline && options.baseline === undefined) throw new Error(`--systems ${baselineSystem} needs --baseline <git-ref>: the commit whose build it runs`)
+  // Built before anything is timed (a first build of a ref takes a tsc run), and first, so that an unknown ref stops the run at once.
+  const baseline = measuresBaseline && options.baseline !== undefined ? ensureBaseline(options.baseline, options.log) : undefined
   ensureBuilt(options.log)
   const results: Results = {
     date: new Date().toISOString(),
     machine: describeMachine(),
-    settings: { rounds: options.rounds, warmup: options.warmup, duration: options.duration, connections: options.connections, quick: options.quick, stealLimit: options.stealLimit, runtime: options.runtime },
+    settings: {
+      rounds: options.rounds,
+      warmup: options.warmup,
+      duration: options.duration,
+      connections: options.connections,
+      quick: options.quick,
+      stealLimit: options.stealLimit,
+      runtime: options.runtime,
+      ...baseline === undefined ? {} : { baseline: { ref: baseline.ref, commit: baseline.commit } },
+    },
     databases: {},
     targets: [],
   }
@@ -244,14 +272,14 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
   if (options.phases.includes('throughput')) {
     if (options.databases.includes('sqlite')) {
       options.log('Seeding SQLite…')
-      results.databases.sqlite = await measureDatabase('sqlite', seedSqlite(join(options.dataDir, 'bench.db')), options, retries)
+      results.databases.sqlite = await measureDatabase('sqlite', seedSqlite(join(options.dataDir, 'bench.db')), options, baseline, retries)
     }
     if (options.databases.includes('postgres')) {
       const url = postgresUrl()
       options.log('Seeding PostgreSQL…')
       const target = await seedPostgres(url)
       try {
-        results.databases.postgres = await measureDatabase('postgres', target, options, retries)
+        results.databases.postgres = await measureDatabase('postgres', target, options, baseline, retries)
       } finally {
         await dropPostgres(url)
       }
@@ -320,6 +348,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
       rounds: { type: 'string' },
       connections: { type: 'string' },
       systems: { type: 'string' },
+      baseline: { type: 'string' },
       scenarios: { type: 'string' },
       databases: { type: 'string' },
       out: { type: 'string' },
@@ -340,7 +369,10 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   --warmup <s>            warm-up seconds before each measurement
   --rounds <n>            interleaved rounds (the median is reported)
   --connections <n>       autocannon connections (default 10)
-  --systems a,b           ${systemNames.join(', ')}
+  --systems a,b           ${systemNames.join(', ')} (default: all of these)
+  --baseline <git-ref>    also run ${baselineSystem}: the viewsets over the library built at that ref (built once
+                          into benchmarks/.data/baseline/<commit>), measured in the same interleaved rounds, with
+                          "viewsets ÷ baseline" ratios: the build before a change against the build after it
   --scenarios a,b         ${scenarioIds.join(', ')}
   --databases a,b         sqlite, postgres (default: sqlite, and postgres when BENCH_POSTGRES_URL is set)
   --out <dir>             where results.json, results.md and chart.svg go (default benchmarks/; benchmarks/.data/quick with --quick)
@@ -360,16 +392,17 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   set('warmup', number(values.warmup, 'warmup'))
   set('rounds', number(values.rounds, 'rounds'))
   set('connections', number(values.connections, 'connections'))
-  set('systems', list(values.systems, systemNames, 'systems'))
+  set('systems', list(values.systems, allSystemNames, 'systems'))
+  set('baseline', values.baseline)
   set('scenarios', list(values.scenarios, scenarioIds, 'scenarios'))
-  set('profile', list(values.profile, systemNames, 'profile'))
+  set('profile', list(values.profile, allSystemNames, 'profile'))
   set('databases', list(values.databases, ['sqlite', 'postgres'] as const, 'databases'))
   set('phases', list(values.phases, phaseNames, 'phases'))
   set('runtime', list(values.runtime, ['dist', 'source'] as const, 'runtime')?.[0])
   set('growthRows', number(values['growth-rows'], 'growth-rows'))
   if (values.out !== undefined) overrides.outDir = resolve(values.out)
-  // Only a full run refreshes the README: every system, scenario and phase, written to benchmarks/.
-  overrides.readme = values.quick !== true && values.out === undefined && values.systems === undefined && values.scenarios === undefined && values.phases === undefined && values.runtime === undefined
+  // Only a full run refreshes the README: every system (and no baseline), scenario and phase, written to benchmarks/.
+  overrides.readme = values.quick !== true && values.out === undefined && values.systems === undefined && values.baseline === undefined && values.scenarios === undefined && values.phases === undefined && values.runtime === undefined
   if (values.data !== undefined) overrides.dataDir = resolve(values.data)
   if (values['no-progress'] === true) overrides.progress = false
   if (values['report-from'] !== undefined) overrides.reportFrom = resolve(values['report-from'])

@@ -11,11 +11,15 @@ import type { ScenarioId, SystemName } from './scenarios.js'
 export interface SystemServer {
   app: FastifyInstance
   unsupported: Partial<Record<ScenarioId, string>>
+  /** What it does differently on a scenario it still serves (a baseline's GET without an ETag), shown beside its figure. */
+  notes?: Partial<Record<ScenarioId, string>>
+  /** The fastify-viewsets build it loaded, when not the package's own (`viewsets-baseline`). */
+  library?: string
 }
 
 /** What the server process says to the runner. */
 export type ServerMessage =
-  | { type: 'ready', port: number, unsupported: Partial<Record<ScenarioId, string>>, runtime: ServerRuntime }
+  | { type: 'ready', port: number, unsupported: Partial<Record<ScenarioId, string>>, notes: Partial<Record<ScenarioId, string>>, runtime: ServerRuntime }
   | { type: 'failed', message: string }
   | { type: 'memory', maxRss: number }
   | { type: 'cpu', micros: number }
@@ -24,19 +28,23 @@ export type ServerMessage =
 export interface ServerRuntime {
   /** `process.execArgv`: empty unless profiling (no loader, no `--conditions`). */
   execArgv: string[]
-  /** Where `import 'fastify-viewsets'` resolves in this process (dist/index.js). */
+  /** The fastify-viewsets build this process serves: where `import 'fastify-viewsets'` resolves (dist/index.js), or the baseline's dist/index.js. */
   library: string
 }
 
 /** What the runner says to the server process. */
 export type RunnerMessage = { type: 'stop' } | { type: 'memory' } | { type: 'cpu' }
 
-const builders: Record<SystemName, () => Promise<{ build: (target: DatabaseTarget) => Promise<SystemServer> }>> = {
+/** Builds a system's app; `library` is the baseline's dist/index.js, which only `viewsets-baseline` reads. */
+type Build = (target: DatabaseTarget, library: string | undefined) => Promise<SystemServer>
+
+const builders: Record<SystemName, () => Promise<{ build: Build }>> = {
   raw: async () => await import('./systems/raw.js'),
   kysely: async () => await import('./systems/kysely.js'),
   viewsets: async () => await import('./systems/viewsets.js'),
   platformatic: async () => await import('./systems/platformatic.js'),
   'viewsets-own-kysely': async () => await import('./systems/viewsets-own-kysely.js'),
+  'viewsets-baseline': async () => await import('./systems/viewsets-baseline.js'),
 }
 
 function send (message: ServerMessage): void {
@@ -44,11 +52,12 @@ function send (message: ServerMessage): void {
 }
 
 async function main (): Promise<void> {
-  const [system, targetJson] = process.argv.slice(2) as [SystemName, string]
+  const [system, targetJson, library] = process.argv.slice(2) as [SystemName, string, string | undefined]
   const target = JSON.parse(targetJson) as DatabaseTarget
   const builder = builders[system]
   if (builder === undefined) throw new Error(`unknown system ${system}`)
-  const { app, unsupported } = await (await builder()).build(target)
+  const server = await (await builder()).build(target, library)
+  const { app, unsupported, notes = {} } = server
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
   if (address === null || typeof address === 'string') throw new Error('no TCP address')
@@ -69,7 +78,7 @@ async function main (): Promise<void> {
     }
   })
   process.on('disconnect', () => { void stop() })
-  send({ type: 'ready', port: address.port, unsupported, runtime: { execArgv: process.execArgv, library: fileURLToPath(import.meta.resolve('fastify-viewsets')) } })
+  send({ type: 'ready', port: address.port, unsupported, notes, runtime: { execArgv: process.execArgv, library: server.library ?? fileURLToPath(import.meta.resolve('fastify-viewsets')) } })
 }
 
 main().catch((error: unknown) => {

@@ -13,7 +13,7 @@ import { naiveOnce } from './hand-written.js'
 
 // The viewsets of the `viewsets` systems: the plain books viewset, one that eager-loads relations, and one
 // over versioned_books whose ETag is its version column (the GET without a hash). Each of them runs over a
-// build of the library it is given (this commit's dist/, or another build of it).
+// build of the library it is given, so that `viewsets-baseline` serves the same viewsets from an older build.
 
 /** What the viewsets need of fastify-viewsets: this commit's build, or the one of `--baseline <ref>`. */
 export type ViewsetsLibrary = Pick<typeof Library, 'createViewset' | 'createDatabase'>
@@ -51,20 +51,30 @@ interface OptionalViewset {
   check?: (scratch: FastifyInstance) => Promise<string | undefined>
 }
 
-/** The viewsets of the benchmark over a Kysely instance, however it was made; returns the scenarios it cannot serve. */
-export async function registerViewsets (app: FastifyInstance, db: Kysely<BenchDB>, { createViewset }: Pick<ViewsetsLibrary, 'createViewset'>): Promise<Pick<SystemServer, 'unsupported'>> {
+/**
+ * The viewsets of the benchmark over a Kysely instance, however it was made; returns the scenarios it cannot
+ * serve, and notes on those it serves differently.
+ */
+export async function registerViewsets (app: FastifyInstance, db: Kysely<BenchDB>, { createViewset }: Pick<ViewsetsLibrary, 'createViewset'>): Promise<Required<Pick<SystemServer, 'unsupported' | 'notes'>>> {
   const unsupported: SystemServer['unsupported'] = {
     'eager-n1': naiveOnce,
     'get-untagged': 'a viewset always sends an ETag on GET: its cost is GET by id against the versionField row',
   }
-  await app.register(createViewset({
+  const books = () => createViewset({
     db,
     table: 'books',
     schema: Book,
     methods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
     filterFields: { author_id: ['eq'] },
     orderingFields: ['id', 'title', 'year', 'price'],
-  }), { prefix: '/books' })
+  })
+  await app.register(books(), { prefix: '/books' })
+  // A build before ETags (issue 17) answers GET without one: still GET by id, but hashing nothing, so its figure says so.
+  const untagged = await tryPlugin(books(), async (scratch) => {
+    const response = await scratch.inject({ method: 'GET', url: '/probe/1' })
+    return response.headers.etag === undefined ? 'this build sends no ETag on GET (it predates them): its GET hashes nothing, the other systems\' GET hashes the body' : undefined
+  })
+  const notes: Partial<Record<ScenarioId, string>> = untagged === undefined ? {} : { get: untagged }
 
   const optional: OptionalViewset[] = [
     {
@@ -101,7 +111,7 @@ export async function registerViewsets (app: FastifyInstance, db: Kysely<BenchDB
     if (failure === undefined) await app.register(viewset.plugin(), { prefix: viewset.prefix })
     else for (const id of viewset.scenarios) unsupported[id] = `${viewset.feature}: ${failure}`
   }
-  return { unsupported }
+  return { unsupported, notes }
 }
 
 /** A server with the benchmark's viewsets over `createDatabase`, both from the given build. */
