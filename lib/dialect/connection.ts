@@ -25,7 +25,13 @@ export interface ConnectionSettings {
  * Runs a compiled query outside Kysely's executor, where that cannot be told apart from going through
  * it (see prepared-kysely.ts), and returns its rows; `undefined` when it must go through Kysely.
  */
-export type DirectExecutor = (compiled: CompiledQuery) => Row[] | Promise<Row[]> | undefined
+export type DirectExecutor = (compiled: CompiledQuery) => DirectResult | Promise<DirectResult> | undefined
+
+/** What a shortcut answers, as the database's Kysely driver would: the rows, and a write's affected rows where the driver reports them. */
+export interface DirectResult {
+  readonly rows: Row[]
+  readonly numAffectedRows?: bigint
+}
 
 /** A database a connector opened: Kysely's dialect (its pool opens on first use) and its shortcut, if any. */
 export interface OpenedDatabase {

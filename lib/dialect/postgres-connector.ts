@@ -56,9 +56,9 @@ export const postgresConnector: DatabaseConnector = {
 
 function directOn (handle: PostgresHandle): DirectExecutor {
   return (compiled) => {
-    const rows = queryDirect(handle, compiled)
+    const result = queryDirect(handle, compiled)
     // What goes through Kysely may still be prepared, by the client's patched query (patchClientQuery).
-    if (rows === undefined && handle.named) markPreparable(compiled)
-    return rows
+    if (result === undefined && handle.named) markPreparable(compiled)
+    return result
   }
 }

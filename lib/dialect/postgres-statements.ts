@@ -1,5 +1,6 @@
-import type { CompiledQuery, KyselyConfig } from 'kysely'
+import type { CompiledQuery, KyselyConfig, RootOperationNode } from 'kysely'
 import { LruCache } from '../lru-cache.js'
+import type { DirectResult } from './connection.js'
 import type { Row } from './dialect.js'
 
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
@@ -27,9 +28,16 @@ export function markPreparable (compiled: CompiledQuery): void {
 /** pg's callback for a query's outcome: an error, or the result. */
 type QueryCallback<R> = (error: Error | null | undefined, result: R) => void
 
+/** The part of a pg `Result` read here. */
+interface PgResult {
+  readonly command: string
+  readonly rowCount: number | null
+  readonly rows: Row[]
+}
+
 /** The part of a pg `Pool` that direct reads use. */
 export interface PgPool {
-  connect: () => Promise<{ query: (text: string, values: unknown[], callback: QueryCallback<{ rows: Row[] }>) => void, release: () => void }>
+  connect: () => Promise<{ query: (text: string, values: unknown[], callback: QueryCallback<PgResult>) => void, release: () => void }>
   readonly ending: boolean
 }
 
@@ -63,13 +71,27 @@ export function isPgPool (value: unknown): value is UserPgPool {
  * context (pool.query may start it from whichever request released the client), which the cancel on
  * client disconnect relies on (dialect/postgres-cancel.ts). The client goes back healthy after an error.
  */
-async function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Row[]> {
+async function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<DirectResult> {
   const client = await pool.connect()
   try {
-    return (await viaCallback<{ rows: Row[] }>((done) => { client.query(text, values, done) })).rows
+    const { command, rowCount, rows } = await viaCallback<PgResult>((done) => { client.query(text, values, done) })
+    // What Kysely's PostgreSQL driver answers: a write's affected rows too.
+    return affectedBy.has(command) ? { rows, numAffectedRows: BigInt(rowCount ?? 0) } : { rows }
   } finally {
     client.release()
   }
+}
+
+/** The commands whose row count Kysely's PostgreSQL driver reports as affected rows. */
+const affectedBy = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE'])
+
+/**
+ * A SELECT, or a write that reads back (RETURNING): its rows are its whole result. A write without RETURNING
+ * goes through Kysely, which reports its affected rows.
+ */
+function readsRows (query: RootOperationNode): boolean {
+  if (query.kind === 'SelectQueryNode') return true
+  return (query.kind === 'InsertQueryNode' || query.kind === 'UpdateQueryNode' || query.kind === 'DeleteQueryNode') && query.returning !== undefined
 }
 
 /** The pool of a PostgreSQL database opened by createDatabase. */
@@ -86,22 +108,22 @@ export function postgresHandle (log: KyselyConfig['log'], named: boolean): Postg
 }
 
 /**
- * Runs a compiled SELECT on the pool of a PostgreSQL database opened by createDatabase (as a named statement
+ * Runs a compiled SELECT, or a write with RETURNING, on the pool of a PostgreSQL database opened by createDatabase (as a named statement
  * when they are on: see {@link patchClientQuery}). Outside a transaction Kysely does the same (a pooled
  * connection per query), with a few more promises per query. `undefined` when it must go through Kysely: the
  * pool not open yet or ended, or an array-form `log`.
  */
-export function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<Row[]> | undefined {
+export function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<DirectResult> | undefined {
   const { pool, log } = handle
-  if (pool === undefined || pool.ending || compiled.query.kind !== 'SelectQueryNode') return undefined
+  if (pool === undefined || pool.ending || !readsRows(compiled.query)) return undefined
   if (log !== undefined && typeof log !== 'function') return undefined
   if (handle.named) markPreparable(compiled)
   const values = compiled.parameters.slice()
   if (log === undefined) return pooledQuery(pool, compiled.sql, values)
   const start = performance.now()
-  return pooledQuery(pool, compiled.sql, values).then(async (rows) => {
+  return pooledQuery(pool, compiled.sql, values).then(async (result) => {
     await log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start })
-    return rows
+    return result
   }, async (error: unknown) => {
     await Promise.resolve(log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
     throw error

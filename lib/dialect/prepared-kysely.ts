@@ -3,12 +3,12 @@ import type {
   Compilable, CompiledQuery, ConnectionBuilder, ControlledTransactionBuilder, DatabaseIntrospector, Dialect, DrainOuterGeneric, Driver,
   KyselyConfig, KyselyPlugin, QueryExecutor, QueryId, QueryResult, TransactionBuilder,
 } from 'kysely'
-import type { AdoptedDatabase, DirectExecutor } from './connection.js'
+import type { AdoptedDatabase, DirectExecutor, DirectResult } from './connection.js'
 import type { Row } from './dialect.js'
 
-/** The rows a shortcut answered, as Kysely's executor would hand them on: through each plugin's `transformResult`. */
-async function resultOf<R> (rows: Row[], compiled: CompiledQuery, plugins: readonly KyselyPlugin[]): Promise<QueryResult<R>> {
-  let result: QueryResult<Row> = { rows }
+/** What a shortcut answered, as Kysely's executor would hand it on: through each plugin's `transformResult`. */
+async function resultOf<R> (direct: DirectResult, compiled: CompiledQuery, plugins: readonly KyselyPlugin[]): Promise<QueryResult<R>> {
+  let result: QueryResult<Row> = direct
   for (const plugin of plugins) result = await plugin.transformResult({ result, queryId: compiled.queryId })
   return result as QueryResult<R> // the caller's compiled query types its rows as R, as Kysely's executor trusts it
 }
@@ -35,8 +35,8 @@ export class PreparedKysely<DB> extends Kysely<DB> {
 
   override async executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
     const compiled = isCompilable(query) ? query.compile() : query
-    const rows = this.#direct(compiled)
-    if (rows !== undefined) return { rows: await rows as R[] } // the caller's compiled query types its rows as R, as Kysely's executor trusts it
+    const result = this.#direct(compiled)
+    if (result !== undefined) return await result as QueryResult<R> // the caller's compiled query types its rows as R, as Kysely's executor trusts it
     return await (queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
   }
 }
@@ -101,9 +101,9 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
       this.#adopted.viaKysely(compiled)
       return await this.#db.executeQuery(compiled)
     }
-    const rows = this.#adopted.direct(compiled)
-    if (rows === undefined) return await this.#db.executeQuery(compiled)
-    return await resultOf<R>(await rows, compiled, this.#plugins)
+    const result = this.#adopted.direct(compiled)
+    if (result === undefined) return await this.#db.executeQuery(compiled)
+    return await resultOf<R>(await result, compiled, this.#plugins)
   }
 
   override get introspection (): DatabaseIntrospector {

@@ -1,5 +1,6 @@
 import type { CompiledQuery, KyselyConfig, LogEvent, SqliteDatabase, SqliteStatement } from 'kysely'
 import { LruCache } from '../lru-cache.js'
+import type { DirectResult } from './connection.js'
 import type { Row } from './dialect.js'
 
 // Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
@@ -129,13 +130,14 @@ const directKinds = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryN
  * reads, and writes that read back (RETURNING), beside other open iterators, so other streams need no
  * waiting. A write without RETURNING goes through Kysely, which reports its affected rows and insert id.
  */
-export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[] | Promise<Row[]> | undefined {
+export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): DirectResult | Promise<DirectResult> | undefined {
   if (handle.database === undefined || !directKinds.has(compiled.query.kind) || handle.busy()) return undefined
   const { log } = handle
   if (log !== undefined && typeof log !== 'function') return undefined
   const statement = handle.prepare(compiled.sql)
   if (!statement.reader || statement.busy) return undefined
-  if (log === undefined) return statement.all(compiled.parameters)
+  // As Kysely's SQLite driver answers a statement that reads: its rows only.
+  if (log === undefined) return { rows: statement.all(compiled.parameters) }
   const start = performance.now()
   let rows: Row[]
   try {
@@ -146,5 +148,5 @@ export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Row[
     throw error
   }
   const logged = log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start } satisfies LogEvent)
-  return logged instanceof Promise ? logged.then(() => rows) : rows
+  return logged instanceof Promise ? logged.then(() => ({ rows })) : { rows }
 }
