@@ -1,4 +1,5 @@
-import type { CompiledQuery, KyselyConfig, LogEvent, SqliteDatabase, SqliteStatement } from 'kysely'
+import { InsertQueryNode, ValuesNode } from 'kysely'
+import type { CompiledQuery, KyselyConfig, LogEvent, RootOperationNode, SqliteDatabase, SqliteStatement } from 'kysely'
 import { LruCache } from '../lru-cache.js'
 import type { DirectResult } from './connection.js'
 import type { Row } from './dialect.js'
@@ -21,6 +22,7 @@ export interface BetterSqliteDatabase {
 export interface BetterSqliteStatement extends SqliteStatement {
   readonly busy: boolean
   all: (parameters: readonly unknown[]) => Row[]
+  get: (parameters: readonly unknown[]) => Row | undefined
   iterate: (parameters: readonly unknown[]) => IterableIterator<Row>
   columns: () => Array<{ name: string, type: string | null }>
   safeIntegers: (toggle: boolean) => unknown
@@ -30,6 +32,7 @@ export interface BetterSqliteStatement extends SqliteStatement {
 interface CachedStatement extends SqliteStatement {
   readonly busy: boolean
   all: (parameters: readonly unknown[]) => Row[]
+  get: (parameters: readonly unknown[]) => Row | undefined
 }
 
 /** An integer read with better-sqlite3's safe integers, as the other drivers give it: a number while exact, else its digits. */
@@ -62,6 +65,10 @@ function withExactIntegers (statement: BetterSqliteStatement): CachedStatement {
     reader: true,
     get busy () { return statement.busy },
     all: (parameters) => statement.all(parameters).map(exact),
+    get: (parameters) => {
+      const row = statement.get(parameters)
+      return row === undefined ? undefined : exact(row)
+    },
     run: (parameters) => statement.run(parameters),
     * iterate (parameters) {
       for (const row of statement.iterate(parameters)) yield exact(row)
@@ -118,6 +125,22 @@ export function isBetterSqliteDatabase (value: unknown): value is BetterSqliteDa
     'inTransaction' in value && typeof value.inTransaction === 'boolean' && 'open' in value && typeof value.open === 'boolean'
 }
 
+/**
+ * An INSERT of one VALUES row answers at most one row (ON CONFLICT included). It is read with `.get()`, which
+ * resets the statement after its first row: all of a write's changes are made by that first step, and
+ * stepping a write with RETURNING on to its end costs as much again (better-sqlite3 12: 21 µs against 41 µs).
+ */
+function oneRow (query: RootOperationNode): boolean {
+  return InsertQueryNode.is(query) && query.values !== undefined && ValuesNode.is(query.values) && query.values.values.length === 1
+}
+
+/** The rows of a statement that reads (a SELECT, or a write with RETURNING). */
+function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
+  if (!oneRow(compiled.query)) return statement.all(compiled.parameters)
+  const row = statement.get(compiled.parameters)
+  return row === undefined ? [] : [row]
+}
+
 /** Statement kinds that may run straight on the connection: reads, and writes that read back (RETURNING). */
 const directKinds = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
 
@@ -137,11 +160,11 @@ export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): Dire
   const statement = handle.prepare(compiled.sql)
   if (!statement.reader || statement.busy) return undefined
   // As Kysely's SQLite driver answers a statement that reads: its rows only.
-  if (log === undefined) return { rows: statement.all(compiled.parameters) }
+  if (log === undefined) return { rows: rowsOf(statement, compiled) }
   const start = performance.now()
   let rows: Row[]
   try {
-    rows = statement.all(compiled.parameters)
+    rows = rowsOf(statement, compiled)
   } catch (error) {
     // The query's error is the one to report, whatever the logger does.
     void Promise.resolve().then(() => log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
