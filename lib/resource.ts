@@ -305,7 +305,7 @@ export class Resource {
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as `update` checks it. */
   async delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Promise<boolean> {
-    const remove = async (on: AnyDatabase) => scope === undefined ? await this.#statements.deleteById(on, id) : await this.dialect.delete(on, this.#target, id, scope)
+    const remove = async (on: AnyDatabase) => await this.dialect.delete(on, this.#target, id, scope)
     if (precondition === undefined) return await remove(db)
     return await this.#guarded(db, id, scope, precondition, remove) ?? false
   }

@@ -27,11 +27,12 @@ export type DatabaseFault =
 
 /**
  * Statements compiled once per shape and run with each call's values (query/statement-cache.ts): `build()`
- * is compiled the first time, and kept when it binds exactly `parameters`, in order.
+ * is compiled the first time, and kept when it binds exactly `parameters`, in order. `oneRow`: the statement
+ * answers at most one row (by primary key, see one-row.ts).
  */
 export interface CompiledStatements {
-  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<QueryResult<Row>>
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]>
+  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow?: boolean): Promise<QueryResult<Row>>
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow?: boolean): Promise<Row[]>
 }
 
 /** The statements that differ between databases, and the arguments they share. */
@@ -120,8 +121,8 @@ export interface ViewsetDialect {
    * the check is part of the write, or of its transaction, so it cannot race.
    */
   update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Promise<Row | undefined>
-  /** Deletes the row with this key if it is in `scope`, checked as `update` checks it; false when there was none. */
-  delete (db: AnyDatabase, target: WriteTarget, id: unknown, scope: WriteScope): Promise<boolean>
+  /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none. */
+  delete (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean>
   /**
    * A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans): applied to every value a
    * LIST filter compares with, and by the dialect itself to the values it writes. Patterns (strings) bind everywhere.

@@ -213,11 +213,12 @@ export const mysqlDialect: ViewsetDialect = {
 
   async delete (db, target, id, scope) {
     const { table, primaryKey } = target
-    return await inTransaction(db, async (trx) => {
-      if (await inScope(trx, target, id, scope, true) === undefined) return false
-      const { numAffectedRows } = await target.statements.result(trx, 'delete', [id], () => trx.deleteFrom(table).where(primaryKey, '=', id))
+    const remove = async (on: AnyDatabase) => {
+      const { numAffectedRows } = await target.statements.result(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id))
       return numAffectedRows !== undefined && numAffectedRows > 0n
-    })
+    }
+    if (scope === undefined) return await remove(db)
+    return await inTransaction(db, async (trx) => await inScope(trx, target, id, scope, true) === undefined ? false : await remove(trx))
   },
 
   ilike (column, pattern) {

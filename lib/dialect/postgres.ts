@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
 import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from './dialect.js'
-import { deleteInScope, insertManyReturning, insertReturning, updateReturning, upsertReturning } from './returning-writes.js'
+import { deleteReturning, insertManyReturning, insertReturning, updateReturning, upsertReturning } from './returning-writes.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -52,7 +52,7 @@ export const postgresDialect: ViewsetDialect = {
 
   insert: insertReturning,
   update: updateReturning,
-  delete: deleteInScope,
+  delete: deleteReturning,
   // The wire protocol counts bind parameters in 16 bits.
   maxParameters: 65_535,
   insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows, 65_535, postgresDialect.keyOf),

@@ -29,19 +29,23 @@ export async function updateReturning (db: AnyDatabase, { table, primaryKey, col
     const [row] = await statements.rows(db, `find ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
       const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
       return scope === undefined ? select : select.where(scope.where)
-    })
+    }, true)
     return row
   }
   const [row] = await statements.rows(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
     const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(primaryKey, '=', id)
     return (scope === undefined ? update : update.where(scope.where)).returning(columns)
-  })
+  }, true)
   return row
 }
 
-export async function deleteInScope (db: AnyDatabase, { table, primaryKey, statements }: WriteTarget, id: unknown, scope: WriteScope): Promise<boolean> {
-  const { numAffectedRows } = await statements.result(db, `delete ${scope.shape}`, keyAndScope(id, scope), () => db.deleteFrom(table).where(primaryKey, '=', id).where(scope.where))
-  return numAffectedRows !== undefined && numAffectedRows > 0n
+// DELETE reads back the key it deleted: one statement that answers a row or none, like UPDATE's.
+export async function deleteReturning (db: AnyDatabase, { table, primaryKey, statements }: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
+  const rows = await statements.rows(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
+    const remove = db.deleteFrom(table).where(primaryKey, '=', id)
+    return (scope === undefined ? remove : remove.where(scope.where)).returning(primaryKey)
+  }, true)
+  return rows.length > 0
 }
 
 /** Multi-row INSERT ... RETURNING, one per set of fields sent and per `maxParameters`; rows in the order given. */

@@ -1,5 +1,6 @@
 import type { Compilable, CompiledQuery, QueryResult } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import { markOneRow } from '../dialect/one-row.js'
 import { LruCache } from '../lru-cache.js'
 
 /** How many query shapes one LIST keeps compiled; the least recently used one goes first. */
@@ -43,16 +44,20 @@ function sameValues (left: readonly unknown[], right: readonly unknown[]): boole
 export class StatementCache {
   readonly #statements = new LruCache<string, CompiledQuery<Row>>(maxShapes)
 
-  /** Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows. */
-  async rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]> {
-    return (await this.result(db, shape, parameters, build)).rows
+  /**
+   * Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows.
+   * `oneRow`: the statement answers at most one row (by primary key), see dialect/one-row.ts.
+   */
+  async rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<Row[]> {
+    return (await this.result(db, shape, parameters, build, oneRow)).rows
   }
 
   /** Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert id). */
-  async result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<QueryResult<Row>> {
+  async result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
     if (cached !== undefined) return await db.executeQuery<Row>({ ...cached, parameters })
     const compiled = build().compile()
+    if (oneRow) markOneRow(compiled)
     if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
     return await db.executeQuery<Row>(compiled)
   }

@@ -1,5 +1,6 @@
 import type { CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import { markOneRow } from '../dialect/one-row.js'
 import type { ScopeCondition } from './scope.js'
 import { StatementCache } from './statement-cache.js'
 
@@ -11,7 +12,6 @@ import { StatementCache } from './statement-cache.js'
 export class Statements {
   readonly #byId: CompiledQuery<Row>
   readonly #page: CompiledQuery<Row>
-  readonly #deleteById: CompiledQuery<Row>
   /** `findById` with a `?fields=` selection: one statement per field set. */
   readonly #byIdSelecting = new StatementCache()
   readonly #table: string
@@ -23,9 +23,8 @@ export class Statements {
     this.#primaryKey = primaryKey
     this.#columns = columns
     // The placeholder values only fix each parameter's position; every call passes its own.
-    this.#byId = db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile()
+    this.#byId = markOneRow(db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile())
     this.#page = db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
-    this.#deleteById = db.deleteFrom(table).where(primaryKey, '=', 0).compile()
   }
 
   /** The row with this key (and in `scope`, when given), or `undefined`; with `selection`, only its columns are read. */
@@ -33,11 +32,11 @@ export class Statements {
     if (scope !== undefined) {
       // One statement per field set and scope shape, like a LIST; the key is bound first, then the scope's values.
       const columns = selection?.columns ?? this.#columns
-      const rows = await this.#byIdSelecting.rows(db, `${selection?.shape ?? '*'}|${scope.shape}`, [id, ...scope.parameters], () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where))
+      const rows = await this.#byIdSelecting.rows(db, `${selection?.shape ?? '*'}|${scope.shape}`, [id, ...scope.parameters], () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where), true)
       return rows[0]
     }
     if (selection !== undefined) {
-      const rows = await this.#byIdSelecting.rows(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id))
+      const rows = await this.#byIdSelecting.rows(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id), true)
       return rows[0]
     }
     const { rows } = await db.executeQuery<Row>({ ...this.#byId, parameters: [id] })
@@ -48,11 +47,5 @@ export class Statements {
   async page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
     const { rows } = await db.executeQuery<Row>({ ...this.#page, parameters: [limit, offset] })
     return rows
-  }
-
-  /** Deletes the row with this key; true when there was one. */
-  async deleteById (db: AnyDatabase, id: unknown): Promise<boolean> {
-    const { numAffectedRows } = await db.executeQuery({ ...this.#deleteById, parameters: [id] })
-    return numAffectedRows !== undefined && numAffectedRows > 0n
   }
 }
