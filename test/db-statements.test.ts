@@ -43,6 +43,33 @@ for (const dialect of dialects) {
       }
       assert.equal(database.queries.filter((query) => /^select/i.test(query)).length, 6, database.queries.join('\n'))
     })
+
+    // A compiled write with RETURNING takes the direct path outside a transaction (SQLite, PostgreSQL), and
+    // SQLite reads a statement known to answer one row with `.get()`: neither may drop a row or a count.
+    test('db.executeQuery answers a compiled write with every row it returns, as Kysely\'s driver does in a transaction', { skip: dialect.name === 'mysql' && 'MySQL has no UPDATE … RETURNING' }, async (t) => {
+      const database = await seeded(t, dialect)
+      const { db } = database
+      const statements = [
+        db.insertInto('items').values({ name: 'Salt', price: 3 }).returning('name'),
+        db.insertInto('items').values([{ name: 'Tea', price: 4 }, { name: 'Jam', price: 5 }]).returning('name'),
+        db.updateTable('items').set({ price: 9 }).where('price', '>', 2).returning('name'),
+        db.deleteFrom('items').where('price', '=', 9).returning('name'),
+      ]
+      const direct = []
+      for (const statement of statements) direct.push(await db.executeQuery(statement.compile()))
+      const names = (result: { rows: unknown[] }) => result.rows.map((row) => (row as { name: string }).name).sort()
+      assert.deepEqual(direct.map(names), [['Salt'], ['Jam', 'Tea'], ['Jam', 'Salt', 'Tea'], ['Jam', 'Salt', 'Tea']])
+      // The same statements again, inside a transaction (Kysely's own driver), on the same rows.
+      await db.deleteFrom('items').execute()
+      await db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
+      const driver = await db.transaction().execute(async (trx) => {
+        const results = []
+        for (const statement of statements) results.push(await trx.executeQuery(statement.compile()))
+        return results
+      })
+      assert.deepEqual(driver.map(names), direct.map(names))
+      assert.deepEqual(driver.map((result) => result.numAffectedRows), direct.map((result) => result.numAffectedRows))
+    })
   })
 }
 
