@@ -108,9 +108,9 @@ export function postgresHandle (log: KyselyConfig['log'], named: boolean): Postg
 }
 
 /**
- * Runs a compiled SELECT, or a write with RETURNING, on the pool of a PostgreSQL database opened by createDatabase (as a named statement
- * when they are on: see {@link patchClientQuery}). Outside a transaction Kysely does the same (a pooled
- * connection per query), with a few more promises per query. `undefined` when it must go through Kysely: the
+ * Runs a compiled SELECT, or a write with RETURNING, on the pool of a PostgreSQL database opened by
+ * createDatabase (as a named statement when they are on: see {@link patchClientQuery}). Outside a transaction
+ * Kysely does the same (a pooled connection per query), with a few more promises per query. `undefined` when it must go through Kysely: the
  * pool not open yet or ended, or an array-form `log`.
  */
 export function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<DirectResult> | undefined {
