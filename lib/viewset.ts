@@ -218,12 +218,10 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       recordListPage(request, { query, total, cursors: { next: cursor(page.next), prev: cursor(page.prev) } })
       return servedRows<S>(page.rows)
     }
-    if (!query.count) {
-      const rows = await resource.list(db, query, scope)
-      recordListPage(request, { query, total: undefined })
-      return servedRows<S>(rows)
-    }
-    const [rows, total] = await Promise.all([resource.list(db, query, scope), resource.count(db, query, scope)])
+    // Without a count, no Promise.all: one await less on every LIST.
+    const [rows, total] = query.count
+      ? await Promise.all([resource.list(db, query, scope), resource.count(db, query, scope)])
+      : [await resource.list(db, query, scope), undefined]
     recordListPage(request, { query, total })
     return servedRows<S>(rows)
   }

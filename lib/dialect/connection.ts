@@ -27,6 +27,9 @@ export interface ConnectionSettings {
  */
 export type DirectExecutor = (compiled: CompiledQuery) => DirectResult | Promise<DirectResult> | undefined
 
+/** The statements Kysely compiles from its builders, which a shortcut may run (never raw SQL such as DDL or BEGIN). */
+export const compiledStatementKinds: ReadonlySet<string> = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
+
 /** What a shortcut answers, as the database's Kysely driver would: the rows, and a write's affected rows where the driver reports them. */
 export interface DirectResult {
   readonly rows: Row[]

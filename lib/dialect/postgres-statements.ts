@@ -1,18 +1,16 @@
 import type { CompiledQuery, KyselyConfig, RootOperationNode } from 'kysely'
 import { LruCache } from '../lru-cache.js'
+import { compiledStatementKinds } from './connection.js'
 import type { DirectResult } from './connection.js'
 import type { Row } from './dialect.js'
 
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is
 // sent as a named statement, so that each connection parses and plans it once and then only binds and
-// executes it; a compiled SELECT goes straight to the pool.
+// executes it; a compiled SELECT, or a write with RETURNING, goes straight to the pool.
 
 /** Named (prepared) statements one PostgreSQL connection keeps; past it, the least recently used is deallocated. */
 export const maxNamedStatements = 256
-
-/** Queries that may be prepared: the four statements, never raw SQL such as DDL. */
-const preparable = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
 
 /**
  * SQL texts compiled by Kysely (never raw SQL), which connections may prepare. Bounded like every cache: a
@@ -22,7 +20,7 @@ const preparableTexts = new LruCache<string, true>(2048)
 
 /** Records that the SQL of a compiled query may become a named statement. */
 export function markPreparable (compiled: CompiledQuery): void {
-  if (preparable.has(compiled.query.kind) && !preparableTexts.has(compiled.sql)) preparableTexts.set(compiled.sql, true)
+  if (compiledStatementKinds.has(compiled.query.kind) && !preparableTexts.has(compiled.sql)) preparableTexts.set(compiled.sql, true)
 }
 
 /** pg's callback for a query's outcome: an error, or the result. */
@@ -110,8 +108,8 @@ export function postgresHandle (log: KyselyConfig['log'], named: boolean): Postg
 /**
  * Runs a compiled SELECT, or a write with RETURNING, on the pool of a PostgreSQL database opened by
  * createDatabase (as a named statement when they are on: see {@link patchClientQuery}). Outside a transaction
- * Kysely does the same (a pooled connection per query), with a few more promises per query. `undefined` when it must go through Kysely: the
- * pool not open yet or ended, or an array-form `log`.
+ * Kysely does the same (a pooled connection per query), with a few more promises per query. `undefined` when
+ * it must go through Kysely: the pool not open yet or ended, or an array-form `log`.
  */
 export function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<DirectResult> | undefined {
   const { pool, log } = handle

@@ -1,13 +1,14 @@
 import type { CompiledQuery, KyselyConfig, LogEvent, SqliteDatabase, SqliteStatement } from 'kysely'
 import { LruCache } from '../lru-cache.js'
+import { compiledStatementKinds } from './connection.js'
 import type { DirectResult } from './connection.js'
 import { answersOneRow } from './one-row.js'
 import type { Row } from './dialect.js'
 
 // Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: better-sqlite3
-// statements are cached by SQL text, and a compiled SELECT (or a write with RETURNING) runs straight on the connection, skipping
-// Kysely's executor (its connection mutex and promise chain cost as much as a short read), whenever that
+// statements are cached by SQL text, and a compiled SELECT (or a write with RETURNING) runs straight on the
+// connection, skipping Kysely's executor (its connection mutex and promise chain cost as much as a short read), whenever that
 // cannot be told apart from going through Kysely.
 
 /** The part of a better-sqlite3 `Database` used here. */
@@ -135,9 +136,6 @@ function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
   return row === undefined ? [] : [row]
 }
 
-/** Statement kinds that may run straight on the connection: reads, and writes that read back (RETURNING). */
-const directKinds = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
-
 /**
  * Runs a compiled SELECT, or a write with RETURNING, straight on a SQLite connection opened by createDatabase
  * (or adopted by withPreparedStatements) and returns its rows; `undefined` when it must go through Kysely
@@ -148,7 +146,7 @@ const directKinds = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryN
  * waiting. A write without RETURNING goes through Kysely, which reports its affected rows and insert id.
  */
 export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): DirectResult | Promise<DirectResult> | undefined {
-  if (handle.database === undefined || !directKinds.has(compiled.query.kind) || handle.busy()) return undefined
+  if (handle.database === undefined || !compiledStatementKinds.has(compiled.query.kind) || handle.busy()) return undefined
   const { log } = handle
   if (log !== undefined && typeof log !== 'function') return undefined
   const statement = handle.prepare(compiled.sql)
