@@ -109,21 +109,21 @@ export class Resource {
   }
 
   /** The row with this key, or `undefined`; with a selection, only its columns are read. */
-  async find (db: AnyDatabase, id: unknown, options: FindOptions = {}): Promise<Row | undefined> {
-    return await this.#statements.findById(db, id, options.selection, options.scope)
+  find (db: AnyDatabase, id: unknown, options: FindOptions = {}): Promise<Row | undefined> {
+    return this.#statements.findById(db, id, options.selection, options.scope)
   }
 
   /** One page of rows matching the query (and the scope), in its order. */
-  async list (db: AnyDatabase, query: ListQuery, scope?: ScopeCondition): Promise<Row[]> {
+  list (db: AnyDatabase, query: ListQuery, scope?: ScopeCondition): Promise<Row[]> {
     const { limit, offset, ordering, fields } = query
     // A scope is a WHERE term: the precompiled page statement has none.
-    if (query.pageOnly && scope === undefined) return await this.#statements.page(db, limit, offset)
+    if (query.pageOnly && scope === undefined) return this.#statements.page(db, limit, offset)
     const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
     const parameters = parametersOf(conditions)
     parameters.push(limit, offset)
     const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}`
-    return await this.#pages.rows(db, shape, parameters, () => {
+    return this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       if (conditions.length > 0) select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
       return applyOrdering(select, ordering.keys, this.dialect).limit(limit).offset(offset)
@@ -187,8 +187,8 @@ export class Resource {
   }
 
   /** Inserts the values and returns the row as stored (generated key and database defaults included). */
-  async insert (db: AnyDatabase, values: Row): Promise<Row> {
-    return await this.dialect.insert(db, this.#target, values)
+  insert (db: AnyDatabase, values: Row): Promise<Row> {
+    return this.dialect.insert(db, this.#target, values)
   }
 
   /**
@@ -293,10 +293,10 @@ export class Resource {
    * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
    * the same tag get one write.
    */
-  async update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition, precondition?: Precondition): Promise<Row | undefined> {
+  update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition, precondition?: Precondition): Promise<Row | undefined> {
     const versionField = this.#versioning?.versionField
-    if (precondition === undefined && versionField === undefined) return await this.dialect.update(db, this.#target, id, values, scope)
-    return await this.#guarded(db, id, scope, precondition, async (trx, row) => {
+    if (precondition === undefined && versionField === undefined) return this.dialect.update(db, this.#target, id, values, scope)
+    return this.#guarded(db, id, scope, precondition, async (trx, row) => {
       // The increment is computed from the locked row, so it is part of this one UPDATE.
       const versioned = versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
       return await this.dialect.update(trx, this.#target, id, versioned, scope)
@@ -304,10 +304,10 @@ export class Resource {
   }
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as `update` checks it. */
-  async delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Promise<boolean> {
-    const remove = async (on: AnyDatabase) => await this.dialect.delete(on, this.#target, id, scope)
-    if (precondition === undefined) return await remove(db)
-    return await this.#guarded(db, id, scope, precondition, remove) ?? false
+  delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Promise<boolean> {
+    const remove = (on: AnyDatabase) => this.dialect.delete(on, this.#target, id, scope)
+    if (precondition === undefined) return remove(db)
+    return this.#guarded(db, id, scope, precondition, remove).then((deleted) => deleted ?? false)
   }
 
   /**

@@ -146,7 +146,7 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
   done()
 }
 
-/** Loads the relations of a handler's result: a row, rows, or anything else (left alone). */
+/** Loads the relations of a handler's result: a row, rows, or anything else (left alone). Routes call it only when there are relations: an await less. */
 async function withRelations (resource: Resource, db: AnyDatabase, result: unknown, only?: ReadonlySet<string>): Promise<unknown> {
   if (!resource.hasRelations) return result
   if (Array.isArray(result)) await resource.load(db, result.filter(isRecord), only)
@@ -264,7 +264,7 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       const rows = await handlers.list(request, reply, request.viewsetToken)
       const page = listPages.get(request)
       // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
-      await withRelations(resource, readDb, rows, page?.query.fields?.relations ?? context.fields.defaultRelations)
+      if (resource.hasRelations) await withRelations(resource, readDb, rows, page?.query.fields?.relations ?? context.fields.defaultRelations)
       if (page !== undefined) {
         const { query, total } = page
         if (total !== undefined) reply.header('x-total-count', String(total))
@@ -301,7 +301,8 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
         selection = { ...selection, shape: `${selection.shape}|${versionField}`, columns: [...selection.columns, versionField] }
       }
       if (selection !== undefined) getSelections.set(request, selection)
-      const row = await withRelations(resource, readDb, await handlers.getElement(request, reply, request.viewsetToken), selection?.relations ?? fields.defaultRelations)
+      const found = await handlers.getElement(request, reply, request.viewsetToken)
+      const row = resource.hasRelations ? await withRelations(resource, readDb, found, selection?.relations ?? fields.defaultRelations) : found
       if (!isRecord(row)) return row
       // Without a version column, only the whole row has a tag (a hash of it).
       let answer: unknown = row
@@ -369,7 +370,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
         reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
       }
-      return sendTagged(context, reply, await withRelations(resource, db, row, context.fields.defaultRelations))
+      return sendTagged(context, reply, resource.hasRelations ? await withRelations(resource, db, row, context.fields.defaultRelations) : row)
     }),
   }
 }
@@ -421,8 +422,8 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
     ...onRequestOf(method, context),
     handler: cancellable(async (request, reply) => {
       setPrecondition(request, context)
-      const row = await withRelations(resource, db, await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'), context.fields.defaultRelations)
-      return sendTagged(context, reply, row)
+      const row = await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH')
+      return sendTagged(context, reply, resource.hasRelations ? await withRelations(resource, db, row, context.fields.defaultRelations) : row)
     }),
   }
 }

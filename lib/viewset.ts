@@ -117,6 +117,12 @@ interface Prepared {
   readonly list: ListPlan
 }
 
+/** The values `beforeWrite` returned, when they are values. */
+function writtenValues (written: unknown): Row {
+  if (!isRecord(written)) throw new TypeError(`beforeWrite returned ${written === null ? 'null' : typeof written}: it must return the values to write`)
+  return written
+}
+
 /**
  * A REST resource over one table. Subclass it to override a handler, declare extra LIST query
  * parameters (`static listQuery`), or add routes next to the generated ones (`customRoutes`).
@@ -244,8 +250,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   async createElement (request: CreateRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
     const sent = this.#writable(request.body)
     if (!this.#mergesDuplicates(request)) {
-      const values = await this.#beforeWrite(sent, { request, token, method: 'POST' })
-      return served<S>(await this.#ready().resource.insert(untyped(this.db), values))
+      const values = this.#beforeWrite(sent, { request, token, method: 'POST' })
+      return served<S>(await this.#ready().resource.insert(untyped(this.db), values instanceof Promise ? await values : values))
     }
     this.#checkConflictFields([sent], false)
     const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
@@ -306,7 +312,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite` returns, and returns it, or 404. */
   async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<Static<S>> {
     const method = partial ? 'PATCH' : 'PUT'
-    const values = await this.#beforeWrite(this.#writable(request.body), { request, token, method })
+    const written = this.#beforeWrite(this.#writable(request.body), { request, token, method })
+    const values = written instanceof Promise ? await written : written
     // If-Match (or requireIfMatch) is checked with the write, after the scope: a 404, 428 or 412 changes nothing.
     const row = await this.#ready().resource.update(untyped(this.db), request.params.id, values, this.#scopeOf(request, token, method), requestedPrecondition(request))
     return row === undefined ? this.notFound(request.params.id) : served<S>(row)
@@ -358,10 +365,11 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     return expression === undefined ? undefined : scopeCondition(untyped(this.db), this.table, expression)
   }
 
-  async #beforeWrite (values: Row, context: RowContext<WriteMethod>): Promise<Row> {
-    const written: unknown = await this.beforeWrite(values as Updateable<DB[TB]>, context) // the writable fields of the schema, which are columns of the table
-    if (!isRecord(written)) throw new TypeError(`beforeWrite returned ${written === null ? 'null' : typeof written}: it must return the values to write`)
-    return written
+  /** What `beforeWrite` makes of the values, checked: a promise only when it answered one (the default answers at once, and POST and PATCH then await nothing). */
+  #beforeWrite (values: Row, context: RowContext<WriteMethod>): Row | Promise<Row> {
+    const written: unknown = this.beforeWrite(values as Updateable<DB[TB]>, context) // the writable fields of the schema, which are columns of the table
+    // Any thenable is awaited, as `await` would; the answer is then a native promise.
+    return isRecord(written) && typeof written.then === 'function' ? Promise.resolve(written).then(writtenValues) : writtenValues(written)
   }
 
   /** Adds routes next to the generated ones, in the same scope: same prefix, error format and validation. */

@@ -146,6 +146,16 @@ export interface ViewsetDialect {
   classify (error: unknown): DatabaseFault | undefined
 }
 
+/** A result's rows: handed to `then` where an async frame would only unwrap them. */
+export function rowsOf<R> (result: QueryResult<R>): R[] {
+  return result.rows
+}
+
+/** The first row of a result (a read by primary key), or `undefined`. */
+export function firstRow<R> (result: QueryResult<R>): R | undefined {
+  return result.rows[0]
+}
+
 /**
  * A key value as a Map key: the value itself, except dates (by time) and other objects such as buffers
  * (as text). Right for drivers that answer every integer column alike (a number while exact, else digits).

@@ -33,11 +33,18 @@ export class PreparedKysely<DB> extends Kysely<DB> {
     this.#direct = direct
   }
 
-  override async executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
-    const compiled = isCompilable(query) ? query.compile() : query
-    const result = this.#direct(compiled)
-    if (result !== undefined) return await result as QueryResult<R> // the caller's compiled query types its rows as R, as Kysely's executor trusts it
-    return await (queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
+  // Not async: the shortcut's promise (or its settled answer) is handed on as it is. Each async frame costs
+  // promises, and on PostgreSQL the cancel-on-disconnect hooks run for each (dialect/postgres-cancel.ts).
+  override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
+    try {
+      const compiled = isCompilable(query) ? query.compile() : query
+      const result = this.#direct(compiled)
+      if (result === undefined) return queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId)
+      // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
+      return (result instanceof Promise ? result : Promise.resolve(result)) as Promise<QueryResult<R>>
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 }
 
@@ -94,7 +101,22 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
     this.#plugins = executor.plugins
   }
 
-  override async executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
+  override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
+    // Once the wrapped instance is known not to log, a shortcut without plugins answers with no async frame (see PreparedKysely).
+    if (this.#logs === false && this.#plugins.length === 0) {
+      try {
+        const compiled = isCompilable(query) ? query.compile() : query
+        const result = this.#adopted.direct(compiled)
+        if (result === undefined) return this.#db.executeQuery(compiled)
+        return (result instanceof Promise ? result : Promise.resolve(result)) as Promise<QueryResult<R>> // as resultOf: the caller's R
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
+    return this.#executeQuery(query)
+  }
+
+  async #executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
     const compiled = isCompilable(query) ? query.compile() : query
     this.#logs ??= await logs(this.getExecutor())
     if (this.#logs) {

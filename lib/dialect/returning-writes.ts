@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import type { RawBuilder } from 'kysely'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
 import type { AnyDatabase, Row, UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from './dialect.js'
-import { inTransaction } from './dialect.js'
+import { firstRow, inTransaction } from './dialect.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
 import { inFieldOrder, keyAndScope, scopeShape, sentFields } from './write-shapes.js'
 
@@ -10,41 +10,46 @@ import { inFieldOrder, keyAndScope, scopeShape, sentFields } from './write-shape
 // one statement writes and reads back, so the row is the one stored, with no second round trip. Each
 // statement is compiled once per set of fields sent and scope (write-shapes.ts).
 
-export async function insertReturning (db: AnyDatabase, { table, columns, statements }: WriteTarget, values: Row): Promise<Row> {
+// Not async (nor are the Resource methods that call them): a write's promise is the statement's, with no
+// async frame per layer (see PreparedKysely's executeQuery).
+
+export function insertReturning (db: AnyDatabase, { table, columns, statements }: WriteTarget, values: Row): Promise<Row> {
   const { fields, shape, parameters } = sentFields(values)
-  const [row] = await statements.rows(db, `insert ${shape}`, parameters, () => {
+  return statements.result(db, `insert ${shape}`, parameters, () => {
     const insert = db.insertInto(table)
     return (fields.length === 0 ? insert.defaultValues() : insert.values(inFieldOrder(fields, values))).returning(columns)
+  }).then(({ rows: [row] }) => {
+    if (row === undefined) throw new Error(`INSERT INTO ${table} … RETURNING answered no row`)
+    return row
   })
-  if (row === undefined) throw new Error(`INSERT INTO ${table} … RETURNING answered no row`)
-  return row
 }
 
 // SQLite and PostgreSQL accept a subquery on the table being written, so a scope is checked in the
 // write statement itself: `UPDATE … WHERE key AND scope` changes nothing outside it.
 
-export async function updateReturning (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Promise<Row | undefined> {
+export function updateReturning (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Promise<Row | undefined> {
   const { fields, shape, parameters } = sentFields(values)
   if (fields.length === 0) {
-    const [row] = await statements.rows(db, `find ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
+    return statements.result(db, `find ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
       const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
       return scope === undefined ? select : select.where(scope.where)
-    }, true)
-    return row
+    }, true).then(firstRow)
   }
-  const [row] = await statements.rows(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
+  return statements.result(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
     const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(primaryKey, '=', id)
     return (scope === undefined ? update : update.where(scope.where)).returning(columns)
-  }, true)
-  return row
+  }, true).then(firstRow)
 }
 
 // DELETE reads back the key it deleted: one statement that answers a row or none, like UPDATE's.
-export async function deleteReturning (db: AnyDatabase, { table, primaryKey, statements }: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
-  const rows = await statements.rows(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
+export function deleteReturning (db: AnyDatabase, { table, primaryKey, statements }: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
+  return statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
     const remove = db.deleteFrom(table).where(primaryKey, '=', id)
     return (scope === undefined ? remove : remove.where(scope.where)).returning(primaryKey)
-  }, true)
+  }, true).then(hasRows)
+}
+
+function hasRows ({ rows }: { rows: readonly unknown[] }): boolean {
   return rows.length > 0
 }
 

@@ -34,7 +34,7 @@ export const sqliteDialect: ViewsetDialect = {
   parameter,
   count: countOf,
   keyOf: mapKey,
-  insert: async (db, target, values) => await insertReturning(db, target, bindable(values)),
+  insert: (db, target, values) => insertReturning(db, target, bindable(values)),
   // SQLITE_MAX_VARIABLE_NUMBER's default since SQLite 3.32.
   maxParameters: 32_766,
   insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows.map(bindable), 32_766, mapKey),
@@ -44,7 +44,7 @@ export const sqliteDialect: ViewsetDialect = {
   upsert: async (db, target, elements, rule) => await upsertReturning(db, target, elements, rule, { maxParameters: 32_766, keyOf: mapKey, bind: bindable }),
   // SQLite's messages name the columns, never the values.
   keyText: (values) => values.map(String).join(', '),
-  update: async (db, target, id, values, scope) => await updateReturning(db, target, id, bindable(values), scope),
+  update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(values), scope),
   delete: deleteReturning,
 
   ilike (column, pattern) {

@@ -1,5 +1,6 @@
 import type { Compilable, CompiledQuery, QueryResult } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import { rowsOf } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
 import { LruCache } from '../lru-cache.js'
 
@@ -48,17 +49,22 @@ export class StatementCache {
    * Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows.
    * `oneRow`: the statement answers at most one row (by primary key), see dialect/one-row.ts.
    */
-  async rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<Row[]> {
-    return (await this.result(db, shape, parameters, build, oneRow)).rows
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<Row[]> {
+    return this.result(db, shape, parameters, build, oneRow).then(rowsOf)
   }
 
   /** Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert id). */
-  async result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<QueryResult<Row>> {
+  // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
+  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
-    if (cached !== undefined) return await db.executeQuery<Row>({ ...cached, parameters })
-    const compiled = build().compile()
-    if (oneRow) markOneRow(compiled)
-    if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
-    return await db.executeQuery<Row>(compiled)
+    if (cached !== undefined) return db.executeQuery<Row>({ ...cached, parameters })
+    try {
+      const compiled = build().compile()
+      if (oneRow) markOneRow(compiled)
+      if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
+      return db.executeQuery<Row>(compiled)
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 }

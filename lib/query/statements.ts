@@ -1,5 +1,6 @@
 import type { CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import { firstRow, rowsOf } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
 import type { ScopeCondition } from './scope.js'
 import { StatementCache } from './statement-cache.js'
@@ -28,24 +29,20 @@ export class Statements {
   }
 
   /** The row with this key (and in `scope`, when given), or `undefined`; with `selection`, only its columns are read. */
-  async findById (db: AnyDatabase, id: unknown, selection?: { readonly shape: string, readonly columns: readonly string[] }, scope?: ScopeCondition): Promise<Row | undefined> {
+  findById (db: AnyDatabase, id: unknown, selection?: { readonly shape: string, readonly columns: readonly string[] }, scope?: ScopeCondition): Promise<Row | undefined> {
     if (scope !== undefined) {
       // One statement per field set and scope shape, like a LIST; the key is bound first, then the scope's values.
       const columns = selection?.columns ?? this.#columns
-      const rows = await this.#byIdSelecting.rows(db, `${selection?.shape ?? '*'}|${scope.shape}`, [id, ...scope.parameters], () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where), true)
-      return rows[0]
+      return this.#byIdSelecting.result(db, `${selection?.shape ?? '*'}|${scope.shape}`, [id, ...scope.parameters], () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where), true).then(firstRow)
     }
     if (selection !== undefined) {
-      const rows = await this.#byIdSelecting.rows(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id), true)
-      return rows[0]
+      return this.#byIdSelecting.result(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id), true).then(firstRow)
     }
-    const { rows } = await db.executeQuery<Row>({ ...this.#byId, parameters: [id] })
-    return rows[0]
+    return db.executeQuery<Row>({ ...this.#byId, parameters: [id] }).then(firstRow)
   }
 
   /** One page of rows in primary-key order. */
-  async page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
-    const { rows } = await db.executeQuery<Row>({ ...this.#page, parameters: [limit, offset] })
-    return rows
+  page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
+    return db.executeQuery<Row>({ ...this.#page, parameters: [limit, offset] }).then(rowsOf)
   }
 }
