@@ -6,9 +6,10 @@ import { setTimeout } from 'node:timers/promises'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
+import type { ExpressionBuilder, SqlBool } from 'kysely'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { createDatabase, Viewset } from 'fastify-viewsets'
-import type { CreateDatabaseOptions, ListRequest, ViewsetToken } from 'fastify-viewsets'
+import type { CreateDatabaseOptions, ListRequest, RowContext, ScopedMethod, ViewsetToken } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDialect } from './helpers/database.js'
 import { problemOf, testApp } from './helpers/app.js'
@@ -20,13 +21,22 @@ function sleep (dialect: TestDialect['name'], seconds: number) {
   return dialect === 'postgres' ? sql`select pg_sleep(${seconds})` : sql`select sleep(${seconds})`
 }
 
-/** A viewset whose LIST with `?slow=1`, and whose custom route `/slow`, run a 3 s statement before answering. */
+/**
+ * A viewset whose LIST with `?slow=1`, and whose custom route `/slow`, run a 3 s statement before answering;
+ * with `?sleepy=1` the LIST's own statement (precompiled, run on the pool directly) takes 3 s.
+ */
 function slowItems (dialect: TestDialect['name']) {
   return class SlowItems extends Viewset<ItemsDB, 'items', typeof Item> {
-    static override listQuery = Type.Object({ slow: Type.Optional(Type.String()) })
+    static override listQuery = Type.Object({ slow: Type.Optional(Type.String()), sleepy: Type.Optional(Type.String()) })
     override async list (request: ListRequest<{ slow?: string }>, reply: FastifyReply, token: ViewsetToken | null) {
       if (request.query.slow !== undefined) await sleep(dialect, 3).execute(this.db)
       return await super.list(request, reply, token)
+    }
+
+    override scope (_eb: ExpressionBuilder<ItemsDB, 'items'>, { request, method }: RowContext<ScopedMethod>) {
+      const query = request.query as { sleepy?: string } // LIST's validated query string (listQuery above)
+      if (method !== 'LIST' || query.sleepy === undefined) return undefined
+      return dialect === 'postgres' ? sql<SqlBool>`(select true from pg_sleep(3))` : sql<SqlBool>`(select sleep(3) = 0)`
     }
 
     override customRoutes (fastify: FastifyInstance) {
@@ -110,7 +120,7 @@ if (postgres !== undefined) {
   }
 
   describe('client disconnect on postgres', () => {
-    for (const [what, path] of [['LIST', '/items?slow=1'], ['a custom route', '/items/slow']] as const) {
+    for (const [what, path] of [['LIST', '/items?slow=1'], ['a custom route', '/items/slow'], ['a LIST statement run on the pool directly', '/items?sleepy=1']] as const) {
       test(`the query serving a client that hung up is cancelled (${what}), and the connection serves the next request`, { timeout: 20_000 }, async (t) => {
         const { app, request, sleeping } = await slowRequest(t, path)
         const hungUp = performance.now()
@@ -124,6 +134,27 @@ if (postgres !== undefined) {
         assert.deepEqual(next.json().map((item: { name: string }) => item.name), ['Bread'])
       })
     }
+
+    test('a request waiting for the connection of one that hung up keeps its own query: it is not cancelled as the other\'s', { timeout: 20_000 }, async (t) => {
+      const { app, request, sleeping } = await slowRequest(t, '/items/slow')
+      const { port } = app.server.address() as AddressInfo
+      // Queued behind the hung-up request on the pool's one connection: its checkout is answered by that release.
+      const waiting = new Promise<{ status: number | undefined, body: string }>((resolve, reject) => {
+        get({ host: '127.0.0.1', port, path: '/items?sleepy=1' }, (response) => {
+          let body = ''
+          response.setEncoding('utf8').on('data', (chunk: string) => { body += chunk }).on('end', () => { resolve({ status: response.statusCode, body }) })
+        }).on('error', reject)
+      })
+      await setTimeout(100)
+      const hungUp = performance.now()
+      request.destroy()
+      const answer = await waiting
+      const answeredAfter = performance.now() - hungUp
+      assert.equal(answer.status, 200, answer.body)
+      assert.deepEqual(JSON.parse(answer.body).map((item: { name: string }) => item.name), ['Bread'])
+      assert.ok(answeredAfter > 2500, `the waiting request's 3 s statement ran to its end (${Math.round(answeredAfter)} ms after the hang-up)`)
+      assert.equal(await sleeping(), 0)
+    })
 
     test('cancelOnDisconnect: false leaves the query of a client that hung up running', { timeout: 20_000 }, async (t) => {
       const { request, sleeping } = await slowRequest(t, '/items/slow', { cancelOnDisconnect: false })

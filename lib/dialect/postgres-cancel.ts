@@ -39,6 +39,28 @@ export function enableCancellation (): void {
   })
 }
 
+/** The request scope of the running code, or `undefined`: kept by code that resumes from a callback, see {@link inScope}. */
+export type RequestScope = Scope | undefined
+
+/** The request scope of the running code. */
+export function currentScope (): RequestScope {
+  return current
+}
+
+/**
+ * Runs `work` in `scope`: a query started from a callback that no promise carries the scope to (a pooled
+ * client's checkout, called from pg-pool's own queue) still belongs to the request that asked for it.
+ */
+export function inScope<T> (scope: RequestScope, work: () => T): T {
+  const outer = current
+  current = scope
+  try {
+    return work()
+  } finally {
+    current = outer
+  }
+}
+
 /** How long a CancelRequest may take before the connection stops waiting for it. */
 const cancelTimeout = 2000
 
@@ -66,13 +88,7 @@ export function runCancellable<T> (response: ClosableResponse, work: () => T): T
     scope.gone = true
     for (const cancel of scope.running) cancel()
   })
-  const outer = current
-  current = scope
-  try {
-    return work()
-  } finally {
-    current = outer
-  }
+  return inScope(scope, work)
 }
 
 /** The part of a pg `Client` read here (its backend's `processID` and `secretKey` are read with guards: untyped). */

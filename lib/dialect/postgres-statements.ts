@@ -3,6 +3,7 @@ import { LruCache } from '../lru-cache.js'
 import { compiledStatementKinds } from './connection.js'
 import type { DirectResult } from './connection.js'
 import type { Row } from './dialect.js'
+import { currentScope, inScope } from './postgres-cancel.js'
 
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is
@@ -33,9 +34,15 @@ interface PgResult {
   readonly rows: Row[]
 }
 
-/** The part of a pg `Pool` that direct reads use. */
+/** The part of a pooled pg `Client` that direct reads use. */
+interface PooledClient {
+  query: (text: string, values: unknown[], callback: QueryCallback<PgResult>) => void
+  release: () => void
+}
+
+/** The part of a pg `Pool` that direct reads use: its checkout in callback form. */
 export interface PgPool {
-  connect: () => Promise<{ query: (text: string, values: unknown[], callback: QueryCallback<PgResult>) => void, release: () => void }>
+  connect: (callback: (error: Error | undefined, client: PooledClient | undefined) => void) => void
   readonly ending: boolean
 }
 
@@ -65,19 +72,34 @@ export function isPgPool (value: unknown): value is UserPgPool {
 }
 
 /**
- * Runs one query on a pooled client. Like `pool.query`, but awaited: the query starts in the caller's async
- * context (pool.query may start it from whichever request released the client), which the cancel on
+ * Runs one query on a pooled client, all in callbacks under one promise of our own (an awaited
+ * `pool.connect()` costs pg-pool's promise and its reactions besides, and on PostgreSQL the cancel hooks run
+ * for each). Like `pool.query`, but the query starts in the caller's request scope, carried by hand across
+ * the checkout (pool.query may start it from whichever request released the client), which the cancel on
  * client disconnect relies on (dialect/postgres-cancel.ts). The client goes back healthy after an error.
  */
-async function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<DirectResult> {
-  const client = await pool.connect()
-  try {
-    const { command, rowCount, rows } = await viaCallback<PgResult>((done) => { client.query(text, values, done) })
-    // What Kysely's PostgreSQL driver answers: a write's affected rows too.
-    return affectedBy.has(command) ? { rows, numAffectedRows: BigInt(rowCount ?? 0) } : { rows }
-  } finally {
-    client.release()
-  }
+function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<DirectResult> {
+  const scope = currentScope()
+  return new Promise((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (client === undefined) {
+        reject(error ?? new Error('pg-pool answered a checkout without a client'))
+        return
+      }
+      const settle: QueryCallback<PgResult> = (failure, result) => {
+        client.release()
+        if (failure !== null && failure !== undefined) reject(failure)
+        // What Kysely's PostgreSQL driver answers: a write's affected rows too.
+        else resolve(affectedBy.has(result.command) ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) } : { rows: result.rows })
+      }
+      try {
+        inScope(scope, () => { client.query(text, values, settle) })
+      } catch (thrown) {
+        client.release()
+        reject(thrown)
+      }
+    })
+  })
 }
 
 /** The commands whose row count Kysely's PostgreSQL driver reports as affected rows. */
