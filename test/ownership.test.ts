@@ -151,6 +151,24 @@ for (const dialect of dialects) {
       assert.deepEqual(stored.map((row) => row.owner), ['bob', 'bob'])
     })
 
+    test('beforeWrite may answer any thenable (not only a native promise): POST and PATCH write what it resolves to', async (t) => {
+      const { app, db, bob, ids } = await notesApp(t, dialect, {
+        ...owned,
+        // A PromiseLike of another library, resolved on a later turn.
+        beforeWrite: (values, { token, method }) => ({
+          then: (resolve: (written: typeof values) => void) => { setImmediate(() => { resolve({ ...values, owner: `${token?.sub ?? ''}:${method}` }) }) },
+        }) as unknown as Promise<typeof values>, // the option is typed with Promise; await takes any thenable
+      })
+      const created = await app.inject({ method: 'POST', url: '/notes', headers: bob, payload: { title: 'b3' } })
+      assert.equal(created.statusCode, 201, created.body)
+      assert.equal(created.json().owner, 'bob:POST')
+      const patched = await app.inject({ method: 'PATCH', url: `/notes/${ids.bob[0]}`, headers: bob, payload: { title: 'b1x' } })
+      assert.equal(patched.statusCode, 200, patched.body)
+      assert.deepEqual([patched.json().title, patched.json().owner], ['b1x', 'bob:PATCH'])
+      const stored = await db.selectFrom('notes').select(['title', 'owner']).where('title', 'in', ['b1x', 'b3']).orderBy('title').execute()
+      assert.deepEqual(stored, [{ title: 'b1x', owner: 'bob:PATCH' }, { title: 'b3', owner: 'bob:POST' }])
+    })
+
     test('beforeWrite receives only the writable fields sent, and a ViewsetErrors error it throws is answered with nothing written', async (t) => {
       const seen: Array<{ values: object, method: string, sub: unknown }> = []
       const { app, db, alice, ids } = await notesApp(t, dialect, {

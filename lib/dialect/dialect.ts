@@ -147,7 +147,7 @@ export interface ViewsetDialect {
 }
 
 /** A result's rows: handed to `then` where an async frame would only unwrap them. */
-export function rowsOf<R> (result: QueryResult<R>): R[] {
+export function resultRows<R> (result: QueryResult<R>): R[] {
   return result.rows
 }
 

@@ -49,6 +49,7 @@ export function deleteReturning (db: AnyDatabase, { table, primaryKey, statement
   }, true).then(hasRows)
 }
 
+/** Whether a DELETE … RETURNING answered the row it deleted. */
 function hasRows ({ rows }: { rows: readonly unknown[] }): boolean {
   return rows.length > 0
 }

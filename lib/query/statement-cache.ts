@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery, QueryResult } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
-import { rowsOf } from '../dialect/dialect.js'
+import { resultRows } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
 import { LruCache } from '../lru-cache.js'
 
@@ -50,7 +50,7 @@ export class StatementCache {
    * `oneRow`: the statement answers at most one row (by primary key), see dialect/one-row.ts.
    */
   rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<Row[]> {
-    return this.result(db, shape, parameters, build, oneRow).then(rowsOf)
+    return this.result(db, shape, parameters, build, oneRow).then(resultRows)
   }
 
   /** Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert id). */

@@ -1,6 +1,6 @@
 import type { CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
-import { firstRow, rowsOf } from '../dialect/dialect.js'
+import { firstRow, resultRows } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
 import type { ScopeCondition } from './scope.js'
 import { StatementCache } from './statement-cache.js'
@@ -43,6 +43,6 @@ export class Statements {
 
   /** One page of rows in primary-key order. */
   page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
-    return db.executeQuery<Row>({ ...this.#page, parameters: [limit, offset] }).then(rowsOf)
+    return db.executeQuery<Row>({ ...this.#page, parameters: [limit, offset] }).then(resultRows)
   }
 }
