@@ -270,6 +270,7 @@ export function markdownReport (results: Results): string {
     'In the eager-loading rows, raw and kysely are hand-written batched versions (3 queries); the N+1 row is a naive hand-written Kysely version.',
     'DELETE: before each measurement the runner inserts a batch of rows (more than the fastest system can delete in that time, outside the timed window);',
     'each request deletes the next one, so every request deletes a row that exists; the leftovers are removed afterwards.',
+    'On SQLite each server has its own copy of the seeded file: one server\'s writes (its WAL, the checkpoints its commits run) never land in another\'s measurements.',
     'Ratios are medians of per-round ratios (systems measured seconds apart in the same round); ✗ marks a ratio under issue 18\'s target',
     `(≥ ${minimumRatios.sqlite.raw}× raw and ≥ ${minimumRatios.sqlite.platformatic}× Platformatic on SQLite, ≥ ${minimumRatios.postgres.raw}× and ≥ ${minimumRatios.postgres.platformatic}× on PostgreSQL). Server CPU per request`,
     '(user + system time of the server process) is steadier than requests/s on a shared machine; its ratios are in the second table.',

@@ -19,7 +19,8 @@ import type { DatabaseKind, Results, ScenarioResult } from './results.js'
 import { allSystemNames, baselineSystem, scenarioById, scenarioIds, systemNames } from './scenarios.js'
 import type { Scenario, ScenarioId, SystemName } from './scenarios.js'
 import { doomedRows } from './doomed-rows.js'
-import { dropPostgres, seedPostgres, seedSqlite } from './seed.js'
+import type { DoomedRows } from './doomed-rows.js'
+import { copySqlite, dropPostgres, seedPostgres, seedSqlite } from './seed.js'
 import type { DatabaseTarget } from './seed.js'
 import { measureStartup } from './startup.js'
 
@@ -126,10 +127,20 @@ interface Slot { id: ScenarioId, index: number, scenario: Scenario, server: Runn
 /** Requests/s assumed before a system's first measurement, to size the first batch of rows to delete. */
 const assumedRate: Record<DatabaseKind, number> = { sqlite: 30_000, postgres: 15_000 }
 
-async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, options: BenchOptions, baseline: Baseline | undefined, retries: { left: number }): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
+/**
+ * Where each system finds the data: on SQLite a copy of the seeded file per system, so that no server's writes
+ * (its WAL, the checkpoints its commits run) land in another's measurements; on PostgreSQL the one database.
+ */
+function targetsOf (target: DatabaseTarget, systems: readonly SystemName[]): Map<SystemName, DatabaseTarget> {
+  return new Map(systems.map((system) => [system, target.kind === 'sqlite' ? copySqlite(target, system) : target]))
+}
+
+async function measureDatabase (database: DatabaseKind, seeded: DatabaseTarget, options: BenchOptions, baseline: Baseline | undefined, retries: { left: number }): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
   const profileDir = join(options.dataDir, 'profiles')
+  const targets = targetsOf(seeded, options.systems)
+  const targetOf = (system: SystemName): DatabaseTarget => targets.get(system) ?? seeded
   const started = await Promise.allSettled(options.systems.map(async (system) =>
-    await startServer(system, target, {
+    await startServer(system, targetOf(system), {
       profileDir: options.profile.includes(system) ? profileDir : undefined,
       runtime: options.runtime,
       library: system === baselineSystem ? baseline?.library : undefined,
@@ -160,11 +171,19 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
   }
   const scenarios: Partial<Record<ScenarioId, ScenarioResult>> = {}
   const samples = new Map<string, Sample[]>()
-  const doomed = doomedRows(target)
+  // The rows DELETE deletes, in each system's own data (one batch per SQLite copy, one for PostgreSQL).
+  const batches = new Map<string, DoomedRows>()
+  const doomedOf = (system: SystemName): DoomedRows => {
+    const target = targetOf(system)
+    const key = target.kind === 'sqlite' ? target.file : target.url
+    let rows = batches.get(key)
+    if (rows === undefined) batches.set(key, rows = doomedRows(target))
+    return rows
+  }
   // The fastest a system has gone so far (GET comes first): a DELETE cannot outrun it.
   const fastest = new Map<SystemName, number>()
   const refill = async (system: SystemName, seconds: number) => {
-    await doomed.refill(Math.ceil((fastest.get(system) ?? assumedRate[database]) * seconds * 2) + 200)
+    await doomedOf(system).refill(Math.ceil((fastest.get(system) ?? assumedRate[database]) * seconds * 2) + 200)
   }
   try {
     for (const block of blocks) {
@@ -182,7 +201,7 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
             continue
           }
           if (scenario.deletes === true) await refill(server.system, 0)
-          const problem = await probe(server, scenario, doomed)
+          const problem = await probe(server, scenario, doomedOf(server.system))
           if (problem === undefined) slots.push({ id, index, scenario, server })
           else {
             result.systems[server.system] = { status: 'failed', reason: problem }
@@ -199,6 +218,7 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
           const warmup = round === 0 ? options.warmup : Math.min(options.warmup, 0.2)
           const run = async (warmup: number) => {
             if (scenario.deletes === true) await refill(server.system, warmup + options.duration)
+            const doomed = doomedOf(server.system)
             const sample = await measure(server, scenario, { ...options, warmup, seed: 1000 * index + round, doomed }, title)
             if (scenario.deletes === true) await doomed.clear()
             return sample
@@ -228,7 +248,7 @@ async function measureDatabase (database: DatabaseKind, target: DatabaseTarget, 
     }
   } finally {
     await Promise.all(servers.map(async (server) => { await server.stop() }))
-    await doomed.close()
+    await Promise.all([...batches.values()].map(async (rows) => { await rows.close() }))
   }
   addRatios(scenarios)
   return scenarios

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import pg from 'pg'
@@ -63,6 +63,14 @@ export function seedSqlite (file: string): DatabaseTarget {
   } finally {
     db.close()
   }
+  return { kind: 'sqlite', file }
+}
+
+/** A copy of a seeded SQLite file for one system (`bench.db` → `bench-raw.db`): the seed ends with its WAL checkpointed and truncated, so the file is whole. */
+export function copySqlite (target: Extract<DatabaseTarget, { kind: 'sqlite' }>, system: string): DatabaseTarget {
+  const file = target.file.replace(/(\.db)?$/, `-${system}$1`)
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
+  copyFileSync(target.file, file)
   return { kind: 'sqlite', file }
 }
 
