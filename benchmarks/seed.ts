@@ -38,10 +38,15 @@ const sqliteTables = `
 
 const copyBooks = 'insert into versioned_books (id, author_id, title, year, price) select id, author_id, title, year, price from books'
 
+/** Removes a SQLite file with its WAL and shared-memory files, if there are any. */
+function removeSqlite (file: string): void {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
+}
+
 /** Writes a fresh SQLite file with the seed (any previous file and its WAL are removed). */
 export function seedSqlite (file: string): DatabaseTarget {
   mkdirSync(dirname(file), { recursive: true })
-  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
+  removeSqlite(file)
   const db = new Database(file)
   try {
     db.pragma('journal_mode = WAL')
@@ -69,7 +74,7 @@ export function seedSqlite (file: string): DatabaseTarget {
 /** A copy of a seeded SQLite file for one system (`bench.db` → `bench-raw.db`): the seed ends with its WAL checkpointed and truncated, so the file is whole. */
 export function copySqlite (target: Extract<DatabaseTarget, { kind: 'sqlite' }>, system: string): DatabaseTarget {
   const file = target.file.replace(/(\.db)?$/, `-${system}$1`)
-  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true })
+  removeSqlite(file)
   copyFileSync(target.file, file)
   return { kind: 'sqlite', file }
 }

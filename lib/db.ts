@@ -41,7 +41,7 @@ export interface CreateDatabaseOptions {
   /**
    * PostgreSQL: when a client hangs up before its answer is sent, cancel the query serving it (default true).
    * It needs to know which request each query serves, through V8's promise hooks on every promise of the
-   * process: 5–13% more CPU per request on a saturated server (GET, LIST 10, POST, PATCH). Turn it off
+   * process: 5–15% more CPU per request (GET, LIST 10, POST, PATCH). Turn it off
    * where the server is CPU-bound and `statementTimeout` is bound enough for abandoned queries.
    */
   cancelOnDisconnect?: boolean

@@ -16,7 +16,7 @@ export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((m
 export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
 export type FilterOperator = typeof filterOperators[number]
 
-/** The claims of a token when the app declares no user type: any claims, `sub` a string when present. */
+/** The claims of a token when the app declares no user type: whatever claims it carries, `sub` a string when present. */
 export interface TokenClaims {
   /** The subject: who the token was issued to. */
   sub?: string

@@ -31,7 +31,7 @@ function splitOutsideQuotes (text: string, separator: string): string[] {
 /**
  * The preferences of a Prefer header (`Prefer: return=minimal, resolution=merge-duplicates; x=1`), by
  * lower-cased name, each with its value (unquoted, `''` when it has none). Parameters after `;` are
- * dropped: no preference read here has any. Several headers arrive joined by commas, as one list.
+ * dropped: no preference read here takes parameters. Several headers arrive joined by commas, as one list.
  *
  * @example
  * ```ts

@@ -23,7 +23,7 @@ export interface ResourceConfig {
   readonly statements: Statements
   /** The table, its key and the columns every row is read with. */
   readonly target: Omit<WriteTarget, 'statements'>
-  /** The loaders of the relation fields, if the schema has any. */
+  /** The loaders of the relation fields, if the schema has relation fields. */
   readonly relations: RelationLoader | undefined
   /** How a row's version is told, for `If-Match`; with a version column, updates increment it. */
   readonly versioning?: Versioning | undefined
@@ -224,7 +224,7 @@ export class Resource {
   /**
    * Runs a bulk write all or none (in a transaction, or the caller's), after checking that no two elements
    * repeat a unique key. A unique or foreign-key fault names its element by JSON pointer when the database
-   * says which (see {@link #conflictingElement}); else it is answered as any other fault.
+   * says which (see {@link #conflictingElement}); else it is answered like every other fault.
    */
   async #bulk<T> (db: AnyDatabase, rows: readonly Row[], write: (trx: AnyDatabase) => Promise<T>): Promise<T> {
     this.#repeatedKeys(rows)

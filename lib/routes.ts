@@ -146,9 +146,11 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
   done()
 }
 
-/** Loads the relations of a handler's result: a row, rows, or anything else (left alone). Routes call it only when there are relations: an await less. */
+/**
+ * Loads the relations of a handler's result: a row, rows, or anything else (left alone). The hot routes call
+ * it only when `resource.hasRelations`: without relations they await nothing more.
+ */
 async function withRelations (resource: Resource, db: AnyDatabase, result: unknown, only?: ReadonlySet<string>): Promise<unknown> {
-  if (!resource.hasRelations) return result
   if (Array.isArray(result)) await resource.load(db, result.filter(isRecord), only)
   else if (isRecord(result)) await resource.load(db, [result], only)
   return result

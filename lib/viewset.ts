@@ -573,7 +573,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const defaults = propertiesOf(list.querystring)
     // The one place the class asks whether `list` is its own: which parameters an override reads is its business.
     const own = this.list !== Viewset.prototype.list
-    // The default list reads only its own parameters: any other one would be validated, documented and ignored,
+    // The default list reads only its own parameters: every other one would be validated, documented and ignored,
     // unless `scope` reads it (from `context.request.query`).
     const scoped = this.scope !== Viewset.prototype.scope || this.options.scope !== undefined
     const unread = own || scoped ? [] : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter))

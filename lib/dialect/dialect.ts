@@ -32,7 +32,7 @@ export type DatabaseFault =
  */
 export interface CompiledStatements {
   result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow?: boolean): Promise<QueryResult<Row>>
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow?: boolean): Promise<Row[]>
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]>
 }
 
 /** The statements that differ between databases, and the arguments they share. */

@@ -14,6 +14,24 @@ async function resultOf<R> (direct: DirectResult, compiled: CompiledQuery, plugi
 }
 
 /**
+ * Offers a query to a shortcut and answers with its result, or with `otherwise(compiled)` when the shortcut
+ * declines; a throw becomes a rejection. Not async: the shortcut's promise (or its settled answer) is handed on
+ * as it is, since each async frame costs promises, and on PostgreSQL the cancel-on-disconnect hooks run for
+ * each (dialect/postgres-cancel.ts).
+ */
+function viaShortcut<R> (direct: DirectExecutor, query: CompiledQuery<R> | Compilable<R>, otherwise: (compiled: CompiledQuery<R>) => Promise<QueryResult<R>>): Promise<QueryResult<R>> {
+  try {
+    const compiled = isCompilable(query) ? query.compile() : query
+    const result = direct(compiled)
+    if (result === undefined) return otherwise(compiled)
+    // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
+    return (result instanceof Promise ? result : Promise.resolve(result)) as Promise<QueryResult<R>>
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/**
  * The Kysely instance createDatabase returns. Only `db.executeQuery(compiled)`, which runs SQL compiled
  * ahead of time, behaves differently: it first offers the query to the database's shortcut (on SQLite a
  * SELECT may run straight on the connection, on PostgreSQL straight on the pool, as a named statement).
@@ -33,18 +51,8 @@ export class PreparedKysely<DB> extends Kysely<DB> {
     this.#direct = direct
   }
 
-  // Not async: the shortcut's promise (or its settled answer) is handed on as it is. Each async frame costs
-  // promises, and on PostgreSQL the cancel-on-disconnect hooks run for each (dialect/postgres-cancel.ts).
   override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
-    try {
-      const compiled = isCompilable(query) ? query.compile() : query
-      const result = this.#direct(compiled)
-      if (result === undefined) return queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId)
-      // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
-      return (result instanceof Promise ? result : Promise.resolve(result)) as Promise<QueryResult<R>>
-    } catch (error) {
-      return Promise.reject(error)
-    }
+    return viaShortcut(this.#direct, query, (compiled) => queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
   }
 }
 
@@ -103,16 +111,7 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
 
   override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
     // Once the wrapped instance is known not to log, a shortcut without plugins answers with no async frame (see PreparedKysely).
-    if (this.#logs === false && this.#plugins.length === 0) {
-      try {
-        const compiled = isCompilable(query) ? query.compile() : query
-        const result = this.#adopted.direct(compiled)
-        if (result === undefined) return this.#db.executeQuery(compiled)
-        return (result instanceof Promise ? result : Promise.resolve(result)) as Promise<QueryResult<R>> // as resultOf: the caller's R
-      } catch (error) {
-        return Promise.reject(error)
-      }
-    }
+    if (this.#logs === false && this.#plugins.length === 0) return viaShortcut(this.#adopted.direct, query, (compiled) => this.#db.executeQuery(compiled))
     return this.#executeQuery(query)
   }
 

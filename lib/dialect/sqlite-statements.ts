@@ -8,8 +8,8 @@ import type { Row } from './dialect.js'
 // Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: better-sqlite3
 // statements are cached by SQL text, and a compiled SELECT (or a write with RETURNING) runs straight on the
-// connection, skipping Kysely's executor (its connection mutex and promise chain cost as much as a short read), whenever that
-// cannot be told apart from going through Kysely.
+// connection, skipping Kysely's executor (its connection mutex and promise chain cost as much as a short
+// read), whenever that cannot be told apart from going through Kysely.
 
 /** The part of a better-sqlite3 `Database` used here. */
 export interface BetterSqliteDatabase {

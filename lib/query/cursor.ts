@@ -83,7 +83,7 @@ export function decodeCursor (text: string, ordering: Ordering, types: ReadonlyM
   ordering.keys.forEach((key, index) => {
     const value: unknown = values[index]
     const type = types.get(key.field)
-    // A relation path (`author.name`) has no type here: any JSON scalar.
+    // A relation path (`author.name`) has no type here: whichever JSON scalar.
     const ok = value === null ? key.nullable : type === undefined ? key.expression !== undefined && ['string', 'number', 'boolean'].includes(typeof value) : fits(value, type)
     if (!ok) invalid(`its value of ${key.field} is not one of that field`)
   })

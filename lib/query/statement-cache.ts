@@ -45,15 +45,15 @@ function sameValues (left: readonly unknown[], right: readonly unknown[]): boole
 export class StatementCache {
   readonly #statements = new LruCache<string, CompiledQuery<Row>>(maxShapes)
 
-  /**
-   * Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows.
-   * `oneRow`: the statement answers at most one row (by primary key), see dialect/one-row.ts.
-   */
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<Row[]> {
-    return this.result(db, shape, parameters, build, oneRow).then(resultRows)
+  /** Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows. */
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]> {
+    return this.result(db, shape, parameters, build).then(resultRows)
   }
 
-  /** Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert id). */
+  /**
+   * Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert
+   * id). `oneRow`: the statement answers at most one row (by primary key), see dialect/one-row.ts.
+   */
   // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
   result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
