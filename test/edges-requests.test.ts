@@ -188,7 +188,7 @@ for (const dialect of dialects) {
         assert.deepEqual(base === '/books' ? author.response.json()[0] : author.response.json(), expected)
         assert.equal(author.statements.length, 2, author.statements.join('\n'))
         assert.match(author.statements[0] as string, /^select title, author_id from books/i)
-        assert.match(author.statements[1] as string, /from authors/i)
+        assert.match(author.statements[1] as string, /(from|join) authors as t/i)
 
         const tags = await counted(library, { method: 'GET', url: `${base}?fields=tags` })
         assert.deepEqual(base === '/books' ? tags.response.json()[0] : tags.response.json(), { tags: [{ id: 1, name: 'classic' }] })

@@ -7,6 +7,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import { createViewset, viewsetDocs } from 'fastify-viewsets'
 import type { RelatedConfig } from 'fastify-viewsets'
 import { BatchedQuery } from '../lib/relations/batched-query.js'
+import { dialectOf } from '../lib/dialect/pick-dialect.js'
 import { build } from '../examples/relations/app.js'
 import { autoIncrement, dialects, testDatabase } from './helpers/database.js'
 import type { TestDatabase, TestDialect } from './helpers/database.js'
@@ -163,8 +164,15 @@ for (const dialect of dialects) {
         counts.push(statements.length)
         assert.equal(statements.length, 3, statements.join('\n'))
         // Quotes differ by dialect (" or `): compare the SQL without them.
-        assert.match((statements[1] as string).replace(/["`]/g, ''), /from authors where id in \(/i)
-        assert.match((statements[2] as string).replace(/["`]/g, ''), /join book_tags as j .* where j.book_id in \(/i)
+        const [, authors, tags] = statements.map((statement) => statement.replace(/["`]/g, ''))
+        // SQLite joins from the page's keys as one JSON parameter; the others bind an IN list.
+        if (dialect.name === 'sqlite') {
+          assert.match(authors ?? '', /^select t.id, t.name from json_each\(\?\) as viewset_keys inner join authors as t on t.id = viewset_keys.value$/i)
+          assert.match(tags ?? '', /from json_each\(\?\) as viewset_keys inner join book_tags as j on j.book_id = viewset_keys.value inner join tags as t /i)
+        } else {
+          assert.match(authors ?? '', /from authors as t where t.id in \(/i)
+          assert.match(tags ?? '', /from book_tags as j inner join tags as t .* where j.book_id in \(/i)
+        }
       }
       assert.deepEqual(counts, [3, 3, 3], 'the number of statements does not grow with the page')
     })
@@ -453,15 +461,50 @@ for (const dialect of dialects) {
       const { db } = database
       const names = Array.from({ length: 1500 }, (_, i) => ({ name: `Tag ${i + 1}` }))
       for (let i = 0; i < names.length; i += 500) await db.insertInto('tags').values(names.slice(i, i + 500)).execute()
-      const query = new BatchedQuery((keys) => db.selectFrom('tags').select(['id', 'name']).where('id', 'in', keys) as never)
+      const { keyTable } = await dialectOf(db as never)
+      const query = new BatchedQuery(db as never, keyTable, (keyed) => keyed('tags', 't', 'id').select(['t.id', 't.name']))
       database.queries.length = 0
-      const rows = await query.run(db, Array.from({ length: 1500 }, (_, i) => i + 1))
+      const rows = await query.run(db as never, Array.from({ length: 1500 }, (_, i) => i + 1))
       assert.equal(rows.length, 1500)
       assert.equal(database.queries.length, 2)
       assert.equal(query.sqlFor(3), query.sqlFor(4))
       assert.notEqual(query.sqlFor(4), query.sqlFor(5))
-      const padded = await query.run(db, [7, 3, 5])
+      database.queries.length = 0
+      const padded = await query.run(db as never, [7, 3, 5])
       assert.deepEqual(padded.map((row) => row.id).sort((a, b) => Number(a) - Number(b)), [3, 5, 7])
+      // SQLite joins from the keys as one JSON parameter; the others bind an IN list padded to its bucket.
+      const plain = () => (database.queries[0] ?? '').replace(/["`]/g, '').replace(/\$\d+/g, '?')
+      assert.match(plain(), dialect.name === 'sqlite' ? /from json_each\(\?\) as viewset_keys inner join tags as t/ : /t\.id in \(\?, \?, \?, \?\)/)
+      if (dialect.name === 'sqlite') {
+        // Keys JSON cannot carry exactly (a fraction, a blob) fall back to the IN list.
+        database.queries.length = 0
+        assert.deepEqual((await query.run(db as never, [2, 1.5])).map((row) => row.id), [2])
+        assert.match(plain(), /t\.id in \(\?, \?\)/)
+      }
+    })
+
+    test('relations load by text keys, quotes and non-ASCII included', async (t) => {
+      const database = await testDatabase(t, dialect)
+      const { db } = database
+      await db.schema.createTable('rel_langs').addColumn('code', 'varchar(20)', (column) => column.primaryKey()).addColumn('name', 'varchar(50)', (column) => column.notNull()).execute()
+      await db.schema.createTable('rel_words').addColumn('id', 'integer', (column) => column.primaryKey()).addColumn('lang', 'varchar(20)', (column) => column.notNull()).addColumn('word', 'varchar(50)', (column) => column.notNull()).execute()
+      const langs = [{ code: 'en', name: 'English' }, { code: 'fr"\\', name: 'Quoted' }, { code: 'ελ', name: 'Greek' }, { code: '12', name: 'Digits' }]
+      await db.insertInto('rel_langs' as never).values(langs as never).execute()
+      await db.insertInto('rel_words' as never).values([{ id: 1, lang: 'ελ', word: 'λόγος' }, { id: 2, lang: 'fr"\\', word: 'mot' }, { id: 3, lang: 'en', word: 'word' }, { id: 4, lang: '12', word: 'twelve' }, { id: 5, lang: 'en', word: 'term' }] as never).execute()
+      const Lang = Type.Object({ code: Type.String(), name: Type.String() })
+      const Word = Type.Object({ id: Type.Integer(), lang: Type.String(), word: Type.String(), language: Type.Optional(Type.Union([Lang, Type.Null()])) })
+      const LangWithWords = Type.Object({ ...Lang.properties, words: Type.Optional(Type.Array(Type.Object({ id: Type.Integer(), word: Type.String() }))) })
+      const app = testApp(t)
+      await app.register(createViewset({ db, table: 'rel_words', schema: Word, orderingFields: ['id'], relatedConfig: { selectRelated: { language: { table: 'rel_langs', foreignKey: 'lang', references: 'code' } } } }), { prefix: '/words' })
+      await app.register(createViewset({ db, table: 'rel_langs', schema: LangWithWords, primaryKey: 'code', orderingFields: ['name'], relatedConfig: { prefetchRelated: { words: { table: 'rel_words', foreignKey: 'lang', references: 'code', orderBy: '-id' } } } }), { prefix: '/langs' })
+      const words = await app.inject({ method: 'GET', url: '/words?order_by=id' })
+      assert.equal(words.statusCode, 200, words.body)
+      assert.deepEqual(words.json().map((word: { id: number, language: { name: string } | null }) => [word.id, word.language?.name]),
+        [[1, 'Greek'], [2, 'Quoted'], [3, 'English'], [4, 'Digits'], [5, 'English']])
+      const byLang = await app.inject({ method: 'GET', url: '/langs?order_by=name' })
+      assert.equal(byLang.statusCode, 200, byLang.body)
+      assert.deepEqual(byLang.json().map((lang: { code: string, words: Array<{ id: number }> }) => [lang.code, lang.words.map((word) => word.id)]),
+        [['12', [4]], ['en', [5, 3]], ['ελ', [1]], ['fr"\\', [2]]])
     })
   })
 }

@@ -1,4 +1,4 @@
-import type { Compilable, Expression, Kysely, QueryResult, SqlBool } from 'kysely'
+import type { AliasedRawBuilder, Compilable, Expression, Kysely, QueryResult, SqlBool } from 'kysely'
 import type { CatalogColumn, CatalogReader } from './catalog.js'
 
 /** A row as the driver returns it. */
@@ -83,6 +83,17 @@ export type UpsertResult =
   | { readonly outside: number }
 
 /**
+ * A table of a batch's keys, bound as one parameter, that a relation's statement joins from (column `value`)
+ * instead of testing an `IN` list.
+ */
+export interface KeyTable {
+  /** The table, aliased, with a placeholder for its one parameter. */
+  source (alias: string): AliasedRawBuilder<Row, string>
+  /** The keys as that parameter, or `undefined` when one of them cannot be carried (the batch then binds an `IN` list). */
+  encode (keys: readonly unknown[]): unknown
+}
+
+/**
  * The seam between the viewset and a database. Everything that differs between
  * SQLite, PostgreSQL and MySQL lives behind it, one file per dialect.
  */
@@ -142,6 +153,8 @@ export interface ViewsetDialect {
    * in: values the database compares equal give the same key (see {@link mapKey}).
    */
   keyOf (value: unknown): unknown
+  /** Where the keys of a relation's batch come from, when not from an `IN` list (see relations/batched-query.ts). */
+  readonly keyTable?: KeyTable
   /** Recognises the driver errors a client can act on. */
   classify (error: unknown): DatabaseFault | undefined
 }

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
-import type { DatabaseFault, Row, ViewsetDialect } from './dialect.js'
+import type { DatabaseFault, KeyTable, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, mapKey } from './dialect.js'
 import { deleteReturning, insertManyReturning, insertReturning, updateReturning, upsertReturning } from './returning-writes.js'
 
@@ -25,6 +25,19 @@ function bindable (values: Row): Row {
   return bound
 }
 
+/**
+ * A batch's keys as a JSON array, joined from `json_each`. An `IN` list of bound values is an ephemeral index
+ * built on every run; beside the ephemeral b-tree of an ORDER BY with LIMIT, both page caches (about 90 KB each)
+ * make a statement's allocations pass glibc's trim threshold (128 KB), so each run grows the heap, faults its
+ * pages in and gives them back: 280 µs against 100 µs for a relation's 50 parents, in a process where nothing has
+ * raised the threshold. Integers and strings only: JSON cannot carry a blob, and SQLite's reading of a JSON
+ * fraction need not give back the same double.
+ */
+const jsonKeys: KeyTable = {
+  source: (alias) => sql<Row>`json_each(${'[]'})`.as(alias),
+  encode: (keys) => keys.every((key) => typeof key === 'string' || Number.isSafeInteger(key)) ? JSON.stringify(keys) : undefined,
+}
+
 /** SQLite through better-sqlite3: RETURNING, `PRAGMA table_info`, ASCII-only case folding. */
 export const sqliteDialect: ViewsetDialect = {
   name: 'sqlite',
@@ -34,6 +47,7 @@ export const sqliteDialect: ViewsetDialect = {
   parameter,
   count: countOf,
   keyOf: mapKey,
+  keyTable: jsonKeys,
   insert: (db, target, values) => insertReturning(db, target, bindable(values)),
   // SQLITE_MAX_VARIABLE_NUMBER's default since SQLite 3.32.
   maxParameters: 32_766,

@@ -1,10 +1,10 @@
 import type { TObject } from '@sinclair/typebox'
 import { sql } from 'kysely'
-import type { SelectQueryBuilder } from 'kysely'
 import type { CatalogColumn } from '../dialect/catalog.js'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
 import { BatchedQuery } from './batched-query.js'
+import type { BatchBuilder, Builder, Keyed } from './batched-query.js'
 import type { RelatedConfig } from './config.js'
 import type { DeclaredRelation, RelationKind } from './declaration.js'
 import { applyOrdering, orderClause, parseOrdering } from '../query/ordering.js'
@@ -218,16 +218,19 @@ function orderOf (relation: DeclaredRelation, key: string | undefined, columns: 
  * runs the plain ordered query capped at `limit` rows per key plus one: when it gets no more than that, it has
  * every child of the batch, and grouping keeps the first `limit`. Only a batch with more runs the window statement.
  */
-function limitedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keys: readonly unknown[]) => Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], prefix: string, limit: number): BatchedQuery {
-  // The cap is a literal of each list size: the statement's only parameters are the keys.
-  return new BatchedQuery((keys) => applyOrdering(filtered(keys), order, dialect, prefix).limit(sql.lit(keys.length * limit + 1)), {
+function limitedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keyed: Keyed) => Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], limit: number): BatchedQuery {
+  // The cap is a literal of each batch size: the statement's only parameters are the keys.
+  return new BatchedQuery(db, dialect.keyTable, (keyed, count) => applyOrdering(filtered(keyed), order, dialect, 't.').limit(sql.lit(count * limit + 1)), {
     rowsPerKey: limit,
-    build: (keys) => firstChildren(db, dialect, filtered(keys), columns, partition, order, prefix, limit),
+    build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
   })
 }
 
-/** A relation's SELECT: tables known at run time, every name checked against the catalog at registration. */
-type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
+/** A relation without a limit: all the children of each parent, in order. */
+function orderedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keyed: Keyed) => Builder, order: readonly OrderKey[]): BatchedQuery {
+  const build: BatchBuilder = (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.')
+  return new BatchedQuery(db, dialect.keyTable, build)
+}
 
 /**
  * Keeps the first `limit` children of each parent, still in one statement: the children, numbered within
@@ -235,9 +238,9 @@ type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
  * read back up to `limit`. `query` selects `columns` and is filtered by the parent keys but not ordered;
  * ordering by the rank keeps each parent's children in order, which is all grouping needs.
  */
-function firstChildren (db: AnyDatabase, dialect: ViewsetDialect, query: Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], prefix: string, limit: number): Builder {
+function firstChildren (db: AnyDatabase, dialect: ViewsetDialect, query: Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], limit: number): Builder {
   const rank = freeAlias(rankAlias, columns)
-  const by = orderClause(order, dialect, prefix)
+  const by = orderClause(order, dialect, 't.')
   const ranked = query.select([sql<number>`row_number() over (partition by ${sql.ref(partition)} order by ${by})`.as(rank)])
   // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys.
   return (db.selectFrom(ranked.as('viewset_ranked'))) // the subquery's columns are known only at run time
@@ -260,7 +263,8 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
     if (!targetColumns.includes(field)) throw new ViewsetErrors.UnknownColumn(field, table, targetColumns.join(', '))
   }
   const extra = nested?.parentColumns ?? []
-  const from = (): Builder => db.selectFrom(table)
+  // Every statement reads the target as `t`: a key table's own columns (json_each has an `id`) stay apart.
+  const qualified = (columns: readonly string[]) => columns.map((column) => `t.${column}`)
   const link = (parentColumn: string, targetColumn: string, through?: RelationLink['through']): RelationLink =>
     ({ field: relation.field, kind, table, parentColumn, targetColumn, through, target: relation.target, columns: fields, links: nested?.links ?? new Map() })
 
@@ -269,7 +273,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns) // declared for this kind
       const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
       const columns = unique([...fields, references, ...extra])
-      const query = new BatchedQuery((keys) => from().select(columns).where(references, 'in', keys))
+      const query = new BatchedQuery(db, dialect.keyTable, (keyed) => keyed(table, 't', references).select(qualified(columns)))
       return { field: relation.field, kind, link: link(foreignKey, references), parentKey: foreignKey, childKey: references, query, limit: undefined, nested, keyOf: dialect.keyOf }
     }
     case 'one-to-many': {
@@ -278,10 +282,10 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, described)
       const columns = unique([...fields, foreignKey, ...extra])
       const { limit } = relation
-      const filtered = (keys: readonly unknown[]): Builder => from().select(columns).where(foreignKey, 'in', keys)
+      const filtered = (keyed: Keyed): Builder => keyed(table, 't', foreignKey).select(qualified(columns))
       const query = limit === undefined
-        ? new BatchedQuery((keys) => applyOrdering(filtered(keys), order, dialect))
-        : limitedQuery(db, dialect, filtered, columns, foreignKey, order, '', limit)
+        ? orderedQuery(db, dialect, filtered, order)
+        : limitedQuery(db, dialect, filtered, columns, `t.${foreignKey}`, order, limit)
       return { field: relation.field, kind, link: link(references, foreignKey), parentKey: references, childKey: foreignKey, query, limit, nested, keyOf: dialect.keyOf }
     }
     case 'many-to-many': {
@@ -295,16 +299,15 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const order = orderOf(relation, references, described)
       const columns = unique([...fields, ...extra])
       const alias = freeAlias(sourceAlias, columns)
-      const selection = [...columns.map((column) => `t.${column}`), `j.${source} as ${alias}`]
+      const selection = [...qualified(columns), `j.${source} as ${alias}`]
       const { limit } = relation
       // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
-      const joined = (keys: readonly unknown[]): Builder => db.selectFrom(`${table} as t`)
-        .innerJoin(`${through.table} as j`, `j.${target}`, `t.${references}`)
+      const joined = (keyed: Keyed): Builder => keyed(through.table, 'j', source)
+        .innerJoin(`${table} as t`, `t.${references}`, `j.${target}`)
         .select(selection)
-        .where(`j.${source}`, 'in', keys)
       const query = limit === undefined
-        ? new BatchedQuery((keys) => applyOrdering(joined(keys), order, dialect, 't.'))
-        : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, 't.', limit)
+        ? orderedQuery(db, dialect, joined, order)
+        : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, limit)
       return { field: relation.field, kind, link: link(parentKey, references, { table: through.table, sourceKey: source, targetKey: target }), parentKey, childKey: alias, query, limit, nested, keyOf: dialect.keyOf }
     }
   }
