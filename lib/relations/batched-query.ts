@@ -28,33 +28,47 @@ function bucketOf (count: number): number {
 /** One statement per power-of-two list size up to {@link maxBatch}. */
 type Buckets = readonly CompiledQuery<Row>[]
 
-/** `build`'s statement with an `IN` list of each size. */
-function listBuckets (db: AnyDatabase, build: BatchBuilder): Buckets {
+/**
+ * `build`'s statement for each size, its keys bound by `keyedFor(size)`, which binds `parameters(size)` values:
+ * an `IN` list of `size` keys, or the key table's one parameter.
+ */
+function compileBuckets (build: BatchBuilder, keyedFor: (size: number) => Keyed, parameters: (size: number) => number): Buckets {
   const compiled: CompiledQuery<Row>[] = []
   for (let size = 1; size <= maxBatch; size *= 2) {
-    const keys = new Array<number>(size).fill(0)
-    const query = build((table, alias, column) => db.selectFrom(`${table} as ${alias}`).where(`${alias}.${column}`, 'in', keys), size).compile()
-    if (query.parameters.length !== size) throw new Error(`A batched relation query must have only its key list as parameters, got ${query.parameters.length} for ${size} keys`)
+    const query = build(keyedFor(size), size).compile()
+    if (query.parameters.length !== parameters(size)) throw new Error(`A batched relation query must have only its keys as parameters, got ${query.parameters.length} for ${size} keys`)
     compiled.push(query)
   }
   return compiled
 }
 
-/** `build`'s statement joined from the key table, its only parameter, for each size (which only a row cap may read). */
-function tableBuckets (db: AnyDatabase, build: BatchBuilder, keyTable: KeyTable): Buckets {
-  const compiled: CompiledQuery<Row>[] = []
-  for (let size = 1; size <= maxBatch; size *= 2) {
-    const query = build((table, alias, column) => fromKeys(db, keyTable.source(keysAlias))
-      .innerJoin(`${table} as ${alias}`, `${alias}.${column}`, `${keysAlias}.value`), size).compile()
-    if (query.parameters.length !== 1) throw new Error(`A batched relation query must have only its key table as parameter, got ${query.parameters.length}`)
-    compiled.push(query)
-  }
-  return compiled
+/** Binds `size` keys as `where alias.column in (...)`. */
+function listKeyed (db: AnyDatabase, size: number): Keyed {
+  const keys = new Array<number>(size).fill(0)
+  return (table, alias, column) => db.selectFrom(`${table} as ${alias}`).where(`${alias}.${column}`, 'in', keys)
+}
+
+/** Joins from the key table, whatever the batch's size. */
+function tableKeyed (db: AnyDatabase, keyTable: KeyTable): Keyed {
+  return (table, alias, column) => fromKeys(db, keyTable.source(keysAlias)).innerJoin(`${table} as ${alias}`, `${alias}.${column}`, `${keysAlias}.value`)
 }
 
 /** A SELECT from the key table, typed as a relation's builder: the table's only column read is `value`, in the join. */
 function fromKeys (db: AnyDatabase, source: AliasedRawBuilder<Row, string>): Builder {
   return db.selectFrom(source)
+}
+
+/** A form's statements: the first try, and the exact one a batch that gets more than `rowsPerKey` rows per key from it runs instead. */
+interface Statements {
+  readonly first: Buckets
+  readonly exact: { readonly rowsPerKey: number, readonly buckets: Buckets } | undefined
+}
+
+/** The statement of a batch of `count` keys (1 to {@link maxBatch}): every bucket is compiled at registration. */
+function statementOf (buckets: Buckets, count: number): CompiledQuery<Row> {
+  const compiled = buckets[bucketOf(count)]
+  if (compiled === undefined) throw new Error(`no batched statement for ${count} keys`)
+  return compiled
 }
 
 /**
@@ -71,10 +85,8 @@ function fromKeys (db: AnyDatabase, source: AliasedRawBuilder<Row, string>): Bui
  * ```
  */
 export class BatchedQuery {
-  readonly #lists: Buckets
-  readonly #tables: Buckets | undefined
-  readonly #keyTable: KeyTable | undefined
-  readonly #fallback: { readonly rowsPerKey: number, readonly lists: Buckets, readonly tables: Buckets | undefined } | undefined
+  readonly #list: Statements
+  readonly #table: { readonly keyTable: KeyTable, readonly statements: Statements } | undefined
 
   /**
    * `build` must make a query whose only parameters are the keys `keyed` binds.
@@ -82,24 +94,20 @@ export class BatchedQuery {
    * gets more than that runs `fallback.build`'s statement instead (a cheap first try, an exact but slower second).
    */
   constructor (db: AnyDatabase, keyTable: KeyTable | undefined, build: BatchBuilder, fallback?: { readonly rowsPerKey: number, readonly build: BatchBuilder }) {
-    this.#keyTable = keyTable
-    this.#lists = listBuckets(db, build)
-    this.#tables = keyTable === undefined ? undefined : tableBuckets(db, build, keyTable)
-    this.#fallback = fallback === undefined
-      ? undefined
-      : { rowsPerKey: fallback.rowsPerKey, lists: listBuckets(db, fallback.build), tables: keyTable === undefined ? undefined : tableBuckets(db, fallback.build, keyTable) }
+    const statements = (keyedFor: (size: number) => Keyed, parameters: (size: number) => number): Statements => ({
+      first: compileBuckets(build, keyedFor, parameters),
+      exact: fallback === undefined ? undefined : { rowsPerKey: fallback.rowsPerKey, buckets: compileBuckets(fallback.build, keyedFor, parameters) },
+    })
+    this.#list = statements((size) => listKeyed(db, size), (size) => size)
+    if (keyTable !== undefined) {
+      const keyed = tableKeyed(db, keyTable)
+      this.#table = { keyTable, statements: statements(() => keyed, () => 1) }
+    }
   }
 
   /** The SQL text used for a batch of `count` keys of the `IN` list form (for tests and logs). */
   sqlFor (count: number): string {
-    return this.#statement(this.#lists, Math.min(count, maxBatch)).sql
-  }
-
-  /** The statement of a batch of `count` keys (1 to {@link maxBatch}): the constructor compiled every bucket. */
-  #statement (buckets: Buckets, count: number): CompiledQuery<Row> {
-    const compiled = buckets[bucketOf(count)]
-    if (compiled === undefined) throw new Error(`no batched statement for ${count} keys`)
-    return compiled
+    return statementOf(this.#list.first, Math.min(count, maxBatch)).sql
   }
 
   /** The rows matching any of the keys (distinct, non-null); one statement per {@link maxBatch} keys. */
@@ -114,12 +122,13 @@ export class BatchedQuery {
 
   async #runBatch (db: AnyDatabase, keys: readonly unknown[]): Promise<Row[]> {
     if (keys.length === 0) return []
-    const table = this.#tables === undefined ? undefined : this.#keyTable?.encode(keys)
-    const parameters = table === undefined ? padList(keys) : [table]
-    const pick = (lists: Buckets, tables: Buckets | undefined) => this.#statement(table === undefined || tables === undefined ? lists : tables, keys.length)
-    const { rows } = await db.executeQuery<Row>({ ...pick(this.#lists, this.#tables), parameters })
-    const fallback = this.#fallback
-    if (fallback === undefined || rows.length <= paddedLength(keys.length) * fallback.rowsPerKey) return rows
-    return (await db.executeQuery<Row>({ ...pick(fallback.lists, fallback.tables), parameters })).rows
+    const table = this.#table
+    const encoded = table?.keyTable.encode(keys)
+    const statements = table === undefined || encoded === undefined ? this.#list : table.statements
+    const parameters = encoded === undefined ? padList(keys) : [encoded]
+    const { rows } = await db.executeQuery<Row>({ ...statementOf(statements.first, keys.length), parameters })
+    const { exact } = statements
+    if (exact === undefined || rows.length <= paddedLength(keys.length) * exact.rowsPerKey) return rows
+    return (await db.executeQuery<Row>({ ...statementOf(exact.buckets, keys.length), parameters })).rows
   }
 }

@@ -4,7 +4,7 @@ import type { CatalogColumn } from '../dialect/catalog.js'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
 import { BatchedQuery } from './batched-query.js'
-import type { BatchBuilder, Builder, Keyed } from './batched-query.js'
+import type { Builder, Keyed } from './batched-query.js'
 import type { RelatedConfig } from './config.js'
 import type { DeclaredRelation, RelationKind } from './declaration.js'
 import { applyOrdering, orderClause, parseOrdering } from '../query/ordering.js'
@@ -228,8 +228,7 @@ function limitedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keye
 
 /** A relation without a limit: all the children of each parent, in order. */
 function orderedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keyed: Keyed) => Builder, order: readonly OrderKey[]): BatchedQuery {
-  const build: BatchBuilder = (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.')
-  return new BatchedQuery(db, dialect.keyTable, build)
+  return new BatchedQuery(db, dialect.keyTable, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'))
 }
 
 /**
