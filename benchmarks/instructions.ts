@@ -1,0 +1,82 @@
+import { execFileSync, fork } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import autocannon from 'autocannon'
+import { compiled } from './build.js'
+import { allSystemNames } from './scenarios.js'
+import type { SystemName } from './scenarios.js'
+import type { ServerMessage } from './server.js'
+import { copySqlite, seedSqlite } from './seed.js'
+import type { DatabaseTarget } from './seed.js'
+
+type SqliteTarget = Extract<DatabaseTarget, { kind: 'sqlite' }>
+
+// Instructions per request over HTTP, which do not depend on how busy the machine is (analysis.md, "Second
+// session"): each server runs under callgrind on SQLite, is warmed up, its counters are zeroed, it serves a
+// fixed number of requests, and the counts are dumped. With --cache-sim, callgrind also simulates the first-
+// level caches and the branch predictor. valgrind must be installed; run `npm run build:bench` first.
+//
+//   node --import tsx benchmarks/instructions.ts --systems raw,viewsets --path '/books?limit=10' [--cache-sim]
+
+const { values } = parseArgs({
+  options: {
+    systems: { type: 'string', default: 'raw,viewsets' },
+    path: { type: 'string', default: '/books?limit=10' },
+    requests: { type: 'string', default: '2000' },
+    warmup: { type: 'string', default: '3000' },
+    'cache-sim': { type: 'boolean', default: false },
+    data: { type: 'string', default: join('benchmarks', '.data') },
+  },
+})
+
+const systems = values.systems.split(',').map((name) => {
+  const system = allSystemNames.find((known) => known === name)
+  if (system === undefined) throw new Error(`unknown system ${name}: one of ${allSystemNames.join(', ')}`)
+  return system
+})
+const requests = Number(values.requests)
+const warmup = Number(values.warmup)
+
+/** The events callgrind counted in a dump, by name (Ir, I1mr, D1mr, Bcm, ...). */
+function eventTotals (file: string): Map<string, number> {
+  const text = readFileSync(file, 'utf8')
+  const names = /^events: (.+)$/m.exec(text)?.[1]?.split(' ') ?? []
+  const totals = /^totals: (.+)$/m.exec(text)?.[1]?.split(' ').map(Number) ?? []
+  return new Map(names.map((name, index) => [name, totals[index] ?? 0]))
+}
+
+async function count (system: SystemName, seeded: SqliteTarget): Promise<Map<string, number>> {
+  const target = copySqlite(seeded, `instructions-${system}`)
+  const out = join(values.data, `callgrind-${system}.out`)
+  const env = { ...process.env }
+  delete env.NODE_OPTIONS
+  const tool = ['--tool=callgrind', '--quiet', `--callgrind-out-file=${out}`, '--dump-instr=no', ...values['cache-sim'] ? ['--cache-sim=yes', '--branch-sim=yes'] : []]
+  // One thread: the GC's helper threads would otherwise run the same work on another thread's counters.
+  const child = fork(compiled('server.ts'), [system, JSON.stringify(target)], { execPath: 'valgrind', execArgv: [...tool, process.execPath, '--single-threaded'], env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${system} exited with code ${String(code)} before it was ready`)))
+    child.on('message', (message: ServerMessage) => { if (message.type === 'ready') resolve(message.port) })
+  })
+  const url = `http://127.0.0.1:${port}${values.path}`
+  await autocannon({ url, connections: 4, amount: warmup })
+  execFileSync('callgrind_control', ['-z', String(child.pid)], { stdio: 'ignore' })
+  const result = await autocannon({ url, connections: 4, amount: requests })
+  execFileSync('callgrind_control', ['-d', 'measured', String(child.pid)], { stdio: 'ignore' })
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.send({ type: 'stop' })
+  await exited
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${system}: ${result.non2xx} non-2xx answers and ${result.errors} errors`)
+  // callgrind numbers each dump: the first one asked for is `.1`.
+  return eventTotals(`${out}.1`)
+}
+
+const seeded = seedSqlite(join(values.data, 'instructions.db'))
+if (seeded.kind !== 'sqlite') throw new Error('seedSqlite answered a target that is not SQLite')
+const shown: Array<[string, string]> = [['Ir', 'instructions'], ['I1mr', 'I1 misses'], ['D1mr', 'D1 read misses'], ['Bcm', 'mispredicted conditional branches'], ['Bim', 'mispredicted indirect branches']]
+console.log(`${values.path}: per request, over ${requests} requests after ${warmup} unmeasured ones`)
+for (const system of systems) {
+  const totals = await count(system, seeded)
+  const figures = shown.filter(([event]) => totals.has(event)).map(([event, name]) => `${name} ${Math.round((totals.get(event) ?? 0) / requests).toLocaleString('en-US')}`)
+  console.log(`${system.padEnd(22)} ${figures.join(' · ')}`)
+}
