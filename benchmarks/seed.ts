@@ -100,15 +100,29 @@ async function withClient (url: string, use: (client: pg.Client) => Promise<void
   }
 }
 
+/** Whether a process of this machine has that id (EPERM: it exists, and belongs to another user). */
+function running (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return error instanceof Error && 'code' in error && error.code === 'EPERM'
+  }
+}
+
 /**
- * Drops the databases that runs which did not finish left behind. Without `force`, PostgreSQL refuses to
- * drop a database that has connections, so the database of a run still going is left alone.
+ * Drops the databases that runs which did not finish left behind: each is named after its run's process id,
+ * so one whose process still runs here is left alone, even between its phases, when it holds no connection.
+ * Without `force`, PostgreSQL refuses to drop a database that has connections (a run on another machine
+ * that uses the same server, mid-measurement).
  */
-async function dropAbandoned (url: string): Promise<void> {
+export async function dropAbandoned (url: string): Promise<void> {
   await withClient(url, async (client) => {
     const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${postgresDatabasePrefix}%`])
     for (const { datname } of rows) {
-      if (datname === postgresDatabase || !/^[a-z0-9_]+$/.test(datname)) continue
+      // Only names that end in a process id are a run's (they are also safe to write into the statement).
+      const suffix = datname.slice(postgresDatabasePrefix.length)
+      if (datname === postgresDatabase || !/^\d+$/.test(suffix) || running(Number(suffix))) continue
       await client.query(`drop database if exists ${datname}`).catch(() => {})
     }
   })
