@@ -1,12 +1,11 @@
-import { execFileSync, fork } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { compiled } from './build.js'
+import { startServer } from './processes.js'
 import { allSystemNames } from './scenarios.js'
 import type { SystemName } from './scenarios.js'
-import type { ServerMessage } from './server.js'
 import { copySqlite, seedSqlite } from './seed.js'
 import type { DatabaseTarget } from './seed.js'
 
@@ -47,25 +46,16 @@ function eventTotals (file: string): Map<string, number> {
 }
 
 async function count (system: SystemName, seeded: SqliteTarget): Promise<Map<string, number>> {
-  const target = copySqlite(seeded, `instructions-${system}`)
   const out = join(values.data, `callgrind-${system}.out`)
-  const env = { ...process.env }
-  delete env.NODE_OPTIONS
   const tool = ['--tool=callgrind', '--quiet', `--callgrind-out-file=${out}`, '--dump-instr=no', ...values['cache-sim'] ? ['--cache-sim=yes', '--branch-sim=yes'] : []]
   // One thread: the GC's helper threads would otherwise run the same work on another thread's counters.
-  const child = fork(compiled('server.ts'), [system, JSON.stringify(target)], { execPath: 'valgrind', execArgv: [...tool, process.execPath, '--single-threaded'], env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${system} exited with code ${String(code)} before it was ready`)))
-    child.on('message', (message: ServerMessage) => { if (message.type === 'ready') resolve(message.port) })
-  })
-  const url = `http://127.0.0.1:${port}${values.path}`
+  const server = await startServer(system, copySqlite(seeded, `instructions-${system}`), { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool } })
+  const url = `${server.url}${values.path}`
   await autocannon({ url, connections: 4, amount: warmup })
-  execFileSync('callgrind_control', ['-z', String(child.pid)], { stdio: 'ignore' })
+  execFileSync('callgrind_control', ['-z', String(server.pid)], { stdio: 'ignore' })
   const result = await autocannon({ url, connections: 4, amount: requests })
-  execFileSync('callgrind_control', ['-d', 'measured', String(child.pid)], { stdio: 'ignore' })
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.send({ type: 'stop' })
-  await exited
+  execFileSync('callgrind_control', ['-d', 'measured', String(server.pid)], { stdio: 'ignore' })
+  await server.stop()
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${system}: ${result.non2xx} non-2xx answers and ${result.errors} errors`)
   // callgrind numbers each dump: the first one asked for is `.1`.
   return eventTotals(`${out}.1`)

@@ -12,10 +12,17 @@ import type { RunnerMessage, ServerMessage, ServerRuntime } from './server.js'
  * Plain `node`, no loader and no `source` condition, with the environment's NODE_OPTIONS removed (a test
  * runner's `--import tsx` must not reach the servers): what a user's production process runs.
  */
-export function plainNode (module: string, args: string[], execArgv: string[] = []): ChildProcess {
+export function plainNode (module: string, args: string[], execArgv: string[] = [], wrapper?: Wrapper): ChildProcess {
   const env = { ...process.env }
   delete env.NODE_OPTIONS
-  return fork(compiled(module), args, { execArgv, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const launch = wrapper === undefined ? { execArgv } : { execPath: wrapper.command, execArgv: [...wrapper.args, process.execPath, ...execArgv] }
+  return fork(compiled(module), args, { ...launch, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+}
+
+/** A command that runs node itself, given node's path and arguments after its own (valgrind, for instructions.ts). */
+export interface Wrapper {
+  command: string
+  args: string[]
 }
 
 /** A system's server process, as the runner sees it. */
@@ -43,15 +50,18 @@ export interface RunningServer {
  */
 export type ServerRuntimeKind = 'dist' | 'source'
 
-/** Starts one system in its own process and waits until it listens; `library` is the baseline's build (`viewsets-baseline`). */
-export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined, runtime?: ServerRuntimeKind, library?: string | undefined } = {}): Promise<RunningServer> {
-  const execArgv: string[] = []
+/**
+ * Starts one system in its own process and waits until it listens; `library` is the baseline's build
+ * (`viewsets-baseline`), `execArgv` more node flags, and `wrapper` a command that runs node (over dist/ only).
+ */
+export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined, runtime?: ServerRuntimeKind, library?: string | undefined, execArgv?: string[], wrapper?: Wrapper } = {}): Promise<RunningServer> {
+  const execArgv: string[] = [...options.execArgv ?? []]
   if (options.profileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${system}-${target.kind}`)}`)
   // `library`: the dist/index.js of another build (the baseline's), which the server imports instead of the package.
   const args = [system, JSON.stringify(target), ...options.library === undefined ? [] : [options.library]]
   const child = options.runtime === 'source'
     ? fork(fileURLToPath(new URL('./server.ts', import.meta.url)), args, { execArgv: ['--conditions=source', '--import', 'tsx', ...execArgv], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    : plainNode('server.ts', args, execArgv)
+    : plainNode('server.ts', args, execArgv, options.wrapper)
   const ready = await new Promise<Extract<ServerMessage, { type: 'ready' }>>((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`${system} server exited with code ${String(code)} before it was ready`))
     child.once('exit', onExit)

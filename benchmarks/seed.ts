@@ -86,11 +86,13 @@ export function postgresTarget (url: string): DatabaseTarget {
   return { kind: 'postgres', url: parsed.toString() }
 }
 
-async function admin (url: string, statement: string): Promise<void> {
+/** Runs one statement on its own connection to `url`. */
+export async function admin (url: string, statement: string): Promise<void> {
   await withClient(url, async (client) => { await client.query(statement) })
 }
 
-async function withClient (url: string, use: (client: pg.Client) => Promise<void>): Promise<void> {
+/** Runs `use` on a connection to `url` of its own, closed afterwards. */
+export async function withClient (url: string, use: (client: pg.Client) => Promise<void>): Promise<void> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { test } from 'node:test'
-import pg from 'pg'
 import { postgresDatabasePrefix } from '../benchmarks/data.js'
-import { dropAbandoned } from '../benchmarks/seed.js'
+import { admin, dropAbandoned, withClient } from '../benchmarks/seed.js'
 import { dialects } from './helpers/database.js'
 
 // The benchmark's PostgreSQL databases are named after their run's process id: seeding drops those of runs
@@ -14,24 +13,12 @@ import { dialects } from './helpers/database.js'
 const postgres = dialects.find((dialect) => dialect.name === 'postgres')
 
 async function databases (url: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
+  let names: string[] = []
+  await withClient(url, async (client) => {
     const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${postgresDatabasePrefix}%`])
-    return rows.map((row) => row.datname)
-  } finally {
-    await client.end()
-  }
-}
-
-async function admin (url: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    await client.query(statement)
-  } finally {
-    await client.end()
-  }
+    names = rows.map((row) => row.datname)
+  })
+  return names
 }
 
 if (postgres !== undefined) {

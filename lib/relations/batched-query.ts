@@ -1,4 +1,4 @@
-import type { AliasedRawBuilder, Compilable, CompiledQuery, SelectQueryBuilder } from 'kysely'
+import type { Compilable, CompiledQuery, SelectQueryBuilder } from 'kysely'
 import type { AnyDatabase, KeyTable, Row } from '../dialect/dialect.js'
 import { paddedLength, padList } from '../query/statement-cache.js'
 
@@ -50,12 +50,7 @@ function listKeyed (db: AnyDatabase, size: number): Keyed {
 
 /** Joins from the key table, whatever the batch's size. */
 function tableKeyed (db: AnyDatabase, keyTable: KeyTable): Keyed {
-  return (table, alias, column) => fromKeys(db, keyTable.source(keysAlias)).innerJoin(`${table} as ${alias}`, `${alias}.${column}`, `${keysAlias}.value`)
-}
-
-/** A SELECT from the key table, typed as a relation's builder: the table's only column read is `value`, in the join. */
-function fromKeys (db: AnyDatabase, source: AliasedRawBuilder<Row, string>): Builder {
-  return db.selectFrom(source)
+  return (table, alias, column) => db.selectFrom(keyTable.source(keysAlias)).innerJoin(`${table} as ${alias}`, `${alias}.${column}`, `${keysAlias}.value`)
 }
 
 /** A form's statements: the first try, and the exact one a batch that gets more than `rowsPerKey` rows per key from it runs instead. */
