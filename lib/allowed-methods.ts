@@ -2,6 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import { ViewsetErrors } from './errors.js'
 import { acceptPatch } from './schema/openapi.js'
 
+/** The handlers of the routes added here: they run no user code (see {@link isMethodRoute}). */
+const methodRouteHandlers = new WeakSet<object>()
+
+/** Whether a route is one of the OPTIONS and 405 routes {@link addMethodRoutes} adds (a HEAD route Fastify derives keeps the handler). */
+export function isMethodRoute (route: RouteOptions): boolean {
+  return methodRouteHandlers.has(route.handler)
+}
+
 /** The methods a viewset's paths answer: each one either serves it, or says 405 and which ones it serves. */
 const knownMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
@@ -41,27 +49,21 @@ export function addMethodRoutes (fastify: FastifyInstance, paths: readonly strin
     const servesPatch = own.has('PATCH')
     const allow = knownMethods.filter((method) => own.has(method) || (method === 'OPTIONS' && options)).join(', ')
     if (options) {
-      fastify.route({
-        method: 'OPTIONS',
-        url: path,
-        schema: { hide: true },
-        handler: async (_request: FastifyRequest, reply: FastifyReply) => {
-          // RFC 5789: where PATCH is served, OPTIONS says which body types it takes.
-          if (servesPatch) reply.header('accept-patch', acceptPatch)
-          return await reply.header('allow', allow).code(204).send()
-        },
-      })
+      const handler = async (_request: FastifyRequest, reply: FastifyReply) => {
+        // RFC 5789: where PATCH is served, OPTIONS says which body types it takes.
+        if (servesPatch) reply.header('accept-patch', acceptPatch)
+        return await reply.header('allow', allow).code(204).send()
+      }
+      methodRouteHandlers.add(handler)
+      fastify.route({ method: 'OPTIONS', url: path, schema: { hide: true }, handler })
     }
     const missing = knownMethods.filter((method) => method !== 'OPTIONS' && !taken(method))
     if (missing.length === 0) continue
-    fastify.route({
-      method: missing,
-      url: path,
-      schema: { hide: true },
-      handler: async (_request: FastifyRequest, reply: FastifyReply) => {
-        reply.header('allow', allow)
-        throw new ViewsetErrors.MethodNotAllowed()
-      },
-    })
+    const handler = async (_request: FastifyRequest, reply: FastifyReply) => {
+      reply.header('allow', allow)
+      throw new ViewsetErrors.MethodNotAllowed()
+    }
+    methodRouteHandlers.add(handler)
+    fastify.route({ method: missing, url: path, schema: { hide: true }, handler })
   }
 }

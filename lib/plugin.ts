@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { addMethodRoutes, collectMethods } from './allowed-methods.js'
+import { addMethodRoutes, collectMethods, isMethodRoute } from './allowed-methods.js'
 import { protectCustomRoute } from './auth.js'
 import { ViewsetErrors } from './errors.js'
 import type { ViewsetDialect } from './dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
+import { carryScopeThroughUserCode } from './request-scope.js'
 import { cancellable } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
 import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
@@ -79,6 +80,8 @@ export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) 
     // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
     let protectedRoutes = 0
     fastify.addHook('onRoute', (route) => {
+      // A custom route awaits where it likes before its queries: their scope rides on the promises.
+      if (!isMethodRoute(route)) carryScopeThroughUserCode()
       route.handler = cancellable(route.handler)
       if (protectCustomRoute(route, scope.protect)) protectedRoutes++
       documentErrors(route)

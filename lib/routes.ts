@@ -2,7 +2,8 @@ import type { FastifyReply, FastifyRequest, FastifySerializerCompiler, RouteHand
 import { authHook, openTokenHook, securitySchemeName } from './auth.js'
 import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
 import type { AnyDatabase, Row } from './dialect/dialect.js'
-import { runCancellable } from './dialect/postgres-cancel.js'
+import { currentScope, inScope, runCancellable } from './request-scope.js'
+import type { RequestScope } from './request-scope.js'
 import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
 import type { FieldSelection, FieldsPlan } from './query/fields.js'
 import { cursorLinkHeader, linkHeader } from './query/link.js'
@@ -147,12 +148,13 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
 }
 
 /**
- * Loads the relations of a handler's result: a row, rows, or anything else (left alone). The hot routes call
- * it only when `resource.hasRelations`: without relations they await nothing more.
+ * Loads the relations of a handler's result: a row, rows, or anything else (left alone), in the request's
+ * `scope` (taken before the handler's await: see request-scope.ts). The hot routes call it only when
+ * `resource.hasRelations`: without relations they await nothing more.
  */
-async function withRelations (resource: Resource, db: AnyDatabase, result: unknown, only?: ReadonlySet<string>): Promise<unknown> {
-  if (Array.isArray(result)) await resource.load(db, result.filter(isRecord), only)
-  else if (isRecord(result)) await resource.load(db, [result], only)
+async function withRelations (scope: RequestScope, resource: Resource, db: AnyDatabase, result: unknown, only?: ReadonlySet<string>): Promise<unknown> {
+  const rows = Array.isArray(result) ? result.filter(isRecord) : isRecord(result) ? [result] : []
+  await inScope(scope, () => resource.load(db, rows, only))
   return result
 }
 
@@ -261,12 +263,13 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     // Before validation, which would only call `offset` unknown: the 400 says to page by cursor.
     ...(pagination === 'cursor' ? { preValidation: (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => { done('offset' in queryOf(request) ? offsetWithCursor() : undefined) } } : {}),
     handler: cancellable(async (request, reply) => {
+      const scope = currentScope()
       // An overridden list gets the same bound on offset as the default one.
       parsePagination(queryOf(request), maxOffset, pagination)
       const rows = await handlers.list(request, reply, request.viewsetToken)
       const page = listPages.get(request)
       // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
-      if (resource.hasRelations) await withRelations(resource, readDb, rows, page?.query.fields?.relations ?? context.fields.defaultRelations)
+      if (resource.hasRelations) await withRelations(scope, resource, readDb, rows, page?.query.fields?.relations ?? context.fields.defaultRelations)
       if (page !== undefined) {
         const { query, total } = page
         if (total !== undefined) reply.header('x-total-count', String(total))
@@ -296,6 +299,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
     serializerCompiler: serializerCompiler(context, { 200: ref(context.entity.$id) }),
     ...onRequestOf('GET', context),
     handler: cancellable(async (request, reply) => {
+      const scope = currentScope()
       const { versionField } = context
       let selection = fields.selection(queryOf(request))
       // The version column is read with any selection: it is the ETag (it is written only if chosen).
@@ -304,7 +308,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
       }
       if (selection !== undefined) getSelections.set(request, selection)
       const found = await handlers.getElement(request, reply, request.viewsetToken)
-      const row = resource.hasRelations ? await withRelations(resource, readDb, found, selection?.relations ?? fields.defaultRelations) : found
+      const row = resource.hasRelations ? await withRelations(scope, resource, readDb, found, selection?.relations ?? fields.defaultRelations) : found
       if (!isRecord(row)) return row
       // Without a version column, only the whole row has a tag (a hash of it).
       let answer: unknown = row
@@ -365,6 +369,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf('POST', context),
     handler: cancellable(async (request, reply) => {
+      const scope = currentScope()
       reply.code(201)
       const row = await handlers.createElement(request, reply, request.viewsetToken)
       const id = isRecord(row) ? row[primaryKey] : undefined
@@ -372,7 +377,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
         reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
       }
-      return sendTagged(context, reply, resource.hasRelations ? await withRelations(resource, db, row, context.fields.defaultRelations) : row)
+      return sendTagged(context, reply, resource.hasRelations ? await withRelations(scope, resource, db, row, context.fields.defaultRelations) : row)
     }),
   }
 }
@@ -400,8 +405,9 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf('BULK', context),
     handler: cancellable(async (request, reply) => {
+      const scope = currentScope()
       reply.code(201)
-      return await withRelations(resource, db, await handlers.createElements(request, reply, request.viewsetToken))
+      return await withRelations(scope, resource, db, await handlers.createElements(request, reply, request.viewsetToken))
     }),
   }
 }
@@ -423,9 +429,10 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf(method, context),
     handler: cancellable(async (request, reply) => {
+      const scope = currentScope()
       setPrecondition(request, context)
       const row = await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH')
-      return sendTagged(context, reply, resource.hasRelations ? await withRelations(resource, db, row, context.fields.defaultRelations) : row)
+      return sendTagged(context, reply, resource.hasRelations ? await withRelations(scope, resource, db, row, context.fields.defaultRelations) : row)
     }),
   }
 }

@@ -27,6 +27,7 @@ import { Statements } from './query/statements.js'
 import type { RelatedConfig } from './relations/config.js'
 import { checkDefaultRelations } from './relations/default-relations.js'
 import { createRelationLoader, relatedConfigOf, relationFields } from './relations/loader.js'
+import { carryScopeThroughUserCode, currentScope, inScope } from './request-scope.js'
 import { Resource } from './resource.js'
 import { representationTag, versionTag } from './conditional-requests.js'
 import { recordListPage, requestedFields, requestedPrecondition, viewsetRoutes } from './routes.js'
@@ -39,6 +40,9 @@ import { isRecord } from './schema/object-schema.js'
 
 
 /** A row read through the schema's columns, as the schema types it: the response serializer writes it by that schema. */
+/** The overridable handlers that run in a request and may await before a query. */
+const userHandlers = ['list', 'getElement', 'createElement', 'createElements', 'updateElement', 'deleteElement', 'beforeWrite'] as const
+
 function served<S extends TObject> (row: Row): Static<S> {
   return row as Static<S> // selected by the schema's own columns; the driver's value types are coerced on the way out
 }
@@ -254,8 +258,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       return served<S>(await this.#ready().resource.insert(untyped(this.db), values instanceof Promise ? await values : values))
     }
     this.#checkConflictFields([sent], false)
+    const scope = currentScope()
     const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
-    const [written] = await this.#ready().resource.upsert(untyped(this.db), [element], this.#scopeOf(request, token, 'PATCH'), false)
+    const [written] = await inScope(scope, () => this.#ready().resource.upsert(untyped(this.db), [element], this.#scopeOf(request, token, 'PATCH'), false))
     if (written === undefined) throw new Error('an upsert of one element wrote no row')
     applyMerge(reply, written.created)
     return served<S>(written.row)
@@ -271,15 +276,17 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const bodies: unknown[] = Array.isArray(request.body) ? request.body : []
     const sent = bodies.map((body) => this.#writable(body))
     const context = { request, token, method: 'BULK' } as const
+    // The write starts after beforeWrite's awaits: in the request's scope (request-scope.ts).
+    const scope = currentScope()
     if (!this.#mergesDuplicates(request)) {
       const values: Row[] = []
       for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
-      return servedRows<S>(await this.#ready().resource.insertMany(untyped(this.db), values))
+      return servedRows<S>(await inScope(scope, () => this.#ready().resource.insertMany(untyped(this.db), values)))
     }
     this.#checkConflictFields(sent, true)
     const elements: UpsertElement[] = []
     for (const fields of sent) elements.push(await this.#upsertElement(fields, context))
-    const written = await this.#ready().resource.upsert(untyped(this.db), elements, this.#scopeOf(request, token, 'PATCH'), true)
+    const written = await inScope(scope, () => this.#ready().resource.upsert(untyped(this.db), elements, this.#scopeOf(request, token, 'PATCH'), true))
     applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
     return servedRows<S>(written.map((entry) => entry.row))
   }
@@ -504,6 +511,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     for (const field of this.columns) {
       if (!columns.has(field)) throw new ViewsetErrors.UnknownColumn(field, table, catalog.map((column) => column.name).join(', '))
     }
+    // Handlers and hooks of the user's await where they like before their queries: their scope rides on the promises.
+    if (this.options.beforeWrite !== undefined || userHandlers.some((name) => this[name] !== Viewset.prototype[name])) carryScopeThroughUserCode()
     const config = this.#relatedConfig
     const relations = await createRelationLoader(db, dialect, config, schema, table, primaryKey)
     const name = this.#resolved.name ?? nameFromPrefix(fastify.prefix, table)

@@ -1,95 +1,59 @@
 import { connect } from 'node:net'
-import { promiseHooks } from 'node:v8'
+import { currentScope } from '../request-scope.js'
+import type { RequestScope } from '../request-scope.js'
 
 // Cancelling the PostgreSQL query of a request whose client went away. A request runs inside a scope
-// (runCancellable); each pg client of a pool opened by createDatabase records which scope's query it is
-// running (cancelOnClientGone). When the response closes before it was sent, the queries still running
-// for that scope get a CancelRequest on a separate connection, the way `pg` cancels (Client#cancel, which
-// needs the Query object that pool.query and Kysely keep to themselves). The answer is 57014, a 503
-// FST_VIEWSET_TIMEOUT nobody reads, and the connection goes back to the pool healthy.
+// (runCancellable, request-scope.ts); each pg client of a pool opened by createDatabase records which scope's
+// query it is running (cancelOnClientGone): the scope its query starts in, else the one its checkout was
+// asked for in (scopeCheckouts): Kysely asks for it synchronously from `execute()` or `transaction()`, then
+// awaits, and its queries start with no scope unless the promise hooks carry it. When the response closes
+// before it was sent, the queries still running for that scope get a CancelRequest on a separate
+// connection, the way `pg` cancels (Client#cancel, which needs the Query object that pool.query and Kysely
+// keep to themselves). The answer is 57014, a 503 FST_VIEWSET_TIMEOUT nobody reads, and the connection goes
+// back to the pool healthy.
 
-/** One request's queries. */
-interface Scope {
-  gone: boolean
-  readonly running: Set<() => void>
-}
+/** The request each checked-out client was asked for in: set at every checkout, so never a past one's. */
+const checkedOutFor = new WeakMap<object, RequestScope>()
 
-// Which scope the running code belongs to, carried from each promise to its reactions: what an
-// AsyncLocalStorage does, with V8's promise hooks only. On Node 20 an AsyncLocalStorage runs async_hooks'
-// machinery (async ids, the resource stack, every hook of every storage) for each promise of the process:
-// 38 µs of CPU per GET by id over PostgreSQL (108 against 70 without it); these three hooks cost half as
-// much per promise. Promises are tracked as an AsyncLocalStorage tracks them (the same V8 hooks); a query
-// started from a timer or event callback rather than a promise continuation has no scope: it is not
-// cancelled, and never taken for another request's.
-const scopeKey = Symbol('fastify-viewsets.scope')
-interface ScopedPromise { [scopeKey]?: Scope }
-let current: Scope | undefined
-let cancellation = false
+/** pg-pool's checkout callback. */
+type CheckoutCallback = (error: Error | undefined, client: object | undefined, release?: unknown) => void
 
-/** Turns request scopes on: called when createDatabase opens a PostgreSQL pool, whose clients can cancel. */
-export function enableCancellation (): void {
-  if (cancellation) return
-  cancellation = true
-  promiseHooks.createHook({
-    // A promise is a plain object: the scope rides on it, read by its reactions.
-    init (promise) { if (current !== undefined) (promise as ScopedPromise)[scopeKey] = current },
-    before (promise) { current = (promise as ScopedPromise)[scopeKey] },
-    // Reactions never nest (each runs from the microtask queue): whatever runs next starts with no scope.
-    after () { current = undefined },
-  })
-}
-
-/** The request scope of the running code, or `undefined`: kept by code that resumes from a callback, see {@link inScope}. */
-export type RequestScope = Scope | undefined
-
-/** The request scope of the running code. */
-export function currentScope (): RequestScope {
-  return current
+/** The part of a pg `Pool` whose checkouts are scoped: `connect`, in its callback and its promise form. */
+export interface CheckoutPool {
+  connect: (...args: never[]) => unknown
 }
 
 /**
- * Runs `work` in `scope`: a query started from a callback that no promise carries the scope to (a pooled
- * client's checkout, called from pg-pool's own queue) still belongs to the request that asked for it.
+ * Makes each client of `pool` belong, until its next checkout, to the request scope that asked for it, whoever
+ * releases it first and whatever awaits come between (Kysely's driver awaits the checkout, then the query).
  */
-export function inScope<T> (scope: RequestScope, work: () => T): T {
-  const outer = current
-  current = scope
-  try {
-    return work()
-  } finally {
-    current = outer
+export function scopeCheckouts (pool: CheckoutPool): void {
+  const connect = pool.connect.bind(pool) as (callback: CheckoutCallback) => void // pg-pool's callback form
+  const checkout = (callback: CheckoutCallback | undefined): unknown => {
+    const scope = currentScope()
+    if (callback !== undefined) {
+      connect((error, client, release) => {
+        if (client !== undefined) checkedOutFor.set(client, scope)
+        callback(error, client, release)
+      })
+      return undefined
+    }
+    return new Promise((resolve, reject) => {
+      connect((error, client) => {
+        if (client === undefined) {
+          reject(error ?? new Error('pg-pool answered a checkout without a client'))
+          return
+        }
+        checkedOutFor.set(client, scope)
+        resolve(client)
+      })
+    })
   }
+  pool.connect = checkout as CheckoutPool['connect'] // both of pg-pool's forms, as the method it replaces
 }
 
 /** How long a CancelRequest may take before the connection stops waiting for it. */
 const cancelTimeout = 2000
-
-/** The part of Node's `ServerResponse` read here. */
-export interface ClosableResponse {
-  readonly writableFinished: boolean
-  once: (event: 'close', listener: () => void) => unknown
-}
-
-/**
- * Runs `work` so that the PostgreSQL queries it starts (on databases opened by createDatabase) are cancelled
- * when `response` closes before it was fully sent: the client hung up.
- *
- * @example
- * ```ts
- * route.handler = async (request, reply) => await runCancellable(reply.raw, async () => await list(request))
- * ```
- */
-export function runCancellable<T> (response: ClosableResponse, work: () => T): T {
-  // Promise hooks slow every promise of the process: only where a pool can cancel.
-  if (!cancellation) return work()
-  const scope: Scope = { gone: false, running: new Set() }
-  response.once('close', () => {
-    if (response.writableFinished) return
-    scope.gone = true
-    for (const cancel of scope.running) cancel()
-  })
-  return inScope(scope, work)
-}
 
 /** The part of a pg `Client` read here (its backend's `processID` and `secretKey` are read with guards: untyped). */
 export interface CancellableClient {
@@ -130,7 +94,7 @@ async function sendCancel (host: string, port: number, processID: number, secret
 }
 
 /**
- * Makes a pg client record which request scope's queries it runs, so that {@link runCancellable} can cancel
+ * Makes a pg client record which request scope's queries it runs, so that `runCancellable` can cancel
  * them. A CancelRequest stops whatever the backend runs when it arrives, so a client never starts another
  * query while one is on its way: a query of the next request to use the connection waits until the server
  * has taken the cancel (a backend that is idle by then ignores it), and can never be the one cancelled.
@@ -146,7 +110,7 @@ export function cancelOnClientGone (client: CancellableClient): void {
     pending = sendCancel(client.host, client.port, processID, secretKey).finally(() => { pending = undefined })
   }
   const run = (args: unknown[]): unknown => {
-    const scope = current
+    const scope = currentScope() ?? checkedOutFor.get(client)
     if (scope === undefined) return query(...args)
     running++
     scope.running.add(cancel)

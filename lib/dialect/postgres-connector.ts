@@ -1,6 +1,7 @@
 import { PostgresDialect } from 'kysely'
 import type { ConnectionSettings, DatabaseConnector } from './connection.js'
-import { cancelOnClientGone, enableCancellation } from './postgres-cancel.js'
+import { cancelOnClientGone, scopeCheckouts } from './postgres-cancel.js'
+import { enableCancellation } from '../request-scope.js'
 import { invalidOption } from '../errors.js'
 import { isPgPool, markPreparable, postgresHandle, queryDirect, patchClientQuery } from './postgres-statements.js'
 import type { PostgresHandle } from './postgres-statements.js'
@@ -23,6 +24,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   pool.on('connect', (client) => { client.on('error', () => {}) })
   if (settings.cancelOnDisconnect) {
     pool.on('connect', cancelOnClientGone)
+    scopeCheckouts(pool)
     enableCancellation()
   }
   pool.on('connect', (client) => { patchClientQuery(client, settings.preparedStatements) })

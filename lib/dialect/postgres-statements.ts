@@ -3,7 +3,6 @@ import { LruCache } from '../lru-cache.js'
 import { compiledStatementKinds } from './connection.js'
 import type { DirectResult } from './connection.js'
 import type { Row } from './dialect.js'
-import { currentScope, inScope } from './postgres-cancel.js'
 
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is
@@ -74,12 +73,10 @@ export function isPgPool (value: unknown): value is UserPgPool {
 /**
  * Runs one query on a pooled client, all in callbacks under one promise of our own (an awaited
  * `pool.connect()` costs pg-pool's promise and its reactions besides, and on PostgreSQL the cancel hooks run
- * for each). Like `pool.query`, but the query starts in the caller's request scope, carried by hand across
- * the checkout (pool.query may start it from whichever request released the client), which the cancel on
- * client disconnect relies on (dialect/postgres-cancel.ts). The client goes back healthy after an error.
+ * for each). Like `pool.query`; the checkout keeps the caller's request scope for the cancel on client
+ * disconnect (scopeCheckouts in dialect/postgres-cancel.ts). The client goes back healthy after an error.
  */
 function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<DirectResult> {
-  const scope = currentScope()
   return new Promise((resolve, reject) => {
     pool.connect((error, client) => {
       if (client === undefined) {
@@ -93,7 +90,7 @@ function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Di
         else resolve(affectedBy.has(result.command) ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) } : { rows: result.rows })
       }
       try {
-        inScope(scope, () => { client.query(text, values, settle) })
+        client.query(text, values, settle)
       } catch (thrown) {
         client.release()
         reject(thrown)

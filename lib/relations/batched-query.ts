@@ -1,6 +1,7 @@
 import type { Compilable, CompiledQuery, SelectQueryBuilder } from 'kysely'
 import type { AnyDatabase, KeyTable, Row } from '../dialect/dialect.js'
 import { paddedLength, padList } from '../query/statement-cache.js'
+import { currentScope, inScope } from '../request-scope.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
 export const maxBatch = 1024
@@ -108,9 +109,11 @@ export class BatchedQuery {
   /** The rows matching any of the keys (distinct, non-null); one statement per {@link maxBatch} keys. */
   async run (db: AnyDatabase, keys: readonly unknown[]): Promise<Row[]> {
     if (keys.length <= maxBatch) return await this.#runBatch(db, keys)
+    // Each batch starts in the request's scope (request-scope.ts).
+    const scope = currentScope()
     let rows: Row[] = []
     for (let start = 0; start < keys.length; start += maxBatch) {
-      rows = rows.concat(await this.#runBatch(db, keys.slice(start, start + maxBatch)))
+      rows = rows.concat(await inScope(scope, () => this.#runBatch(db, keys.slice(start, start + maxBatch))))
     }
     return rows
   }
@@ -121,9 +124,10 @@ export class BatchedQuery {
     const encoded = table?.keyTable.encode(keys)
     const statements = table === undefined || encoded === undefined ? this.#list : table.statements
     const parameters = encoded === undefined ? padList(keys) : [encoded]
+    const scope = currentScope()
     const { rows } = await db.executeQuery<Row>({ ...statementOf(statements.first, keys.length), parameters })
     const { exact } = statements
     if (exact === undefined || rows.length <= paddedLength(keys.length) * exact.rowsPerKey) return rows
-    return (await db.executeQuery<Row>({ ...statementOf(exact.buckets, keys.length), parameters })).rows
+    return (await inScope(scope, () => db.executeQuery<Row>({ ...statementOf(exact.buckets, keys.length), parameters }))).rows
   }
 }

@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import type { CatalogColumn } from '../dialect/catalog.js'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
+import { currentScope, inScope } from '../request-scope.js'
 import { BatchedQuery } from './batched-query.js'
 import type { Builder, Keyed } from './batched-query.js'
 import type { RelatedConfig } from './config.js'
@@ -109,8 +110,10 @@ function distinctKeys (rows: readonly Row[], column: string, keyOf: (value: unkn
 async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: Row[]): Promise<void> {
   const { field, parentKey, childKey, keyOf } = relation
   const keys = distinctKeys(rows, parentKey, keyOf)
+  const scope = currentScope()
   const children = keys.length === 0 ? [] : await relation.query.run(db, keys)
-  if (relation.nested !== undefined && children.length > 0) await relation.nested.load(db, children)
+  const { nested } = relation
+  if (nested !== undefined && children.length > 0) await inScope(scope, () => nested.load(db, children))
   if (relation.kind === 'many-to-one') {
     const byKey = new Map<unknown, Row>()
     for (const child of children) byKey.set(keyOf(child[childKey]), child)
@@ -155,8 +158,10 @@ class BatchedRelationLoader implements RelationLoader {
   async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
     if (rows.length === 0) return
     // One relation after the other: a request holds one connection at a time, and the log reads in order.
+    // Each starts in the request's scope (request-scope.ts).
+    const scope = currentScope()
     for (const relation of this.#relations) {
-      if (only === undefined || only.has(relation.field)) await loadRelation(relation, db, rows)
+      if (only === undefined || only.has(relation.field)) await inScope(scope, () => loadRelation(relation, db, rows))
     }
   }
 }
