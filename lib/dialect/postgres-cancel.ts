@@ -4,9 +4,9 @@ import type { RequestScope } from '../request-scope.js'
 
 // Cancelling the PostgreSQL query of a request whose client went away. A request runs inside a scope
 // (runCancellable, request-scope.ts); each pg client of a pool opened by createDatabase records which scope's
-// query it is running (cancelOnClientGone): the scope its query starts in, else the one its checkout was
-// asked for in (scopeCheckouts): Kysely asks for it synchronously from `execute()` or `transaction()`, then
-// awaits, and its queries start with no scope unless the promise hooks carry it. When the response closes
+// query it is running (cancelOnClientGone): the scope its checkout was asked for in (scopeCheckouts), else
+// the one its query starts in. Kysely asks for a checkout synchronously from `execute()` or `transaction()`,
+// then awaits: its queries would start with no scope unless the promise hooks carried it. When the response closes
 // before it was sent, the queries still running for that scope get a CancelRequest on a separate
 // connection, the way `pg` cancels (Client#cancel, which needs the Query object that pool.query and Kysely
 // keep to themselves). The answer is 57014, a 503 FST_VIEWSET_TIMEOUT nobody reads, and the connection goes
@@ -110,7 +110,8 @@ export function cancelOnClientGone (client: CancellableClient): void {
     pending = sendCancel(client.host, client.port, processID, secretKey).finally(() => { pending = undefined })
   }
   const run = (args: unknown[]): unknown => {
-    const scope = currentScope() ?? checkedOutFor.get(client)
+    // The checkout's first: a checkout answered from another request's release runs in that request's scope.
+    const scope = checkedOutFor.get(client) ?? currentScope()
     if (scope === undefined) return query(...args)
     running++
     scope.running.add(cancel)
