@@ -6,17 +6,17 @@ import autocannon from 'autocannon'
 import { startServer } from './processes.js'
 import { allSystemNames } from './scenarios.js'
 import type { SystemName } from './scenarios.js'
-import { copySqlite, seedSqlite } from './seed.js'
+import { copySqlite, dropPostgres, seedPostgres, seedSqlite } from './seed.js'
 import type { DatabaseTarget } from './seed.js'
 
-type SqliteTarget = Extract<DatabaseTarget, { kind: 'sqlite' }>
-
 // Instructions per request over HTTP, which do not depend on how busy the machine is (analysis.md, "Second
-// session"): each server runs under callgrind on SQLite, is warmed up, its counters are zeroed, it serves a
-// fixed number of requests, and the counts are dumped. With --cache-sim, callgrind also simulates the first-
-// level caches and the branch predictor. valgrind must be installed; run `npm run build:bench` first.
+// session"): each server runs under callgrind, is warmed up, its counters are zeroed, it serves a fixed
+// number of requests, and the counts are dumped. With --cache-sim, callgrind also simulates the first-level
+// caches and the branch predictor. Only the server's own instructions are counted: on PostgreSQL, neither the
+// database's nor the kernel's. valgrind must be installed; run `npm run build:bench` first.
 //
 //   node --import tsx benchmarks/instructions.ts --systems raw,viewsets --path '/books?limit=10' [--cache-sim]
+//     [--database postgres]   (BENCH_POSTGRES_URL: a server where the run may create its database)
 
 const { values } = parseArgs({
   options: {
@@ -26,8 +26,12 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3000' },
     'cache-sim': { type: 'boolean', default: false },
     data: { type: 'string', default: join('benchmarks', '.data') },
+    database: { type: 'string', default: 'sqlite' },
   },
 })
+if (values.database !== 'sqlite' && values.database !== 'postgres') throw new Error(`--database ${values.database}: sqlite or postgres`)
+const postgresUrl = process.env.BENCH_POSTGRES_URL
+if (values.database === 'postgres' && (postgresUrl === undefined || postgresUrl === '')) throw new Error('--database postgres needs BENCH_POSTGRES_URL')
 
 const systems = values.systems.split(',').map((name) => {
   const system = allSystemNames.find((known) => known === name)
@@ -45,11 +49,12 @@ function eventTotals (file: string): Map<string, number> {
   return new Map(names.map((name, index) => [name, totals[index] ?? 0]))
 }
 
-async function count (system: SystemName, seeded: SqliteTarget): Promise<Map<string, number>> {
+async function count (system: SystemName, seeded: DatabaseTarget): Promise<Map<string, number>> {
   const out = join(values.data, `callgrind-${system}.out`)
   const tool = ['--tool=callgrind', '--quiet', `--callgrind-out-file=${out}`, '--dump-instr=no', ...values['cache-sim'] ? ['--cache-sim=yes', '--branch-sim=yes'] : []]
   // One thread: the GC's helper threads would otherwise run the same work on another thread's counters.
-  const server = await startServer(system, copySqlite(seeded, `instructions-${system}`), { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool } })
+  const target = seeded.kind === 'sqlite' ? copySqlite(seeded, `instructions-${system}`) : seeded
+  const server = await startServer(system, target, { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool } })
   const url = `${server.url}${values.path}`
   await autocannon({ url, connections: 4, amount: warmup })
   execFileSync('callgrind_control', ['-z', String(server.pid)], { stdio: 'ignore' })
@@ -61,8 +66,7 @@ async function count (system: SystemName, seeded: SqliteTarget): Promise<Map<str
   return eventTotals(`${out}.1`)
 }
 
-const seeded = seedSqlite(join(values.data, 'instructions.db'))
-if (seeded.kind !== 'sqlite') throw new Error('seedSqlite answered a target that is not SQLite')
+const seeded = postgresUrl !== undefined && values.database === 'postgres' ? await seedPostgres(postgresUrl) : seedSqlite(join(values.data, 'instructions.db'))
 const shown: Array<[string, string]> = [['Ir', 'instructions'], ['I1mr', 'I1 misses'], ['D1mr', 'D1 read misses'], ['Bcm', 'mispredicted conditional branches'], ['Bim', 'mispredicted indirect branches']]
 console.log(`${values.path}: per request, over ${requests} requests after ${warmup} unmeasured ones`)
 for (const system of systems) {
@@ -70,3 +74,4 @@ for (const system of systems) {
   const figures = shown.filter(([event]) => totals.has(event)).map(([event, name]) => `${name} ${Math.round((totals.get(event) ?? 0) / requests).toLocaleString('en-US')}`)
   console.log(`${system.padEnd(22)} ${figures.join(' · ')}`)
 }
+if (postgresUrl !== undefined && values.database === 'postgres') await dropPostgres(postgresUrl)

@@ -6,7 +6,7 @@ import { ViewsetErrors } from './errors.js'
 import type { ViewsetDialect } from './dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
 import { carryScopeThroughUserCode } from './request-scope.js'
-import { cancellable } from './routes.js'
+import { cancellable, decorateRequestState } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
 import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from './schema/openapi.js'
 import { componentsValidatorCompiler } from './schema/validator.js'
@@ -60,6 +60,7 @@ export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) 
     for (const schema of scope.schemas) fastify.addSchema(schema)
     if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
+    decorateRequestState(fastify)
     fastify.setValidatorCompiler(componentsValidatorCompiler(scope.schemas))
     fastify.setErrorHandler(problemHandler(() => scope.dialect))
     fastify.setNotFoundHandler(notFoundHandler)

@@ -12,11 +12,15 @@ import type { RequestScope } from '../request-scope.js'
 // keep to themselves). The answer is 57014, a 503 FST_VIEWSET_TIMEOUT nobody reads, and the connection goes
 // back to the pool healthy.
 
-/** The request each checked-out client was asked for in: set at every checkout, so never a past one's. */
-const checkedOutFor = new WeakMap<object, RequestScope>()
+// The request each checked-out client was asked for in, set at every checkout (so never a past one's), on
+// the client itself: a WeakMap cost an ephemeron write barrier per query.
+const checkoutScope = Symbol('fastify-viewsets.checkoutScope')
+
+/** A pg client, with the scope of its checkout. */
+interface CheckedOutClient { [checkoutScope]?: RequestScope }
 
 /** pg-pool's checkout callback. */
-type CheckoutCallback = (error: Error | undefined, client: object | undefined, release?: unknown) => void
+type CheckoutCallback = (error: Error | undefined, client: CheckedOutClient | undefined, release?: unknown) => void
 
 /** The part of a pg `Pool` whose checkouts are scoped: `connect`, in its callback and its promise form. */
 export interface CheckoutPool {
@@ -33,7 +37,7 @@ export function scopeCheckouts (pool: CheckoutPool): void {
     const scope = currentScope()
     if (callback !== undefined) {
       connect((error, client, release) => {
-        if (client !== undefined) checkedOutFor.set(client, scope)
+        if (client !== undefined) client[checkoutScope] = scope
         callback(error, client, release)
       })
       return undefined
@@ -44,7 +48,7 @@ export function scopeCheckouts (pool: CheckoutPool): void {
           reject(error ?? new Error('pg-pool answered a checkout without a client'))
           return
         }
-        checkedOutFor.set(client, scope)
+        client[checkoutScope] = scope
         resolve(client)
       })
     })
@@ -56,7 +60,7 @@ export function scopeCheckouts (pool: CheckoutPool): void {
 const cancelTimeout = 2000
 
 /** The part of a pg `Client` read here (its backend's `processID` and `secretKey` are read with guards: untyped). */
-export interface CancellableClient {
+export interface CancellableClient extends CheckedOutClient {
   query: (...args: never[]) => unknown
   readonly host: string
   readonly port: number
@@ -100,6 +104,7 @@ async function sendCancel (host: string, port: number, processID: number, secret
  * has taken the cancel (a backend that is idle by then ignores it), and can never be the one cancelled.
  */
 export function cancelOnClientGone (client: CancellableClient): void {
+  client[checkoutScope] = undefined // declared before the first checkout: one shape for the client's life
   const query = client.query.bind(client) as (...args: unknown[]) => unknown // pg's overloads, forwarded as they come
   let running = 0
   let pending: Promise<void> | undefined
@@ -111,7 +116,7 @@ export function cancelOnClientGone (client: CancellableClient): void {
   }
   const run = (args: unknown[]): unknown => {
     // The checkout's first: a checkout answered from another request's release runs in that request's scope.
-    const scope = checkedOutFor.get(client) ?? currentScope()
+    const scope = client[checkoutScope] ?? currentScope()
     if (scope === undefined) return query(...args)
     running++
     scope.running.add(cancel)

@@ -3,7 +3,7 @@ import type { AnyDatabase, Row } from '../dialect/dialect.js'
 import { firstRow, resultRows } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
 import type { ScopeCondition } from './scope.js'
-import { StatementCache } from './statement-cache.js'
+import { StatementCache, withParameters } from './statement-cache.js'
 
 /**
  * The SQL that never changes shape, compiled once at registration and executed with new parameters.
@@ -38,11 +38,11 @@ export class Statements {
     if (selection !== undefined) {
       return this.#byIdSelecting.result(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id), true).then(firstRow)
     }
-    return db.executeQuery<Row>({ ...this.#byId, parameters: [id] }).then(firstRow)
+    return db.executeQuery<Row>(withParameters(this.#byId, [id])).then(firstRow)
   }
 
   /** One page of rows in primary-key order. */
   page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
-    return db.executeQuery<Row>({ ...this.#page, parameters: [limit, offset] }).then(resultRows)
+    return db.executeQuery<Row>(withParameters(this.#page, [limit, offset])).then(resultRows)
   }
 }

@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery, SelectQueryBuilder } from 'kysely'
 import type { AnyDatabase, KeyTable, Row } from '../dialect/dialect.js'
-import { paddedLength, padList } from '../query/statement-cache.js'
+import { paddedLength, padList, withParameters } from '../query/statement-cache.js'
 import { currentScope, inScope } from '../request-scope.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
@@ -125,9 +125,9 @@ export class BatchedQuery {
     const statements = table === undefined || encoded === undefined ? this.#list : table.statements
     const parameters = encoded === undefined ? padList(keys) : [encoded]
     const scope = currentScope()
-    const { rows } = await db.executeQuery<Row>({ ...statementOf(statements.first, keys.length), parameters })
+    const { rows } = await db.executeQuery<Row>(withParameters(statementOf(statements.first, keys.length), parameters))
     const { exact } = statements
     if (exact === undefined || rows.length <= paddedLength(keys.length) * exact.rowsPerKey) return rows
-    return (await inScope(scope, () => db.executeQuery<Row>({ ...statementOf(exact.buckets, keys.length), parameters }))).rows
+    return (await inScope(scope, () => db.executeQuery<Row>(withParameters(statementOf(exact.buckets, keys.length), parameters)))).rows
   }
 }
