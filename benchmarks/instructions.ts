@@ -17,6 +17,9 @@ import type { DatabaseTarget } from './seed.js'
 //
 //   node --import tsx benchmarks/instructions.ts --systems raw,viewsets --path '/books?limit=10' [--cache-sim]
 //     [--database postgres]   (BENCH_POSTGRES_URL: a server where the run may create its database)
+//     [--warm-paths '/books/3,/books-full?limit=50']   (800 requests each first, as the full run's warm-up serves
+//     every scenario before it measures one: with one path only, pg's and Fastify's call sites stay monomorphic
+//     and the counts are not the ones the full run measures)
 
 const { values } = parseArgs({
   options: {
@@ -27,6 +30,7 @@ const { values } = parseArgs({
     'cache-sim': { type: 'boolean', default: false },
     data: { type: 'string', default: join('benchmarks', '.data') },
     database: { type: 'string', default: 'sqlite' },
+    'warm-paths': { type: 'string', default: '' },
   },
 })
 if (values.database !== 'sqlite' && values.database !== 'postgres') throw new Error(`--database ${values.database}: sqlite or postgres`)
@@ -56,6 +60,7 @@ async function count (system: SystemName, seeded: DatabaseTarget): Promise<Map<s
   const target = seeded.kind === 'sqlite' ? copySqlite(seeded, `instructions-${system}`) : seeded
   const server = await startServer(system, target, { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool } })
   const url = `${server.url}${values.path}`
+  for (const path of values['warm-paths'].split(',').filter((path) => path !== '')) await autocannon({ url: `${server.url}${path}`, connections: 4, amount: 800 })
   await autocannon({ url, connections: 4, amount: warmup })
   execFileSync('callgrind_control', ['-z', String(server.pid)], { stdio: 'ignore' })
   const result = await autocannon({ url, connections: 4, amount: requests })
