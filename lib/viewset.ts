@@ -39,10 +39,10 @@ import { sharedSerializer } from './schema/serializer.js'
 import { isRecord } from './schema/object-schema.js'
 
 
-/** A row read through the schema's columns, as the schema types it: the response serializer writes it by that schema. */
 /** The overridable handlers that run in a request and may await before a query. */
 const userHandlers = ['list', 'getElement', 'createElement', 'createElements', 'updateElement', 'deleteElement', 'beforeWrite'] as const
 
+/** A row read through the schema's columns, as the schema types it: the response serializer writes it by that schema. */
 function served<S extends TObject> (row: Row): Static<S> {
   return row as Static<S> // selected by the schema's own columns; the driver's value types are coerced on the way out
 }

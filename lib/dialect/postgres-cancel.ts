@@ -6,8 +6,8 @@ import type { RequestScope } from '../request-scope.js'
 // (runCancellable, request-scope.ts); each pg client of a pool opened by createDatabase records which scope's
 // query it is running (cancelOnClientGone): the scope its checkout was asked for in (scopeCheckouts), else
 // the one its query starts in. Kysely asks for a checkout synchronously from `execute()` or `transaction()`,
-// then awaits: its queries would start with no scope unless the promise hooks carried it. When the response closes
-// before it was sent, the queries still running for that scope get a CancelRequest on a separate
+// then awaits: its queries would start with no scope unless the promise hooks carried it. When the response
+// closes before it was sent, the queries still running for that scope get a CancelRequest on a separate
 // connection, the way `pg` cancels (Client#cancel, which needs the Query object that pool.query and Kysely
 // keep to themselves). The answer is 57014, a 503 FST_VIEWSET_TIMEOUT nobody reads, and the connection goes
 // back to the pool healthy.
