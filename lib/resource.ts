@@ -121,12 +121,15 @@ export class Resource {
     const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
     const parameters = parametersOf(conditions)
-    parameters.push(limit, offset)
-    const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}`
+    // A literal LIMIT (ViewsetDialect.literalLimit) is part of the shape; a bound one comes before OFFSET.
+    const literal = this.dialect.literalLimit === true
+    if (!literal) parameters.push(limit)
+    parameters.push(offset)
+    const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${literal ? `|${limit}` : ''}`
     return this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       if (conditions.length > 0) select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
-      return applyOrdering(select, ordering.keys, this.dialect).limit(limit).offset(offset)
+      return applyOrdering(select, ordering.keys, this.dialect).limit(literal ? sql.lit(limit) : limit).offset(offset)
     })
   }
 
@@ -147,13 +150,14 @@ export class Resource {
     // A relation path's value is selected under an alias, and dropped from the rows once the links are made.
     const related = ordering.keys.flatMap((key, index) => key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }])
     const parameters = parametersOf(where)
-    parameters.push(limit + 1)
-    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}`
+    const literal = this.dialect.literalLimit === true
+    if (!literal) parameters.push(limit + 1)
+    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}${literal ? `|${limit}` : ''}`
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       for (const { alias, expression } of related) select = select.select(sql`${expression}`.as(alias))
       if (where.length > 0) select = select.where((eb) => eb.and(where.map((condition) => condition.expression(eb))))
-      return applyOrdering(select, ordering.keys, this.dialect).limit(limit + 1)
+      return applyOrdering(select, ordering.keys, this.dialect).limit(literal ? sql.lit(limit + 1) : limit + 1)
     })
     const more = fetched.length > limit
     const rows = fetched.slice(0, limit)

@@ -44,6 +44,24 @@ for (const dialect of dialects) {
       assert.equal(database.queries.filter((query) => /^select/i.test(query)).length, 6, database.queries.join('\n'))
     })
 
+    test('a LIST page\'s LIMIT is written into its SQL on SQLite (a bound one is planned again on every step), and bound elsewhere', async (t) => {
+      const database = await seeded(t, dialect)
+      await database.db.insertInto('items').values([{ name: 'Salt', price: 3 }, { name: 'Tea', price: 4 }]).execute()
+      const app = testApp(t)
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, orderingFields: ['price'], pagination: 'cursor' }), { prefix: '/cursor' })
+      const offsetApp = await itemsApp(t, database)
+      database.queries.length = 0
+      const pages = [
+        await offsetApp.inject({ url: '/items?limit=2' }),
+        await offsetApp.inject({ url: '/items?limit=3' }),
+        await offsetApp.inject({ url: '/items?limit=2&order_by=-price' }),
+        await app.inject({ url: '/cursor?limit=3&order_by=price' }),
+      ]
+      assert.deepEqual(pages.map((page) => page.json().map((row: { name: string }) => row.name)), [['Bread', 'Milk'], ['Bread', 'Milk', 'Salt'], ['Tea', 'Salt'], ['Milk', 'Bread', 'Salt']])
+      const limits = database.queries.filter((text) => /limit/.test(text)).map((text) => /limit (\S+)/.exec(text.replaceAll('`', ''))?.[1])
+      assert.deepEqual(limits, dialect.name === 'sqlite' ? ['2', '3', '2', '4'] : dialect.name === 'postgres' ? ['$1', '$1', '$1', '$1'] : ['?', '?', '?', '?'], database.queries.join('\n'))
+    })
+
     // A compiled write with RETURNING takes the direct path outside a transaction (SQLite, PostgreSQL), and
     // SQLite reads a statement known to answer one row with `.get()`: neither may drop a row or a count.
     // MySQL has no UPDATE … RETURNING, and no direct path.

@@ -19,7 +19,6 @@ function sqliteStore (file: string): BookStore {
   const byId = db.prepare<[number], Book>(`select ${columns} from books where id = ?`)
   const versionedById = db.prepare<[number], VersionedBook>(`select ${columns}, version from versioned_books where id = ?`)
   const remove = db.prepare<[number]>('delete from books where id = ?')
-  const page = db.prepare<[number, number], Book>(`select ${columns} from books order by id limit ? offset ?`)
   const insert = db.prepare<[NewBook], Book>(`insert into books (author_id, title, year, price) values (@author_id, @title, @year, @price) returning ${columns}`)
   const authors = db.prepare<[string], Author>('select id, name, email from authors where id in (select value from json_each(?))')
   const tags = db.prepare<[string], Tag & { book_id: number }>(
@@ -31,17 +30,20 @@ function sqliteStore (file: string): BookStore {
     if (statement === undefined) shapes.set(key, statement = db.prepare(sql()))
     return statement
   }
+  // The LIMIT written into the SQL, one statement per page size: SQLite plans an index-ordered LIMIT with its
+  // value, so a bound LIMIT is prepared again on every step (the library does the same, ViewsetDialect.literalLimit).
+  const page = (limit: number): Statement<[number], Book> => shaped(`page:${limit}`, () => `select ${columns} from books order by id limit ${limit} offset ?`) as Statement<[number], Book>
   return {
     byId: (id) => byId.get(id),
     versionedById: (id) => versionedById.get(id),
     remove: (id) => remove.run(id).changes > 0,
     list (query: ListQuery) {
-      if (query.author_id === undefined && query.order_by === undefined) return page.all(query.limit, query.offset)
+      if (query.author_id === undefined && query.order_by === undefined) return page(query.limit).all(query.offset)
       const { field, descending } = orderOf(query.order_by)
       const filtered = query.author_id !== undefined
-      const statement = shaped(`list:${String(filtered)}:${field}:${String(descending)}`, () =>
-        `select ${columns} from books${filtered ? ' where author_id = @author_id' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit @limit offset @offset`)
-      return statement.all({ author_id: query.author_id, limit: query.limit, offset: query.offset }) as Book[]
+      const statement = shaped(`list:${String(filtered)}:${field}:${String(descending)}:${query.limit}`, () =>
+        `select ${columns} from books${filtered ? ' where author_id = @author_id' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit ${query.limit} offset @offset`)
+      return statement.all({ author_id: query.author_id, offset: query.offset }) as Book[]
     },
     insert: (values: NewBook) => insert.get(values) as Book,
     patch (id: number, values: BookPatch) {
@@ -51,7 +53,7 @@ function sqliteStore (file: string): BookStore {
       return statement.get({ ...values, id }) as Book | undefined
     },
     withRelations (query: PageQuery) {
-      const books: BookWithRelations[] = page.all(query.limit, query.offset)
+      const books: BookWithRelations[] = page(query.limit).all(query.offset)
       const authorIds = JSON.stringify([...new Set(books.map((book) => book.author_id))])
       const bookIds = JSON.stringify(books.map((book) => book.id))
       return stitch(books, authors.all(authorIds), tags.all(bookIds))

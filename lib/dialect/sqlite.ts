@@ -48,6 +48,7 @@ export const sqliteDialect: ViewsetDialect = {
   count: countOf,
   keyOf: mapKey,
   keyTable: jsonKeys,
+  literalLimit: true,
   insert: (db, target, values) => insertReturning(db, target, bindable(values)),
   // SQLITE_MAX_VARIABLE_NUMBER's default since SQLite 3.32.
   maxParameters: 32_766,

@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
 import { firstRow, resultRows } from '../dialect/dialect.js'
@@ -15,14 +16,18 @@ export class Statements {
   readonly #page: CompiledQuery<Row>
   /** `findById` with a `?fields=` selection: one statement per field set. */
   readonly #byIdSelecting = new StatementCache()
+  /** With `literalLimit`, the page statement of each page size. */
+  readonly #pageBySize: StatementCache | undefined
   readonly #table: string
   readonly #primaryKey: string
   readonly #columns: readonly string[]
 
-  constructor (db: AnyDatabase, table: string, primaryKey: string, columns: readonly string[]) {
+  /** `literalLimit`: the page's LIMIT is written into its SQL (see ViewsetDialect.literalLimit). */
+  constructor (db: AnyDatabase, table: string, primaryKey: string, columns: readonly string[], literalLimit = false) {
     this.#table = table
     this.#primaryKey = primaryKey
     this.#columns = columns
+    this.#pageBySize = literalLimit ? new StatementCache() : undefined
     // The placeholder values only fix each parameter's position; every call passes its own.
     this.#byId = markOneRow(db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile())
     this.#page = db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
@@ -43,6 +48,9 @@ export class Statements {
 
   /** One page of rows in primary-key order. */
   page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
+    if (this.#pageBySize !== undefined) {
+      return this.#pageBySize.rows(db, String(limit), [offset], () => db.selectFrom(this.#table).select(this.#columns).orderBy(this.#primaryKey).limit(sql.lit(limit)).offset(offset))
+    }
     return db.executeQuery<Row>(withParameters(this.#page, [limit, offset])).then(resultRows)
   }
 }
