@@ -13,11 +13,10 @@ import { StatementCache, withParameters } from './statement-cache.js'
  */
 export class Statements {
   readonly #byId: CompiledQuery<Row>
-  readonly #page: CompiledQuery<Row>
+  /** The page statement, or with `literalLimit` the page statement of each page size. */
+  readonly #page: CompiledQuery<Row> | StatementCache
   /** `findById` with a `?fields=` selection: one statement per field set. */
   readonly #byIdSelecting = new StatementCache()
-  /** With `literalLimit`, the page statement of each page size. */
-  readonly #pageBySize: StatementCache | undefined
   readonly #table: string
   readonly #primaryKey: string
   readonly #columns: readonly string[]
@@ -27,10 +26,9 @@ export class Statements {
     this.#table = table
     this.#primaryKey = primaryKey
     this.#columns = columns
-    this.#pageBySize = literalLimit ? new StatementCache() : undefined
     // The placeholder values only fix each parameter's position; every call passes its own.
     this.#byId = markOneRow(db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile())
-    this.#page = db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
+    this.#page = literalLimit ? new StatementCache() : db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
   }
 
   /** The row with this key (and in `scope`, when given), or `undefined`; with `selection`, only its columns are read. */
@@ -48,9 +46,10 @@ export class Statements {
 
   /** One page of rows in primary-key order. */
   page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
-    if (this.#pageBySize !== undefined) {
-      return this.#pageBySize.rows(db, String(limit), [offset], () => db.selectFrom(this.#table).select(this.#columns).orderBy(this.#primaryKey).limit(sql.lit(limit)).offset(offset))
+    const page = this.#page
+    if (page instanceof StatementCache) {
+      return page.rows(db, String(limit), [offset], () => db.selectFrom(this.#table).select(this.#columns).orderBy(this.#primaryKey).limit(sql.lit(limit)).offset(offset))
     }
-    return db.executeQuery<Row>(withParameters(this.#page, [limit, offset])).then(resultRows)
+    return db.executeQuery<Row>(withParameters(page, [limit, offset])).then(resultRows)
   }
 }
