@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import type { AnyDatabase, DatabaseFault, Row, UpsertElement, ViewsetDialect, WriteTarget } from './dialect/dialect.js'
 import { compositeKey } from './dialect/dialect.js'
 import { keyIn } from './dialect/upsert.js'
@@ -95,12 +96,15 @@ export class Resource {
   readonly #conflictFields: readonly string[] | undefined
   readonly #pages = new StatementCache()
   readonly #counts = new StatementCache()
+  /** Whether a page's LIMIT is written into its SQL (ViewsetDialect.literalLimit), decided once. */
+  readonly #literalLimit: boolean
 
   constructor ({ dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields }: ResourceConfig) {
     this.#versioning = versioning
     this.#uniqueKeys = uniqueKeys
     this.#conflictFields = conflictFields
     this.dialect = dialect
+    this.#literalLimit = dialect.literalLimit === true
     this.#statements = statements
     // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
     this.#target = { ...target, statements: new StatementCache() }
@@ -121,15 +125,13 @@ export class Resource {
     const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
     const parameters = parametersOf(conditions)
-    // A literal LIMIT (ViewsetDialect.literalLimit) is part of the shape; a bound one comes before OFFSET.
-    const literal = this.dialect.literalLimit === true
-    if (!literal) parameters.push(limit)
+    const limited = this.#limitShape(limit, parameters)
     parameters.push(offset)
-    const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${literal ? `|${limit}` : ''}`
+    const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${limited}`
     return this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       if (conditions.length > 0) select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
-      return applyOrdering(select, ordering.keys, this.dialect).limit(literal ? sql.lit(limit) : limit).offset(offset)
+      return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit)).offset(offset)
     })
   }
 
@@ -150,14 +152,12 @@ export class Resource {
     // A relation path's value is selected under an alias, and dropped from the rows once the links are made.
     const related = ordering.keys.flatMap((key, index) => key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }])
     const parameters = parametersOf(where)
-    const literal = this.dialect.literalLimit === true
-    if (!literal) parameters.push(limit + 1)
-    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}${literal ? `|${limit}` : ''}`
+    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}${this.#limitShape(limit + 1, parameters)}`
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       for (const { alias, expression } of related) select = select.select(sql`${expression}`.as(alias))
       if (where.length > 0) select = select.where((eb) => eb.and(where.map((condition) => condition.expression(eb))))
-      return applyOrdering(select, ordering.keys, this.dialect).limit(literal ? sql.lit(limit + 1) : limit + 1)
+      return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit + 1))
     })
     const more = fetched.length > limit
     const rows = fetched.slice(0, limit)
@@ -176,6 +176,21 @@ export class Resource {
         }
     for (const row of rows) for (const { alias } of related) delete row[alias]
     return page
+  }
+
+  /**
+   * A page's LIMIT in a LIST statement's shape and parameters: bound after the `parameters` so far, or, written
+   * into the SQL (ViewsetDialect.literalLimit), part of the shape instead. Answers the shape's suffix.
+   */
+  #limitShape (limit: number, parameters: unknown[]): string {
+    if (this.#literalLimit) return `|${limit}`
+    parameters.push(limit)
+    return ''
+  }
+
+  /** A page's LIMIT as the statement's builder writes it, as {@link #limitShape} shaped it. */
+  #limit (limit: number): number | RawBuilder<number> {
+    return this.#literalLimit ? sql.lit(limit) : limit
   }
 
   /** The number of rows matching the query's conditions (its page and order aside). */

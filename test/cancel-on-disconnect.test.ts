@@ -10,14 +10,15 @@ import { setTimeout } from 'node:timers/promises'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { sql } from 'kysely'
-import type { Kysely } from 'kysely'
+import type { Kysely, SqlBool } from 'kysely'
 import pg from 'pg'
-import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
+import { createViewset, Viewset } from 'fastify-viewsets'
 import type { ElementRequest, RelatedConfig, ViewsetToken } from 'fastify-viewsets'
 import { currentScope, scopeRidesOnPromises } from '../lib/request-scope.js'
 import { autoIncrement, dialects, testDatabase } from './helpers/database.js'
 import type { TestDatabase } from './helpers/database.js'
 import { testApp } from './helpers/app.js'
+import { taggedPool, untilSeen } from './helpers/pg-activity.js'
 import { createItemsTable, Item } from './helpers/items.js'
 
 const Mark = Type.Object({ id: Type.Integer(), label: Type.String() })
@@ -62,22 +63,17 @@ async function lockTable (url: string, table: string): Promise<() => Promise<voi
 
 interface Served { app: FastifyInstance, database: TestDatabase, port: number, waiting: () => Promise<number> }
 
-/** The app on a port, over a createDatabase pool named `application` in pg_stat_activity; `waiting()` counts its statements waiting for a lock. */
+/** The app on a port, over a tagged createDatabase pool (helpers/pg-activity.ts); `waiting()` counts its statements waiting for a lock. */
 async function serve (t: TestContext, register: (app: FastifyInstance, db: Kysely<any>) => Promise<void>): Promise<Served> {
   assert.ok(postgres !== undefined)
   const database = await testDatabase(t, postgres)
   await createFixture(database)
-  const application = `vs_disconnect_${process.pid}_${Date.now()}`
-  const url = new URL(database.url)
-  url.searchParams.set('application_name', application)
-  const db = createDatabase<any>(url.toString(), { poolSize: 2 })
-  t.after(() => db.destroy())
+  const { db, active } = taggedPool<any>(t, database, { poolSize: 2 })
   const app = testApp(t)
   await register(app, db)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo // listening on a TCP port: an AddressInfo
-  const waiting = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and wait_event_type = 'Lock'`.execute(database.db)).rows[0]?.n)
-  return { app, database, port, waiting }
+  return { app, database, port, waiting: async () => await active(sql<SqlBool>`wait_event_type = 'Lock'`) }
 }
 
 /**
@@ -91,11 +87,7 @@ async function hangUpWhileWaiting ({ database, port, waiting }: Served, table: s
     const request = httpRequest({ host: '127.0.0.1', port, method: send.method, path: send.path, headers: { ...(payload === undefined ? {} : { 'content-type': 'application/json' }), ...send.headers } })
     request.on('error', () => {})
     request.end(payload)
-    let seen = 0
-    for (let i = 0; i < 100 && seen === 0; i++) {
-      await setTimeout(20)
-      seen = await waiting()
-    }
+    const seen = await untilSeen(waiting, 100)
     assert.ok(seen > 0, `the request's statement waits for the lock on ${table}`)
     const hungUp = performance.now()
     request.destroy()

@@ -13,6 +13,7 @@ import type { CreateDatabaseOptions, ListRequest, RowContext, ScopedMethod, View
 import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDialect } from './helpers/database.js'
 import { problemOf, testApp } from './helpers/app.js'
+import { taggedPool, untilSeen } from './helpers/pg-activity.js'
 import { createItemsTable, Item } from './helpers/items.js'
 import type { ItemsDB } from './helpers/items.js'
 
@@ -98,24 +99,15 @@ if (postgres !== undefined) {
     const database = await testDatabase(t, postgres)
     await createItemsTable(database)
     await database.db.insertInto('items').values({ name: 'Bread' }).execute()
-    const application = `vs_cancel_${process.pid}_${Date.now()}`
-    const url = new URL(database.url)
-    url.searchParams.set('application_name', application)
-    const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 1, ...options })
-    t.after(() => db.destroy())
+    const { db, active } = taggedPool<ItemsDB>(t, database, { poolSize: 1, ...options })
     const app = testApp(t)
     await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
-    const sleeping = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and query like '%pg_sleep%'`.execute(database.db)).rows[0]?.n)
+    const sleeping = async () => await active(sql<SqlBool>`query like '%pg_sleep%'`)
     const request = get({ host: '127.0.0.1', port, path })
     request.on('error', () => {})
-    let seen = 0
-    for (let i = 0; i < 50 && seen === 0; i++) {
-      await setTimeout(20)
-      seen = await sleeping()
-    }
-    assert.equal(seen, 1, 'the 3 s statement is running')
+    assert.equal(await untilSeen(sleeping, 50), 1, 'the 3 s statement is running')
     return { app, request, sleeping }
   }
 
