@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import { sql } from 'kysely'
-import { createDatabase, createViewset } from 'fastify-viewsets'
+import Database from 'better-sqlite3'
+import { Kysely, sql, SqliteDialect } from 'kysely'
+import { createDatabase, createViewset, withPreparedStatements } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
 import { testApp } from './helpers/app.js'
 import { createItemsTable, Item } from './helpers/items.js'
 import type { TestContext } from 'node:test'
 import type { TestDatabase, TestDialect } from './helpers/database.js'
-import type { Kysely } from 'kysely'
 
 // Reads compiled at registration run straight on SQLite connections and as named statements on
 // PostgreSQL (lib/db-statements.ts). Neither may change what a client sees.
@@ -105,6 +108,13 @@ async function readWhileStreaming (app: Awaited<ReturnType<typeof itemsApp>>, qu
   assert.equal(response.json().name, 'Milk')
 }
 
+/** A Kysely over a better-sqlite3 database in WAL mode, as a user opens one, wrapped. */
+function ownWalKysely (file: string) {
+  const database = new Database(file)
+  database.pragma('journal_mode = WAL')
+  return withPreparedStatements(new Kysely<any>({ dialect: new SqliteDialect({ database }) }), database)
+}
+
 const sqlite = dialects.find((dialect) => dialect.name === 'sqlite')
 if (sqlite !== undefined) {
   describe('direct SQLite statements', () => {
@@ -186,6 +196,36 @@ if (sqlite !== undefined) {
       const names = (await database.db.selectFrom('items').select('name').orderBy('id').execute()).map((row) => row.name)
       assert.deepEqual(names, ['Bread', 'Milk', 'Warm', 'Kept'])
     })
+
+    // SQLite checkpoints its WAL (wal_autocheckpoint) only when a write statement runs to its end: a write
+    // read with `.get()` and reset after its first row committed without it, and the WAL grew without bound.
+    for (const setup of ['createDatabase', 'own Kysely, wrapped'] as const) {
+      test(`writes with RETURNING keep the WAL checkpointed (${setup})`, async (t) => {
+        const dir = mkdtempSync(join(tmpdir(), 'fastify-viewsets-wal-'))
+        t.after(() => rmSync(dir, { recursive: true, force: true }))
+        const file = join(dir, 'wal.db')
+        const db = setup === 'createDatabase' ? createDatabase<any>(`sqlite:${file}`) : ownWalKysely(file)
+        t.after(() => db.destroy())
+        await createItemsTable({ db, dialect: 'sqlite', url: `sqlite:${file}`, queries: [] })
+        await sql`pragma wal_autocheckpoint = 8`.execute(db)
+        const app = await itemsApp(t, { db })
+        const pageSize = Number((await sql<{ page_size: number }>`pragma page_size`.execute(db)).rows[0]?.page_size)
+        for (let i = 0; i < 60; i++) {
+          const created = await app.inject({ method: 'POST', url: '/items', payload: { name: `Item ${i}`, price: i } })
+          assert.equal(created.statusCode, 201)
+          const id = created.json().id as number
+          const patched = await app.inject({ method: 'PATCH', url: `/items/${id}`, payload: { price: i + 1 } })
+          assert.equal(patched.statusCode, 200)
+          assert.equal(patched.json().price, i + 1)
+          assert.equal((await app.inject({ method: 'DELETE', url: `/items/${id}` })).statusCode, 204)
+        }
+        // 180 commits of at least one page each: without checkpoints the WAL holds them all (720 KB and more).
+        const frames = statSync(`${file}-wal`).size / (pageSize + 24)
+        t.diagnostic(`WAL: ${Math.round(frames)} frames after 180 writes`)
+        assert.ok(frames < 40, `the WAL holds ${Math.round(frames)} frames: it was not checkpointed`)
+        assert.equal((await app.inject({ url: '/items' })).json().length, 0)
+      })
+    }
 
     test('reads fail like Kysely once the database is destroyed', async (t) => {
       const db = createDatabase<any>('sqlite::memory:')

@@ -19,6 +19,8 @@ function sqliteStore (file: string): BookStore {
   const byId = db.prepare<[number], Book>(`select ${columns} from books where id = ?`)
   const versionedById = db.prepare<[number], VersionedBook>(`select ${columns}, version from versioned_books where id = ?`)
   const remove = db.prepare<[number]>('delete from books where id = ?')
+  // Writes with RETURNING run to their end (`.all()`, not `.get()`): SQLite checkpoints its WAL only when a
+  // statement returns SQLITE_DONE, and a write reset after its first row leaves the WAL growing.
   const insert = db.prepare<[NewBook], Book>(`insert into books (author_id, title, year, price) values (@author_id, @title, @year, @price) returning ${columns}`)
   const authors = db.prepare<[string], Author>('select id, name, email from authors where id in (select value from json_each(?))')
   const tags = db.prepare<[string], Tag & { book_id: number }>(
@@ -45,12 +47,12 @@ function sqliteStore (file: string): BookStore {
         `select ${columns} from books${filtered ? ' where author_id = @author_id' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit ${query.limit} offset @offset`)
       return statement.all({ author_id: query.author_id, offset: query.offset }) as Book[]
     },
-    insert: (values: NewBook) => insert.get(values) as Book,
+    insert: (values: NewBook) => insert.all(values)[0] as Book,
     patch (id: number, values: BookPatch) {
       const fields = writable.filter((field) => values[field] !== undefined)
       const statement = shaped(`patch:${fields.join(',')}`, () =>
         `update books set ${fields.map((field) => `${field} = @${field}`).join(', ')} where id = @id returning ${columns}`)
-      return statement.get({ ...values, id }) as Book | undefined
+      return statement.all({ ...values, id })[0] as Book | undefined
     },
     withRelations (query: PageQuery) {
       const books: BookWithRelations[] = page(query.limit).all(query.offset)

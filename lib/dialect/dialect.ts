@@ -27,7 +27,7 @@ export type DatabaseFault =
 
 /**
  * Statements compiled once per shape and run with each call's values (query/statement-cache.ts): `build()`
- * is compiled the first time, and kept when it binds exactly `parameters`, in order. `oneRow`: the statement
+ * is compiled the first time, and kept when it binds exactly `parameters`, in order. `oneRow`: a SELECT that
  * answers at most one row (by primary key, see one-row.ts).
  */
 export interface CompiledStatements {

@@ -38,7 +38,7 @@ export function updateReturning (db: AnyDatabase, { table, primaryKey, columns, 
   return statements.result(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
     const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(primaryKey, '=', id)
     return (scope === undefined ? update : update.where(scope.where)).returning(columns)
-  }, true).then(firstRow)
+  }).then(firstRow)
 }
 
 // DELETE reads back the key it deleted: one statement that answers a row or none, like UPDATE's.
@@ -46,7 +46,7 @@ export function deleteReturning (db: AnyDatabase, { table, primaryKey, statement
   return statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
     const remove = db.deleteFrom(table).where(primaryKey, '=', id)
     return (scope === undefined ? remove : remove.where(scope.where)).returning(primaryKey)
-  }, true).then(hasRows)
+  }).then(hasRows)
 }
 
 /** Whether a DELETE … RETURNING answered the row it deleted. */

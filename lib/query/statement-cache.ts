@@ -65,7 +65,7 @@ export class StatementCache {
 
   /**
    * Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert
-   * id). `oneRow`: the statement answers at most one row (by primary key), see dialect/one-row.ts.
+   * id). `oneRow`: a SELECT that answers at most one row (by primary key), see dialect/one-row.ts.
    */
   // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
   result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<QueryResult<Row>> {
