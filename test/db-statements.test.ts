@@ -93,6 +93,34 @@ for (const dialect of dialects) {
       assert.deepEqual(driver.map(names), direct.map(names))
       assert.deepEqual(driver.map((result) => result.numAffectedRows), direct.map((result) => result.numAffectedRows))
     })
+
+    test('db.executeQuery answers a write without RETURNING with its affected rows and insert id, as Kysely\'s driver does in a transaction', async (t) => {
+      const { db } = await seeded(t, dialect)
+      const statements = [
+        db.insertInto('items').values({ name: 'Salt', price: 3 }),
+        db.updateTable('items').set({ price: 9 }).where('price', '>', 1),
+        db.deleteFrom('items').where('price', '=', 9),
+      ]
+      const direct = []
+      for (const statement of statements) direct.push(await db.executeQuery(statement.compile()))
+      assert.deepEqual(direct.map((result) => result.numAffectedRows), [1n, 2n, 2n])
+      assert.deepEqual(direct.map((result) => result.rows), [[], [], []])
+      await db.deleteFrom('items').execute()
+      await db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
+      const driver = await db.transaction().execute(async (trx) => {
+        const results = []
+        for (const statement of statements) results.push(await trx.executeQuery(statement.compile()))
+        return results
+      })
+      const shape = (result: { rows: unknown[], numAffectedRows?: bigint, insertId?: bigint }) => ({ rows: result.rows, numAffectedRows: result.numAffectedRows, insertId: typeof result.insertId })
+      assert.deepEqual(direct.map(shape), driver.map(shape))
+      if (dialect.name !== 'postgres') {
+        // The id of the row inserted (PostgreSQL reports none without RETURNING).
+        const salt = await db.insertInto('items').values({ name: 'Pepper', price: 1 }).returning('id').executeTakeFirstOrThrow()
+        const pepper = await db.executeQuery(db.insertInto('items').values({ name: 'Sugar', price: 1 }).compile())
+        assert.equal(pepper.insertId, BigInt(salt.id) + 1n)
+      }
+    })
   })
 }
 
@@ -171,6 +199,27 @@ if (sqlite !== undefined) {
       await stream.return?.()
       const stored = await database.db.selectFrom('items').select('price').where('id', '=', 2).executeTakeFirstOrThrow()
       assert.equal(stored.price, 7)
+    })
+
+    test('a DELETE beside an open stream waits for it (better-sqlite3 runs no write without RETURNING beside one), then deletes', async (t) => {
+      const database = await seeded(t, sqlite)
+      const app = await itemsApp(t, database)
+      assert.equal((await app.inject({ method: 'DELETE', url: '/items/404' })).statusCode, 404) // the DELETE is compiled and prepared
+      const stream = database.db.selectFrom('items').select('name').orderBy('id').stream()[Symbol.asyncIterator]()
+      assert.equal((await stream.next()).value?.name, 'Bread')
+      let answered = false
+      const deleting = app.inject({ method: 'DELETE', url: '/items/2' }).then((response) => {
+        answered = true
+        return response
+      })
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
+      assert.equal(answered, false, 'the DELETE waits while the stream is open')
+      assert.equal((await stream.next()).value?.name, 'Milk')
+      await stream.return?.()
+      const response = await deleting
+      assert.equal(response.statusCode, 204)
+      const names = (await database.db.selectFrom('items').select('name').execute()).map((row) => row.name)
+      assert.deepEqual(names, ['Bread'])
     })
 
     test('a write never joins another request\'s transaction: it waits, and outlives that transaction\'s rollback', async (t) => {

@@ -34,6 +34,7 @@ export const compiledStatementKinds: ReadonlySet<string> = new Set(['SelectQuery
 export interface DirectResult {
   readonly rows: Row[]
   readonly numAffectedRows?: bigint
+  readonly insertId?: bigint
 }
 
 /** A database a connector opened: Kysely's dialect (its pool opens on first use) and its shortcut, if any. */

@@ -170,6 +170,11 @@ export function resultRows<R> (result: QueryResult<R>): R[] {
   return result.rows
 }
 
+/** Whether a write without RETURNING changed a row, as the driver counts it. */
+export function deletedAny ({ numAffectedRows }: QueryResult<unknown>): boolean {
+  return numAffectedRows !== undefined && numAffectedRows > 0n
+}
+
 /** The first row of a result (a read by primary key), or `undefined`. */
 export function firstRow<R> (result: QueryResult<R>): R | undefined {
   return result.rows[0]

@@ -3,7 +3,7 @@ import { mysqlCatalog } from './mysql-catalog.js'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
 import { invalidOption } from '../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteScope, WriteTarget } from './dialect.js'
-import { compositeKey, countOf, errorProperty, inTransaction, isConnectionError, mapKey, sameValue } from './dialect.js'
+import { compositeKey, countOf, deletedAny, errorProperty, inTransaction, isConnectionError, mapKey, sameValue } from './dialect.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
 import { inFieldOrder, keyAndScope, sentFields } from './write-shapes.js'
 
@@ -213,10 +213,7 @@ export const mysqlDialect: ViewsetDialect = {
 
   async delete (db, target, id, scope) {
     const { table, primaryKey } = target
-    const remove = async (on: AnyDatabase) => {
-      const { numAffectedRows } = await target.statements.result(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id))
-      return numAffectedRows !== undefined && numAffectedRows > 0n
-    }
+    const remove = async (on: AnyDatabase) => deletedAny(await target.statements.result(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id)))
     if (scope === undefined) return await remove(db)
     return await inTransaction(db, async (trx) => await inScope(trx, target, id, scope, true) === undefined ? false : await remove(trx))
   },

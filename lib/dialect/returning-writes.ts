@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import type { RawBuilder } from 'kysely'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
 import type { AnyDatabase, Row, UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from './dialect.js'
-import { firstRow, inTransaction } from './dialect.js'
+import { deletedAny, firstRow, inTransaction } from './dialect.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
 import { inFieldOrder, keyAndScope, scopeShape, sentFields } from './write-shapes.js'
 
@@ -41,17 +41,23 @@ export function updateReturning (db: AnyDatabase, { table, primaryKey, columns, 
   }).then(firstRow)
 }
 
-// DELETE reads back the key it deleted: one statement that answers a row or none, like UPDATE's.
-export function deleteReturning (db: AnyDatabase, { table, primaryKey, statements }: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
-  return statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
-    const remove = db.deleteFrom(table).where(primaryKey, '=', id)
-    return (scope === undefined ? remove : remove.where(scope.where)).returning(primaryKey)
-  }).then(hasRows)
+/** The DELETE of one row by key, in the scope when one is given. */
+function deleteOne (db: AnyDatabase, { table, primaryKey }: WriteTarget, id: unknown, scope: WriteScope | undefined) {
+  const remove = db.deleteFrom(table).where(primaryKey, '=', id)
+  return scope === undefined ? remove : remove.where(scope.where)
 }
 
-/** Whether a DELETE … RETURNING answered the row it deleted. */
-function hasRows ({ rows }: { rows: readonly unknown[] }): boolean {
-  return rows.length > 0
+// PostgreSQL: DELETE reads back the key it deleted, one statement that answers a row or none, like UPDATE's,
+// so it runs on the pool's shortcut as the other writes do.
+export function deleteReturning (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
+  return target.statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope).returning(target.primaryKey))
+    .then(({ rows }) => rows.length > 0)
+}
+
+// SQLite: DELETE counts its changes (its shortcut runs a write without RETURNING too): RETURNING would fill an
+// ephemeral table on every run.
+export function deleteCounting (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
+  return target.statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope)).then(deletedAny)
 }
 
 /** Multi-row INSERT ... RETURNING, one per set of fields sent and per `maxParameters`; rows in the order given. */

@@ -3,7 +3,7 @@ import type { SqliteDatabase } from 'kysely'
 import { invalidOption, ViewsetErrors } from '../errors.js'
 import type { ConnectionSettings, DatabaseConnector } from './connection.js'
 import { BoundedSqliteDialect } from './sqlite-driver.js'
-import { attachSqlite, isBetterSqliteDatabase, readDirect, sqliteHandle } from './sqlite-statements.js'
+import { attachSqlite, isBetterSqliteDatabase, runDirect, sqliteHandle } from './sqlite-statements.js'
 import type { BetterSqliteDatabase, SqliteHandle } from './sqlite-statements.js'
 
 /** Opens the file: WAL journaling, the busy timeout, foreign keys on, and statements prepared once (sqlite-statements.ts). */
@@ -31,7 +31,7 @@ export const sqliteConnector: DatabaseConnector = {
     const handle = sqliteHandle(settings.log)
     return {
       dialect: new BoundedSqliteDialect({ database: async () => await openSqlite(path, settings, handle) }, settings.connectionTimeout),
-      direct: (compiled) => readDirect(handle, compiled),
+      direct: (compiled) => runDirect(handle, compiled),
     }
   },
   adopt (database) {
@@ -39,6 +39,6 @@ export const sqliteConnector: DatabaseConnector = {
     // The same statement cache as a connection createDatabase opens; Kysely keeps preparing its own.
     const handle = sqliteHandle(undefined)
     attachSqlite(handle, database)
-    return { direct: (compiled) => readDirect(handle, compiled), viaKysely: () => {} }
+    return { direct: (compiled) => runDirect(handle, compiled), viaKysely: () => {} }
   },
 }

@@ -7,7 +7,7 @@ import type { Row } from './dialect.js'
 
 // Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: better-sqlite3
-// statements are cached by SQL text, and a compiled SELECT (or a write with RETURNING) runs straight on the
+// statements are cached by SQL text, and a compiled SELECT or write runs straight on the
 // connection, skipping Kysely's executor (its connection mutex and promise chain cost as much as a short
 // read), whenever that cannot be told apart from going through Kysely.
 
@@ -126,7 +126,26 @@ export function isBetterSqliteDatabase (value: unknown): value is BetterSqliteDa
     'inTransaction' in value && typeof value.inTransaction === 'boolean' && 'open' in value && typeof value.open === 'boolean'
 }
 
-/** The rows of a statement that reads (a SELECT, or a write with RETURNING). */
+/**
+ * What a statement answers, as Kysely's SQLite driver does: the rows of one that reads (a SELECT, or a write
+ * with RETURNING); the changes and last insert id of a write without RETURNING.
+ */
+function resultOf (statement: CachedStatement, compiled: CompiledQuery): DirectResult | undefined {
+  if (statement.reader) return { rows: rowsOf(statement, compiled) }
+  let info: { changes: number | bigint, lastInsertRowid: number | bigint }
+  try {
+    info = statement.run(compiled.parameters)
+  } catch (error) {
+    // better-sqlite3 refuses such a write while a stream iterates the connection, with a TypeError and before
+    // running anything: Kysely's path waits for the stream to end instead. A value it cannot bind is the other
+    // TypeError, and Kysely's driver throws it just as well.
+    if (error instanceof TypeError) return undefined
+    throw error
+  }
+  return { rows: [], numAffectedRows: BigInt(info.changes), insertId: BigInt(info.lastInsertRowid) }
+}
+
+/** The rows of a statement that reads. */
 function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
   // `.get()` resets the statement after its first row: enough for a SELECT by primary key. A write is stepped
   // to its end whatever it answers: SQLite runs its WAL hook, the auto-checkpoint, only when a statement
@@ -138,31 +157,31 @@ function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
 }
 
 /**
- * Runs a compiled SELECT, or a write with RETURNING, straight on a SQLite connection opened by createDatabase
- * (or adopted by withPreparedStatements) and returns its rows; `undefined` when it must go through Kysely
+ * Runs a compiled SELECT or write straight on a SQLite connection opened by createDatabase (or adopted by
+ * withPreparedStatements) and answers as Kysely's driver would; `undefined` when it must go through Kysely
  * instead: a connection not open yet, a transaction in progress (Kysely holds the only connection until it
  * ends; reading now would see its uncommitted rows, writing would join it), a stream iterating this very
- * statement, or an array-form `log`. A function `log` gets the events Kysely would send. better-sqlite3 runs
- * reads, and writes that read back (RETURNING), beside other open iterators, so other streams need no
- * waiting. A write without RETURNING goes through Kysely, which reports its affected rows and insert id.
+ * statement, a write without RETURNING while any stream iterates, or an array-form `log`. A function `log`
+ * gets the events Kysely would send. better-sqlite3 runs reads, and writes that read back (RETURNING), beside
+ * other open iterators, so those need no waiting.
  */
-export function readDirect (handle: SqliteHandle, compiled: CompiledQuery): DirectResult | Promise<DirectResult> | undefined {
+export function runDirect (handle: SqliteHandle, compiled: CompiledQuery): DirectResult | Promise<DirectResult> | undefined {
   if (handle.database === undefined || !compiledStatementKinds.has(compiled.query.kind) || handle.busy()) return undefined
   const { log } = handle
   if (log !== undefined && typeof log !== 'function') return undefined
   const statement = handle.prepare(compiled.sql)
-  if (!statement.reader || statement.busy) return undefined
-  // As Kysely's SQLite driver answers a statement that reads: its rows only.
-  if (log === undefined) return { rows: rowsOf(statement, compiled) }
+  if (statement.busy) return undefined
+  if (log === undefined) return resultOf(statement, compiled)
   const start = performance.now()
-  let rows: Row[]
+  let result: DirectResult | undefined
   try {
-    rows = rowsOf(statement, compiled)
+    result = resultOf(statement, compiled)
+    if (result === undefined) return undefined
   } catch (error) {
     // The query's error is the one to report, whatever the logger does.
     void Promise.resolve().then(() => log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
     throw error
   }
   const logged = log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start } satisfies LogEvent)
-  return logged instanceof Promise ? logged.then(() => ({ rows })) : { rows }
+  return logged instanceof Promise ? logged.then(() => result) : result
 }

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import type { DatabaseFault, KeyTable, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, mapKey } from './dialect.js'
-import { deleteReturning, insertManyReturning, insertReturning, updateReturning, upsertReturning } from './returning-writes.js'
+import { deleteCounting, insertManyReturning, insertReturning, updateReturning, upsertReturning } from './returning-writes.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
 const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
@@ -60,7 +60,7 @@ export const sqliteDialect: ViewsetDialect = {
   // SQLite's messages name the columns, never the values.
   keyText: (values) => values.map(String).join(', '),
   update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(values), scope),
-  delete: deleteReturning,
+  delete: deleteCounting,
 
   ilike (column, pattern) {
     // lower() on both sides so that PRAGMA case_sensitive_like cannot change the answer.
