@@ -1,8 +1,9 @@
 import type { CompiledQuery, RootOperationNode } from 'kysely'
 
 // SELECTs known to answer at most one row: SQLite reads them with `.get()` (sqlite-statements.ts), which
-// stops after the first row. Writes are never marked: SQLite checkpoints its WAL only when a write runs to its end. Keyed by the compiled query's node, which a cached statement keeps while it is
-// cached (each request spreads it with its own parameters), so the set holds nothing once it is evicted.
+// stops after the first row. Writes are never marked: SQLite checkpoints its WAL only when a write runs to its
+// end. Keyed by the compiled query's node, which a cached statement keeps while it is cached (each request
+// spreads it with its own parameters), so the set holds nothing once it is evicted.
 const oneRowQueries = new WeakSet<RootOperationNode>()
 
 /**
