@@ -11,6 +11,7 @@ import { testApp } from './helpers/app.js'
 import { createItemsTable, Item } from './helpers/items.js'
 import type { TestContext } from 'node:test'
 import type { TestDatabase, TestDialect } from './helpers/database.js'
+import type { Compilable, QueryResult } from 'kysely'
 
 // Reads compiled at registration run straight on SQLite connections and as named statements on
 // PostgreSQL (lib/db-statements.ts). Neither may change what a client sees.
@@ -26,6 +27,23 @@ async function seeded (t: TestContext, dialect: TestDialect, options: { poolSize
   await createItemsTable(database)
   await database.db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
   return database
+}
+
+/**
+ * Runs compiled statements with db.executeQuery (the direct path where there is one), puts the two seeded rows
+ * back, and runs them again inside a transaction (Kysely's own driver): both results, in order.
+ */
+async function directAndInTransaction (db: Kysely<any>, statements: ReadonlyArray<Compilable<unknown>>): Promise<[Array<QueryResult<unknown>>, Array<QueryResult<unknown>>]> {
+  const direct = []
+  for (const statement of statements) direct.push(await db.executeQuery(statement.compile()))
+  await db.deleteFrom('items').execute()
+  await db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
+  const driver = await db.transaction().execute(async (trx) => {
+    const results = []
+    for (const statement of statements) results.push(await trx.executeQuery(statement.compile()))
+    return results
+  })
+  return [direct, driver]
 }
 
 for (const dialect of dialects) {
@@ -67,59 +85,39 @@ for (const dialect of dialects) {
 
     // A compiled write with RETURNING takes the direct path outside a transaction (SQLite, PostgreSQL), and
     // SQLite reads a statement known to answer one row with `.get()`: neither may drop a row or a count.
+    test('db.executeQuery answers a write without RETURNING with its affected rows and insert id, as Kysely\'s driver does in a transaction', async (t) => {
+      const { db } = await seeded(t, dialect)
+      const [direct, driver] = await directAndInTransaction(db, [
+        db.insertInto('items').values({ name: 'Salt', price: 3 }),
+        db.updateTable('items').set({ price: 9 }).where('price', '>', 1),
+        db.deleteFrom('items').where('price', '=', 9),
+      ])
+      assert.deepEqual(direct.map((result) => result.numAffectedRows), [1n, 2n, 2n])
+      assert.deepEqual(direct.map((result) => result.rows), [[], [], []])
+      const shape = (result: QueryResult<unknown>) => ({ rows: result.rows, numAffectedRows: result.numAffectedRows, insertId: typeof result.insertId })
+      assert.deepEqual(direct.map(shape), driver.map(shape))
+      if (dialect.name !== 'postgres') {
+        // The id of the row inserted (PostgreSQL reports none without RETURNING).
+        const sugar = await db.executeQuery(db.insertInto('items').values({ name: 'Sugar', price: 1 }).compile())
+        const stored = await db.selectFrom('items').select('id').where('name', '=', 'Sugar').executeTakeFirstOrThrow()
+        assert.equal(sugar.insertId, BigInt(stored.id))
+      }
+    })
+
     // MySQL has no UPDATE … RETURNING, and no direct path.
     if (dialect.name === 'mysql') return
     test('db.executeQuery answers a compiled write with every row it returns, as Kysely\'s driver does in a transaction', async (t) => {
-      const database = await seeded(t, dialect)
-      const { db } = database
-      const statements = [
+      const { db } = await seeded(t, dialect)
+      const [direct, driver] = await directAndInTransaction(db, [
         db.insertInto('items').values({ name: 'Salt', price: 3 }).returning('name'),
         db.insertInto('items').values([{ name: 'Tea', price: 4 }, { name: 'Jam', price: 5 }]).returning('name'),
         db.updateTable('items').set({ price: 9 }).where('price', '>', 2).returning('name'),
         db.deleteFrom('items').where('price', '=', 9).returning('name'),
-      ]
-      const direct = []
-      for (const statement of statements) direct.push(await db.executeQuery(statement.compile()))
+      ])
       const names = (result: { rows: unknown[] }) => result.rows.map((row) => (row as { name: string }).name).sort()
       assert.deepEqual(direct.map(names), [['Salt'], ['Jam', 'Tea'], ['Jam', 'Salt', 'Tea'], ['Jam', 'Salt', 'Tea']])
-      // The same statements again, inside a transaction (Kysely's own driver), on the same rows.
-      await db.deleteFrom('items').execute()
-      await db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
-      const driver = await db.transaction().execute(async (trx) => {
-        const results = []
-        for (const statement of statements) results.push(await trx.executeQuery(statement.compile()))
-        return results
-      })
       assert.deepEqual(driver.map(names), direct.map(names))
       assert.deepEqual(driver.map((result) => result.numAffectedRows), direct.map((result) => result.numAffectedRows))
-    })
-
-    test('db.executeQuery answers a write without RETURNING with its affected rows and insert id, as Kysely\'s driver does in a transaction', async (t) => {
-      const { db } = await seeded(t, dialect)
-      const statements = [
-        db.insertInto('items').values({ name: 'Salt', price: 3 }),
-        db.updateTable('items').set({ price: 9 }).where('price', '>', 1),
-        db.deleteFrom('items').where('price', '=', 9),
-      ]
-      const direct = []
-      for (const statement of statements) direct.push(await db.executeQuery(statement.compile()))
-      assert.deepEqual(direct.map((result) => result.numAffectedRows), [1n, 2n, 2n])
-      assert.deepEqual(direct.map((result) => result.rows), [[], [], []])
-      await db.deleteFrom('items').execute()
-      await db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
-      const driver = await db.transaction().execute(async (trx) => {
-        const results = []
-        for (const statement of statements) results.push(await trx.executeQuery(statement.compile()))
-        return results
-      })
-      const shape = (result: { rows: unknown[], numAffectedRows?: bigint, insertId?: bigint }) => ({ rows: result.rows, numAffectedRows: result.numAffectedRows, insertId: typeof result.insertId })
-      assert.deepEqual(direct.map(shape), driver.map(shape))
-      if (dialect.name !== 'postgres') {
-        // The id of the row inserted (PostgreSQL reports none without RETURNING).
-        const salt = await db.insertInto('items').values({ name: 'Pepper', price: 1 }).returning('id').executeTakeFirstOrThrow()
-        const pepper = await db.executeQuery(db.insertInto('items').values({ name: 'Sugar', price: 1 }).compile())
-        assert.equal(pepper.insertId, BigInt(salt.id) + 1n)
-      }
     })
   })
 }
