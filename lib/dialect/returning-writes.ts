@@ -50,8 +50,12 @@ function deleteOne (db: AnyDatabase, { table, primaryKey }: WriteTarget, id: unk
 // PostgreSQL: DELETE reads back the key it deleted, one statement that answers a row or none, like UPDATE's,
 // so it runs on the pool's shortcut as the other writes do.
 export function deleteReturning (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
-  return target.statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope).returning(target.primaryKey))
-    .then(({ rows }) => rows.length > 0)
+  return target.statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope).returning(target.primaryKey)).then(hasRows)
+}
+
+/** Whether a DELETE … RETURNING answered the row it deleted. */
+function hasRows ({ rows }: { rows: readonly unknown[] }): boolean {
+  return rows.length > 0
 }
 
 // SQLite: DELETE counts its changes (its shortcut runs a write without RETURNING too): RETURNING would fill an

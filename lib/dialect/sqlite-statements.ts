@@ -147,11 +147,11 @@ function resultOf (statement: CachedStatement, compiled: CompiledQuery): DirectR
 
 /** The rows of a statement that reads. */
 function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
-  // `.get()` resets the statement after its first row: enough for a SELECT by primary key. A write is stepped
-  // to its end whatever it answers: SQLite runs its WAL hook, the auto-checkpoint, only when a statement
-  // returns SQLITE_DONE, so writes reset after their first row grew the WAL without bound (200 MB after
-  // 50,000 INSERTs, and every read slowed as it grew).
-  if (compiled.query.kind !== 'SelectQueryNode' || !answersOneRow(compiled.query)) return statement.all(compiled.parameters)
+  // `.get()` resets the statement after its first row: enough for a SELECT by primary key, the only statements
+  // marked (one-row.ts). A write is stepped to its end whatever it answers: SQLite runs its WAL hook, the
+  // auto-checkpoint, only when a statement returns SQLITE_DONE, so writes reset after their first row grew the
+  // WAL without bound (200 MB after 50,000 INSERTs, and every read slowed as it grew).
+  if (!answersOneRow(compiled.query)) return statement.all(compiled.parameters)
   const row = statement.get(compiled.parameters)
   return row === undefined ? [] : [row]
 }
