@@ -94,8 +94,8 @@ export class Resource {
   readonly #versioning: Versioning | undefined
   readonly #uniqueKeys: ReadonlyArray<readonly string[]>
   readonly #conflictFields: readonly string[] | undefined
-  readonly #pages = new StatementCache()
-  readonly #counts = new StatementCache()
+  readonly #pages: StatementCache
+  readonly #counts: StatementCache
   /** Whether a page's LIMIT is written into its SQL (ViewsetDialect.literalLimit), decided once. */
   readonly #literalLimit: boolean
 
@@ -107,7 +107,9 @@ export class Resource {
     this.#literalLimit = dialect.literalLimit === true
     this.#statements = statements
     // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
-    this.#target = { ...target, statements: new StatementCache() }
+    this.#pages = new StatementCache(dialect.statementPlugin)
+    this.#counts = new StatementCache(dialect.statementPlugin)
+    this.#target = { ...target, statements: new StatementCache(dialect.statementPlugin) }
     this.#relations = relations
     Object.freeze(this)
   }

@@ -524,7 +524,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     if (conflictProblem !== undefined) throw new ViewsetErrors.InvalidOption('conflictFields', conflictProblem)
     // The loader may need keys the schema does not serve; they are selected, never serialized.
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
-    const statements = new Statements(db, table, primaryKey, selected, dialect.literalLimit)
+    const statements = new Statements(db, table, primaryKey, selected, dialect)
     const serialized = deriveSerializerSchema(entity)
     // `?fields=` serializers are compiled from the serializer's entity too.
     const defaultRelations = checkDefaultRelations(this.options.defaultRelations, relations?.fields ?? new Set(), entity)

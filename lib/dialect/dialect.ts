@@ -1,4 +1,4 @@
-import type { AliasedRawBuilder, Compilable, Expression, Kysely, QueryResult, SqlBool } from 'kysely'
+import type { AliasedRawBuilder, Compilable, Expression, Kysely, KyselyPlugin, QueryResult, SqlBool } from 'kysely'
 import type { CatalogColumn, CatalogReader } from './catalog.js'
 
 /** A row as the driver returns it. */
@@ -25,14 +25,19 @@ export type DatabaseFault =
   /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
   | { kind: 'timeout' }
 
+/** A statement as the data layer builds it: one of Kysely's query builders, which compile with a plugin added. */
+export interface StatementBuilder extends Compilable<Row> {
+  withPlugin (plugin: KyselyPlugin): Compilable<Row>
+}
+
 /**
  * Statements compiled once per shape and run with each call's values (query/statement-cache.ts): `build()`
- * is compiled the first time, and kept when it binds exactly `parameters`, in order. `oneRow`: a SELECT that
- * answers at most one row (by primary key, see one-row.ts).
+ * is compiled the first time (with the dialect's {@link ViewsetDialect.statementPlugin}), and kept when it
+ * binds exactly `parameters`, in order. `oneRow`: a SELECT that answers at most one row (by primary key, see one-row.ts).
  */
 export interface CompiledStatements {
-  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow?: boolean): Promise<QueryResult<Row>>
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]>
+  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow?: boolean): Promise<QueryResult<Row>>
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Promise<Row[]>
 }
 
 /** The statements that differ between databases, and the arguments they share. */
@@ -161,6 +166,11 @@ export interface ViewsetDialect {
    * Each page size is then a statement of its own, under the statement caches' bounds.
    */
   readonly literalLimit?: boolean
+  /**
+   * A plugin every statement of the data layer is compiled with (never the user's own queries): SQLite's
+   * writes compared values `+?`, so that STAT4 does not prepare a statement again on each run (sqlite-stable-plans.ts).
+   */
+  readonly statementPlugin?: KyselyPlugin
   /** Recognises the driver errors a client can act on. */
   classify (error: unknown): DatabaseFault | undefined
 }

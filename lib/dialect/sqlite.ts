@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
+import { stablePlans } from './sqlite-stable-plans.js'
 import type { DatabaseFault, KeyTable, Row, ViewsetDialect } from './dialect.js'
 import { countOf, errorProperty, mapKey } from './dialect.js'
 import { deleteCounting, insertManyReturning, insertReturning, updateReturning, upsertReturning } from './returning-writes.js'
@@ -49,6 +50,7 @@ export const sqliteDialect: ViewsetDialect = {
   keyOf: mapKey,
   keyTable: jsonKeys,
   literalLimit: true,
+  statementPlugin: stablePlans,
   insert: (db, target, values) => insertReturning(db, target, bindable(values)),
   // SQLITE_MAX_VARIABLE_NUMBER's default since SQLite 3.32.
   maxParameters: 32_766,

@@ -1,4 +1,4 @@
-import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
+import type { Expression, ExpressionBuilder, OperationNode, SqlBool } from 'kysely'
 import type { Row } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 
@@ -13,6 +13,14 @@ export interface Condition {
   readonly shape: string
   readonly parameters: readonly unknown[]
   expression (eb: AnyExpressionBuilder): Expression<SqlBool>
+}
+
+/** An expression over an operation node that is already built. */
+export function expressionOf (node: OperationNode): Expression<SqlBool> {
+  return {
+    get expressionType () { return undefined },
+    toOperationNode: () => node,
+  }
 }
 
 /**

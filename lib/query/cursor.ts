@@ -1,9 +1,10 @@
 import { Buffer } from 'node:buffer'
-import { sql } from 'kysely'
+import { BinaryOperationNode, OperatorNode, sql, TupleNode, ValueNode } from 'kysely'
 import type { Expression, SqlBool } from 'kysely'
 import type { Row, ViewsetDialect } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
+import { expressionOf } from './condition.js'
 import type { ScalarType } from './field-types.js'
 import type { OrderKey, Ordering } from './ordering.js'
 import { orderValue } from './ordering.js'
@@ -113,8 +114,11 @@ export function keysetCondition (ordering: Ordering, values: readonly unknown[],
     return {
       shape: `keyset:${op}`,
       parameters: bound,
-      // Kysely's tuple builders are typed for a fixed number of items; the row value is the same SQL written out.
-      expression: () => keys.length === 1 ? sql<SqlBool>`${orderValue(first)} ${sql.raw(op)} ${bound[0]}` : sql<SqlBool>`(${sql.join(keys.map((key) => orderValue(key)))}) ${sql.raw(op)} (${sql.join(bound)})`,
+      // Kysely's tuple builders are typed for a fixed number of items: the row value is built from its nodes, a
+      // comparison all the same to a plugin (the dialect's statementPlugin).
+      expression: (eb) => keys.length === 1
+        ? eb(orderValue(first), op, bound[0])
+        : expressionOf(BinaryOperationNode.create(TupleNode.create(keys.map((key) => orderValue(key).toOperationNode())), OperatorNode.create(op), TupleNode.create(bound.map((value) => ValueNode.create(value))))),
     }
   }
   // The shape names which values are null: their terms are different SQL.

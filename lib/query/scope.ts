@@ -1,7 +1,8 @@
 import { ColumnNode, OperationNodeTransformer, ReferenceNode, TableNode } from 'kysely'
-import type { Expression, OperationNode, SelectQueryNode, SqlBool } from 'kysely'
+import type { Expression, SelectQueryNode, SqlBool } from 'kysely'
 import type { AnyDatabase } from '../dialect/dialect.js'
 import type { Condition } from './condition.js'
+import { expressionOf } from './condition.js'
 
 /**
  * Qualifies the bare column references of a scope with its table (`owner` → `items.owner`), so that a join
@@ -24,14 +25,6 @@ class QualifyColumns extends OperationNodeTransformer {
 
   protected override transformSelectQuery (node: SelectQueryNode): SelectQueryNode {
     return node
-  }
-}
-
-/** An expression over an operation node that is already built. */
-function expressionOf (node: OperationNode): Expression<SqlBool> {
-  return {
-    get expressionType () { return undefined },
-    toOperationNode: () => node,
   }
 }
 

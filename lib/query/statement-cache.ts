@@ -1,5 +1,5 @@
-import type { Compilable, CompiledQuery, QueryResult } from 'kysely'
-import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import type { CompiledQuery, KyselyPlugin, QueryResult } from 'kysely'
+import type { AnyDatabase, Row, StatementBuilder } from '../dialect/dialect.js'
 import { resultRows } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
 import { LruCache } from '../lru-cache.js'
@@ -57,9 +57,15 @@ function sameValues (left: readonly unknown[], right: readonly unknown[]): boole
  */
 export class StatementCache {
   readonly #statements = new LruCache<string, CompiledQuery<Row>>(maxShapes)
+  readonly #plugin: KyselyPlugin | undefined
+
+  /** `plugin`: the dialect's `statementPlugin`, which every statement is compiled with. */
+  constructor (plugin?: KyselyPlugin) {
+    this.#plugin = plugin
+  }
 
   /** Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows. */
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>): Promise<Row[]> {
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Promise<Row[]> {
     return this.result(db, shape, parameters, build).then(resultRows)
   }
 
@@ -68,11 +74,12 @@ export class StatementCache {
    * id). `oneRow`: a SELECT that answers at most one row (by primary key), see dialect/one-row.ts.
    */
   // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
-  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => Compilable<Row>, oneRow = false): Promise<QueryResult<Row>> {
+  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow = false): Promise<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
     if (cached !== undefined) return db.executeQuery<Row>(withParameters(cached, parameters))
     try {
-      const compiled = build().compile()
+      const built = build()
+      const compiled = (this.#plugin === undefined ? built : built.withPlugin(this.#plugin)).compile()
       if (oneRow) markOneRow(compiled)
       if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
       return db.executeQuery<Row>(compiled)

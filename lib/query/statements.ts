@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { CompiledQuery } from 'kysely'
-import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
 import { firstRow, resultRows } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
 import type { ScopeCondition } from './scope.js'
@@ -15,20 +15,21 @@ export class Statements {
   readonly #byId: CompiledQuery<Row>
   /** The page statement, or with `literalLimit` the page statement of each page size. */
   readonly #page: CompiledQuery<Row> | StatementCache
-  /** `findById` with a `?fields=` selection: one statement per field set. */
-  readonly #byIdSelecting = new StatementCache()
+  /** `findById` with a `?fields=` selection or a scope: one statement per field set and scope. */
+  readonly #byIdSelecting: StatementCache
   readonly #table: string
   readonly #primaryKey: string
   readonly #columns: readonly string[]
 
-  /** `literalLimit`: the page's LIMIT is written into its SQL (see ViewsetDialect.literalLimit). */
-  constructor (db: AnyDatabase, table: string, primaryKey: string, columns: readonly string[], literalLimit = false) {
+  /** `literalLimit`: the page's LIMIT is written into its SQL; `statementPlugin`: what the statements compile with (see ViewsetDialect). */
+  constructor (db: AnyDatabase, table: string, primaryKey: string, columns: readonly string[], { literalLimit = false, statementPlugin }: Pick<ViewsetDialect, 'literalLimit' | 'statementPlugin'> = {}) {
     this.#table = table
     this.#primaryKey = primaryKey
     this.#columns = columns
     // The placeholder values only fix each parameter's position; every call passes its own.
     this.#byId = markOneRow(db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile())
-    this.#page = literalLimit ? new StatementCache() : db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
+    this.#byIdSelecting = new StatementCache(statementPlugin)
+    this.#page = literalLimit ? new StatementCache(statementPlugin) : db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
   }
 
   /** The row with this key (and in `scope`, when given), or `undefined`; with `selection`, only its columns are read. */
