@@ -41,7 +41,7 @@ async function seeded (t: TestContext, dialect: TestDialect, setup: DatabaseSetu
   return database
 }
 
-const options = { table: 'readings', schema: Reading, methods: ['LIST' as const], filterFields: { sensor: ['eq' as const, 'in' as const, 'gte' as const, 'lt' as const] }, orderingFields: ['value', 'id'] }
+const options = { table: 'readings', schema: Reading, methods: ['LIST' as const], filterFields: { sensor: ['eq' as const, 'in' as const, 'gte' as const, 'lt' as const] }, orderingFields: ['value' as const, 'id' as const] }
 
 /** A comparison whose value is a bare placeholder: `= ?`, `> $1`, `in (?`, `(?, ?)` after an operator. */
 const barePlaceholder = /(?:=|<|>|\bin \()\s*\(?(?:\?|\$\d)/i
