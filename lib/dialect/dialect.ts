@@ -167,8 +167,8 @@ export interface ViewsetDialect {
    */
   readonly literalLimit?: boolean
   /**
-   * A plugin every statement of the data layer is compiled with (never the user's own queries): SQLite's
-   * writes compared values `+?`, so that STAT4 does not prepare a statement again on each run (sqlite-stable-plans.ts).
+   * A plugin every statement of the data layer is compiled with (never the user's own queries). SQLite's
+   * spells each compared value `+?`, so that STAT4 does not prepare the statement again on each run (sqlite-stable-plans.ts).
    */
   readonly statementPlugin?: KyselyPlugin
   /** Recognises the driver errors a client can act on. */
