@@ -1,5 +1,5 @@
-import type { Compilable, CompiledQuery, SelectQueryBuilder } from 'kysely'
-import type { AnyDatabase, KeyTable, Row } from '../dialect/dialect.js'
+import type { CompiledQuery, KyselyPlugin, SelectQueryBuilder } from 'kysely'
+import type { AnyDatabase, KeyTable, Row, StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
 import { paddedLength, padList, withParameters } from '../query/statement-cache.js'
 import { currentScope, inScope } from '../request-scope.js'
 
@@ -16,7 +16,7 @@ export type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
 export type Keyed = (table: string, alias: string, column: string) => Builder
 
 /** Builds a relation's statement for a batch of `count` keys (a power of two, see {@link maxBatch}) from {@link Keyed}. */
-export type BatchBuilder = (keyed: Keyed, count: number) => Compilable<Row>
+export type BatchBuilder = (keyed: Keyed, count: number) => StatementBuilder
 
 /** The alias of the key table in a statement that joins from it. */
 const keysAlias = 'viewset_keys'
@@ -31,12 +31,13 @@ type Buckets = readonly CompiledQuery<Row>[]
 
 /**
  * `build`'s statement for each size, its keys bound by `keyedFor(size)`, which binds `parameters(size)` values:
- * an `IN` list of `size` keys, or the key table's one parameter.
+ * an `IN` list of `size` keys, or the key table's one parameter. Compiled with the dialect's `statementPlugin`.
  */
-function compileBuckets (build: BatchBuilder, keyedFor: (size: number) => Keyed, parameters: (size: number) => number): Buckets {
+function compileBuckets (build: BatchBuilder, keyedFor: (size: number) => Keyed, parameters: (size: number) => number, plugin: KyselyPlugin | undefined): Buckets {
   const compiled: CompiledQuery<Row>[] = []
   for (let size = 1; size <= maxBatch; size *= 2) {
-    const query = build(keyedFor(size), size).compile()
+    const built = build(keyedFor(size), size)
+    const query = (plugin === undefined ? built : built.withPlugin(plugin)).compile()
     if (query.parameters.length !== parameters(size)) throw new Error(`A batched relation query must have only its keys as parameters, got ${query.parameters.length} for ${size} keys`)
     compiled.push(query)
   }
@@ -76,7 +77,7 @@ function statementOf (buckets: Buckets, count: number): CompiledQuery<Row> {
  *
  * @example
  * ```ts
- * const authors = new BatchedQuery(db, undefined, (keyed) => keyed('authors', 't', 'id').select(['t.id', 't.name']))
+ * const authors = new BatchedQuery(db, dialect, (keyed) => keyed('authors', 't', 'id').select(['t.id', 't.name']))
  * const rows = await authors.run(db, [1, 2, 3])
  * ```
  */
@@ -85,14 +86,15 @@ export class BatchedQuery {
   readonly #table: { readonly keyTable: KeyTable, readonly statements: Statements } | undefined
 
   /**
-   * `build` must make a query whose only parameters are the keys `keyed` binds.
+   * `build` must make a query whose only parameters are the keys `keyed` binds. `dialect`: its key table, if any,
+   * and the plugin its statements compile with.
    * With `fallback`, `build`'s statement reads at most `rowsPerKey` rows per key of its bucket plus one: a batch that
    * gets more than that runs `fallback.build`'s statement instead (a cheap first try, an exact but slower second).
    */
-  constructor (db: AnyDatabase, keyTable: KeyTable | undefined, build: BatchBuilder, fallback?: { readonly rowsPerKey: number, readonly build: BatchBuilder }) {
+  constructor (db: AnyDatabase, { keyTable, statementPlugin }: Pick<ViewsetDialect, 'keyTable' | 'statementPlugin'>, build: BatchBuilder, fallback?: { readonly rowsPerKey: number, readonly build: BatchBuilder }) {
     const statements = (keyedFor: (size: number) => Keyed, parameters: (size: number) => number): Statements => ({
-      first: compileBuckets(build, keyedFor, parameters),
-      exact: fallback === undefined ? undefined : { rowsPerKey: fallback.rowsPerKey, buckets: compileBuckets(fallback.build, keyedFor, parameters) },
+      first: compileBuckets(build, keyedFor, parameters, statementPlugin),
+      exact: fallback === undefined ? undefined : { rowsPerKey: fallback.rowsPerKey, buckets: compileBuckets(fallback.build, keyedFor, parameters, statementPlugin) },
     })
     this.#list = statements((size) => listKeyed(db, size), (size) => size)
     if (keyTable !== undefined) {

@@ -225,7 +225,7 @@ function orderOf (relation: DeclaredRelation, key: string | undefined, columns: 
  */
 function limitedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keyed: Keyed) => Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], limit: number): BatchedQuery {
   // The cap is a literal of each batch size: the statement's only parameters are the keys.
-  return new BatchedQuery(db, dialect.keyTable, (keyed, count) => applyOrdering(filtered(keyed), order, dialect, 't.').limit(sql.lit(count * limit + 1)), {
+  return new BatchedQuery(db, dialect, (keyed, count) => applyOrdering(filtered(keyed), order, dialect, 't.').limit(sql.lit(count * limit + 1)), {
     rowsPerKey: limit,
     build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
   })
@@ -233,7 +233,7 @@ function limitedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keye
 
 /** A relation without a limit: all the children of each parent, in order. */
 function orderedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keyed: Keyed) => Builder, order: readonly OrderKey[]): BatchedQuery {
-  return new BatchedQuery(db, dialect.keyTable, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'))
+  return new BatchedQuery(db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'))
 }
 
 /**
@@ -277,7 +277,7 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns) // declared for this kind
       const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
       const columns = unique([...fields, references, ...extra])
-      const query = new BatchedQuery(db, dialect.keyTable, (keyed) => keyed(table, 't', references).select(qualified(columns)))
+      const query = new BatchedQuery(db, dialect, (keyed) => keyed(table, 't', references).select(qualified(columns)))
       return { field: relation.field, kind, link: link(foreignKey, references), parentKey: foreignKey, childKey: references, query, limit: undefined, nested, keyOf: dialect.keyOf }
     }
     case 'one-to-many': {
