@@ -106,9 +106,9 @@ export class Resource {
     this.dialect = dialect
     this.#literalLimit = dialect.literalLimit === true
     this.#statements = statements
-    // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
     this.#pages = new StatementCache(dialect.statementPlugin)
     this.#counts = new StatementCache(dialect.statementPlugin)
+    // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
     this.#target = { ...target, statements: new StatementCache(dialect.statementPlugin) }
     this.#relations = relations
     Object.freeze(this)
