@@ -45,6 +45,11 @@ export function withParameters<R> (compiled: CompiledQuery<R>, parameters: reado
   return { query: compiled.query, queryId: compiled.queryId, sql: compiled.sql, parameters }
 }
 
+/** Compiles a statement of the data layer with the dialect's `statementPlugin`, when it has one. */
+export function compileWith (built: StatementBuilder, plugin: KyselyPlugin | undefined): CompiledQuery<Row> {
+  return (plugin === undefined ? built : built.withPlugin(plugin)).compile()
+}
+
 function sameValues (left: readonly unknown[], right: readonly unknown[]): boolean {
   return left.length === right.length && left.every((value, index) => Object.is(value, right[index]))
 }
@@ -78,8 +83,7 @@ export class StatementCache {
     const cached = this.#statements.get(shape)
     if (cached !== undefined) return db.executeQuery<Row>(withParameters(cached, parameters))
     try {
-      const built = build()
-      const compiled = (this.#plugin === undefined ? built : built.withPlugin(this.#plugin)).compile()
+      const compiled = compileWith(build(), this.#plugin)
       if (oneRow) markOneRow(compiled)
       if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
       return db.executeQuery<Row>(compiled)

@@ -1,6 +1,6 @@
 import type { CompiledQuery, KyselyPlugin, SelectQueryBuilder } from 'kysely'
 import type { AnyDatabase, KeyTable, Row, StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
-import { paddedLength, padList, withParameters } from '../query/statement-cache.js'
+import { compileWith, paddedLength, padList, withParameters } from '../query/statement-cache.js'
 import { currentScope, inScope } from '../request-scope.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
@@ -36,8 +36,7 @@ type Buckets = readonly CompiledQuery<Row>[]
 function compileBuckets (build: BatchBuilder, keyedFor: (size: number) => Keyed, parameters: (size: number) => number, plugin: KyselyPlugin | undefined): Buckets {
   const compiled: CompiledQuery<Row>[] = []
   for (let size = 1; size <= maxBatch; size *= 2) {
-    const built = build(keyedFor(size), size)
-    const query = (plugin === undefined ? built : built.withPlugin(plugin)).compile()
+    const query = compileWith(build(keyedFor(size), size), plugin)
     if (query.parameters.length !== parameters(size)) throw new Error(`A batched relation query must have only its keys as parameters, got ${query.parameters.length} for ${size} keys`)
     compiled.push(query)
   }
