@@ -17,6 +17,7 @@ import type { DatabaseTarget } from './seed.js'
 //
 //   node --import tsx benchmarks/instructions.ts --systems raw,viewsets --path '/books?limit=10' [--cache-sim]
 //     [--database postgres]   (BENCH_POSTGRES_URL: a server where the run may create its database)
+//     [--baseline-dist benchmarks/.data/baseline/<commit>/dist/index.js]   (with the system viewsets-baseline)
 //     [--warm-paths '/books/3,/books-full?limit=50']   (800 requests each first, as the full run's warm-up serves
 //     every scenario before it measures one: with one path only, pg's and Fastify's call sites stay monomorphic
 //     and the counts are not the ones the full run measures)
@@ -31,6 +32,9 @@ const { values } = parseArgs({
     data: { type: 'string', default: join('benchmarks', '.data') },
     database: { type: 'string', default: 'sqlite' },
     'warm-paths': { type: 'string', default: '' },
+    // The dist/index.js of another build, for viewsets-baseline (`npm run bench -- --baseline <ref>` builds one
+    // into benchmarks/.data/baseline/<commit>/dist).
+    'baseline-dist': { type: 'string' },
   },
 })
 if (values.database !== 'sqlite' && values.database !== 'postgres') throw new Error(`--database ${values.database}: sqlite or postgres`)
@@ -58,7 +62,7 @@ async function count (system: SystemName, seeded: DatabaseTarget): Promise<Map<s
   const tool = ['--tool=callgrind', '--quiet', `--callgrind-out-file=${out}`, '--dump-instr=no', ...values['cache-sim'] ? ['--cache-sim=yes', '--branch-sim=yes'] : []]
   // One thread: the GC's helper threads would otherwise run the same work on another thread's counters.
   const target = seeded.kind === 'sqlite' ? copySqlite(seeded, `instructions-${system}`) : seeded
-  const server = await startServer(system, target, { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool } })
+  const server = await startServer(system, target, { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool }, library: values['baseline-dist'] })
   const url = `${server.url}${values.path}`
   for (const path of values['warm-paths'].split(',').filter((path) => path !== '')) await autocannon({ url: `${server.url}${path}`, connections: 4, amount: 800 })
   await autocannon({ url, connections: 4, amount: warmup })

@@ -5,6 +5,7 @@ import { compositeKey } from './dialect/dialect.js'
 import { keyIn } from './dialect/upsert.js'
 import { keyAndScope, scopeShape } from './dialect/write-shapes.js'
 import { ViewsetErrors } from './errors.js'
+import type { Eventually } from './eventually.js'
 import { faultProblem } from './problem-handler.js'
 import type { Condition } from './query/condition.js'
 import type { CursorPosition } from './query/cursor.js'
@@ -114,13 +115,13 @@ export class Resource {
     Object.freeze(this)
   }
 
-  /** The row with this key, or `undefined`; with a selection, only its columns are read. */
-  find (db: AnyDatabase, id: unknown, options: FindOptions = {}): Promise<Row | undefined> {
+  /** The row with this key, or `undefined`; with a selection, only its columns are read. At once where the database answered at once (eventually.ts); may throw. */
+  find (db: AnyDatabase, id: unknown, options: FindOptions = {}): Eventually<Row | undefined> {
     return this.#statements.findById(db, id, options.selection, options.scope)
   }
 
-  /** One page of rows matching the query (and the scope), in its order. */
-  list (db: AnyDatabase, query: ListQuery, scope?: ScopeCondition): Promise<Row[]> {
+  /** One page of rows matching the query (and the scope), in its order, as {@link find} answers. */
+  list (db: AnyDatabase, query: ListQuery, scope?: ScopeCondition): Eventually<Row[]> {
     const { limit, offset, ordering, fields } = query
     // A scope is a WHERE term: the precompiled page statement has none.
     if (query.pageOnly && scope === undefined) return this.#statements.page(db, limit, offset)

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySerializerCo
 import { authHook, openTokenHook, securitySchemeName } from './auth.js'
 import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
 import type { AnyDatabase, Row } from './dialect/dialect.js'
+import type { Eventually } from './eventually.js'
 import { currentScope, inScope, runCancellable } from './request-scope.js'
 import type { RequestScope } from './request-scope.js'
 import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from './options.js'
@@ -23,11 +24,12 @@ import { mergeDuplicates } from './prefer-header.js'
 
 /**
  * The handlers a route calls: the viewset's overridable methods. Method syntax on purpose: an override
- * may narrow its request type (`ListRequest<{ limit: number, offset: number }>`).
+ * may narrow its request type (`ListRequest<{ limit: number, offset: number }>`). `list` and `getElement`
+ * may answer at once (the defaults on SQLite, see eventually.ts).
  */
 export interface RouteHandlers {
-  list (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
-  getElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  list (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
+  getElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
   createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
   createElements (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
   updateElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<unknown>
@@ -178,6 +180,17 @@ async function withRelations (scope: RequestScope, resource: Resource, db: AnyDa
 }
 
 /**
+ * `next` of a handler's answer: at once when the handler answered at once (the default LIST and GET on
+ * SQLite), and Fastify then sends the route's answer at once; else once the promise settles. Fastify sends a
+ * value a handler returns at once, but not `undefined`, which only a promise may answer.
+ */
+function settle (answer: unknown, next: (value: unknown) => unknown): unknown {
+  if (answer instanceof Promise) return answer.then(next)
+  const result = next(answer)
+  return result === undefined ? Promise.resolve(result) : result
+}
+
+/**
  * A client that hangs up cancels the PostgreSQL query serving it (see dialect/postgres-cancel.ts). Not
  * an async function: a handler that answers with `reply.send()` and returns nothing keeps doing so.
  */
@@ -281,27 +294,35 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     ...onRequestOf('LIST', context),
     // Before validation, which would only call `offset` unknown: the 400 says to page by cursor.
     ...(pagination === 'cursor' ? { preValidation: (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => { done('offset' in queryOf(request) ? offsetWithCursor() : undefined) } } : {}),
-    handler: cancellable(async (request, reply) => {
+    handler: cancellable((request, reply) => {
       const scope = currentScope()
       // An overridden list gets the same bound on offset as the default one.
       parsePagination(queryOf(request), maxOffset, pagination)
-      const rows = await handlers.list(request, reply, request.viewsetToken)
-      const page = stateOf(request)[listPageKey] ?? undefined
-      // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
-      if (resource.hasRelations) await withRelations(scope, resource, readDb, rows, page?.query.fields?.relations ?? context.fields.defaultRelations)
-      if (page !== undefined) {
-        const { query, total } = page
-        if (total !== undefined) reply.header('x-total-count', String(total))
-        if (query.fields !== undefined) reply.serializer(query.fields.serialize).type('application/json; charset=utf-8')
-        const count = Array.isArray(rows) ? rows.length : 0
-        const link = page.cursors === undefined
-          ? linkHeader(request.url, { limit: query.limit, offset: query.offset, rows: count, total, maxOffset })
-          : cursorLinkHeader(request.url, { limit: query.limit, ...page.cursors })
-        if (link !== undefined) reply.header('link', link)
-      }
-      return rows
+      return settle(handlers.list(request, reply, request.viewsetToken), (rows) => {
+        const page = stateOf(request)[listPageKey] ?? undefined
+        if (!resource.hasRelations) return listed(request, reply, rows, page, maxOffset)
+        // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
+        return withRelations(scope, resource, readDb, rows, page?.query.fields?.relations ?? context.fields.defaultRelations).then(() => listed(request, reply, rows, page, maxOffset))
+      })
     }),
   }
+}
+
+/**
+ * A LIST's rows, with what the default LIST read (`page`) said in headers: `X-Total-Count`, `Link`, and the
+ * `?fields=` serializer. Set last, so that an error thrown before is serialized as a problem, not as rows.
+ */
+function listed (request: FastifyRequest, reply: FastifyReply, rows: unknown, page: ListPage | undefined, maxOffset: number): unknown {
+  if (page === undefined) return rows
+  const { query, total, cursors } = page
+  if (total !== undefined) reply.header('x-total-count', String(total))
+  if (query.fields !== undefined) reply.serializer(query.fields.serialize).type('application/json; charset=utf-8')
+  const count = Array.isArray(rows) ? rows.length : 0
+  const link = cursors === undefined
+    ? linkHeader(request.url, { limit: query.limit, offset: query.offset, rows: count, total, maxOffset })
+    : cursorLinkHeader(request.url, { limit: query.limit, ...cursors })
+  if (link !== undefined) reply.header('link', link)
+  return rows
 }
 
 /** GET `/:id`: the row, its relations, and the `?fields=` serializer. */
@@ -317,7 +338,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
     schema,
     serializerCompiler: serializerCompiler(context, { 200: ref(context.entity.$id) }),
     ...onRequestOf('GET', context),
-    handler: cancellable(async (request, reply) => {
+    handler: cancellable((request, reply) => {
       const scope = currentScope()
       const { versionField } = context
       let selection = fields.selection(queryOf(request))
@@ -326,22 +347,24 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
         selection = { ...selection, shape: `${selection.shape}|${versionField}`, columns: [...selection.columns, versionField] }
       }
       if (selection !== undefined) stateOf(request)[selectionKey] = selection
-      const found = await handlers.getElement(request, reply, request.viewsetToken)
-      const row = resource.hasRelations ? await withRelations(scope, resource, readDb, found, selection?.relations ?? fields.defaultRelations) : found
-      if (!isRecord(row)) return row
-      // Without a version column, only the whole row has a tag (a hash of it).
-      let answer: unknown = row
-      let etag: string | undefined
-      if (selection === undefined) ({ etag, body: answer } = tagged(context, row))
-      else if (versionField !== undefined) etag = versionTag(row[versionField])
-      if (etag !== undefined) {
-        reply.header('etag', etag)
-        if (noneMatch(request.headers['if-none-match'], etag)) return await reply.code(304).send()
+      const answer = (row: unknown): unknown => {
+        if (!isRecord(row)) return row
+        // Without a version column, only the whole row has a tag (a hash of it).
+        let body: unknown = row
+        let etag: string | undefined
+        if (selection === undefined) ({ etag, body } = tagged(context, row))
+        else if (versionField !== undefined) etag = versionTag(row[versionField])
+        if (etag !== undefined) {
+          reply.header('etag', etag)
+          if (noneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send()
+        }
+        // Set last, so that an error thrown above is serialized as a problem, not as a row.
+        if (selection !== undefined) reply.serializer(selection.serializeRow)
+        reply.type('application/json; charset=utf-8')
+        return body
       }
-      // Set last, so that an error thrown above is serialized as a problem, not as a row.
-      if (selection !== undefined) reply.serializer(selection.serializeRow)
-      reply.type('application/json; charset=utf-8')
-      return answer
+      return settle(handlers.getElement(request, reply, request.viewsetToken), (found) =>
+        resource.hasRelations ? withRelations(scope, resource, readDb, found, selection?.relations ?? fields.defaultRelations).then(answer) : answer(found))
     }),
   }
 }

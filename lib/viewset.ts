@@ -8,6 +8,8 @@ import { conflictKeyProblem, rowKeyProblem } from './dialect/catalog.js'
 import { containsPattern } from './dialect/dialect.js'
 import { dialectOf } from './dialect/pick-dialect.js'
 import { invalidFields, ViewsetErrors } from './errors.js'
+import { andThen } from './eventually.js'
+import type { Eventually } from './eventually.js'
 import type { FieldError } from './errors.js'
 import { mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
 import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
@@ -19,6 +21,7 @@ import { encodeCursor } from './query/cursor.js'
 import { planFields } from './query/fields.js'
 import type { Precondition } from './query/precondition.js'
 import { parseListQuery } from './query/list-query.js'
+import type { ListQuery } from './query/list-query.js'
 import { scopeCondition } from './query/scope.js'
 import type { ScopeCondition } from './query/scope.js'
 import { createListPlan } from './query/list.js'
@@ -31,6 +34,7 @@ import { carryScopeThroughUserCode, currentScope, inScope } from './request-scop
 import { Resource } from './resource.js'
 import { representationTag, versionTag } from './conditional-requests.js'
 import { recordListPage, requestedFields, requestedPrecondition, viewsetRoutes } from './routes.js'
+import type { RouteHandlers } from './routes.js'
 import type { JsonSchema } from './schema/derive.js'
 import { deriveEntity, deriveSerializerSchema, plain, propertiesOf, writableFields } from './schema/derive.js'
 import { viewsetComponents } from './schema/components.js'
@@ -47,9 +51,9 @@ function served<S extends TObject> (row: Row): Static<S> {
   return row as Static<S> // selected by the schema's own columns; the driver's value types are coerced on the way out
 }
 
-/** {@link served} for a page, without copying it. */
-function servedRows<S extends TObject> (rows: Row[]): Array<Static<S>> {
-  return rows as Array<Static<S>> // as served(): the schema's own columns
+/** {@link served} for a page (or its promise), without copying it. */
+function servedRows<S extends TObject> (rows: Eventually<Row[]>): Eventually<Array<Static<S>>> {
+  return rows as Eventually<Array<Static<S>>> // as served(): the schema's own columns
 }
 
 /** Kysely's Insertable/Updateable of a table, as the plain row the data layer writes. */
@@ -217,32 +221,49 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    * (typically `await this.query()...execute()`); the route still loads their relations.
    */
   async list (request: ListRequest<unknown>, _reply: FastifyReply, token: ViewsetToken | null): Promise<Array<Static<S>>> {
+    return await this.#list(request, token)
+  }
+
+  /** The default {@link list}, answered at once where the database answered at once (eventually.ts): the route calls it unless `list` is overridden. */
+  #list (request: FastifyRequest, token: ViewsetToken | null): Eventually<Array<Static<S>>> {
     const { resource, list } = this.#ready()
-    const db = untyped(this.readDb)
     // Everything a client can get wrong is checked before the first query.
     const query = parseListQuery(isRecord(request.query) ? request.query : {}, list.query)
     const scope = this.#scopeOf(request, token, 'LIST')
+    if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(request, query, scope)
+    // Recorded first: an error answers a problem, whatever the page says.
+    recordListPage(request, { query, total: undefined })
+    return servedRows<S>(resource.list(untyped(this.readDb), query, scope))
+  }
+
+  /** LIST by cursor, or with the number of matching rows (both read at once). */
+  async #listWithExtras (request: FastifyRequest, query: ListQuery, scope: ScopeCondition | undefined): Promise<Array<Static<S>>> {
+    const { resource } = this.#ready()
+    const db = untyped(this.readDb)
     if (query.pagination === 'cursor') {
       const [page, total] = await Promise.all([resource.cursorPage(db, query, scope), query.count ? resource.count(db, query, scope) : undefined])
       const cursor = (position: CursorPosition | undefined) => position === undefined ? undefined : encodeCursor(query.ordering, position)
       recordListPage(request, { query, total, cursors: { next: cursor(page.next), prev: cursor(page.prev) } })
       return servedRows<S>(page.rows)
     }
-    // Without a count, no Promise.all: one await less on every LIST.
-    const [rows, total] = query.count
-      ? await Promise.all([resource.list(db, query, scope), resource.count(db, query, scope)])
-      : [await resource.list(db, query, scope), undefined]
+    const [rows, total] = await Promise.all([resource.list(db, query, scope), resource.count(db, query, scope)])
     recordListPage(request, { query, total })
     return servedRows<S>(rows)
   }
 
   /** GET: one row (in the scope), or 404. */
   async getElement (request: ElementRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
+    return await this.#getElement(request, token)
+  }
+
+  /** The default {@link getElement}, answered as {@link #list} answers. */
+  #getElement (request: FastifyRequest, token: ViewsetToken | null): Eventually<Static<S>> {
     // `?fields=`: only the chosen columns (and the keys of the chosen relations) are read.
     const selection = requestedFields(request)
     const scope = this.#scopeOf(request, token, 'GET')
-    const row = await this.#ready().resource.find(untyped(this.readDb), request.params.id, { selection, scope })
-    return row === undefined ? this.notFound(request.params.id) : served<S>(row)
+    // The route's params schema requires `id`.
+    const id = isRecord(request.params) ? request.params.id : undefined
+    return andThen(this.#ready().resource.find(untyped(this.readDb), id, { selection, scope }), (row) => row === undefined ? this.notFound(id) : served<S>(row))
   }
 
   /**
@@ -537,7 +558,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations, versioning: { versionField, tagOf, relations: defaultRelations }, uniqueKeys, conflictFields })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
     const components = viewsetComponents(entity, name, primaryKey, methods, { relations: relations?.fields ?? new Set(), loaded: defaultRelations })
-    const routes = viewsetRoutes(methods, this, {
+    const routes = viewsetRoutes(methods, this.#routeHandlers(this), {
       resource,
       readDb: untyped(this.readDb),
       db,
@@ -568,6 +589,22 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       protect: this.protect,
       customRoutes: async (scope) => { await this.customRoutes(scope) },
       checkProtectedRoutes: (count) => { checkProtectedRoutes(fastify, protectedMethods, count, this.options) },
+    }
+  }
+
+  /**
+   * What the routes call: the overridable handlers, except that `list` and `getElement`, when not overridden,
+   * are their defaults answered at once where the database answered at once (eventually.ts).
+   */
+  // `handlers`: this viewset, whose handlers' request types narrow FastifyRequest (the routes validate them).
+  #routeHandlers (handlers: RouteHandlers): RouteHandlers {
+    return {
+      list: this.list === Viewset.prototype.list ? (request, _reply, token) => this.#list(request, token) : (request, reply, token) => handlers.list(request, reply, token),
+      getElement: this.getElement === Viewset.prototype.getElement ? (request, _reply, token) => this.#getElement(request, token) : (request, reply, token) => handlers.getElement(request, reply, token),
+      createElement: (request, reply, token) => handlers.createElement(request, reply, token),
+      createElements: (request, reply, token) => handlers.createElements(request, reply, token),
+      updateElement: (request, reply, token, partial) => handlers.updateElement(request, reply, token, partial),
+      deleteElement: (request, reply, token) => handlers.deleteElement(request, reply, token),
     }
   }
 

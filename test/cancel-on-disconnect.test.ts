@@ -15,6 +15,7 @@ import pg from 'pg'
 import { createViewset, Viewset } from 'fastify-viewsets'
 import type { ElementRequest, RelatedConfig, ViewsetToken } from 'fastify-viewsets'
 import { currentScope, scopeRidesOnPromises } from '../lib/request-scope.js'
+import { executeNow, PreparedKysely } from '../lib/dialect/prepared-kysely.js'
 import { autoIncrement, dialects, testDatabase } from './helpers/database.js'
 import type { TestDatabase } from './helpers/database.js'
 import { testApp } from './helpers/app.js'
@@ -203,11 +204,19 @@ if (postgres !== undefined) {
       for (let i = 0; i < notes.length; i += 500) await db.insertInto('notes').values(notes.slice(i, i + 500)).execute()
       assert.ok(viewsetDb !== undefined)
       const scopes: unknown[] = []
+      // The data layer's statements run through the shortcut's own method (runCompiled), the relation batches through executeQuery.
       const executeQuery = viewsetDb.executeQuery.bind(viewsetDb)
       viewsetDb.executeQuery = ((query: Parameters<typeof executeQuery>[0]) => {
         scopes.push(currentScope())
         return executeQuery(query)
       }) as typeof executeQuery // the same method, spied on
+      assert.ok(viewsetDb instanceof PreparedKysely)
+      const prepared: PreparedKysely<unknown> = viewsetDb
+      const now = prepared[executeNow].bind(prepared)
+      prepared[executeNow] = (compiled) => {
+        scopes.push(currentScope())
+        return now(compiled)
+      }
       const response = await served.app.inject('/items?limit=2000&order_by=id')
       assert.equal(response.statusCode, 200)
       const body = response.json()

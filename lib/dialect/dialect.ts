@@ -1,5 +1,6 @@
 import type { AliasedRawBuilder, Compilable, Expression, Kysely, KyselyPlugin, QueryResult, SqlBool } from 'kysely'
 import type { CatalogColumn, CatalogReader } from './catalog.js'
+import type { Eventually } from '../eventually.js'
 
 /** A row as the driver returns it. */
 export type Row = Record<string, unknown>
@@ -37,7 +38,8 @@ export interface StatementBuilder extends Compilable<Row> {
  */
 export interface CompiledStatements {
   result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow?: boolean): Promise<QueryResult<Row>>
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Promise<Row[]>
+  /** The rows, at once where the database answered at once (eventually.ts): await them. May throw. */
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]>
 }
 
 /** The statements that differ between databases, and the arguments they share. */

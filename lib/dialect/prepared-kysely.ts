@@ -3,8 +3,12 @@ import type {
   Compilable, CompiledQuery, ConnectionBuilder, ControlledTransactionBuilder, DatabaseIntrospector, Dialect, DrainOuterGeneric, Driver,
   KyselyConfig, KyselyPlugin, QueryExecutor, QueryId, QueryResult, TransactionBuilder,
 } from 'kysely'
+import type { Eventually } from '../eventually.js'
 import type { AdoptedDatabase, DirectExecutor, DirectResult } from './connection.js'
 import type { Row } from './dialect.js'
+
+/** How the data layer runs its compiled statements on an instance with a shortcut: see {@link runCompiled}. */
+export const executeNow = Symbol('fastify-viewsets.executeNow')
 
 /** What a shortcut answered, as Kysely's executor would hand it on: through each plugin's `transformResult`. */
 async function resultOf<R> (direct: DirectResult, compiled: CompiledQuery, plugins: readonly KyselyPlugin[]): Promise<QueryResult<R>> {
@@ -14,21 +18,39 @@ async function resultOf<R> (direct: DirectResult, compiled: CompiledQuery, plugi
 }
 
 /**
- * Offers a query to a shortcut and answers with its result, or with `otherwise(compiled)` when the shortcut
- * declines; a throw becomes a rejection. Not async: the shortcut's promise (or its settled answer) is handed on
- * as it is, since each async frame costs promises, and on PostgreSQL the cancel-on-disconnect hooks run for
- * each (dialect/postgres-cancel.ts).
+ * Offers a compiled query to a shortcut and answers with its result, settled when the shortcut answered at
+ * once (a SQLite statement), or with `otherwise(compiled)` when the shortcut declines. May throw. Not async:
+ * each async frame costs promises, and on PostgreSQL the cancel-on-disconnect hooks run for each
+ * (dialect/postgres-cancel.ts).
  */
-function viaShortcut<R> (direct: DirectExecutor, query: CompiledQuery<R> | Compilable<R>, otherwise: (compiled: CompiledQuery<R>) => Promise<QueryResult<R>>): Promise<QueryResult<R>> {
+function viaShortcut<R> (direct: DirectExecutor, compiled: CompiledQuery<R>, otherwise: (compiled: CompiledQuery<R>) => Promise<QueryResult<R>>): Eventually<QueryResult<R>> {
+  const result = direct(compiled)
+  // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
+  return result === undefined ? otherwise(compiled) : result as Eventually<QueryResult<R>>
+}
+
+/** Kysely's `executeQuery` over {@link viaShortcut}: always a promise, and a throw becomes a rejection. */
+function promised<R> (query: CompiledQuery<R> | Compilable<R>, execute: (compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>): Promise<QueryResult<R>> {
   try {
-    const compiled = isCompilable(query) ? query.compile() : query
-    const result = direct(compiled)
-    if (result === undefined) return otherwise(compiled)
-    // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
-    return (result instanceof Promise ? result : Promise.resolve(result)) as Promise<QueryResult<R>>
+    const result = execute(isCompilable(query) ? query.compile() : query)
+    return result instanceof Promise ? result : Promise.resolve(result)
   } catch (error) {
     return Promise.reject(error)
   }
+}
+
+/**
+ * Runs a statement the data layer compiled: on an instance createDatabase opened or withPreparedStatements
+ * adopted, through its shortcut, whose SQLite statements answer at once rather than as a promise (see
+ * eventually.ts); on any other instance (a transaction, a plain Kysely) with `executeQuery`. May throw.
+ *
+ * @example
+ * ```ts
+ * const rows = andThen(runCompiled(db, withParameters(byId, [7])), resultRows)
+ * ```
+ */
+export function runCompiled<DB, R> (db: Kysely<DB>, compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+  return db instanceof PreparedKysely || db instanceof AdoptedKysely ? db[executeNow](compiled) : db.executeQuery(compiled)
 }
 
 /**
@@ -52,7 +74,12 @@ export class PreparedKysely<DB> extends Kysely<DB> {
   }
 
   override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
-    return viaShortcut(this.#direct, query, (compiled) => queryId === undefined ? super.executeQuery(compiled) : super.executeQuery(compiled, queryId))
+    return promised(query, (compiled) => viaShortcut(this.#direct, compiled, (declined) => queryId === undefined ? super.executeQuery(declined) : super.executeQuery(declined, queryId)))
+  }
+
+  /** {@link runCompiled}: the shortcut, else Kysely's executor. */
+  [executeNow]<R> (compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+    return viaShortcut(this.#direct, compiled, (declined) => super.executeQuery(declined))
   }
 }
 
@@ -110,13 +137,16 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
   }
 
   override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
-    // Once the wrapped instance is known not to log, a shortcut without plugins answers with no async frame (see PreparedKysely).
-    if (this.#logs === false && this.#plugins.length === 0) return viaShortcut(this.#adopted.direct, query, (compiled) => this.#db.executeQuery(compiled))
-    return this.#executeQuery(query)
+    return promised(query, (compiled) => this[executeNow](compiled))
   }
 
-  async #executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
-    const compiled = isCompilable(query) ? query.compile() : query
+  /** {@link runCompiled}: once the wrapped instance is known not to log, a shortcut without plugins answers with no async frame (see PreparedKysely). */
+  [executeNow]<R> (compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+    if (this.#logs === false && this.#plugins.length === 0) return viaShortcut(this.#adopted.direct, compiled, (declined) => this.#db.executeQuery(declined))
+    return this.#executeQuery(compiled)
+  }
+
+  async #executeQuery<R> (compiled: CompiledQuery<R>): Promise<QueryResult<R>> {
     this.#logs ??= await logs(this.getExecutor())
     if (this.#logs) {
       this.#adopted.viaKysely(compiled)

@@ -2,6 +2,9 @@ import type { CompiledQuery, KyselyPlugin, QueryResult } from 'kysely'
 import type { AnyDatabase, Row, StatementBuilder } from '../dialect/dialect.js'
 import { resultRows } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
+import { runCompiled } from '../dialect/prepared-kysely.js'
+import { andThen } from '../eventually.js'
+import type { Eventually } from '../eventually.js'
 import { LruCache } from '../lru-cache.js'
 
 /** How many query shapes one LIST keeps compiled; the least recently used one goes first. */
@@ -69,26 +72,35 @@ export class StatementCache {
     this.#plugin = plugin
   }
 
-  /** Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows. */
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Promise<Row[]> {
-    return this.result(db, shape, parameters, build).then(resultRows)
+  /**
+   * Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows:
+   * at once where the database answered at once (eventually.ts). May throw.
+   */
+  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]> {
+    return andThen(this.execute(db, shape, parameters, build), resultRows)
   }
 
   /**
    * Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert
-   * id). `oneRow`: a SELECT that answers at most one row (by primary key), see dialect/one-row.ts.
+   * id), always as a promise (the writes). `oneRow`: a SELECT that answers at most one row (by primary key), see
+   * dialect/one-row.ts.
    */
-  // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
   result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow = false): Promise<QueryResult<Row>> {
-    const cached = this.#statements.get(shape)
-    if (cached !== undefined) return db.executeQuery<Row>(withParameters(cached, parameters))
     try {
-      const compiled = compileWith(build(), this.#plugin)
-      if (oneRow) markOneRow(compiled)
-      if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
-      return db.executeQuery<Row>(compiled)
+      return Promise.resolve(this.execute(db, shape, parameters, build, oneRow))
     } catch (error) {
       return Promise.reject(error)
     }
+  }
+
+  /** {@link result}, answered at once where the database answered at once (eventually.ts). May throw. */
+  // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
+  execute (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow = false): Eventually<QueryResult<Row>> {
+    const cached = this.#statements.get(shape)
+    if (cached !== undefined) return runCompiled(db, withParameters(cached, parameters))
+    const compiled = compileWith(build(), this.#plugin)
+    if (oneRow) markOneRow(compiled)
+    if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
+    return runCompiled(db, compiled)
   }
 }

@@ -3,6 +3,9 @@ import type { CompiledQuery } from 'kysely'
 import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
 import { firstRow, resultRows } from '../dialect/dialect.js'
 import { markOneRow } from '../dialect/one-row.js'
+import { runCompiled } from '../dialect/prepared-kysely.js'
+import { andThen } from '../eventually.js'
+import type { Eventually } from '../eventually.js'
 import type { ScopeCondition } from './scope.js'
 import { StatementCache, withParameters } from './statement-cache.js'
 
@@ -32,25 +35,28 @@ export class Statements {
     this.#page = literalLimit ? new StatementCache(statementPlugin) : db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
   }
 
-  /** The row with this key (and in `scope`, when given), or `undefined`; with `selection`, only its columns are read. */
-  findById (db: AnyDatabase, id: unknown, selection?: { readonly shape: string, readonly columns: readonly string[] }, scope?: ScopeCondition): Promise<Row | undefined> {
+  /**
+   * The row with this key (and in `scope`, when given), or `undefined`; with `selection`, only its columns are
+   * read. At once where the database answered at once (eventually.ts). May throw.
+   */
+  findById (db: AnyDatabase, id: unknown, selection?: { readonly shape: string, readonly columns: readonly string[] }, scope?: ScopeCondition): Eventually<Row | undefined> {
     if (scope !== undefined) {
       // One statement per field set and scope shape, like a LIST; the key is bound first, then the scope's values.
       const columns = selection?.columns ?? this.#columns
-      return this.#byIdSelecting.result(db, `${selection?.shape ?? '*'}|${scope.shape}`, [id, ...scope.parameters], () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where), true).then(firstRow)
+      return andThen(this.#byIdSelecting.execute(db, `${selection?.shape ?? '*'}|${scope.shape}`, [id, ...scope.parameters], () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where), true), firstRow)
     }
     if (selection !== undefined) {
-      return this.#byIdSelecting.result(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id), true).then(firstRow)
+      return andThen(this.#byIdSelecting.execute(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id), true), firstRow)
     }
-    return db.executeQuery<Row>(withParameters(this.#byId, [id])).then(firstRow)
+    return andThen(runCompiled(db, withParameters(this.#byId, [id])), firstRow)
   }
 
-  /** One page of rows in primary-key order. */
-  page (db: AnyDatabase, limit: number, offset: number): Promise<Row[]> {
+  /** One page of rows in primary-key order, as {@link findById} answers. */
+  page (db: AnyDatabase, limit: number, offset: number): Eventually<Row[]> {
     const page = this.#page
     if (page instanceof StatementCache) {
       return page.rows(db, String(limit), [offset], () => db.selectFrom(this.#table).select(this.#columns).orderBy(this.#primaryKey).limit(sql.lit(limit)).offset(offset))
     }
-    return db.executeQuery<Row>(withParameters(page, [limit, offset])).then(resultRows)
+    return andThen(runCompiled(db, withParameters(page, [limit, offset])), resultRows)
   }
 }
