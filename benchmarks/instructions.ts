@@ -62,7 +62,7 @@ async function count (system: SystemName, seeded: DatabaseTarget): Promise<Map<s
   const tool = ['--tool=callgrind', '--quiet', `--callgrind-out-file=${out}`, '--dump-instr=no', ...values['cache-sim'] ? ['--cache-sim=yes', '--branch-sim=yes'] : []]
   // One thread: the GC's helper threads would otherwise run the same work on another thread's counters.
   const target = seeded.kind === 'sqlite' ? copySqlite(seeded, `instructions-${system}`) : seeded
-  const server = await startServer(system, target, { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool }, library: values['baseline-dist'] })
+  const server = await startServer(system, target, { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool }, library: system === 'viewsets-baseline' ? values['baseline-dist'] : undefined })
   const url = `${server.url}${values.path}`
   for (const path of values['warm-paths'].split(',').filter((path) => path !== '')) await autocannon({ url: `${server.url}${path}`, connections: 4, amount: 800 })
   await autocannon({ url, connections: 4, amount: warmup })

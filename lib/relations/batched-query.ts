@@ -26,21 +26,32 @@ function bucketOf (count: number): number {
   return Math.log2(paddedLength(count))
 }
 
-/** One statement per power-of-two list size up to {@link maxBatch}. */
-type Buckets = readonly CompiledQuery<Row>[]
-
 /**
- * `build`'s statement for each size, its keys bound by `keyedFor(size)`, which binds `parameters(size)` values:
- * an `IN` list of `size` keys, or the key table's one parameter. Compiled with the dialect's `statementPlugin`.
+ * `build`'s statement for each power-of-two size up to {@link maxBatch}, its keys bound by `keyedFor(size)`, which
+ * binds `parameters(size)` values: an `IN` list of `size` keys, or the key table's one parameter. Compiled with the
+ * dialect's `statementPlugin`, each on first use: an `IN` list of 1,024 keys is a tree of 1,024 nodes and an SQL
+ * text of as many pieces, and most sizes (on SQLite, the whole `IN` form) are never used. At most eleven per form.
  */
-function compileBuckets (build: BatchBuilder, keyedFor: (size: number) => Keyed, parameters: (size: number) => number, plugin: KyselyPlugin | undefined): Buckets {
-  const compiled: CompiledQuery<Row>[] = []
-  for (let size = 1; size <= maxBatch; size *= 2) {
-    const query = compileWith(build(keyedFor(size), size), plugin)
-    if (query.parameters.length !== parameters(size)) throw new Error(`A batched relation query must have only its keys as parameters, got ${query.parameters.length} for ${size} keys`)
-    compiled.push(query)
+class Buckets {
+  readonly #compiled: Array<CompiledQuery<Row> | undefined> = []
+  readonly #compile: (size: number) => CompiledQuery<Row>
+
+  constructor (build: BatchBuilder, keyedFor: (size: number) => Keyed, parameters: (size: number) => number, plugin: KyselyPlugin | undefined) {
+    this.#compile = (size) => {
+      const query = compileWith(build(keyedFor(size), size), plugin)
+      if (query.parameters.length !== parameters(size)) throw new Error(`A batched relation query must have only its keys as parameters, got ${query.parameters.length} for ${size} keys`)
+      return query
+    }
+    // The smallest is compiled now: a statement that binds more than its keys fails at registration.
+    this.#compiled.push(this.#compile(1))
   }
-  return compiled
+
+  /** The statement of a batch of `count` keys (1 to {@link maxBatch}). */
+  for (count: number): CompiledQuery<Row> {
+    if (count > maxBatch) throw new Error(`no batched statement for ${count} keys`)
+    const bucket = bucketOf(count)
+    return this.#compiled[bucket] ??= this.#compile(2 ** bucket)
+  }
 }
 
 /** Binds `size` keys as `where alias.column in (...)`. */
@@ -60,17 +71,9 @@ interface Statements {
   readonly exact: { readonly rowsPerKey: number, readonly buckets: Buckets } | undefined
 }
 
-/** The statement of a batch of `count` keys (1 to {@link maxBatch}): every bucket is compiled at registration. */
-function statementOf (buckets: Buckets, count: number): CompiledQuery<Row> {
-  const compiled = buckets[bucketOf(count)]
-  if (compiled === undefined) throw new Error(`no batched statement for ${count} keys`)
-  return compiled
-}
-
 /**
- * A relation's statement for a batch of keys, compiled once per power-of-two batch size at registration,
- * so that nothing is compiled per request and each relation has a few SQL texts that prepared-statement
- * caches keep warm. On a dialect with a key table (SQLite's `json_each`), the keys are one parameter and the
+ * A relation's statement for a batch of keys, compiled once per power-of-two batch size (see {@link Buckets}),
+ * so that each relation has a few SQL texts that prepared-statement caches keep warm. On a dialect with a key table (SQLite's `json_each`), the keys are one parameter and the
  * statement joins from them; elsewhere (and for keys the key table cannot carry) they are an `IN` list padded
  * to its size with its last key by `padList` (`IN (1, 2, 3, 3)` means `IN (1, 2, 3)`).
  *
@@ -92,8 +95,8 @@ export class BatchedQuery {
    */
   constructor (db: AnyDatabase, { keyTable, statementPlugin }: Pick<ViewsetDialect, 'keyTable' | 'statementPlugin'>, build: BatchBuilder, fallback?: { readonly rowsPerKey: number, readonly build: BatchBuilder }) {
     const statements = (keyedFor: (size: number) => Keyed, parameters: (size: number) => number): Statements => ({
-      first: compileBuckets(build, keyedFor, parameters, statementPlugin),
-      exact: fallback === undefined ? undefined : { rowsPerKey: fallback.rowsPerKey, buckets: compileBuckets(fallback.build, keyedFor, parameters, statementPlugin) },
+      first: new Buckets(build, keyedFor, parameters, statementPlugin),
+      exact: fallback === undefined ? undefined : { rowsPerKey: fallback.rowsPerKey, buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin) },
     })
     this.#list = statements((size) => listKeyed(db, size), (size) => size)
     if (keyTable !== undefined) {
@@ -104,7 +107,7 @@ export class BatchedQuery {
 
   /** The SQL text used for a batch of `count` keys of the `IN` list form (for tests and logs). */
   sqlFor (count: number): string {
-    return statementOf(this.#list.first, Math.min(count, maxBatch)).sql
+    return this.#list.first.for(Math.min(count, maxBatch)).sql
   }
 
   /** The rows matching any of the keys (distinct, non-null); one statement per {@link maxBatch} keys. */
@@ -126,9 +129,9 @@ export class BatchedQuery {
     const statements = table === undefined || encoded === undefined ? this.#list : table.statements
     const parameters = encoded === undefined ? padList(keys) : [encoded]
     const scope = currentScope()
-    const { rows } = await db.executeQuery<Row>(withParameters(statementOf(statements.first, keys.length), parameters))
+    const { rows } = await db.executeQuery<Row>(withParameters(statements.first.for(keys.length), parameters))
     const { exact } = statements
     if (exact === undefined || rows.length <= paddedLength(keys.length) * exact.rowsPerKey) return rows
-    return (await inScope(scope, () => db.executeQuery<Row>(withParameters(statementOf(exact.buckets, keys.length), parameters)))).rows
+    return (await inScope(scope, () => db.executeQuery<Row>(withParameters(exact.buckets.for(keys.length), parameters)))).rows
   }
 }
