@@ -14,7 +14,7 @@ export type Eventually<T> = T | Promise<T>
  *
  * @example
  * ```ts
- * const row = andThen(statement.result(db, shape, [id], build), firstRow)
+ * const row = andThen(statements.execute(db, shape, [id], build), firstRow)
  * ```
  */
 export function andThen<T, U> (value: Eventually<T>, next: (value: T) => Eventually<U>): Eventually<U> {

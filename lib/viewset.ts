@@ -617,7 +617,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const extra = listQueryOf(this.constructor)
     if (extra === undefined) return list
     const defaults = propertiesOf(list.querystring)
-    // The one place the class asks whether `list` is its own: which parameters an override reads is its business.
+    // Which parameters an overridden `list` reads is its business.
     const own = this.list !== Viewset.prototype.list
     // The default list reads only its own parameters: every other one would be validated, documented and ignored,
     // unless `scope` reads it (from `context.request.query`).

@@ -73,9 +73,10 @@ interface Statements {
 
 /**
  * A relation's statement for a batch of keys, compiled once per power-of-two batch size (see {@link Buckets}),
- * so that each relation has a few SQL texts that prepared-statement caches keep warm. On a dialect with a key table (SQLite's `json_each`), the keys are one parameter and the
- * statement joins from them; elsewhere (and for keys the key table cannot carry) they are an `IN` list padded
- * to its size with its last key by `padList` (`IN (1, 2, 3, 3)` means `IN (1, 2, 3)`).
+ * so that each relation has a few SQL texts that prepared-statement caches keep warm. On a dialect with a key
+ * table (SQLite's `json_each`), the keys are one parameter and the statement joins from them; elsewhere (and for
+ * keys the key table cannot carry) they are an `IN` list padded to its size with its last key by `padList`
+ * (`IN (1, 2, 3, 3)` means `IN (1, 2, 3)`).
  *
  * @example
  * ```ts
