@@ -208,8 +208,8 @@ export class Resource {
     return this.dialect.count(row?.count ?? 0)
   }
 
-  /** Inserts the values and returns the row as stored (generated key and database defaults included). */
-  insert (db: AnyDatabase, values: Row): Promise<Row> {
+  /** Inserts the values and returns the row as stored (generated key and database defaults included), as {@link find} answers. */
+  insert (db: AnyDatabase, values: Row): Eventually<Row> {
     return this.dialect.insert(db, this.#target, values)
   }
 
@@ -313,9 +313,9 @@ export class Resource {
    * scope: then nothing changes (the dialect checks the scope in the write itself, or in its transaction).
    * With a precondition (If-Match), or a version column to increment, the row is read and locked first,
    * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
-   * the same tag get one write.
+   * the same tag get one write. Answered as {@link find} answers.
    */
-  update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition, precondition?: Precondition): Promise<Row | undefined> {
+  update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition, precondition?: Precondition): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
     if (precondition === undefined && versionField === undefined) return this.dialect.update(db, this.#target, id, values, scope)
     return this.#guarded(db, id, scope, precondition, async (trx, row) => {
@@ -325,8 +325,8 @@ export class Resource {
     })
   }
 
-  /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as `update` checks it. */
-  delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Promise<boolean> {
+  /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as `update` checks it. Answered as {@link find} answers. */
+  delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Eventually<boolean> {
     const remove = (on: AnyDatabase) => this.dialect.delete(on, this.#target, id, scope)
     if (precondition === undefined) return remove(db)
     return this.#guarded(db, id, scope, precondition, remove).then((deleted) => deleted ?? false)
@@ -338,7 +338,7 @@ export class Resource {
    * precondition holds: `undefined` without writing when there is no such row (404), else
    * PreconditionRequired (428) or PreconditionFailed (412) thrown.
    */
-  async #guarded<T> (db: AnyDatabase, id: unknown, scope: ScopeCondition | undefined, precondition: Precondition | undefined, write: (trx: AnyDatabase, row: Row) => Promise<T>): Promise<T | undefined> {
+  async #guarded<T> (db: AnyDatabase, id: unknown, scope: ScopeCondition | undefined, precondition: Precondition | undefined, write: (trx: AnyDatabase, row: Row) => Eventually<T>): Promise<T | undefined> {
     const { table, primaryKey, columns, statements } = this.#target
     const lock = this.dialect.rowLocks === true
     const run = async (trx: AnyDatabase): Promise<T | undefined> => {

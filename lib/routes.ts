@@ -24,16 +24,16 @@ import { mergeDuplicates } from './prefer-header.js'
 
 /**
  * The handlers a route calls: the viewset's overridable methods. Method syntax on purpose: an override
- * may narrow its request type (`ListRequest<{ limit: number, offset: number }>`). `list` and `getElement`
+ * may narrow its request type (`ListRequest<{ limit: number, offset: number }>`). All but `createElements`
  * may answer at once (the defaults on SQLite, see eventually.ts).
  */
 export interface RouteHandlers {
   list (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
   getElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
-  createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
   createElements (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
-  updateElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<unknown>
-  deleteElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  updateElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Eventually<unknown>
+  deleteElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
 }
 
 /** What the routes of one viewset are declared from, once the data layer is built. */
@@ -138,6 +138,12 @@ function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): 
   return body
 }
 
+/** A written row with its relations (the default ones) and its ETag, as POST, PUT and PATCH answer it. */
+function sendWritten (scope: RequestScope, context: RouteContext, reply: FastifyReply, db: AnyDatabase, row: unknown): unknown {
+  if (!context.resource.hasRelations) return sendTagged(context, reply, row)
+  return withRelations(scope, context.resource, db, row, context.fields.defaultRelations).then((loaded) => sendTagged(context, reply, loaded))
+}
+
 const etagHeaders = { ETag: documentedHeaders.etag }
 
 const summaries: Record<ViewsetMethod, (name: string) => string> = {
@@ -180,7 +186,7 @@ async function withRelations (scope: RequestScope, resource: Resource, db: AnyDa
 }
 
 /**
- * `next` of a handler's answer: at once when the handler answered at once (the default LIST and GET on
+ * `next` of a handler's answer: at once when the handler answered at once (the default handlers on
  * SQLite), and Fastify then sends the route's answer at once; else once the promise settles. Fastify sends a
  * value a handler returns at once, but not `undefined`, which only a promise may answer.
  */
@@ -399,7 +405,7 @@ function documentMerge (schema: ReturnType<typeof baseSchema>, context: RouteCon
 
 /** POST `/`: 201, the row as stored, and `Location` unless the handler set one; 200 when an upsert updated a row. */
 function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
-  const { resource, db, primaryKey, prefix } = context
+  const { db, primaryKey, prefix } = context
   const schema = baseSchema('POST', context)
   schema.body = bodyRef(context, 'POST')
   schema.response[201] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: { Location: documentedHeaders.location, ...etagHeaders } }
@@ -410,16 +416,17 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     schema,
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf('POST', context),
-    handler: cancellable(async (request, reply) => {
+    handler: cancellable((request, reply) => {
       const scope = currentScope()
       reply.code(201)
-      const row = await handlers.createElement(request, reply, request.viewsetToken)
-      const id = isRecord(row) ? row[primaryKey] : undefined
-      // Only a created row has a new URL to point at (an upsert that updated answers 200).
-      if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
-        reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
-      }
-      return sendTagged(context, reply, resource.hasRelations ? await withRelations(scope, resource, db, row, context.fields.defaultRelations) : row)
+      return settle(handlers.createElement(request, reply, request.viewsetToken), (row) => {
+        const id = isRecord(row) ? row[primaryKey] : undefined
+        // Only a created row has a new URL to point at (an upsert that updated answers 200).
+        if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
+          reply.header('location', `${prefix}/${encodeURIComponent(String(id))}`)
+        }
+        return sendWritten(scope, context, reply, db, row)
+      })
     }),
   }
 }
@@ -456,7 +463,7 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
 
 /** PUT and PATCH `/:id`: the row as stored, or 404. */
 function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context: RouteContext): RouteOptions {
-  const { resource, db } = context
+  const { db } = context
   const schema = baseSchema(method, context)
   const body = bodyRef(context, method)
   // PATCH takes JSON Merge Patch (RFC 7396) too: the same body, the same top-level merge.
@@ -470,11 +477,10 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
     schema,
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf(method, context),
-    handler: cancellable(async (request, reply) => {
+    handler: cancellable((request, reply) => {
       const scope = currentScope()
       setPrecondition(request, context)
-      const row = await handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH')
-      return sendTagged(context, reply, resource.hasRelations ? await withRelations(scope, resource, db, row, context.fields.defaultRelations) : row)
+      return settle(handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'), (row) => sendWritten(scope, context, reply, db, row))
     }),
   }
 }
@@ -489,10 +495,9 @@ function deleteRoute (handlers: RouteHandlers, context: RouteContext): RouteOpti
     schema,
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf('DELETE', context),
-    handler: cancellable(async (request, reply) => {
+    handler: cancellable((request, reply) => {
       setPrecondition(request, context)
-      await handlers.deleteElement(request, reply, request.viewsetToken)
-      return reply.code(204).send()
+      return settle(handlers.deleteElement(request, reply, request.viewsetToken), () => reply.code(204).send())
     }),
   }
 }

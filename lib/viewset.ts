@@ -51,6 +51,16 @@ function served<S extends TObject> (row: Row): Static<S> {
   return row as Static<S> // selected by the schema's own columns; the driver's value types are coerced on the way out
 }
 
+/** {@link served} for a row's promise, or the row. */
+function servedEventually<S extends TObject> (row: Eventually<Row>): Eventually<Static<S>> {
+  return row as Eventually<Static<S>> // as served()
+}
+
+/** The `:id` of an element route: its params schema requires it. */
+function idOf (request: FastifyRequest): unknown {
+  return isRecord(request.params) ? request.params.id : undefined
+}
+
 /** {@link served} for a page (or its promise), without copying it. */
 function servedRows<S extends TObject> (rows: Eventually<Row[]>): Eventually<Array<Static<S>>> {
   return rows as Eventually<Array<Static<S>>> // as served(): the schema's own columns
@@ -261,8 +271,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     // `?fields=`: only the chosen columns (and the keys of the chosen relations) are read.
     const selection = requestedFields(request)
     const scope = this.#scopeOf(request, token, 'GET')
-    // The route's params schema requires `id`.
-    const id = isRecord(request.params) ? request.params.id : undefined
+    const id = idOf(request)
     return andThen(this.#ready().resource.find(untyped(this.readDb), id, { selection, scope }), (row) => row === undefined ? this.notFound(id) : served<S>(row))
   }
 
@@ -273,11 +282,18 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    * answer is 200 when it was updated; either way with `Preference-Applied`.
    */
   async createElement (request: CreateRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
+    return await this.#createElement(request, reply, token)
+  }
+
+  /** The default {@link createElement}, answered as {@link #list} answers (an upsert through promises). */
+  #createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<Static<S>> {
     const sent = this.#writable(request.body)
-    if (!this.#mergesDuplicates(request)) {
-      const values = this.#beforeWrite(sent, { request, token, method: 'POST' })
-      return served<S>(await this.#ready().resource.insert(untyped(this.db), values instanceof Promise ? await values : values))
-    }
+    if (this.#mergesDuplicates(request)) return this.#upsertOne(request, reply, token, sent)
+    return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) => servedEventually<S>(this.#ready().resource.insert(untyped(this.db), values)))
+  }
+
+  /** POST with `Prefer: resolution=merge-duplicates`: the upsert of one element. */
+  async #upsertOne (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, sent: Row): Promise<Static<S>> {
     this.#checkConflictFields([sent], false)
     const scope = currentScope()
     const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
@@ -339,18 +355,28 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
 
   /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite` returns, and returns it, or 404. */
   async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<Static<S>> {
+    return await this.#updateElement(request, token, partial)
+  }
+
+  /** The default {@link updateElement}, answered as {@link #list} answers. */
+  #updateElement (request: FastifyRequest, token: ViewsetToken | null, partial: boolean): Eventually<Static<S>> {
     const method = partial ? 'PATCH' : 'PUT'
-    const written = this.#beforeWrite(this.#writable(request.body), { request, token, method })
-    const values = written instanceof Promise ? await written : written
-    // If-Match (or requireIfMatch) is checked with the write, after the scope: a 404, 428 or 412 changes nothing.
-    const row = await this.#ready().resource.update(untyped(this.db), request.params.id, values, this.#scopeOf(request, token, method), requestedPrecondition(request))
-    return row === undefined ? this.notFound(request.params.id) : served<S>(row)
+    const id = idOf(request)
+    return andThen(this.#beforeWrite(this.#writable(request.body), { request, token, method }), (values) =>
+      // If-Match (or requireIfMatch) is checked with the write, after the scope: a 404, 428 or 412 changes nothing.
+      andThen(this.#ready().resource.update(untyped(this.db), id, values, this.#scopeOf(request, token, method), requestedPrecondition(request)), (row) => row === undefined ? this.notFound(id) : served<S>(row)))
   }
 
   /** DELETE: removes the row (204), or 404 when there is none in the scope. */
   async deleteElement (request: ElementRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<void> {
+    await this.#deleteElement(request, token)
+  }
+
+  /** The default {@link deleteElement}, answered as {@link #list} answers. */
+  #deleteElement (request: FastifyRequest, token: ViewsetToken | null): Eventually<void> {
     const scope = this.#scopeOf(request, token, 'DELETE')
-    if (!(await this.#ready().resource.delete(untyped(this.db), request.params.id, scope, requestedPrecondition(request)))) this.notFound(request.params.id)
+    const id = idOf(request)
+    return andThen(this.#ready().resource.delete(untyped(this.db), id, scope, requestedPrecondition(request)), (deleted) => { if (!deleted) this.notFound(id) })
   }
 
   /**
@@ -593,18 +619,18 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   }
 
   /**
-   * What the routes call: the overridable handlers, except that `list` and `getElement`, when not overridden,
-   * are their defaults answered at once where the database answered at once (eventually.ts).
+   * What the routes call: the overridable handlers, except that each one not overridden but `createElements` is its
+   * default answered at once where the database answered at once (eventually.ts).
    */
   // `handlers`: this viewset, whose handlers' request types narrow FastifyRequest (the routes validate them).
   #routeHandlers (handlers: RouteHandlers): RouteHandlers {
     return {
       list: this.list === Viewset.prototype.list ? (request, _reply, token) => this.#list(request, token) : (request, reply, token) => handlers.list(request, reply, token),
       getElement: this.getElement === Viewset.prototype.getElement ? (request, _reply, token) => this.#getElement(request, token) : (request, reply, token) => handlers.getElement(request, reply, token),
-      createElement: (request, reply, token) => handlers.createElement(request, reply, token),
+      createElement: this.createElement === Viewset.prototype.createElement ? (request, reply, token) => this.#createElement(request, reply, token) : (request, reply, token) => handlers.createElement(request, reply, token),
       createElements: (request, reply, token) => handlers.createElements(request, reply, token),
-      updateElement: (request, reply, token, partial) => handlers.updateElement(request, reply, token, partial),
-      deleteElement: (request, reply, token) => handlers.deleteElement(request, reply, token),
+      updateElement: this.updateElement === Viewset.prototype.updateElement ? (request, _reply, token, partial) => this.#updateElement(request, token, partial) : (request, reply, token, partial) => handlers.updateElement(request, reply, token, partial),
+      deleteElement: this.deleteElement === Viewset.prototype.deleteElement ? (request, _reply, token) => this.#deleteElement(request, token) : (request, reply, token) => handlers.deleteElement(request, reply, token),
     }
   }
 

@@ -10,7 +10,7 @@ import { testApp } from './helpers/app.js'
 import { createItemsTable, Item } from './helpers/items.js'
 
 // better-sqlite3 answers a statement before any promise could: on a database whose shortcut runs it (createDatabase,
-// or the user's Kysely wrapped by withPreparedStatements), the default LIST and GET hand the rows on as they are, and
+// or the user's Kysely wrapped by withPreparedStatements), the default handlers hand the rows on as they are, and
 // Fastify sends the answer within the handler's call. Anywhere else the same routes answer through promises.
 
 const rows = [
@@ -44,7 +44,7 @@ async function recordingApp (t: TestContext, dialect: TestDialect, setup: Databa
 }
 
 for (const dialect of dialects) {
-  describe(`the default LIST and GET on ${dialect.name}`, () => {
+  describe(`the default handlers on ${dialect.name}`, () => {
     for (const setup of databaseSetups) {
       const expected = dialect.name === 'sqlite' && setup !== 'own Kysely'
       test(`answer ${expected ? 'within the handler\'s call' : 'through promises'} (${setup})`, async (t) => {
@@ -75,7 +75,31 @@ for (const dialect of dialects) {
         assert.equal(missing.json().code, 'FST_VIEWSET_NOT_FOUND')
         assert.equal(missing.headers.etag, undefined)
 
-        assert.deepEqual(atOnce, Array.from({ length: 5 }, () => expected))
+
+        const created = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Jam', price: 3 } })
+        assert.equal(created.statusCode, 201)
+        assert.equal(created.headers.location, '/items/4')
+        assert.match(String(created.headers.etag), /^"/)
+        assert.deepEqual(created.json(), { id: 4, name: 'Jam', description: null, price: 3, in_stock: true })
+        const replaced = await app.inject({ method: 'PUT', url: '/items/4', payload: { name: 'Honey', description: 'raw', price: 6, in_stock: false } })
+        assert.equal(replaced.statusCode, 200)
+        assert.deepEqual(replaced.json(), { id: 4, name: 'Honey', description: 'raw', price: 6, in_stock: false })
+        const patched = await app.inject({ method: 'PATCH', url: '/items/4', payload: { price: 5 } })
+        assert.equal(patched.statusCode, 200)
+        assert.deepEqual(patched.json(), { id: 4, name: 'Honey', description: 'raw', price: 5, in_stock: false })
+        const deleted = await app.inject({ method: 'DELETE', url: '/items/4' })
+        assert.equal(deleted.statusCode, 204)
+        assert.equal(deleted.body, '')
+        const gone = await app.inject({ method: 'DELETE', url: '/items/4' })
+        assert.equal(gone.statusCode, 404)
+        assert.equal(gone.json().code, 'FST_VIEWSET_NOT_FOUND')
+        const taken = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Tea' } })
+        assert.equal(taken.statusCode, 409)
+        assert.equal(taken.headers['content-type'], 'application/problem+json; charset=utf-8')
+        assert.equal((await app.inject('/items?limit=10')).json().length, 3)
+
+        // LIST, GET, 304 and 404; POST, PUT, PATCH, DELETE, its 404 and a 409; the last LIST.
+        assert.deepEqual(atOnce, Array.from({ length: 12 }, () => expected))
       })
     }
 

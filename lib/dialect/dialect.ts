@@ -37,8 +37,9 @@ export interface StatementBuilder extends Compilable<Row> {
  * binds exactly `parameters`, in order. `oneRow`: a SELECT that answers at most one row (by primary key, see one-row.ts).
  */
 export interface CompiledStatements {
-  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow?: boolean): Promise<QueryResult<Row>>
-  /** The rows, at once where the database answered at once (eventually.ts): await them. May throw. */
+  /** Kysely's whole result, at once where the database answered at once (eventually.ts): await it. May throw. */
+  execute (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow?: boolean): Eventually<QueryResult<Row>>
+  /** The rows, answered as {@link execute} answers. */
   rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]>
 }
 
@@ -108,8 +109,8 @@ export interface ViewsetDialect {
   readonly name: 'sqlite' | 'postgres' | 'mysql'
   /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read. */
   readonly catalog: CatalogReader
-  /** Inserts a row and returns it as stored, defaults and generated key included. */
-  insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row>
+  /** Inserts a row and returns it as stored, defaults and generated key included: at once where the database answered at once (eventually.ts). May throw. */
+  insert (db: AnyDatabase, target: WriteTarget, values: Row): Eventually<Row>
   /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
   readonly rowLocks?: boolean
   /**
@@ -138,9 +139,9 @@ export interface ViewsetDialect {
    * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:
    * the check is part of the write, or of its transaction, so it cannot race.
    */
-  update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Promise<Row | undefined>
-  /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none. */
-  delete (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean>
+  update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Eventually<Row | undefined>
+  /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none. Both answered as `insert` answers. */
+  delete (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean>
   /**
    * A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans): applied to every value a
    * LIST filter compares with, and by the dialect itself to the values it writes. Patterns (strings) bind everywhere.

@@ -116,7 +116,7 @@ export const mysqlDialect: ViewsetDialect = {
     const { fields, shape, parameters } = sentFields(row)
     return await inTransaction(db, async (trx) => {
       // No fields: `INSERT INTO t () VALUES ()`, MySQL's spelling of DEFAULT VALUES.
-      const { insertId } = await target.statements.result(trx, `insert ${shape}`, parameters, () => trx.insertInto(table).values(inFieldOrder(fields, row)))
+      const { insertId } = await target.statements.execute(trx, `insert ${shape}`, parameters, () => trx.insertInto(table).values(inFieldOrder(fields, row)))
       // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
       const id = row[primaryKey] ?? insertId
       if (id === undefined) {
@@ -206,14 +206,14 @@ export const mysqlDialect: ViewsetDialect = {
     return await inTransaction(db, async (trx) => {
       if (scope !== undefined && await inScope(trx, target, id, scope, true) === undefined) return undefined
       // affectedRows is 0 for a row that exists but did not change, so the read decides between 200 and 404.
-      await target.statements.result(trx, `update ${shape}`, [...parameters, id], () => trx.updateTable(table).set(inFieldOrder(fields, row)).where(primaryKey, '=', id))
+      await target.statements.execute(trx, `update ${shape}`, [...parameters, id], () => trx.updateTable(table).set(inFieldOrder(fields, row)).where(primaryKey, '=', id))
       return await readBack(trx, target, id)
     })
   },
 
   async delete (db, target, id, scope) {
     const { table, primaryKey } = target
-    const remove = async (on: AnyDatabase) => deletedAny(await target.statements.result(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id)))
+    const remove = async (on: AnyDatabase) => deletedAny(await target.statements.execute(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id)))
     if (scope === undefined) return await remove(db)
     return await inTransaction(db, async (trx) => await inScope(trx, target, id, scope, true) === undefined ? false : await remove(trx))
   },

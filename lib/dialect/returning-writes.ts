@@ -5,20 +5,22 @@ import type { AnyDatabase, Row, UpsertElement, UpsertResult, UpsertRule, WriteSc
 import { deletedAny, firstRow, inTransaction } from './dialect.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
 import { inFieldOrder, keyAndScope, scopeShape, sentFields } from './write-shapes.js'
+import { andThen } from '../eventually.js'
+import type { Eventually } from '../eventually.js'
 
 // Shared by the dialects whose INSERT and UPDATE take RETURNING (SQLite >= 3.35, PostgreSQL):
 // one statement writes and reads back, so the row is the one stored, with no second round trip. Each
 // statement is compiled once per set of fields sent and scope (write-shapes.ts).
 
-// Not async (nor are the Resource methods that call them): a write's promise is the statement's, with no
-// async frame per layer (see PreparedKysely's executeQuery).
+// Not async (nor are the Resource methods that call them): a write answers as its statement does, at once on
+// SQLite (eventually.ts), with no async frame per layer.
 
-export function insertReturning (db: AnyDatabase, { table, columns, statements }: WriteTarget, values: Row): Promise<Row> {
+export function insertReturning (db: AnyDatabase, { table, columns, statements }: WriteTarget, values: Row): Eventually<Row> {
   const { fields, shape, parameters } = sentFields(values)
-  return statements.result(db, `insert ${shape}`, parameters, () => {
+  return andThen(statements.execute(db, `insert ${shape}`, parameters, () => {
     const insert = db.insertInto(table)
     return (fields.length === 0 ? insert.defaultValues() : insert.values(inFieldOrder(fields, values))).returning(columns)
-  }).then(({ rows: [row] }) => {
+  }), ({ rows: [row] }) => {
     if (row === undefined) throw new Error(`INSERT INTO ${table} … RETURNING answered no row`)
     return row
   })
@@ -27,18 +29,18 @@ export function insertReturning (db: AnyDatabase, { table, columns, statements }
 // SQLite and PostgreSQL accept a subquery on the table being written, so a scope is checked in the
 // write statement itself: `UPDATE … WHERE key AND scope` changes nothing outside it.
 
-export function updateReturning (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Promise<Row | undefined> {
+export function updateReturning (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Eventually<Row | undefined> {
   const { fields, shape, parameters } = sentFields(values)
   if (fields.length === 0) {
-    return statements.result(db, `find ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
+    return andThen(statements.execute(db, `find ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
       const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
       return scope === undefined ? select : select.where(scope.where)
-    }, true).then(firstRow)
+    }, true), firstRow)
   }
-  return statements.result(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
+  return andThen(statements.execute(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
     const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(primaryKey, '=', id)
     return (scope === undefined ? update : update.where(scope.where)).returning(columns)
-  }).then(firstRow)
+  }), firstRow)
 }
 
 /** The DELETE of one row by key, in the scope when one is given. */
@@ -49,8 +51,8 @@ function deleteOne (db: AnyDatabase, { table, primaryKey }: WriteTarget, id: unk
 
 // PostgreSQL: DELETE reads back the key it deleted, one statement that answers a row or none, like UPDATE's,
 // so it runs on the pool's shortcut as the other writes do.
-export function deleteReturning (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
-  return target.statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope).returning(target.primaryKey)).then(hasRows)
+export function deleteReturning (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean> {
+  return andThen(target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope).returning(target.primaryKey)), hasRows)
 }
 
 /** Whether a DELETE … RETURNING answered the row it deleted. */
@@ -60,8 +62,8 @@ function hasRows ({ rows }: { rows: readonly unknown[] }): boolean {
 
 // SQLite: DELETE counts its changes (its shortcut runs a write without RETURNING too): RETURNING would fill an
 // ephemeral table on every run.
-export function deleteCounting (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
-  return target.statements.result(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope)).then(deletedAny)
+export function deleteCounting (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean> {
+  return andThen(target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope)), deletedAny)
 }
 
 /** Multi-row INSERT ... RETURNING, one per set of fields sent and per `maxParameters`; rows in the order given. */

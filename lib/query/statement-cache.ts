@@ -82,18 +82,9 @@ export class StatementCache {
 
   /**
    * Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert
-   * id), always as a promise (the writes). `oneRow`: a SELECT that answers at most one row (by primary key), see
-   * dialect/one-row.ts.
+   * id), at once where the database answered at once (eventually.ts). May throw. `oneRow`: a SELECT that answers
+   * at most one row (by primary key), see dialect/one-row.ts.
    */
-  result (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow = false): Promise<QueryResult<Row>> {
-    try {
-      return Promise.resolve(this.execute(db, shape, parameters, build, oneRow))
-    } catch (error) {
-      return Promise.reject(error)
-    }
-  }
-
-  /** {@link result}, answered at once where the database answered at once (eventually.ts). May throw. */
   // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
   execute (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow = false): Eventually<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
