@@ -67,19 +67,24 @@ export function runCompiled<DB, R> (db: Kysely<DB>, compiled: CompiledQuery<R>):
  */
 export class PreparedKysely<DB> extends Kysely<DB> {
   readonly #direct: DirectExecutor
+  // Made once, not per statement: the shortcut, else Kysely's executor.
+  readonly #now: <R>(compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
 
   constructor (config: KyselyConfig, direct: DirectExecutor) {
     super(config)
     this.#direct = direct
+    const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => super.executeQuery(compiled)
+    this.#now = (compiled) => viaShortcut(direct, compiled, viaKysely)
   }
 
   override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
-    return promised(query, (compiled) => viaShortcut(this.#direct, compiled, (declined) => queryId === undefined ? super.executeQuery(declined) : super.executeQuery(declined, queryId)))
+    if (queryId === undefined) return promised(query, this.#now)
+    return promised(query, (compiled) => viaShortcut(this.#direct, compiled, (declined) => super.executeQuery(declined, queryId)))
   }
 
   /** {@link runCompiled}: the shortcut, else Kysely's executor. */
   [executeNow]<R> (compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
-    return viaShortcut(this.#direct, compiled, (declined) => super.executeQuery(declined))
+    return this.#now(compiled)
   }
 }
 
@@ -127,6 +132,9 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
   readonly #plugins: readonly KyselyPlugin[]
   /** Whether the wrapped instance logs, once known. */
   #logs: boolean | undefined
+  // Made once, not per statement, as PreparedKysely's: once the wrapped instance is known not to log, a shortcut
+  // without plugins answers with no async frame.
+  readonly #now: <R>(compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
 
   constructor (db: Kysely<DB>, adopted: AdoptedDatabase) {
     const executor = db.getExecutor()
@@ -134,16 +142,17 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
     this.#db = db
     this.#adopted = adopted
     this.#plugins = executor.plugins
+    const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => db.executeQuery(compiled)
+    this.#now = (compiled) => this.#logs === false && this.#plugins.length === 0 ? viaShortcut(adopted.direct, compiled, viaKysely) : this.#executeQuery(compiled)
   }
 
   override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
-    return promised(query, (compiled) => this[executeNow](compiled))
+    return promised(query, this.#now)
   }
 
-  /** {@link runCompiled}: once the wrapped instance is known not to log, a shortcut without plugins answers with no async frame (see PreparedKysely). */
+  /** {@link runCompiled}. */
   [executeNow]<R> (compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
-    if (this.#logs === false && this.#plugins.length === 0) return viaShortcut(this.#adopted.direct, compiled, (declined) => this.#db.executeQuery(declined))
-    return this.#executeQuery(compiled)
+    return this.#now(compiled)
   }
 
   async #executeQuery<R> (compiled: CompiledQuery<R>): Promise<QueryResult<R>> {
