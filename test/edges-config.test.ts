@@ -2,13 +2,14 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import type { FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import { createViewset, Viewset, viewsetDocs, ViewsetErrors } from 'fastify-viewsets'
 import type { ElementRequest, ViewsetToken } from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDialect } from './helpers/database.js'
 import { problemOf, testApp } from './helpers/app.js'
 import { createItemsTable, Item } from './helpers/items.js'
+import type { ItemsDB } from './helpers/items.js'
 
 // Relation schemas for the unknown-key checks: they fail before any table is read, so none is created.
 const Publisher = Type.Object({ id: Type.Integer(), name: Type.String() })
@@ -206,6 +207,29 @@ for (const dialect of dialects) {
       assert.equal(fewProblem.errors?.length, 2)
       assert.equal('errorsOmitted' in fewProblem, false)
       assert.equal(await database.db.selectFrom('items').select('id').executeTakeFirst(), undefined)
+    })
+
+    test('a schema that breaks JSON Schema fails at startup, whether it validates a body, a path or a query', async (t) => {
+      const database = await itemsDatabase(t, dialect)
+      // A body: the row's own schema, from which the write bodies are derived.
+      const badRow = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String({ maxLength: -1 }) })
+      const rowApp = testApp(t)
+      await assert.rejects(async () => {
+        await rowApp.register(createViewset({ db: database.db, table: 'items', schema: badRow }), { prefix: '/items' })
+        await rowApp.ready()
+      }, { message: /schema is invalid: data\/properties\/name\/maxLength must be >= 0/ })
+
+      // A query and a path of custom routes: Ajv's coercing instance compiles them.
+      class Custom extends Viewset<ItemsDB, 'items', typeof Item> {
+        override customRoutes (fastify: FastifyInstance): void {
+          fastify.get('/by-rank', { schema: { querystring: { type: 'object', properties: { rank: { type: 'integer', minimum: 'one' } } } } }, async () => ({}))
+        }
+      }
+      const queryApp = testApp(t)
+      await assert.rejects(async () => {
+        await queryApp.register(new Custom({ db: database.db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+        await queryApp.ready()
+      }, { message: /schema is invalid: data\/properties\/rank\/minimum must be number/ })
     })
   })
 }

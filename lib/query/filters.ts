@@ -7,7 +7,7 @@ import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isList, isRecord } from '../schema/object-schema.js'
-import { admitsInteger, canonicalIntegerPattern, isCanonicalInteger, nonCanonicalError, validatorFor } from '../schema/validator.js'
+import { admitsInteger, canonicalIntegerPattern, compileFor, isCanonicalInteger, nonCanonicalError } from '../schema/validator.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
@@ -56,7 +56,7 @@ const numberBounds: Record<string, JsonSchema> = {
 /** Validates and coerces one element of an `__in` list with the field's schema, as Fastify does a query value. */
 function elementValidator (schema: JsonSchema): ValidateFunction {
   // Wrapped in an object: Ajv coerces a value in place, which it can do only inside a parent.
-  return validatorFor('strings').compile({ type: 'object', properties: { value: schema }, required: ['value'] })
+  return compileFor('strings', { type: 'object', properties: { value: schema }, required: ['value'] })
 }
 
 const operatorNames: ReadonlySet<unknown> = new Set(filterOperators)
