@@ -577,8 +577,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const defaultRelations = checkDefaultRelations(this.options.defaultRelations, relations?.fields ?? new Set(), entity)
     const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map(), defaultRelations)
     const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields, related: { table, links: relations?.links ?? new Map() } })
-    // A whole row as GET sends it: the bytes a representation's ETag hashes.
-    const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } })
+    // A whole row as GET sends it: the bytes a representation's ETag hashes. Compiled now: it writes every field, so a
+    // field the serializer cannot write fails at startup.
+    const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
     const tagOf = (row: Row) => versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
     const uniqueKeys = [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique]
     const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations, versioning: { versionField, tagOf, relations: defaultRelations }, uniqueKeys, conflictFields })

@@ -209,7 +209,7 @@ for (const dialect of dialects) {
       assert.equal(await database.db.selectFrom('items').select('id').executeTakeFirst(), undefined)
     })
 
-    test('a schema that breaks JSON Schema fails at startup, whether it validates a body, a path or a query', async (t) => {
+    test('a schema that breaks JSON Schema, or that the serializer cannot write, fails at startup', async (t) => {
       const database = await itemsDatabase(t, dialect)
       // A body: the row's own schema, from which the write bodies are derived.
       const badRow = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String({ maxLength: -1 }) })
@@ -230,6 +230,14 @@ for (const dialect of dialects) {
         await queryApp.register(new Custom({ db: database.db, table: 'items', schema: Item }).register(), { prefix: '/items' })
         await queryApp.ready()
       }, { message: /schema is invalid: data\/properties\/rank\/minimum must be number/ })
+
+      // Read-only, so no body validates it: only the serializer reads it, and it is compiled at registration.
+      const unwritable = Type.Object({ ...Item.properties, description: Type.Optional(Type.Unsafe<string>({ readOnly: true, $ref: 'Missing#' })) })
+      const serializerApp = testApp(t)
+      await assert.rejects(async () => {
+        await serializerApp.register(createViewset({ db: database.db, table: 'items', schema: unwritable }), { prefix: '/items' })
+        await serializerApp.ready()
+      }, { message: /Cannot resolve ref "Missing#"/ })
     })
   })
 }

@@ -25,7 +25,7 @@ export function compileSerializer (schema: JsonSchema, externals: Record<string,
 // Compiled route serializers by schema text: every route answers its errors with the same problem document,
 // and a viewset writes its row by the same schema on several routes; each is compiled once, not per route
 // (at startup, compiling was most of `app.ready()`). Bounded, as apps may be built again and again in one process.
-const shared = new LruCache<string, Serializer>(1024)
+const shared = new LruCache<string, Shared>(1024)
 
 // The JSON text of each external, written once per schema object (the problem document and a viewset's
 // row are reached by every route of the viewset; their text makes part of each key).
@@ -56,31 +56,41 @@ function reached (source: string, externals: Record<string, JsonSchema>): string
   return found
 }
 
+/** A shared serializer: compiled once, when first asked for. */
+interface Shared {
+  readonly compile: () => Serializer
+  readonly serialize: Serializer
+}
+
+function lazily (schema: JsonSchema, externals: Record<string, JsonSchema>): Shared {
+  let compiled: Serializer | undefined
+  const compile = () => (compiled ??= compileSerializer(schema, externals))
+  return { compile, serialize: (value) => compile()(value) }
+}
+
 /**
  * {@link compileSerializer} for the schemas of routes, shared by every route and viewset that writes by the
  * same schema (the same JSON, with the same `externals` it reaches). Not for schemas built per request
- * (`?fields=`), which have a cache of their own.
+ * (`?fields=`), which have a cache of their own. Compiled on first use: a compilation took 1.3 ms of startup,
+ * for every status of every route, most of which (a 412, a 503) are seldom written. `'now'` compiles it at once,
+ * so that a schema fast-json-stringify cannot write (a `$ref` it cannot resolve) fails at startup.
  *
  * @example
  * ```ts
  * sharedSerializer({ $ref: 'Problem#' }, { Problem: problem, Items: entity }) // compiled once, with Problem only
  * ```
  */
-export function sharedSerializer (schema: JsonSchema, externals: Record<string, JsonSchema> = {}): Serializer {
+export function sharedSerializer (schema: JsonSchema, externals: Record<string, JsonSchema> = {}, when: 'now' | 'on first use' = 'on first use'): Serializer {
   // A response's own annotations (its description, its documented headers) change nothing in the bytes
   // written: POST's 201 and GET's 200 write a row with one serializer.
   const { description: _description, headers: _headers, ...written } = schema
   const source = JSON.stringify(written)
   const used = reached(source, externals)
   const key = [source, ...used.map((id) => `${id}\t${textOf(externals[id] ?? {})}`)].join('\n')
-  let serializer = shared.get(key)
-  if (serializer === undefined) {
-    const reachable = Object.fromEntries(used.map((id) => [id, externals[id] ?? {}]))
-    // Compiled on its first use: a compilation took 1.3 ms of startup, for every status of every route, most
-    // of which (a 412, a 503) are rarely or never written.
-    let compiled: Serializer | undefined
-    serializer = (value) => (compiled ??= compileSerializer(written, reachable))(value)
-    shared.set(key, serializer)
+  let entry = shared.get(key)
+  if (entry === undefined) {
+    entry = lazily(written, Object.fromEntries(used.map((id) => [id, externals[id] ?? {}])))
+    shared.set(key, entry)
   }
-  return serializer
+  return when === 'now' ? entry.compile() : entry.serialize
 }
