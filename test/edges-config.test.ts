@@ -219,7 +219,7 @@ for (const dialect of dialects) {
         await rowApp.ready()
       }, { message: /schema is invalid: data\/properties\/name\/maxLength must be >= 0/ })
 
-      // A query and a path of custom routes: Ajv's coercing instance compiles them.
+      // A custom route's query: Ajv's coercing instance compiles it.
       class Custom extends Viewset<ItemsDB, 'items', typeof Item> {
         override customRoutes (fastify: FastifyInstance): void {
           fastify.get('/by-rank', { schema: { querystring: { type: 'object', properties: { rank: { type: 'integer', minimum: 'one' } } } } }, async () => ({}))
