@@ -86,10 +86,22 @@ export function inScope<T> (scope: RequestScope, work: () => T): T {
   }
 }
 
-/** The part of Node's `ServerResponse` read here. */
+const responseScope = Symbol('fastify-viewsets.responseScope')
+
+/** The part of Node's `ServerResponse` read here, and the scope of the request it answers. */
 export interface ClosableResponse {
   readonly writableFinished: boolean
-  once: (event: 'close', listener: () => void) => unknown
+  on: (event: 'close', listener: () => void) => unknown
+  [responseScope]?: Scope
+}
+
+// One listener for every response, which finds its scope on the response: `once` wrapped a new closure in two
+// more objects for every request.
+function closed (this: ClosableResponse): void {
+  const scope = this[responseScope]
+  if (scope === undefined || this.writableFinished) return
+  scope.gone = true
+  for (const cancel of scope.running) cancel()
 }
 
 /**
@@ -104,11 +116,12 @@ export interface ClosableResponse {
 export function runCancellable<T> (response: ClosableResponse, work: () => T): T {
   // Only where a pool can cancel: elsewhere a scope would only cost a listener.
   if (!cancellation) return work()
-  const scope: Scope = { gone: false, running: new Set() }
-  response.once('close', () => {
-    if (response.writableFinished) return
-    scope.gone = true
-    for (const cancel of scope.running) cancel()
-  })
+  // Nested (a handler that runs another's): one scope and one listener per response.
+  let scope = response[responseScope]
+  if (scope === undefined) {
+    scope = { gone: false, running: new Set() }
+    response[responseScope] = scope
+    response.on('close', closed)
+  }
   return inScope(scope, work)
 }

@@ -19,6 +19,9 @@ const checkoutScope = Symbol('fastify-viewsets.checkoutScope')
 /** A pg client, with the scope of its checkout. */
 interface CheckedOutClient { [checkoutScope]?: RequestScope }
 
+/** pg's callback for a query: its error, or its result. */
+type QueryCallback = (error: unknown, result: unknown) => unknown
+
 /** pg-pool's checkout callback. */
 type CheckoutCallback = (error: Error | undefined, client: CheckedOutClient | undefined, release?: unknown) => void
 
@@ -105,7 +108,9 @@ async function sendCancel (host: string, port: number, processID: number, secret
  */
 export function cancelOnClientGone (client: CancellableClient): void {
   client[checkoutScope] = undefined // declared before the first checkout: one shape for the client's life
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown // pg's overloads, forwarded as they come
+  // pg's overloads: (text or config or submittable, values?, callback?), or (text or config, callback). Named
+  // parameters, not rest arguments: this runs for every query.
+  const query = client.query.bind(client) as (config: unknown, values?: unknown, callback?: unknown) => unknown
   let running = 0
   let pending: Promise<void> | undefined
   const cancel = () => {
@@ -114,36 +119,36 @@ export function cancelOnClientGone (client: CancellableClient): void {
     if (running === 0 || pending !== undefined || processID === undefined || secretKey === undefined) return
     pending = sendCancel(client.host, client.port, processID, secretKey).finally(() => { pending = undefined })
   }
-  const run = (args: unknown[]): unknown => {
+  const run = (config: unknown, values: unknown, callback: unknown): unknown => {
     // The checkout's first: a checkout answered from another request's release runs in that request's scope.
     const scope = client[checkoutScope] ?? currentScope()
-    if (scope === undefined) return query(...args)
+    if (scope === undefined) return query(config, values, callback)
     running++
     scope.running.add(cancel)
     const settle = () => {
       running--
       if (running === 0) scope.running.delete(cancel)
     }
-    const last = args[args.length - 1]
-    if (typeof last === 'function') {
-      const callback = last as (...results: unknown[]) => unknown // pg's callback form: (error, result)
-      return query(...args.slice(0, -1), (...results: unknown[]) => {
+    if (typeof callback === 'function' || typeof values === 'function') {
+      const done = (typeof callback === 'function' ? callback : values) as QueryCallback // pg's callback form
+      const settled: QueryCallback = (error, result) => {
         settle()
-        return callback(...results)
-      })
+        return done(error, result)
+      }
+      return typeof callback === 'function' ? query(config, values, settled) : query(config, settled)
     }
-    const result = query(...args)
+    const result = query(config, values)
     if (result instanceof Promise) result.then(settle, settle)
     else settle()
     // A request gone before its query started: cancel it as soon as it runs.
     if (scope.gone) cancel()
     return result
   }
-  client.query = ((...args: unknown[]) => {
+  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
     // A submittable (a pg Query or Cursor) is returned as it is, never wrapped: pass it through.
-    const submittable = typeof args[0] === 'object' && args[0] !== null && 'submit' in args[0]
-    if (pending === undefined || submittable) return run(args)
-    const waited = pending.then(() => run(args))
-    return typeof args[args.length - 1] === 'function' ? undefined : waited
+    const submittable = typeof config === 'object' && config !== null && 'submit' in config
+    if (pending === undefined || submittable) return run(config, values, callback)
+    const waited = pending.then(() => run(config, values, callback))
+    return typeof callback === 'function' || typeof values === 'function' ? undefined : waited
   }) as CancellableClient['query'] // the same overloads as the method it replaces
 }
