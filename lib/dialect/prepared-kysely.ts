@@ -143,7 +143,8 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
     this.#adopted = adopted
     this.#plugins = executor.plugins
     const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => db.executeQuery(compiled)
-    this.#now = (compiled) => this.#logs === false && this.#plugins.length === 0 ? viaShortcut(adopted.direct, compiled, viaKysely) : this.#executeQuery(compiled)
+    const bare = executor.plugins.length === 0 // the plugins are fixed with the instance
+    this.#now = (compiled) => bare && this.#logs === false ? viaShortcut(adopted.direct, compiled, viaKysely) : this.#executeQuery(compiled)
   }
 
   override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {

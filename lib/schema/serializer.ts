@@ -64,8 +64,9 @@ interface Shared {
 
 function lazily (schema: JsonSchema, externals: Record<string, JsonSchema>): Shared {
   let compiled: Serializer | undefined
-  const compile = () => (compiled ??= compileSerializer(schema, externals))
-  return { compile, serialize: (value) => compile()(value) }
+  const compile = (): Serializer => (compiled ??= compileSerializer(schema, externals))
+  // Every answer passes here: once compiled, one call.
+  return { compile, serialize: (value) => (compiled ?? compile())(value) }
 }
 
 /**
