@@ -10,7 +10,10 @@ export interface PagePosition {
   readonly maxOffset?: number
 }
 
-function isPagination (pair: string, names: readonly string[] = ['limit', 'offset']): boolean {
+const offsetNames = ['limit', 'offset']
+const cursorNames = ['limit', 'cursor']
+
+function isPagination (pair: string, names: readonly string[]): boolean {
   const equals = pair.indexOf('=')
   const name = equals === -1 ? pair : pair.slice(0, equals)
   // Most names carry no escape: nothing to decode.
@@ -26,11 +29,9 @@ function isPagination (pair: string, names: readonly string[] = ['limit', 'offse
 
 // What may stand in a URI unescaped (RFC 3986), plus `%` of the escapes already there. Anything else
 // (`<`, `>`, `"`, spaces, non-ASCII sent raw) would break the header's syntax or make Node refuse it.
-const unescaped = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*$/u
+const unescaped = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*$/
 
 function escapeUri (text: string): string {
-  // The usual URL has nothing to escape: one test instead of a replace per pair.
-  if (unescaped.test(text)) return text
   return text.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]/gu, (char) => {
     try {
       return encodeURIComponent(char)
@@ -40,17 +41,23 @@ function escapeUri (text: string): string {
   })
 }
 
-/** The URL with the named parameters removed, ready for more: `/items?search=x&`. */
+/**
+ * The URL with the named parameters removed, ready for more: `/items?search=x&`. Runs on every LIST: the
+ * usual URL has nothing to escape, which one test of the whole URL tells (`?` and `&` escape to themselves).
+ */
 function pageBase (url: string, names: readonly string[]): string {
-  const mark = url.indexOf('?')
-  const path = mark === -1 ? url : url.slice(0, mark)
+  const escaped = unescaped.test(url) ? url : escapeUri(url)
+  const mark = escaped.indexOf('?')
+  if (mark === -1) return `${escaped}?`
   let kept = ''
-  if (mark !== -1) {
-    for (const pair of url.slice(mark + 1).split('&')) {
-      if (pair !== '' && !isPagination(pair, names)) kept += `${escapeUri(pair)}&`
-    }
+  for (let start = mark + 1; start < escaped.length;) {
+    let end = escaped.indexOf('&', start)
+    if (end === -1) end = escaped.length
+    const pair = escaped.slice(start, end)
+    if (pair !== '' && !isPagination(pair, names)) kept += `${pair}&`
+    start = end + 1
   }
-  return `${escapeUri(path)}?${kept}`
+  return `${escaped.slice(0, mark + 1)}${kept}`
 }
 
 /**
@@ -64,7 +71,7 @@ function pageBase (url: string, names: readonly string[]): string {
  * ```
  */
 export function cursorLinkHeader (url: string, { limit, next, prev }: { limit: number, next: string | undefined, prev: string | undefined }): string | undefined {
-  const base = `${pageBase(url, ['limit', 'cursor'])}limit=${limit}&cursor=`
+  const base = `${pageBase(url, cursorNames)}limit=${limit}&cursor=`
   const links: string[] = []
   if (next !== undefined) links.push(`<${base}${next}>; rel="next"`)
   if (prev !== undefined) links.push(`<${base}${prev}>; rel="prev"`)
@@ -83,10 +90,12 @@ export function cursorLinkHeader (url: string, { limit, next, prev }: { limit: n
  * ```
  */
 export function linkHeader (url: string, { limit, offset, rows, total, maxOffset = Number.MAX_SAFE_INTEGER }: PagePosition): string | undefined {
-  const base = `${pageBase(url, ['limit', 'offset'])}limit=${limit}&offset=`
-  const links: string[] = []
   const next = offset + limit
-  if (rows >= limit && (total === undefined || next < total) && next <= maxOffset) links.push(`<${base}${next}>; rel="next"`)
-  if (offset > 0) links.push(`<${base}${Math.max(0, offset - limit)}>; rel="prev"`)
-  return links.length === 0 ? undefined : links.join(', ')
+  const hasNext = rows >= limit && (total === undefined || next < total) && next <= maxOffset
+  if (!hasNext && offset === 0) return undefined
+  const base = `${pageBase(url, offsetNames)}limit=${limit}&offset=`
+  const nextLink = hasNext ? `<${base}${next}>; rel="next"` : undefined
+  if (offset === 0) return nextLink
+  const prevLink = `<${base}${Math.max(0, offset - limit)}>; rel="prev"`
+  return nextLink === undefined ? prevLink : `${nextLink}, ${prevLink}`
 }
