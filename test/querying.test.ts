@@ -322,6 +322,10 @@ for (const dialect of dialects) {
       const unicode = await app.inject({ method: 'GET', url: '/items', query: { search: 'é<>"', limit: '1', offset: '1' } })
       assert.equal(unicode.statusCode, 200)
       assert.equal(links(unicode.headers.link).prev, '/items?search=%C3%A9%3C%3E%22&limit=1&offset=0')
+      // Sent unescaped (as a raw HTTP client may): escaped in the links, pagination still replaced.
+      const raw = await app.inject('/items?offset=1&search=n"<&limit=1')
+      assert.equal(raw.statusCode, 200)
+      assert.equal(links(raw.headers.link).prev, '/items?search=n%22%3C&limit=1&offset=0')
     })
 
     test('fields returns only the fields asked for, through a schema serializer', async (t) => {
