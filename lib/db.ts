@@ -40,8 +40,8 @@ export interface CreateDatabaseOptions {
   preparedStatements?: boolean
   /**
    * PostgreSQL: when a client hangs up before its answer is sent, cancel the query serving it (default true).
-   * The generated routes know which request each of their queries serves for about 3–4 µs of CPU per request
-   * (4–6% of a GET or a LIST 10 over HTTP). Once a viewset runs user code in its requests (an overridden
+   * The generated routes know which request each of their queries serves for about 3 µs of CPU per request
+   * (4–5% of a GET over HTTP). Once a viewset runs user code in its requests (an overridden
    * handler or `beforeWrite`, a `beforeWrite` option, a custom route), that takes V8's promise hooks on every
    * promise of the process: 2–15% more CPU per request. Turn it off
    * where such a server is CPU-bound and `statementTimeout` is bound enough for abandoned queries.
