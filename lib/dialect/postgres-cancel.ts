@@ -1,6 +1,7 @@
 import { connect } from 'node:net'
 import { currentScope } from '../request-scope.js'
 import type { RequestScope } from '../request-scope.js'
+import type { QueryCallback } from './postgres-statements.js'
 
 // Cancelling the PostgreSQL query of a request whose client went away. A request runs inside a scope
 // (runCancellable, request-scope.ts); each pg client of a pool opened by createDatabase records which scope's
@@ -18,9 +19,6 @@ const checkoutScope = Symbol('fastify-viewsets.checkoutScope')
 
 /** A pg client, with the scope of its checkout. */
 interface CheckedOutClient { [checkoutScope]?: RequestScope }
-
-/** pg's callback for a query: its error, or its result. */
-type QueryCallback = (error: unknown, result: unknown) => unknown
 
 /** pg-pool's checkout callback. */
 type CheckoutCallback = (error: Error | undefined, client: CheckedOutClient | undefined, release?: unknown) => void
@@ -130,10 +128,10 @@ export function cancelOnClientGone (client: CancellableClient): void {
       if (running === 0) scope.running.delete(cancel)
     }
     if (typeof callback === 'function' || typeof values === 'function') {
-      const done = (typeof callback === 'function' ? callback : values) as QueryCallback // pg's callback form
-      const settled: QueryCallback = (error, result) => {
+      const done = (typeof callback === 'function' ? callback : values) as QueryCallback<unknown> // pg's callback form
+      const settled: QueryCallback<unknown> = (error, result) => {
         settle()
-        return done(error, result)
+        done(error, result)
       }
       return typeof callback === 'function' ? query(config, values, settled) : query(config, settled)
     }

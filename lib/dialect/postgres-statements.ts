@@ -24,7 +24,7 @@ export function markPreparable (compiled: CompiledQuery): void {
 }
 
 /** pg's callback for a query's outcome: an error, or the result. */
-type QueryCallback<R> = (error: Error | null | undefined, result: R) => void
+export type QueryCallback<R> = (error: Error | null | undefined, result: R) => void
 
 /** The part of a pg `Result` read here. */
 interface PgResult {
