@@ -50,7 +50,7 @@ function sqliteRows (file: string): DoomedRows {
   return batch(
     async (count) => insert.all(count).map((row) => row.id),
     async () => { remove.run() },
-    async () => { db.close() },
+    async () => { db.close() }
   )
 }
 
@@ -62,7 +62,7 @@ function postgresRows (url: string): DoomedRows {
     async (count) => (await pool.query<{ id: number }>(
       `insert into books (author_id, title, year, price) select 1, ${title}, 2000, 1 from generate_series(1, $1) as n returning id`, [count])).rows.map((row) => row.id),
     async () => { await pool.query("delete from books where author_id = 1 and title like 'Doomed %'") },
-    async () => { await pool.end() },
+    async () => { await pool.end() }
   )
 }
 

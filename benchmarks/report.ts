@@ -195,7 +195,7 @@ export function extraMarkdown (results: Results, heading = '##', chartDir = ''):
   }
   if (results.memory !== undefined) {
     const systems = shownSystems(results)
-    out.push('', `${heading} Peak memory under the load`, '', `Peak RSS (VmHWM) of each server process, the highest over all its measurements. Target: ours ≤ raw + 10 MiB.`, '',
+    out.push('', `${heading} Peak memory under the load`, '', 'Peak RSS (VmHWM) of each server process, the highest over all its measurements. Target: ours ≤ raw + 10 MiB.', '',
       `| database | ${systems.map((system) => systemTitles[system]).join(' | ')} |`, `|---|${systems.map(() => '---:').join('|')}|`)
     for (const [database, peaks] of Object.entries(results.memory)) {
       out.push(`| ${database} | ${systems.map((system) => peaks?.[system] === undefined ? '–' : `${peaks[system]} MiB`).join(' | ')} |`)
@@ -312,4 +312,3 @@ export function markdownReport (results: Results): string {
   if (existsSync(analysisFile)) out.push('', readFileSync(analysisFile, 'utf8').trimEnd())
   return out.join('\n') + '\n'
 }
-

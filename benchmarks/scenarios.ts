@@ -68,7 +68,9 @@ const idOf = (request: ScenarioRequest) => Number(request.path.split('/').pop())
 // carries a note that says so.
 const etagCheck = (system: SystemName, request: ScenarioRequest, headers: Headers) =>
   system === 'platformatic' || request.path.startsWith('/books-untagged/') || (system === baselineSystem && !headers.has('etag')) ||
-    /^"[^"]+"$/.test(headers.get('etag') ?? '') ? undefined : 'expected a strong ETag'
+    /^"[^"]+"$/.test(headers.get('etag') ?? '')
+    ? undefined
+    : 'expected a strong ETag'
 const getCheck = (system: SystemName, request: ScenarioRequest, status: number, body: unknown, headers: Headers) =>
   expectStatus(status, 200) ?? ((body as Json).id === idOf(request) ? undefined : 'expected the requested book') ?? etagCheck(system, request, headers)
 const eagerCheck = (_system: SystemName, _request: ScenarioRequest, status: number, body: unknown) => {

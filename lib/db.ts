@@ -2,10 +2,10 @@ import { Kysely } from 'kysely'
 import type { KyselyConfig } from 'kysely'
 import { config as loadDotenv } from 'dotenv'
 import { invalidOption, ViewsetErrors } from './errors.js'
-import type { ConnectionSettings } from './dialect/connection.js'
-import { redact } from './dialect/connection.js'
+import type { ConnectionSettings } from './dialect/shared/connection.js'
+import { redact } from './dialect/shared/connection.js'
 import { connectorFor, connectorOf, knownUrls } from './dialect/pick-dialect.js'
-import { AdoptedKysely, PreparedKysely } from './dialect/prepared-kysely.js'
+import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
 
 /** Options of {@link createDatabase}. */
 export interface CreateDatabaseOptions {

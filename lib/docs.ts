@@ -1,7 +1,7 @@
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
-import { securitySchemeName } from './auth.js'
+import { securitySchemeName } from './http/auth.js'
 
 /** Options of {@link viewsetDocs}. */
 export interface ViewsetDocsOptions {

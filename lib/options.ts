@@ -294,7 +294,6 @@ function checkKeys (path: string, value: object, known: readonly string[]): void
   }
 }
 
-
 /** The object a relation field holds: `Author`, `Type.Union([Author, Type.Null()])` or `Type.Array(Tag)`. */
 function relationTarget (property: unknown): Record<string, unknown> | undefined {
   if (!isRecord(property)) return undefined

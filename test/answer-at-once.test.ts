@@ -75,7 +75,6 @@ for (const dialect of dialects) {
         assert.equal(missing.json().code, 'FST_VIEWSET_NOT_FOUND')
         assert.equal(missing.headers.etag, undefined)
 
-
         const created = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Jam', price: 3 } })
         assert.equal(created.statusCode, 201)
         assert.equal(created.headers.location, '/items/4')

@@ -476,7 +476,7 @@ describe('examples/auth settings', () => {
           assert.equal(error.code, 1)
           assert.match(error.stderr, message)
           return true
-        },
+        }
       )
     }
   })

@@ -188,8 +188,12 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
   // -- requests
   const ids = new Map<string, string>()
   const send = async (ref: OperationRef | undefined, c: Case) => {
-    const options: InjectOptions = { method: c.method as NonNullable<InjectOptions['method']>, // any method: 405s are probed too
-      url: c.url, ...(c.headers === undefined ? {} : { headers: c.headers }), ...(c.payload === undefined ? {} : { payload: c.payload }) }
+    const options: InjectOptions = {
+      method: c.method as NonNullable<InjectOptions['method']>, // any method: 405s are probed too
+      url: c.url,
+      ...(c.headers === undefined ? {} : { headers: c.headers }),
+      ...(c.payload === undefined ? {} : { payload: c.payload })
+    }
     const response = await app.inject(options)
     const where = `${c.method} ${contract.template(c.url) ?? c.url}`
     for (const violation of c.unchecked === true ? [] : contract.check({ method: c.method, url: c.url }, response)) note(violation.key, `${c.label}: ${violation.message}`)

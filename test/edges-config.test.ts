@@ -15,7 +15,7 @@ import type { ItemsDB } from './helpers/items.js'
 const Publisher = Type.Object({ id: Type.Integer(), name: Type.String() })
 const Book = Type.Object(
   { id: Type.Integer(), title: Type.String(), publisher: Type.Union([Publisher, Type.Null()]) },
-  { relatedConfig: { selectRelated: { publisher: { table: 'publishers', foriegnKey: 'publisher_id' } } } },
+  { relatedConfig: { selectRelated: { publisher: { table: 'publishers', foriegnKey: 'publisher_id' } } } }
 )
 const Tag = Type.Object({ id: Type.Integer(), label: Type.String() })
 const Author = Type.Object({ id: Type.Integer(), name: Type.String(), books: Type.Array(Book) })

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { LruCache } from '../lib/lru-cache.js'
+import { LruCache } from '../lib/execution/lru-cache.js'
 
 // The one bounded cache of the library (LIST shapes, parsed orderings, SQLite statements, PostgreSQL
 // statement names): a hit on the newest entry skips the move, and the eviction order must not change.

@@ -410,7 +410,7 @@ for (const dialect of dialects) {
         ['a missing column in a nested relatedConfig', {
           prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', relatedConfig: { selectRelated: { publisher: { table: 'publishers', foreignKey: 'publisher' } }, prefetchRelated: { tags: { table: 'tags', through: tagsThrough } } } } },
         }, AuthorWithBooks,
-          { code: 'FST_VIEWSET_INVALID_OPTION', message: /relatedConfig\.prefetchRelated\.books\.relatedConfig\.selectRelated\.publisher\.foreignKey: "publisher" is not a column of table "books"/ }],
+        { code: 'FST_VIEWSET_INVALID_OPTION', message: /relatedConfig\.prefetchRelated\.books\.relatedConfig\.selectRelated\.publisher\.foreignKey: "publisher" is not a column of table "books"/ }],
         ['a nested relation field left undeclared', { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id' } } }, AuthorWithBooks,
           { code: 'FST_VIEWSET_UNKNOWN_COLUMN', message: /"publisher" is not a column of table "books"/ }],
       ]
@@ -442,8 +442,14 @@ for (const dialect of dialects) {
       const books = (await app.inject({ method: 'GET', url: '/books?limit=100' })).json()
       assert.equal(books.length, 12)
       assert.deepEqual(books[11], {
-        id: 12, title: 'Beowulf', year: 1000, author_id: null, publisher_id: 2, author: null,
-        publisher: { id: 2, name: 'Faber & Faber' }, tags: [{ id: 6, name: 'classic' }, { id: 3, name: 'poetry' }],
+        id: 12,
+        title: 'Beowulf',
+        year: 1000,
+        author_id: null,
+        publisher_id: 2,
+        author: null,
+        publisher: { id: 2, name: 'Faber & Faber' },
+        tags: [{ id: 6, name: 'classic' }, { id: 3, name: 'poetry' }],
       })
       const authors = (await app.inject({ method: 'GET', url: '/authors?limit=100' })).json()
       assert.deepEqual(authors[0].books.map((book: { year: number }) => book.year), [1968, 1969, 1974])

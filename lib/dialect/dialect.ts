@@ -1,6 +1,6 @@
 import type { AliasedRawBuilder, Compilable, Expression, Kysely, KyselyPlugin, QueryResult, SqlBool } from 'kysely'
-import type { CatalogColumn, CatalogReader } from './catalog.js'
-import type { Eventually } from '../eventually.js'
+import type { CatalogColumn, CatalogReader } from './shared/catalog.js'
+import type { Eventually } from '../execution/eventually.js'
 
 /** A row as the driver returns it. */
 export type Row = Record<string, unknown>

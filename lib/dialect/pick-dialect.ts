@@ -1,15 +1,15 @@
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter } from 'kysely'
 import type { QueryExecutorProvider } from 'kysely'
 import { invalidOption } from '../errors.js'
-import type { ColumnTypes } from './column-types.js'
-import type { DatabaseConnector } from './connection.js'
-import { mysqlColumnTypes } from './mysql-column-types.js'
-import { postgresColumnTypes } from './postgres-column-types.js'
-import { sqliteColumnTypes } from './sqlite-column-types.js'
+import type { ColumnTypes } from './shared/column-types.js'
+import type { DatabaseConnector } from './shared/connection.js'
+import { mysqlColumnTypes } from './mysql/mysql-column-types.js'
+import { postgresColumnTypes } from './postgres/postgres-column-types.js'
+import { sqliteColumnTypes } from './sqlite/sqlite-column-types.js'
 import type { AnyDatabase, ViewsetDialect } from './dialect.js'
-import { mysqlConnector } from './mysql-connector.js'
-import { postgresConnector } from './postgres-connector.js'
-import { sqliteConnector } from './sqlite-connector.js'
+import { mysqlConnector } from './mysql/mysql-connector.js'
+import { postgresConnector } from './postgres/postgres-connector.js'
+import { sqliteConnector } from './sqlite/sqlite-connector.js'
 
 // The one place that tells the databases apart: from a URL's scheme (to open one) and from a Kysely
 // instance's adapter (to talk to one). Everything else asks the dialect it is given.
@@ -40,9 +40,9 @@ export function connectorOf (db: QueryExecutorProvider): DatabaseConnector {
 export async function dialectOf (db: AnyDatabase): Promise<ViewsetDialect> {
   const adapter = db.getExecutor().adapter
   // Dialect modules load on demand so that a SQLite user never loads pg's error codes, and so on.
-  if (adapter instanceof PostgresAdapter) return (await import('./postgres.js')).postgresDialect
-  if (adapter instanceof SqliteAdapter) return (await import('./sqlite.js')).sqliteDialect
-  if (adapter instanceof MysqlAdapter) return (await import('./mysql.js')).mysqlDialect
+  if (adapter instanceof PostgresAdapter) return (await import('./postgres/postgres-dialect.js')).postgresDialect
+  if (adapter instanceof SqliteAdapter) return (await import('./sqlite/sqlite-dialect.js')).sqliteDialect
+  if (adapter instanceof MysqlAdapter) return (await import('./mysql/mysql-dialect.js')).mysqlDialect
   invalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
 }
 

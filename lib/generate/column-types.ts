@@ -1,5 +1,5 @@
-import type { CatalogColumn } from '../dialect/catalog.js'
-import type { ColumnKind } from '../dialect/column-types.js'
+import type { CatalogColumn } from '../dialect/shared/catalog.js'
+import type { ColumnKind } from '../dialect/shared/column-types.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { columnTypesOf } from '../dialect/pick-dialect.js'
 import { literal } from './naming.js'

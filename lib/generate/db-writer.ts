@@ -1,4 +1,4 @@
-import type { CatalogColumn } from '../dialect/catalog.js'
+import type { CatalogColumn } from '../dialect/shared/catalog.js'
 import type { ColumnMapping } from './column-types.js'
 import { aliases, mapColumn } from './column-types.js'
 import type { GeneratePlan } from './plan.js'

@@ -1,5 +1,5 @@
-import type { CatalogForeignKey, TableCatalog } from '../dialect/catalog.js'
-import { isRowKey } from '../dialect/catalog.js'
+import type { CatalogForeignKey, TableCatalog } from '../dialect/shared/catalog.js'
+import { isRowKey } from '../dialect/shared/catalog.js'
 import type { DialectName } from './column-types.js'
 
 /** One relation field of a served table, as its relatedConfig entry says it. */

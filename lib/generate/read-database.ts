@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { createDatabase } from '../db.js'
-import type { TableCatalog } from '../dialect/catalog.js'
+import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { dialectOf } from '../dialect/pick-dialect.js'
 import type { AnyDatabase } from '../dialect/dialect.js'
 import type { DialectName } from './column-types.js'

@@ -1,4 +1,4 @@
-import type { CatalogColumn, TableCatalog } from '../dialect/catalog.js'
+import type { CatalogColumn, TableCatalog } from '../dialect/shared/catalog.js'
 import type { DialectName } from './column-types.js'
 import { mapColumn } from './column-types.js'
 import { hasDefault } from './db-writer.js'

@@ -1,4 +1,4 @@
-import type { CatalogColumn } from '../dialect/catalog.js'
+import type { CatalogColumn } from '../dialect/shared/catalog.js'
 import type { ColumnKind } from './column-types.js'
 import { mapColumn } from './column-types.js'
 import type { GeneratePlan, PlannedRelation, ServedTable } from './plan.js'

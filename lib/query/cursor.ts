@@ -150,4 +150,3 @@ function afterTerm (eb: AnyExpressionBuilder, key: OrderKey, value: unknown): Ex
   if (key.descending) return eb(column, '<', value)
   return key.nullable ? eb.or([eb(column, '>', value), eb(column, 'is', null)]) : eb(column, '>', value)
 }
-

@@ -1,4 +1,4 @@
-import { LruCache } from '../lru-cache.js'
+import { LruCache } from '../execution/lru-cache.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { propertiesOf } from '../schema/derive.js'
 import { compileSerializer } from '../schema/serializer.js'

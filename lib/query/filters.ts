@@ -15,7 +15,7 @@ import { nameList } from './field-types.js'
 import type { RelatedPath, RelatedRoot } from './related-paths.js'
 import { groupRelated, relatedColumn, resolvePath } from './related-paths.js'
 import { boundedTerm } from './search.js'
-import { padList } from './statement-cache.js'
+import { padList } from '../data/statement-cache.js'
 
 /** The most values one `__in` filter may list (each one is a bound parameter). */
 export const maxInValues = 100

@@ -3,13 +3,13 @@ import type { Expression, RawBuilder } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
-import { LruCache } from '../lru-cache.js'
+import { LruCache } from '../execution/lru-cache.js'
 import { isList } from '../schema/object-schema.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { RelatedRoot } from './related-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
-import { maxShapes } from './statement-cache.js'
+import { maxShapes } from '../data/statement-cache.js'
 
 /** One sort key. */
 export interface OrderKey {

@@ -1,7 +1,7 @@
 import type { CompiledQuery, KyselyPlugin, SelectQueryBuilder } from 'kysely'
 import type { AnyDatabase, KeyTable, Row, StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
-import { compileWith, paddedLength, padList, withParameters } from '../query/statement-cache.js'
-import { currentScope, inScope } from '../request-scope.js'
+import { compileWith, paddedLength, padList, withParameters } from '../data/statement-cache.js'
+import { currentScope, inScope } from '../execution/cancellation.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
 export const maxBatch = 1024

@@ -27,7 +27,6 @@ export function bodyComponentId (name: string, method: 'POST' | 'PUT' | 'PATCH')
   return `${name}${suffixes[method]}`
 }
 
-
 /** `1` kept inside an integer or number schema's bounds. */
 function numberIn (schema: JsonSchema): number {
   const minimum = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : undefined

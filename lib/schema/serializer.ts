@@ -1,5 +1,5 @@
 import fastJson from 'fast-json-stringify'
-import { LruCache } from '../lru-cache.js'
+import { LruCache } from '../execution/lru-cache.js'
 import type { JsonSchema } from './derive.js'
 
 /** Writes a value as JSON, the way its schema says. */

@@ -2,7 +2,7 @@ import { Ajv } from 'ajv'
 import type { Options, ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
-import { LruCache } from '../lru-cache.js'
+import { LruCache } from '../execution/lru-cache.js'
 import { isRecord } from './object-schema.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default // CommonJS: under ESM its default export arrives wrapped

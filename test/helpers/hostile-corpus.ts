@@ -31,7 +31,7 @@ export const injections: readonly string[] = [
   '1; DELETE FROM products',
   '1 UNION SELECT secret, secret FROM products',
   "' UNION SELECT name, secret FROM makers --",
-  "1) OR (1=1",
+  '1) OR (1=1',
   "') OR ('1'='1",
   "' || (select secret from products limit 1) || '",
   "'; update products set secret = 'x'; --",
@@ -254,7 +254,7 @@ const text = fc.oneof(
   fc.constantFrom(...injections),
   fc.integer().map(String),
   fc.double().map(String),
-  fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
+  fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String)
 )
 const value = fc.oneof(text, fc.jsonValue({ maxDepth: 3 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null))
 
@@ -263,7 +263,7 @@ export function generatedCorpus (ids: readonly number[], runs: number, seed: num
   const id = fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom(...ids).map(String) },
     { weight: 1, arbitrary: fc.integer({ min: -(2 ** 40), max: 2 ** 40 }).map(String) },
-    { weight: 2, arbitrary: text },
+    { weight: 2, arbitrary: text }
   ).map(idSegment)
   const pairs = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...listParameters, 'secret', 'maker', 'id'), fc.string({ maxLength: 8 })), text), { maxLength: 5 })
   const list = pairs.map((entries): HostileRequest => {

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
 import type { ListRequest, ViewsetToken } from 'fastify-viewsets'
 import type { FastifyReply } from 'fastify'
-import { scopeRidesOnPromises } from '../../lib/request-scope.js'
+import { scopeRidesOnPromises } from '../../lib/execution/cancellation.js'
 import { Item } from './items.js'
 import type { ItemsDB } from './items.js'
 

@@ -50,17 +50,18 @@ async function until (what: string, condition: () => Promise<boolean>, timeout =
 }
 
 // Like every suite, PostgreSQL runs when TEST_POSTGRES_URL is set (CI requires it).
-for (const postgres of dialects.filter((dialect) => dialect.name === 'postgres')) describe('database faults on postgres', () => {
-  test('a server stopped mid-load: 503 problem+json during the outage, no crash, success again after restart without restarting the app', async (t) => {
+for (const postgres of dialects.filter((dialect) => dialect.name === 'postgres')) {
+  describe('database faults on postgres', () => {
+    test('a server stopped mid-load: 503 problem+json during the outage, no crash, success again after restart without restarting the app', async (t) => {
     // Our own cluster: stopping the shared server would break every other suite running now.
-    const cluster = await ownCluster(t)
-    const setup = createDatabase<any>(cluster.url)
-    await createItemsTable({ db: setup, dialect: 'postgres', url: cluster.url, queries: [] })
-    await setup.destroy()
-    // A separate process with the default pool settings, so that a crash would show as an exit.
-    const server = await startServerProcess(t, cluster.url)
-    const agent = keepAlive(8)
-    t.after(() => agent.destroy())
+      const cluster = await ownCluster(t)
+      const setup = createDatabase<any>(cluster.url)
+      await createItemsTable({ db: setup, dialect: 'postgres', url: cluster.url, queries: [] })
+      await setup.destroy()
+      // A separate process with the default pool settings, so that a crash would show as an exit.
+      const server = await startServerProcess(t, cluster.url)
+      const agent = keepAlive(8)
+      t.after(() => agent.destroy())
 
     type Phase = 'up' | 'stopping' | 'down' | 'starting' | 'recovered'
     let phase: Phase = 'up'
@@ -118,72 +119,73 @@ for (const postgres of dialects.filter((dialect) => dialect.name === 'postgres')
     assert.ok(recovered.length >= 50, `requests were made after the restart (${recovered.length})`)
     assert.deepEqual(recovered.filter((result) => result.status >= 300).map((result) => result.body), [], 'all succeed after the restart')
     assert.equal(await stopServerProcess(server.child), 0, 'the server closes cleanly')
-  })
-
-  test('an exhausted pool answers 503 in about connectionTimeout, not after the slow queries', async (t) => {
-    const database = await testDatabase(t, postgres)
-    await createItemsTable(database)
-    const db = createDatabase<ItemsDB>(database.url, { poolSize: 1, connectionTimeout: 500 })
-    const app = testApp(t)
-    app.addHook('onClose', async () => { await db.destroy() })
-    await app.register(new SlowItems({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-
-    const slow = app.inject({ method: 'GET', url: '/items/slow?seconds=2' })
-    await sleep(100)
-    const started = performance.now()
-    const waiting = await Promise.all([
-      app.inject({ method: 'GET', url: '/items' }),
-      app.inject({ method: 'POST', url: '/items', payload: { name: 'queued' } }),
-      app.inject({ method: 'GET', url: '/items/1' }),
-    ])
-    const elapsed = performance.now() - started
-    t.diagnostic(`three requests behind a 2 s query on a pool of 1 answered in ${Math.round(elapsed)} ms`)
-    for (const response of waiting) {
-      assertUnavailable({ status: response.statusCode, headers: response.headers, body: response.body })
-    }
-    assert.ok(elapsed < 1800, `answered before the slow query ended (${Math.round(elapsed)} ms)`)
-    assert.equal((await slow).statusCode, 200)
-    const after = await app.inject({ method: 'POST', url: '/items', payload: { name: 'after' } })
-    assert.equal(after.statusCode, 201, 'the pool serves again once the connection is back')
-    assert.equal(await database.db.selectFrom('items').select('name').execute().then((rows) => rows.map((row) => row.name)).then(String), 'after')
-  })
-
-  test('app.close() during in-flight requests lets them finish, then destroys the pool', async (t) => {
-    const database = await testDatabase(t, postgres)
-    await createItemsTable(database)
-    const applicationName = `vsclose_${randomBytes(4).toString('hex')}`
-    const url = new URL(database.url)
-    url.searchParams.set('application_name', applicationName)
-    const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 4 })
-    const admin = createDatabase<any>(postgres.url)
-    t.after(() => admin.destroy())
-
-    const app = testApp(t)
-    let destroyed = false
-    app.addHook('onClose', async () => {
-      await db.destroy()
-      destroyed = true
     })
-    await app.register(new SlowItems({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-    await app.listen({ host: '127.0.0.1', port: 0 })
-    const address = app.server.address()
-    const port = typeof address === 'object' && address !== null ? address.port : 0
 
-    const inFlight = Array.from({ length: 4 }, () => send(port, 'GET', '/items/slow?seconds=1'))
-    await until('four slow queries run', async () => {
-      const { rows } = await sql<{ count: string }>`select count(*) as count from pg_stat_activity
+    test('an exhausted pool answers 503 in about connectionTimeout, not after the slow queries', async (t) => {
+      const database = await testDatabase(t, postgres)
+      await createItemsTable(database)
+      const db = createDatabase<ItemsDB>(database.url, { poolSize: 1, connectionTimeout: 500 })
+      const app = testApp(t)
+      app.addHook('onClose', async () => { await db.destroy() })
+      await app.register(new SlowItems({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+
+      const slow = app.inject({ method: 'GET', url: '/items/slow?seconds=2' })
+      await sleep(100)
+      const started = performance.now()
+      const waiting = await Promise.all([
+        app.inject({ method: 'GET', url: '/items' }),
+        app.inject({ method: 'POST', url: '/items', payload: { name: 'queued' } }),
+        app.inject({ method: 'GET', url: '/items/1' }),
+      ])
+      const elapsed = performance.now() - started
+      t.diagnostic(`three requests behind a 2 s query on a pool of 1 answered in ${Math.round(elapsed)} ms`)
+      for (const response of waiting) {
+        assertUnavailable({ status: response.statusCode, headers: response.headers, body: response.body })
+      }
+      assert.ok(elapsed < 1800, `answered before the slow query ended (${Math.round(elapsed)} ms)`)
+      assert.equal((await slow).statusCode, 200)
+      const after = await app.inject({ method: 'POST', url: '/items', payload: { name: 'after' } })
+      assert.equal(after.statusCode, 201, 'the pool serves again once the connection is back')
+      assert.equal(await database.db.selectFrom('items').select('name').execute().then((rows) => rows.map((row) => row.name)).then(String), 'after')
+    })
+
+    test('app.close() during in-flight requests lets them finish, then destroys the pool', async (t) => {
+      const database = await testDatabase(t, postgres)
+      await createItemsTable(database)
+      const applicationName = `vsclose_${randomBytes(4).toString('hex')}`
+      const url = new URL(database.url)
+      url.searchParams.set('application_name', applicationName)
+      const db = createDatabase<ItemsDB>(url.toString(), { poolSize: 4 })
+      const admin = createDatabase<any>(postgres.url)
+      t.after(() => admin.destroy())
+
+      const app = testApp(t)
+      let destroyed = false
+      app.addHook('onClose', async () => {
+        await db.destroy()
+        destroyed = true
+      })
+      await app.register(new SlowItems({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+      await app.listen({ host: '127.0.0.1', port: 0 })
+      const address = app.server.address()
+      const port = typeof address === 'object' && address !== null ? address.port : 0
+
+      const inFlight = Array.from({ length: 4 }, () => send(port, 'GET', '/items/slow?seconds=1'))
+      await until('four slow queries run', async () => {
+        const { rows } = await sql<{ count: string }>`select count(*) as count from pg_stat_activity
         where application_name = ${applicationName} and state = 'active' and query like '%pg_sleep%'`.execute(admin)
-      return Number(rows[0]?.count) === 4
-    })
-    const closing = app.close()
-    const results = await Promise.all(inFlight)
-    await closing
+        return Number(rows[0]?.count) === 4
+      })
+      const closing = app.close()
+      const results = await Promise.all(inFlight)
+      await closing
 
-    assert.deepEqual(results.map((result) => [result.status, result.body]), Array.from({ length: 4 }, () => [200, '{"slept":1}']))
-    assert.equal(destroyed, true, 'db.destroy() ran in onClose and resolved')
-    const refused = await send(port, 'GET', '/items')
-    assert.equal(refused.status, 0, 'the server no longer accepts connections')
-    // The backends end a moment after their clients disconnect.
-    await until('the pool\'s sessions are gone', async () => (await sessions(admin, applicationName)) === 0, 5000)
+      assert.deepEqual(results.map((result) => [result.status, result.body]), Array.from({ length: 4 }, () => [200, '{"slept":1}']))
+      assert.equal(destroyed, true, 'db.destroy() ran in onClose and resolved')
+      const refused = await send(port, 'GET', '/items')
+      assert.equal(refused.status, 0, 'the server no longer accepts connections')
+      // The backends end a moment after their clients disconnect.
+      await until('the pool\'s sessions are gone', async () => (await sessions(admin, applicationName)) === 0, 5000)
+    })
   })
-})
+}

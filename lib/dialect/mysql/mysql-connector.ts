@@ -1,0 +1,118 @@
+import { CompiledQuery, MysqlDialect } from 'kysely'
+import type { DatabaseConnection, MysqlPool } from 'kysely'
+import { invalidOption, ViewsetErrors } from '../../errors.js'
+import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
+import { redact } from '../shared/connection.js'
+import { errorProperty } from '../dialect.js'
+
+async function openMysql (url: string, settings: ConnectionSettings): Promise<MysqlPool> {
+  const mysql = await import('mysql2').catch(() => {
+    throw new ViewsetErrors.InvalidDatabaseUrl(redact(url), 'MySQL needs the mysql2 package: npm install mysql2')
+  })
+  const parsed = new URL(url.replace(/^mariadb:/i, 'mysql:'))
+  const timeout = settings.connectionTimeout
+  const pool = mysql.createPool({
+    // Query parameters (such as ?ssl={"rejectUnauthorized":true} or ?charset=...) are mysql2 options.
+    uri: parsed.toString(),
+    port: parsed.port === '' ? 3306 : Number(parsed.port),
+    connectionLimit: settings.poolSize,
+    connectTimeout: timeout,
+    // DATETIME/TIMESTAMP are read and written in UTC, like pg's timestamptz; the session is set to UTC below.
+    timezone: 'Z',
+    // BIGINT as a number while it is exact, as a string beyond 2^53; DECIMAL as a string, like pg's numeric.
+    supportBigNumbers: true,
+    typeCast: mysqlTypeCast,
+  })
+  return withAcquireTimeout(pool, timeout)
+}
+
+/** The mysql2 subset of a column's metadata that {@link mysqlTypeCast} reads. */
+interface MysqlField {
+  type: string
+  length: number
+  extendedFormat?: string
+  string: () => string | null
+}
+
+/**
+ * Answers in the types the other dialects use: BOOLEAN (TINYINT(1)) as true/false, and MariaDB's
+ * JSON (a LONGTEXT underneath) parsed, like MySQL's JSON type and PostgreSQL's json/jsonb.
+ */
+function mysqlTypeCast (field: MysqlField, next: () => unknown): unknown {
+  if (field.type === 'TINY' && field.length === 1) {
+    const value = field.string()
+    return value === null ? null : value !== '0'
+  }
+  if (field.extendedFormat === 'json') {
+    const value = field.string()
+    return value === null ? null : JSON.parse(value)
+  }
+  return next()
+}
+
+/**
+ * The session settings every MySQL connection gets: UTC, so that NOW() agrees with the UTC dates mysql2
+ * writes, and the statement timeout: MariaDB's `max_statement_time` (seconds), else MySQL's
+ * `max_execution_time` (milliseconds, SELECT only); MySQL does not know the first (error 1193).
+ */
+function mysqlSession (timeout: number) {
+  return async function onMysqlConnection (connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("set time_zone = '+00:00'"))
+    if (timeout === 0) return
+    try {
+      await connection.executeQuery(CompiledQuery.raw(`set session max_statement_time = ${timeout / 1000}`))
+    } catch (error) {
+      if (errorProperty(error, 'errno') !== '1193') throw error
+      await connection.executeQuery(CompiledQuery.raw(`set session max_execution_time = ${timeout}`))
+    }
+  }
+}
+
+/**
+ * mysql2's pool queues requests for a connection without limit. Fail after `timeout` milliseconds
+ * instead, like pg's `connectionTimeoutMillis`, so that an exhausted pool answers 503 rather than hang.
+ */
+function withAcquireTimeout (pool: MysqlPool, timeout: number): MysqlPool {
+  return {
+    getConnection (callback) {
+      let waiting = true
+      const timer = setTimeout(() => {
+        waiting = false
+        callback(new ViewsetErrors.Unavailable(), undefined as never) // mysql2's callback types no connection beside an error
+      }, timeout)
+      pool.getConnection((error, connection) => {
+        clearTimeout(timer)
+        if (waiting) {
+          waiting = false
+          callback(error, connection)
+        } else if (error === null || error === undefined) {
+          // The caller gave up on this connection: hand it back to the pool.
+          connection.release()
+        }
+      })
+    },
+    end: (callback) => { pool.end(callback) },
+  }
+}
+
+/**
+ * MySQL and MariaDB through mysql2 (an optional peer, loaded on first use): `mysql://user@host:3306/name` or
+ * `mariadb://...`; query parameters are mysql2 options. Sessions run in UTC with the statement timeout, an
+ * exhausted pool fails after `connectionTimeout`, BOOLEAN comes back as true/false and MariaDB JSON parsed.
+ */
+export const mysqlConnector: DatabaseConnector = {
+  urls: ['mysql://', 'mariadb://'],
+  connect (url, settings) {
+    return {
+      dialect: new MysqlDialect({ pool: async () => await openMysql(url, settings), onCreateConnection: mysqlSession(settings.statementTimeout) }),
+      direct: undefined,
+    }
+  },
+  adopt (pool) {
+    if (typeof pool !== 'object' || pool === null || !('getConnection' in pool) || typeof pool.getConnection !== 'function') {
+      invalidOption('handle', 'a MySQL Kysely takes the mysql2 pool given to its MysqlDialect')
+    }
+    // mysql2 prepares only with execute(), which Kysely does not use: nothing to adopt, as with createDatabase.
+    return undefined
+  },
+}

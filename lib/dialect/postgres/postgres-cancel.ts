@@ -1,0 +1,152 @@
+import { connect } from 'node:net'
+import { currentScope } from '../../execution/cancellation.js'
+import type { RequestScope } from '../../execution/cancellation.js'
+import type { QueryCallback } from './postgres-statements.js'
+
+// Cancelling the PostgreSQL query of a request whose client went away. A request runs inside a scope
+// (runCancellable, request-scope.ts); each pg client of a pool opened by createDatabase records which scope's
+// query it is running (cancelOnClientGone): the scope its checkout was asked for in (scopeCheckouts), else
+// the one its query starts in. Kysely asks for a checkout synchronously from `execute()` or `transaction()`,
+// then awaits: its queries would start with no scope unless the promise hooks carried it. When the response
+// closes before it was sent, the queries still running for that scope get a CancelRequest on a separate
+// connection, the way `pg` cancels (Client#cancel, which needs the Query object that pool.query and Kysely
+// keep to themselves). The answer is 57014, a 503 FST_VIEWSET_TIMEOUT nobody reads, and the connection goes
+// back to the pool healthy.
+
+// The request each checked-out client was asked for in, set at every checkout (so never a past one's), on
+// the client itself: a WeakMap cost an ephemeron write barrier per query.
+const checkoutScope = Symbol('fastify-viewsets.checkoutScope')
+
+/** A pg client, with the scope of its checkout. */
+interface CheckedOutClient { [checkoutScope]?: RequestScope }
+
+/** pg-pool's checkout callback. */
+type CheckoutCallback = (error: Error | undefined, client: CheckedOutClient | undefined, release?: unknown) => void
+
+/** The part of a pg `Pool` whose checkouts are scoped: `connect`, in its callback and its promise form. */
+export interface CheckoutPool {
+  connect: (...args: never[]) => unknown
+}
+
+/**
+ * Makes each client of `pool` belong, until its next checkout, to the request scope that asked for it, whoever
+ * releases it first and whatever awaits come between (Kysely's driver awaits the checkout, then the query).
+ */
+export function scopeCheckouts (pool: CheckoutPool): void {
+  const connect = pool.connect.bind(pool) as (callback: CheckoutCallback) => void // pg-pool's callback form
+  const checkout = (callback: CheckoutCallback | undefined): unknown => {
+    const scope = currentScope()
+    if (callback !== undefined) {
+      connect((error, client, release) => {
+        if (client !== undefined) client[checkoutScope] = scope
+        callback(error, client, release)
+      })
+      return undefined
+    }
+    return new Promise((resolve, reject) => {
+      connect((error, client) => {
+        if (client === undefined) {
+          reject(error ?? new Error('pg-pool answered a checkout without a client'))
+          return
+        }
+        client[checkoutScope] = scope
+        resolve(client)
+      })
+    })
+  }
+  pool.connect = checkout as CheckoutPool['connect'] // both of pg-pool's forms, as the method it replaces
+}
+
+/** How long a CancelRequest may take before the connection stops waiting for it. */
+const cancelTimeout = 2000
+
+/** The part of a pg `Client` read here (its backend's `processID` and `secretKey` are read with guards: untyped). */
+export interface CancellableClient extends CheckedOutClient {
+  query: (...args: never[]) => unknown
+  readonly host: string
+  readonly port: number
+}
+
+function integerProperty (client: object, key: string): number | undefined {
+  const value: unknown = Reflect.get(client, key)
+  return typeof value === 'number' && Number.isInteger(value) ? value : undefined
+}
+
+/**
+ * Sends a CancelRequest (the 16-byte message of the PostgreSQL protocol: length, 80877102, backend process id,
+ * secret key) and resolves once the server has closed that connection, which it does after signalling the
+ * backend, or after a bound. Hand-written: pg does the same in Client#cancel, which takes the Query object
+ * that pool.query and Kysely keep to themselves, through pg's untyped Connection class.
+ */
+async function sendCancel (host: string, port: number, processID: number, secretKey: number): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const packet = Buffer.alloc(16)
+    packet.writeInt32BE(16, 0)
+    packet.writeInt32BE(80877102, 4)
+    packet.writeInt32BE(processID, 8)
+    packet.writeInt32BE(secretKey, 12)
+    const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
+    const done = () => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve()
+    }
+    const timer = setTimeout(done, cancelTimeout)
+    socket.once('connect', () => socket.write(packet))
+    socket.once('close', done)
+    socket.once('error', done)
+  })
+}
+
+/**
+ * Makes a pg client record which request scope's queries it runs, so that `runCancellable` can cancel
+ * them. A CancelRequest stops whatever the backend runs when it arrives, so a client never starts another
+ * query while one is on its way: a query of the next request to use the connection waits until the server
+ * has taken the cancel (a backend that is idle by then ignores it), and can never be the one cancelled.
+ */
+export function cancelOnClientGone (client: CancellableClient): void {
+  client[checkoutScope] = undefined // declared before the first checkout: one shape for the client's life
+  // pg's overloads: (text or config or submittable, values?, callback?), or (text or config, callback). Named
+  // parameters, not rest arguments: this runs for every query.
+  const query = client.query.bind(client) as (config: unknown, values?: unknown, callback?: unknown) => unknown
+  let running = 0
+  let pending: Promise<void> | undefined
+  const cancel = () => {
+    const processID = integerProperty(client, 'processID')
+    const secretKey = integerProperty(client, 'secretKey')
+    if (running === 0 || pending !== undefined || processID === undefined || secretKey === undefined) return
+    pending = sendCancel(client.host, client.port, processID, secretKey).finally(() => { pending = undefined })
+  }
+  const run = (config: unknown, values: unknown, callback: unknown): unknown => {
+    // The checkout's first: a checkout answered from another request's release runs in that request's scope.
+    const scope = client[checkoutScope] ?? currentScope()
+    if (scope === undefined) return query(config, values, callback)
+    running++
+    scope.running.add(cancel)
+    const settle = () => {
+      running--
+      if (running === 0) scope.running.delete(cancel)
+    }
+    if (typeof callback === 'function' || typeof values === 'function') {
+      const done = (typeof callback === 'function' ? callback : values) as QueryCallback<unknown> // pg's callback form
+      const settled: QueryCallback<unknown> = (error, result) => {
+        settle()
+        done(error, result)
+      }
+      return typeof callback === 'function' ? query(config, values, settled) : query(config, settled)
+    }
+    const result = query(config, values)
+    if (result instanceof Promise) result.then(settle, settle)
+    else settle()
+    // A request gone before its query started: cancel it as soon as it runs.
+    if (scope.gone) cancel()
+    return result
+  }
+  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
+    // A submittable (a pg Query or Cursor) is returned as it is, never wrapped: pass it through.
+    const submittable = typeof config === 'object' && config !== null && 'submit' in config
+    if (pending === undefined || submittable) return run(config, values, callback)
+    const waited = pending.then(() => run(config, values, callback))
+    return typeof callback === 'function' || typeof values === 'function' ? undefined : waited
+  }) as CancellableClient['query'] // the same overloads as the method it replaces
+}

@@ -1,0 +1,66 @@
+import { PostgresDialect } from 'kysely'
+import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
+import { cancelOnClientGone, scopeCheckouts } from './postgres-cancel.js'
+import { enableCancellation } from '../../execution/cancellation.js'
+import { invalidOption } from '../../errors.js'
+import { isPgPool, markPreparable, postgresHandle, queryDirect, patchClientQuery } from './postgres-statements.js'
+import type { PostgresHandle } from './postgres-statements.js'
+import type { DirectExecutor } from '../shared/connection.js'
+
+async function openPostgres (url: string, settings: ConnectionSettings, handle: PostgresHandle) {
+  const { default: pg } = await import('pg')
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: settings.poolSize,
+    connectionTimeoutMillis: settings.connectionTimeout,
+    // A startup parameter rather than a SET per connection: no extra round trip, and no window in which
+    // a connection runs unbounded. pg leaves it out when it is 0.
+    statement_timeout: settings.statementTimeout,
+  })
+  // An idle client that loses its server emits 'error' on the pool; unhandled, it would crash the process.
+  pool.on('error', () => {})
+  // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when
+  // the server goes away (a restart, a failover): without this listener the process would crash.
+  pool.on('connect', (client) => { client.on('error', () => {}) })
+  if (settings.cancelOnDisconnect) {
+    pool.on('connect', cancelOnClientGone)
+    scopeCheckouts(pool)
+    enableCancellation()
+  }
+  pool.on('connect', (client) => { patchClientQuery(client, settings.preparedStatements) })
+  handle.pool = pool
+  return pool
+}
+
+/**
+ * PostgreSQL through pg: `postgres://user@host:5432/name` or `postgresql://...`. `statement_timeout` is
+ * sent when each connection opens; compiled queries become named statements (postgres-statements.ts), and
+ * unless `cancelOnDisconnect` is off, a query whose client hung up is cancelled (postgres-cancel.ts).
+ */
+export const postgresConnector: DatabaseConnector = {
+  urls: ['postgres://', 'postgresql://'],
+  connect (url, settings) {
+    const handle = postgresHandle(settings.log, settings.preparedStatements)
+    return {
+      dialect: new PostgresDialect({ pool: async () => await openPostgres(url, settings, handle) }),
+      direct: directOn(handle),
+    }
+  },
+  adopt (pool) {
+    if (!isPgPool(pool)) invalidOption('handle', 'a PostgreSQL Kysely takes the pg Pool given to its PostgresDialect')
+    const handle = postgresHandle(undefined, true)
+    handle.pool = pool
+    // Its clients send compiled queries as named statements from their next checkout on, through Kysely too.
+    pool.on('acquire', (client) => { patchClientQuery(client, true) })
+    return { direct: directOn(handle), viaKysely: markPreparable }
+  },
+}
+
+function directOn (handle: PostgresHandle): DirectExecutor {
+  return (compiled) => {
+    const result = queryDirect(handle, compiled)
+    // What goes through Kysely may still be prepared, by the client's patched query (patchClientQuery).
+    if (result === undefined && handle.named) markPreparable(compiled)
+    return result
+  }
+}

@@ -1,0 +1,80 @@
+import type { CompiledQuery, Dialect, KyselyConfig } from 'kysely'
+import type { Row } from '../dialect.js'
+
+// The opening half of the dialect seam: what createDatabase hands a database's connector, and what it
+// gets back. Types and pure helpers only; each <db>-connector.ts implements it.
+
+/** createDatabase's options, checked and with their defaults: what a connector opens a database with. */
+export interface ConnectionSettings {
+  /** PostgreSQL / MySQL pool size. */
+  readonly poolSize: number
+  /** Milliseconds to wait for a connection (SQLite: for its one connection) before a 503. */
+  readonly connectionTimeout: number
+  /** SQLite busy timeout in milliseconds. */
+  readonly busyTimeout: number
+  /** Milliseconds one statement may run; 0 leaves the server's setting. A whole number. */
+  readonly statementTimeout: number
+  /** PostgreSQL: compiled queries become named prepared statements. */
+  readonly preparedStatements: boolean
+  /** PostgreSQL: a request whose client hung up has its query cancelled (postgres-cancel.ts). */
+  readonly cancelOnDisconnect: boolean
+  readonly log: KyselyConfig['log']
+}
+
+/**
+ * Runs a compiled query outside Kysely's executor, where that cannot be told apart from going through
+ * it (see prepared-kysely.ts), and returns its rows; `undefined` when it must go through Kysely.
+ */
+export type DirectExecutor = (compiled: CompiledQuery) => DirectResult | Promise<DirectResult> | undefined
+
+/** The statements Kysely compiles from its builders, which a shortcut may run (never raw SQL such as DDL or BEGIN). */
+export const compiledStatementKinds: ReadonlySet<string> = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
+
+/** What a shortcut answers, as the database's Kysely driver would: the rows, and a write's affected rows where the driver reports them. */
+export interface DirectResult {
+  readonly rows: Row[]
+  readonly numAffectedRows?: bigint
+  readonly insertId?: bigint
+}
+
+/** A database a connector opened: Kysely's dialect (its pool opens on first use) and its shortcut, if any. */
+export interface OpenedDatabase {
+  readonly dialect: Dialect
+  readonly direct: DirectExecutor | undefined
+}
+
+/**
+ * A connection or pool that the user opened and handed to their own Kysely, adopted by withPreparedStatements
+ * (db.ts): the shortcut that runs compiled queries on it, and `viaKysely`, called for each compiled query
+ * that goes through Kysely instead (while the user's Kysely logs), so it can still be prepared there.
+ */
+export interface AdoptedDatabase {
+  readonly direct: DirectExecutor
+  readonly viaKysely: (compiled: CompiledQuery) => void
+}
+
+/**
+ * Opens one kind of database from a URL: part of the dialect seam, one implementation per database.
+ *
+ * @example
+ * ```ts
+ * const { dialect } = sqliteConnector.connect('sqlite::memory:', settings)
+ * const db = new Kysely<DB>({ dialect })
+ * ```
+ */
+export interface DatabaseConnector {
+  /** How its URLs begin, lower-case: `['postgres://', 'postgresql://']`. The scheme is the part before the colon. */
+  readonly urls: readonly string[]
+  /** Returns at once: the connection or pool opens when Kysely first asks for it. */
+  connect (url: string, settings: ConnectionSettings): OpenedDatabase
+  /**
+   * Adopts the connection or pool a user opened for their own Kysely (a better-sqlite3 `Database`, a pg
+   * `Pool`): `undefined` when this database has no shortcut. Throws InvalidOption for a handle of another kind.
+   */
+  adopt (handle: unknown): AdoptedDatabase | undefined
+}
+
+/** Hides the password of a URL in error messages. */
+export function redact (url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
+}

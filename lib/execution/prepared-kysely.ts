@@ -1,0 +1,205 @@
+import { isCompilable, Kysely } from 'kysely'
+import type {
+  Compilable, CompiledQuery, ConnectionBuilder, ControlledTransactionBuilder, DatabaseIntrospector, Dialect, DrainOuterGeneric, Driver,
+  KyselyConfig, KyselyPlugin, QueryExecutor, QueryId, QueryResult, TransactionBuilder,
+} from 'kysely'
+import type { Eventually } from './eventually.js'
+import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
+import type { Row } from '../dialect/dialect.js'
+
+/** How the data layer runs its compiled statements on an instance with a shortcut: see {@link runCompiled}. */
+export const executeNow = Symbol('fastify-viewsets.executeNow')
+
+/** What a shortcut answered, as Kysely's executor would hand it on: through each plugin's `transformResult`. */
+async function resultOf<R> (direct: DirectResult, compiled: CompiledQuery, plugins: readonly KyselyPlugin[]): Promise<QueryResult<R>> {
+  let result: QueryResult<Row> = direct
+  for (const plugin of plugins) result = await plugin.transformResult({ result, queryId: compiled.queryId })
+  return result as QueryResult<R> // the caller's compiled query types its rows as R, as Kysely's executor trusts it
+}
+
+/**
+ * Offers a compiled query to a shortcut and answers with its result, settled when the shortcut answered at
+ * once (a SQLite statement), or with `otherwise(compiled)` when the shortcut declines. May throw. Not async:
+ * each async frame costs promises, and on PostgreSQL the cancel-on-disconnect hooks run for each
+ * (dialect/postgres-cancel.ts).
+ */
+function viaShortcut<R> (direct: DirectExecutor, compiled: CompiledQuery<R>, otherwise: (compiled: CompiledQuery<R>) => Promise<QueryResult<R>>): Eventually<QueryResult<R>> {
+  const result = direct(compiled)
+  // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
+  return result === undefined ? otherwise(compiled) : result as Eventually<QueryResult<R>>
+}
+
+/** Kysely's `executeQuery` over {@link viaShortcut}: always a promise, and a throw becomes a rejection. */
+function promised<R> (query: CompiledQuery<R> | Compilable<R>, execute: (compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>): Promise<QueryResult<R>> {
+  try {
+    const result = execute(isCompilable(query) ? query.compile() : query)
+    return result instanceof Promise ? result : Promise.resolve(result)
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/**
+ * Runs a statement the data layer compiled: on an instance createDatabase opened or withPreparedStatements
+ * adopted, through its shortcut, whose SQLite statements answer at once rather than as a promise (see
+ * eventually.ts); on any other instance (a transaction, a plain Kysely) with `executeQuery`. May throw.
+ *
+ * @example
+ * ```ts
+ * const rows = andThen(runCompiled(db, withParameters(byId, [7])), resultRows)
+ * ```
+ */
+export function runCompiled<DB, R> (db: Kysely<DB>, compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+  return db instanceof PreparedKysely || db instanceof AdoptedKysely ? db[executeNow](compiled) : db.executeQuery(compiled)
+}
+
+/**
+ * The Kysely instance createDatabase returns. Only `db.executeQuery(compiled)`, which runs SQL compiled
+ * ahead of time, behaves differently: it first offers the query to the database's shortcut (on SQLite a
+ * SELECT may run straight on the connection, on PostgreSQL straight on the pool, as a named statement).
+ * Queries built and executed with the builder, and transactions (other instances), go through Kysely as usual.
+ *
+ * @example
+ * ```ts
+ * const { dialect, direct } = sqliteConnector.connect('sqlite::memory:', settings)
+ * const db = new PreparedKysely<DB>({ dialect }, direct)
+ * ```
+ */
+export class PreparedKysely<DB> extends Kysely<DB> {
+  readonly #direct: DirectExecutor
+  // Made once, not per statement: the shortcut, else Kysely's executor.
+  readonly #now: <R>(compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
+
+  constructor (config: KyselyConfig, direct: DirectExecutor) {
+    super(config)
+    this.#direct = direct
+    const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => super.executeQuery(compiled)
+    this.#now = (compiled) => viaShortcut(direct, compiled, viaKysely)
+  }
+
+  override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
+    if (queryId === undefined) return promised(query, this.#now)
+    return promised(query, (compiled) => viaShortcut(this.#direct, compiled, (declined) => super.executeQuery(declined, queryId)))
+  }
+
+  /** {@link runCompiled}: the shortcut, else Kysely's executor. */
+  [executeNow]<R> (compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+    return this.#now(compiled)
+  }
+}
+
+function delegated (): never {
+  throw new Error('fastify-viewsets: withPreparedStatements hands this to the Kysely instance it wraps')
+}
+
+// Kysely's constructor takes a dialect and a driver; AdoptedKysely hands every method that reads them
+// (transactions, connections, introspection, destroy) to the instance it wraps, so these are never called.
+const wrappedDialect: Dialect = { createDriver: delegated, createQueryCompiler: delegated, createAdapter: delegated, createIntrospector: delegated }
+const wrappedDriver: Driver = {
+  init: delegated,
+  acquireConnection: delegated,
+  beginTransaction: delegated,
+  commitTransaction: delegated,
+  rollbackTransaction: delegated,
+  releaseConnection: delegated,
+  destroy: delegated,
+}
+
+/**
+ * Whether a Kysely instance logs: Kysely wraps the `executeQuery` of each connection it hands out when it
+ * has a `log`, and not otherwise. Its log function is private, so the shortcut cannot call it.
+ */
+async function logs (executor: QueryExecutor): Promise<boolean> {
+  return await executor.provideConnection(async (connection) => Object.hasOwn(connection, 'executeQuery'))
+}
+
+/**
+ * A user's own Kysely instance, with the shortcut of a database createDatabase opens (withPreparedStatements
+ * in db.ts). It builds and compiles queries with the wrapped instance's executor (its plugins included) and
+ * hands transactions, connections, introspection and `destroy` to it. `db.executeQuery(compiled)` takes the
+ * shortcut, the rows going through the plugins' `transformResult`, unless the wrapped instance logs: its log
+ * function cannot be reached, so then every statement goes through it and is logged there (on PostgreSQL
+ * still as a named statement).
+ *
+ * @example
+ * ```ts
+ * const db = new AdoptedKysely(new Kysely<DB>({ dialect: new SqliteDialect({ database }) }), sqliteConnector.adopt(database))
+ * ```
+ */
+export class AdoptedKysely<DB> extends Kysely<DB> {
+  readonly #db: Kysely<DB>
+  readonly #adopted: AdoptedDatabase
+  readonly #plugins: readonly KyselyPlugin[]
+  /** Whether the wrapped instance logs, once known. */
+  #logs: boolean | undefined
+  // Made once, not per statement, as PreparedKysely's: once the wrapped instance is known not to log, a shortcut
+  // without plugins answers with no async frame.
+  readonly #now: <R>(compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
+
+  constructor (db: Kysely<DB>, adopted: AdoptedDatabase) {
+    const executor = db.getExecutor()
+    super({ config: { dialect: wrappedDialect }, executor, dialect: wrappedDialect, driver: wrappedDriver })
+    this.#db = db
+    this.#adopted = adopted
+    this.#plugins = executor.plugins
+    const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => db.executeQuery(compiled)
+    const bare = executor.plugins.length === 0 // the plugins are fixed with the instance
+    this.#now = (compiled) => bare && this.#logs === false ? viaShortcut(adopted.direct, compiled, viaKysely) : this.#executeQuery(compiled)
+  }
+
+  override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
+    return promised(query, this.#now)
+  }
+
+  /** {@link runCompiled}. */
+  [executeNow]<R> (compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+    return this.#now(compiled)
+  }
+
+  async #executeQuery<R> (compiled: CompiledQuery<R>): Promise<QueryResult<R>> {
+    this.#logs ??= await logs(this.getExecutor())
+    if (this.#logs) {
+      this.#adopted.viaKysely(compiled)
+      return await this.#db.executeQuery(compiled)
+    }
+    const result = this.#adopted.direct(compiled)
+    if (result === undefined) return await this.#db.executeQuery(compiled)
+    return await resultOf<R>(await result, compiled, this.#plugins)
+  }
+
+  override get introspection (): DatabaseIntrospector {
+    return this.#db.introspection
+  }
+
+  override transaction (): TransactionBuilder<DB> {
+    return this.#db.transaction()
+  }
+
+  override startTransaction (): ControlledTransactionBuilder<DB> {
+    return this.#db.startTransaction()
+  }
+
+  override connection (): ConnectionBuilder<DB> {
+    return this.#db.connection()
+  }
+
+  override withPlugin (plugin: KyselyPlugin): Kysely<DB> {
+    return new AdoptedKysely(this.#db.withPlugin(plugin), this.#adopted)
+  }
+
+  override withoutPlugins (): Kysely<DB> {
+    return new AdoptedKysely(this.#db.withoutPlugins(), this.#adopted)
+  }
+
+  override withSchema (schema: string): Kysely<DB> {
+    return new AdoptedKysely(this.#db.withSchema(schema), this.#adopted)
+  }
+
+  override withTables<T extends Record<string, Record<string, unknown>>> (): Kysely<DrainOuterGeneric<DB & T>> {
+    return new AdoptedKysely(this.#db.withTables<T>(), this.#adopted)
+  }
+
+  override async destroy (): Promise<void> {
+    await this.#db.destroy()
+  }
+}

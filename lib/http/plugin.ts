@@ -1,0 +1,96 @@
+import type { FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import { addMethodRoutes, collectMethods, isMethodRoute } from './allowed-methods.js'
+import { protectCustomRoute } from './auth.js'
+import { ViewsetErrors } from '../errors.js'
+import type { ViewsetDialect } from '../dialect/dialect.js'
+import { notFoundHandler, problemHandler } from './problem-handler.js'
+import { carryScopeThroughUserCode } from '../execution/cancellation.js'
+import { cancellable, decorateRequestState } from './routes.js'
+import type { JsonSchema } from '../schema/derive.js'
+import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from '../schema/openapi.js'
+import { componentsValidatorCompiler } from '../schema/validator.js'
+
+/** What a viewset hands its scope once its data layer is built. */
+export interface ViewsetScope {
+  /** The documented components (the row, the partial row, the bodies), added to the scope under their `$id`. */
+  readonly schemas: readonly JsonSchema[]
+  /** The generated routes (routes.ts). */
+  readonly routes: readonly RouteOptions[]
+  /** The dialect whose errors the scope's error handler classifies. */
+  readonly dialect: ViewsetDialect
+  /** Adds the subclass's own routes, after the generated ones. */
+  customRoutes (fastify: FastifyInstance): void | Promise<void>
+  /** The hook of protected custom routes (`config: { protected: true }` or `onRequest: protect`). */
+  readonly protect: onRequestAsyncHookHandler
+  /** The startup checks that count protected custom routes, run once they are added. */
+  checkProtectedRoutes (count: number): void
+}
+
+/**
+ * A custom route that documents its answers but no error: it answers errors through the scope's problem
+ * handler like every route, so they are documented for it (400 when it validates input, 401 and 403 when
+ * it declares `security`, 500 and 503 always). A route that documents any error is left as it is.
+ */
+function documentErrors (route: RouteOptions): void {
+  const schema = route.schema
+  if (schema === undefined || schema.hide === true || typeof schema.response !== 'object' || schema.response === null) return
+  const response: Record<string, unknown> = { ...schema.response }
+  if (Object.keys(response).some((status) => /^[45]/.test(status))) return
+  const validates = schema.body !== undefined || schema.querystring !== undefined || schema.params !== undefined || schema.headers !== undefined
+  const secured = 'security' in schema && Array.isArray(schema.security) && schema.security.length > 0
+  const statuses = [...(validates ? [400] : []), ...(secured ? [401, 403] : []), 500, 503]
+  route.schema = { ...schema, response: { ...response, ...problemResponses(statuses) } }
+}
+
+/**
+ * The plugin of one viewset. `setup` runs when Fastify registers it (it reads the catalog, builds the data
+ * layer and declares the routes); this shell then gives the scope what every viewset scope has: the
+ * validator compiler, the problem+json error and not-found handlers, JSON-only bodies, the routes, and
+ * 405/OPTIONS answers on the viewset's paths. Encapsulated, so `{ prefix }` and the handlers stay inside.
+ *
+ * @example
+ * ```ts
+ * return viewsetPlugin('items', async (fastify) => ({ schemas: [row], routes, dialect, protect, customRoutes: () => {}, checkProtectedRoutes: () => {} }))
+ * ```
+ */
+export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) => Promise<ViewsetScope>): FastifyPluginAsync {
+  const plugin: FastifyPluginAsync = async (fastify) => {
+    const scope = await setup(fastify)
+    for (const schema of scope.schemas) fastify.addSchema(schema)
+    if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
+    if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
+    decorateRequestState(fastify)
+    fastify.setValidatorCompiler(componentsValidatorCompiler(scope.schemas))
+    fastify.setErrorHandler(problemHandler(() => scope.dialect))
+    fastify.setNotFoundHandler(notFoundHandler)
+    // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a 415.
+    fastify.removeContentTypeParser('text/plain')
+    // RFC 7396 names PATCH's semantics (top-level fields replace, the rest stay): PATCH takes that type too.
+    const json = fastify.getDefaultJsonParser('error', 'error')
+    fastify.addContentTypeParser(mergePatchType, { parseAs: 'string' }, (request, body, done) => {
+      if (request.method !== 'PATCH') {
+        done(new ViewsetErrors.UnsupportedMediaType(mergePatchType), undefined)
+        return
+      }
+      json(request, String(body), done) // parseAs 'string': already a string
+    })
+
+    const registered = collectMethods(fastify)
+    for (const route of scope.routes) fastify.route(route)
+    // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
+    let protectedRoutes = 0
+    fastify.addHook('onRoute', (route) => {
+      // A custom route awaits where it likes before its queries: their scope rides on the promises.
+      if (!isMethodRoute(route)) carryScopeThroughUserCode()
+      route.handler = cancellable(route.handler)
+      if (protectCustomRoute(route, scope.protect)) protectedRoutes++
+      documentErrors(route)
+    })
+    await scope.customRoutes(fastify)
+    scope.checkProtectedRoutes(protectedRoutes)
+    // After the custom routes, so that a custom route on a generated path counts as allowed.
+    addMethodRoutes(fastify, ['', '/:id'], registered)
+  }
+  return fp(plugin, { fastify: '5.x', name: `fastify-viewsets:${table}`, encapsulate: true })
+}

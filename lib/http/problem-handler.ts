@@ -1,0 +1,145 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FieldError } from '../errors.js'
+import { invalidFields, problem, ViewsetErrors } from '../errors.js'
+import type { DatabaseFault, ViewsetDialect } from '../dialect/dialect.js'
+import { acceptPatch } from '../schema/openapi.js'
+
+interface AjvError {
+  instancePath?: string
+  keyword?: string
+  message?: string
+  params?: Record<string, unknown>
+}
+
+function fieldError (error: AjvError, part: string, message?: string, pointer = false): FieldError {
+  // An array body (POST /bulk) names its fields by JSON pointer, `/3/name`: `3.name` would read as a field.
+  const path = pointer ? error.instancePath ?? '' : (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
+  const join = (parts: string[]) => pointer ? parts.join('/') : parts.filter(Boolean).join('.')
+  const params = error.params ?? {}
+  if (error.keyword === 'additionalProperties') {
+    const field = join([path, String(params.additionalProperty)])
+    return { in: part, field, message: part === 'querystring' ? 'is not a supported query parameter' : 'is not a field of this resource' }
+  }
+  if (error.keyword === 'required') {
+    return { in: part, field: join([path, String(params.missingProperty)]), message: 'is required' }
+  }
+  return { in: part, field: path, message: message ?? error.message ?? 'is not valid' }
+}
+
+/**
+ * One field error per failing field. A failed union (such as `string | null`) makes Ajv report each
+ * branch and then the union: keep a branch's own constraint (maxLength, ...) when it has one,
+ * else say "must be string or null" once.
+ */
+function fieldErrors (validation: AjvError[], part: string, pointer: boolean): FieldError[] {
+  const unions = new Set(validation.filter((error) => error.keyword === 'anyOf').map((error) => error.instancePath))
+  const inUnion = (error: AjvError) => unions.has(error.instancePath) && error.keyword !== 'required' && error.keyword !== 'additionalProperties'
+  const errors: FieldError[] = []
+  for (const error of validation) {
+    if (!inUnion(error)) {
+      errors.push(fieldError(error, part, undefined, pointer))
+    } else if (error.keyword === 'anyOf') {
+      const branches = validation.filter((other) => other.instancePath === error.instancePath && other !== error && inUnion(other))
+      const constraints = branches.filter((branch) => branch.keyword !== 'type')
+      if (constraints.length > 0) errors.push(...constraints.map((branch) => fieldError(branch, part, undefined, pointer)))
+      else errors.push(fieldError(error, part, `must be ${branches.map((branch) => String(branch.params?.type)).join(' or ')}`, pointer))
+    }
+  }
+  return errors
+}
+
+/** The problem a database fault answers; `method` is the HTTP method (a DELETE's foreign-key fault names nothing). */
+export function faultProblem (fault: DatabaseFault, method: string) {
+  switch (fault.kind) {
+    case 'unique':
+      return new ViewsetErrors.Conflict(`A row with the same ${fault.target ?? 'unique value'} already exists`)
+    case 'foreign-key':
+      // A DELETE fails only because other rows still point at this one: never name their table or values.
+      if (fault.referenced === true || method === 'DELETE') return new ViewsetErrors.Conflict('The row is still referenced by other rows')
+      if (fault.referenced === false) return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist`)
+      return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist, or the row is still referenced`)
+    case 'not-null':
+      return new ViewsetErrors.BadRequest(`${fault.target ?? 'A field'} must not be null`)
+    case 'check':
+      return new ViewsetErrors.BadRequest(`A value breaks the check ${fault.target ?? 'constraint'}`)
+    case 'invalid-value':
+      return new ViewsetErrors.InvalidValue(`A value cannot be stored: ${fault.reason}`)
+    case 'unavailable':
+      return new ViewsetErrors.Unavailable()
+    case 'timeout':
+      return new ViewsetErrors.Timeout()
+  }
+}
+
+// Fastify's own 4xx errors (body parsing, content type) become our codes; their messages are safe.
+const fastifyCodes: Record<string, () => FastifyError> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: () => new ViewsetErrors.InvalidBody(),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => new ViewsetErrors.InvalidBody(),
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new ViewsetErrors.PayloadTooLarge(),
+}
+
+/**
+ * The error handler of a viewset's scope: every error becomes RFC 9457 problem details with a
+ * stable code. Nothing from the database (SQL, parameters, driver text) or a stack reaches the body.
+ */
+export function problemHandler (dialect: () => ViewsetDialect | undefined) {
+  return function handleError (this: unknown, error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    let known: FastifyError | undefined
+    let errors: FieldError[] | undefined
+    if (error.validation !== undefined) {
+      const part = error.validationContext ?? 'body'
+      errors = fieldErrors(error.validation, part, part === 'body' && Array.isArray(request.body))
+      // The detail names the fields that are listed, not the ones left out.
+      known = invalidFields(errors)
+    } else if (error.code?.startsWith('FST_VIEWSET_')) {
+      known = error
+      if (error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict) errors = error.errors
+    } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
+      known = fastifyCodes[error.code]?.()
+    } else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
+      known = new ViewsetErrors.UnsupportedMediaType(String(request.headers['content-type'] ?? 'none'))
+    } else {
+      const fault = dialect()?.classify(error)
+      if (fault !== undefined) known = faultProblem(fault, request.method)
+      else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 && error.code !== undefined) known = error
+    }
+
+    const status = known?.statusCode ?? 500
+    if (known === undefined || status >= 500) request.log.error({ err: error }, 'viewset request failed')
+    if (status === 503) reply.header('retry-after', '1')
+    // RFC 5789: a 415 of PATCH says which types it takes.
+    if (status === 415 && request.method === 'PATCH') reply.header('accept-patch', acceptPatch)
+    const body = known === undefined
+      ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
+      : problem(status, known.code, known.message, errors)
+    return reply.code(status).type('application/problem+json').send(body)
+  }
+}
+
+/**
+ * Fastify answers a few URL errors before it picks a route, so no viewset's error handler sees them:
+ * malformed percent-encoding (`/items/%ZZ`) and a path parameter longer than `maxParamLength`. Pass this
+ * as Fastify's `frameworkErrors` option to answer them as problem+json like every other error.
+ *
+ * @example
+ * ```ts
+ * const app = Fastify({ frameworkErrors: viewsetFrameworkErrors })
+ * ```
+ */
+export function viewsetFrameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const known = error.code === 'FST_ERR_BAD_URL'
+    ? new ViewsetErrors.BadUrl()
+    : error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new ViewsetErrors.UriTooLong() : undefined
+  if (known === undefined) request.log.error({ err: error }, 'viewset request failed')
+  const body = known === undefined
+    ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
+    : problem(known.statusCode ?? 400, known.code, known.message)
+  void reply.code(body.status).type('application/problem+json').send(body)
+}
+
+/** 404 for paths under the prefix that match no route. */
+export function notFoundHandler (request: FastifyRequest, reply: FastifyReply) {
+  const error = new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0])
+  const body = problem(404, error.code, error.message)
+  return reply.code(404).type('application/problem+json').send(body)
+}
