@@ -11,6 +11,10 @@ export default [
     rules: {
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      // TypeBox's convention: a schema and its type share one name (`const Item = Type.Object(…); type Item = …`).
+      '@typescript-eslint/no-redeclare': 'off',
+      // `void promise` marks a promise deliberately not awaited; `void value` in type tests marks a use.
+      'no-void': ['error', { allowAsStatement: true }],
     },
   },
   {

@@ -27,8 +27,8 @@ function git (args: string[]): string {
 /** What a failed child process printed (tsc reports on stdout, git and tar on stderr), or the error's message. */
 function childOutput (error: unknown): string {
   if (typeof error !== 'object' || error === null) return String(error)
-  const printed = [('stdout' in error ? error.stdout : ''), ('stderr' in error ? error.stderr : '')]
-    .map((output) => output instanceof Buffer || typeof output === 'string' ? output.toString().trim() : '')
+  const printed = ['stdout' in error ? error.stdout : '', 'stderr' in error ? error.stderr : '']
+    .map((output) => (output instanceof Buffer || typeof output === 'string' ? output.toString().trim() : ''))
     .filter((output) => output !== '')
   return printed.length > 0 ? printed.join('\n') : error instanceof Error ? error.message : String(error)
 }
@@ -38,7 +38,9 @@ export function resolveCommit (ref: string): string {
   try {
     return git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`])
   } catch {
-    throw new Error(`--baseline ${ref}: not a commit of this repository (git rev-parse --verify ${ref}^{commit} found nothing)`)
+    throw new Error(
+      `--baseline ${ref}: not a commit of this repository (git rev-parse --verify ${ref}^{commit} found nothing)`
+    )
   }
 }
 
@@ -48,7 +50,9 @@ export function ensureBaseline (ref: string, log: (line: string) => void): Basel
   const dir = join(root, 'benchmarks', '.data', 'baseline', commit)
   const library = join(dir, 'dist', 'index.js')
   if (existsSync(library)) return { ref, commit, library }
-  log(`Building the baseline ${ref} (${commit.slice(0, 12)}) into ${join('benchmarks', '.data', 'baseline', commit, 'dist')}…`)
+  log(
+    `Building the baseline ${ref} (${commit.slice(0, 12)}) into ${join('benchmarks', '.data', 'baseline', commit, 'dist')}…`
+  )
   // A build that stopped half-way leaves no dist/index.js: start again from nothing.
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
@@ -58,7 +62,8 @@ export function ensureBaseline (ref: string, log: (line: string) => void): Basel
     git(['archive', '--output', archive, commit, 'lib', 'package.json', 'tsconfig.json', 'tsconfig.build.json'])
     execFileSync('tar', ['-x', '-f', archive, '-C', dir], { stdio: ['ignore', 'ignore', 'pipe'] })
     rmSync(archive)
-    // The build's imports (fastify, kysely, drivers) resolve to this checkout's packages, the ones the other servers load.
+    // The build's imports (fastify, kysely, drivers) resolve to this checkout's packages, the ones the other servers
+    // load.
     symlinkSync(realpathSync(join(root, 'node_modules')), join(dir, 'node_modules'), 'dir')
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
   } catch (error) {

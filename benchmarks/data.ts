@@ -34,7 +34,8 @@ export const Book = Type.Object({
 })
 export type Book = Static<typeof Book>
 
-/** A book of the `versioned_books` table (a copy of `books`): its `version` column is the ETag, so GET hashes nothing. */
+/** A book of the `versioned_books` table (a copy of `books`): its `version` column is the ETag, so GET hashes nothing.
+ * */
 export const VersionedBook = Type.Object({
   ...Book.properties,
   version: Type.Integer({ readOnly: true }),
@@ -51,11 +52,18 @@ export type BookWithRelations = Static<typeof BookWithRelations>
 
 /** The Kysely view of the benchmark tables. */
 export interface BenchDB {
-  authors: { id: Generated<number>, name: string, email: string }
-  books: { id: Generated<number>, author_id: number, title: string, year: number, price: number }
-  tags: { id: Generated<number>, name: string }
-  book_tags: { book_id: number, tag_id: number }
-  versioned_books: { id: Generated<number>, author_id: number, title: string, year: number, price: number, version: Generated<number> }
+  authors: { id: Generated<number>; name: string; email: string }
+  books: { id: Generated<number>; author_id: number; title: string; year: number; price: number }
+  tags: { id: Generated<number>; name: string }
+  book_tags: { book_id: number; tag_id: number }
+  versioned_books: {
+    id: Generated<number>
+    author_id: number
+    title: string
+    year: number
+    price: number
+    version: Generated<number>
+  }
 }
 
 /** The prefix of the PostgreSQL databases that hold the benchmark tables. */
@@ -99,7 +107,13 @@ export function seedRows (): SeedRows {
   for (let id = 1; id <= sizes.authors; id++) authors.push([id, `Author ${id}`, `author${id}@example.com`])
   const books: SeedRows['books'] = []
   for (let id = 1; id <= sizes.books; id++) {
-    books.push([id, pick(next, sizes.authors), `Book ${id}`, 1950 + Math.floor(next() * 75), Math.round(next() * 10_000) / 100])
+    books.push([
+      id,
+      pick(next, sizes.authors),
+      `Book ${id}`,
+      1950 + Math.floor(next() * 75),
+      Math.round(next() * 10_000) / 100,
+    ])
   }
   const tags: SeedRows['tags'] = []
   for (let id = 1; id <= sizes.tags; id++) tags.push([id, `tag-${id}`])
@@ -107,7 +121,7 @@ export function seedRows (): SeedRows {
   for (let book = 1; book <= sizes.books; book++) {
     const first = pick(next, sizes.tags)
     // A second tag that differs from the first: shift by 1 to tags - 1, wrapping around.
-    const second = (first - 1 + pick(next, sizes.tags - 1)) % sizes.tags + 1
+    const second = ((first - 1 + pick(next, sizes.tags - 1)) % sizes.tags) + 1
     bookTags.push([book, first], [book, second])
   }
   return { authors, books, tags, bookTags }

@@ -12,19 +12,24 @@ import type { DatabaseTarget } from './seed.js'
 /** A batch of rows to delete, handed out one id at a time. */
 export interface DoomedRows {
   /** Inserts `count` rows and makes them the batch (the previous batch's leftovers are removed first). */
-  refill (count: number): Promise<void>
-  /** The next row's id; once the batch is used up, 0 (a 404 that the run reports as non-2xx: the runner sizes batches so that it does not happen). */
-  take (): number
+  refill(count: number): Promise<void>
+  /** The next row's id; once the batch is used up, 0 (a 404 that the run reports as non-2xx: the runner sizes batches
+   * so that it does not happen). */
+  take(): number
   /** How many ids of the batch were taken. */
-  taken (): number
+  taken(): number
   /** Removes the rows of the batch that were not deleted. */
-  clear (): Promise<void>
-  close (): Promise<void>
+  clear(): Promise<void>
+  close(): Promise<void>
 }
 
 const title = "'Doomed ' || n"
 
-function batch (insert: (count: number) => Promise<number[]>, clear: () => Promise<void>, close: () => Promise<void>): DoomedRows {
+function batch (
+  insert: (count: number) => Promise<number[]>,
+  clear: () => Promise<void>,
+  close: () => Promise<void>
+): DoomedRows {
   let ids: number[] = []
   let next = 0
   return {
@@ -45,12 +50,17 @@ function sqliteRows (file: string): DoomedRows {
   db.pragma('busy_timeout = 5000')
   const insert = db.prepare<[number], { id: number }>(
     `with recursive numbers(n) as (select 1 union all select n + 1 from numbers where n < ?)
-     insert into books (author_id, title, year, price) select 1, ${title}, 2000, 1 from numbers returning id`)
+     insert into books (author_id, title, year, price) select 1, ${title}, 2000, 1 from numbers returning id`
+  )
   const remove = db.prepare("delete from books where author_id = 1 and title glob 'Doomed *'")
   return batch(
     async (count) => insert.all(count).map((row) => row.id),
-    async () => { remove.run() },
-    async () => { db.close() }
+    async () => {
+      remove.run()
+    },
+    async () => {
+      db.close()
+    }
   )
 }
 
@@ -59,10 +69,19 @@ function postgresRows (url: string): DoomedRows {
   // An idle connection the server closes (the database dropped at the end) must not crash the runner.
   pool.on('error', () => {})
   return batch(
-    async (count) => (await pool.query<{ id: number }>(
-      `insert into books (author_id, title, year, price) select 1, ${title}, 2000, 1 from generate_series(1, $1) as n returning id`, [count])).rows.map((row) => row.id),
-    async () => { await pool.query("delete from books where author_id = 1 and title like 'Doomed %'") },
-    async () => { await pool.end() }
+    async (count) =>
+      (
+        await pool.query<{ id: number }>(
+          `insert into books (author_id, title, year, price) select 1, ${title}, 2000, 1 from generate_series(1, $1) as n returning id`,
+          [count]
+        )
+      ).rows.map((row) => row.id),
+    async () => {
+      await pool.query("delete from books where author_id = 1 and title like 'Doomed %'")
+    },
+    async () => {
+      await pool.end()
+    }
   )
 }
 

@@ -18,11 +18,15 @@ const schemaVersion = 1
 const limit = 20
 const page = 1000
 
-const Entry = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), score: Type.Integer(), label: Type.String() })
+const Entry = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  score: Type.Integer(),
+  label: Type.String(),
+})
 
 interface GrowthDB {
-  entries: { id: number, score: number, label: string }
-  growth_meta: { version: number, rows: number }
+  entries: { id: number; score: number; label: string }
+  growth_meta: { version: number; rows: number }
 }
 
 async function seeded (db: Kysely<GrowthDB>, rows: number): Promise<boolean> {
@@ -38,12 +42,18 @@ async function seeded (db: Kysely<GrowthDB>, rows: number): Promise<boolean> {
 async function seed (db: Kysely<GrowthDB>, kind: 'sqlite' | 'postgres', rows: number): Promise<void> {
   await sql`drop table if exists growth_meta`.execute(db)
   await sql`drop table if exists entries`.execute(db)
-  await sql`create table entries (id integer primary key, score integer not null, label varchar(32) not null)`.execute(db)
+  await sql`create table entries (id integer primary key, score integer not null, label varchar(32) not null)`.execute(
+    db
+  )
   // Scores repeat (ties broken by id) and are spread, so that the order differs from the key's.
   if (kind === 'postgres') {
-    await sql`insert into entries select i, ((i::bigint * 7919) % 100000)::integer, 'entry ' || i from generate_series(1, ${rows}::integer) as i`.execute(db)
+    await sql`insert into entries select i, ((i::bigint * 7919) % 100000)::integer, 'entry ' || i from generate_series(1, ${rows}::integer) as i`.execute(
+      db
+    )
   } else {
-    await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${rows}) insert into entries select i, (i * 7919) % 100000, 'entry ' || i from n`.execute(db)
+    await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${rows}) insert into entries select i, (i * 7919) % 100000, 'entry ' || i from n`.execute(
+      db
+    )
   }
   await sql`create index entries_score on entries (score, id)`.execute(db)
   await sql`analyze entries`.execute(db)
@@ -64,20 +74,24 @@ async function median (requests: number, run: () => Promise<unknown>): Promise<n
 }
 
 /** GETs a path; the answer's body and `Link` header. */
-async function get (app: FastifyInstance, url: string): Promise<{ body: string, link: string }> {
+async function get (app: FastifyInstance, url: string): Promise<{ body: string; link: string }> {
   const response = await app.inject({ method: 'GET', url })
   if (response.statusCode !== 200) throw new Error(`${url}: ${response.statusCode} ${response.body}`)
   return { body: response.body, link: String(response.headers.link ?? '') }
 }
 
-/** The cursor of page `page`: walks the `next` links (a cursor may be reused with another limit, so 100 rows a step). */
+/** The cursor of page `page`: walks the `next` links (a cursor may be reused with another limit, so 100 rows a step).
+ * */
 async function deepCursor (app: FastifyInstance): Promise<string> {
   const target = (page - 1) * limit
   let position = 0
   let cursor: string | undefined
   while (position < target) {
     const step = Math.min(100, target - position)
-    const { link } = await get(app, `/cursor?order_by=score&limit=${step}${cursor === undefined ? '' : `&cursor=${cursor}`}`)
+    const { link } = await get(
+      app,
+      `/cursor?order_by=score&limit=${step}${cursor === undefined ? '' : `&cursor=${cursor}`}`
+    )
     cursor = /[?&]cursor=([^&>]+)[^>]*>;\s*rel="next"/.exec(link)?.[1]
     if (cursor === undefined) throw new Error(`no next link after ${position} rows: ${link}`)
     position += step
@@ -91,13 +105,20 @@ async function main (): Promise<void> {
   const requests = Number(requestsText)
   const db = createDatabase<GrowthDB>(url)
   let seededSeconds = 0
-  if (!await seeded(db, rows)) {
+  if (!(await seeded(db, rows))) {
     const start = performance.now()
     await seed(db, kind, rows)
     seededSeconds = Math.round((performance.now() - start) / 100) / 10
   }
   const app = Fastify({ logger: false })
-  const options = { db, table: 'entries' as const, schema: Entry, orderingFields: ['score'] as const, maxLimit: 100, methods: ['LIST'] as const }
+  const options = {
+    db,
+    table: 'entries' as const,
+    schema: Entry,
+    orderingFields: ['score'] as const,
+    maxLimit: 100,
+    methods: ['LIST'] as const,
+  }
   await app.register(createViewset({ ...options, pagination: 'cursor' }), { prefix: '/cursor' })
   await app.register(createViewset({ ...options, maxOffset: rows }), { prefix: '/offset' })
   await app.ready()

@@ -13,9 +13,11 @@ export interface Sample {
   errors: number
   non2xx: number
   peakRssMiB: number
-  /** Server CPU time (user + system) per completed request, in microseconds: less sensitive to a busy machine than req/s. */
+  /** Server CPU time (user + system) per completed request, in microseconds: less sensitive to a busy machine than
+   * req/s. */
   cpuMicrosPerRequest: number
-  /** Share of the machine's CPU time that was busy (all processes) or stolen by the hypervisor during the measurement, in % (Linux). */
+  /** Share of the machine's CPU time that was busy (all processes) or stolen by the hypervisor during the measurement,
+   * in % (Linux). */
   machineBusyPercent: number
   stealPercent: number
 }
@@ -30,7 +32,9 @@ export interface LoadSettings {
   doomed?: DoomedRows | undefined
 }
 
-const noRows = () => { throw new Error('this scenario was given no rows to delete') }
+const noRows = () => {
+  throw new Error('this scenario was given no rows to delete')
+}
 
 function drawOf (seed: number, doomed: DoomedRows | undefined): Draw {
   return { next: generator(seed), doomed: doomed === undefined ? noRows : () => doomed.take() }
@@ -46,18 +50,20 @@ function generator (seed: number): () => number {
 }
 
 function requestsOf (server: RunningServer, scenario: Scenario, draw: Draw): autocannon.Request[] {
-  return [{
-    setupRequest (request) {
-      const built = scenario.request(server.system, draw)
-      request.method = built.method
-      request.path = built.path
-      if (built.body !== undefined) {
-        request.body = JSON.stringify(built.body)
-        request.headers = { ...request.headers, 'content-type': 'application/json' }
-      }
-      return request
+  return [
+    {
+      setupRequest (request) {
+        const built = scenario.request(server.system, draw)
+        request.method = built.method
+        request.path = built.path
+        if (built.body !== undefined) {
+          request.body = JSON.stringify(built.body)
+          request.headers = { ...request.headers, 'content-type': 'application/json' }
+        }
+        return request
+      },
     },
-  }]
+  ]
 }
 
 function percentile (sorted: Float64Array, fraction: number): number {
@@ -66,7 +72,11 @@ function percentile (sorted: Float64Array, fraction: number): number {
 }
 
 /** Sends one request and checks its answer; the message says what is wrong. */
-export async function probe (server: RunningServer, scenario: Scenario, doomed?: DoomedRows): Promise<string | undefined> {
+export async function probe (
+  server: RunningServer,
+  scenario: Scenario,
+  doomed?: DoomedRows
+): Promise<string | undefined> {
   const request: ScenarioRequest = scenario.request(server.system, drawOf(7, doomed))
   try {
     const response = await fetch(server.url + request.path, {
@@ -76,7 +86,11 @@ export async function probe (server: RunningServer, scenario: Scenario, doomed?:
     })
     const text = await response.text()
     let body: unknown
-    try { body = JSON.parse(text) } catch { body = text }
+    try {
+      body = JSON.parse(text)
+    } catch {
+      body = text
+    }
     const problem = scenario.check(server.system, request, response.status, body, response.headers)
     return problem === undefined ? undefined : `${request.method} ${request.path}: ${problem} (${text.slice(0, 160)})`
   } catch (error) {
@@ -85,11 +99,15 @@ export async function probe (server: RunningServer, scenario: Scenario, doomed?:
 }
 
 /** Busy (everything but idle and iowait) and steal ticks of all CPUs so far, from /proc/stat; zeros elsewhere. */
-function cpuTicks (): { busy: number, steal: number, total: number } {
+function cpuTicks (): { busy: number; steal: number; total: number } {
   try {
     const fields = (readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '').trim().split(/\s+/).slice(1).map(Number)
     const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields
-    return { busy: user + nice + system + irq + softirq, steal, total: user + nice + system + idle + iowait + irq + softirq + steal }
+    return {
+      busy: user + nice + system + irq + softirq,
+      steal,
+      total: user + nice + system + idle + iowait + irq + softirq + steal,
+    }
   } catch {
     return { busy: 0, steal: 0, total: 0 }
   }
@@ -101,29 +119,66 @@ function sampleInterval (seconds: number): number {
 }
 
 /** Load that is not measured: warms a server's code paths up (for scenarios that delete nothing). */
-export async function warmUp (server: RunningServer, scenario: Scenario, settings: Pick<LoadSettings, 'connections' | 'seed'>, seconds: number): Promise<void> {
-  await autocannon({ url: server.url, connections: settings.connections, pipelining: 1, duration: seconds, sampleInt: sampleInterval(seconds), requests: requestsOf(server, scenario, drawOf(settings.seed, undefined)) })
+export async function warmUp (
+  server: RunningServer,
+  scenario: Scenario,
+  settings: Pick<LoadSettings, 'connections' | 'seed'>,
+  seconds: number
+): Promise<void> {
+  await autocannon({
+    url: server.url,
+    connections: settings.connections,
+    pipelining: 1,
+    duration: seconds,
+    sampleInt: sampleInterval(seconds),
+    requests: requestsOf(server, scenario, drawOf(settings.seed, undefined)),
+  })
 }
 
 /** Warms a server up on a scenario, then measures it under load. */
-export async function measure (server: RunningServer, scenario: Scenario, settings: LoadSettings, title: string): Promise<Sample> {
+export async function measure (
+  server: RunningServer,
+  scenario: Scenario,
+  settings: LoadSettings,
+  title: string
+): Promise<Sample> {
   const base = { url: server.url, connections: settings.connections, pipelining: 1 }
-  if (settings.warmup > 0) await autocannon({ ...base, duration: settings.warmup, sampleInt: sampleInterval(settings.warmup), requests: requestsOf(server, scenario, drawOf(settings.seed + 1, settings.doomed)) })
+  if (settings.warmup > 0) {
+    await autocannon({
+      ...base,
+      duration: settings.warmup,
+      sampleInt: sampleInterval(settings.warmup),
+      requests: requestsOf(server, scenario, drawOf(settings.seed + 1, settings.doomed)),
+    })
+  }
   server.resetPeakMemory()
   const cpuBefore = await server.cpuTime()
   const ticksBefore = cpuTicks()
   const latencies: number[] = []
   // Without a callback autocannon returns its instance, which is also a promise of the result.
-  const instance = autocannon({ ...base, title, duration: settings.duration, sampleInt: sampleInterval(settings.duration), requests: requestsOf(server, scenario, drawOf(settings.seed, settings.doomed)) }) as unknown as autocannon.Instance & Promise<autocannon.Result>
-  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => { latencies.push(responseTime) })
+  const instance = autocannon({
+    ...base,
+    title,
+    duration: settings.duration,
+    sampleInt: sampleInterval(settings.duration),
+    requests: requestsOf(server, scenario, drawOf(settings.seed, settings.doomed)),
+  }) as unknown as autocannon.Instance & Promise<autocannon.Result>
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+    latencies.push(responseTime)
+  })
   if (settings.progress) {
-    autocannon.track(instance, { renderProgressBar: true, renderResultsTable: false, renderLatencyTable: false, progressBarString: `${title.padEnd(44)} [:bar] :percent` })
+    autocannon.track(instance, {
+      renderProgressBar: true,
+      renderResultsTable: false,
+      renderLatencyTable: false,
+      progressBarString: `${title.padEnd(44)} [:bar] :percent`,
+    })
   }
   const result = await instance
-  const cpu = await server.cpuTime() - cpuBefore
+  const cpu = (await server.cpuTime()) - cpuBefore
   const ticks = cpuTicks()
   const elapsed = ticks.total - ticksBefore.total
-  const share = (value: number) => elapsed > 0 ? Math.round(value / elapsed * 1000) / 10 : 0
+  const share = (value: number) => (elapsed > 0 ? Math.round((value / elapsed) * 1000) / 10 : 0)
   const sorted = Float64Array.from(latencies).sort()
   return {
     requestsPerSecond: result.duration > 0 ? result.requests.total / result.duration : 0,

@@ -15,7 +15,10 @@ import type { RunnerMessage, ServerMessage, ServerRuntime } from './server.js'
 export function plainNode (module: string, args: string[], execArgv: string[] = [], wrapper?: Wrapper): ChildProcess {
   const env = { ...process.env }
   delete env.NODE_OPTIONS
-  const launch = wrapper === undefined ? { execArgv } : { execPath: wrapper.command, execArgv: [...wrapper.args, process.execPath, ...execArgv] }
+  const launch =
+    wrapper === undefined
+      ? { execArgv }
+      : { execPath: wrapper.command, execArgv: [...wrapper.args, process.execPath, ...execArgv] }
   return fork(compiled(module), args, { ...launch, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
 }
 
@@ -35,12 +38,12 @@ export interface RunningServer {
   notes: Partial<Record<ScenarioId, string>>
   runtime: ServerRuntime
   /** Forgets the peak resident set size so far, where the platform allows it. */
-  resetPeakMemory (): void
+  resetPeakMemory(): void
   /** The peak resident set size in bytes since the last reset (or since start). */
-  peakMemory (): Promise<number>
+  peakMemory(): Promise<number>
   /** CPU time (user + system) the process has used so far, in microseconds. */
-  cpuTime (): Promise<number>
-  stop (): Promise<void>
+  cpuTime(): Promise<number>
+  stop(): Promise<void>
 }
 
 /**
@@ -54,16 +57,33 @@ export type ServerRuntimeKind = 'dist' | 'source'
  * Starts one system in its own process and waits until it listens; `library` is the baseline's build
  * (`viewsets-baseline`), `execArgv` more node flags, and `wrapper` a command that runs node (over dist/ only).
  */
-export async function startServer (system: SystemName, target: DatabaseTarget, options: { profileDir?: string | undefined, runtime?: ServerRuntimeKind, library?: string | undefined, execArgv?: string[], wrapper?: Wrapper } = {}): Promise<RunningServer> {
-  const execArgv: string[] = [...options.execArgv ?? []]
-  if (options.profileDir !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${system}-${target.kind}`)}`)
+export async function startServer (
+  system: SystemName,
+  target: DatabaseTarget,
+  options: {
+    profileDir?: string | undefined
+    runtime?: ServerRuntimeKind
+    library?: string | undefined
+    execArgv?: string[]
+    wrapper?: Wrapper
+  } = {}
+): Promise<RunningServer> {
+  const execArgv: string[] = [...(options.execArgv ?? [])]
+  if (options.profileDir !== undefined) {
+    execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${system}-${target.kind}`)}`)
+  }
   // `library`: the dist/index.js of another build (the baseline's), which the server imports instead of the package.
-  const args = [system, JSON.stringify(target), ...options.library === undefined ? [] : [options.library]]
-  const child = options.runtime === 'source'
-    ? fork(fileURLToPath(new URL('./server.ts', import.meta.url)), args, { execArgv: ['--conditions=source', '--import', 'tsx', ...execArgv], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    : plainNode('server.ts', args, execArgv, options.wrapper)
+  const args = [system, JSON.stringify(target), ...(options.library === undefined ? [] : [options.library])]
+  const child =
+    options.runtime === 'source'
+      ? fork(fileURLToPath(new URL('./server.ts', import.meta.url)), args, {
+        execArgv: ['--conditions=source', '--import', 'tsx', ...execArgv],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      })
+      : plainNode('server.ts', args, execArgv, options.wrapper)
   const ready = await new Promise<Extract<ServerMessage, { type: 'ready' }>>((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`${system} server exited with code ${String(code)} before it was ready`))
+    const onExit = (code: number | null) =>
+      reject(new Error(`${system} server exited with code ${String(code)} before it was ready`))
     child.once('exit', onExit)
     child.once('error', reject)
     child.on('message', function onMessage (message: ServerMessage) {
@@ -86,7 +106,11 @@ export async function startServer (system: SystemName, target: DatabaseTarget, o
     resetPeakMemory () {
       if (!canReset) return
       // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+).
-      try { writeFileSync(`/proc/${pid}/clear_refs`, '5') } catch { canReset = false }
+      try {
+        writeFileSync(`/proc/${pid}/clear_refs`, '5')
+      } catch {
+        canReset = false
+      }
     },
     async peakMemory () {
       if (process.platform === 'linux') {
@@ -127,7 +151,9 @@ export async function runChild<T> (module: string, args: string[]): Promise<T> {
   const child = plainNode(module, args)
   return await new Promise<T>((resolve, reject) => {
     let answer: T | undefined
-    child.once('message', (message: T) => { answer = message })
+    child.once('message', (message: T) => {
+      answer = message
+    })
     child.once('error', reject)
     child.once('exit', (code) => {
       if (answer !== undefined) resolve(answer)

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 
 interface ProfileNode {
   id: number
-  callFrame: { functionName: string, url: string, lineNumber: number }
+  callFrame: { functionName: string; url: string; lineNumber: number }
   children?: number[]
 }
 
@@ -23,8 +23,8 @@ interface CpuProfile {
 
 export interface ProfileSummary {
   totalMs: number
-  functions: Array<{ name: string, where: string, ms: number, share: number }>
-  packages: Array<{ name: string, ms: number, share: number }>
+  functions: Array<{ name: string; where: string; ms: number; share: number }>
+  packages: Array<{ name: string; ms: number; share: number }>
 }
 
 /** The package (or `lib/…`, `node:…`, `(program)`) a frame belongs to. */
@@ -48,12 +48,15 @@ export function summarise (profile: CpuProfile, top = 25): ProfileSummary {
     self.set(id, (self.get(id) ?? 0) + delta)
     total += delta
   })
-  const functions = new Map<string, { name: string, where: string, ms: number }>()
+  const functions = new Map<string, { name: string; where: string; ms: number }>()
   const packages = new Map<string, number>()
   for (const [id, ms] of self) {
     const frame = byId.get(id)?.callFrame
     if (frame === undefined) continue
-    const where = frame.url === '' ? '' : `${frame.url.replace(/^.*?\/(node_modules|lib|dist|benchmarks)\/(?:\.data\/build\/)?/, '$1/')}:${frame.lineNumber + 1}`
+    const where =
+      frame.url === ''
+        ? ''
+        : `${frame.url.replace(/^.*?\/(node_modules|lib|dist|benchmarks)\/(?:\.data\/build\/)?/, '$1/')}:${frame.lineNumber + 1}`
     const name = frame.functionName === '' ? '(anonymous)' : frame.functionName
     const key = `${name} ${where}`
     const entry = functions.get(key) ?? { name, where, ms: 0 }
@@ -62,11 +65,16 @@ export function summarise (profile: CpuProfile, top = 25): ProfileSummary {
     const pkg = packageOf(frame.url, frame.functionName)
     packages.set(pkg, (packages.get(pkg) ?? 0) + ms)
   }
-  const share = (ms: number) => Math.round(ms / total * 1000) / 10
+  const share = (ms: number) => Math.round((ms / total) * 1000) / 10
   return {
     totalMs: Math.round(total),
-    functions: [...functions.values()].sort((a, b) => b.ms - a.ms).slice(0, top).map((entry) => ({ ...entry, ms: Math.round(entry.ms), share: share(entry.ms) })),
-    packages: [...packages.entries()].sort((a, b) => b[1] - a[1]).map(([name, ms]) => ({ name, ms: Math.round(ms), share: share(ms) })),
+    functions: [...functions.values()]
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, top)
+      .map((entry) => ({ ...entry, ms: Math.round(entry.ms), share: share(entry.ms) })),
+    packages: [...packages.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, ms]) => ({ name, ms: Math.round(ms), share: share(ms) })),
   }
 }
 
@@ -77,8 +85,12 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   for (const file of args) {
     const summary = summarise(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile, top)
     process.stdout.write(`\n${file}: ${summary.totalMs} ms sampled\n\nSelf time by package\n`)
-    for (const entry of summary.packages.slice(0, 20)) process.stdout.write(`  ${String(entry.share).padStart(5)}%  ${entry.name}\n`)
+    for (const entry of summary.packages.slice(0, 20)) {
+      process.stdout.write(`  ${String(entry.share).padStart(5)}%  ${entry.name}\n`)
+    }
     process.stdout.write('\nTop functions by self time\n')
-    for (const entry of summary.functions) process.stdout.write(`  ${String(entry.share).padStart(5)}%  ${entry.name}  ${entry.where}\n`)
+    for (const entry of summary.functions) {
+      process.stdout.write(`  ${String(entry.share).padStart(5)}%  ${entry.name}  ${entry.where}\n`)
+    }
   }
 }

@@ -5,8 +5,18 @@ import type { ScenarioId, SystemName } from './scenarios.js'
 import { hasBaseline, minimumRatios, shownSystems } from './results.js'
 import type { Cell, DatabaseKind, EtagCost, Results, ScenarioResult, Target } from './results.js'
 
-const databaseTitles: Record<DatabaseKind, string> = { sqlite: 'SQLite (better-sqlite3, WAL file)', postgres: 'PostgreSQL (pg, pool of 10)' }
-const systemTitles: Record<SystemName, string> = { raw: 'raw', kysely: 'kysely', viewsets: 'viewsets', platformatic: 'platformatic', 'viewsets-own-kysely': 'viewsets, own Kysely', 'viewsets-baseline': 'viewsets, baseline' }
+const databaseTitles: Record<DatabaseKind, string> = {
+  sqlite: 'SQLite (better-sqlite3, WAL file)',
+  postgres: 'PostgreSQL (pg, pool of 10)',
+}
+const systemTitles: Record<SystemName, string> = {
+  raw: 'raw',
+  kysely: 'kysely',
+  viewsets: 'viewsets',
+  platformatic: 'platformatic',
+  'viewsets-own-kysely': 'viewsets, own Kysely',
+  'viewsets-baseline': 'viewsets, baseline',
+}
 interface RatioColumn {
   key: string
   title: string
@@ -15,7 +25,8 @@ interface RatioColumn {
   baseline?: true
 }
 
-/** The ratio columns: ours against the ceiling, the peer and the hand-written code, and this build against the baseline's. */
+/** The ratio columns: ours against the ceiling, the peer and the hand-written code, and this build against the
+ * baseline's. */
 const allRatioColumns: RatioColumn[] = [
   { key: 'viewsets/raw', title: 'viewsets ÷ raw', target: 'raw' },
   { key: 'viewsets/platformatic', title: 'viewsets ÷ platformatic', target: 'platformatic' },
@@ -43,8 +54,8 @@ function columnsOf (columns: RatioColumn[], results: Results): RatioColumn[] {
 const analysisFile = fileURLToPath(new URL('./analysis.md', import.meta.url))
 
 const integer = (value: number) => Math.round(value).toLocaleString('en-US')
-const ms = (value: number) => value < 10 ? value.toFixed(2) : value.toFixed(1)
-const ratio = (value: number | undefined) => value === undefined ? '–' : `${value.toFixed(2)}×`
+const ms = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(1))
+const ratio = (value: number | undefined) => (value === undefined ? '–' : `${value.toFixed(2)}×`)
 
 function throughputText (cell: Cell | undefined): string {
   if (cell === undefined) return '–'
@@ -60,8 +71,12 @@ function scenarioRows (results: Results, database: DatabaseKind): Array<[Scenari
 /** A ratio, marked ✗ when a target column's value is under issue 18's minimum. */
 function ratioCell (database: DatabaseKind, id: ScenarioId, scenario: ScenarioResult, column: RatioColumn): string {
   const value = scenario.ratios[column.key]
-  const minimum = column.target === undefined || (id === 'eager' && column.target === 'platformatic') ? undefined : minimumRatios[database][column.target]
-  const targeted = minimum !== undefined && ['get', 'list10', 'list100', 'filter', 'post', 'patch', 'delete', 'eager'].includes(id)
+  const minimum =
+    column.target === undefined || (id === 'eager' && column.target === 'platformatic')
+      ? undefined
+      : minimumRatios[database][column.target]
+  const targeted =
+    minimum !== undefined && ['get', 'list10', 'list100', 'filter', 'post', 'patch', 'delete', 'eager'].includes(id)
   return `${ratio(value)}${targeted && value !== undefined && value < minimum ? ' ✗' : ''}`
 }
 
@@ -72,7 +87,9 @@ function notes (results: Results, database: DatabaseKind): string[] {
     for (const system of shownSystems(results)) {
       const cell = scenario.systems[system]
       if (cell === undefined) continue
-      if (cell.status === 'measured' && (cell.errors > 0 || cell.non2xx > 0)) lines.push(`BROKEN ${scenario.title} / ${system}: ${cell.errors} errors, ${cell.non2xx} non-2xx`)
+      if (cell.status === 'measured' && (cell.errors > 0 || cell.non2xx > 0)) {
+        lines.push(`BROKEN ${scenario.title} / ${system}: ${cell.errors} errors, ${cell.non2xx} non-2xx`)
+      }
       if (cell.status === 'failed') lines.push(`FAILED ${scenario.title} / ${system}: ${cell.reason}`)
     }
   }
@@ -81,15 +98,24 @@ function notes (results: Results, database: DatabaseKind): string[] {
 
 /** The notes of measured cells (†): what a system did differently, such as a baseline's GET without an ETag. */
 function cellNotes (results: Results, database: DatabaseKind): string[] {
-  return scenarioRows(results, database).flatMap(([, scenario]) => shownSystems(results).flatMap((system) => {
-    const cell = scenario.systems[system]
-    return cell?.status === 'measured' && cell.note !== undefined ? [`† ${systemTitles[system]}, ${scenario.title}: ${cell.note}`] : []
-  }))
+  return scenarioRows(results, database).flatMap(([, scenario]) =>
+    shownSystems(results).flatMap((system) => {
+      const cell = scenario.systems[system]
+      return cell?.status === 'measured' && cell.note !== undefined
+        ? [`† ${systemTitles[system]}, ${scenario.title}: ${cell.note}`]
+        : []
+    })
+  )
 }
 
 function targetText (target: Target): string {
   const bound = target.minimum !== undefined ? `≥ ${target.minimum}` : `≤ ${target.maximum ?? ''}`
-  const value = target.value === null ? '–' : target.ratio.includes('/') && !target.ratio.includes('(') ? ratio(target.value) : String(target.value)
+  const value =
+    target.value === null
+      ? '–'
+      : target.ratio.includes('/') && !target.ratio.includes('(')
+        ? ratio(target.value)
+        : String(target.value)
   return `${target.database} ${target.scenario} ${target.ratio}: ${value} (${bound})`
 }
 
@@ -98,16 +124,28 @@ function extraLines (results: Results): string[] {
   const out: string[] = []
   for (const [database, costs] of Object.entries(results.etagCost ?? {}) as Array<[DatabaseKind, EtagCost[]]>) {
     for (const cost of costs) {
-      out.push(`ETag on GET, ${database}, ${cost.system}: ${cost.taggedMicros} µs CPU/request (get) vs ${cost.untaggedMicros} (${cost.untagged}) → ${cost.micros} µs, ${cost.percent}% of the request; req/s ratio ${ratio(cost.throughputRatio ?? undefined)}`)
+      out.push(
+        `ETag on GET, ${database}, ${cost.system}: ${cost.taggedMicros} µs CPU/request (get) vs ${cost.untaggedMicros} (${cost.untagged}) → ${cost.micros} µs, ${cost.percent}% of the request; req/s ratio ${ratio(cost.throughputRatio ?? undefined)}`
+      )
     }
   }
   for (const [database, peaks] of Object.entries(results.memory ?? {})) {
-    out.push(`Peak RSS under load, ${database}: ${Object.entries(peaks).map(([system, peak]) => `${system} ${peak} MiB`).join(', ')}`)
+    out.push(
+      `Peak RSS under load, ${database}: ${Object.entries(peaks)
+        .map(([system, peak]) => `${system} ${peak} MiB`)
+        .join(', ')}`
+    )
   }
   const startup = results.startup
-  if (startup !== undefined) out.push(`Startup, ${startup.viewsets} viewsets on ${startup.database}, plain node over dist/: ${startup.totalMs} ms from process start to app.ready() (imports ${startup.importMs} ms, createDatabase + register + ready ${startup.readyMs} ms; median of ${startup.runs})`)
+  if (startup !== undefined) {
+    out.push(
+      `Startup, ${startup.viewsets} viewsets on ${startup.database}, plain node over dist/: ${startup.totalMs} ms from process start to app.ready() (imports ${startup.importMs} ms, createDatabase + register + ready ${startup.readyMs} ms; median of ${startup.runs})`
+    )
+  }
   for (const [database, growth] of Object.entries(results.growth ?? {})) {
-    out.push(`Growth, ${database}, ${growth.rows.toLocaleString('en-US')} rows, limit ${growth.limit}: LIST ${growth.listMs} ms, with count=true ${growth.countMs} ms (${ratio(growth.countMs / growth.listMs)}); cursor page 1 ${growth.cursorFirstMs} ms, page ${growth.page.toLocaleString('en-US')} ${growth.cursorDeepMs} ms (${ratio(growth.cursorDeepMs / growth.cursorFirstMs)}); offset page 1 ${growth.offsetFirstMs} ms, page ${growth.page.toLocaleString('en-US')} ${growth.offsetDeepMs} ms (${ratio(growth.offsetDeepMs / growth.offsetFirstMs)})`)
+    out.push(
+      `Growth, ${database}, ${growth.rows.toLocaleString('en-US')} rows, limit ${growth.limit}: LIST ${growth.listMs} ms, with count=true ${growth.countMs} ms (${ratio(growth.countMs / growth.listMs)}); cursor page 1 ${growth.cursorFirstMs} ms, page ${growth.page.toLocaleString('en-US')} ${growth.cursorDeepMs} ms (${ratio(growth.cursorDeepMs / growth.cursorFirstMs)}); offset page 1 ${growth.offsetFirstMs} ms, page ${growth.page.toLocaleString('en-US')} ${growth.offsetDeepMs} ms (${ratio(growth.offsetDeepMs / growth.offsetFirstMs)})`
+    )
   }
   return out
 }
@@ -119,19 +157,28 @@ export function consoleReport (results: Results): string {
     out.push('', `${databaseTitles[database]}: requests/s (p50 / p99 ms), peak RSS MiB, server CPU µs per request`)
     const systems = shownSystems(results)
     const ratioColumns = columnsOf(allRatioColumns, results)
-    const header = ['scenario'.padEnd(40), ...systems.map((system) => systemTitles[system].padStart(32)), ...ratioColumns.map((column) => column.title.replace('viewsets ', 'vs ').replace('platformatic', 'plat.').padStart(20))]
+    const header = [
+      'scenario'.padEnd(40),
+      ...systems.map((system) => systemTitles[system].padStart(32)),
+      ...ratioColumns.map((column) =>
+        column.title.replace('viewsets ', 'vs ').replace('platformatic', 'plat.').padStart(20)
+      ),
+    ]
     out.push(header.join(''))
     for (const [id, scenario] of scenarioRows(results, database)) {
       const cells = systems.map((system) => {
         const cell = scenario.systems[system]
-        const text = cell?.status === 'measured'
-          ? `${integer(cell.requestsPerSecond)} (${ms(cell.p50)}/${ms(cell.p99)}) ${Math.round(cell.peakRssMiB)}M ${Math.round(cell.cpuMicrosPerRequest)}µs${cell.note === undefined ? '' : ' †'}`
-          : throughputText(cell)
+        const text =
+          cell?.status === 'measured'
+            ? `${integer(cell.requestsPerSecond)} (${ms(cell.p50)}/${ms(cell.p99)}) ${Math.round(cell.peakRssMiB)}M ${Math.round(cell.cpuMicrosPerRequest)}µs${cell.note === undefined ? '' : ' †'}`
+            : throughputText(cell)
         return text.padStart(32)
       })
       const ratios = ratioColumns.map((column) => ratioCell(database, id, scenario, column).padStart(20))
       out.push([scenario.title.slice(0, 39).padEnd(40), ...cells, ...ratios].join(''))
-      if (scenario.ratios['viewsets/n+1'] !== undefined) out.push(`${''.padEnd(40)}viewsets vs naive N+1: ${ratio(scenario.ratios['viewsets/n+1'])}`)
+      if (scenario.ratios['viewsets/n+1'] !== undefined) {
+        out.push(`${''.padEnd(40)}viewsets vs naive N+1: ${ratio(scenario.ratios['viewsets/n+1'])}`)
+      }
     }
     for (const line of [...notes(results, database), ...cellNotes(results, database)]) out.push(line)
   }
@@ -140,7 +187,11 @@ export function consoleReport (results: Results): string {
   if (results.targets.length > 0) {
     const missed = results.targets.filter((target) => !target.met).length
     out.push('', `Targets (issue 18): ${results.targets.length - missed} met, ${missed} missed`)
-    for (const target of results.targets) out.push(`  ${target.met ? 'met   ' : 'MISSED'} ${targetText(target)}${target.cpuValue === undefined ? '' : `; by CPU/request ${ratio(target.cpuValue ?? undefined)}`}`)
+    for (const target of results.targets) {
+      out.push(
+        `  ${target.met ? 'met   ' : 'MISSED'} ${targetText(target)}${target.cpuValue === undefined ? '' : `; by CPU/request ${ratio(target.cpuValue ?? undefined)}`}`
+      )
+    }
   }
   return out.join('\n')
 }
@@ -172,7 +223,10 @@ export function throughputTable (results: Results, database: DatabaseKind): stri
   for (const [id, scenario] of scenarioRows(results, database)) {
     const cells = systems.map((system) => throughputText(scenario.systems[system]))
     const ratios = ratioColumns.map((column) => ratioCell(database, id, scenario, column))
-    const title = scenario.ratios['viewsets/n+1'] === undefined ? scenario.title : `${scenario.title} (viewsets ÷ N+1: ${ratio(scenario.ratios['viewsets/n+1'])})`
+    const title =
+      scenario.ratios['viewsets/n+1'] === undefined
+        ? scenario.title
+        : `${scenario.title} (viewsets ÷ N+1: ${ratio(scenario.ratios['viewsets/n+1'])})`
     out.push(`| ${title} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`)
   }
   return out
@@ -181,42 +235,79 @@ export function throughputTable (results: Results, database: DatabaseKind): stri
 /** The ETag, memory, startup and growth tables, under headings of the given level. */
 export function extraMarkdown (results: Results, heading = '##', chartDir = ''): string[] {
   const out: string[] = []
-  const costs = Object.entries(results.etagCost ?? {}).flatMap(([database, list]) => (list ?? []).map((cost) => ({ database, ...cost })))
+  const costs = Object.entries(results.etagCost ?? {}).flatMap(([database, list]) =>
+    (list ?? []).map((cost) => ({ database, ...cost }))
+  )
   if (costs.length > 0) {
-    out.push('', `${heading} The ETag on GET (issue 17)`, '',
-      'GET sends a strong ETag: without `versionField`, a SHA-1 of the body it sends; with it, the version column\'s value. Server CPU',
-      'per request of the GET that hashes, against the same system\'s GET that hashes nothing, measured side by side (same rounds):', '',
-      '| database | system | GET (hash) µs | compared with | its µs | ETag costs µs | share of the GET | req/s ratio |', '|---|---|---:|---|---:|---:|---:|---:|')
-    const compared = { 'get-untagged': 'GET without ETag', 'get-versioned': 'GET, versionField tag' } as Record<string, string>
+    out.push(
+      '',
+      `${heading} The ETag on GET (issue 17)`,
+      '',
+      "GET sends a strong ETag: without `versionField`, a SHA-1 of the body it sends; with it, the version column's value. Server CPU",
+      "per request of the GET that hashes, against the same system's GET that hashes nothing, measured side by side (same rounds):",
+      '',
+      '| database | system | GET (hash) µs | compared with | its µs | ETag costs µs | share of the GET | req/s ratio |',
+      '|---|---|---:|---|---:|---:|---:|---:|'
+    )
+    const compared = { 'get-untagged': 'GET without ETag', 'get-versioned': 'GET, versionField tag' } as Record<
+      string,
+      string
+    >
     for (const cost of costs) {
-      out.push(`| ${cost.database} | ${cost.system} | ${cost.taggedMicros} | ${compared[cost.untagged] ?? cost.untagged} | ${cost.untaggedMicros} | ${cost.micros} | ${cost.percent}% | ${ratio(cost.throughputRatio ?? undefined)} |`)
+      out.push(
+        `| ${cost.database} | ${cost.system} | ${cost.taggedMicros} | ${compared[cost.untagged] ?? cost.untagged} | ${cost.untaggedMicros} | ${cost.micros} | ${cost.percent}% | ${ratio(cost.throughputRatio ?? undefined)} |`
+      )
     }
-    out.push('', 'A negative difference is noise: on this shared machine the same GET measured in two slots of one round differs by several µs, and on PostgreSQL by tens. SHA-1 over a body of about 80 bytes costs a few µs at most. The versionField row is one integer longer, and raw\'s versionField GET reads the same table as viewsets\'.')
+    out.push(
+      '',
+      "A negative difference is noise: on this shared machine the same GET measured in two slots of one round differs by several µs, and on PostgreSQL by tens. SHA-1 over a body of about 80 bytes costs a few µs at most. The versionField row is one integer longer, and raw's versionField GET reads the same table as viewsets'."
+    )
   }
   if (results.memory !== undefined) {
     const systems = shownSystems(results)
-    out.push('', `${heading} Peak memory under the load`, '', 'Peak RSS (VmHWM) of each server process, the highest over all its measurements. Target: ours ≤ raw + 10 MiB.', '',
-      `| database | ${systems.map((system) => systemTitles[system]).join(' | ')} |`, `|---|${systems.map(() => '---:').join('|')}|`)
+    out.push(
+      '',
+      `${heading} Peak memory under the load`,
+      '',
+      'Peak RSS (VmHWM) of each server process, the highest over all its measurements. Target: ours ≤ raw + 10 MiB.',
+      '',
+      `| database | ${systems.map((system) => systemTitles[system]).join(' | ')} |`,
+      `|---|${systems.map(() => '---:').join('|')}|`
+    )
     for (const [database, peaks] of Object.entries(results.memory)) {
-      out.push(`| ${database} | ${systems.map((system) => peaks?.[system] === undefined ? '–' : `${peaks[system]} MiB`).join(' | ')} |`)
+      out.push(
+        `| ${database} | ${systems.map((system) => (peaks?.[system] === undefined ? '–' : `${peaks[system]} MiB`)).join(' | ')} |`
+      )
     }
   }
   const startup = results.startup
   if (startup !== undefined) {
-    out.push('', `${heading} Startup`, '',
+    out.push(
+      '',
+      `${heading} Startup`,
+      '',
       `An app with ${startup.viewsets} viewsets (${startup.viewsets} tables, each with filters and ordering) on a ${startup.database === 'sqlite' ? 'SQLite file' : 'PostgreSQL database'}, in a fresh plain-node process over dist/, median of ${startup.runs} processes:`,
-      `**${startup.totalMs} ms** from the process's start to \`app.ready()\` (loading fastify and fastify-viewsets ${startup.importMs} ms; createDatabase, ${startup.viewsets} registrations and \`ready()\` ${startup.readyMs} ms). Target: under 1 s.`)
+      `**${startup.totalMs} ms** from the process's start to \`app.ready()\` (loading fastify and fastify-viewsets ${startup.importMs} ms; createDatabase, ${startup.viewsets} registrations and \`ready()\` ${startup.readyMs} ms). Target: under 1 s.`
+    )
   }
   const growth = Object.entries(results.growth ?? {})
   if (growth.length > 0) {
     const first = growth[0]?.[1]
-    out.push('', `${heading} How cost grows`, '',
+    out.push(
+      '',
+      `${heading} How cost grows`,
+      '',
       `A table of ${first?.rows.toLocaleString('en-US')} rows ordered by a NOT NULL indexed column (\`order_by=score\`, ties by key), ${first?.limit} rows a page. In-process latencies (\`app.inject\`, plain node over dist/), medians of ${first?.requests} requests after a warm-up: the statements' cost, not the network's.`,
-      '', `![how cost grows](${chartDir}growth.svg)`, '',
+      '',
+      `![how cost grows](${chartDir}growth.svg)`,
+      '',
       `| database | LIST page 1 | with \`count=true\` | ÷ without | cursor page 1 | cursor page ${first?.page.toLocaleString('en-US')} | ÷ page 1 (target ≤ 1.2) | offset page 1 | offset page ${first?.page.toLocaleString('en-US')} | ÷ page 1 |`,
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    )
     for (const [database, g] of growth) {
-      out.push(`| ${database} | ${g.listMs} ms | ${g.countMs} ms | ${ratio(g.countMs / g.listMs)} | ${g.cursorFirstMs} ms | ${g.cursorDeepMs} ms | ${ratio(g.cursorDeepMs / g.cursorFirstMs)} | ${g.offsetFirstMs} ms | ${g.offsetDeepMs} ms | ${ratio(g.offsetDeepMs / g.offsetFirstMs)} |`)
+      out.push(
+        `| ${database} | ${g.listMs} ms | ${g.countMs} ms | ${ratio(g.countMs / g.listMs)} | ${g.cursorFirstMs} ms | ${g.cursorDeepMs} ms | ${ratio(g.cursorDeepMs / g.cursorFirstMs)} | ${g.offsetFirstMs} ms | ${g.offsetDeepMs} ms | ${ratio(g.offsetDeepMs / g.offsetFirstMs)} |`
+      )
     }
   }
   return out
@@ -226,13 +317,22 @@ export function extraMarkdown (results: Results, heading = '##', chartDir = ''):
 export function targetsMarkdown (results: Results, heading: string): string[] {
   if (results.targets.length === 0) return []
   const missed = results.targets.filter((target) => !target.met).length
-  const out = ['', `${heading} Targets (issue 18)`, '', `${results.targets.length - missed} met, ${missed} missed (by requests/s, as the issue sets them; the CPU column compares server CPU time per request, theirs ÷ ours, for the same pair).`, '',
-    '| database | scenario | measure | measured | by CPU/request | target | |', '|---|---|---|---:|---:|---:|---|']
+  const out = [
+    '',
+    `${heading} Targets (issue 18)`,
+    '',
+    `${results.targets.length - missed} met, ${missed} missed (by requests/s, as the issue sets them; the CPU column compares server CPU time per request, theirs ÷ ours, for the same pair).`,
+    '',
+    '| database | scenario | measure | measured | by CPU/request | target | |',
+    '|---|---|---|---:|---:|---:|---|',
+  ]
   for (const target of results.targets) {
     const isRatio = target.minimum !== undefined
     const value = target.value === null ? '–' : isRatio ? ratio(target.value) : String(target.value)
     const cpu = target.cpuValue === undefined ? '' : ratio(target.cpuValue ?? undefined)
-    out.push(`| ${target.database} | ${target.scenario} | ${target.ratio} | ${value} | ${cpu} | ${isRatio ? `≥ ${target.minimum}` : `≤ ${target.maximum ?? ''}`} | ${target.met ? 'met' : '**missed**'} |`)
+    out.push(
+      `| ${target.database} | ${target.scenario} | ${target.ratio} | ${value} | ${cpu} | ${isRatio ? `≥ ${target.minimum}` : `≤ ${target.maximum ?? ''}`} | ${target.met ? 'met' : '**missed**'} |`
+    )
   }
   return out
 }
@@ -247,8 +347,10 @@ export function machineLine (results: Results): string {
 function baselineNote (results: Results): string[] {
   const baseline = results.settings.baseline
   if (baseline === undefined || !hasBaseline(results)) return []
-  return [`**viewsets, baseline** = the same viewsets as **viewsets**, over the library built at \`${baseline.ref}\` (${baseline.commit.slice(0, 12)}, \`--baseline\`),`,
-    'in the same interleaved rounds: "viewsets ÷ baseline" (requests/s) and "baseline ÷ viewsets" (CPU per request) above 1 mean this build is faster.']
+  return [
+    `**viewsets, baseline** = the same viewsets as **viewsets**, over the library built at \`${baseline.ref}\` (${baseline.commit.slice(0, 12)}, \`--baseline\`),`,
+    'in the same interleaved rounds: "viewsets ÷ baseline" (requests/s) and "baseline ÷ viewsets" (CPU per request) above 1 mean this build is faster.',
+  ]
 }
 
 /** The Markdown of one run (benchmarks/results.md). */
@@ -270,8 +372,8 @@ export function markdownReport (results: Results): string {
     'In the eager-loading rows, raw and kysely are hand-written batched versions (3 queries); the N+1 row is a naive hand-written Kysely version.',
     'DELETE: before each measurement the runner inserts a batch of rows (more than the fastest system can delete in that time, outside the timed window);',
     'each request deletes the next one, so every request deletes a row that exists; the leftovers are removed afterwards.',
-    'On SQLite each server has its own copy of the seeded file: one server\'s writes (its WAL, the checkpoints its commits run) never land in another\'s measurements.',
-    'Ratios are medians of per-round ratios (systems measured seconds apart in the same round); ✗ marks a ratio under issue 18\'s target',
+    "On SQLite each server has its own copy of the seeded file: one server's writes (its WAL, the checkpoints its commits run) never land in another's measurements.",
+    "Ratios are medians of per-round ratios (systems measured seconds apart in the same round); ✗ marks a ratio under issue 18's target",
     `(≥ ${minimumRatios.sqlite.raw}× raw and ≥ ${minimumRatios.sqlite.platformatic}× Platformatic on SQLite, ≥ ${minimumRatios.postgres.raw}× and ≥ ${minimumRatios.postgres.platformatic}× on PostgreSQL). Server CPU per request`,
     '(user + system time of the server process) is steadier than requests/s on a shared machine; its ratios are in the second table.',
     stealNote(results),
@@ -284,18 +386,27 @@ export function markdownReport (results: Results): string {
     out.push('', '### Latency p50 / p99 (ms), peak RSS (MiB), server CPU per request (µs)', '')
     const systems = shownSystems(results)
     const cpuColumns = columnsOf(allCpuColumns, results)
-    out.push(`| scenario | ${systems.map((system) => systemTitles[system]).join(' | ')} | ${cpuColumns.map((column) => column.title).join(' | ')} |`)
+    out.push(
+      `| scenario | ${systems.map((system) => systemTitles[system]).join(' | ')} | ${cpuColumns.map((column) => column.title).join(' | ')} |`
+    )
     out.push(`|---|${systems.map(() => '---:').join('|')}|${cpuColumns.map(() => '---:').join('|')}|`)
     for (const [, scenario] of scenarioRows(results, database)) {
       const cells = systems.map((system) => {
         const cell = scenario.systems[system]
-        return cell?.status === 'measured' ? `${ms(cell.p50)} / ${ms(cell.p99)} · ${Math.round(cell.peakRssMiB)} · ${Math.round(cell.cpuMicrosPerRequest)}` : throughputText(cell)
+        return cell?.status === 'measured'
+          ? `${ms(cell.p50)} / ${ms(cell.p99)} · ${Math.round(cell.peakRssMiB)} · ${Math.round(cell.cpuMicrosPerRequest)}`
+          : throughputText(cell)
       })
       const cpu = cpuColumns.map((column) => ratio(scenario.cpuRatios?.[column.key]))
       out.push(`| ${scenario.title} | ${cells.join(' | ')} | ${cpu.join(' | ')} |`)
     }
     const problems = notes(results, database)
-    out.push('', problems.length === 0 ? 'Errors and non-2xx answers: 0 in every measurement.' : problems.map((line) => `- ${line}`).join('\n'))
+    out.push(
+      '',
+      problems.length === 0
+        ? 'Errors and non-2xx answers: 0 in every measurement.'
+        : problems.map((line) => `- ${line}`).join('\n')
+    )
     const marked = cellNotes(results, database)
     if (marked.length > 0) out.push('', ...marked.map((line) => `- ${line}`))
     const reasons = new Set<string>()
@@ -305,7 +416,16 @@ export function markdownReport (results: Results): string {
         if (cell?.status === 'n/a') reasons.add(`${systemTitles[system]}, ${scenario.title}: ${cell.reason}`)
       }
     }
-    if (reasons.size > 0) out.push('', '<details><summary>n/a cells</summary>', '', ...[...reasons].map((reason) => `- ${reason}`), '', '</details>')
+    if (reasons.size > 0) {
+      out.push(
+        '',
+        '<details><summary>n/a cells</summary>',
+        '',
+        ...[...reasons].map((reason) => `- ${reason}`),
+        '',
+        '</details>'
+      )
+    }
   }
   out.push(...extraMarkdown(results))
   out.push(...targetsMarkdown(results, '##'))

@@ -17,12 +17,13 @@ export type Cell =
     /** What this system did differently on the scenario (a baseline's GET without an ETag). */
     note?: string
   })
-  | { status: 'n/a' | 'failed', reason: string }
+  | { status: 'n/a' | 'failed'; reason: string }
 
 export interface ScenarioResult {
   title: string
   systems: Partial<Record<SystemName, Cell>>
-  /** Throughput of one of ours divided by another system's (median of the per-round ratios); keys such as `viewsets/kysely`, `viewsets-own-kysely/raw`. */
+  /** Throughput of one of ours divided by another system's (median of the per-round ratios); keys such as
+   * `viewsets/kysely`, `viewsets-own-kysely/raw`. */
   ratios: Record<string, number>
   /** Server CPU time per request of another system divided by ours; keys such as `kysely/viewsets`. */
   cpuRatios?: Record<string, number>
@@ -39,7 +40,8 @@ export interface Target {
   minimum?: number
   maximum?: number
   value: number | null
-  /** For a throughput ratio: the same comparison by server CPU time per request (theirs ÷ ours), steadier on a busy machine. */
+  /** For a throughput ratio: the same comparison by server CPU time per request (theirs ÷ ours), steadier on a busy
+   * machine. */
   cpuValue?: number | null
   met: boolean
 }
@@ -109,7 +111,7 @@ export interface Settings {
   /** How the servers ran (see processes.ts): `dist` is plain node over the built package. */
   runtime?: 'dist' | 'source'
   /** The build `viewsets-baseline` ran (`--baseline <ref>`): the ref as given and its commit. */
-  baseline?: { ref: string, commit: string }
+  baseline?: { ref: string; commit: string }
 }
 
 export interface Results {
@@ -137,7 +139,7 @@ export function describeMachine (): Machine {
   return {
     cpus: cpus().length,
     model,
-    memoryGiB: Math.round(totalmem() / 1024 ** 3 * 10) / 10,
+    memoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
     platform: `${process.platform}-${process.arch}`,
     kernel: release(),
     node: process.version,
@@ -147,7 +149,9 @@ export function describeMachine (): Machine {
 function median (values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle] as number : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
 }
 
 /** Folds the rounds of one system into a cell. */
@@ -183,14 +187,22 @@ export function addRatios (scenarios: Partial<Record<ScenarioId, ScenarioResult>
     for (const name of ourSystems) {
       const ours = result.systems[name]
       if (ours?.status !== 'measured') continue
-      const others: Array<[string, Cell | undefined]> = [['kysely', result.systems.kysely], ['raw', result.systems.raw], ['platformatic', result.systems.platformatic]]
+      const others: Array<[string, Cell | undefined]> = [
+        ['kysely', result.systems.kysely],
+        ['raw', result.systems.raw],
+        ['platformatic', result.systems.platformatic],
+      ]
       if (id === 'eager') others.push(['n+1', scenarios['eager-n1']?.systems.kysely])
       // With --baseline: this build against the one before the change (`viewsets/viewsets-baseline`).
-      if (name === 'viewsets' && result.systems[baselineSystem] !== undefined) others.push([baselineSystem, result.systems[baselineSystem]])
+      if (name === 'viewsets' && result.systems[baselineSystem] !== undefined) {
+        others.push([baselineSystem, result.systems[baselineSystem]])
+      }
       for (const [other, theirs] of others) {
         const paired = pairedRatio(ours, theirs)
         if (paired !== null) result.ratios[`${name}/${other}`] = paired
-        if (theirs?.status === 'measured' && ours.cpuMicrosPerRequest > 0) cpuRatios[`${other}/${name}`] = round2(theirs.cpuMicrosPerRequest / ours.cpuMicrosPerRequest)
+        if (theirs?.status === 'measured' && ours.cpuMicrosPerRequest > 0) {
+          cpuRatios[`${other}/${name}`] = round2(theirs.cpuMicrosPerRequest / ours.cpuMicrosPerRequest)
+        }
       }
     }
     result.cpuRatios = cpuRatios
@@ -202,7 +214,9 @@ function pairedRatio (a: Cell | undefined, b: Cell | undefined): number | null {
   if (a?.status !== 'measured' || b?.status !== 'measured') return null
   const paired = a.rounds.flatMap((sample, round) => {
     const other = b.rounds[round]
-    return other !== undefined && other.requestsPerSecond > 0 ? [sample.requestsPerSecond / other.requestsPerSecond] : []
+    return other !== undefined && other.requestsPerSecond > 0
+      ? [sample.requestsPerSecond / other.requestsPerSecond]
+      : []
   })
   return paired.length > 0 ? round2(median(paired)) : null
 }
@@ -214,11 +228,15 @@ export function shownSystems (results: Pick<Results, 'databases'>): SystemName[]
 
 /** Whether `viewsets-baseline` ran (`--baseline`): its column and the `viewsets ÷ baseline` ratios show only then. */
 export function hasBaseline (results: Pick<Results, 'databases'>): boolean {
-  return Object.values(results.databases).some((scenarios) => Object.values(scenarios ?? {}).some((result) => result.systems[baselineSystem] !== undefined))
+  return Object.values(results.databases).some((scenarios) =>
+    Object.values(scenarios ?? {}).some((result) => result.systems[baselineSystem] !== undefined)
+  )
 }
 
 /** Peak RSS per system over all of a database's measurements. */
-export function peakMemory (scenarios: Partial<Record<ScenarioId, ScenarioResult>>): Partial<Record<SystemName, number>> {
+export function peakMemory (
+  scenarios: Partial<Record<ScenarioId, ScenarioResult>>
+): Partial<Record<SystemName, number>> {
   const peaks: Partial<Record<SystemName, number>> = {}
   for (const result of Object.values(scenarios)) {
     for (const system of allSystemNames) {
@@ -234,30 +252,46 @@ export function peakMemory (scenarios: Partial<Record<ScenarioId, ScenarioResult
  * version is the tag, nothing hashed), and raw's GET (the same hash) against raw's GET without a tag.
  */
 export function etagCosts (scenarios: Partial<Record<ScenarioId, ScenarioResult>>): EtagCost[] {
-  const pairs: Array<[SystemName, ScenarioId]> = [['raw', 'get-untagged'], ['raw', 'get-versioned'], ['viewsets', 'get-versioned'], ['viewsets-own-kysely', 'get-versioned']]
+  const pairs: Array<[SystemName, ScenarioId]> = [
+    ['raw', 'get-untagged'],
+    ['raw', 'get-versioned'],
+    ['viewsets', 'get-versioned'],
+    ['viewsets-own-kysely', 'get-versioned'],
+  ]
   return pairs.flatMap(([system, untagged]) => {
     const a = scenarios.get?.systems[system]
     const b = scenarios[untagged]?.systems[system]
     if (a?.status !== 'measured' || b?.status !== 'measured') return []
     const micros = a.cpuMicrosPerRequest - b.cpuMicrosPerRequest
-    return [{
-      system,
-      tagged: 'get',
-      untagged,
-      taggedMicros: Math.round(a.cpuMicrosPerRequest * 10) / 10,
-      untaggedMicros: Math.round(b.cpuMicrosPerRequest * 10) / 10,
-      micros: Math.round(micros * 10) / 10,
-      percent: Math.round(micros / a.cpuMicrosPerRequest * 1000) / 10,
-      throughputRatio: pairedRatio(a, b),
-    }]
+    return [
+      {
+        system,
+        tagged: 'get',
+        untagged,
+        taggedMicros: Math.round(a.cpuMicrosPerRequest * 10) / 10,
+        untaggedMicros: Math.round(b.cpuMicrosPerRequest * 10) / 10,
+        micros: Math.round(micros * 10) / 10,
+        percent: Math.round((micros / a.cpuMicrosPerRequest) * 1000) / 10,
+        throughputRatio: pairedRatio(a, b),
+      },
+    ]
   })
 }
 
 /** The scenarios issue 18 sets targets for (Platformatic has no eager scenario: that one is against raw only). */
-export const targetScenarios = ['get', 'list10', 'list100', 'filter', 'post', 'patch', 'delete', 'eager'] as const satisfies readonly ScenarioId[]
+export const targetScenarios = [
+  'get',
+  'list10',
+  'list100',
+  'filter',
+  'post',
+  'patch',
+  'delete',
+  'eager',
+] as const satisfies readonly ScenarioId[]
 
 /** Issue 18's minimum ratios per database. */
-export const minimumRatios: Record<DatabaseKind, { raw: number, platformatic: number }> = {
+export const minimumRatios: Record<DatabaseKind, { raw: number; platformatic: number }> = {
   sqlite: { raw: 0.85, platformatic: 1.3 },
   postgres: { raw: 0.9, platformatic: 1.1 },
 }
@@ -272,35 +306,67 @@ export const deepPageLimit = 1.2
 /** The targets of issue 18 (and the eager N+1 target of the relations work), checked against one run. */
 export function checkTargets (results: Results): Target[] {
   const targets: Target[] = []
-  const atLeast = (database: Target['database'], scenario: string, ratio: string, minimum: number, value: number | null) =>
-    targets.push({ database, scenario, ratio, minimum, value, met: value !== null && value >= minimum })
-  const atMost = (database: Target['database'], scenario: string, ratio: string, maximum: number, value: number | null) =>
-    targets.push({ database, scenario, ratio, maximum, value, met: value !== null && value <= maximum })
-  for (const [database, scenarios] of Object.entries(results.databases) as Array<[DatabaseKind, Partial<Record<ScenarioId, ScenarioResult>>]>) {
+  const atLeast = (
+    database: Target['database'],
+    scenario: string,
+    ratio: string,
+    minimum: number,
+    value: number | null
+  ) => targets.push({ database, scenario, ratio, minimum, value, met: value !== null && value >= minimum })
+  const atMost = (
+    database: Target['database'],
+    scenario: string,
+    ratio: string,
+    maximum: number,
+    value: number | null
+  ) => targets.push({ database, scenario, ratio, maximum, value, met: value !== null && value <= maximum })
+  for (const [database, scenarios] of Object.entries(results.databases) as Array<
+    [DatabaseKind, Partial<Record<ScenarioId, ScenarioResult>>]
+  >) {
     const minimum = minimumRatios[database]
     for (const ours of ourSystems) {
       for (const scenario of targetScenarios) {
         const result = scenarios[scenario]
         if (result === undefined || result.systems[ours] === undefined) continue
-        for (const other of scenario === 'eager' ? ['raw'] as const : ['raw', 'platformatic'] as const) {
+        for (const other of scenario === 'eager' ? (['raw'] as const) : (['raw', 'platformatic'] as const)) {
           atLeast(database, scenario, `${ours}/${other}`, minimum[other], result.ratios[`${ours}/${other}`] ?? null)
           const target = targets[targets.length - 1]
           if (target !== undefined) target.cpuValue = result.cpuRatios?.[`${other}/${ours}`] ?? null
         }
       }
     }
-    if (scenarios.eager !== undefined) atLeast(database, 'eager', 'viewsets/n+1', 5, scenarios.eager.ratios['viewsets/n+1'] ?? null)
+    if (scenarios.eager !== undefined) {
+      atLeast(database, 'eager', 'viewsets/n+1', 5, scenarios.eager.ratios['viewsets/n+1'] ?? null)
+    }
     const memory = results.memory?.[database]
     if (memory?.raw !== undefined) {
       for (const ours of ourSystems) {
         const peak = memory[ours]
-        if (peak !== undefined) atMost(database, 'memory', `${ours} peak RSS − raw's (MiB)`, memoryAllowanceMiB, peak - memory.raw)
+        if (peak !== undefined) {
+          atMost(database, 'memory', `${ours} peak RSS − raw's (MiB)`, memoryAllowanceMiB, peak - memory.raw)
+        }
       }
     }
     const growth = results.growth?.[database]
-    if (growth !== undefined) atMost(database, 'growth', `cursor page ${growth.page.toLocaleString('en-US')} ÷ page 1`, deepPageLimit, round2(growth.cursorDeepMs / growth.cursorFirstMs))
+    if (growth !== undefined) {
+      atMost(
+        database,
+        'growth',
+        `cursor page ${growth.page.toLocaleString('en-US')} ÷ page 1`,
+        deepPageLimit,
+        round2(growth.cursorDeepMs / growth.cursorFirstMs)
+      )
+    }
   }
-  if (results.startup !== undefined) atMost('all', 'startup', `${results.startup.viewsets} viewsets to app.ready() on ${results.startup.database} (ms)`, startupLimitMs, results.startup.totalMs)
+  if (results.startup !== undefined) {
+    atMost(
+      'all',
+      'startup',
+      `${results.startup.viewsets} viewsets to app.ready() on ${results.startup.database} (ms)`,
+      startupLimitMs,
+      results.startup.totalMs
+    )
+  }
   return targets
 }
 

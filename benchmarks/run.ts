@@ -30,7 +30,7 @@ import { measureStartup } from './startup.js'
 
 /** The phases of a run: the side-by-side scenarios, the startup, and the growth on a large table. */
 export const phaseNames = ['throughput', 'startup', 'growth'] as const
-export type PhaseName = typeof phaseNames[number]
+export type PhaseName = (typeof phaseNames)[number]
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 
@@ -108,10 +108,13 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
     growthRequests: quick ? 10 : 30,
     progress: process.stderr.isTTY,
     quick,
-    log: (line) => { process.stderr.write(line + '\n') },
+    log: (line) => {
+      process.stderr.write(line + '\n')
+    },
     ...overrides,
     // A baseline is there to be measured: its system joins whichever systems were chosen.
-    systems: overrides.baseline === undefined || systems.includes(baselineSystem) ? systems : [...systems, baselineSystem],
+    systems:
+      overrides.baseline === undefined || systems.includes(baselineSystem) ? systems : [...systems, baselineSystem],
   }
 }
 
@@ -120,9 +123,23 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
  * GET beside the GETs that isolate the ETag's cost, eager beside N+1. DELETE comes last: the rows it
  * inserts and deletes never meet another scenario.
  */
-const blocks: ReadonlyArray<readonly ScenarioId[]> = [['get', 'get-versioned', 'get-untagged'], ['list10'], ['list100'], ['filter'], ['eager', 'eager-n1'], ['post'], ['patch'], ['delete']]
+const blocks: ReadonlyArray<readonly ScenarioId[]> = [
+  ['get', 'get-versioned', 'get-untagged'],
+  ['list10'],
+  ['list100'],
+  ['filter'],
+  ['eager', 'eager-n1'],
+  ['post'],
+  ['patch'],
+  ['delete'],
+]
 
-interface Slot { id: ScenarioId, index: number, scenario: Scenario, server: RunningServer }
+interface Slot {
+  id: ScenarioId
+  index: number
+  scenario: Scenario
+  server: RunningServer
+}
 
 /** Requests/s assumed before a system's first measurement, to size the first batch of rows to delete. */
 const assumedRate: Record<DatabaseKind, number> = { sqlite: 30_000, postgres: 15_000 }
@@ -135,26 +152,42 @@ function targetsOf (target: DatabaseTarget, systems: readonly SystemName[]): Map
   return new Map(systems.map((system) => [system, target.kind === 'sqlite' ? copySqlite(target, system) : target]))
 }
 
-async function measureDatabase (database: DatabaseKind, seeded: DatabaseTarget, options: BenchOptions, baseline: Baseline | undefined, retries: { left: number }): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
+async function measureDatabase (
+  database: DatabaseKind,
+  seeded: DatabaseTarget,
+  options: BenchOptions,
+  baseline: Baseline | undefined,
+  retries: { left: number }
+): Promise<Partial<Record<ScenarioId, ScenarioResult>>> {
   const profileDir = join(options.dataDir, 'profiles')
   const targets = targetsOf(seeded, options.systems)
   const targetOf = (system: SystemName): DatabaseTarget => targets.get(system) ?? seeded
-  const started = await Promise.allSettled(options.systems.map(async (system) =>
-    await startServer(system, targetOf(system), {
-      profileDir: options.profile.includes(system) ? profileDir : undefined,
-      runtime: options.runtime,
-      library: system === baselineSystem ? baseline?.library : undefined,
-    })))
-  const servers = started.flatMap((outcome) => outcome.status === 'fulfilled' ? [outcome.value] : [])
+  const started = await Promise.allSettled(
+    options.systems.map(
+      async (system) =>
+        await startServer(system, targetOf(system), {
+          profileDir: options.profile.includes(system) ? profileDir : undefined,
+          runtime: options.runtime,
+          library: system === baselineSystem ? baseline?.library : undefined,
+        })
+    )
+  )
+  const servers = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []))
   const failed = started.find((outcome) => outcome.status === 'rejected')
   if (failed !== undefined) {
     // The servers that did start would keep the runner alive: stop them before giving up.
-    await Promise.all(servers.map(async (server) => { await server.stop() }))
+    await Promise.all(
+      servers.map(async (server) => {
+        await server.stop()
+      })
+    )
     throw failed.reason
   }
   for (const server of servers) {
     const { execArgv, library } = server.runtime
-    options.log(`  ${server.system} (pid ${server.pid}): node ${[...execArgv, 'server.js'].join(' ')}, fastify-viewsets → ${relative(process.cwd(), library)}`)
+    options.log(
+      `  ${server.system} (pid ${server.pid}): node ${[...execArgv, 'server.js'].join(' ')}, fastify-viewsets → ${relative(process.cwd(), library)}`
+    )
     for (const [id, note] of Object.entries(server.notes)) options.log(`    ${id}: ${note}`)
   }
   // A fresh process runs its first scenario on cold code (the first measured slot would pay for the JIT):
@@ -177,7 +210,7 @@ async function measureDatabase (database: DatabaseKind, seeded: DatabaseTarget, 
     const target = targetOf(system)
     const key = target.kind === 'sqlite' ? target.file : target.url
     let rows = batches.get(key)
-    if (rows === undefined) batches.set(key, rows = doomedRows(target))
+    if (rows === undefined) batches.set(key, (rows = doomedRows(target)))
     return rows
   }
   // The fastest a system has gone so far (GET comes first): a DELETE cannot outrun it.
@@ -219,7 +252,12 @@ async function measureDatabase (database: DatabaseKind, seeded: DatabaseTarget, 
           const run = async (warmup: number) => {
             if (scenario.deletes === true) await refill(server.system, warmup + options.duration)
             const doomed = doomedOf(server.system)
-            const sample = await measure(server, scenario, { ...options, warmup, seed: 1000 * index + round, doomed }, title)
+            const sample = await measure(
+              server,
+              scenario,
+              { ...options, warmup, seed: 1000 * index + round, doomed },
+              title
+            )
             if (scenario.deletes === true) await doomed.clear()
             return sample
           }
@@ -228,27 +266,42 @@ async function measureDatabase (database: DatabaseKind, seeded: DatabaseTarget, 
           // (a bounded number of times per run) and keep the steadier of the two.
           if (sample.stealPercent > options.stealLimit && retries.left > 0) {
             retries.left--
-            options.log(`  ${title.padEnd(60)} again: ${sample.stealPercent}% of the CPU time was stolen by the hypervisor`)
+            options.log(
+              `  ${title.padEnd(60)} again: ${sample.stealPercent}% of the CPU time was stolen by the hypervisor`
+            )
             const again = await run(Math.min(options.warmup, 0.3))
             if (again.stealPercent < sample.stealPercent) sample = again
           }
           fastest.set(server.system, Math.max(fastest.get(server.system) ?? 0, sample.requestsPerSecond))
           const key = `${id}/${server.system}`
-          samples.set(key, [...samples.get(key) ?? [], sample])
-          const broken = sample.errors + sample.non2xx > 0 ? ` BROKEN: ${sample.errors} errors, ${sample.non2xx} non-2xx` : ''
-          options.log(`  ${title.padEnd(60)} ${Math.round(sample.requestsPerSecond).toLocaleString('en-US').padStart(8)} req/s  p50 ${sample.p50.toFixed(2)} ms  p99 ${sample.p99.toFixed(2)} ms  ${Math.round(sample.peakRssMiB)} MiB  ${Math.round(sample.cpuMicrosPerRequest)} µs CPU/req  machine ${sample.machineBusyPercent}% busy, ${sample.stealPercent}% stolen${broken}`)
+          samples.set(key, [...(samples.get(key) ?? []), sample])
+          const broken =
+            sample.errors + sample.non2xx > 0 ? ` BROKEN: ${sample.errors} errors, ${sample.non2xx} non-2xx` : ''
+          options.log(
+            `  ${title.padEnd(60)} ${Math.round(sample.requestsPerSecond).toLocaleString('en-US').padStart(8)} req/s  p50 ${sample.p50.toFixed(2)} ms  p99 ${sample.p99.toFixed(2)} ms  ${Math.round(sample.peakRssMiB)} MiB  ${Math.round(sample.cpuMicrosPerRequest)} µs CPU/req  machine ${sample.machineBusyPercent}% busy, ${sample.stealPercent}% stolen${broken}`
+          )
         }
       }
       for (const { id, server } of slots) {
         const rounds = samples.get(`${id}/${server.system}`)
         const result = scenarios[id]
         const note = server.notes[id]
-        if (rounds !== undefined && result !== undefined) result.systems[server.system] = { ...cellOf(rounds), ...note === undefined ? {} : { note } }
+        if (rounds !== undefined && result !== undefined) {
+          result.systems[server.system] = { ...cellOf(rounds), ...(note === undefined ? {} : { note }) }
+        }
       }
     }
   } finally {
-    await Promise.all(servers.map(async (server) => { await server.stop() }))
-    await Promise.all([...batches.values()].map(async (rows) => { await rows.close() }))
+    await Promise.all(
+      servers.map(async (server) => {
+        await server.stop()
+      })
+    )
+    await Promise.all(
+      [...batches.values()].map(async (rows) => {
+        await rows.close()
+      })
+    )
   }
   addRatios(scenarios)
   return scenarios
@@ -263,9 +316,13 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
     return results
   }
   const measuresBaseline = options.systems.includes(baselineSystem) && options.phases.includes('throughput')
-  if (measuresBaseline && options.baseline === undefined) throw new Error(`--systems ${baselineSystem} needs --baseline <git-ref>: the commit whose build it runs`)
-  // Built before anything is timed (a first build of a ref takes a tsc run), and first, so that an unknown ref stops the run at once.
-  const baseline = measuresBaseline && options.baseline !== undefined ? ensureBaseline(options.baseline, options.log) : undefined
+  if (measuresBaseline && options.baseline === undefined) {
+    throw new Error(`--systems ${baselineSystem} needs --baseline <git-ref>: the commit whose build it runs`)
+  }
+  // Built before anything is timed (a first build of a ref takes a tsc run), and first, so that an unknown ref stops
+  // the run at once.
+  const baseline =
+    measuresBaseline && options.baseline !== undefined ? ensureBaseline(options.baseline, options.log) : undefined
   ensureBuilt(options.log)
   const results: Results = {
     date: new Date().toISOString(),
@@ -278,7 +335,7 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
       quick: options.quick,
       stealLimit: options.stealLimit,
       runtime: options.runtime,
-      ...baseline === undefined ? {} : { baseline: { ref: baseline.ref, commit: baseline.commit } },
+      ...(baseline === undefined ? {} : { baseline: { ref: baseline.ref, commit: baseline.commit } }),
     },
     databases: {},
     targets: [],
@@ -286,13 +343,21 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
   const measurements = options.databases.length * options.scenarios.length * options.systems.length * options.rounds
   const retries = { left: Math.floor(measurements * options.retryShare) }
   const postgresUrl = () => {
-    if (options.postgresUrl === undefined) throw new Error('PostgreSQL runs need BENCH_POSTGRES_URL, such as postgres://postgres@127.0.0.1:5432/test')
+    if (options.postgresUrl === undefined) {
+      throw new Error('PostgreSQL runs need BENCH_POSTGRES_URL, such as postgres://postgres@127.0.0.1:5432/test')
+    }
     return options.postgresUrl
   }
   if (options.phases.includes('throughput')) {
     if (options.databases.includes('sqlite')) {
       options.log('Seeding SQLite…')
-      results.databases.sqlite = await measureDatabase('sqlite', seedSqlite(join(options.dataDir, 'bench.db')), options, baseline, retries)
+      results.databases.sqlite = await measureDatabase(
+        'sqlite',
+        seedSqlite(join(options.dataDir, 'bench.db')),
+        options,
+        baseline,
+        retries
+      )
     }
     if (options.databases.includes('postgres')) {
       const url = postgresUrl()
@@ -306,7 +371,9 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
     }
     results.memory = {}
     results.etagCost = {}
-    for (const [database, scenarios] of Object.entries(results.databases) as Array<[DatabaseKind, Partial<Record<ScenarioId, ScenarioResult>>]>) {
+    for (const [database, scenarios] of Object.entries(results.databases) as Array<
+      [DatabaseKind, Partial<Record<ScenarioId, ScenarioResult>>]
+    >) {
       results.memory[database] = peakMemory(scenarios)
       results.etagCost[database] = etagCosts(scenarios)
     }
@@ -314,15 +381,24 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
   if (options.phases.includes('startup')) {
     options.log('Startup: 50 viewsets to app.ready(), fresh plain-node processes…')
     results.startup = await measureStartup(join(options.dataDir, 'startup.db'))
-    options.log(`  ${results.startup.totalMs} ms (imports ${results.startup.importMs} ms, registrations and ready ${results.startup.readyMs} ms)`)
+    options.log(
+      `  ${results.startup.totalMs} ms (imports ${results.startup.importMs} ms, registrations and ready ${results.startup.readyMs} ms)`
+    )
   }
   if (options.phases.includes('growth')) {
     results.growth = {}
     for (const database of options.databases) {
       options.log(`Growth on ${database}: ${options.growthRows.toLocaleString('en-US')} rows (seeded once, then kept)…`)
-      const growth = await measureGrowth(database, { rows: options.growthRows, requests: options.growthRequests, dataDir: options.dataDir, postgresUrl: database === 'postgres' ? postgresUrl() : undefined })
+      const growth = await measureGrowth(database, {
+        rows: options.growthRows,
+        requests: options.growthRequests,
+        dataDir: options.dataDir,
+        postgresUrl: database === 'postgres' ? postgresUrl() : undefined,
+      })
       results.growth[database] = growth
-      options.log(`  ${growth.seededSeconds > 0 ? `seeded in ${growth.seededSeconds} s; ` : ''}LIST ${growth.listMs} ms, count=true ${growth.countMs} ms; cursor page 1 ${growth.cursorFirstMs} ms, page ${growth.page} ${growth.cursorDeepMs} ms; offset page ${growth.page} ${growth.offsetDeepMs} ms`)
+      options.log(
+        `  ${growth.seededSeconds > 0 ? `seeded in ${growth.seededSeconds} s; ` : ''}LIST ${growth.listMs} ms, count=true ${growth.countMs} ms; cursor page 1 ${growth.cursorFirstMs} ms, page ${growth.page} ${growth.cursorDeepMs} ms; offset page ${growth.page} ${growth.offsetDeepMs} ms`
+      )
     }
   }
   results.targets = checkTargets(results)
@@ -343,9 +419,14 @@ function writeOutputs (results: Results, options: BenchOptions): void {
 
 function list<T extends string> (value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
   if (value === undefined) return undefined
-  const items = value.split(',').map((item) => item.trim()).filter((item) => item !== '')
+  const items = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
   for (const item of items) {
-    if (!(allowed as readonly string[]).includes(item)) throw new Error(`--${option}: unknown ${JSON.stringify(item)}; allowed: ${allowed.join(', ')}`)
+    if (!(allowed as readonly string[]).includes(item)) {
+      throw new Error(`--${option}: unknown ${JSON.stringify(item)}; allowed: ${allowed.join(', ')}`)
+    }
   }
   return items as T[]
 }
@@ -353,7 +434,9 @@ function list<T extends string> (value: string | undefined, allowed: readonly T[
 function number (value: string | undefined, option: string): number | undefined {
   if (value === undefined) return undefined
   const parsed = Number(value)
-  if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`--${option}: expected a non-negative number, got ${value}`)
+  if (!Number.isFinite(parsed) || parsed < 0) {
+    throw new Error(`--${option}: expected a non-negative number, got ${value}`)
+  }
   return parsed
 }
 
@@ -407,7 +490,9 @@ export function optionsFromArgs (args: string[]): BenchOptions {
     process.exit(0)
   }
   const overrides: Partial<BenchOptions> = { quick: values.quick === true }
-  const set = <K extends keyof BenchOptions>(key: K, value: BenchOptions[K] | undefined) => { if (value !== undefined) overrides[key] = value }
+  const set = <K extends keyof BenchOptions>(key: K, value: BenchOptions[K] | undefined) => {
+    if (value !== undefined) overrides[key] = value
+  }
   set('duration', number(values.duration, 'duration'))
   set('warmup', number(values.warmup, 'warmup'))
   set('rounds', number(values.rounds, 'rounds'))
@@ -422,7 +507,14 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   set('growthRows', number(values['growth-rows'], 'growth-rows'))
   if (values.out !== undefined) overrides.outDir = resolve(values.out)
   // Only a full run refreshes the README: every system (and no baseline), scenario and phase, written to benchmarks/.
-  overrides.readme = values.quick !== true && values.out === undefined && values.systems === undefined && values.baseline === undefined && values.scenarios === undefined && values.phases === undefined && values.runtime === undefined
+  overrides.readme =
+    values.quick !== true &&
+    values.out === undefined &&
+    values.systems === undefined &&
+    values.baseline === undefined &&
+    values.scenarios === undefined &&
+    values.phases === undefined &&
+    values.runtime === undefined
   if (values.data !== undefined) overrides.dataDir = resolve(values.data)
   if (values['no-progress'] === true) overrides.progress = false
   if (values['report-from'] !== undefined) overrides.reportFrom = resolve(values['report-from'])
@@ -432,11 +524,15 @@ export function optionsFromArgs (args: string[]): BenchOptions {
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const options = optionsFromArgs(process.argv.slice(2))
   const started = Date.now()
-  runBenchmarks(options).then((results) => {
-    process.stdout.write(consoleReport(results) + '\n')
-    process.stdout.write(`\nDone in ${Math.round((Date.now() - started) / 1000)} s.${options.outDir === undefined ? '' : ` Wrote ${join(options.outDir, 'results.json')}, results.md, chart.svg and growth.svg.`}\n`)
-  }).catch((error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`)
-    process.exitCode = 1
-  })
+  runBenchmarks(options)
+    .then((results) => {
+      process.stdout.write(consoleReport(results) + '\n')
+      process.stdout.write(
+        `\nDone in ${Math.round((Date.now() - started) / 1000)} s.${options.outDir === undefined ? '' : ` Wrote ${join(options.outDir, 'results.json')}, results.md, chart.svg and growth.svg.`}\n`
+      )
+    })
+    .catch((error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+      process.exitCode = 1
+    })
 }

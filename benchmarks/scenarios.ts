@@ -13,16 +13,28 @@ export const systemNames = ['raw', 'kysely', 'viewsets', 'platformatic', 'viewse
  * shown after the others.
  */
 export const baselineSystem = 'viewsets-baseline'
-export type SystemName = typeof systemNames[number] | typeof baselineSystem
+export type SystemName = (typeof systemNames)[number] | typeof baselineSystem
 /** Every system a server process can run, the baseline included. */
 export const allSystemNames: readonly SystemName[] = [...systemNames, baselineSystem]
 
 /** This library's systems: each is compared with the others (ratios `viewsets/raw`, `viewsets-own-kysely/raw`, ...). */
 export const ourSystems = ['viewsets', 'viewsets-own-kysely'] as const satisfies readonly SystemName[]
-export type OurSystem = typeof ourSystems[number]
+export type OurSystem = (typeof ourSystems)[number]
 
-export const scenarioIds = ['get', 'get-versioned', 'get-untagged', 'list10', 'list100', 'filter', 'eager', 'eager-n1', 'post', 'patch', 'delete'] as const
-export type ScenarioId = typeof scenarioIds[number]
+export const scenarioIds = [
+  'get',
+  'get-versioned',
+  'get-untagged',
+  'list10',
+  'list100',
+  'filter',
+  'eager',
+  'eager-n1',
+  'post',
+  'patch',
+  'delete',
+] as const
+export type ScenarioId = (typeof scenarioIds)[number]
 
 /** One HTTP request of a scenario. */
 export interface ScenarioRequest {
@@ -42,14 +54,21 @@ export interface Draw {
 export interface Scenario {
   id: ScenarioId
   title: string
-  /** The scenario writes (inserts, updates or deletes): the servers' first warm-up leaves it out, so that the reads see the seeded table. */
+  /** The scenario writes (inserts, updates or deletes): the servers' first warm-up leaves it out, so that the reads see
+   * the seeded table. */
   writes?: true
   /** The scenario deletes rows: the runner fills a batch of rows before each measurement (see doomed-rows.ts). */
   deletes?: true
   /** Builds one request. */
-  request (system: SystemName, draw: Draw): ScenarioRequest
+  request(system: SystemName, draw: Draw): ScenarioRequest
   /** Checks one answer before the load starts: a message when it is wrong. */
-  check (system: SystemName, request: ScenarioRequest, status: number, body: unknown, headers: Headers): string | undefined
+  check(
+    system: SystemName,
+    request: ScenarioRequest,
+    status: number,
+    body: unknown,
+    headers: Headers,
+  ): string | undefined
 }
 
 const camel = (system: SystemName, field: string): string =>
@@ -57,34 +76,49 @@ const camel = (system: SystemName, field: string): string =>
 
 type Json = Record<string, unknown>
 const isList = (body: unknown, length?: number): body is Json[] =>
-  Array.isArray(body) && (length === undefined || body.length === length) && body.every((row) => typeof row === 'object' && row !== null)
+  Array.isArray(body) &&
+  (length === undefined || body.length === length) &&
+  body.every((row) => typeof row === 'object' && row !== null)
 const expectStatus = (status: number, expected: number): string | undefined =>
   status === expected ? undefined : `status ${status}, expected ${expected}`
 const listCheck = (length: number) => (_system: SystemName, _request: ScenarioRequest, status: number, body: unknown) =>
-  expectStatus(status, 200) ?? (isList(body, length) && body.every((row, index) => row.id === index + 1) ? undefined : `expected books 1 to ${length} in key order`)
+  expectStatus(status, 200) ??
+  (isList(body, length) && body.every((row, index) => row.id === index + 1)
+    ? undefined
+    : `expected books 1 to ${length} in key order`)
 const idOf = (request: ScenarioRequest) => Number(request.path.split('/').pop())
 // Every system but Platformatic (which has none) sends a strong ETag on GET, POST and PATCH, except on
 // /books-untagged. A baseline built before ETags sends none: it is measured all the same, and its cell
 // carries a note that says so.
 const etagCheck = (system: SystemName, request: ScenarioRequest, headers: Headers) =>
-  system === 'platformatic' || request.path.startsWith('/books-untagged/') || (system === baselineSystem && !headers.has('etag')) ||
-    /^"[^"]+"$/.test(headers.get('etag') ?? '')
+  system === 'platformatic' ||
+  request.path.startsWith('/books-untagged/') ||
+  (system === baselineSystem && !headers.has('etag')) ||
+  /^"[^"]+"$/.test(headers.get('etag') ?? '')
     ? undefined
     : 'expected a strong ETag'
 const getCheck = (system: SystemName, request: ScenarioRequest, status: number, body: unknown, headers: Headers) =>
-  expectStatus(status, 200) ?? ((body as Json).id === idOf(request) ? undefined : 'expected the requested book') ?? etagCheck(system, request, headers)
+  expectStatus(status, 200) ??
+  ((body as Json).id === idOf(request) ? undefined : 'expected the requested book') ??
+  etagCheck(system, request, headers)
 const eagerCheck = (_system: SystemName, _request: ScenarioRequest, status: number, body: unknown) => {
   if (status !== 200) return `status ${status}`
   if (!isList(body, 50)) return 'expected 50 books'
-  const complete = body.every((book) => typeof book.author === 'object' && book.author !== null &&
-    (book.author as Json).id === book.author_id && Array.isArray(book.tags) && book.tags.length === sizes.tagsPerBook)
+  const complete = body.every(
+    (book) =>
+      typeof book.author === 'object' &&
+      book.author !== null &&
+      (book.author as Json).id === book.author_id &&
+      Array.isArray(book.tags) &&
+      book.tags.length === sizes.tagsPerBook
+  )
   return complete ? undefined : 'expected each book with its author and its tags'
 }
 
 // Every other system pages in key order (ties broken by the key) by default. Platformatic adds no ORDER BY
 // unless asked: its LIST would be `SELECT … LIMIT 10`, an unordered scan that returns books 1 to 10 only because
 // the table was just seeded, and is not a stable page. It is asked for the key order, to do the same work.
-const keyOrder = (system: SystemName) => system === 'platformatic' ? '&orderby.id=asc' : ''
+const keyOrder = (system: SystemName) => (system === 'platformatic' ? '&orderby.id=asc' : '')
 
 let books: SeedRows['books'] | undefined
 const seededBooks = () => (books ??= seedRows().books)
@@ -135,7 +169,9 @@ const scenarios: Scenario[] = [
       const author = Number(/(?:author_id|authorId\.eq)=(\d+)/.exec(request.path)?.[1])
       if (!isList(body)) return 'expected a list'
       if (!body.every((book) => book[camel(system, 'author_id')] === author)) return 'the filter was not applied'
-      if (!body.every((book, index) => index === 0 || (body[index - 1]?.year as number) >= (book.year as number))) return 'the order was not applied'
+      if (!body.every((book, index) => index === 0 || (body[index - 1]?.year as number) >= (book.year as number))) {
+        return 'the order was not applied'
+      }
       return undefined
     },
   },
@@ -158,10 +194,18 @@ const scenarios: Scenario[] = [
     request: (system, { next }) => ({
       method: 'POST',
       path: '/books',
-      body: { [camel(system, 'author_id')]: pick(next, sizes.authors), title: `New book ${pick(next, 1e6)}`, year: 1950 + pick(next, 75), price: pick(next, 10_000) / 100 },
+      body: {
+        [camel(system, 'author_id')]: pick(next, sizes.authors),
+        title: `New book ${pick(next, 1e6)}`,
+        year: 1950 + pick(next, 75),
+        price: pick(next, 10_000) / 100,
+      },
     }),
-    check: (system, request, status, body, headers) => expectStatus(status, system === 'platformatic' ? 200 : 201) ??
-      (typeof (body as Json).id === 'number' && (body as Json).title === request.body?.title ? undefined : 'expected the created book') ??
+    check: (system, request, status, body, headers) =>
+      expectStatus(status, system === 'platformatic' ? 200 : 201) ??
+      (typeof (body as Json).id === 'number' && (body as Json).title === request.body?.title
+        ? undefined
+        : 'expected the created book') ??
       etagCheck(system, request, headers),
   },
   {
@@ -172,12 +216,16 @@ const scenarios: Scenario[] = [
       const id = pick(next, sizes.books)
       const price = pick(next, 10_000) / 100
       if (system !== 'platformatic') return { method: 'PATCH', path: `/books/${id}`, body: { price } }
-      // Platformatic has no partial update: its PUT /:id requires every field, so it gets the row as seeded with the new price.
+      // Platformatic has no partial update: its PUT /:id requires every field, so it gets the row as seeded with the
+      // new price.
       const [, authorId, title, year] = seededBooks()[id - 1] as SeedRows['books'][number]
       return { method: 'PUT', path: `/books/${id}`, body: { authorId, title, year, price } }
     },
-    check: (system, request, status, body, headers) => expectStatus(status, 200) ??
-      ((body as Json).price === request.body?.price && typeof (body as Json).title === 'string' ? undefined : 'expected the updated book') ??
+    check: (system, request, status, body, headers) =>
+      expectStatus(status, 200) ??
+      ((body as Json).price === request.body?.price && typeof (body as Json).title === 'string'
+        ? undefined
+        : 'expected the updated book') ??
       etagCheck(system, request, headers),
   },
   {

@@ -5,9 +5,7 @@ import pg from 'pg'
 import { postgresDatabase, postgresDatabasePrefix, seedRows } from './data.js'
 
 /** Where a system finds the seeded data. */
-export type DatabaseTarget =
-  | { kind: 'sqlite', file: string }
-  | { kind: 'postgres', url: string }
+export type DatabaseTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string }
 
 const sqliteTables = `
   create table authors (id integer primary key autoincrement, name text not null, email text not null);
@@ -36,7 +34,8 @@ const sqliteTables = `
   );
 `
 
-const copyBooks = 'insert into versioned_books (id, author_id, title, year, price) select id, author_id, title, year, price from books'
+const copyBooks =
+  'insert into versioned_books (id, author_id, title, year, price) select id, author_id, title, year, price from books'
 
 /** Removes a SQLite file with its WAL and shared-memory files, if there are any. */
 function removeSqlite (file: string): void {
@@ -71,7 +70,8 @@ export function seedSqlite (file: string): DatabaseTarget {
   return { kind: 'sqlite', file }
 }
 
-/** A copy of a seeded SQLite file for one system (`bench.db` → `bench-raw.db`): the seed ends with its WAL checkpointed and truncated, so the file is whole. */
+/** A copy of a seeded SQLite file for one system (`bench.db` → `bench-raw.db`): the seed ends with its WAL checkpointed
+ * and truncated, so the file is whole. */
 export function copySqlite (target: Extract<DatabaseTarget, { kind: 'sqlite' }>, system: string): DatabaseTarget {
   const file = target.file.replace(/(\.db)?$/, `-${system}$1`)
   removeSqlite(file)
@@ -88,7 +88,9 @@ export function postgresTarget (url: string): DatabaseTarget {
 
 /** Runs one statement on its own connection to `url`. */
 export async function admin (url: string, statement: string): Promise<void> {
-  await withClient(url, async (client) => { await client.query(statement) })
+  await withClient(url, async (client) => {
+    await client.query(statement)
+  })
 }
 
 /** Runs `use` on a connection to `url` of its own, closed afterwards. */
@@ -120,7 +122,9 @@ function running (pid: number): boolean {
  */
 export async function dropAbandoned (url: string): Promise<void> {
   await withClient(url, async (client) => {
-    const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${postgresDatabasePrefix}%`])
+    const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [
+      `${postgresDatabasePrefix}%`,
+    ])
     for (const { datname } of rows) {
       // Only names that end in a process id are a run's (they are also safe to write into the statement).
       const suffix = datname.slice(postgresDatabasePrefix.length)
@@ -173,12 +177,22 @@ export async function seedPostgres (url: string): Promise<DatabaseTarget> {
     // One statement per table: each column travels as an array and unnest() turns them into rows.
     const columns = <T extends unknown[]>(values: T[], index: number) => values.map((row) => row[index])
     await client.query('begin')
-    await client.query('insert into authors (id, name, email) select * from unnest($1::int[], $2::text[], $3::text[])',
-      [columns(rows.authors, 0), columns(rows.authors, 1), columns(rows.authors, 2)])
-    await client.query('insert into books (id, author_id, title, year, price) select * from unnest($1::int[], $2::int[], $3::text[], $4::int[], $5::float8[])',
-      [0, 1, 2, 3, 4].map((index) => columns(rows.books, index)))
-    await client.query('insert into tags (id, name) select * from unnest($1::int[], $2::text[])', [columns(rows.tags, 0), columns(rows.tags, 1)])
-    await client.query('insert into book_tags (book_id, tag_id) select * from unnest($1::int[], $2::int[])', [columns(rows.bookTags, 0), columns(rows.bookTags, 1)])
+    await client.query(
+      'insert into authors (id, name, email) select * from unnest($1::int[], $2::text[], $3::text[])',
+      [columns(rows.authors, 0), columns(rows.authors, 1), columns(rows.authors, 2)]
+    )
+    await client.query(
+      'insert into books (id, author_id, title, year, price) select * from unnest($1::int[], $2::int[], $3::text[], $4::int[], $5::float8[])',
+      [0, 1, 2, 3, 4].map((index) => columns(rows.books, index))
+    )
+    await client.query('insert into tags (id, name) select * from unnest($1::int[], $2::text[])', [
+      columns(rows.tags, 0),
+      columns(rows.tags, 1),
+    ])
+    await client.query('insert into book_tags (book_id, tag_id) select * from unnest($1::int[], $2::int[])', [
+      columns(rows.bookTags, 0),
+      columns(rows.bookTags, 1),
+    ])
     await client.query(copyBooks)
     // The explicit ids leave the sequences behind; POST must get fresh ones.
     for (const table of ['authors', 'books', 'tags', 'versioned_books']) {

@@ -11,7 +11,8 @@ import type { ScenarioId, SystemName } from './scenarios.js'
 export interface SystemServer {
   app: FastifyInstance
   unsupported: Partial<Record<ScenarioId, string>>
-  /** What it does differently on a scenario it still serves (a baseline's GET without an ETag), shown beside its figure. */
+  /** What it does differently on a scenario it still serves (a baseline's GET without an ETag), shown beside its
+   * figure. */
   notes?: Partial<Record<ScenarioId, string>>
   /** The fastify-viewsets build it loaded, when not the package's own (`viewsets-baseline`). */
   library?: string
@@ -19,16 +20,23 @@ export interface SystemServer {
 
 /** What the server process says to the runner. */
 export type ServerMessage =
-  | { type: 'ready', port: number, unsupported: Partial<Record<ScenarioId, string>>, notes: Partial<Record<ScenarioId, string>>, runtime: ServerRuntime }
-  | { type: 'failed', message: string }
-  | { type: 'memory', maxRss: number }
-  | { type: 'cpu', micros: number }
+  | {
+    type: 'ready'
+    port: number
+    unsupported: Partial<Record<ScenarioId, string>>
+    notes: Partial<Record<ScenarioId, string>>
+    runtime: ServerRuntime
+  }
+  | { type: 'failed'; message: string }
+  | { type: 'memory'; maxRss: number }
+  | { type: 'cpu'; micros: number }
 
 /** How the server process runs: the proof that it is plain node over the built package. */
 export interface ServerRuntime {
   /** `process.execArgv`: empty unless profiling (no loader, no `--conditions`). */
   execArgv: string[]
-  /** The fastify-viewsets build this process serves: where `import 'fastify-viewsets'` resolves (dist/index.js), or the baseline's dist/index.js. */
+  /** The fastify-viewsets build this process serves: where `import 'fastify-viewsets'` resolves (dist/index.js), or the
+   * baseline's dist/index.js. */
   library: string
 }
 
@@ -77,12 +85,23 @@ async function main (): Promise<void> {
       send({ type: 'cpu', micros: user + system })
     }
   })
-  process.on('disconnect', () => { void stop() })
-  send({ type: 'ready', port: address.port, unsupported, notes, runtime: { execArgv: process.execArgv, library: server.library ?? fileURLToPath(import.meta.resolve('fastify-viewsets')) } })
+  process.on('disconnect', () => {
+    void stop()
+  })
+  send({
+    type: 'ready',
+    port: address.port,
+    unsupported,
+    notes,
+    runtime: {
+      execArgv: process.execArgv,
+      library: server.library ?? fileURLToPath(import.meta.resolve('fastify-viewsets')),
+    },
+  })
 }
 
 main().catch((error: unknown) => {
-  send({ type: 'failed', message: error instanceof Error ? error.stack ?? error.message : String(error) })
+  send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) })
   process.exitCode = 1
   setTimeout(() => process.exit(1), 100).unref()
 })

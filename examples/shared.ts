@@ -11,12 +11,17 @@ export interface MigrateOptions {
 }
 
 /** Brings a database up to date with migrations kept in code; throws with the failing migration's error. */
-export async function migrate (db: Kysely<any>, migrations: Record<string, Migration>, { tableName }: MigrateOptions = {}): Promise<void> {
+export async function migrate (
+  db: Kysely<any>,
+  migrations: Record<string, Migration>,
+  { tableName }: MigrateOptions = {}
+): Promise<void> {
   // Kysely looks for its migration table in every schema; on PostgreSQL, pin it to the current
   // one, or a kysely_migration table in another schema would be taken for ours.
-  const schema = db.getExecutor().adapter instanceof PostgresAdapter
-    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
-    : undefined
+  const schema =
+    db.getExecutor().adapter instanceof PostgresAdapter
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+      : undefined
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
@@ -46,11 +51,13 @@ export const serverTimeouts = Object.freeze({
    * can take: createDatabase's statementTimeout (30 s) plus its connectionTimeout (5 s).
    */
   connectionTimeout: 60_000,
-  /** How often Node looks for requests past requestTimeout, in ms (Node's default, 30 s, would let one overrun it by that much). */
+  /** How often Node looks for requests past requestTimeout, in ms (Node's default, 30 s, would let one overrun it by
+   * that much). */
   connectionsCheckingInterval: 2_000,
 })
 
-/** A Fastify instance with the examples' time bounds and problem+json URL errors; `options` may override any of them. */
+/** A Fastify instance with the examples' time bounds and problem+json URL errors; `options` may override any of them.
+ * */
 export function exampleServer (options: FastifyServerOptions = {}): FastifyInstance {
   const requestTimeout = options.requestTimeout ?? serverTimeouts.requestTimeout
   return Fastify({
@@ -63,22 +70,35 @@ export function exampleServer (options: FastifyServerOptions = {}): FastifyInsta
     // Fastify sets requestTimeout after Node's server exists, leaving its headersTimeout at 60 s; Node
     // then did not cut a request at requestTimeout (measured: a trickled body went on 20 s past 0.5 s).
     // Given at creation, headersTimeout no longer than requestTimeout makes Node enforce it.
-    http: { connectionsCheckingInterval: serverTimeouts.connectionsCheckingInterval, headersTimeout: Math.min(60_000, requestTimeout) },
+    http: {
+      connectionsCheckingInterval: serverTimeouts.connectionsCheckingInterval,
+      headersTimeout: Math.min(60_000, requestTimeout),
+    },
   })
 }
 
 /** A Fastify app and its database, migrated; a database the app creates is closed with it. */
-export async function exampleApp<DB> ({ db: given, fastify = {} }: BuildOptions<DB>, up: (db: Kysely<DB>) => Promise<void>): Promise<{ app: FastifyInstance, db: Kysely<DB> }> {
+export async function exampleApp<DB> (
+  { db: given, fastify = {} }: BuildOptions<DB>,
+  up: (db: Kysely<DB>) => Promise<void>
+): Promise<{ app: FastifyInstance; db: Kysely<DB> }> {
   const db = given ?? createDatabase<DB>()
   const app = exampleServer(fastify)
   // Whoever creates a database closes it; a database passed in belongs to the caller.
-  if (given === undefined) app.addHook('onClose', async () => { await db.destroy() })
+  if (given === undefined) {
+    app.addHook('onClose', async () => {
+      await db.destroy()
+    })
+  }
   await up(db)
   return { app, db }
 }
 
 /** Listens on HOST:PORT (default 127.0.0.1:3000), logs where /docs is, and closes cleanly on SIGINT/SIGTERM. */
-export async function serve (build: (options: { fastify: FastifyServerOptions }) => Promise<FastifyInstance>, hint?: (origin: string) => string): Promise<void> {
+export async function serve (
+  build: (options: { fastify: FastifyServerOptions }) => Promise<FastifyInstance>,
+  hint?: (origin: string) => string
+): Promise<void> {
   let app: FastifyInstance
   try {
     app = await build({ fastify: { logger: { level: process.env.LOG_LEVEL ?? 'info' } } })
@@ -94,6 +114,8 @@ export async function serve (build: (options: { fastify: FastifyServerOptions })
   app.log.info(`Swagger UI: ${origin}/docs`)
   if (hint !== undefined) app.log.info(hint(origin))
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => { void app.close().then(() => process.exit(0)) })
+    process.once(signal, () => {
+      void app.close().then(() => process.exit(0))
+    })
   }
 }

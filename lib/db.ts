@@ -9,7 +9,8 @@ import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
 
 /** Options of {@link createDatabase}. */
 export interface CreateDatabaseOptions {
-  /** PostgreSQL / MySQL pool size per process (default 10). Keep `max × processes` under the server's `max_connections`. */
+  /** PostgreSQL / MySQL pool size per process (default 10). Keep `max × processes` under the server's
+   * `max_connections`. */
   poolSize?: number
   /**
    * Milliseconds to wait for a connection from the pool (or a new one) before failing with 503 (default 5000).
@@ -51,7 +52,8 @@ export interface CreateDatabaseOptions {
 
 let envLoaded = false
 
-/** The database URL in effect: the argument, else `DATABASE_URL` (from the environment or `.env`), else `sqlite:base.db`. */
+/** The database URL in effect: the argument, else `DATABASE_URL` (from the environment or `.env`), else
+ * `sqlite:base.db`. */
 export function databaseUrl (url?: string): string {
   if (url !== undefined && url !== '') return url
   if (!envLoaded) {
@@ -120,7 +122,8 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
  * ```
  */
 export function withPreparedStatements<DB> (db: Kysely<DB>, handle: object): Kysely<DB> {
-  const prepared: boolean = db instanceof PreparedKysely || db instanceof AdoptedKysely // a boolean: narrowing would lose DB
+  // a boolean: narrowing would lose DB
+  const prepared: boolean = db instanceof PreparedKysely || db instanceof AdoptedKysely
   if (prepared) return db
   // A transaction's statements must run on its connection: the shortcut would run them beside it.
   if (db.isTransaction) invalidOption('db', 'withPreparedStatements takes a Kysely instance, not a transaction')
@@ -131,7 +134,9 @@ export function withPreparedStatements<DB> (db: Kysely<DB>, handle: object): Kys
 /** The options with their defaults, checked now rather than when the first connection opens. */
 function connectionSettings (options: CreateDatabaseOptions): ConnectionSettings {
   const statementTimeout = options.statementTimeout ?? 30_000
-  if (!Number.isFinite(statementTimeout) || statementTimeout < 0) invalidOption('statementTimeout', 'must be a number of milliseconds, 0 or more')
+  if (!Number.isFinite(statementTimeout) || statementTimeout < 0) {
+    invalidOption('statementTimeout', 'must be a number of milliseconds, 0 or more')
+  }
   return {
     poolSize: options.poolSize ?? 10,
     connectionTimeout: options.connectionTimeout ?? 5000,
@@ -156,5 +161,6 @@ let defaultDatabase: Kysely<unknown> | undefined
  */
 export function getDatabase<DB> (): Kysely<DB> {
   defaultDatabase ??= createDatabase<unknown>()
-  return defaultDatabase as Kysely<DB> // one instance serves whatever DB the caller declares: the tables are the caller's word
+  // one instance serves whatever DB the caller declares: the tables are the caller's word
+  return defaultDatabase as Kysely<DB>
 }

@@ -18,25 +18,44 @@ export interface ViewsetDocsOptions {
    */
   tokenUrl?: string
   /** The document's `servers` (default `[{ url: '/' }]`: the API is served where the document is). */
-  servers?: Array<{ url: string, description?: string }>
+  servers?: Array<{ url: string; description?: string }>
 }
 
-type OpenApiObject = Record<string, unknown> & { paths?: Record<string, Record<string, unknown>>, components?: Record<string, unknown> }
+type OpenApiObject = Record<string, unknown> & {
+  paths?: Record<string, Record<string, unknown>>
+  components?: Record<string, unknown>
+}
 
 /** Whether an operation of the document names the security scheme. */
 function schemeUsed (document: OpenApiObject, scheme: string): boolean {
-  const requirements = (value: unknown): boolean => Array.isArray(value) && value.some((requirement) => typeof requirement === 'object' && requirement !== null && scheme in requirement)
+  const requirements = (value: unknown): boolean =>
+    Array.isArray(value) &&
+    value.some((requirement) => typeof requirement === 'object' && requirement !== null && scheme in requirement)
   if (requirements(document.security)) return true
-  return Object.values(document.paths ?? {}).some((item) => Object.values(item).some((operation) =>
-    typeof operation === 'object' && operation !== null && 'security' in operation && requirements(operation.security)))
+  return Object.values(document.paths ?? {}).some((item) =>
+    Object.values(item).some(
+      (operation) =>
+        typeof operation === 'object' &&
+        operation !== null &&
+        'security' in operation &&
+        requirements(operation.security)
+    )
+  )
 }
 
 /** The document without the viewsets' security scheme when no operation uses it: it would promise a token endpoint. */
 function withoutUnusedScheme (document: OpenApiObject): OpenApiObject {
   const components = document.components
   const schemes = components?.securitySchemes
-  if (components === undefined || typeof schemes !== 'object' || schemes === null || !(securitySchemeName in schemes) || schemeUsed(document, securitySchemeName)) return document
-  const { [securitySchemeName]: _unused, ...others } = schemes as Record<string, unknown> // checked to be an object just above
+  if (
+    components === undefined ||
+    typeof schemes !== 'object' ||
+    schemes === null ||
+    !(securitySchemeName in schemes) ||
+    schemeUsed(document, securitySchemeName)
+  ) { return document }
+  // checked to be an object just above
+  const { [securitySchemeName]: _unused, ...others } = schemes as Record<string, unknown>
   const { securitySchemes: _schemes, ...rest } = components
   return { ...document, components: Object.keys(others).length > 0 ? { ...rest, securitySchemes: others } : rest }
 }
@@ -47,10 +66,13 @@ function withoutUnusedScheme (document: OpenApiObject): OpenApiObject {
  *
  * @example
  * ```ts
- * await app.register(fastifySwagger, { openapi: { components: { securitySchemes: viewsetSecuritySchemes('/token') } } })
+ * const securitySchemes = viewsetSecuritySchemes('/token')
+ * await app.register(fastifySwagger, { openapi: { components: { securitySchemes } } })
  * ```
  */
-export function viewsetSecuritySchemes (tokenUrl = '/token'): Record<string, { type: 'oauth2', flows: { password: { tokenUrl: string, scopes: Record<string, string> } } }> {
+export function viewsetSecuritySchemes (
+  tokenUrl = '/token'
+): Record<string, { type: 'oauth2'; flows: { password: { tokenUrl: string; scopes: Record<string, string> } } }> {
   return { [securitySchemeName]: { type: 'oauth2', flows: { password: { tokenUrl, scopes: {} } } } }
 }
 
@@ -65,20 +87,35 @@ export function viewsetSecuritySchemes (tokenUrl = '/token'): Record<string, { t
  * await app.register(createViewset({ db, table: 'items', schema: Item }), { prefix: '/items' })
  * ```
  */
-export const viewsetDocs = fp<ViewsetDocsOptions>(async function viewsetDocs (fastify, options) {
-  const { title = 'API', version = '1.0.0', description, routePrefix = '/docs', tokenUrl = '/token', servers = [{ url: '/' }] } = options
-  await fastify.register(fastifySwagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title, version, ...(description === undefined ? {} : { description }) },
-      servers,
-      // Only protected operations reference the scheme (`security` per operation, none globally).
-      components: { securitySchemes: viewsetSecuritySchemes(tokenUrl) },
-    },
-    // Which routes are protected is known only once they are all registered, so the scheme is dropped here.
-    transformObject: (documents) => 'openapiObject' in documents ? withoutUnusedScheme(documents.openapiObject as OpenApiObject) : documents.swaggerObject, // a plain OpenAPI object, read as records
-    // Components keep their `$id` as name (Items, AdminItems, ViewsetProblem) instead of def-0, def-1, ...
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` },
-  })
-  await fastify.register(fastifySwaggerUi, { routePrefix })
-}, { fastify: '5.x', name: 'fastify-viewsets-docs' })
+export const viewsetDocs = fp<ViewsetDocsOptions>(
+  async function viewsetDocs (fastify, options) {
+    const {
+      title = 'API',
+      version = '1.0.0',
+      description,
+      routePrefix = '/docs',
+      tokenUrl = '/token',
+      servers = [{ url: '/' }],
+    } = options
+    await fastify.register(fastifySwagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title, version, ...(description === undefined ? {} : { description }) },
+        servers,
+        // Only protected operations reference the scheme (`security` per operation, none globally).
+        components: { securitySchemes: viewsetSecuritySchemes(tokenUrl) },
+      },
+      // Which routes are protected is known only once they are all registered, so the scheme is dropped here.
+      transformObject: (documents) =>
+        'openapiObject' in documents
+          ? withoutUnusedScheme(documents.openapiObject as OpenApiObject)
+          : documents.swaggerObject, // a plain OpenAPI object, read as records
+      // Components keep their `$id` as name (Items, AdminItems, ViewsetProblem) instead of def-0, def-1, ...
+      refResolver: {
+        buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+      },
+    })
+    await fastify.register(fastifySwaggerUi, { routePrefix })
+  },
+  { fastify: '5.x', name: 'fastify-viewsets-docs' }
+)

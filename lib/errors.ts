@@ -25,6 +25,8 @@ function listingError<C extends string, SC extends number> (code: C, fallback: s
 
 /** Takes no argument: util.format would append one to the message, and an internal error must say nothing. */
 class InternalError extends createError('FST_VIEWSET_INTERNAL', 'An unexpected error occurred', 500) {
+  // Not useless: it drops any argument a caller passes, which createError's constructor would format.
+  // eslint-disable-next-line @typescript-eslint/no-useless-constructor
   constructor () {
     super()
   }
@@ -46,7 +48,11 @@ export const ViewsetErrors = {
   // request errors
   NotFound: detailError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
   RouteNotFound: createError('FST_VIEWSET_ROUTE_NOT_FOUND', 'Route %s %s not found', 404),
-  MethodNotAllowed: detailError('FST_VIEWSET_METHOD_NOT_ALLOWED', 'This method is not allowed on this path: the Allow header lists those that are', 405),
+  MethodNotAllowed: detailError(
+    'FST_VIEWSET_METHOD_NOT_ALLOWED',
+    'This method is not allowed on this path: the Allow header lists those that are',
+    405
+  ),
   Validation: listingError('FST_VIEWSET_VALIDATION', 'The request is not valid', 400),
   InvalidBody: createError('FST_VIEWSET_INVALID_BODY', 'The request body is not valid JSON', 400),
   UnsupportedMediaType: createError('FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: %s', 415),
@@ -54,13 +60,29 @@ export const ViewsetErrors = {
   BadUrl: createError('FST_VIEWSET_BAD_URL', 'The URL is not valid (malformed percent-encoding)', 400),
   UriTooLong: createError('FST_VIEWSET_URI_TOO_LONG', 'A path parameter is longer than the limit', 414),
   BadRequest: detailError('FST_VIEWSET_BAD_REQUEST', 'The request cannot be served', 400),
-  InvalidCursor: detailError('FST_VIEWSET_INVALID_CURSOR', 'The cursor is not one this list made: follow the Link header, or start again without cursor', 400),
-  UnsupportedOrdering: createError('FST_VIEWSET_UNSUPPORTED_ORDERING', 'Unsupported ordering %s: the allowed fields are %s (a leading - sorts descending)', 400),
+  InvalidCursor: detailError(
+    'FST_VIEWSET_INVALID_CURSOR',
+    'The cursor is not one this list made: follow the Link header, or start again without cursor',
+    400
+  ),
+  UnsupportedOrdering: createError(
+    'FST_VIEWSET_UNSUPPORTED_ORDERING',
+    'Unsupported ordering %s: the allowed fields are %s (a leading - sorts descending)',
+    400
+  ),
   InvalidValue: detailError('FST_VIEWSET_INVALID_VALUE', 'A value cannot be stored', 400),
   /** `errors` names the element of a bulk write, `/3/email`, when the database says which. */
   Conflict: listingError('FST_VIEWSET_CONFLICT', 'The request conflicts with the stored data', 409),
-  PreconditionFailed: detailError('FST_VIEWSET_PRECONDITION_FAILED', 'If-Match does not name the stored version of the row: nothing was changed; read it again', 412),
-  PreconditionRequired: detailError('FST_VIEWSET_PRECONDITION_REQUIRED', 'This operation needs an If-Match header with the ETag of the row', 428),
+  PreconditionFailed: detailError(
+    'FST_VIEWSET_PRECONDITION_FAILED',
+    'If-Match does not name the stored version of the row: nothing was changed; read it again',
+    412
+  ),
+  PreconditionRequired: detailError(
+    'FST_VIEWSET_PRECONDITION_REQUIRED',
+    'This operation needs an If-Match header with the ETag of the row',
+    428
+  ),
   Unauthorized: detailError('FST_VIEWSET_UNAUTHORIZED', 'This operation needs a valid bearer token', 401),
   Forbidden: detailError('FST_VIEWSET_FORBIDDEN', 'The token does not allow this operation', 403),
   Unavailable: detailError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
@@ -69,7 +91,11 @@ export const ViewsetErrors = {
   // configuration errors
   InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500),
   UnknownTable: createError('FST_VIEWSET_UNKNOWN_TABLE', 'Table "%s" does not exist in the database', 500),
-  UnknownColumn: createError('FST_VIEWSET_UNKNOWN_COLUMN', 'Schema field "%s" is not a column of table "%s" (columns: %s)', 500),
+  UnknownColumn: createError(
+    'FST_VIEWSET_UNKNOWN_COLUMN',
+    'Schema field "%s" is not a column of table "%s" (columns: %s)',
+    500
+  ),
   InvalidDatabaseUrl: createError('FST_VIEWSET_INVALID_DATABASE_URL', 'Unsupported DATABASE_URL "%s": %s', 500),
 } as const
 
@@ -100,12 +126,19 @@ export interface FieldError {
  *
  * @example
  * ```ts
- * throw invalidFields([{ in: 'body', field: 'email', message: 'is required' }]) // detail: "The request is not valid: email is required"
+ * // detail: "The request is not valid: email is required"
+ * throw invalidFields([{ in: 'body', field: 'email', message: 'is required' }])
  * ```
  */
 export function invalidFields (errors: readonly FieldError[]): InstanceType<typeof ViewsetErrors.Validation> {
-  const named = errors.slice(0, maxProblemErrors).map((error) => `${error.field === '' ? error.in : error.field} ${error.message}`).join('; ')
-  return new ViewsetErrors.Validation(`The request is not valid: ${named}${errors.length > maxProblemErrors ? '; …' : ''}`, errors)
+  const named = errors
+    .slice(0, maxProblemErrors)
+    .map((error) => `${error.field === '' ? error.in : error.field} ${error.message}`)
+    .join('; ')
+  return new ViewsetErrors.Validation(
+    `The request is not valid: ${named}${errors.length > maxProblemErrors ? '; …' : ''}`,
+    errors
+  )
 }
 
 /** The body of every error response (RFC 9457 problem details). */
@@ -122,7 +155,8 @@ export interface Problem {
   errorsOmitted?: number
 }
 
-/** At most this many `errors` in a problem, and this many characters of `detail`: a hostile body cannot make the answer huge. */
+/** At most this many `errors` in a problem, and this many characters of `detail`: a hostile body cannot make the answer
+ * huge. */
 export const maxProblemErrors = 50
 export const maxProblemDetail = 1000
 
@@ -148,7 +182,10 @@ const titles: Record<number, string> = {
  */
 export function problem (status: number, code: string, detail: string, errors?: readonly FieldError[]): Problem {
   const body: Problem = {
-    type: `urn:fastify-viewsets:problem:${code.replace(/^FST_VIEWSET_/, '').toLowerCase().replaceAll('_', '-')}`,
+    type: `urn:fastify-viewsets:problem:${code
+      .replace(/^FST_VIEWSET_/, '')
+      .toLowerCase()
+      .replaceAll('_', '-')}`,
     title: titles[status] ?? 'Error',
     status,
     detail: detail.length > maxProblemDetail ? `${detail.slice(0, maxProblemDetail - 1)}…` : detail,

@@ -7,16 +7,17 @@ import { isRecord } from './schema/object-schema.js'
 
 /** The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`. */
 export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
-export type ViewsetMethod = typeof viewsetMethods[number]
+export type ViewsetMethod = (typeof viewsetMethods)[number]
 
 /** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request. */
 export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((method) => method !== 'BULK')
 
 /** Filter operators of `filterFields`. `eq` is also the bare `?field=value`. */
 export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
-export type FilterOperator = typeof filterOperators[number]
+export type FilterOperator = (typeof filterOperators)[number]
 
-/** The claims of a token when the app declares no user type: whatever claims it carries, `sub` a string when present. */
+/** The claims of a token when the app declares no user type: whatever claims it carries, `sub` a string when present.
+ * */
 export interface TokenClaims {
   /** The subject: who the token was issued to. */
   sub?: string
@@ -37,7 +38,9 @@ type JwtUser = FastifyRequest extends { user: infer User } ? User : undefined
  *
  * @example
  * ```ts
- * override async createElement (request: CreateRequest<typeof Item>, _reply: FastifyReply, token: ViewsetToken | null) {
+ * override async createElement (
+ *   request: CreateRequest<typeof Item>, _reply: FastifyReply, token: ViewsetToken | null,
+ * ) {
  *   return await this.insert({ ...this.writable(request.body), owner: token?.sub ?? null })
  * }
  * ```
@@ -69,13 +72,18 @@ export interface RowContext<M extends ViewsetMethod = ViewsetMethod> {
  *
  * @example
  * ```ts
- * scope: (eb, { token, method }) => method === 'LIST' || method === 'GET' ? undefined : eb('owner', '=', token?.sub ?? null)
+ * scope: (eb, { token, method }) =>
+ *   method === 'LIST' || method === 'GET' ? undefined : eb('owner', '=', token?.sub ?? null)
  * ```
  */
-export type ScopeFunction<DB, TB extends keyof DB> = (eb: ExpressionBuilder<DB, TB>, context: RowContext<ScopedMethod>) => Expression<SqlBool> | undefined
+export type ScopeFunction<DB, TB extends keyof DB> = (
+  eb: ExpressionBuilder<DB, TB>,
+  context: RowContext<ScopedMethod>,
+) => Expression<SqlBool> | undefined
 
 /**
- * Runs for POST, BULK (each element), PUT and PATCH after validation, before the statement: receives the writable fields the body
+ * Runs for POST, BULK (each element), PUT and PATCH after validation, before the statement: receives the writable
+ * fields the body
  * sent and returns what is written, which may set read-only fields and columns outside the schema.
  *
  * @example
@@ -83,7 +91,10 @@ export type ScopeFunction<DB, TB extends keyof DB> = (eb: ExpressionBuilder<DB, 
  * beforeWrite: (values, { token }) => ({ ...values, owner: token?.sub })
  * ```
  */
-export type BeforeWriteFunction<DB, TB extends keyof DB> = (values: Updateable<DB[TB]>, context: RowContext<WriteMethod>) => Updateable<DB[TB]> | Promise<Updateable<DB[TB]>>
+export type BeforeWriteFunction<DB, TB extends keyof DB> = (
+  values: Updateable<DB[TB]>,
+  context: RowContext<WriteMethod>,
+) => Updateable<DB[TB]> | Promise<Updateable<DB[TB]>>
 
 /** Field names of a schema. */
 export type FieldOf<S extends TObject> = keyof Static<S> & string
@@ -102,7 +113,12 @@ export type RelationPath<S extends TObject> = `${ObjectFields<S> & string}.${str
  * createViewset({ db, table: 'items', schema: Item, tags: ['items'], methods: ['LIST', 'GET'] })
  * ```
  */
-export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObject, R extends RelatedConfig<DB> = RelatedConfig<DB>> {
+export interface ViewsetOptions<
+  DB,
+  TB extends keyof DB & string,
+  S extends TObject,
+  R extends RelatedConfig<DB> = RelatedConfig<DB>
+> {
   /** The Kysely instance to query. The viewset never closes it. */
   db: Kysely<DB>
   /** Optional Kysely instance for LIST and GET, for example a read replica. Defaults to `db`. */
@@ -156,7 +172,8 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
    */
   authorize?: (token: ViewsetToken, method: AuthorizedMethod, request: FastifyRequest) => Promise<boolean> | boolean
 
-  /** Fields matched by `?search=` (case-insensitive substring, OR-ed); also `selectRelated` paths such as `'author.name'`. */
+  /** Fields matched by `?search=` (case-insensitive substring, OR-ed); also `selectRelated` paths such as
+   * `'author.name'`. */
   searchFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
   /** Fields allowed in `?order_by=`; also `selectRelated` paths such as `'author.name'`. */
   orderingFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
@@ -199,7 +216,8 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
    * A subclass may override the `scope` method instead. Not applied to tables loaded through `relatedConfig`.
    */
   scope?: ScopeFunction<DB, TB>
-  /** What POST, PUT and PATCH write, from the body's writable fields (default: them as sent); see {@link BeforeWriteFunction}. */
+  /** What POST, PUT and PATCH write, from the body's writable fields (default: them as sent); see {@link
+   * BeforeWriteFunction}. */
   beforeWrite?: BeforeWriteFunction<DB, TB>
   /**
    * The relation fields loaded when a request names no `?fields=`, on LIST, GET and write responses
@@ -208,7 +226,8 @@ export interface ViewsetOptions<DB, TB extends keyof DB & string, S extends TObj
    *
    * @example
    * ```ts
-   * createViewset({ db, table: 'books', schema: Book, relatedConfig, defaultRelations: ['author'] }) // tags only with ?fields=
+   * // tags only with ?fields=
+   * createViewset({ db, table: 'books', schema: Book, relatedConfig, defaultRelations: ['author'] })
    * ```
    */
   defaultRelations?: readonly FieldOf<S>[]
@@ -223,23 +242,25 @@ type RelationKeys<R> =
  * `Viewset<DB, TB, S>`): those whose values are objects or arrays. The loader checks at registration that
  * each one is declared; a scalar field that is not a column still fails to compile.
  */
-type ObjectFields<S extends TObject> = { [K in keyof Static<S>]-?: NonNullable<Static<S>[K]> extends object ? K : never }[keyof Static<S>]
+type ObjectFields<S extends TObject> = {
+  [K in keyof Static<S>]-?: NonNullable<Static<S>[K]> extends object ? K : never
+}[keyof Static<S>]
 
 /** The relation fields R declares; when R is any relatedConfig (not inferred), every object-valued field. */
-type DeclaredRelations<S extends TObject, R> =
-  string extends RelationKeys<R> ? ObjectFields<S> : RelationKeys<R>
+type DeclaredRelations<S extends TObject, R> = string extends RelationKeys<R> ? ObjectFields<S> : RelationKeys<R>
 
-type NonColumns<DB, TB extends keyof DB, S extends TObject, R> =
-  Exclude<keyof S['properties'], keyof DB[TB] | DeclaredRelations<S, R> | RelationKeys<S extends { relatedConfig?: infer C } ? C : never>>
+type NonColumns<DB, TB extends keyof DB, S extends TObject, R> = Exclude<
+  keyof S['properties'],
+  keyof DB[TB] | DeclaredRelations<S, R> | RelationKeys<S extends { relatedConfig?: infer C } ? C : never>
+>
 
 /**
  * Fails to compile when a schema field is neither a column of the table nor a declared relation.
  * The error names the offending fields.
  */
-export type CheckedSchema<DB, TB extends keyof DB, S extends TObject, R> =
-  [NonColumns<DB, TB, S, R>] extends [never]
-    ? unknown
-    : { schema: { 'schema fields that are not columns of the table': NonColumns<DB, TB, S, R> } }
+export type CheckedSchema<DB, TB extends keyof DB, S extends TObject, R> = [NonColumns<DB, TB, S, R>] extends [never]
+  ? unknown
+  : { schema: { 'schema fields that are not columns of the table': NonColumns<DB, TB, S, R> } }
 
 /**
  * Every key an options object may hold, by where it appears. Unknown keys fail at construction (a typo
@@ -248,11 +269,35 @@ export type CheckedSchema<DB, TB extends keyof DB, S extends TObject, R> =
  */
 const knownOptionKeys = {
   options: [
-    'db', 'readDb', 'table', 'schema', 'primaryKey', 'methods', 'tags', 'name', 'maxLimit', 'defaultLimit',
-    'protectedMethods', 'authenticate', 'authorize',
-    'searchFields', 'orderingFields', 'defaultOrder', 'filterFields', 'alwaysCount', 'maxSearchLength', 'maxOffset',
-    'pagination', 'maxBulk', 'conflictFields',
-    'relatedConfig', 'defaultRelations', 'scope', 'beforeWrite', 'versionField', 'requireIfMatch',
+    'db',
+    'readDb',
+    'table',
+    'schema',
+    'primaryKey',
+    'methods',
+    'tags',
+    'name',
+    'maxLimit',
+    'defaultLimit',
+    'protectedMethods',
+    'authenticate',
+    'authorize',
+    'searchFields',
+    'orderingFields',
+    'defaultOrder',
+    'filterFields',
+    'alwaysCount',
+    'maxSearchLength',
+    'maxOffset',
+    'pagination',
+    'maxBulk',
+    'conflictFields',
+    'relatedConfig',
+    'defaultRelations',
+    'scope',
+    'beforeWrite',
+    'versionField',
+    'requireIfMatch',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig'],
@@ -261,7 +306,7 @@ const knownOptionKeys = {
 } as const satisfies Record<string, readonly string[]>
 
 // Every key of ViewsetOptions is listed: an option missing from the table fails to compile, naming it.
-type UnlistedOption = Exclude<keyof ViewsetOptions<unknown, never, TObject>, typeof knownOptionKeys.options[number]>
+type UnlistedOption = Exclude<keyof ViewsetOptions<unknown, never, TObject>, (typeof knownOptionKeys.options)[number]>
 const everyOptionListed: [UnlistedOption] extends [never] ? true : UnlistedOption = true
 void everyOptionListed
 
@@ -290,7 +335,10 @@ function checkKeys (path: string, value: object, known: readonly string[]): void
       const d = editDistance(key.toLowerCase(), candidate.toLowerCase(), 2)
       if (d < distance) [best, distance] = [candidate, d]
     }
-    fail(path === '' ? key : `${path}.${key}`, best === undefined ? `unknown key; the keys are ${known.join(', ')}` : `unknown key; did you mean ${best}?`)
+    fail(
+      path === '' ? key : `${path}.${key}`,
+      best === undefined ? `unknown key; the keys are ${known.join(', ')}` : `unknown key; did you mean ${best}?`
+    )
   }
 }
 
@@ -299,7 +347,9 @@ function relationTarget (property: unknown): Record<string, unknown> | undefined
   if (!isRecord(property)) return undefined
   if (property.type === 'object') return property
   if (property.type === 'array') return relationTarget(property.items)
-  const objects = Array.isArray(property.anyOf) ? property.anyOf.filter((member) => isRecord(member) && member.type === 'object') : []
+  const objects = Array.isArray(property.anyOf)
+    ? property.anyOf.filter((member) => isRecord(member) && member.type === 'object')
+    : []
   return objects.length === 1 ? relationTarget(objects[0]) : undefined
 }
 
@@ -322,7 +372,9 @@ function checkRelatedConfigKeys (path: string, config: unknown, schema: unknown,
       if (!isRecord(entry)) continue
       const where = `${path}.${kind}.${field}`
       checkKeys(where, entry, knownOptionKeys[kind])
-      if (kind === 'prefetchRelated' && isRecord(entry.through)) checkKeys(`${where}.through`, entry.through, knownOptionKeys.through)
+      if (kind === 'prefetchRelated' && isRecord(entry.through)) {
+        checkKeys(`${where}.through`, entry.through, knownOptionKeys.through)
+      }
       const target = relationTarget(Object.hasOwn(properties, field) ? properties[field] : undefined)
       checkRelatedConfigKeys(`${where}.relatedConfig`, entry.relatedConfig ?? target?.relatedConfig, target, depth + 1)
     }
@@ -338,10 +390,14 @@ function isStringArray (value: unknown): value is string[] {
 }
 
 function checkMethodList (option: string, value: unknown): ViewsetMethod[] {
-  if (!Array.isArray(value)) fail(option, `expected an array of ${viewsetMethods.join(', ')}, got ${JSON.stringify(value)}`)
+  if (!Array.isArray(value)) {
+    fail(option, `expected an array of ${viewsetMethods.join(', ')}, got ${JSON.stringify(value)}`)
+  }
   const seen = new Set<ViewsetMethod>()
   for (const method of value) {
-    if (!isViewsetMethod(method)) fail(option, `unknown method ${JSON.stringify(method)}; allowed: ${viewsetMethods.join(', ')}`)
+    if (!isViewsetMethod(method)) {
+      fail(option, `unknown method ${JSON.stringify(method)}; allowed: ${viewsetMethods.join(', ')}`)
+    }
     if (seen.has(method)) fail(option, `method ${JSON.stringify(method)} is listed twice`)
     seen.add(method)
   }
@@ -374,7 +430,9 @@ export interface ResolvedOptions {
 }
 
 function positiveInteger (option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) fail(option, 'expected a positive integer')
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    fail(option, 'expected a positive integer')
+  }
   return value
 }
 
@@ -383,43 +441,78 @@ export function resolveOptions (options: unknown): ResolvedOptions {
   if (!isRecord(options)) fail('options', 'expected an object')
   checkKeys('', options, knownOptionKeys.options)
   const { db, table, schema } = options
-  if (typeof db !== 'object' || db === null || !('selectFrom' in db) || typeof db.selectFrom !== 'function') fail('db', 'expected a Kysely instance')
+  if (typeof db !== 'object' || db === null || !('selectFrom' in db) || typeof db.selectFrom !== 'function') {
+    fail('db', 'expected a Kysely instance')
+  }
   if (typeof table !== 'string' || table === '') fail('table', 'expected a table name')
-  if (!isRecord(schema) || schema.type !== 'object' || typeof schema.properties !== 'object' || schema.properties === null) {
+  if (
+    !isRecord(schema) ||
+    schema.type !== 'object' ||
+    typeof schema.properties !== 'object' ||
+    schema.properties === null
+  ) {
     fail('schema', 'expected a TypeBox object schema (Type.Object)')
   }
   const properties = schema.properties
   checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? schema.relatedConfig, schema, 0)
   const primaryKey = options.primaryKey ?? 'id'
-  if (typeof primaryKey !== 'string' || !(primaryKey in properties)) fail('primaryKey', `"${String(primaryKey)}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`)
+  if (typeof primaryKey !== 'string' || !(primaryKey in properties)) {
+    fail(
+      'primaryKey',
+      `"${String(primaryKey)}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`
+    )
+  }
   const methods = checkMethodList('methods', options.methods ?? defaultMethods)
   const protectedMethods = checkMethodList('protectedMethods', options.protectedMethods ?? [])
   const maxLimit = options.maxLimit ?? 100
-  if (typeof maxLimit !== 'number' || !Number.isInteger(maxLimit) || maxLimit < 1) fail('maxLimit', 'expected a positive integer')
+  if (typeof maxLimit !== 'number' || !Number.isInteger(maxLimit) || maxLimit < 1) {
+    fail('maxLimit', 'expected a positive integer')
+  }
   const defaultLimit = options.defaultLimit ?? Math.min(20, maxLimit)
-  if (typeof defaultLimit !== 'number' || !Number.isInteger(defaultLimit) || defaultLimit < 1 || defaultLimit > maxLimit) fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`)
+  if (
+    typeof defaultLimit !== 'number' ||
+    !Number.isInteger(defaultLimit) ||
+    defaultLimit < 1 ||
+    defaultLimit > maxLimit
+  ) { fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`) }
   const maxOffset = positiveInteger('maxOffset', options.maxOffset ?? 10_000)
   const maxSearchLength = positiveInteger('maxSearchLength', options.maxSearchLength ?? 100)
   const maxBulk = positiveInteger('maxBulk', options.maxBulk ?? 1000)
   const pagination = options.pagination ?? 'offset'
-  if (pagination !== 'offset' && pagination !== 'cursor') fail('pagination', `expected 'offset' or 'cursor', got ${JSON.stringify(pagination)}`)
+  if (pagination !== 'offset' && pagination !== 'cursor') {
+    fail('pagination', `expected 'offset' or 'cursor', got ${JSON.stringify(pagination)}`)
+  }
   const tags = options.tags ?? []
   if (!isStringArray(tags)) fail('tags', 'expected an array of strings')
   const name = options.name
-  if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(name))) fail('name', 'expected an identifier such as "Items"')
+  if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(name))) {
+    fail('name', 'expected an identifier such as "Items"')
+  }
   const versionField = options.versionField
   if (versionField !== undefined && typeof versionField !== 'string') fail('versionField', 'expected a field name')
   if (versionField !== undefined) {
     const property: unknown = Object.entries(properties).find(([field]) => field === versionField)?.[1]
-    if (!isRecord(property)) fail('versionField', `"${versionField}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`)
+    if (!isRecord(property)) {
+      fail(
+        'versionField',
+        `"${versionField}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')})`
+      )
+    }
     if (property.type !== 'integer') fail('versionField', `"${versionField}" must be an integer field (Type.Integer())`)
     if (versionField === primaryKey) fail('versionField', 'the primary key cannot be the version')
   }
   const conflictFields = options.conflictFields
   if (conflictFields !== undefined) {
-    if (!isStringArray(conflictFields) || conflictFields.length === 0) fail('conflictFields', 'expected a non-empty array of field names')
+    if (!isStringArray(conflictFields) || conflictFields.length === 0) {
+      fail('conflictFields', 'expected a non-empty array of field names')
+    }
     const unknown = conflictFields.filter((field) => !Object.hasOwn(properties, field))
-    if (unknown.length > 0) fail('conflictFields', `${unknown.join(', ')} ${unknown.length === 1 ? 'is not a field' : 'are not fields'} of the schema (fields: ${Object.keys(properties).join(', ')})`)
+    if (unknown.length > 0) {
+      fail(
+        'conflictFields',
+        `${unknown.join(', ')} ${unknown.length === 1 ? 'is not a field' : 'are not fields'} of the schema (fields: ${Object.keys(properties).join(', ')})`
+      )
+    }
     if (new Set(conflictFields).size !== conflictFields.length) fail('conflictFields', 'a field is listed twice')
   }
   const requireIfMatch = options.requireIfMatch ?? false

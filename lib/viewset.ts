@@ -1,7 +1,22 @@
 import type { Static, TObject } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type {
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+} from 'fastify'
 import { expressionBuilder } from 'kysely'
-import type { Expression, ExpressionBuilder, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
+import type {
+  Expression,
+  ExpressionBuilder,
+  Insertable,
+  Kysely,
+  SelectQueryBuilder,
+  SqlBool,
+  Transaction,
+  Updateable,
+} from 'kysely'
 import { authHook, canVerifyTokens, checkAuth, checkProtectedRoutes } from './http/auth.js'
 import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, UpsertElement } from './dialect/dialect.js'
 import { conflictKeyProblem, rowKeyProblem } from './dialect/shared/catalog.js'
@@ -12,7 +27,16 @@ import { andThen } from './execution/eventually.js'
 import type { Eventually } from './execution/eventually.js'
 import type { FieldError } from './errors.js'
 import { mergeDuplicates, prefersMergeDuplicates } from './http/prefer-header.js'
-import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
+import type {
+  CheckedSchema,
+  ResolvedOptions,
+  RowContext,
+  ScopedMethod,
+  ViewsetMethod,
+  ViewsetOptions,
+  ViewsetToken,
+  WriteMethod,
+} from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { viewsetPlugin } from './http/plugin.js'
 import type { ViewsetScope } from './http/plugin.js'
@@ -43,9 +67,18 @@ import { sharedSerializer } from './schema/serializer.js'
 import { isRecord } from './schema/object-schema.js'
 
 /** The overridable handlers that run in a request and may await before a query. */
-const userHandlers = ['list', 'getElement', 'createElement', 'createElements', 'updateElement', 'deleteElement', 'beforeWrite'] as const
+const userHandlers = [
+  'list',
+  'getElement',
+  'createElement',
+  'createElements',
+  'updateElement',
+  'deleteElement',
+  'beforeWrite',
+] as const
 
-/** A row read through the schema's columns, as the schema types it: the response serializer writes it by that schema. */
+/** A row read through the schema's columns, as the schema types it: the response serializer writes it by that schema.
+ * */
 function served<S extends TObject> (row: Row): Static<S> {
   return row as Static<S> // selected by the schema's own columns; the driver's value types are coerced on the way out
 }
@@ -72,7 +105,8 @@ function rowOf (values: object): Row {
 
 /** The `static listQuery` of a viewset's class (its constructor), when it declares an object schema. */
 function listQueryOf (constructor: unknown): JsonSchema | undefined {
-  const extra: unknown = typeof constructor === 'function' && 'listQuery' in constructor ? constructor.listQuery : undefined
+  const extra: unknown =
+    typeof constructor === 'function' && 'listQuery' in constructor ? constructor.listQuery : undefined
   return isRecord(extra) ? extra : undefined
 }
 
@@ -87,13 +121,17 @@ function applyMerge (reply: FastifyReply, created: boolean): void {
 }
 
 /** Path parameters of the element routes, when the schema is not named (`ElementRequest`). */
-export interface IdParams { id: string | number }
+export interface IdParams {
+  id: string | number
+}
 
 /**
  * The type of a schema's primary key `id`, as the validated path parameter holds it (a number for an
  * integer key). `string | number` when the schema has no `id` field (a `primaryKey` of another name).
  */
-export type IdOf<S extends TObject> = 'id' extends keyof Static<S> ? Exclude<Static<S>['id'], undefined | null> : IdParams['id']
+export type IdOf<S extends TObject> = 'id' extends keyof Static<S>
+  ? Exclude<Static<S>['id'], undefined | null>
+  : IdParams['id']
 
 /** The parameters of LIST every query string has, after validation (their defaults filled in). */
 export interface Pagination {
@@ -102,7 +140,9 @@ export interface Pagination {
 }
 
 /** A LIST query string after validation: `limit` and `offset`, then the fields of `listQuery`. */
-export type ValidatedListQuery<Q extends TObject> = { [K in keyof (Pagination & Omit<Static<Q>, keyof Pagination>)]: (Pagination & Omit<Static<Q>, keyof Pagination>)[K] }
+export type ValidatedListQuery<Q extends TObject> = {
+  [K in keyof (Pagination & Omit<Static<Q>, keyof Pagination>)]: (Pagination & Omit<Static<Q>, keyof Pagination>)[K]
+}
 
 /**
  * The request of LIST. `ListRequest<typeof listQuery>` (a TypeBox object) types `request.query` as the
@@ -111,20 +151,27 @@ export type ValidatedListQuery<Q extends TObject> = { [K in keyof (Pagination & 
  *
  * @example
  * ```ts
- * override async list (request: ListRequest<typeof StockQuery>) { return await this.query().limit(request.query.limit).execute() }
+ * override async list (request: ListRequest<typeof StockQuery>) {
+ *   return await this.query().limit(request.query.limit).execute()
+ * }
  * ```
  */
-export type ListRequest<Query = Record<string, unknown>> = FastifyRequest<{ Querystring: Query extends TObject ? ValidatedListQuery<Query> : Query }>
+export type ListRequest<Query = Record<string, unknown>> = FastifyRequest<{
+  Querystring: Query extends TObject ? ValidatedListQuery<Query> : Query
+}>
 /** The request of GET and DELETE; `ElementRequest<typeof Item>` types `params.id` as the key's type. */
-export type ElementRequest<S extends TObject | undefined = undefined> = FastifyRequest<{ Params: { id: S extends TObject ? IdOf<S> : IdParams['id'] } }>
+export type ElementRequest<S extends TObject | undefined = undefined> = FastifyRequest<{
+  Params: { id: S extends TObject ? IdOf<S> : IdParams['id'] }
+}>
 /** The request of POST: the body has every field the schema requires. */
 export type CreateRequest<S extends TObject> = FastifyRequest<{ Body: Static<S> }>
 /** The request of BULK (`POST /bulk`): an array of POST bodies. */
 export type CreateManyRequest<S extends TObject> = FastifyRequest<{ Body: Array<Static<S>> }>
 /** The request of PUT and PATCH: `params.id` has the key's type; PATCH may send any subset of the fields. */
-export type UpdateRequest<S extends TObject> = FastifyRequest<{ Params: { id: IdOf<S> }, Body: Partial<Static<S>> }>
+export type UpdateRequest<S extends TObject> = FastifyRequest<{ Params: { id: IdOf<S> }; Body: Partial<Static<S>> }>
 
-/** The columns of a table a schema's fields write: what `writable()` returns, for POST (Insertable) or PATCH (Updateable). */
+/** The columns of a table a schema's fields write: what `writable()` returns, for POST (Insertable) or PATCH
+ * (Updateable). */
 type WritableOf<Values, S extends TObject> = Pick<Values, keyof Static<S> & keyof Values>
 
 /** What the viewset knows once the catalog has been read; built at registration. */
@@ -136,7 +183,11 @@ interface Prepared {
 
 /** The values `beforeWrite` returned, when they are values. */
 function writtenValues (written: unknown): Row {
-  if (!isRecord(written)) throw new TypeError(`beforeWrite returned ${written === null ? 'null' : typeof written}: it must return the values to write`)
+  if (!isRecord(written)) {
+    throw new TypeError(
+      `beforeWrite returned ${written === null ? 'null' : typeof written}: it must return the values to write`
+    )
+  }
   return written
 }
 
@@ -157,7 +208,12 @@ function writtenValues (written: unknown): Row {
  * await app.register(new ItemViewset({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
  * ```
  */
-export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R extends RelatedConfig<DB> = RelatedConfig<DB>> {
+export class Viewset<
+  DB,
+  TB extends keyof DB & string,
+  S extends TObject,
+  R extends RelatedConfig<DB> = RelatedConfig<DB>
+> {
   /** Extra query parameters of LIST, merged over the defaults; validated and documented. */
   static listQuery: TObject | undefined = undefined
 
@@ -207,7 +263,8 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     this.schema = options.schema
     this.primaryKey = this.#resolved.primaryKey
     // The relation declaration is checked by the loader, whatever tables the DB type names.
-    this.#relatedConfig = relatedConfigOf(options.relatedConfig as RelatedConfig<unknown> | undefined, options.schema) // RelatedConfig is invariant in DB
+    // RelatedConfig is invariant in DB
+    this.#relatedConfig = relatedConfigOf(options.relatedConfig as RelatedConfig<unknown> | undefined, options.schema)
     const relations = relationFields(this.#relatedConfig)
     this.columns = Object.freeze(Object.keys(options.schema.properties).filter((field) => !relations.has(field)))
     this.protect = authHook('CUSTOM', this.options)
@@ -229,11 +286,16 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    * route then sets `Link`, `X-Total-Count` and the `?fields=` serializer. An override returns its own rows
    * (typically `await this.query()...execute()`); the route still loads their relations.
    */
-  async list (request: ListRequest<unknown>, _reply: FastifyReply, token: ViewsetToken | null): Promise<Array<Static<S>>> {
+  async list (
+    request: ListRequest<unknown>,
+    _reply: FastifyReply,
+    token: ViewsetToken | null
+  ): Promise<Array<Static<S>>> {
     return await this.#list(request, token)
   }
 
-  /** The default {@link list}, answered at once where the database answered at once (eventually.ts): the route calls it unless `list` is overridden. */
+  /** The default {@link list}, answered at once where the database answered at once (eventually.ts): the route calls it
+   * unless `list` is overridden. */
   #list (request: FastifyRequest, token: ViewsetToken | null): Eventually<Array<Static<S>>> {
     const { resource, list } = this.#ready()
     // Everything a client can get wrong is checked before the first query.
@@ -246,12 +308,20 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   }
 
   /** LIST by cursor, or with the number of matching rows (both read at once). */
-  async #listWithExtras (request: FastifyRequest, query: ListQuery, scope: ScopeCondition | undefined): Promise<Array<Static<S>>> {
+  async #listWithExtras (
+    request: FastifyRequest,
+    query: ListQuery,
+    scope: ScopeCondition | undefined
+  ): Promise<Array<Static<S>>> {
     const { resource } = this.#ready()
     const db = untyped(this.readDb)
     if (query.pagination === 'cursor') {
-      const [page, total] = await Promise.all([resource.cursorPage(db, query, scope), query.count ? resource.count(db, query, scope) : undefined])
-      const cursor = (position: CursorPosition | undefined) => position === undefined ? undefined : encodeCursor(query.ordering, position)
+      const [page, total] = await Promise.all([
+        resource.cursorPage(db, query, scope),
+        query.count ? resource.count(db, query, scope) : undefined,
+      ])
+      const cursor = (position: CursorPosition | undefined) =>
+        position === undefined ? undefined : encodeCursor(query.ordering, position)
       recordListPage(request, { query, total, cursors: { next: cursor(page.next), prev: cursor(page.prev) } })
       return servedRows<S>(page.rows)
     }
@@ -271,7 +341,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const selection = requestedFields(request)
     const scope = this.#scopeOf(request, token, 'GET')
     const id = idOf(request)
-    return andThen(this.#ready().resource.find(untyped(this.readDb), id, { selection, scope }), (row) => row === undefined ? this.notFound(id) : served<S>(row))
+    return andThen(this.#ready().resource.find(untyped(this.readDb), id, { selection, scope }), (row) =>
+      row === undefined ? this.notFound(id) : served<S>(row)
+    )
   }
 
   /**
@@ -288,15 +360,24 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   #createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<Static<S>> {
     const sent = this.#writable(request.body)
     if (this.#mergesDuplicates(request)) return this.#upsertOne(request, reply, token, sent)
-    return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) => servedEventually<S>(this.#ready().resource.insert(untyped(this.db), values)))
+    return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
+      servedEventually<S>(this.#ready().resource.insert(untyped(this.db), values))
+    )
   }
 
   /** POST with `Prefer: resolution=merge-duplicates`: the upsert of one element. */
-  async #upsertOne (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, sent: Row): Promise<Static<S>> {
+  async #upsertOne (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: ViewsetToken | null,
+    sent: Row
+  ): Promise<Static<S>> {
     this.#checkConflictFields([sent], false)
     const scope = currentScope()
     const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
-    const [written] = await inScope(scope, () => this.#ready().resource.upsert(untyped(this.db), [element], this.#scopeOf(request, token, 'PATCH'), false))
+    const [written] = await inScope(scope, () =>
+      this.#ready().resource.upsert(untyped(this.db), [element], this.#scopeOf(request, token, 'PATCH'), false)
+    )
     if (written === undefined) throw new Error('an upsert of one element wrote no row')
     applyMerge(reply, written.created)
     return served<S>(written.row)
@@ -308,7 +389,11 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    * registered when `methods` lists `'BULK'`. With `conflictFields` and `Prefer: resolution=merge-duplicates`,
    * each element is upserted as POST does, and the answer is 201 when at least one row was created, else 200.
    */
-  async createElements (request: CreateManyRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Array<Static<S>>> {
+  async createElements (
+    request: CreateManyRequest<S>,
+    reply: FastifyReply,
+    token: ViewsetToken | null
+  ): Promise<Array<Static<S>>> {
     const bodies: unknown[] = Array.isArray(request.body) ? request.body : []
     const sent = bodies.map((body) => this.#writable(body))
     const context = { request, token, method: 'BULK' } as const
@@ -322,22 +407,32 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     this.#checkConflictFields(sent, true)
     const elements: UpsertElement[] = []
     for (const fields of sent) elements.push(await this.#upsertElement(fields, context))
-    const written = await inScope(scope, () => this.#ready().resource.upsert(untyped(this.db), elements, this.#scopeOf(request, token, 'PATCH'), true))
+    const written = await inScope(scope, () =>
+      this.#ready().resource.upsert(untyped(this.db), elements, this.#scopeOf(request, token, 'PATCH'), true)
+    )
     applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
     return servedRows<S>(written.map((entry) => entry.row))
   }
 
-  /** Whether this request upserts: `conflictFields` is set and the client prefers `resolution=merge-duplicates` (else the header is ignored, as RFC 7240 says). */
+  /** Whether this request upserts: `conflictFields` is set and the client prefers `resolution=merge-duplicates` (else
+   * the header is ignored, as RFC 7240 says). */
   #mergesDuplicates (request: FastifyRequest): boolean {
     return this.#resolved.conflictFields !== undefined && prefersMergeDuplicates(request.headers.prefer)
   }
 
-  /** A body that merges must send every conflict field, with a value: else a 400 naming each one missing (`email`, or `/3/email` in a bulk body). */
+  /** A body that merges must send every conflict field, with a value: else a 400 naming each one missing (`email`, or
+   * `/3/email` in a bulk body). */
   #checkConflictFields (bodies: readonly Row[], bulk: boolean): void {
     const errors: FieldError[] = []
     bodies.forEach((body, index) => {
       for (const field of this.#resolved.conflictFields ?? []) {
-        if (body[field] === undefined || body[field] === null) errors.push({ in: 'body', field: bulk ? `/${index}/${field}` : field, message: `is required (not null) with Prefer: ${mergeDuplicates}` })
+        if (body[field] === undefined || body[field] === null) {
+          errors.push({
+            in: 'body',
+            field: bulk ? `/${index}/${field}` : field,
+            message: `is required (not null) with Prefer: ${mergeDuplicates}`,
+          })
+        }
       }
     })
     if (errors.length > 0) throw invalidFields(errors)
@@ -352,8 +447,14 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     return { values, update: Object.keys(sent).filter((field) => Object.hasOwn(values, field)) }
   }
 
-  /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite` returns, and returns it, or 404. */
-  async updateElement (request: UpdateRequest<S>, _reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Promise<Static<S>> {
+  /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite` returns,
+   * and returns it, or 404. */
+  async updateElement (
+    request: UpdateRequest<S>,
+    _reply: FastifyReply,
+    token: ViewsetToken | null,
+    partial: boolean
+  ): Promise<Static<S>> {
     return await this.#updateElement(request, token, partial)
   }
 
@@ -363,7 +464,17 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const id = idOf(request)
     return andThen(this.#beforeWrite(this.#writable(request.body), { request, token, method }), (values) =>
       // If-Match (or requireIfMatch) is checked with the write, after the scope: a 404, 428 or 412 changes nothing.
-      andThen(this.#ready().resource.update(untyped(this.db), id, values, this.#scopeOf(request, token, method), requestedPrecondition(request)), (row) => row === undefined ? this.notFound(id) : served<S>(row)))
+      andThen(
+        this.#ready().resource.update(
+          untyped(this.db),
+          id,
+          values,
+          this.#scopeOf(request, token, method),
+          requestedPrecondition(request)
+        ),
+        (row) => (row === undefined ? this.notFound(id) : served<S>(row))
+      )
+    )
   }
 
   /** DELETE: removes the row (204), or 404 when there is none in the scope. */
@@ -375,7 +486,12 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   #deleteElement (request: FastifyRequest, token: ViewsetToken | null): Eventually<void> {
     const scope = this.#scopeOf(request, token, 'DELETE')
     const id = idOf(request)
-    return andThen(this.#ready().resource.delete(untyped(this.db), id, scope, requestedPrecondition(request)), (deleted) => { if (!deleted) this.notFound(id) })
+    return andThen(
+      this.#ready().resource.delete(untyped(this.db), id, scope, requestedPrecondition(request)),
+      (deleted) => {
+        if (!deleted) this.notFound(id)
+      }
+    )
   }
 
   /**
@@ -409,7 +525,10 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    * }
    * ```
    */
-  beforeWrite (values: Updateable<DB[TB]>, context: RowContext<WriteMethod>): Updateable<DB[TB]> | Promise<Updateable<DB[TB]>> {
+  beforeWrite (
+    values: Updateable<DB[TB]>,
+    context: RowContext<WriteMethod>
+  ): Updateable<DB[TB]> | Promise<Updateable<DB[TB]>> {
     return this.options.beforeWrite === undefined ? values : this.options.beforeWrite(values, context)
   }
 
@@ -418,11 +537,15 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     return expression === undefined ? undefined : scopeCondition(untyped(this.db), this.table, expression)
   }
 
-  /** What `beforeWrite` makes of the values, checked: a promise only when it answered one (the default answers at once, and POST and PATCH then await nothing). */
+  /** What `beforeWrite` makes of the values, checked: a promise only when it answered one (the default answers at once,
+   * and POST and PATCH then await nothing). */
   #beforeWrite (values: Row, context: RowContext<WriteMethod>): Row | Promise<Row> {
-    const written: unknown = this.beforeWrite(values as Updateable<DB[TB]>, context) // the writable fields of the schema, which are columns of the table
+    // the writable fields of the schema, which are columns of the table
+    const written: unknown = this.beforeWrite(values as Updateable<DB[TB]>, context)
     // Any thenable is awaited, as `await` would; the answer is then a native promise.
-    return isRecord(written) && typeof written.then === 'function' ? Promise.resolve(written).then(writtenValues) : writtenValues(written)
+    return isRecord(written) && typeof written.then === 'function'
+      ? Promise.resolve(written).then(writtenValues)
+      : writtenValues(written)
   }
 
   /** Adds routes next to the generated ones, in the same scope: same prefix, error format and validation. */
@@ -433,11 +556,12 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
   query (db: Kysely<DB> = this.readDb): SelectQueryBuilder<DB, TB, Static<S>> {
     const table: string = this.table
-    return untyped(db).selectFrom(table).select(this.columns) as unknown as SelectQueryBuilder<DB, TB, Static<S>> // names checked against the catalog at registration
+    // names checked against the catalog at registration
+    return untyped(db).selectFrom(table).select(this.columns) as unknown as SelectQueryBuilder<DB, TB, Static<S>>
   }
 
   /** Runs `work` in a transaction; it commits when `work` resolves and rolls back when it throws. */
-  async transaction<T> (work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
     return await this.db.transaction().execute(work)
   }
 
@@ -466,10 +590,16 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    *
    * @example
    * ```ts
-   * return await this.update(request.params.id, values, this.db, this.precondition(request)) ?? this.notFound(request.params.id)
+   * const updated = await this.update(request.params.id, values, this.db, this.precondition(request))
+   * return updated ?? this.notFound(request.params.id)
    * ```
    */
-  async update (id: IdOf<S>, values: Updateable<DB[TB]>, db: Kysely<DB> = this.db, precondition?: Precondition): Promise<Static<S> | undefined> {
+  async update (
+    id: IdOf<S>,
+    values: Updateable<DB[TB]>,
+    db: Kysely<DB> = this.db,
+    precondition?: Precondition
+  ): Promise<Static<S> | undefined> {
     const row = await this.#ready().resource.update(untyped(db), id, rowOf(values), undefined, precondition)
     return row === undefined ? undefined : served<S>(row)
   }
@@ -520,7 +650,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    * @example
    * ```ts
    * try { return await this.insert(values) } catch (error) {
-   *   if (this.classify(error)?.kind === 'unique') throw new ViewsetErrors.Conflict('an item with that name already exists')
+   *   if (this.classify(error)?.kind === 'unique') {
+   *     throw new ViewsetErrors.Conflict('an item with that name already exists')
+   *   }
    *   throw error
    * }
    * ```
@@ -537,7 +669,9 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   // ---- registration ---------------------------------------------------------------------------
 
   #ready (): Prepared {
-    if (this.#prepared === undefined) throw new Error('The viewset is not registered yet: register() it on a Fastify instance first')
+    if (this.#prepared === undefined) {
+      throw new Error('The viewset is not registered yet: register() it on a Fastify instance first')
+    }
     return this.#prepared
   }
 
@@ -555,10 +689,14 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     if (keyProblem) throw new ViewsetErrors.InvalidOption(keyProblem.option, keyProblem.message)
     const columns = new Map<string, ColumnInfo>(catalog.map((column) => [column.name, column]))
     for (const field of this.columns) {
-      if (!columns.has(field)) throw new ViewsetErrors.UnknownColumn(field, table, catalog.map((column) => column.name).join(', '))
+      if (!columns.has(field)) {
+        throw new ViewsetErrors.UnknownColumn(field, table, catalog.map((column) => column.name).join(', '))
+      }
     }
     // Handlers and hooks of the user's await where they like before their queries: their scope rides on the promises.
-    if (this.options.beforeWrite !== undefined || userHandlers.some((name) => this[name] !== Viewset.prototype[name])) carryScopeThroughUserCode()
+    if (this.options.beforeWrite !== undefined || userHandlers.some((name) => this[name] !== Viewset.prototype[name])) {
+      carryScopeThroughUserCode()
+    }
     const config = this.#relatedConfig
     const relations = await createRelationLoader(db, dialect, config, schema, table, primaryKey)
     const name = this.#resolved.name ?? nameFromPrefix(fastify.prefix, table)
@@ -566,24 +704,57 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     const { versionField, requireIfMatch } = this.#resolved
     const entity = deriveEntity(schema, columns, relationFields(config), name, primaryKey, versionField)
     const { conflictFields } = this.#resolved
-    const conflictProblem = conflictFields === undefined ? undefined : conflictKeyProblem(described, conflictFields, writableFields(entity).filter((field) => this.columns.includes(field)), dialect.upsertOnAnyKey)
+    const conflictProblem =
+      conflictFields === undefined
+        ? undefined
+        : conflictKeyProblem(
+          described,
+          conflictFields,
+          writableFields(entity).filter((field) => this.columns.includes(field)),
+          dialect.upsertOnAnyKey
+        )
     if (conflictProblem !== undefined) throw new ViewsetErrors.InvalidOption('conflictFields', conflictProblem)
     // The loader may need keys the schema does not serve; they are selected, never serialized.
     const selected = [...new Set([...this.columns, ...(relations?.parentColumns ?? [])])]
     const statements = new Statements(db, table, primaryKey, selected, dialect)
     const serialized = deriveSerializerSchema(entity)
     // `?fields=` serializers are compiled from the serializer's entity too.
-    const defaultRelations = checkDefaultRelations(this.options.defaultRelations, relations?.fields ?? new Set(), entity)
+    const defaultRelations = checkDefaultRelations(
+      this.options.defaultRelations,
+      relations?.fields ?? new Set(),
+      entity
+    )
     const fields = planFields(serialized, this.columns, selected, relations?.keys ?? new Map(), defaultRelations)
-    const list = createListPlan({ dialect, resolved: this.#resolved, options: this.options, entity, columns: this.columns, selected, fieldsPlan: fields, related: { table, links: relations?.links ?? new Map() } })
+    const list = createListPlan({
+      dialect,
+      resolved: this.#resolved,
+      options: this.options,
+      entity,
+      columns: this.columns,
+      selected,
+      fieldsPlan: fields,
+      related: { table, links: relations?.links ?? new Map() },
+    })
     // A whole row as GET sends it: the bytes a representation's ETag hashes. Compiled now: it writes every field, so a
     // field the serializer cannot write fails at startup.
     const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
-    const tagOf = (row: Row) => versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
+    const tagOf = (row: Row) =>
+      versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
     const uniqueKeys = [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique]
-    const resource = new Resource({ dialect, statements, target: { table, primaryKey, columns: selected, catalog: columns }, relations, versioning: { versionField, tagOf, relations: defaultRelations }, uniqueKeys, conflictFields })
+    const resource = new Resource({
+      dialect,
+      statements,
+      target: { table, primaryKey, columns: selected, catalog: columns },
+      relations,
+      versioning: { versionField, tagOf, relations: defaultRelations },
+      uniqueKeys,
+      conflictFields,
+    })
     this.#prepared = Object.freeze({ resource, writable: writableFields(entity), list })
-    const components = viewsetComponents(entity, name, primaryKey, methods, { relations: relations?.fields ?? new Set(), loaded: defaultRelations })
+    const components = viewsetComponents(entity, name, primaryKey, methods, {
+      relations: relations?.fields ?? new Set(),
+      loaded: defaultRelations,
+    })
     const routes = viewsetRoutes(methods, this.#routeHandlers(this), {
       resource,
       readDb: untyped(this.readDb),
@@ -613,8 +784,12 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
       routes,
       dialect,
       protect: this.protect,
-      customRoutes: async (scope) => { await this.customRoutes(scope) },
-      checkProtectedRoutes: (count) => { checkProtectedRoutes(fastify, protectedMethods, count, this.options) },
+      customRoutes: async (scope) => {
+        await this.customRoutes(scope)
+      },
+      checkProtectedRoutes: (count) => {
+        checkProtectedRoutes(fastify, protectedMethods, count, this.options)
+      },
     }
   }
 
@@ -625,12 +800,27 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
   // `handlers`: this viewset, whose handlers' request types narrow FastifyRequest (the routes validate them).
   #routeHandlers (handlers: RouteHandlers): RouteHandlers {
     return {
-      list: this.list === Viewset.prototype.list ? (request, _reply, token) => this.#list(request, token) : (request, reply, token) => handlers.list(request, reply, token),
-      getElement: this.getElement === Viewset.prototype.getElement ? (request, _reply, token) => this.#getElement(request, token) : (request, reply, token) => handlers.getElement(request, reply, token),
-      createElement: this.createElement === Viewset.prototype.createElement ? (request, reply, token) => this.#createElement(request, reply, token) : (request, reply, token) => handlers.createElement(request, reply, token),
+      list:
+        this.list === Viewset.prototype.list
+          ? (request, _reply, token) => this.#list(request, token)
+          : (request, reply, token) => handlers.list(request, reply, token),
+      getElement:
+        this.getElement === Viewset.prototype.getElement
+          ? (request, _reply, token) => this.#getElement(request, token)
+          : (request, reply, token) => handlers.getElement(request, reply, token),
+      createElement:
+        this.createElement === Viewset.prototype.createElement
+          ? (request, reply, token) => this.#createElement(request, reply, token)
+          : (request, reply, token) => handlers.createElement(request, reply, token),
       createElements: (request, reply, token) => handlers.createElements(request, reply, token),
-      updateElement: this.updateElement === Viewset.prototype.updateElement ? (request, _reply, token, partial) => this.#updateElement(request, token, partial) : (request, reply, token, partial) => handlers.updateElement(request, reply, token, partial),
-      deleteElement: this.deleteElement === Viewset.prototype.deleteElement ? (request, _reply, token) => this.#deleteElement(request, token) : (request, reply, token) => handlers.deleteElement(request, reply, token),
+      updateElement:
+        this.updateElement === Viewset.prototype.updateElement
+          ? (request, _reply, token, partial) => this.#updateElement(request, token, partial)
+          : (request, reply, token, partial) => handlers.updateElement(request, reply, token, partial),
+      deleteElement:
+        this.deleteElement === Viewset.prototype.deleteElement
+          ? (request, _reply, token) => this.#deleteElement(request, token)
+          : (request, reply, token) => handlers.deleteElement(request, reply, token),
     }
   }
 
@@ -639,7 +829,7 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
    * keeps only `limit` and `offset` of the defaults: it would silently ignore `search`, filters, `count` or
    * `fields`. Without an overridden `list`, `listQuery` may only refine parameters the default LIST defines.
    */
-  #listQuerystring (list: ListPlan): { querystring: JsonSchema, headers?: Record<string, JsonSchema> } {
+  #listQuerystring (list: ListPlan): { querystring: JsonSchema; headers?: Record<string, JsonSchema> } {
     const extra = listQueryOf(this.constructor)
     if (extra === undefined) return list
     const defaults = propertiesOf(list.querystring)
@@ -648,12 +838,22 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
     // The default list reads only its own parameters: every other one would be validated, documented and ignored,
     // unless `scope` reads it (from `context.request.query`).
     const scoped = this.scope !== Viewset.prototype.scope || this.options.scope !== undefined
-    const unread = own || scoped ? [] : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter))
+    const unread =
+      own || scoped
+        ? []
+        : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter))
     if (unread.length > 0) {
-      throw new ViewsetErrors.InvalidOption('listQuery', `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. Override list(), or read them in scope()`)
+      throw new ViewsetErrors.InvalidOption(
+        'listQuery',
+        `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. Override list(), or read them in scope()`
+      )
     }
     // With cursor pagination there is no `offset`: its `cursor` is kept instead.
-    const base = own ? Object.fromEntries(['limit', 'offset', 'cursor'].flatMap((key) => defaults[key] === undefined ? [] : [[key, defaults[key]]])) : defaults
+    const base = own
+      ? Object.fromEntries(
+        ['limit', 'offset', 'cursor'].flatMap((key) => (defaults[key] === undefined ? [] : [[key, defaults[key]]]))
+      )
+      : defaults
     const properties = { ...base, ...propertiesOf(plain(extra)) }
     // The default list's response headers (Link, X-Total-Count) are not documented for an override.
     return { querystring: { ...list.querystring, properties }, ...(own ? {} : { headers: list.headers }) }
@@ -669,8 +869,11 @@ export class Viewset<DB, TB extends keyof DB & string, S extends TObject, R exte
  * await app.register(createViewset({ db, table: 'items', schema: Item, tags: ['items'] }), { prefix: '/items' })
  * ```
  */
-export function createViewset<DB, TB extends keyof DB & string, S extends TObject, R extends RelatedConfig<DB> = Record<never, never>> (
-  options: ViewsetOptions<DB, TB, S, R> & CheckedSchema<DB, TB, S, R>
-): FastifyPluginAsync {
+export function createViewset<
+  DB,
+  TB extends keyof DB & string,
+  S extends TObject,
+  R extends RelatedConfig<DB> = Record<never, never>
+> (options: ViewsetOptions<DB, TB, S, R> & CheckedSchema<DB, TB, S, R>): FastifyPluginAsync {
   return new Viewset<DB, TB, S, R>(options).register(options.methods)
 }

@@ -25,7 +25,12 @@ const searching: ItemOptions = {
 async function itemsApp (t: TestContext, dialect: TestDialect, options: ItemOptions = searching, rows = 3) {
   const database = await testDatabase(t, dialect)
   await createItemsTable(database)
-  if (rows > 0) await database.db.insertInto('items').values(Array.from({ length: rows }, (_, i) => ({ name: `item ${String(i + 1).padStart(3, '0')}` }))).execute()
+  if (rows > 0) {
+    await database.db
+      .insertInto('items')
+      .values(Array.from({ length: rows }, (_, i) => ({ name: `item ${String(i + 1).padStart(3, '0')}` })))
+      .execute()
+  }
   const app = testApp(t)
   await app.register(viewsetDocs, { title: 'Abuse' })
   await app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...options }), { prefix: '/items' })
@@ -34,23 +39,33 @@ async function itemsApp (t: TestContext, dialect: TestDialect, options: ItemOpti
 }
 
 /** Asserts a 400 FST_VIEWSET_VALIDATION that names `parameter` in its detail and its field errors. */
-function assertNamesParameter (response: { statusCode: number, body: string, headers: Record<string, unknown>, json: () => any }, parameter: string) {
+function assertNamesParameter (
+  response: { statusCode: number; body: string; headers: Record<string, unknown>; json: () => any },
+  parameter: string
+) {
   assert.equal(response.statusCode, 400, response.body)
   const body = problemOf(response)
   assert.equal(body.code, 'FST_VIEWSET_VALIDATION')
   assert.match(body.detail, new RegExp(`\\b${parameter} must`))
-  assert.deepEqual(body.errors?.map((error) => [error.in, error.field]), [['querystring', parameter]])
+  assert.deepEqual(
+    body.errors?.map((error) => [error.in, error.field]),
+    [['querystring', parameter]]
+  )
   return body
 }
 
 /** The `rel` → URL map of a Link header. */
 function links (header: unknown): Record<string, string> {
   if (header === undefined) return {}
-  return Object.fromEntries(String(header).split(', ').map((link) => {
-    const match = /^<([^>]*)>; rel="(\w+)"$/.exec(link)
-    assert.ok(match, `malformed link ${link}`)
-    return [match[2], match[1]]
-  }))
+  return Object.fromEntries(
+    String(header)
+      .split(', ')
+      .map((link) => {
+        const match = /^<([^>]*)>; rel="(\w+)"$/.exec(link)
+        assert.ok(match, `malformed link ${link}`)
+        return [match[2], match[1]]
+      })
+  )
 }
 
 for (const dialect of dialects) {
@@ -82,21 +97,31 @@ for (const dialect of dialects) {
     test('a __contains value past maxSearchLength is a 400 naming the parameter', async (t) => {
       const { app } = await itemsApp(t, dialect)
       assertNamesParameter(await app.inject(`/items?name__contains=${'b'.repeat(101)}`), 'name__contains')
-      assertNamesParameter(await app.inject(`/items?description__contains=${encodeURIComponent('ü'.repeat(101))}`), 'description__contains')
+      assertNamesParameter(
+        await app.inject(`/items?description__contains=${encodeURIComponent('ü'.repeat(101))}`),
+        'description__contains'
+      )
       const fits = await app.inject(`/items?name__contains=${'item'.repeat(25)}`)
       assert.equal(fits.statusCode, 200)
       const found = await app.inject('/items?name__contains=ITEM%20002')
-      assert.deepEqual(found.json().map((row: { name: string }) => row.name), ['item 002'])
+      assert.deepEqual(
+        found.json().map((row: { name: string }) => row.name),
+        ['item 002']
+      )
     })
 
     test('maxSearchLength sets the bound, and OpenAPI documents it as maxLength', async (t) => {
       const { app } = await itemsApp(t, dialect, { ...searching, maxSearchLength: 8 })
       assert.equal((await app.inject('/items?search=item%20001')).statusCode, 200)
-      assert.deepEqual((await app.inject('/items?search=item%20001')).json().map((row: { name: string }) => row.name), ['item 001'])
+      assert.deepEqual(
+        (await app.inject('/items?search=item%20001')).json().map((row: { name: string }) => row.name),
+        ['item 001']
+      )
       assertNamesParameter(await app.inject('/items?search=item%200001'), 'search')
       assertNamesParameter(await app.inject('/items?name__contains=item%200001'), 'name__contains')
       const document = (await app.inject('/docs/json')).json()
-      const parameters: Array<{ name: string, schema: { maxLength?: number } }> = document.paths['/items'].get.parameters
+      const parameters: Array<{ name: string; schema: { maxLength?: number } }> =
+        document.paths['/items'].get.parameters
       const maxLength = (name: string) => parameters.find((parameter) => parameter.name === name)?.schema.maxLength
       assert.equal(maxLength('search'), 8)
       assert.equal(maxLength('name__contains'), 8)
@@ -111,19 +136,30 @@ for (const dialect of dialects) {
         static override listQuery = Type.Object({ search: Type.Optional(Type.String({ description: 'Find items' })) })
       }
       const app = testApp(t)
-      await app.register(new Items({ db: database.db, table: 'items', schema: Item, ...searching, maxSearchLength: 3 }).register(), { prefix: '/items' })
+      await app.register(
+        new Items({ db: database.db, table: 'items', schema: Item, ...searching, maxSearchLength: 3 }).register(),
+        { prefix: '/items' }
+      )
       assertNamesParameter(await app.inject(`/items?search=${encodeURIComponent('🍞 br')}`), 'search')
       const fits = await app.inject(`/items?search=${encodeURIComponent('🍞 b')}`)
-      assert.deepEqual(fits.json().map((row: { name: string }) => row.name), ['🍞 bread'])
+      assert.deepEqual(
+        fits.json().map((row: { name: string }) => row.name),
+        ['🍞 bread']
+      )
     })
 
     test('matching is unchanged: case-insensitive, with %, _, ! and \\ matching themselves', async (t) => {
       const database = await testDatabase(t, dialect)
       await createItemsTable(database)
       const names = ['50% off', '50 percent', 'snake_case', 'snakeXcase', 'wow!', 'back\\slash', 'BREAD roll']
-      await database.db.insertInto('items').values(names.map((name) => ({ name }))).execute()
+      await database.db
+        .insertInto('items')
+        .values(names.map((name) => ({ name })))
+        .execute()
       const app = testApp(t)
-      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...searching }), { prefix: '/items' })
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...searching }), {
+        prefix: '/items',
+      })
       const found = async (url: string) => (await app.inject(url)).json().map((row: { name: string }) => row.name)
       assert.deepEqual(await found('/items?search=50%25'), ['50% off'])
       assert.deepEqual(await found('/items?search=e_c'), ['snake_case'])
@@ -131,7 +167,12 @@ for (const dialect of dialects) {
       assert.deepEqual(await found('/items?search=k%5Cs'), ['back\\slash'])
       assert.deepEqual(await found('/items?name__contains=bread%20R'), ['BREAD roll'])
       // The same statement runs again with other values (a prepared statement's generic plan on PostgreSQL).
-      for (let i = 0; i < 7; i++) assert.deepEqual(await found(`/items?search=${i % 2 === 0 ? 'SNAKE_' : '50%25'}`), i % 2 === 0 ? ['snake_case'] : ['50% off'])
+      for (let i = 0; i < 7; i++) {
+        assert.deepEqual(
+          await found(`/items?search=${i % 2 === 0 ? 'SNAKE_' : '50%25'}`),
+          i % 2 === 0 ? ['snake_case'] : ['50% off']
+        )
+      }
     })
 
     if (dialect.name === 'postgres') {
@@ -144,7 +185,11 @@ for (const dialect of dialects) {
         const plan = await db.connection().execute(async (connection) => {
           await sql.raw('set plan_cache_mode = force_generic_plan').execute(connection)
           await sql.raw(`prepare viewset_search as ${statement}`).execute(connection)
-          const { rows } = await sql.raw<{ 'QUERY PLAN': string }>('explain (verbose, costs off) execute viewset_search(\'%item%\', \'%item%\', \'%0%\', 20, 0)').execute(connection)
+          const { rows } = await sql
+            .raw<{ 'QUERY PLAN': string }>(
+              "explain (verbose, costs off) execute viewset_search('%item%', '%item%', '%0%', 20, 0)"
+            )
+            .execute(connection)
           await sql.raw('deallocate viewset_search').execute(connection)
           await sql.raw('reset plan_cache_mode').execute(connection)
           return rows.map((row) => row['QUERY PLAN'])
@@ -153,7 +198,10 @@ for (const dialect of dialects) {
         assert.match(filter, /lower\(/, plan.join('\n'))
         // Per row: only the column is lower-cased; the pattern is an InitPlan's result.
         assert.doesNotMatch(filter, /lower\(\$|like_escape|~~\*/, plan.join('\n'))
-        assert.ok(plan.some((line) => line.includes('InitPlan')), plan.join('\n'))
+        assert.ok(
+          plan.some((line) => line.includes('InitPlan')),
+          plan.join('\n')
+        )
       })
     }
   })
@@ -162,7 +210,11 @@ for (const dialect of dialects) {
     test('an offset past maxOffset (default 10,000) is a 400 naming offset that points to cursor pagination', async (t) => {
       const { app, queries } = await itemsApp(t, dialect)
       queries.length = 0
-      for (const url of ['/items?offset=10001', '/items?offset=10001&search=item', `/items?offset=${Number.MAX_SAFE_INTEGER}`]) {
+      for (const url of [
+        '/items?offset=10001',
+        '/items?offset=10001&search=item',
+        `/items?offset=${Number.MAX_SAFE_INTEGER}`,
+      ]) {
         const body = assertNamesParameter(await app.inject(url), 'offset')
         assert.match(body.detail, /at most 10000/)
         assert.match(body.detail, /cursor pagination/)
@@ -177,11 +229,18 @@ for (const dialect of dialects) {
       const { app } = await itemsApp(t, dialect, { ...searching, maxOffset: 20 }, 40)
       const first = await app.inject('/items?limit=10&offset=10')
       assert.equal(first.statusCode, 200)
-      assert.deepEqual(links(first.headers.link), { next: '/items?limit=10&offset=20', prev: '/items?limit=10&offset=0' })
+      assert.deepEqual(links(first.headers.link), {
+        next: '/items?limit=10&offset=20',
+        prev: '/items?limit=10&offset=0',
+      })
       const lastAllowed = await app.inject('/items?limit=10&offset=20&search=item')
       assert.equal(lastAllowed.statusCode, 200)
       assert.equal(lastAllowed.json().length, 10)
-      assert.deepEqual(links(lastAllowed.headers.link), { prev: '/items?search=item&limit=10&offset=10' }, 'rows remain, but offset 30 would pass maxOffset')
+      assert.deepEqual(
+        links(lastAllowed.headers.link),
+        { prev: '/items?search=item&limit=10&offset=10' },
+        'rows remain, but offset 30 would pass maxOffset'
+      )
       const odd = await app.inject('/items?limit=15&offset=5')
       assert.deepEqual(links(odd.headers.link), { next: '/items?limit=15&offset=20', prev: '/items?limit=15&offset=0' })
       const past = assertNamesParameter(await app.inject('/items?limit=10&offset=21'), 'offset')
@@ -191,8 +250,14 @@ for (const dialect of dialects) {
     test('maxOffset and maxSearchLength must be positive integers', async (t) => {
       const { db } = await testDatabase(t, dialect)
       for (const value of [0, -1, 1.5, '100', Number.POSITIVE_INFINITY]) {
-        assert.throws(() => createViewset({ db, table: 'items', schema: Item, maxOffset: value as never }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /maxOffset: expected a positive integer/ })
-        assert.throws(() => createViewset({ db, table: 'items', schema: Item, maxSearchLength: value as never }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /maxSearchLength: expected a positive integer/ })
+        assert.throws(() => createViewset({ db, table: 'items', schema: Item, maxOffset: value as never }), {
+          code: 'FST_VIEWSET_INVALID_OPTION',
+          message: /maxOffset: expected a positive integer/,
+        })
+        assert.throws(() => createViewset({ db, table: 'items', schema: Item, maxSearchLength: value as never }), {
+          code: 'FST_VIEWSET_INVALID_OPTION',
+          message: /maxSearchLength: expected a positive integer/,
+        })
       }
     })
   })

@@ -13,37 +13,62 @@ import { testApp } from './helpers/app.js'
 
 const Tag = Type.Object({ id: Type.Integer(), name: Type.String() })
 const Book = Type.Object({ id: Type.Integer(), title: Type.String(), year: Type.Integer() })
-const Author = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String(), books: Type.Optional(Type.Array(Book)) })
-const TaggedBook = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), title: Type.String(), tags: Type.Optional(Type.Array(Tag)) })
+const Author = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  name: Type.String(),
+  books: Type.Optional(Type.Array(Book)),
+})
+const TaggedBook = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  title: Type.String(),
+  tags: Type.Optional(Type.Array(Tag)),
+})
 
-/** The prolific author's book count; book n of author 1 is from 1900 + (n × 37) mod 150: every year once, out of id order. */
+/** The prolific author's book count; book n of author 1 is from 1900 + (n × 37) mod 150: every year once, out of id
+ * order. */
 const many = 150
-const yearOf = (n: number) => 1900 + (n * 37) % many
+const yearOf = (n: number) => 1900 + ((n * 37) % many)
 /** Tag n is named `tag` + (n × 37) mod 150, so name order differs from id order. */
 const tagName = (n: number) => `tag ${String((n * 37) % many).padStart(3, '0')}`
 
 async function createShelf (database: TestDatabase): Promise<void> {
   const { db, dialect } = database
   const [idType, id] = autoIncrement(dialect)
-  await db.schema.createTable('authors').addColumn('id', idType as 'integer', id).addColumn('name', 'varchar(255)', (column) => column.notNull()).execute()
-  await db.schema.createTable('books')
+  await db.schema
+    .createTable('authors')
+    .addColumn('id', idType as 'integer', id)
+    .addColumn('name', 'varchar(255)', (column) => column.notNull())
+    .execute()
+  await db.schema
+    .createTable('books')
     .addColumn('id', idType as 'integer', id)
     .addColumn('title', 'varchar(255)', (column) => column.notNull())
     .addColumn('year', 'integer', (column) => column.notNull())
     .addColumn('author_id', 'integer', (column) => column.references('authors.id'))
     .execute()
-  await db.schema.createTable('tags').addColumn('id', idType as 'integer', id).addColumn('name', 'varchar(255)', (column) => column.notNull()).execute()
-  await db.schema.createTable('book_tags')
+  await db.schema
+    .createTable('tags')
+    .addColumn('id', idType as 'integer', id)
+    .addColumn('name', 'varchar(255)', (column) => column.notNull())
+    .execute()
+  await db.schema
+    .createTable('book_tags')
     .addColumn('book_id', 'integer', (column) => column.notNull().references('books.id'))
     .addColumn('tag_id', 'integer', (column) => column.notNull().references('tags.id'))
     .addPrimaryKeyConstraint('book_tags_pk', ['book_id', 'tag_id'])
     .execute()
-  await db.insertInto('authors').values([{ name: 'Prolific' }, { name: 'Sparse' }, { name: 'Silent' }]).execute()
+  await db
+    .insertInto('authors')
+    .values([{ name: 'Prolific' }, { name: 'Sparse' }, { name: 'Silent' }])
+    .execute()
   // Books 1..150 are author 1's, 151..153 author 2's; author 3 has none.
   const books = Array.from({ length: many }, (_, i) => ({ title: `Book ${i + 1}`, year: yearOf(i + 1), author_id: 1 }))
   books.push(...[2001, 1999, 2000].map((year, i) => ({ title: `Sparse ${i + 1}`, year, author_id: 2 })))
   await db.insertInto('books').values(books).execute()
-  await db.insertInto('tags').values(Array.from({ length: many }, (_, i) => ({ name: tagName(i + 1) }))).execute()
+  await db
+    .insertInto('tags')
+    .values(Array.from({ length: many }, (_, i) => ({ name: tagName(i + 1) })))
+    .execute()
   // Book 1 has every tag, book 2 has tags 1 and 2.
   const links = Array.from({ length: many }, (_, i) => ({ book_id: 1, tag_id: i + 1 }))
   links.push({ book_id: 2, tag_id: 2 }, { book_id: 2, tag_id: 1 })
@@ -59,22 +84,45 @@ function newestBooks (count: number) {
 /** Book 1's tags by name, as served. */
 function tagsByName (count: number) {
   const tags = Array.from({ length: many }, (_, i) => ({ id: i + 1, name: tagName(i + 1) }))
-  return tags.sort((a, b) => a.name < b.name ? -1 : 1).slice(0, count)
+  return tags.sort((a, b) => (a.name < b.name ? -1 : 1)).slice(0, count)
 }
 
-interface Limits { books?: number | false, tags?: number | false }
+interface Limits {
+  books?: number | false
+  tags?: number | false
+}
 
 async function shelfApp (t: TestContext, dialect: TestDialect, limits: Limits = {}) {
   const database = await testDatabase(t, dialect)
   await createShelf(database)
   const { db } = database
-  const authors: RelatedConfig = { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', orderBy: '-year', ...(limits.books === undefined ? {} : { limit: limits.books }) } } }
+  const authors: RelatedConfig = {
+    prefetchRelated: {
+      books: {
+        table: 'books',
+        foreignKey: 'author_id',
+        orderBy: '-year',
+        ...(limits.books === undefined ? {} : { limit: limits.books }),
+      },
+    },
+  }
   const tagged: RelatedConfig = {
-    prefetchRelated: { tags: { table: 'tags', through: { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' }, orderBy: 'name', ...(limits.tags === undefined ? {} : { limit: limits.tags }) } },
+    prefetchRelated: {
+      tags: {
+        table: 'tags',
+        through: { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' },
+        orderBy: 'name',
+        ...(limits.tags === undefined ? {} : { limit: limits.tags }),
+      },
+    },
   }
   const app = testApp(t)
-  await app.register(createViewset({ db, table: 'authors', schema: Author, relatedConfig: authors }), { prefix: '/authors' })
-  await app.register(createViewset({ db, table: 'books', schema: TaggedBook, relatedConfig: tagged }), { prefix: '/books' })
+  await app.register(createViewset({ db, table: 'authors', schema: Author, relatedConfig: authors }), {
+    prefix: '/authors',
+  })
+  await app.register(createViewset({ db, table: 'books', schema: TaggedBook, relatedConfig: tagged }), {
+    prefix: '/books',
+  })
   await app.ready()
   return { app, ...database }
 }
@@ -89,7 +137,7 @@ async function counted (shelf: Awaited<ReturnType<typeof shelfApp>>, url: string
 
 for (const dialect of dialects) {
   describe(`relation limit on ${dialect.name}`, () => {
-    test('a parent with 150 children gets the first 100 in the relation\'s orderBy: the capped statement, then the windowed one', async (t) => {
+    test("a parent with 150 children gets the first 100 in the relation's orderBy: the capped statement, then the windowed one", async (t) => {
       const shelf = await shelfApp(t, dialect)
       const { body, statements } = await counted(shelf, '/authors/1')
       assert.equal(body.books.length, 100)
@@ -103,9 +151,15 @@ for (const dialect of dialects) {
       const shelf = await shelfApp(t, dialect, { books: 5 })
       const { body, statements } = await counted(shelf, '/authors')
       assert.equal(statements.length, 3, statements.join('\n'))
-      assert.deepEqual(body.map((author: { books: unknown[] }) => author.books.length), [5, 3, 0])
+      assert.deepEqual(
+        body.map((author: { books: unknown[] }) => author.books.length),
+        [5, 3, 0]
+      )
       assert.deepEqual(body[0].books, newestBooks(5))
-      assert.deepEqual(body[1].books.map((book: { year: number }) => book.year), [2001, 2000, 1999])
+      assert.deepEqual(
+        body[1].books.map((book: { year: number }) => book.year),
+        [2001, 2000, 1999]
+      )
     })
 
     test('limit: 5 keeps 5 children, limit: false keeps all 150', async (t) => {
@@ -121,7 +175,11 @@ for (const dialect of dialects) {
     })
 
     test('many-to-many (through): 100 tags by name by default, then limit 5 and limit false', async (t) => {
-      for (const [limit, expected] of [[undefined, 100], [5, 5], [false, many]] as const) {
+      for (const [limit, expected] of [
+        [undefined, 100],
+        [5, 5],
+        [false, many],
+      ] as const) {
         const shelf = await shelfApp(t, dialect, limit === undefined ? {} : { tags: limit })
         const { body, statements } = await counted(shelf, '/books?limit=3')
         // 150 + 2 children fit under 100 per key of the batch (4 keys): the capped statement has them all, and
@@ -129,7 +187,10 @@ for (const dialect of dialects) {
         assert.equal(statements.length, limit === 5 ? 3 : 2, statements.join('\n'))
         assert.doesNotMatch(statements[1] as string, /row_number/i)
         assert.deepEqual(body[0].tags, tagsByName(expected))
-        assert.deepEqual(body[1].tags.map((tag: { id: number }) => tag.id), tagName(1) < tagName(2) ? [1, 2] : [2, 1])
+        assert.deepEqual(
+          body[1].tags.map((tag: { id: number }) => tag.id),
+          tagName(1) < tagName(2) ? [1, 2] : [2, 1]
+        )
         assert.deepEqual(body[2].tags, [])
       }
     })
@@ -141,13 +202,19 @@ for (const dialect of dialects) {
       for (const limit of [0, -1, 2.5, '10', true, null]) {
         const relatedConfig = { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit } } }
         const app = testApp(t)
-        await assert.rejects(async () => {
-          await app.register(createViewset({ db, table: 'authors', schema: Author, relatedConfig: relatedConfig as never }), { prefix: '/authors' })
-          await app.ready()
-        }, {
-          code: 'FST_VIEWSET_INVALID_OPTION',
-          message: /relatedConfig\.prefetchRelated\.books\.limit: expected a positive integer, or false for no limit/,
-        })
+        await assert.rejects(
+          async () => {
+            await app.register(
+              createViewset({ db, table: 'authors', schema: Author, relatedConfig: relatedConfig as never }),
+              { prefix: '/authors' }
+            )
+            await app.ready()
+          },
+          {
+            code: 'FST_VIEWSET_INVALID_OPTION',
+            message: /relatedConfig\.prefetchRelated\.books\.limit: expected a positive integer, or false for no limit/,
+          }
+        )
       }
     })
   })

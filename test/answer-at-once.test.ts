@@ -23,16 +23,26 @@ const rows = [
  * An app whose requests record whether their answer was sent before a microtask queued just before the handler
  * ran: only a handler that answers within its call sends it that early.
  */
-async function recordingApp (t: TestContext, dialect: TestDialect, setup: DatabaseSetup, register: (app: FastifyInstance, db: Kysely<any>) => Promise<void>): Promise<{ app: FastifyInstance, atOnce: boolean[] }> {
+async function recordingApp (
+  t: TestContext,
+  dialect: TestDialect,
+  setup: DatabaseSetup,
+  register: (app: FastifyInstance, db: Kysely<any>) => Promise<void>
+): Promise<{ app: FastifyInstance; atOnce: boolean[] }> {
   const database = await setupDatabase(t, dialect, setup, { logged: false })
   await createItemsTable(database)
-  await database.db.insertInto('items').values(rows.map(({ name, description, price }) => ({ name, description, price }))).execute()
+  await database.db
+    .insertInto('items')
+    .values(rows.map(({ name, description, price }) => ({ name, description, price })))
+    .execute()
   const app = testApp(t)
   const atOnce: boolean[] = []
   let microtaskRan = false
   app.addHook('preHandler', (_request, _reply, done) => {
     microtaskRan = false
-    queueMicrotask(() => { microtaskRan = true })
+    queueMicrotask(() => {
+      microtaskRan = true
+    })
     done()
   })
   app.addHook('onSend', (_request, _reply, payload, done) => {
@@ -47,9 +57,11 @@ for (const dialect of dialects) {
   describe(`the default handlers on ${dialect.name}`, () => {
     for (const setup of databaseSetups) {
       const expected = dialect.name === 'sqlite' && setup !== 'own Kysely'
-      test(`answer ${expected ? 'within the handler\'s call' : 'through promises'} (${setup})`, async (t) => {
+      test(`answer ${expected ? "within the handler's call" : 'through promises'} (${setup})`, async (t) => {
         const { app, atOnce } = await recordingApp(t, dialect, setup, async (app, db) => {
-          await app.register(createViewset({ db, table: 'items', schema: Item, filterFields: { price: ['gte'] } }), { prefix: '/items' })
+          await app.register(createViewset({ db, table: 'items', schema: Item, filterFields: { price: ['gte'] } }), {
+            prefix: '/items',
+          })
         })
         // The wrapped Kysely learns on its first statement whether it logs.
         assert.equal((await app.inject('/items/1')).statusCode, 200)
@@ -61,7 +73,10 @@ for (const dialect of dialects) {
         assert.equal(page.headers.link, '</items?limit=2&offset=2>; rel="next"')
         const filtered = await app.inject('/items?price__gte=2&fields=id,name')
         assert.equal(filtered.statusCode, 200)
-        assert.deepEqual(filtered.json(), [{ id: 1, name: 'Bread' }, { id: 3, name: 'Tea' }])
+        assert.deepEqual(filtered.json(), [
+          { id: 1, name: 'Bread' },
+          { id: 3, name: 'Tea' },
+        ])
         const one = await app.inject('/items/2')
         assert.equal(one.statusCode, 200)
         assert.deepEqual(one.json(), rows[1])
@@ -80,7 +95,11 @@ for (const dialect of dialects) {
         assert.equal(created.headers.location, '/items/4')
         assert.match(String(created.headers.etag), /^"/)
         assert.deepEqual(created.json(), { id: 4, name: 'Jam', description: null, price: 3, in_stock: true })
-        const replaced = await app.inject({ method: 'PUT', url: '/items/4', payload: { name: 'Honey', description: 'raw', price: 6, in_stock: false } })
+        const replaced = await app.inject({
+          method: 'PUT',
+          url: '/items/4',
+          payload: { name: 'Honey', description: 'raw', price: 6, in_stock: false },
+        })
         assert.equal(replaced.statusCode, 200)
         assert.deepEqual(replaced.json(), { id: 4, name: 'Honey', description: 'raw', price: 6, in_stock: false })
         const patched = await app.inject({ method: 'PATCH', url: '/items/4', payload: { price: 5 } })
@@ -98,17 +117,24 @@ for (const dialect of dialects) {
         assert.equal((await app.inject('/items?limit=10')).json().length, 3)
 
         // LIST, GET, 304 and 404; POST, PUT, PATCH, DELETE, its 404 and a 409; the last LIST.
-        assert.deepEqual(atOnce, Array.from({ length: 12 }, () => expected))
+        assert.deepEqual(
+          atOnce,
+          Array.from({ length: 12 }, () => expected)
+        )
       })
     }
 
     test('an overridden list is awaited, and one that answers nothing at once still gets an answer', async (t) => {
       class Nothing extends Viewset<any, 'items', typeof Item> {
         // Plain JavaScript can break the declared type: no promise, no rows.
-        override list (): Promise<Item[]> { return undefined as unknown as Promise<Item[]> }
+        override list (): Promise<Item[]> {
+          return undefined as unknown as Promise<Item[]>
+        }
       }
       class Later extends Viewset<any, 'items', typeof Item> {
-        override async list (): Promise<Item[]> { return await this.query().where('id', '=', 3).execute() }
+        override async list (): Promise<Item[]> {
+          return await this.query().where('id', '=', 3).execute()
+        }
       }
       const { app, atOnce } = await recordingApp(t, dialect, 'createDatabase', async (app, db) => {
         await app.register(new Nothing({ db, table: 'items', schema: Item }).register(['LIST']), { prefix: '/nothing' })

@@ -5,8 +5,24 @@ import Fastify from 'fastify'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { validate } from '@readme/openapi-parser'
-import { createViewset, securitySchemeName, Viewset, viewsetDocs, ViewsetErrors, viewsetMethods } from 'fastify-viewsets'
-import type { AuthorizedMethod, CreateRequest, ElementRequest, ListRequest, UpdateRequest, ViewsetMethod, ViewsetOptions, ViewsetToken } from 'fastify-viewsets'
+import {
+  createViewset,
+  securitySchemeName,
+  Viewset,
+  viewsetDocs,
+  ViewsetErrors,
+  viewsetMethods,
+} from 'fastify-viewsets'
+import type {
+  AuthorizedMethod,
+  CreateRequest,
+  ElementRequest,
+  ListRequest,
+  UpdateRequest,
+  ViewsetMethod,
+  ViewsetOptions,
+  ViewsetToken,
+} from 'fastify-viewsets'
 import { dialects, testDatabase } from './helpers/database.js'
 import type { TestDatabase, TestDialect } from './helpers/database.js'
 import { problemOf, testApp } from './helpers/app.js'
@@ -16,7 +32,10 @@ import type { ItemsDB } from './helpers/items.js'
 const secret = 'test-secret-that-is-long-enough-for-hs256'
 const writes: ViewsetMethod[] = ['POST', 'PUT', 'PATCH', 'DELETE']
 
-type AuthOptions = Pick<ViewsetOptions<ItemsDB, 'items', typeof Item>, 'protectedMethods' | 'authenticate' | 'authorize' | 'methods'>
+type AuthOptions = Pick<
+  ViewsetOptions<ItemsDB, 'items', typeof Item>,
+  'protectedMethods' | 'authenticate' | 'authorize' | 'methods'
+>
 
 interface AuthApp extends TestDatabase {
   app: FastifyInstance
@@ -25,36 +44,72 @@ interface AuthApp extends TestDatabase {
 }
 
 /** A database with one item, @fastify/jwt (unless `jwt` is false) and the items viewset. */
-async function authApp (t: TestContext, dialect: TestDialect, options: AuthOptions, { jwt = true, docs = false, viewset }: { jwt?: boolean, docs?: boolean, viewset?: Viewset<ItemsDB, 'items', typeof Item> } = {}): Promise<AuthApp> {
+async function authApp (
+  t: TestContext,
+  dialect: TestDialect,
+  options: AuthOptions,
+  {
+    jwt = true,
+    docs = false,
+    viewset,
+  }: { jwt?: boolean; docs?: boolean; viewset?: Viewset<ItemsDB, 'items', typeof Item> } = {}
+): Promise<AuthApp> {
   const database = await testDatabase(t, dialect)
   await createItemsTable(database)
   await database.db.insertInto('items').values({ name: 'Bread' }).execute()
-  const { id } = await database.db.selectFrom('items').select('id').where('name', '=', 'Bread').executeTakeFirstOrThrow()
+  const { id } = await database.db
+    .selectFrom('items')
+    .select('id')
+    .where('name', '=', 'Bread')
+    .executeTakeFirstOrThrow()
   const app = testApp(t)
   if (docs) await app.register(viewsetDocs)
   if (jwt) await app.register(fastifyJwt, { secret })
-  const plugin = viewset === undefined
-    ? createViewset({ db: database.db, table: 'items', schema: Item, ...options } as ViewsetOptions<ItemsDB, 'items', typeof Item>)
-    : viewset.register(options.methods)
+  const plugin =
+    viewset === undefined
+      ? createViewset({ db: database.db, table: 'items', schema: Item, ...options } as ViewsetOptions<
+          ItemsDB,
+          'items',
+          typeof Item
+        >)
+      : viewset.register(options.methods)
   await app.register(plugin, { prefix: '/items' })
   await app.ready()
   return { app, ...database, id: Number(id) }
 }
 
 /** A request for each method, with a body that would change the row if it got through. */
-function requestFor (method: ViewsetMethod, id: number): { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: object } {
+function requestFor (
+  method: ViewsetMethod,
+  id: number
+): { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; url: string; payload?: object } {
   switch (method) {
-    case 'LIST': return { method: 'GET', url: '/items' }
-    case 'GET': return { method: 'GET', url: `/items/${id}` }
-    case 'POST': return { method: 'POST', url: '/items', payload: { name: 'Cake', price: 3 } }
-    case 'BULK': return { method: 'POST', url: '/items/bulk', payload: [{ name: 'Cake', price: 3 }] }
-    case 'PUT': return { method: 'PUT', url: `/items/${id}`, payload: { name: 'Rye', price: 2 } }
-    case 'PATCH': return { method: 'PATCH', url: `/items/${id}`, payload: { price: 9 } }
-    case 'DELETE': return { method: 'DELETE', url: `/items/${id}` }
+    case 'LIST':
+      return { method: 'GET', url: '/items' }
+    case 'GET':
+      return { method: 'GET', url: `/items/${id}` }
+    case 'POST':
+      return { method: 'POST', url: '/items', payload: { name: 'Cake', price: 3 } }
+    case 'BULK':
+      return { method: 'POST', url: '/items/bulk', payload: [{ name: 'Cake', price: 3 }] }
+    case 'PUT':
+      return { method: 'PUT', url: `/items/${id}`, payload: { name: 'Rye', price: 2 } }
+    case 'PATCH':
+      return { method: 'PATCH', url: `/items/${id}`, payload: { price: 9 } }
+    case 'DELETE':
+      return { method: 'DELETE', url: `/items/${id}` }
   }
 }
 
-const successStatus: Record<ViewsetMethod, number> = { LIST: 200, GET: 200, POST: 201, BULK: 201, PUT: 200, PATCH: 200, DELETE: 204 }
+const successStatus: Record<ViewsetMethod, number> = {
+  LIST: 200,
+  GET: 200,
+  POST: 201,
+  BULK: 201,
+  PUT: 200,
+  PATCH: 200,
+  DELETE: 204,
+}
 
 async function rows (db: TestDatabase['db']) {
   return await db.selectFrom('items').selectAll().orderBy('id').execute()
@@ -90,28 +145,68 @@ async function badCredentials (t: TestContext, app: FastifyInstance): Promise<Ba
   const [header, payload, signature] = valid.split('.') as [string, string, string]
   return [
     { name: 'no Authorization header', authorization: undefined, error: undefined },
-    { name: 'Basic scheme', authorization: `Basic ${Buffer.from('alice:secret').toString('base64')}`, error: undefined },
+    {
+      name: 'Basic scheme',
+      authorization: `Basic ${Buffer.from('alice:secret').toString('base64')}`,
+      error: undefined,
+    },
     { name: 'a JWT under another scheme', authorization: `Token ${valid}`, error: undefined },
     { name: 'Bearer with an empty token', authorization: 'Bearer ', error: 'invalid_request' },
     { name: 'Bearer with only spaces', authorization: 'Bearer    ', error: 'invalid_request' },
     { name: 'not a JWT', authorization: 'Bearer not-a-jwt', error: 'invalid_token' },
     { name: 'three segments of garbage', authorization: 'Bearer a.b.c', error: 'invalid_token' },
     { name: 'two tokens', authorization: `Bearer ${valid} ${valid}`, error: 'invalid_token' },
-    { name: 'expired', authorization: `Bearer ${app.jwt.sign({ sub: 'alice', iat: now() - 7200, exp: now() - 3600 })}`, error: 'invalid_token' },
-    { name: 'not yet valid', authorization: `Bearer ${app.jwt.sign({ sub: 'alice', nbf: now() + 3600 })}`, error: 'invalid_token' },
-    { name: 'wrong signature', authorization: `Bearer ${header}.${payload}.${flip(signature)}`, error: 'invalid_token' },
-    { name: 'claims changed after signing', authorization: `Bearer ${header}.${b64url({ sub: 'admin', iat: now() })}.${signature}`, error: 'invalid_token' },
-    { name: 'alg none, no signature', authorization: `Bearer ${b64url({ alg: 'none', typ: 'JWT' })}.${b64url({ sub: 'alice', iat: now() })}.`, error: 'invalid_token' },
-    { name: 'alg none with the real signature', authorization: `Bearer ${b64url({ alg: 'none', typ: 'JWT' })}.${payload}.${signature}`, error: 'invalid_token' },
-    { name: 'signed by another key', authorization: `Bearer ${await foreignToken(t, { sub: 'alice' })}`, error: 'invalid_token' },
+    {
+      name: 'expired',
+      authorization: `Bearer ${app.jwt.sign({ sub: 'alice', iat: now() - 7200, exp: now() - 3600 })}`,
+      error: 'invalid_token',
+    },
+    {
+      name: 'not yet valid',
+      authorization: `Bearer ${app.jwt.sign({ sub: 'alice', nbf: now() + 3600 })}`,
+      error: 'invalid_token',
+    },
+    {
+      name: 'wrong signature',
+      authorization: `Bearer ${header}.${payload}.${flip(signature)}`,
+      error: 'invalid_token',
+    },
+    {
+      name: 'claims changed after signing',
+      authorization: `Bearer ${header}.${b64url({ sub: 'admin', iat: now() })}.${signature}`,
+      error: 'invalid_token',
+    },
+    {
+      name: 'alg none, no signature',
+      authorization: `Bearer ${b64url({ alg: 'none', typ: 'JWT' })}.${b64url({ sub: 'alice', iat: now() })}.`,
+      error: 'invalid_token',
+    },
+    {
+      name: 'alg none with the real signature',
+      authorization: `Bearer ${b64url({ alg: 'none', typ: 'JWT' })}.${payload}.${signature}`,
+      error: 'invalid_token',
+    },
+    {
+      name: 'signed by another key',
+      authorization: `Bearer ${await foreignToken(t, { sub: 'alice' })}`,
+      error: 'invalid_token',
+    },
   ]
 }
 
-function assertChallenge (response: { headers: Record<string, unknown> }, error: BadCredential['error'], label: string): void {
+function assertChallenge (
+  response: { headers: Record<string, unknown> },
+  error: BadCredential['error'],
+  label: string
+): void {
   const challenge = String(response.headers['www-authenticate'])
   assert.match(challenge, /^Bearer realm="api"/, `${label}: WWW-Authenticate is a Bearer challenge`)
   if (error === undefined) {
-    assert.doesNotMatch(challenge, /error=/, `${label}: no error attribute when no bearer token was sent (RFC 6750 §3.1)`)
+    assert.doesNotMatch(
+      challenge,
+      /error=/,
+      `${label}: no error attribute when no bearer token was sent (RFC 6750 §3.1)`
+    )
   } else {
     assert.match(challenge, new RegExp(`error="${error}"`), `${label}: error="${error}"`)
     assert.match(challenge, /error_description="[^"\\]+"/, `${label}: error_description`)
@@ -123,12 +218,23 @@ for (const dialect of dialects) {
     test('a valid token is accepted on every protected method, the Bearer scheme in any case', async (t) => {
       const { app, db, id } = await authApp(t, dialect, { protectedMethods: writes })
       const token = app.jwt.sign({ sub: 'alice' })
-      for (const [method, scheme] of [['POST', 'Bearer'], ['PUT', 'bearer'], ['PATCH', 'BEARER'], ['DELETE', 'Bearer']] as const) {
-        const response = await app.inject({ ...requestFor(method, id), headers: { authorization: `${scheme} ${token}` } })
+      for (const [method, scheme] of [
+        ['POST', 'Bearer'],
+        ['PUT', 'bearer'],
+        ['PATCH', 'BEARER'],
+        ['DELETE', 'Bearer'],
+      ] as const) {
+        const response = await app.inject({
+          ...requestFor(method, id),
+          headers: { authorization: `${scheme} ${token}` },
+        })
         assert.equal(response.statusCode, successStatus[method], `${method}: ${response.body}`)
         assert.equal(response.headers['www-authenticate'], undefined)
       }
-      assert.deepEqual((await rows(db)).map((row) => row.name), ['Cake'])
+      assert.deepEqual(
+        (await rows(db)).map((row) => row.name),
+        ['Cake']
+      )
     })
 
     test('every bad credential is rejected on every protected method with 401 problem+json, and nothing runs', async (t) => {
@@ -157,7 +263,12 @@ for (const dialect of dialects) {
     test('the token is checked before the body: a bad body without a token is a 401, not a 400', async (t) => {
       const { app, id } = await authApp(t, dialect, { protectedMethods: writes })
       for (const payload of ['{not json', JSON.stringify({ name: '' })]) {
-        const response = await app.inject({ method: 'PUT', url: `/items/${id}`, payload, headers: { 'content-type': 'application/json' } })
+        const response = await app.inject({
+          method: 'PUT',
+          url: `/items/${id}`,
+          payload,
+          headers: { 'content-type': 'application/json' },
+        })
         assert.equal(response.statusCode, 401)
         assert.equal(problemOf(response).code, 'FST_VIEWSET_UNAUTHORIZED')
       }
@@ -165,10 +276,17 @@ for (const dialect of dialects) {
 
     test('open methods work without a token and ignore other schemes, but an invalid bearer token is a 401', async (t) => {
       const { app, id } = await authApp(t, dialect, { protectedMethods: writes })
-      for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` }]) {
+      for (const headers of [
+        {},
+        { authorization: 'Basic abc' },
+        { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` },
+      ]) {
         const list = await app.inject({ method: 'GET', url: '/items', headers })
         assert.equal(list.statusCode, 200)
-        assert.deepEqual(list.json().map((item: { name: string }) => item.name), ['Bread'])
+        assert.deepEqual(
+          list.json().map((item: { name: string }) => item.name),
+          ['Bread']
+        )
         const one = await app.inject({ method: 'GET', url: `/items/${id}`, headers })
         assert.equal(one.statusCode, 200)
         assert.equal(one.json().name, 'Bread')
@@ -176,12 +294,18 @@ for (const dialect of dialects) {
       }
       // An expired token must not silently turn a "my rows" list into an anonymous one.
       const expired = app.jwt.sign({ sub: 'alice', iat: now() - 7200, exp: now() - 3600 })
-      for (const [authorization, reason] of [['Bearer not-a-jwt', 'The token signature or claims are not valid'], [`Bearer ${expired}`, 'The token has expired']]) {
+      for (const [authorization, reason] of [
+        ['Bearer not-a-jwt', 'The token signature or claims are not valid'],
+        [`Bearer ${expired}`, 'The token has expired'],
+      ]) {
         for (const url of ['/items', `/items/${id}`]) {
           const response = await app.inject({ method: 'GET', url, headers: { authorization } })
           assert.equal(response.statusCode, 401, `${url} with ${reason}`)
           assert.equal(problemOf(response).code, 'FST_VIEWSET_UNAUTHORIZED')
-          assert.match(String(response.headers['www-authenticate']), new RegExp(`^Bearer realm="api", error="invalid_token", error_description="${reason}"`))
+          assert.match(
+            String(response.headers['www-authenticate']),
+            new RegExp(`^Bearer realm="api", error="invalid_token", error_description="${reason}"`)
+          )
         }
       }
     })
@@ -192,7 +316,11 @@ for (const dialect of dialects) {
         const anonymous = await app.inject({ method: 'HEAD', url })
         assert.equal(anonymous.statusCode, 401, `HEAD ${url}`)
         assert.match(String(anonymous.headers['www-authenticate']), /^Bearer realm="api"/)
-        const signed = await app.inject({ method: 'HEAD', url, headers: { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` } })
+        const signed = await app.inject({
+          method: 'HEAD',
+          url,
+          headers: { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` },
+        })
         assert.equal(signed.statusCode, 200, `HEAD ${url} with a token`)
       }
       const write = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Cake' } })
@@ -212,13 +340,22 @@ for (const dialect of dialects) {
           return await super.getElement(request, reply, token)
         }
 
-        override async createElement (request: CreateRequest<typeof Item>, reply: FastifyReply, token: ViewsetToken | null) {
+        override async createElement (
+          request: CreateRequest<typeof Item>,
+          reply: FastifyReply,
+          token: ViewsetToken | null
+        ) {
           seen.push(['POST', token])
           // What an owner filter would do: write the subject of the token.
           return await this.insert({ ...this.writable(request.body), description: `by ${String(token?.sub)}` })
         }
 
-        override async updateElement (request: UpdateRequest<typeof Item>, reply: FastifyReply, token: ViewsetToken | null, partial: boolean) {
+        override async updateElement (
+          request: UpdateRequest<typeof Item>,
+          reply: FastifyReply,
+          token: ViewsetToken | null,
+          partial: boolean
+        ) {
           seen.push([partial ? 'PATCH' : 'PUT', token])
           return await super.updateElement(request, reply, token, partial)
         }
@@ -237,17 +374,39 @@ for (const dialect of dialects) {
       const token = app.jwt.sign({ sub: 'alice', role: 'editor' })
       const authorization = `Bearer ${token}`
 
-      const created = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Cake' }, headers: { authorization } })
+      const created = await app.inject({
+        method: 'POST',
+        url: '/items',
+        payload: { name: 'Cake' },
+        headers: { authorization },
+      })
       assert.equal(created.statusCode, 201)
       assert.equal(created.json().description, 'by alice')
       const id = created.json().id as number
       assert.equal((await app.inject({ method: 'GET', url: '/items' })).statusCode, 200)
-      assert.equal((await app.inject({ method: 'GET', url: `/items/${id}`, headers: { authorization } })).statusCode, 200)
-      assert.equal((await app.inject({ method: 'PUT', url: `/items/${id}`, payload: { name: 'Pie' }, headers: { authorization } })).statusCode, 200)
-      assert.equal((await app.inject({ method: 'PATCH', url: `/items/${id}`, payload: { price: 1 }, headers: { authorization } })).statusCode, 200)
-      assert.equal((await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization } })).statusCode, 204)
+      assert.equal(
+        (await app.inject({ method: 'GET', url: `/items/${id}`, headers: { authorization } })).statusCode,
+        200
+      )
+      assert.equal(
+        (await app.inject({ method: 'PUT', url: `/items/${id}`, payload: { name: 'Pie' }, headers: { authorization } }))
+          .statusCode,
+        200
+      )
+      assert.equal(
+        (await app.inject({ method: 'PATCH', url: `/items/${id}`, payload: { price: 1 }, headers: { authorization } }))
+          .statusCode,
+        200
+      )
+      assert.equal(
+        (await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization } })).statusCode,
+        204
+      )
 
-      assert.deepEqual(seen.map(([method]) => method), ['POST', 'LIST', 'GET', 'PUT', 'PATCH', 'DELETE'])
+      assert.deepEqual(
+        seen.map(([method]) => method),
+        ['POST', 'LIST', 'GET', 'PUT', 'PATCH', 'DELETE']
+      )
       for (const [method, claims] of seen) {
         if (method === 'LIST') {
           assert.equal(claims, null, 'LIST is open and no token was sent: token is null')
@@ -279,13 +438,26 @@ for (const dialect of dialects) {
       assert.equal(denied.headers['www-authenticate'], 'Bearer realm="api", error="insufficient_scope"')
       assert.equal((await rows(db)).length, 1)
 
-      const patched = await app.inject({ method: 'PATCH', url: `/items/${id}`, payload: { price: 4 }, headers: { authorization: user } })
+      const patched = await app.inject({
+        method: 'PATCH',
+        url: `/items/${id}`,
+        payload: { price: 4 },
+        headers: { authorization: user },
+      })
       assert.equal(patched.statusCode, 200)
       const deleted = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: admin } })
       assert.equal(deleted.statusCode, 204)
-      assert.deepEqual(calls, [['alice', 'DELETE'], ['alice', 'PATCH'], ['root', 'DELETE']])
+      assert.deepEqual(calls, [
+        ['alice', 'DELETE'],
+        ['alice', 'PATCH'],
+        ['root', 'DELETE'],
+      ])
 
-      const invalid = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer nope' } })
+      const invalid = await app.inject({
+        method: 'DELETE',
+        url: `/items/${id}`,
+        headers: { authorization: 'Bearer nope' },
+      })
       assert.equal(invalid.statusCode, 401, 'authorize only sees verified tokens')
       assert.equal(calls.length, 3)
     })
@@ -295,39 +467,71 @@ for (const dialect of dialects) {
         protectedMethods: ['POST', 'DELETE'],
         // An opaque API token that jwtVerify would reject: only the custom verifier can accept it.
         authenticate: async (request) => {
-          if (request.headers.authorization === 'Bearer opaque-service-token') return { sub: 'service', scope: 'items:write' }
-          if (request.headers.authorization === 'Bearer revoked') throw new ViewsetErrors.Unauthorized('The token "revoked" was revoked\\')
+          if (request.headers.authorization === 'Bearer opaque-service-token') { return { sub: 'service', scope: 'items:write' } }
+          if (request.headers.authorization === 'Bearer revoked') {
+            throw new ViewsetErrors.Unauthorized('The token "revoked" was revoked\\')
+          }
           if (request.headers.authorization === 'Bearer read-only') throw new ViewsetErrors.Forbidden('writes')
           if (request.headers.authorization === 'Bearer outage') throw new ViewsetErrors.Unavailable()
           // A verifier may throw anything, even null.
+          // eslint-disable-next-line no-throw-literal
           if (request.headers.authorization === 'Bearer null') throw null
           throw new Error('unknown token')
         },
       })
-      const created = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Cake' }, headers: { authorization: 'Bearer opaque-service-token' } })
+      const created = await app.inject({
+        method: 'POST',
+        url: '/items',
+        payload: { name: 'Cake' },
+        headers: { authorization: 'Bearer opaque-service-token' },
+      })
       assert.equal(created.statusCode, 201)
 
-      const jwt = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` } })
+      const jwt = await app.inject({
+        method: 'DELETE',
+        url: `/items/${id}`,
+        headers: { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` },
+      })
       assert.equal(jwt.statusCode, 401, 'a JWT is not enough once authenticate replaces jwtVerify')
       assert.match(String(jwt.headers['www-authenticate']), /error="invalid_token"/)
       assert.equal(problemOf(jwt).detail, 'The token is not valid', 'the thrown message is not echoed')
 
-      const revoked = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer revoked' } })
+      const revoked = await app.inject({
+        method: 'DELETE',
+        url: `/items/${id}`,
+        headers: { authorization: 'Bearer revoked' },
+      })
       assert.equal(revoked.statusCode, 401)
       assert.equal(problemOf(revoked).detail, 'The token "revoked" was revoked\\')
-      assert.equal(revoked.headers['www-authenticate'], 'Bearer realm="api", error="invalid_token", error_description="The token \'revoked\' was revoked\'"', 'no " or \\ inside the quoted description (RFC 6750 §3)')
+      assert.equal(
+        revoked.headers['www-authenticate'],
+        'Bearer realm="api", error="invalid_token", error_description="The token \'revoked\' was revoked\'"',
+        'no " or \\ inside the quoted description (RFC 6750 §3)'
+      )
 
-      const readOnly = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer read-only' } })
+      const readOnly = await app.inject({
+        method: 'DELETE',
+        url: `/items/${id}`,
+        headers: { authorization: 'Bearer read-only' },
+      })
       assert.equal(readOnly.statusCode, 403)
       assert.equal(problemOf(readOnly).code, 'FST_VIEWSET_FORBIDDEN')
       assert.equal(readOnly.headers['www-authenticate'], 'Bearer realm="api", error="insufficient_scope"')
 
-      const nothing = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer null' } })
+      const nothing = await app.inject({
+        method: 'DELETE',
+        url: `/items/${id}`,
+        headers: { authorization: 'Bearer null' },
+      })
       assert.equal(nothing.statusCode, 401)
       assert.match(String(nothing.headers['www-authenticate']), /error="invalid_token"/)
 
-      const outage = await app.inject({ method: 'DELETE', url: `/items/${id}`, headers: { authorization: 'Bearer outage' } })
-      assert.equal(outage.statusCode, 503, 'a failing auth service is not the client\'s fault')
+      const outage = await app.inject({
+        method: 'DELETE',
+        url: `/items/${id}`,
+        headers: { authorization: 'Bearer outage' },
+      })
+      assert.equal(outage.statusCode, 503, "a failing auth service is not the client's fault")
       assert.equal(problemOf(outage).code, 'FST_VIEWSET_UNAVAILABLE')
 
       const missing = await app.inject({ method: 'DELETE', url: `/items/${id}` })
@@ -336,21 +540,49 @@ for (const dialect of dialects) {
     })
 
     test('authenticate works without @fastify/jwt, and its claims reach authorize', async (t) => {
-      const { app } = await authApp(t, dialect, {
-        protectedMethods: ['POST'],
-        authenticate: (request) => ({ sub: 'service', scope: request.headers.authorization === 'Bearer rw' ? 'items:write' : 'items:read' }),
-        authorize: (token) => token.scope === 'items:write',
-      }, { jwt: false })
-      const ok = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Cake' }, headers: { authorization: 'Bearer rw' } })
+      const { app } = await authApp(
+        t,
+        dialect,
+        {
+          protectedMethods: ['POST'],
+          authenticate: (request) => ({
+            sub: 'service',
+            scope: request.headers.authorization === 'Bearer rw' ? 'items:write' : 'items:read',
+          }),
+          authorize: (token) => token.scope === 'items:write',
+        },
+        { jwt: false }
+      )
+      const ok = await app.inject({
+        method: 'POST',
+        url: '/items',
+        payload: { name: 'Cake' },
+        headers: { authorization: 'Bearer rw' },
+      })
       assert.equal(ok.statusCode, 201)
-      const readOnly = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Pie' }, headers: { authorization: 'Bearer ro' } })
+      const readOnly = await app.inject({
+        method: 'POST',
+        url: '/items',
+        payload: { name: 'Pie' },
+        headers: { authorization: 'Bearer ro' },
+      })
       assert.equal(readOnly.statusCode, 403)
       assert.equal(problemOf(readOnly).code, 'FST_VIEWSET_FORBIDDEN')
     })
 
     test('authenticate returning something other than claims is a 401', async (t) => {
-      const { app } = await authApp(t, dialect, { protectedMethods: ['POST'], authenticate: () => null as never }, { jwt: false })
-      const response = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Cake' }, headers: { authorization: 'Bearer x' } })
+      const { app } = await authApp(
+        t,
+        dialect,
+        { protectedMethods: ['POST'], authenticate: () => null as never },
+        { jwt: false }
+      )
+      const response = await app.inject({
+        method: 'POST',
+        url: '/items',
+        payload: { name: 'Cake' },
+        headers: { authorization: 'Bearer x' },
+      })
       assert.equal(response.statusCode, 401)
       assert.match(String(response.headers['www-authenticate']), /error="invalid_token"/)
     })
@@ -360,12 +592,29 @@ for (const dialect of dialects) {
       await createItemsTable(database)
       const app = testApp(t)
       await app.register(fastifyJwt, { secret })
-      app.register(createViewset({ db: database.db, table: 'items', schema: Item, methods: ['LIST', 'GET'], protectedMethods: ['GET', 'DELETE', 'PUT'] }), { prefix: '/items' })
-      await assert.rejects(async () => { await app.ready() }, (error: { code: string, message: string }) => {
-        assert.equal(error.code, 'FST_VIEWSET_INVALID_OPTION')
-        assert.equal(error.message, 'Invalid viewset option protectedMethods: PUT, DELETE are not registered (registered: LIST, GET)')
-        return true
-      })
+      app.register(
+        createViewset({
+          db: database.db,
+          table: 'items',
+          schema: Item,
+          methods: ['LIST', 'GET'],
+          protectedMethods: ['GET', 'DELETE', 'PUT'],
+        }),
+        { prefix: '/items' }
+      )
+      await assert.rejects(
+        async () => {
+          await app.ready()
+        },
+        (error: { code: string; message: string }) => {
+          assert.equal(error.code, 'FST_VIEWSET_INVALID_OPTION')
+          assert.equal(
+            error.message,
+            'Invalid viewset option protectedMethods: PUT, DELETE are not registered (registered: LIST, GET)'
+          )
+          return true
+        }
+      )
     })
 
     test('startup fails when register(methods) leaves out a protected method', async (t) => {
@@ -375,18 +624,31 @@ for (const dialect of dialects) {
       await app.register(fastifyJwt, { secret })
       const items = new Viewset({ db: database.db, table: 'items', schema: Item, protectedMethods: ['DELETE'] })
       app.register(items.register(['LIST', 'GET']), { prefix: '/items' })
-      await assert.rejects(async () => { await app.ready() }, { code: 'FST_VIEWSET_INVALID_OPTION', message: /protectedMethods: DELETE is not registered/ })
+      await assert.rejects(
+        async () => {
+          await app.ready()
+        },
+        { code: 'FST_VIEWSET_INVALID_OPTION', message: /protectedMethods: DELETE is not registered/ }
+      )
     })
 
     test('startup fails when protectedMethods is set with neither @fastify/jwt nor authenticate', async (t) => {
       const database = await testDatabase(t, dialect)
       await createItemsTable(database)
       const app = testApp(t)
-      app.register(createViewset({ db: database.db, table: 'items', schema: Item, protectedMethods: ['POST'] }), { prefix: '/items' })
-      await assert.rejects(async () => { await app.ready() }, {
-        code: 'FST_VIEWSET_INVALID_OPTION',
-        message: 'Invalid viewset option protectedMethods: register @fastify/jwt before the viewset, or pass an authenticate(request) function',
+      app.register(createViewset({ db: database.db, table: 'items', schema: Item, protectedMethods: ['POST'] }), {
+        prefix: '/items',
       })
+      await assert.rejects(
+        async () => {
+          await app.ready()
+        },
+        {
+          code: 'FST_VIEWSET_INVALID_OPTION',
+          message:
+            'Invalid viewset option protectedMethods: register @fastify/jwt before the viewset, or pass an authenticate(request) function',
+        }
+      )
     })
 
     test('startup fails when authorize is given but nothing is protected; authenticate alone serves open methods', async (t) => {
@@ -394,11 +656,19 @@ for (const dialect of dialects) {
       await createItemsTable(database)
       const refused = testApp(t)
       await refused.register(fastifyJwt, { secret })
-      refused.register(createViewset({ db: database.db, table: 'items', schema: Item, authorize: () => true }), { prefix: '/items' })
-      await assert.rejects(async () => { await refused.ready() }, {
-        code: 'FST_VIEWSET_INVALID_OPTION',
-        message: 'Invalid viewset option authorize: no method is protected: list them in protectedMethods, or protect a custom route with config: { protected: true }',
+      refused.register(createViewset({ db: database.db, table: 'items', schema: Item, authorize: () => true }), {
+        prefix: '/items',
       })
+      await assert.rejects(
+        async () => {
+          await refused.ready()
+        },
+        {
+          code: 'FST_VIEWSET_INVALID_OPTION',
+          message:
+            'Invalid viewset option authorize: no method is protected: list them in protectedMethods, or protect a custom route with config: { protected: true }',
+        }
+      )
       const app = testApp(t)
       const seen: unknown[] = []
       class Seeing extends Viewset<ItemsDB, 'items', typeof Item> {
@@ -411,9 +681,14 @@ for (const dialect of dialects) {
         if (request.headers.authorization !== 'Bearer good') throw new Error('bad token')
         return { sub: 'alice' }
       }
-      await app.register(new Seeing({ db: database.db, table: 'items', schema: Item, authenticate }).register(), { prefix: '/items' })
+      await app.register(new Seeing({ db: database.db, table: 'items', schema: Item, authenticate }).register(), {
+        prefix: '/items',
+      })
       assert.equal((await app.inject({ method: 'GET', url: '/items' })).statusCode, 200)
-      assert.equal((await app.inject({ method: 'GET', url: '/items', headers: { authorization: 'Bearer good' } })).statusCode, 200)
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/items', headers: { authorization: 'Bearer good' } })).statusCode,
+        200
+      )
       const bad = await app.inject({ method: 'GET', url: '/items', headers: { authorization: 'Bearer bad' } })
       assert.equal(bad.statusCode, 401)
       assert.equal(problemOf(bad).code, 'FST_VIEWSET_UNAUTHORIZED')
@@ -423,10 +698,22 @@ for (const dialect of dialects) {
     test('protectedMethods, authenticate and authorize are checked when the viewset is created', async (t) => {
       const database = await testDatabase(t, dialect)
       const base = { db: database.db, table: 'items', schema: Item }
-      assert.throws(() => createViewset({ ...base, protectedMethods: ['FETCH'] as never }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /protectedMethods: unknown method "FETCH"/ })
-      assert.throws(() => createViewset({ ...base, protectedMethods: 'POST' as never }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /protectedMethods: expected an array/ })
-      assert.throws(() => createViewset({ ...base, authenticate: 'jwt' as never }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /authenticate: expected a function/ })
-      assert.throws(() => createViewset({ ...base, authorize: true as never }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /authorize: expected a function/ })
+      assert.throws(() => createViewset({ ...base, protectedMethods: ['FETCH'] as never }), {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message: /protectedMethods: unknown method "FETCH"/,
+      })
+      assert.throws(() => createViewset({ ...base, protectedMethods: 'POST' as never }), {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message: /protectedMethods: expected an array/,
+      })
+      assert.throws(() => createViewset({ ...base, authenticate: 'jwt' as never }), {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message: /authenticate: expected a function/,
+      })
+      assert.throws(() => createViewset({ ...base, authorize: true as never }), {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message: /authorize: expected a function/,
+      })
     })
 
     test('OpenAPI: security on exactly the protected operations, the password flow, 401 and 403; open ones take an optional token (401 only)', async (t) => {
@@ -455,7 +742,14 @@ for (const dialect of dialects) {
           }
         }
       }
-      assert.deepEqual(operations.sort(), ['createItems', 'deleteItems', 'getItems', 'listItems', 'replaceItems', 'updateItems'])
+      assert.deepEqual(operations.sort(), [
+        'createItems',
+        'deleteItems',
+        'getItems',
+        'listItems',
+        'replaceItems',
+        'updateItems',
+      ])
       const result = await validate(structuredClone(document))
       assert.equal(result.valid, true, JSON.stringify(result))
     })
@@ -466,13 +760,24 @@ for (const dialect of dialects) {
       const app = testApp(t)
       await app.register(viewsetDocs, { tokenUrl: '/auth/token', routePrefix: '/api-docs' })
       await app.register(fastifyJwt, { secret })
-      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, methods: viewsetMethods, protectedMethods: viewsetMethods }), { prefix: '/items' })
+      await app.register(
+        createViewset({
+          db: database.db,
+          table: 'items',
+          schema: Item,
+          methods: viewsetMethods,
+          protectedMethods: viewsetMethods,
+        }),
+        { prefix: '/items' }
+      )
       const response = await app.inject({ method: 'GET', url: '/api-docs/json' })
       assert.equal(response.statusCode, 200)
       const document = response.json()
       assert.equal(document.components.securitySchemes[securitySchemeName].flows.password.tokenUrl, '/auth/token')
       for (const item of Object.values(document.paths as Record<string, Record<string, any>>)) {
-        for (const operation of Object.values(item)) assert.deepEqual(operation.security, [{ [securitySchemeName]: [] }])
+        for (const operation of Object.values(item)) {
+          assert.deepEqual(operation.security, [{ [securitySchemeName]: [] }])
+        }
       }
       const ui = await app.inject({ method: 'GET', url: '/api-docs' })
       assert.equal(ui.statusCode, 200)

@@ -12,7 +12,8 @@ import { systemNames } from '../benchmarks/scenarios.js'
 // `npm run bench -- --baseline <ref>`: the options it implies, and the reports with and without the baseline's
 // column, rendered from the committed results.json (nothing is measured here).
 
-const committed = () => JSON.parse(readFileSync(new URL('../benchmarks/results.json', import.meta.url), 'utf8')) as Results
+const committed = () =>
+  JSON.parse(readFileSync(new URL('../benchmarks/results.json', import.meta.url), 'utf8')) as Results
 
 /** The committed run, as if a baseline at half of viewsets' speed (and twice its CPU per request) had run beside it. */
 function withBaseline (): Results {
@@ -22,8 +23,11 @@ function withBaseline (): Results {
     for (const result of Object.values(scenarios)) {
       const viewsets = result.systems.viewsets
       if (viewsets?.status !== 'measured') continue
-      const half = <T extends { requestsPerSecond: number, cpuMicrosPerRequest: number }>(sample: T): T =>
-        ({ ...sample, requestsPerSecond: sample.requestsPerSecond / 2, cpuMicrosPerRequest: sample.cpuMicrosPerRequest * 2 })
+      const half = <T extends { requestsPerSecond: number; cpuMicrosPerRequest: number }>(sample: T): T => ({
+        ...sample,
+        requestsPerSecond: sample.requestsPerSecond / 2,
+        cpuMicrosPerRequest: sample.cpuMicrosPerRequest * 2,
+      })
       result.systems['viewsets-baseline'] = { ...half(viewsets), rounds: viewsets.rounds.map(half), note: 'a note' }
     }
     addRatios(scenarios)
@@ -32,8 +36,15 @@ function withBaseline (): Results {
 }
 
 test('--baseline adds viewsets-baseline to the systems and leaves the README alone', () => {
-  assert.deepEqual(optionsFromArgs(['--baseline', '4ff4b4d', '--systems', 'viewsets,raw']).systems, ['viewsets', 'raw', 'viewsets-baseline'])
-  assert.deepEqual(optionsFromArgs(['--baseline', '4ff4b4d', '--systems', 'viewsets-baseline,viewsets']).systems, ['viewsets-baseline', 'viewsets'])
+  assert.deepEqual(optionsFromArgs(['--baseline', '4ff4b4d', '--systems', 'viewsets,raw']).systems, [
+    'viewsets',
+    'raw',
+    'viewsets-baseline',
+  ])
+  assert.deepEqual(optionsFromArgs(['--baseline', '4ff4b4d', '--systems', 'viewsets-baseline,viewsets']).systems, [
+    'viewsets-baseline',
+    'viewsets',
+  ])
   const all = optionsFromArgs(['--baseline', '4ff4b4d'])
   assert.deepEqual(all.systems, [...systemNames, 'viewsets-baseline'])
   assert.equal(all.readme, false)
@@ -41,8 +52,14 @@ test('--baseline adds viewsets-baseline to the systems and leaves the README alo
 })
 
 test('viewsets-baseline without --baseline, or an unknown ref, stops the run before anything is built', async () => {
-  await assert.rejects(runBenchmarks(defaultOptions({ systems: ['viewsets', 'viewsets-baseline'], outDir: undefined, log: () => {} })), /--systems viewsets-baseline needs --baseline <git-ref>/)
-  assert.throws(() => resolveCommit('no-such-ref-anywhere'), /--baseline no-such-ref-anywhere: not a commit of this repository/)
+  await assert.rejects(
+    runBenchmarks(defaultOptions({ systems: ['viewsets', 'viewsets-baseline'], outDir: undefined, log: () => {} })),
+    /--systems viewsets-baseline needs --baseline <git-ref>/
+  )
+  assert.throws(
+    () => resolveCommit('no-such-ref-anywhere'),
+    /--baseline no-such-ref-anywhere: not a commit of this repository/
+  )
   assert.match(resolveCommit('HEAD'), /^[0-9a-f]{40}$/)
 })
 
@@ -50,8 +67,14 @@ test('the reports show the baseline column and its ratios only when it ran', () 
   const plain = committed()
   // The tables, the intro and the chart: analysis.md's prose, carried into results.md, may name baselines.
   const plainLines = markdownReport(plain).split('\n')
-  assert.deepEqual(plainLines.filter((line) => line.startsWith('| scenario') && /baseline/.test(line)), [])
-  assert.deepEqual(plainLines.filter((line) => /\*\*viewsets, baseline\*\*|^- † viewsets, baseline/.test(line)), [])
+  assert.deepEqual(
+    plainLines.filter((line) => line.startsWith('| scenario') && /baseline/.test(line)),
+    []
+  )
+  assert.deepEqual(
+    plainLines.filter((line) => /\*\*viewsets, baseline\*\*|^- † viewsets, baseline/.test(line)),
+    []
+  )
   for (const text of [consoleReport(plain), chartSvg(plain)]) assert.doesNotMatch(text, /baseline/)
 
   const results = withBaseline()

@@ -19,17 +19,31 @@ const cursorOptions: ItemOptions = {
   filterFields: { price: ['gte'] },
 }
 
-// A nullable ordering column with ties and NULLs, in insertion (id) order. Lower-case ASCII: one order under every collation.
+// A nullable ordering column with ties and NULLs, in insertion (id) order. Lower-case ASCII: one order under every
+// collation.
 const descriptions = ['b', null, 'a', 'b', null, 'c', 'a', null, 'b', 'a', 'c']
 
-async function seed (database: TestDatabase, rows: Array<{ name: string, description: string | null, price?: number }>): Promise<void> {
-  await database.db.insertInto('items').values(rows.map((row) => ({ name: row.name, description: row.description, price: row.price ?? 1 }))).execute()
+async function seed (
+  database: TestDatabase,
+  rows: Array<{ name: string; description: string | null; price?: number }>
+): Promise<void> {
+  await database.db
+    .insertInto('items')
+    .values(rows.map((row) => ({ name: row.name, description: row.description, price: row.price ?? 1 })))
+    .execute()
 }
 
 async function cursorApp (t: TestContext, dialect: TestDialect, options: ItemOptions = cursorOptions) {
   const database = await testDatabase(t, dialect)
   await createItemsTable(database)
-  await seed(database, descriptions.map((description, index) => ({ name: `item ${String(index + 1).padStart(2, '0')}`, description, price: index % 3 })))
+  await seed(
+    database,
+    descriptions.map((description, index) => ({
+      name: `item ${String(index + 1).padStart(2, '0')}`,
+      description,
+      price: index % 3,
+    }))
+  )
   const app = testApp(t)
   await app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...options }), { prefix: '/items' })
   await app.ready()
@@ -58,10 +72,17 @@ function expectedOrder (descending: boolean): number[] {
   })
 }
 
-interface Walked { ids: number[][], last: string | undefined }
+interface Walked {
+  ids: number[][]
+  last: string | undefined
+}
 
 /** Follows `rel` links from `url` to the end; the ids of each page. */
-async function walk (app: Awaited<ReturnType<typeof cursorApp>>['app'], url: string, rel: 'next' | 'prev'): Promise<Walked> {
+async function walk (
+  app: Awaited<ReturnType<typeof cursorApp>>['app'],
+  url: string,
+  rel: 'next' | 'prev'
+): Promise<Walked> {
   const pages: number[][] = []
   let next: string | undefined = url
   let last: string | undefined
@@ -90,10 +111,18 @@ for (const dialect of dialects) {
 
         const forward = await walk(app, `/items?order_by=${order}&limit=3&count=true`, 'next')
         assert.deepEqual(forward.ids.flat(), expectedOrder(descending))
-        assert.deepEqual(forward.ids.map((page) => page.length), [3, 3, 3, 2], 'following next never gives an empty page')
+        assert.deepEqual(
+          forward.ids.map((page) => page.length),
+          [3, 3, 3, 2],
+          'following next never gives an empty page'
+        )
         const lastPage = await app.inject({ method: 'GET', url: forward.last ?? '' })
         assert.equal(lastPage.headers['x-total-count'], '11', 'count on every page')
-        assert.match(forward.last ?? '', /order_by=-?description&count=true&limit=3&cursor=[A-Za-z0-9_-]+$/, 'the other parameters are kept')
+        assert.match(
+          forward.last ?? '',
+          /order_by=-?description&count=true&limit=3&cursor=[A-Za-z0-9_-]+$/,
+          'the other parameters are kept'
+        )
 
         const backward = await walk(app, forward.last ?? '', 'prev')
         assert.deepEqual(backward.ids.reverse(), forward.ids, 'prev pages are the same pages, in the request order')
@@ -103,13 +132,19 @@ for (const dialect of dialects) {
     test('the default order, with filters, and a cursor reused with another limit and filter', async (t) => {
       const { app } = await cursorApp(t, dialect)
       const first = await app.inject({ method: 'GET', url: '/items?limit=4' })
-      assert.deepEqual(first.json<Array<{ id: number }>>().map((row) => row.id), [1, 2, 3, 4])
+      assert.deepEqual(
+        first.json<Array<{ id: number }>>().map((row) => row.id),
+        [1, 2, 3, 4]
+      )
       const next = links(first.headers.link).next ?? ''
       const cursor = /cursor=([^&]+)/.exec(next)?.[1] ?? ''
       const reused = await app.inject({ method: 'GET', url: `/items?limit=2&price__gte=2&cursor=${cursor}` })
       assert.equal(reused.statusCode, 200)
       // Rows after id 4 with price >= 2 (price is (id - 1) % 3): 6 and 9.
-      assert.deepEqual(reused.json<Array<{ id: number }>>().map((row) => row.id), [6, 9])
+      assert.deepEqual(
+        reused.json<Array<{ id: number }>>().map((row) => row.id),
+        [6, 9]
+      )
       assert.deepEqual(Object.keys(links(reused.headers.link)), ['prev'], 'no row follows 9: no next')
     })
 
@@ -153,7 +188,10 @@ for (const dialect of dialects) {
         'bm90IGpzb24', // "not json"
       ]
       for (const text of bad) {
-        const response = await app.inject({ method: 'GET', url: `/items?order_by=description&cursor=${encodeURIComponent(text)}` })
+        const response = await app.inject({
+          method: 'GET',
+          url: `/items?order_by=description&cursor=${encodeURIComponent(text)}`,
+        })
         assert.equal(response.statusCode, 400, text)
         assert.equal(problemOf(response).code, 'FST_VIEWSET_INVALID_CURSOR', text)
       }
@@ -161,7 +199,10 @@ for (const dialect of dialects) {
       assert.equal(otherOrder.statusCode, 400)
       assert.equal(problemOf(otherOrder).code, 'FST_VIEWSET_INVALID_CURSOR')
       assert.match(problemOf(otherOrder).detail, /order_by/)
-      const good = await app.inject({ method: 'GET', url: `/items?order_by=description&cursor=${encode(['a', 'description,id', ['b', 1]])}` })
+      const good = await app.inject({
+        method: 'GET',
+        url: `/items?order_by=description&cursor=${encode(['a', 'description,id', ['b', 1]])}`,
+      })
       assert.equal(good.statusCode, 200, 'a cursor is not signed: any position of the ordering is accepted')
 
       for (const offset of ['0', '3']) {
@@ -185,5 +226,8 @@ test('pagination must be offset or cursor', async (t) => {
   const [dialect] = dialects
   assert.ok(dialect !== undefined)
   const database = await testDatabase(t, dialect)
-  assert.throws(() => createViewset({ db: database.db, table: 'items', schema: Item, pagination: 'keyset' as 'cursor' }), { code: 'FST_VIEWSET_INVALID_OPTION', message: /pagination/ })
+  assert.throws(
+    () => createViewset({ db: database.db, table: 'items', schema: Item, pagination: 'keyset' as 'cursor' }),
+    { code: 'FST_VIEWSET_INVALID_OPTION', message: /pagination/ }
+  )
 })

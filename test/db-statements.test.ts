@@ -18,14 +18,22 @@ import type { Compilable, QueryResult } from 'kysely'
 
 async function itemsApp (t: TestContext, database: TestDatabase | { db: Kysely<any> }) {
   const app = testApp(t)
-  await app.register(createViewset({ db: database.db, table: 'items', schema: Item, orderingFields: ['price'] }), { prefix: '/items' })
+  await app.register(createViewset({ db: database.db, table: 'items', schema: Item, orderingFields: ['price'] }), {
+    prefix: '/items',
+  })
   return app
 }
 
 async function seeded (t: TestContext, dialect: TestDialect, options: { poolSize?: number } = {}) {
   const database = await testDatabase(t, dialect, options)
   await createItemsTable(database)
-  await database.db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
+  await database.db
+    .insertInto('items')
+    .values([
+      { name: 'Bread', price: 2 },
+      { name: 'Milk', price: 1 },
+    ])
+    .execute()
   return database
 }
 
@@ -33,11 +41,20 @@ async function seeded (t: TestContext, dialect: TestDialect, options: { poolSize
  * Runs compiled statements with db.executeQuery (the direct path where there is one), puts the two seeded rows
  * back, and runs them again inside a transaction (Kysely's own driver): both results, in order.
  */
-async function directAndInTransaction (db: Kysely<any>, statements: ReadonlyArray<Compilable<unknown>>): Promise<[Array<QueryResult<unknown>>, Array<QueryResult<unknown>>]> {
+async function directAndInTransaction (
+  db: Kysely<any>,
+  statements: ReadonlyArray<Compilable<unknown>>
+): Promise<[Array<QueryResult<unknown>>, Array<QueryResult<unknown>>]> {
   const direct = []
   for (const statement of statements) direct.push(await db.executeQuery(statement.compile()))
   await db.deleteFrom('items').execute()
-  await db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
+  await db
+    .insertInto('items')
+    .values([
+      { name: 'Bread', price: 2 },
+      { name: 'Milk', price: 1 },
+    ])
+    .execute()
   const driver = await db.transaction().execute(async (trx) => {
     const results = []
     for (const statement of statements) results.push(await trx.executeQuery(statement.compile()))
@@ -51,12 +68,19 @@ for (const dialect of dialects) {
     test('GET and LIST answer the rows a Kysely query reads, and every read reaches the log', async (t) => {
       const database = await seeded(t, dialect)
       const app = await itemsApp(t, database)
-      const expected = await database.db.selectFrom('items').select(['id', 'name', 'description', 'price', 'in_stock']).orderBy('id').execute()
+      const expected = await database.db
+        .selectFrom('items')
+        .select(['id', 'name', 'description', 'price', 'in_stock'])
+        .orderBy('id')
+        .execute()
       database.queries.length = 0
       for (let round = 0; round < 2; round++) {
         const list = await app.inject({ url: '/items' })
         assert.equal(list.statusCode, 200)
-        assert.deepEqual(list.json().map((row: any) => row.name), expected.map((row) => row.name))
+        assert.deepEqual(
+          list.json().map((row: any) => row.name),
+          expected.map((row) => row.name)
+        )
         const one = await app.inject({ url: `/items/${expected[1]?.id as number}` })
         assert.equal(one.statusCode, 200)
         assert.equal(one.json().name, 'Milk')
@@ -65,11 +89,26 @@ for (const dialect of dialects) {
       assert.equal(database.queries.filter((query) => /^select/i.test(query)).length, 6, database.queries.join('\n'))
     })
 
-    test('a LIST page\'s LIMIT is written into its SQL on SQLite (a bound one is planned again on every step), and bound elsewhere', async (t) => {
+    test("a LIST page's LIMIT is written into its SQL on SQLite (a bound one is planned again on every step), and bound elsewhere", async (t) => {
       const database = await seeded(t, dialect)
-      await database.db.insertInto('items').values([{ name: 'Salt', price: 3 }, { name: 'Tea', price: 4 }]).execute()
+      await database.db
+        .insertInto('items')
+        .values([
+          { name: 'Salt', price: 3 },
+          { name: 'Tea', price: 4 },
+        ])
+        .execute()
       const app = testApp(t)
-      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, orderingFields: ['price'], pagination: 'cursor' }), { prefix: '/cursor' })
+      await app.register(
+        createViewset({
+          db: database.db,
+          table: 'items',
+          schema: Item,
+          orderingFields: ['price'],
+          pagination: 'cursor',
+        }),
+        { prefix: '/cursor' }
+      )
       const offsetApp = await itemsApp(t, database)
       database.queries.length = 0
       const pages = [
@@ -78,23 +117,51 @@ for (const dialect of dialects) {
         await offsetApp.inject({ url: '/items?limit=2&order_by=-price' }),
         await app.inject({ url: '/cursor?limit=3&order_by=price' }),
       ]
-      assert.deepEqual(pages.map((page) => page.json().map((row: { name: string }) => row.name)), [['Bread', 'Milk'], ['Bread', 'Milk', 'Salt'], ['Tea', 'Salt'], ['Milk', 'Bread', 'Salt']])
-      const limits = database.queries.filter((text) => /limit/.test(text)).map((text) => /limit (\S+)/.exec(text.replaceAll('`', ''))?.[1])
-      assert.deepEqual(limits, dialect.name === 'sqlite' ? ['2', '3', '2', '4'] : dialect.name === 'postgres' ? ['$1', '$1', '$1', '$1'] : ['?', '?', '?', '?'], database.queries.join('\n'))
+      assert.deepEqual(
+        pages.map((page) => page.json().map((row: { name: string }) => row.name)),
+        [
+          ['Bread', 'Milk'],
+          ['Bread', 'Milk', 'Salt'],
+          ['Tea', 'Salt'],
+          ['Milk', 'Bread', 'Salt'],
+        ]
+      )
+      const limits = database.queries
+        .filter((text) => /limit/.test(text))
+        .map((text) => /limit (\S+)/.exec(text.replaceAll('`', ''))?.[1])
+      assert.deepEqual(
+        limits,
+        dialect.name === 'sqlite'
+          ? ['2', '3', '2', '4']
+          : dialect.name === 'postgres'
+            ? ['$1', '$1', '$1', '$1']
+            : ['?', '?', '?', '?'],
+        database.queries.join('\n')
+      )
     })
 
     // On SQLite a compiled write without RETURNING takes the direct path too (`.run()`): it answers what
     // Kysely's driver answers.
-    test('db.executeQuery answers a write without RETURNING with its affected rows and insert id, as Kysely\'s driver does in a transaction', async (t) => {
+    test("db.executeQuery answers a write without RETURNING with its affected rows and insert id, as Kysely's driver does in a transaction", async (t) => {
       const { db } = await seeded(t, dialect)
       const [direct, driver] = await directAndInTransaction(db, [
         db.insertInto('items').values({ name: 'Salt', price: 3 }),
         db.updateTable('items').set({ price: 9 }).where('price', '>', 1),
         db.deleteFrom('items').where('price', '=', 9),
       ])
-      assert.deepEqual(direct.map((result) => result.numAffectedRows), [1n, 2n, 2n])
-      assert.deepEqual(direct.map((result) => result.rows), [[], [], []])
-      const shape = (result: QueryResult<unknown>) => ({ rows: result.rows, numAffectedRows: result.numAffectedRows, insertId: typeof result.insertId })
+      assert.deepEqual(
+        direct.map((result) => result.numAffectedRows),
+        [1n, 2n, 2n]
+      )
+      assert.deepEqual(
+        direct.map((result) => result.rows),
+        [[], [], []]
+      )
+      const shape = (result: QueryResult<unknown>) => ({
+        rows: result.rows,
+        numAffectedRows: result.numAffectedRows,
+        insertId: typeof result.insertId,
+      })
       assert.deepEqual(direct.map(shape), driver.map(shape))
       if (dialect.name !== 'postgres') {
         // The id of the row inserted (PostgreSQL reports none without RETURNING).
@@ -108,24 +175,36 @@ for (const dialect of dialects) {
     if (dialect.name === 'mysql') return
     // A compiled write with RETURNING takes the direct path outside a transaction (SQLite, PostgreSQL): it may
     // drop neither a row nor a count.
-    test('db.executeQuery answers a compiled write with every row it returns, as Kysely\'s driver does in a transaction', async (t) => {
+    test("db.executeQuery answers a compiled write with every row it returns, as Kysely's driver does in a transaction", async (t) => {
       const { db } = await seeded(t, dialect)
       const [direct, driver] = await directAndInTransaction(db, [
         db.insertInto('items').values({ name: 'Salt', price: 3 }).returning('name'),
-        db.insertInto('items').values([{ name: 'Tea', price: 4 }, { name: 'Jam', price: 5 }]).returning('name'),
+        db
+          .insertInto('items')
+          .values([
+            { name: 'Tea', price: 4 },
+            { name: 'Jam', price: 5 },
+          ])
+          .returning('name'),
         db.updateTable('items').set({ price: 9 }).where('price', '>', 2).returning('name'),
         db.deleteFrom('items').where('price', '=', 9).returning('name'),
       ])
       const names = (result: { rows: unknown[] }) => result.rows.map((row) => (row as { name: string }).name).sort()
       assert.deepEqual(direct.map(names), [['Salt'], ['Jam', 'Tea'], ['Jam', 'Salt', 'Tea'], ['Jam', 'Salt', 'Tea']])
       assert.deepEqual(driver.map(names), direct.map(names))
-      assert.deepEqual(driver.map((result) => result.numAffectedRows), direct.map((result) => result.numAffectedRows))
+      assert.deepEqual(
+        driver.map((result) => result.numAffectedRows),
+        direct.map((result) => result.numAffectedRows)
+      )
     })
   })
 }
 
 /** Starts a stream, asks GET /items/2 while it is open, ends the stream: the read must then answer, not fail. */
-async function readWhileStreaming (app: Awaited<ReturnType<typeof itemsApp>>, query: { stream: () => AsyncIterable<{ name?: unknown }> }) {
+async function readWhileStreaming (
+  app: Awaited<ReturnType<typeof itemsApp>>,
+  query: { stream: () => AsyncIterable<{ name?: unknown }> }
+) {
   const stream = query.stream()[Symbol.asyncIterator]()
   assert.equal((await stream.next()).value?.name, 'Bread')
   const reading = app.inject({ url: '/items/2' })
@@ -146,18 +225,28 @@ function ownWalKysely (file: string) {
 const sqlite = dialects.find((dialect) => dialect.name === 'sqlite')
 if (sqlite !== undefined) {
   describe('direct SQLite statements', () => {
-    test('a read waits for another request\'s transaction and never sees its uncommitted rows', async (t) => {
+    test("a read waits for another request's transaction and never sees its uncommitted rows", async (t) => {
       const database = await seeded(t, sqlite)
       const app = await itemsApp(t, database)
       let release: () => void = () => {}
-      const hold = new Promise<void>((resolve) => { release = resolve })
+      const hold = new Promise<void>((resolve) => {
+        release = resolve
+      })
       let inserted = 0
-      const writer = database.db.transaction().execute(async (trx) => {
-        const row = await trx.insertInto('items').values({ name: 'Uncommitted' }).returning('id').executeTakeFirstOrThrow()
-        inserted = row.id
-        await hold
-        throw new Error('roll back')
-      }).catch(() => 'rolled back')
+      const writer = database.db
+        .transaction()
+        .execute(async (trx) => {
+          const row = await trx
+            .insertInto('items')
+            .values({ name: 'Uncommitted' })
+            .returning('id')
+            .executeTakeFirstOrThrow()
+          inserted = row.id
+          await hold
+          throw new Error('roll back')
+        })
+        .catch(() => 'rolled back')
+      // eslint-disable-next-line no-unmodified-loop-condition -- set by a callback while this loop awaits
       while (inserted === 0) await new Promise((resolve) => setImmediate(resolve))
       let answered = false
       const reading = app.inject({ url: `/items/${inserted}` }).then((response) => {
@@ -183,13 +272,19 @@ if (sqlite !== undefined) {
       const app = await itemsApp(t, database)
       assert.equal((await app.inject({ url: '/items/1' })).statusCode, 200)
       // The SQL text of GET, so the cached statement that GET runs is the one the stream iterates.
-      await readWhileStreaming(app, database.db.selectFrom('items').select(['id', 'name', 'description', 'price', 'in_stock']).where('id', '=', 1))
+      await readWhileStreaming(
+        app,
+        database.db.selectFrom('items').select(['id', 'name', 'description', 'price', 'in_stock']).where('id', '=', 1)
+      )
     })
 
     test('a write with RETURNING runs beside an open stream, as better-sqlite3 allows, and the stream goes on', async (t) => {
       const database = await seeded(t, sqlite)
       const app = await itemsApp(t, database)
-      assert.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'Warm', price: 1 } })).statusCode, 201)
+      assert.equal(
+        (await app.inject({ method: 'POST', url: '/items', payload: { name: 'Warm', price: 1 } })).statusCode,
+        201
+      )
       const stream = database.db.selectFrom('items').select('name').orderBy('id').stream()[Symbol.asyncIterator]()
       assert.equal((await stream.next()).value?.name, 'Bread')
       const response = await app.inject({ method: 'PATCH', url: '/items/2', payload: { price: 7 } })
@@ -204,7 +299,8 @@ if (sqlite !== undefined) {
     test('a DELETE beside an open stream waits for it (better-sqlite3 runs no write without RETURNING beside one), then deletes', async (t) => {
       const database = await seeded(t, sqlite)
       const app = await itemsApp(t, database)
-      assert.equal((await app.inject({ method: 'DELETE', url: '/items/404' })).statusCode, 404) // the DELETE is compiled and prepared
+      // the DELETE is compiled and prepared
+      assert.equal((await app.inject({ method: 'DELETE', url: '/items/404' })).statusCode, 404)
       const stream = database.db.selectFrom('items').select('name').orderBy('id').stream()[Symbol.asyncIterator]()
       assert.equal((await stream.next()).value?.name, 'Bread')
       let answered = false
@@ -222,19 +318,28 @@ if (sqlite !== undefined) {
       assert.deepEqual(names, ['Bread'])
     })
 
-    test('a write never joins another request\'s transaction: it waits, and outlives that transaction\'s rollback', async (t) => {
+    test("a write never joins another request's transaction: it waits, and outlives that transaction's rollback", async (t) => {
       const database = await seeded(t, sqlite)
       const app = await itemsApp(t, database)
-      assert.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'Warm', price: 1 } })).statusCode, 201)
+      assert.equal(
+        (await app.inject({ method: 'POST', url: '/items', payload: { name: 'Warm', price: 1 } })).statusCode,
+        201
+      )
       let release: () => void = () => {}
-      const hold = new Promise<void>((resolve) => { release = resolve })
+      const hold = new Promise<void>((resolve) => {
+        release = resolve
+      })
       let started = false
-      const other = database.db.transaction().execute(async (trx) => {
-        await trx.insertInto('items').values({ name: 'Uncommitted' }).execute()
-        started = true
-        await hold
-        throw new Error('roll back')
-      }).catch(() => 'rolled back')
+      const other = database.db
+        .transaction()
+        .execute(async (trx) => {
+          await trx.insertInto('items').values({ name: 'Uncommitted' }).execute()
+          started = true
+          await hold
+          throw new Error('roll back')
+        })
+        .catch(() => 'rolled back')
+      // eslint-disable-next-line no-unmodified-loop-condition -- set by a callback while this loop awaits
       while (!started) await new Promise((resolve) => setImmediate(resolve))
       const writing = app.inject({ method: 'POST', url: '/items', payload: { name: 'Kept', price: 3 } })
       for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
@@ -242,7 +347,9 @@ if (sqlite !== undefined) {
       assert.equal(await other, 'rolled back')
       const response = await writing
       assert.equal(response.statusCode, 201)
-      const names = (await database.db.selectFrom('items').select('name').orderBy('id').execute()).map((row) => row.name)
+      const names = (await database.db.selectFrom('items').select('name').orderBy('id').execute()).map(
+        (row) => row.name
+      )
       assert.deepEqual(names, ['Bread', 'Milk', 'Warm', 'Kept'])
     })
 
@@ -274,12 +381,21 @@ if (sqlite !== undefined) {
           assert.equal(patched.json().price, i + 1)
         }
         const afterPatch = walFrames()
-        for (const id of ids) assert.equal((await app.inject({ method: 'DELETE', url: `/items/${id}` })).statusCode, 204)
+        for (const id of ids) { assert.equal((await app.inject({ method: 'DELETE', url: `/items/${id}` })).statusCode, 204) }
         const frames = walFrames()
         // 60 commits of at least one page each per kind: without checkpoints the WAL holds them all.
-        t.diagnostic(`WAL frames after 60 POST: ${Math.round(afterPost)}, 60 PATCH: ${Math.round(afterPatch)}, 60 DELETE: ${Math.round(frames)}`)
-        for (const [kind, count] of [['POST', afterPost], ['PATCH', afterPatch], ['DELETE', frames]] as const) {
-          assert.ok(count < 40, `the WAL holds ${Math.round(count)} frames after the ${kind} requests: it was not checkpointed`)
+        t.diagnostic(
+          `WAL frames after 60 POST: ${Math.round(afterPost)}, 60 PATCH: ${Math.round(afterPatch)}, 60 DELETE: ${Math.round(frames)}`
+        )
+        for (const [kind, count] of [
+          ['POST', afterPost],
+          ['PATCH', afterPatch],
+          ['DELETE', frames],
+        ] as const) {
+          assert.ok(
+            count < 40,
+            `the WAL holds ${Math.round(count)} frames after the ${kind} requests: it was not checkpointed`
+          )
         }
         assert.equal((await app.inject({ url: '/items' })).json().length, 0)
       })
@@ -287,7 +403,9 @@ if (sqlite !== undefined) {
 
     test('reads fail like Kysely once the database is destroyed', async (t) => {
       const db = createDatabase<any>('sqlite::memory:')
-      await sql`create table items (id integer primary key, name text not null, description text, price real not null default 0, in_stock boolean not null default 1)`.execute(db)
+      await sql`create table items (id integer primary key, name text not null, description text, price real not null default 0, in_stock boolean not null default 1)`.execute(
+        db
+      )
       const app = await itemsApp(t, { db })
       assert.equal((await app.inject({ url: '/items/1' })).statusCode, 404)
       await db.destroy()
@@ -300,7 +418,9 @@ const postgres = dialects.find((dialect) => dialect.name === 'postgres')
 if (postgres !== undefined) {
   describe('named statements on PostgreSQL', () => {
     const prepared = async (db: Kysely<any>) =>
-      (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db)).rows.map((row) => row.statement)
+      (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db)).rows.map(
+        (row) => row.statement
+      )
 
     test('the SQL compiled at registration is prepared once per connection', async (t) => {
       const database = await seeded(t, postgres, { poolSize: 1 })
@@ -313,8 +433,16 @@ if (postgres !== undefined) {
       assert.equal((await app.inject({ url: '/items?order_by=-price&limit=1' })).statusCode, 200)
       const statements = await prepared(database.db)
       assert.equal(statements.filter((text) => /order by "price" desc/.test(text)).length, 1, statements.join('\n'))
-      assert.equal(statements.filter((text) => /from "items" where "id" = \$1/.test(text)).length, 1, statements.join('\n'))
-      assert.equal(statements.filter((text) => /from "items" order by "id" limit \$1 offset \$2/.test(text)).length, 1, statements.join('\n'))
+      assert.equal(
+        statements.filter((text) => /from "items" where "id" = \$1/.test(text)).length,
+        1,
+        statements.join('\n')
+      )
+      assert.equal(
+        statements.filter((text) => /from "items" order by "id" limit \$1 offset \$2/.test(text)).length,
+        1,
+        statements.join('\n')
+      )
     })
 
     test('reads fail like Kysely once the database is destroyed', async (t) => {
@@ -330,23 +458,48 @@ if (postgres !== undefined) {
     test('2,000 distinct LIST shapes leave at most 256 named statements on the connection', async (t) => {
       const database = await seeded(t, postgres, { poolSize: 1 })
       const app = testApp(t)
-      await app.register(createViewset({
-        db: database.db,
-        table: 'items',
-        schema: Item,
-        orderingFields: ['name', 'price', 'description'],
-        filterFields: { name: ['eq', 'ne', 'contains'], price: ['gt', 'gte', 'lt', 'lte'], in_stock: ['eq'], description: ['contains', 'isnull'] },
-      }), { prefix: '/items' })
+      await app.register(
+        createViewset({
+          db: database.db,
+          table: 'items',
+          schema: Item,
+          orderingFields: ['name', 'price', 'description'],
+          filterFields: {
+            name: ['eq', 'ne', 'contains'],
+            price: ['gt', 'gte', 'lt', 'lte'],
+            in_stock: ['eq'],
+            description: ['contains', 'isnull'],
+          },
+        }),
+        { prefix: '/items' }
+      )
       const names = ['id', 'name', 'description', 'price', 'in_stock']
-      const fieldSets = Array.from({ length: 31 }, (_, mask) => names.filter((_, bit) => ((mask + 1) & (1 << bit)) !== 0).join(','))
+      const fieldSets = Array.from({ length: 31 }, (_, mask) =>
+        names.filter((_, bit) => ((mask + 1) & (1 << bit)) !== 0).join(',')
+      )
       const orders = ['name', '-name', 'price', '-price', 'description', '-description']
-      const filters = ['', 'name=Bread', 'name__ne=x', 'name__contains=e', 'price__gt=0', 'price__gte=0', 'price__lt=9', 'price__lte=9', 'in_stock=true', 'description__contains=x', 'description__isnull=true', 'description__isnull=false']
+      const filters = [
+        '',
+        'name=Bread',
+        'name__ne=x',
+        'name__contains=e',
+        'price__gt=0',
+        'price__gte=0',
+        'price__lt=9',
+        'price__lte=9',
+        'in_stock=true',
+        'description__contains=x',
+        'description__isnull=true',
+        'description__isnull=false',
+      ]
       let sent = 0
       for (const fields of fieldSets) {
         for (const order of orders) {
           for (const filter of filters) {
             if (sent === 2000) break
-            const response = await app.inject({ url: `/items?fields=${fields}&order_by=${order}${filter === '' ? '' : `&${filter}`}` })
+            const response = await app.inject({
+              url: `/items?fields=${fields}&order_by=${order}${filter === '' ? '' : `&${filter}`}`,
+            })
             assert.equal(response.statusCode, 200, response.body)
             sent++
           }
@@ -363,12 +516,18 @@ if (postgres !== undefined) {
     test('`__in` lists of any length share a few statements (padded to powers of two)', async (t) => {
       const database = await seeded(t, postgres, { poolSize: 1 })
       const app = testApp(t)
-      await app.register(createViewset({ db: database.db, table: 'items', schema: Item, filterFields: { id: ['in'] } }), { prefix: '/items' })
+      await app.register(
+        createViewset({ db: database.db, table: 'items', schema: Item, filterFields: { id: ['in'] } }),
+        { prefix: '/items' }
+      )
       for (let count = 1; count <= 100; count++) {
         const ids = Array.from({ length: count }, (_, index) => index + 1)
         const response = await app.inject({ url: `/items?id__in=${ids.join(',')}` })
         assert.equal(response.statusCode, 200)
-        assert.deepEqual(response.json().map((item: { id: number }) => item.id), [1, 2].slice(0, count))
+        assert.deepEqual(
+          response.json().map((item: { id: number }) => item.id),
+          [1, 2].slice(0, count)
+        )
       }
       const lists = (await prepared(database.db)).filter((text) => / in \(/.test(text) && /limit/.test(text))
       assert.equal(lists.length, 8, lists.join('\n')) // 1, 2, 4, 8, 16, 32, 64 and 128 values

@@ -33,13 +33,31 @@ for (const dialect of dialects) {
       const database = await itemsDatabase(t, dialect)
       const { db } = database
       const typo = { db, table: 'items', schema: Item, protectMethods: ['POST'] }
-      assert.throws(() => createViewset(typo as never), { code: 'FST_VIEWSET_INVALID_OPTION', message: 'Invalid viewset option protectMethods: unknown key; did you mean protectedMethods?' })
-      assert.throws(() => new Viewset(typo as never), { code: 'FST_VIEWSET_INVALID_OPTION', message: /protectMethods: unknown key; did you mean protectedMethods\?/ })
-      assert.throws(() => createViewset({ db, table: 'items', schema: Item, colour: 'red' } as never), { code: 'FST_VIEWSET_INVALID_OPTION', message: /option colour: unknown key; the keys are db, readDb, table/ })
+      assert.throws(() => createViewset(typo as never), {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message: 'Invalid viewset option protectMethods: unknown key; did you mean protectedMethods?',
+      })
+      assert.throws(() => new Viewset(typo as never), {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message: /protectMethods: unknown key; did you mean protectedMethods\?/,
+      })
+      assert.throws(() => createViewset({ db, table: 'items', schema: Item, colour: 'red' } as never), {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message: /option colour: unknown key; the keys are db, readDb, table/,
+      })
 
       // Spelled right, the same options protect POST.
       const app = testApp(t)
-      await app.register(createViewset({ db, table: 'items', schema: Item, protectedMethods: ['POST'], authenticate: () => ({ sub: 'x' }) }), { prefix: '/items' })
+      await app.register(
+        createViewset({
+          db,
+          table: 'items',
+          schema: Item,
+          protectedMethods: ['POST'],
+          authenticate: () => ({ sub: 'x' }),
+        }),
+        { prefix: '/items' }
+      )
       const open = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Bread' } })
       assert.equal(open.statusCode, 401)
       assert.equal(problemOf(open).code, 'FST_VIEWSET_UNAUTHORIZED')
@@ -48,46 +66,100 @@ for (const dialect of dialects) {
 
     test('unknown keys of relatedConfig, its entries and their through fail at construction, at any depth', async (t) => {
       const { db } = await testDatabase(t, dialect)
-      const through = (extra: Record<string, unknown>) => ({ table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id', ...extra })
+      const through = (extra: Record<string, unknown>) => ({
+        table: 'book_tags',
+        sourceKey: 'book_id',
+        targetKey: 'tag_id',
+        ...extra,
+      })
       const tagged = (entry: Record<string, unknown>, config: Record<string, unknown> = {}) =>
-        createViewset({ db, table: 'books', schema: Tagged, relatedConfig: { prefetchRelated: { tags: { table: 'tags', ...entry } }, ...config } } as never)
-      assert.throws(() => tagged({ throught: through({}) }), { code: 'FST_VIEWSET_INVALID_OPTION', message: 'Invalid viewset option relatedConfig.prefetchRelated.tags.throught: unknown key; did you mean through?' })
-      assert.throws(() => tagged({ through: through({ targetKy: 'x' }) }), { message: /option relatedConfig\.prefetchRelated\.tags\.through\.targetKy: unknown key; did you mean targetKey\?/ })
-      assert.throws(() => tagged({ through: through({}) }, { selectRelate: {} }), { message: /option relatedConfig\.selectRelate: unknown key; did you mean selectRelated\?/ })
+        createViewset({
+          db,
+          table: 'books',
+          schema: Tagged,
+          relatedConfig: { prefetchRelated: { tags: { table: 'tags', ...entry } }, ...config },
+        } as never)
+      assert.throws(() => tagged({ throught: through({}) }), {
+        code: 'FST_VIEWSET_INVALID_OPTION',
+        message:
+          'Invalid viewset option relatedConfig.prefetchRelated.tags.throught: unknown key; did you mean through?',
+      })
+      assert.throws(() => tagged({ through: through({ targetKy: 'x' }) }), {
+        message:
+          /option relatedConfig\.prefetchRelated\.tags\.through\.targetKy: unknown key; did you mean targetKey\?/,
+      })
+      assert.throws(() => tagged({ through: through({}) }, { selectRelate: {} }), {
+        message: /option relatedConfig\.selectRelate: unknown key; did you mean selectRelated\?/,
+      })
       assert.throws(() => tagged({ through: through({}), oderBy: 'label' }), { message: /did you mean orderBy\?/ })
 
       // Attached to the schema, two levels down: Author → books (attached) → publisher (attached to Book).
-      const AttachedAuthor = Type.Object(Author.properties, { relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id' } } } })
+      const AttachedAuthor = Type.Object(Author.properties, {
+        relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id' } } },
+      })
       assert.throws(() => new Viewset({ db, table: 'authors', schema: AttachedAuthor } as never), {
         code: 'FST_VIEWSET_INVALID_OPTION',
-        message: 'Invalid viewset option relatedConfig.prefetchRelated.books.relatedConfig.selectRelated.publisher.foriegnKey: unknown key; did you mean foreignKey?',
+        message:
+          'Invalid viewset option relatedConfig.prefetchRelated.books.relatedConfig.selectRelated.publisher.foriegnKey: unknown key; did you mean foreignKey?',
       })
       // A nested relatedConfig given in the entry, as an option.
-      assert.throws(() => createViewset({
-        db,
-        table: 'authors',
-        schema: Author,
-        relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', relatedConfig: { selectRelated: { publisher: { table: 'publishers', foreignKey: 'publisher_id', refrences: 'id' } } } } } },
-      } as never), { message: /relatedConfig\.prefetchRelated\.books\.relatedConfig\.selectRelated\.publisher\.refrences: unknown key; did you mean references\?/ })
+      assert.throws(
+        () =>
+          createViewset({
+            db,
+            table: 'authors',
+            schema: Author,
+            relatedConfig: {
+              prefetchRelated: {
+                books: {
+                  table: 'books',
+                  foreignKey: 'author_id',
+                  relatedConfig: {
+                    selectRelated: { publisher: { table: 'publishers', foreignKey: 'publisher_id', refrences: 'id' } },
+                  },
+                },
+              },
+            },
+          } as never),
+        {
+          message:
+            /relatedConfig\.prefetchRelated\.books\.relatedConfig\.selectRelated\.publisher\.refrences: unknown key; did you mean references\?/,
+        }
+      )
     })
 
     test('a static listQuery that the default list does not read fails at startup; refining its own parameters is allowed', async (t) => {
       const database = await itemsDatabase(t, dialect)
       class Unread extends Viewset<any, 'items', typeof Item> {
-        static override listQuery = Type.Object({ q: Type.Optional(Type.String()), limit: Type.Optional(Type.Integer()) })
+        static override listQuery = Type.Object({
+          q: Type.Optional(Type.String()),
+          limit: Type.Optional(Type.Integer()),
+        })
       }
       const broken = testApp(t)
-      await assert.rejects(async () => {
-        await broken.register(new Unread({ db: database.db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-        await broken.ready()
-      }, { code: 'FST_VIEWSET_INVALID_OPTION', message: /option listQuery: q would be ignored/ })
+      await assert.rejects(
+        async () => {
+          await broken.register(new Unread({ db: database.db, table: 'items', schema: Item }).register(), {
+            prefix: '/items',
+          })
+          await broken.ready()
+        },
+        { code: 'FST_VIEWSET_INVALID_OPTION', message: /option listQuery: q would be ignored/ }
+      )
 
       class Refined extends Viewset<any, 'items', typeof Item> {
-        static override listQuery = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 2, default: 2 })) })
+        static override listQuery = Type.Object({
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 2, default: 2 })),
+        })
       }
       const app = testApp(t)
-      await app.register(new Refined({ db: database.db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-      await database.db.insertInto('items').values([{ name: 'a' }, { name: 'b' }, { name: 'c' }]).execute()
+      await app.register(new Refined({ db: database.db, table: 'items', schema: Item }).register(), {
+        prefix: '/items',
+      })
+      await database.db
+        .insertInto('items')
+        .values([{ name: 'a' }, { name: 'b' }, { name: 'c' }])
+        .execute()
       const page = await app.inject('/items')
       assert.equal(page.statusCode, 200)
       assert.equal(page.json().length, 2)
@@ -108,26 +180,47 @@ for (const dialect of dialects) {
       })
       const app = testApp(t)
       await app.register(viewsetDocs, { title: 'Edges', version: '1.0.0' })
-      await app.register(createViewset({ db: database.db, table: 'items', schema: Guarded, name: 'Guarded' }), { prefix: '/items' })
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Guarded, name: 'Guarded' }), {
+        prefix: '/items',
+      })
 
       const hostile = { name: 'Bread', description: 'mass assigned', price: 99, in_stock: false, secret: 'pwned' }
       const created = await app.inject({ method: 'POST', url: '/items', payload: hostile })
       assert.equal(created.statusCode, 201, created.body)
       const body = created.json()
-      assert.deepEqual({ description: body.description, price: body.price, in_stock: body.in_stock, secret: body.secret }, { description: null, price: 0, in_stock: true, secret: 's3cr3t' })
-      const stored = await database.db.selectFrom('items').selectAll().where('id', '=', body.id).executeTakeFirstOrThrow()
-      assert.deepEqual([stored.description, Number(stored.price), Boolean(stored.in_stock), stored.secret], [null, 0, true, 's3cr3t'])
+      assert.deepEqual(
+        { description: body.description, price: body.price, in_stock: body.in_stock, secret: body.secret },
+        { description: null, price: 0, in_stock: true, secret: 's3cr3t' }
+      )
+      const stored = await database.db
+        .selectFrom('items')
+        .selectAll()
+        .where('id', '=', body.id)
+        .executeTakeFirstOrThrow()
+      assert.deepEqual(
+        [stored.description, Number(stored.price), Boolean(stored.in_stock), stored.secret],
+        [null, 0, true, 's3cr3t']
+      )
 
       // `price` is in the schema's required list, yet read-only: POST and PUT need only `name`.
       const put = await app.inject({ method: 'PUT', url: `/items/${String(body.id)}`, payload: { name: 'Cake' } })
       assert.equal(put.statusCode, 200, put.body)
-      const patched = await app.inject({ method: 'PATCH', url: `/items/${String(body.id)}`, payload: { ...hostile, name: 'Pie' } })
+      const patched = await app.inject({
+        method: 'PATCH',
+        url: `/items/${String(body.id)}`,
+        payload: { ...hostile, name: 'Pie' },
+      })
       assert.equal(patched.statusCode, 200, patched.body)
-      assert.deepEqual([patched.json().name, patched.json().description, patched.json().price, patched.json().secret], ['Pie', null, 0, 's3cr3t'])
+      assert.deepEqual(
+        [patched.json().name, patched.json().description, patched.json().price, patched.json().secret],
+        ['Pie', null, 0, 's3cr3t']
+      )
 
       const document = (await app.inject('/docs/json')).json()
       const properties = document.components.schemas.Guarded.properties
-      for (const field of ['id', 'description', 'price', 'in_stock', 'secret']) assert.equal(properties[field].readOnly, true, field)
+      for (const field of ['id', 'description', 'price', 'in_stock', 'secret']) {
+        assert.equal(properties[field].readOnly, true, field)
+      }
       assert.equal(properties.name.readOnly, undefined)
     })
 
@@ -144,7 +237,8 @@ for (const dialect of dialects) {
         8: () => new ViewsetErrors.InvalidValue('the year is too far ahead'),
         9: () => new ViewsetErrors.Validation('title is taken', [{ in: 'body', field: 'title', message: 'is taken' }]),
         10: () => new ViewsetErrors.UnsupportedOrdering('"rating"', 'title, year'),
-        11: () => new (ViewsetErrors.Internal as unknown as new (detail: string) => Error)('password=hunter2'), // a JavaScript caller may pass one
+        // a JavaScript caller may pass one
+        11: () => new (ViewsetErrors.Internal as unknown as new (detail: string) => Error)('password=hunter2'),
         12: () => new ViewsetErrors.Forbidden(),
         13: () => new ViewsetErrors.Unavailable(),
       }
@@ -156,7 +250,9 @@ for (const dialect of dialects) {
         }
       }
       const app = testApp(t)
-      await app.register(new Throwing({ db: database.db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+      await app.register(new Throwing({ db: database.db, table: 'items', schema: Item }).register(), {
+        prefix: '/items',
+      })
       const expected: Array<[number, number, string, string]> = [
         [1, 404, 'FST_VIEWSET_NOT_FOUND', 'no such book'],
         [2, 404, 'FST_VIEWSET_NOT_FOUND', 'No such row'],
@@ -167,7 +263,12 @@ for (const dialect of dialects) {
         [7, 400, 'FST_VIEWSET_BAD_REQUEST', 'pick a shelf first'],
         [8, 400, 'FST_VIEWSET_INVALID_VALUE', 'the year is too far ahead'],
         [9, 400, 'FST_VIEWSET_VALIDATION', 'title is taken'],
-        [10, 400, 'FST_VIEWSET_UNSUPPORTED_ORDERING', 'Unsupported ordering "rating": the allowed fields are title, year (a leading - sorts descending)'],
+        [
+          10,
+          400,
+          'FST_VIEWSET_UNSUPPORTED_ORDERING',
+          'Unsupported ordering "rating": the allowed fields are title, year (a leading - sorts descending)',
+        ],
         [11, 500, 'FST_VIEWSET_INTERNAL', 'An unexpected error occurred'],
         [12, 403, 'FST_VIEWSET_FORBIDDEN', 'The token does not allow this operation'],
         [13, 503, 'FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later'],
@@ -212,32 +313,57 @@ for (const dialect of dialects) {
     test('a schema that breaks JSON Schema, or that the serializer cannot write, fails at startup', async (t) => {
       const database = await itemsDatabase(t, dialect)
       // A body: the row's own schema, from which the write bodies are derived.
-      const badRow = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String({ maxLength: -1 }) })
+      const badRow = Type.Object({
+        id: Type.Optional(Type.Integer({ readOnly: true })),
+        name: Type.String({ maxLength: -1 }),
+      })
       const rowApp = testApp(t)
-      await assert.rejects(async () => {
-        await rowApp.register(createViewset({ db: database.db, table: 'items', schema: badRow }), { prefix: '/items' })
-        await rowApp.ready()
-      }, { message: /schema is invalid: data\/properties\/name\/maxLength must be >= 0/ })
+      await assert.rejects(
+        async () => {
+          await rowApp.register(createViewset({ db: database.db, table: 'items', schema: badRow }), {
+            prefix: '/items',
+          })
+          await rowApp.ready()
+        },
+        { message: /schema is invalid: data\/properties\/name\/maxLength must be >= 0/ }
+      )
 
       // A custom route's query: Ajv's coercing instance compiles it.
       class Custom extends Viewset<ItemsDB, 'items', typeof Item> {
         override customRoutes (fastify: FastifyInstance): void {
-          fastify.get('/by-rank', { schema: { querystring: { type: 'object', properties: { rank: { type: 'integer', minimum: 'one' } } } } }, async () => ({}))
+          fastify.get(
+            '/by-rank',
+            { schema: { querystring: { type: 'object', properties: { rank: { type: 'integer', minimum: 'one' } } } } },
+            async () => ({})
+          )
         }
       }
       const queryApp = testApp(t)
-      await assert.rejects(async () => {
-        await queryApp.register(new Custom({ db: database.db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-        await queryApp.ready()
-      }, { message: /schema is invalid: data\/properties\/rank\/minimum must be number/ })
+      await assert.rejects(
+        async () => {
+          await queryApp.register(new Custom({ db: database.db, table: 'items', schema: Item }).register(), {
+            prefix: '/items',
+          })
+          await queryApp.ready()
+        },
+        { message: /schema is invalid: data\/properties\/rank\/minimum must be number/ }
+      )
 
       // Read-only, so no body validates it: only the serializer reads it, and it is compiled at registration.
-      const unwritable = Type.Object({ ...Item.properties, description: Type.Optional(Type.Unsafe<string>({ readOnly: true, $ref: 'Missing#' })) })
+      const unwritable = Type.Object({
+        ...Item.properties,
+        description: Type.Optional(Type.Unsafe<string>({ readOnly: true, $ref: 'Missing#' })),
+      })
       const serializerApp = testApp(t)
-      await assert.rejects(async () => {
-        await serializerApp.register(createViewset({ db: database.db, table: 'items', schema: unwritable }), { prefix: '/items' })
-        await serializerApp.ready()
-      }, { message: /Cannot resolve ref "Missing#"/ })
+      await assert.rejects(
+        async () => {
+          await serializerApp.register(createViewset({ db: database.db, table: 'items', schema: unwritable }), {
+            prefix: '/items',
+          })
+          await serializerApp.ready()
+        },
+        { message: /Cannot resolve ref "Missing#"/ }
+      )
     })
   })
 }

@@ -36,12 +36,14 @@ const bodyLimit = 16 * 1024
 async function createShop (database: TestDatabase) {
   const { db, dialect } = database
   const [idType, id] = autoIncrement(dialect)
-  await db.schema.createTable('makers')
+  await db.schema
+    .createTable('makers')
     .addColumn('id', idType as 'integer', id)
     .addColumn('name', 'varchar(255)', (column) => column.notNull())
     .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
     .execute()
-  await db.schema.createTable('products')
+  await db.schema
+    .createTable('products')
     .addColumn('id', idType as 'integer', id)
     .addColumn('name', 'varchar(255)', (column) => column.notNull().unique())
     .addColumn('description', 'varchar(1024)')
@@ -50,17 +52,30 @@ async function createShop (database: TestDatabase) {
     .addColumn('maker_id', 'integer', (column) => column.references('makers.id'))
     .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
     .execute()
-  await db.schema.createTable('reviews')
+  await db.schema
+    .createTable('reviews')
     .addColumn('id', idType as 'integer', id)
     .addColumn('product_id', 'integer', (column) => column.notNull().references('products.id'))
     .addColumn('body', 'varchar(255)')
     .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
     .execute()
-  await db.insertInto('makers').values([{ name: 'Acme' }, { name: 'Globex' }, { name: 'Initech' }]).execute()
-  const products = Array.from({ length: 8 }, (_, i) => ({ name: `product ${i + 1}`, price: i * 1.5, maker_id: i % 4 === 3 ? null : (i % 3) + 1 }))
+  await db
+    .insertInto('makers')
+    .values([{ name: 'Acme' }, { name: 'Globex' }, { name: 'Initech' }])
+    .execute()
+  const products = Array.from({ length: 8 }, (_, i) => ({
+    name: `product ${i + 1}`,
+    price: i * 1.5,
+    maker_id: i % 4 === 3 ? null : (i % 3) + 1,
+  }))
   await db.insertInto('products').values(products).execute()
   // Product 1 has reviews (so it is never deleted: 409); product 8 has none.
-  await db.insertInto('reviews').values([1, 1, 2, 3, 3, 3, 5].map((product, i) => ({ product_id: product, body: i % 2 === 0 ? `review ${i}` : null }))).execute()
+  await db
+    .insertInto('reviews')
+    .values(
+      [1, 1, 2, 3, 3, 3, 5].map((product, i) => ({ product_id: product, body: i % 2 === 0 ? `review ${i}` : null }))
+    )
+    .execute()
   return { product: 1, bare: 8, ids: [1, 2, 3, 4, 5, 6, 7, 8] }
 }
 
@@ -69,19 +84,27 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
   const ids = await createShop(database)
   // frameworkErrors: URL errors that Fastify answers before routing come as problem+json too.
   const app = testApp(t, { bodyLimit, frameworkErrors: viewsetFrameworkErrors })
-  await app.register(createViewset({
-    db: database.db,
-    table: 'products',
-    schema: Product,
-    maxLimit: 50,
-    searchFields: ['name', 'description'],
-    orderingFields: ['name', 'price', 'id'],
-    filterFields: { name: ['eq', 'contains', 'in'], price: ['gte', 'lte', 'in'], in_stock: ['eq'], maker_id: ['eq', 'in', 'isnull'] },
-    relatedConfig: {
-      selectRelated: { maker: { table: 'makers', foreignKey: 'maker_id' } },
-      prefetchRelated: { reviews: { table: 'reviews', foreignKey: 'product_id' } },
-    },
-  }), { prefix: '/products' })
+  await app.register(
+    createViewset({
+      db: database.db,
+      table: 'products',
+      schema: Product,
+      maxLimit: 50,
+      searchFields: ['name', 'description'],
+      orderingFields: ['name', 'price', 'id'],
+      filterFields: {
+        name: ['eq', 'contains', 'in'],
+        price: ['gte', 'lte', 'in'],
+        in_stock: ['eq'],
+        maker_id: ['eq', 'in', 'isnull'],
+      },
+      relatedConfig: {
+        selectRelated: { maker: { table: 'makers', foreignKey: 'maker_id' } },
+        prefetchRelated: { reviews: { table: 'reviews', foreignKey: 'product_id' } },
+      },
+    }),
+    { prefix: '/products' }
+  )
   await app.ready()
   return { app, ...database, ids }
 }
@@ -89,7 +112,8 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
 // ---- what every answer must satisfy ------------------------------------------------------------
 
 /** Words of SQL, driver errors and stack traces; none may appear in an error body (beyond the client's own input). */
-const leak = /\b(select|insert|update|delete|drop|union|syntax|sqlite\w*|postgres\w*|pg_\w+|mysql\w*|mariadb|ER_[A-Z_]+|SQLSTATE|relation|violates|duplicate key|kysely|better-sqlite3|node_modules|stack|secret)\b|\bat \S+ \(|\.[cm]?[jt]s:\d+|\w+Error\b/i
+const leak =
+  /\b(select|insert|update|delete|drop|union|syntax|sqlite\w*|postgres\w*|pg_\w+|mysql\w*|mariadb|ER_[A-Z_]+|SQLSTATE|relation|violates|duplicate key|kysely|better-sqlite3|node_modules|stack|secret)\b|\bat \S+ \(|\.[cm]?[jt]s:\d+|\w+Error\b/i
 
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
@@ -110,7 +134,12 @@ function inputsOf (request: HostileRequest): string[] {
     if (typeof value === 'string') inputs.push(value, ...value.split(','))
     else if (typeof value === 'number') inputs.push(String(value))
     else if (Array.isArray(value)) value.forEach(walk)
-    else if (typeof value === 'object' && value !== null) for (const [key, child] of Object.entries(value)) { inputs.push(key); walk(child) }
+    else if (typeof value === 'object' && value !== null) {
+      for (const [key, child] of Object.entries(value)) {
+        inputs.push(key)
+        walk(child)
+      }
+    }
   }
   if (typeof request.body === 'string') {
     try {
@@ -150,7 +179,12 @@ function foreignKeys (body: unknown): string[] {
 }
 
 /** What is wrong with one answer, or nothing. */
-function faults (request: HostileRequest, response: LightMyRequestResponse, dialect: string, changed: boolean): string[] {
+function faults (
+  request: HostileRequest,
+  response: LightMyRequestResponse,
+  dialect: string,
+  changed: boolean
+): string[] {
   const problems: string[] = []
   const status = response.statusCode
   const expected = typeof request.expect === 'function' ? request.expect(dialect) : request.expect
@@ -159,7 +193,9 @@ function faults (request: HostileRequest, response: LightMyRequestResponse, dial
   if (response.body.includes(secretValue)) problems.push('the secret column leaked')
   if (status >= 400 && request.method === 'HEAD') {
     // A HEAD answer has no body; its headers still say what the body would be.
-    if (!String(response.headers['content-type']).startsWith('application/problem+json')) problems.push(`an error as ${String(response.headers['content-type'])}`)
+    if (!String(response.headers['content-type']).startsWith('application/problem+json')) {
+      problems.push(`an error as ${String(response.headers['content-type'])}`)
+    }
     if (changed) problems.push('a 4xx changed the rows')
   } else if (status >= 400) {
     const type = String(response.headers['content-type'])
@@ -170,10 +206,25 @@ function faults (request: HostileRequest, response: LightMyRequestResponse, dial
     } catch {
       problems.push('an error body that is not JSON')
     }
-    if (body.status !== status || typeof body.code !== 'string' || !/^FST_VIEWSET_[A-Z_]+$/.test(body.code) || typeof body.detail !== 'string' || typeof body.title !== 'string') {
+    if (
+      body.status !== status ||
+      typeof body.code !== 'string' ||
+      !/^FST_VIEWSET_[A-Z_]+$/.test(body.code) ||
+      typeof body.detail !== 'string' ||
+      typeof body.title !== 'string'
+    ) {
       problems.push(`not a problem body: ${response.body.slice(0, 200)}`)
     }
-    const text = withoutInputs([body.title, body.detail, ...(Array.isArray(body.errors) ? body.errors.flatMap((error: Record<string, unknown>) => [error.message, error.field]) : [])].join(' | '), inputsOf(request))
+    const text = withoutInputs(
+      [
+        body.title,
+        body.detail,
+        ...(Array.isArray(body.errors)
+          ? body.errors.flatMap((error: Record<string, unknown>) => [error.message, error.field])
+          : []),
+      ].join(' | '),
+      inputsOf(request)
+    )
     const match = leak.exec(text)
     if (match !== null) problems.push(`error text leaks ${JSON.stringify(match[0])}: ${text.slice(0, 300)}`)
     if (changed) problems.push('a 4xx changed the rows')
@@ -189,8 +240,14 @@ function faults (request: HostileRequest, response: LightMyRequestResponse, dial
         for (const field of ['name', 'description'] as const) {
           const sent = request.sent[field]
           // A lone surrogate is not Unicode: drivers store some replacement of it.
-          if (typeof sent === 'string' && !loneSurrogate.test(sent) && (body as Record<string, unknown>)[field] !== sent) {
-            problems.push(`${field} came back as ${JSON.stringify((body as Record<string, unknown>)[field])?.slice(0, 80)}, sent ${JSON.stringify(sent).slice(0, 80)}`)
+          if (
+            typeof sent === 'string' &&
+            !loneSurrogate.test(sent) &&
+            (body as Record<string, unknown>)[field] !== sent
+          ) {
+            problems.push(
+              `${field} came back as ${JSON.stringify((body as Record<string, unknown>)[field])?.slice(0, 80)}, sent ${JSON.stringify(sent).slice(0, 80)}`
+            )
           }
         }
       }
@@ -200,7 +257,11 @@ function faults (request: HostileRequest, response: LightMyRequestResponse, dial
 }
 
 async function snapshot (db: TestDatabase['db']): Promise<string> {
-  const tables = await Promise.all(['makers', 'products', 'reviews'].map(async (table) => await db.selectFrom(table).selectAll().orderBy('id').execute()))
+  const tables = await Promise.all(
+    ['makers', 'products', 'reviews'].map(
+      async (table) => await db.selectFrom(table).selectAll().orderBy('id').execute()
+    )
+  )
   return JSON.stringify(tables)
 }
 
@@ -209,23 +270,40 @@ for (const dialect of dialects) {
     test('a fixed and a generated corpus against every route: no 5xx, problem+json without SQL or driver text, 4xx change no rows, no column outside the schema', async (t) => {
       const { app, db, ids } = await shopApp(t, dialect)
       const seed = Number(process.env.FC_SEED ?? 20261121)
-      const corpus = [...fixedCorpus({ product: ids.product, bare: ids.bare }, bodyLimit), ...generatedCorpus(ids.ids, 250, seed)]
+      const corpus = [
+        ...fixedCorpus({ product: ids.product, bare: ids.bare }, bodyLimit),
+        ...generatedCorpus(ids.ids, 250, seed),
+      ]
       const statuses: Record<number, number> = {}
       const failures: string[] = []
       let before = await snapshot(db)
       const started = performance.now()
       for (const request of corpus) {
         const headers: Record<string, string> = {}
-        const contentType = request.contentType === undefined ? (request.body === undefined ? undefined : 'application/json') : request.contentType
+        const contentType =
+          request.contentType === undefined
+            ? request.body === undefined
+              ? undefined
+              : 'application/json'
+            : request.contentType
         if (contentType !== undefined && contentType !== null) headers['content-type'] = contentType
-        const response = await app.inject({ method: request.method, url: request.url, headers, ...(request.body === undefined ? {} : { payload: request.body }) })
+        const response = await app.inject({
+          method: request.method,
+          url: request.url,
+          headers,
+          ...(request.body === undefined ? {} : { payload: request.body }),
+        })
         const after = await snapshot(db)
         statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1
-        for (const problem of faults(request, response, dialect.name, after !== before)) failures.push(`${request.label}: ${problem}`)
+        for (const problem of faults(request, response, dialect.name, after !== before)) {
+          failures.push(`${request.label}: ${problem}`)
+        }
         before = after
       }
       const seconds = (performance.now() - started) / 1000
-      t.diagnostic(`${corpus.length} requests (fast-check seed ${seed}) in ${seconds.toFixed(1)} s; statuses ${JSON.stringify(statuses)}`)
+      t.diagnostic(
+        `${corpus.length} requests (fast-check seed ${seed}) in ${seconds.toFixed(1)} s; statuses ${JSON.stringify(statuses)}`
+      )
       assert.ok(corpus.length >= 200)
       assert.deepEqual(failures.slice(0, 40), [], `${failures.length} failures`)
     })

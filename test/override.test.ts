@@ -22,7 +22,11 @@ for (const dialect of dialects) {
   describe(`examples/override on ${dialect.name}`, () => {
     test('POST ignores id and created_at, strips the name and returns the row as stored', async (t) => {
       const { app } = await exampleApp(t, dialect)
-      const response = await app.inject({ method: 'POST', url: '/items', payload: { id: 999, name: '  Bread  ', created_at: '2000-01-01T00:00:00.000Z' } })
+      const response = await app.inject({
+        method: 'POST',
+        url: '/items',
+        payload: { id: 999, name: '  Bread  ', created_at: '2000-01-01T00:00:00.000Z' },
+      })
       assert.equal(response.statusCode, 201)
       const body = response.json()
       assert.notEqual(body.id, 999)
@@ -38,21 +42,36 @@ for (const dialect of dialects) {
 
       const blank = await app.inject({ method: 'POST', url: '/items', payload: { name: '   ' } })
       assert.equal(blank.statusCode, 400)
-      assert.deepEqual(problemOf(blank).errors?.map((error) => error.field), ['name'])
-      const long = await app.inject({ method: 'POST', url: '/items', payload: { name: 'x', description: 'd'.repeat(1025) } })
+      assert.deepEqual(
+        problemOf(blank).errors?.map((error) => error.field),
+        ['name']
+      )
+      const long = await app.inject({
+        method: 'POST',
+        url: '/items',
+        payload: { name: 'x', description: 'd'.repeat(1025) },
+      })
       assert.equal(long.statusCode, 400)
     })
 
     test('a duplicate name is a 409 that says so, and nothing is written', async (t) => {
       const { app } = await exampleApp(t, dialect)
       assert.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'Bread' } })).statusCode, 201)
-      const duplicate = await app.inject({ method: 'POST', url: '/items', payload: { name: ' Bread ', description: 'again' } })
+      const duplicate = await app.inject({
+        method: 'POST',
+        url: '/items',
+        payload: { name: ' Bread ', description: 'again' },
+      })
       assert.equal(duplicate.statusCode, 409)
       const problem = problemOf(duplicate)
       assert.equal(problem.code, 'FST_VIEWSET_CONFLICT')
       assert.equal(problem.detail, 'an item with that name already exists')
       const other = await app.inject({ method: 'POST', url: '/items', payload: { name: 'Butter' } })
-      const renamed = await app.inject({ method: 'PATCH', url: `/items/${other.json().id}`, payload: { name: 'Bread  ' } })
+      const renamed = await app.inject({
+        method: 'PATCH',
+        url: `/items/${other.json().id}`,
+        payload: { name: 'Bread  ' },
+      })
       assert.equal(renamed.statusCode, 409)
       assert.equal(problemOf(renamed).detail, 'an item with that name already exists')
       assert.deepEqual(names(await app.inject('/items?order_by=name')), ['Bread', 'Butter'])
@@ -68,30 +87,56 @@ for (const dialect of dialects) {
       // Lower-case names: string order is the same under every collation the suite meets.
       // Rows created in the same millisecond tie on created_at: the id breaks the tie.
       const all = (await app.inject('/items?order_by=created_at&limit=100')).json()
-      assert.deepEqual(all.map((row: { name: string }) => row.name), ['apple', 'banana', 'cherry', 'date', 'elderberry', 'fig'])
+      assert.deepEqual(
+        all.map((row: { name: string }) => row.name),
+        ['apple', 'banana', 'cherry', 'date', 'elderberry', 'fig']
+      )
       const newest = await app.inject('/items')
       assert.equal(newest.statusCode, 200)
       assert.equal(newest.json().length, 6)
-      const byDate = [...all].sort((a, b) => a.created_at === b.created_at ? a.id - b.id : a.created_at < b.created_at ? 1 : -1)
-      assert.deepEqual(names(newest), byDate.map((row: { name: string }) => row.name), 'default -created_at, then id')
+      const byDate = [...all].sort((a, b) =>
+        a.created_at === b.created_at ? a.id - b.id : a.created_at < b.created_at ? 1 : -1
+      )
+      assert.deepEqual(
+        names(newest),
+        byDate.map((row: { name: string }) => row.name),
+        'default -created_at, then id'
+      )
       assert.ok(newest.json().every((row: { created_at: string }) => iso.test(row.created_at)))
 
       assert.deepEqual(names(await app.inject('/items?search=ERR&order_by=name')), ['cherry', 'elderberry'])
       assert.deepEqual(names(await app.inject('/items?search=%25')), [], '% matches itself')
       assert.deepEqual(names(await app.inject('/items?order_by=-name&limit=2&offset=1')), ['elderberry', 'date'])
       const pages = []
-      for (let offset = 0; offset < 6; offset += 4) pages.push(...names(await app.inject(`/items?order_by=created_at&limit=4&offset=${offset}`)))
-      assert.deepEqual(pages, all.map((row: { name: string }) => row.name))
+      for (let offset = 0; offset < 6; offset += 4) {
+        pages.push(...names(await app.inject(`/items?order_by=created_at&limit=4&offset=${offset}`)))
+      }
+      assert.deepEqual(
+        pages,
+        all.map((row: { name: string }) => row.name)
+      )
     })
 
     test('its parameters are validated: bad values, an unsupported ordering and unknown parameters are 400s', async (t) => {
       const { app } = await exampleApp(t, dialect)
-      for (const [url, field] of [['/items?limit=abc', 'limit'], ['/items?limit=0', 'limit'], ['/items?limit=101', 'limit'], ['/items?offset=-1', 'offset'], ['/items?count=true', 'count'], ['/items?fields=id', 'fields'], ['/items?colour=red', 'colour']] as const) {
+      for (const [url, field] of [
+        ['/items?limit=abc', 'limit'],
+        ['/items?limit=0', 'limit'],
+        ['/items?limit=101', 'limit'],
+        ['/items?offset=-1', 'offset'],
+        ['/items?count=true', 'count'],
+        ['/items?fields=id', 'fields'],
+        ['/items?colour=red', 'colour'],
+      ] as const) {
         const response = await app.inject(url)
         assert.equal(response.statusCode, 400, url)
         const problem = problemOf(response)
         assert.equal(problem.code, 'FST_VIEWSET_VALIDATION')
-        assert.deepEqual(problem.errors?.map((error) => error.field), [field], url)
+        assert.deepEqual(
+          problem.errors?.map((error) => error.field),
+          [field],
+          url
+        )
       }
       for (const orderBy of ['id', 'description', '-name,price', "name'; drop table items; --"]) {
         const response = await app.inject({ method: 'GET', url: '/items', query: { order_by: orderBy } })
@@ -115,11 +160,16 @@ for (const dialect of dialects) {
       assert.deepEqual(stats.json(), { count: 1, newest: created.created_at })
     })
 
-    test('/docs shows the override\'s parameters with their defaults, and the custom route', async (t) => {
+    test("/docs shows the override's parameters with their defaults, and the custom route", async (t) => {
       const { app } = await exampleApp(t, dialect)
       const document = (await app.inject('/docs/json')).json()
       const list = document.paths['/items'].get
-      const parameters = Object.fromEntries(list.parameters.map((parameter: { name: string, schema: Record<string, unknown> }) => [parameter.name, parameter.schema]))
+      const parameters = Object.fromEntries(
+        list.parameters.map((parameter: { name: string; schema: Record<string, unknown> }) => [
+          parameter.name,
+          parameter.schema,
+        ])
+      )
       assert.deepEqual(Object.keys(parameters).sort(), ['limit', 'offset', 'order_by', 'search'])
       assert.equal(parameters.limit?.type, 'integer')
       assert.equal(parameters.limit?.default, 20)

@@ -26,17 +26,27 @@ const querying: ItemOptions = {
   },
 }
 
-interface Seed { name: string, price?: number, description?: string | null, in_stock?: boolean }
+interface Seed {
+  name: string
+  price?: number
+  description?: string | null
+  in_stock?: boolean
+}
 
 async function seed (database: TestDatabase, rows: Seed[]): Promise<void> {
   // better-sqlite3 binds no booleans; SQLite stores them as 1 and 0.
-  const flag = (value: boolean) => database.dialect === 'sqlite' ? Number(value) : value
-  await database.db.insertInto('items').values(rows.map((row) => ({
-    name: row.name,
-    price: row.price ?? 0,
-    description: row.description ?? null,
-    in_stock: flag(row.in_stock ?? true),
-  }))).execute()
+  const flag = (value: boolean) => (database.dialect === 'sqlite' ? Number(value) : value)
+  await database.db
+    .insertInto('items')
+    .values(
+      rows.map((row) => ({
+        name: row.name,
+        price: row.price ?? 0,
+        description: row.description ?? null,
+        in_stock: flag(row.in_stock ?? true),
+      }))
+    )
+    .execute()
 }
 
 // Lower-case ASCII names: string order is the same under every collation the suite meets.
@@ -65,26 +75,36 @@ const names = (response: { json: () => any }): string[] => response.json().map((
 /** The `rel` → URL map of a Link header. */
 function links (header: unknown): Record<string, string> {
   if (header === undefined) return {}
-  return Object.fromEntries(String(header).split(', ').map((link) => {
-    const match = /^<([^>]*)>; rel="(\w+)"$/.exec(link)
-    assert.ok(match, `malformed link ${link}`)
-    return [match[2], match[1]]
-  }))
+  return Object.fromEntries(
+    String(header)
+      .split(', ')
+      .map((link) => {
+        const match = /^<([^>]*)>; rel="(\w+)"$/.exec(link)
+        assert.ok(match, `malformed link ${link}`)
+        return [match[2], match[1]]
+      })
+  )
 }
 
 for (const dialect of dialects) {
   describe(`querying LIST on ${dialect.name}`, () => {
     test('filters, search, ordering and pagination combine', async (t) => {
       const { app } = await itemsApp(t, dialect)
-      const response = await app.inject('/items?search=BREAD&price__gte=2&price__lt=10&in_stock=true&order_by=-price,name&limit=2&count=true')
+      const response = await app.inject(
+        '/items?search=BREAD&price__gte=2&price__lt=10&in_stock=true&order_by=-price,name&limit=2&count=true'
+      )
       assert.equal(response.statusCode, 200)
       assert.deepEqual(names(response), ['brown bread', 'rye bread'])
       assert.equal(response.headers['x-total-count'], '3')
-      assert.deepEqual(links(response.headers.link), { next: '/items?search=BREAD&price__gte=2&price__lt=10&in_stock=true&order_by=-price,name&count=true&limit=2&offset=2' })
+      assert.deepEqual(links(response.headers.link), {
+        next: '/items?search=BREAD&price__gte=2&price__lt=10&in_stock=true&order_by=-price,name&count=true&limit=2&offset=2',
+      })
       const next = await app.inject(links(response.headers.link).next ?? '')
       assert.deepEqual(names(next), ['bread'])
       assert.equal(next.headers['x-total-count'], '3')
-      assert.deepEqual(links(next.headers.link), { prev: '/items?search=BREAD&price__gte=2&price__lt=10&in_stock=true&order_by=-price,name&count=true&limit=2&offset=0' })
+      assert.deepEqual(links(next.headers.link), {
+        prev: '/items?search=BREAD&price__gte=2&price__lt=10&in_stock=true&order_by=-price,name&count=true&limit=2&offset=0',
+      })
 
       // Every operator, one at a time.
       const cases: Array<[string, string[]]> = [
@@ -115,14 +135,24 @@ for (const dialect of dialects) {
 
     test('search is a case-insensitive substring match OR-ed across the search fields', async (t) => {
       const { app } = await itemsApp(t, dialect)
-      assert.deepEqual(names(await app.inject('/items?search=bread&order_by=name')), ['bread', 'brown bread', 'cheese', 'rye bread'], 'cheese matches by its description')
+      assert.deepEqual(
+        names(await app.inject('/items?search=bread&order_by=name')),
+        ['bread', 'brown bread', 'cheese', 'rye bread'],
+        'cheese matches by its description'
+      )
       assert.deepEqual(names(await app.inject('/items?search=FRESH')), ['bread'])
       assert.deepEqual(names(await app.inject('/items?search=nothing-like-this')), [])
     })
 
     test('%, _, \\ and the escape character ! match themselves in search and contains', async (t) => {
       const { app } = await itemsApp(t, dialect, querying, [
-        { name: 'a%b' }, { name: 'a_b' }, { name: 'a\\b' }, { name: 'a!b' }, { name: 'axb' }, { name: 'ab' }, { name: 'a!%b' },
+        { name: 'a%b' },
+        { name: 'a_b' },
+        { name: 'a\\b' },
+        { name: 'a!b' },
+        { name: 'axb' },
+        { name: 'ab' },
+        { name: 'a!%b' },
       ])
       const cases: Array<[string, string[]]> = [
         ['%', ['a%b', 'a!%b']],
@@ -144,25 +174,44 @@ for (const dialect of dialects) {
     })
 
     test('pages sorted on repeated values neither overlap nor skip rows, in both directions', async (t) => {
-      const rows: Seed[] = Array.from({ length: 23 }, (_, i) => ({ name: `item${String(i).padStart(2, '0')}`, price: [3, 1, 2][i % 3] ?? 0, description: i % 4 === 0 ? null : i % 2 === 0 ? 'x' : 'y' }))
+      const rows: Seed[] = Array.from({ length: 23 }, (_, i) => ({
+        name: `item${String(i).padStart(2, '0')}`,
+        price: [3, 1, 2][i % 3] ?? 0,
+        description: i % 4 === 0 ? null : i % 2 === 0 ? 'x' : 'y',
+      }))
       const { app } = await itemsApp(t, dialect, querying, rows)
-      const all = (await app.inject('/items?limit=100')).json() as Array<{ id: number, name: string, price: number, description: string | null }>
+      const all = (await app.inject('/items?limit=100')).json() as Array<{
+        id: number
+        name: string
+        price: number
+        description: string | null
+      }>
       assert.equal(all.length, 23)
       for (const orderBy of ['price', '-price', 'description,-price', '-description', 'price,-name']) {
         const seen: typeof all = []
         let url: string | undefined = `/items?order_by=${orderBy}&limit=4`
         let pages = 0
         while (url !== undefined) {
-          const response: { statusCode: number, headers: Record<string, unknown>, json: () => any } = await app.inject(url)
+          const response: { statusCode: number; headers: Record<string, unknown>; json: () => any } =
+            await app.inject(url)
           assert.equal(response.statusCode, 200)
           seen.push(...response.json())
           url = links(response.headers.link).next
           pages += 1
         }
         assert.equal(pages, 6, orderBy)
-        assert.deepEqual(seen.map((row) => row.id).sort((a, b) => a - b), all.map((row) => row.id).sort((a, b) => a - b), `${orderBy}: every row exactly once`)
+        assert.deepEqual(
+          seen.map((row) => row.id).sort((a, b) => a - b),
+          all.map((row) => row.id).sort((a, b) => a - b),
+          `${orderBy}: every row exactly once`
+        )
         // The expected order: the keys asked for, nulls after every value ascending, then the id.
-        const keys = orderBy.split(',').map((key) => ({ field: key.replace(/^-/, '') as 'price' | 'description' | 'name', sign: key.startsWith('-') ? -1 : 1 }))
+        const keys = orderBy
+          .split(',')
+          .map((key) => ({
+            field: key.replace(/^-/, '') as 'price' | 'description' | 'name',
+            sign: key.startsWith('-') ? -1 : 1,
+          }))
         const expected = [...all].sort((a, b) => {
           for (const { field, sign } of keys) {
             const [x, y] = [a[field], b[field]]
@@ -173,19 +222,37 @@ for (const dialect of dialects) {
           }
           return a.id - b.id
         })
-        assert.deepEqual(seen.map((row) => row.id), expected.map((row) => row.id), orderBy)
+        assert.deepEqual(
+          seen.map((row) => row.id),
+          expected.map((row) => row.id),
+          orderBy
+        )
       }
     })
 
     test('defaultOrder applies when order_by is absent, and the primary key breaks its ties', async (t) => {
       const { app } = await itemsApp(t, dialect, { ...querying, defaultOrder: '-price' })
-      assert.deepEqual(names(await app.inject('/items')), ['cheese', 'butter', 'brown bread', 'rye bread', 'bread', 'milk'])
+      assert.deepEqual(names(await app.inject('/items')), [
+        'cheese',
+        'butter',
+        'brown bread',
+        'rye bread',
+        'bread',
+        'milk',
+      ])
       assert.deepEqual(names(await app.inject('/items?order_by=name&limit=2')), ['bread', 'brown bread'])
       const withoutOption = await itemsApp(t, dialect, { defaultOrder: 'name' })
-      assert.deepEqual(names(await withoutOption.app.inject('/items?limit=3')), ['bread', 'brown bread', 'butter'], 'defaultOrder needs no orderingFields')
+      assert.deepEqual(
+        names(await withoutOption.app.inject('/items?limit=3')),
+        ['bread', 'brown bread', 'butter'],
+        'defaultOrder needs no orderingFields'
+      )
       const bad = await withoutOption.app.inject('/items?order_by=name')
       assert.equal(bad.statusCode, 400, 'order_by is not offered without orderingFields')
-      assert.deepEqual(problemOf(bad).errors?.map((error) => error.field), ['order_by'])
+      assert.deepEqual(
+        problemOf(bad).errors?.map((error) => error.field),
+        ['order_by']
+      )
     })
 
     test('every unknown parameter, field, operator or bad value is a 400 that names it', async (t) => {
@@ -200,7 +267,10 @@ for (const dialect of dialects) {
         ['price__ne=3', ['price__ne']],
         ['in_stock__contains=t', ['in_stock__contains']],
         ['description=x', ['description']],
-        ['price__gte=abc&in_stock=maybe&description__isnull=perhaps', ['description__isnull', 'in_stock', 'price__gte']],
+        [
+          'price__gte=abc&in_stock=maybe&description__isnull=perhaps',
+          ['description__isnull', 'in_stock', 'price__gte'],
+        ],
         ['count=maybe', ['count']],
         ['limit=0', ['limit']],
         ['limit=abc', ['limit']],
@@ -232,36 +302,91 @@ for (const dialect of dialects) {
 
     test('an unsupported order_by is a 400 that says so and lists the allowed fields', async (t) => {
       const { app, queries } = await itemsApp(t, dialect)
-      for (const orderBy of ['secret', 'in_stock', '-id', 'name,colour', 'name desc', '+name', '--name', 'name,', 'name,-name', 'name;drop table items']) {
+      for (const orderBy of [
+        'secret',
+        'in_stock',
+        '-id',
+        'name,colour',
+        'name desc',
+        '+name',
+        '--name',
+        'name,',
+        'name,-name',
+        'name;drop table items',
+      ]) {
         const response = await app.inject({ method: 'GET', url: '/items', query: { order_by: orderBy } })
         assert.equal(response.statusCode, 400, orderBy)
         const problem = problemOf(response)
         assert.equal(problem.code, 'FST_VIEWSET_UNSUPPORTED_ORDERING', orderBy)
-        assert.match(problem.detail, /^Unsupported ordering .*: the allowed fields are name, price, description/, orderBy)
+        assert.match(
+          problem.detail,
+          /^Unsupported ordering .*: the allowed fields are name, price, description/,
+          orderBy
+        )
       }
       const empty = await app.inject('/items?order_by=')
       assert.equal(empty.statusCode, 400)
-      assert.deepEqual(problemOf(empty).errors?.map((error) => error.field), ['order_by'])
+      assert.deepEqual(
+        problemOf(empty).errors?.map((error) => error.field),
+        ['order_by']
+      )
       assert.deepEqual(queries, [])
     })
 
     test('SQL metacharacters in search, filter values and order_by change nothing', async (t) => {
       const { app, db } = await itemsApp(t, dialect)
-      const hostile = ["'", '"', "'; drop table items; --", "x' or '1'='1", '1) or (1=1', '`', '\\', '$1', '?', ':name', '/* */', '\u0000', '🍞', "é' --"]
+      const hostile = [
+        "'",
+        '"',
+        "'; drop table items; --",
+        "x' or '1'='1",
+        '1) or (1=1',
+        '`',
+        '\\',
+        '$1',
+        '?',
+        ':name',
+        '/* */',
+        '\u0000',
+        '🍞',
+        "é' --",
+      ]
       for (const value of hostile) {
-        for (const query of [{ search: value }, { name: value }, { name__contains: value }, { name__in: `${value},milk` }, { description__contains: value }]) {
+        for (const query of [
+          { search: value },
+          { name: value },
+          { name__contains: value },
+          { name__in: `${value},milk` },
+          { description__contains: value },
+        ]) {
           const response = await app.inject({ method: 'GET', url: '/items', query })
-          assert.ok(response.statusCode === 200 || response.statusCode === 400, `${JSON.stringify(query)} → ${response.statusCode} ${response.body}`)
+          assert.ok(
+            response.statusCode === 200 || response.statusCode === 400,
+            `${JSON.stringify(query)} → ${response.statusCode} ${response.body}`
+          )
           // NUL: a 400 for search and contains everywhere; PostgreSQL cannot compare a string holding it either.
-          if (response.statusCode === 400) assert.ok(value === '\u0000' && ['FST_VIEWSET_VALIDATION', 'FST_VIEWSET_INVALID_VALUE'].includes(problemOf(response).code), `${JSON.stringify(query)} → ${response.body}`)
-          else assert.ok(names(response).every((name) => name === 'milk'), `${JSON.stringify(query)} matched ${response.body}`)
+          if (response.statusCode === 400) {
+            assert.ok(
+              value === '\u0000' &&
+                ['FST_VIEWSET_VALIDATION', 'FST_VIEWSET_INVALID_VALUE'].includes(problemOf(response).code),
+              `${JSON.stringify(query)} → ${response.body}`
+            )
+          } else {
+            assert.ok(
+              names(response).every((name) => name === 'milk'),
+              `${JSON.stringify(query)} matched ${response.body}`
+            )
+          }
         }
         for (const query of [{ order_by: value }, { price__gte: value }, { in_stock: value }, { fields: value }]) {
           const response = await app.inject({ method: 'GET', url: '/items', query })
           assert.equal(response.statusCode, 400, `${JSON.stringify(query)} → ${response.body}`)
         }
       }
-      const count = await db.selectFrom('items').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()
+      const count = await db
+        .selectFrom('items')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
       assert.equal(Number(count.n), shop.length, 'the table is intact')
     })
 
@@ -279,7 +404,12 @@ for (const dialect of dialects) {
       assert.equal(none.headers['x-total-count'], '0')
 
       queries.length = 0
-      for (const url of ['/items?search=bread&in_stock=true&limit=1', '/items?count=false', '/items', '/items?limit=2&offset=2']) {
+      for (const url of [
+        '/items?search=bread&in_stock=true&limit=1',
+        '/items?count=false',
+        '/items',
+        '/items?limit=2&offset=2',
+      ]) {
         const response = await app.inject(url)
         assert.equal(response.statusCode, 200)
         assert.equal(response.headers['x-total-count'], undefined, url)
@@ -312,14 +442,30 @@ for (const dialect of dialects) {
       assert.equal(exact.json().length, 7)
       assert.equal(exact.headers.link, undefined, 'with a count, no next at the end even on a full page')
       const full = await app.inject('/items?limit=7')
-      assert.deepEqual(links(full.headers.link), { next: '/items?limit=7&offset=7' }, 'without a count a full page may have a next one')
+      assert.deepEqual(
+        links(full.headers.link),
+        { next: '/items?limit=7&offset=7' },
+        'without a count a full page may have a next one'
+      )
       const defaulted = await app.inject('/items?offset=4')
-      assert.deepEqual(links(defaulted.headers.link), { prev: '/items?limit=20&offset=0' }, 'the default limit is spelled out')
+      assert.deepEqual(
+        links(defaulted.headers.link),
+        { prev: '/items?limit=20&offset=0' },
+        'the default limit is spelled out'
+      )
       const partial = await app.inject('/items?limit=3&offset=1')
       assert.equal(links(partial.headers.link).prev, '/items?limit=3&offset=0')
       const encoded = await app.inject('/items?search=a%26b%20c&limit=1&offset=1')
-      assert.equal(links(encoded.headers.link).prev, '/items?search=a%26b%20c&limit=1&offset=0', 'parameters stay encoded as sent')
-      const unicode = await app.inject({ method: 'GET', url: '/items', query: { search: 'é<>"', limit: '1', offset: '1' } })
+      assert.equal(
+        links(encoded.headers.link).prev,
+        '/items?search=a%26b%20c&limit=1&offset=0',
+        'parameters stay encoded as sent'
+      )
+      const unicode = await app.inject({
+        method: 'GET',
+        url: '/items',
+        query: { search: 'é<>"', limit: '1', offset: '1' },
+      })
       assert.equal(unicode.statusCode, 200)
       assert.equal(links(unicode.headers.link).prev, '/items?search=%C3%A9%3C%3E%22&limit=1&offset=0')
       // Sent unescaped (as a raw HTTP client may): escaped in the links, pagination still replaced.
@@ -334,7 +480,10 @@ for (const dialect of dialects) {
       assert.equal(response.statusCode, 200)
       assert.match(String(response.headers['content-type']), /^application\/json/)
       const body = response.json()
-      assert.deepEqual(body, [{ id: body[0].id, name: 'bread' }, { id: body[1].id, name: 'brown bread' }])
+      assert.deepEqual(body, [
+        { id: body[0].id, name: 'bread' },
+        { id: body[1].id, name: 'brown bread' },
+      ])
       assert.match(queries.at(-1) ?? '', /^select ["`]id["`], ["`]name["`] from/, 'only those columns are read')
       assert.equal(response.headers.link, '</items?fields=name,id&order_by=name&limit=2&offset=2>; rel="next"')
 
@@ -357,7 +506,10 @@ for (const dialect of dialects) {
       const { app, queries } = await itemsApp(t, dialect)
       const response = await app.inject('/items?limit=2&offset=1')
       assert.deepEqual(names(response), ['brown bread', 'butter'])
-      assert.deepEqual(links(response.headers.link), { next: '/items?limit=2&offset=3', prev: '/items?limit=2&offset=0' })
+      assert.deepEqual(links(response.headers.link), {
+        next: '/items?limit=2&offset=3',
+        prev: '/items?limit=2&offset=0',
+      })
       assert.equal(queries.length, 1)
       assert.match(queries[0] ?? '', /order by ["`]id["`] limit/, 'the statement compiled at registration')
     })
@@ -377,20 +529,57 @@ for (const dialect of dialects) {
       await createItemsTable(database)
       const app = testApp(t)
       await app.register(viewsetDocs)
-      const Status = Type.Object({ ...Item.properties, status: Type.Optional(Type.Union([Type.Literal('draft'), Type.Literal('published')])) })
+      const Status = Type.Object({
+        ...Item.properties,
+        status: Type.Optional(Type.Union([Type.Literal('draft'), Type.Literal('published')])),
+      })
       await database.db.schema.alterTable('items').addColumn('status', 'varchar(16)').execute()
-      await app.register(createViewset({ db: database.db, table: 'items', schema: Status, ...querying, filterFields: { ...querying.filterFields, status: ['eq', 'in'] } } as never), { prefix: '/items' })
+      await app.register(
+        createViewset({
+          db: database.db,
+          table: 'items',
+          schema: Status,
+          ...querying,
+          filterFields: { ...querying.filterFields, status: ['eq', 'in'] },
+        } as never),
+        { prefix: '/items' }
+      )
       const document = (await app.inject('/docs/json')).json()
       const result = await validate(structuredClone(document))
       assert.equal(result.valid, true, result.valid ? '' : compileErrors(result))
-      const parameters = Object.fromEntries(document.paths['/items'].get.parameters.map((parameter: { name: string, in: string, schema: Record<string, unknown>, description?: string }) => {
-        assert.equal(parameter.in, 'query')
-        return [parameter.name, parameter]
-      }))
+      const parameters = Object.fromEntries(
+        document.paths['/items'].get.parameters.map(
+          (parameter: { name: string; in: string; schema: Record<string, unknown>; description?: string }) => {
+            assert.equal(parameter.in, 'query')
+            return [parameter.name, parameter]
+          }
+        )
+      )
       assert.deepEqual(Object.keys(parameters).sort(), [
-        'count', 'description__contains', 'description__isnull', 'fields', 'id__in', 'in_stock', 'in_stock__eq', 'limit',
-        'name', 'name__contains', 'name__eq', 'name__in', 'name__ne', 'offset', 'order_by',
-        'price__gt', 'price__gte', 'price__in', 'price__lt', 'price__lte', 'search', 'status', 'status__eq', 'status__in',
+        'count',
+        'description__contains',
+        'description__isnull',
+        'fields',
+        'id__in',
+        'in_stock',
+        'in_stock__eq',
+        'limit',
+        'name',
+        'name__contains',
+        'name__eq',
+        'name__in',
+        'name__ne',
+        'offset',
+        'order_by',
+        'price__gt',
+        'price__gte',
+        'price__in',
+        'price__lt',
+        'price__lte',
+        'search',
+        'status',
+        'status__eq',
+        'status__in',
       ])
       assert.equal(parameters.price__gte.schema.type, 'number')
       assert.equal(parameters.in_stock.schema.type, 'boolean')
@@ -407,7 +596,13 @@ for (const dialect of dialects) {
 
       const bad = await app.inject('/items?status=archived')
       assert.equal(bad.statusCode, 400)
-      await database.db.insertInto('items').values([{ name: 'a', status: 'draft' }, { name: 'b', status: 'published' }] as never).execute()
+      await database.db
+        .insertInto('items')
+        .values([
+          { name: 'a', status: 'draft' },
+          { name: 'b', status: 'published' },
+        ] as never)
+        .execute()
       assert.deepEqual(names(await app.inject('/items?status=published')), ['b'])
       assert.deepEqual(names(await app.inject('/items?status__in=published,draft')), ['a', 'b'])
       const badIn = await app.inject('/items?status__in=draft,archived')
@@ -419,7 +614,10 @@ for (const dialect of dialects) {
       const database = await testDatabase(t, dialect)
       await createItemsTable(database)
       const cases: Array<[Record<string, unknown>, RegExp]> = [
-        [{ searchFields: ['nope'] }, /searchFields: "nope" is not a string column of the schema; searchable fields: name, description/],
+        [
+          { searchFields: ['nope'] },
+          /searchFields: "nope" is not a string column of the schema; searchable fields: name, description/,
+        ],
         [{ searchFields: ['price'] }, /searchFields: "price" is not a string column/],
         [{ searchFields: 'name' }, /searchFields: expected a non-empty array/],
         [{ searchFields: ['name', 'name'] }, /searchFields: "name" is listed twice/],
@@ -429,11 +627,23 @@ for (const dialect of dialects) {
         [{ defaultOrder: 'name,,id' }, /defaultOrder: "" is not a sortable column/],
         [{ defaultOrder: '' }, /defaultOrder: expected a string/],
         [{ defaultOrder: 3 }, /defaultOrder: expected a string/],
-        [{ filterFields: { nope: ['eq'] } }, /filterFields: "nope" is not a filterable column of the schema; scalar columns: id, name, description, price, in_stock/],
+        [
+          { filterFields: { nope: ['eq'] } },
+          /filterFields: "nope" is not a filterable column of the schema; scalar columns: id, name, description, price, in_stock/,
+        ],
         [{ filterFields: { secret: ['eq'] } }, /filterFields: "secret" is not a filterable column/],
-        [{ filterFields: { name: ['like'] } }, /filterFields: "name": unknown operator "like"; operators: eq, ne, gt, gte, lt, lte, in, contains, isnull/],
-        [{ filterFields: { price: ['contains'] } }, /filterFields: "price": operator "contains" does not apply to a number field/],
-        [{ filterFields: { in_stock: ['gt'] } }, /filterFields: "in_stock": operator "gt" does not apply to a boolean field/],
+        [
+          { filterFields: { name: ['like'] } },
+          /filterFields: "name": unknown operator "like"; operators: eq, ne, gt, gte, lt, lte, in, contains, isnull/,
+        ],
+        [
+          { filterFields: { price: ['contains'] } },
+          /filterFields: "price": operator "contains" does not apply to a number field/,
+        ],
+        [
+          { filterFields: { in_stock: ['gt'] } },
+          /filterFields: "in_stock": operator "gt" does not apply to a boolean field/,
+        ],
         [{ filterFields: { name: [] } }, /filterFields: "name": expected a non-empty array of operators/],
         [{ filterFields: { name: ['eq', 'eq'] } }, /filterFields: "name": operator "eq" is listed twice/],
         [{ filterFields: ['name'] }, /filterFields: expected an object/],
@@ -441,10 +651,16 @@ for (const dialect of dialects) {
       ]
       for (const [options, message] of cases) {
         const app = testApp(t)
-        await assert.rejects(async () => {
-          await app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...options } as never), { prefix: '/items' })
-          await app.ready()
-        }, { code: 'FST_VIEWSET_INVALID_OPTION', message }, JSON.stringify(options))
+        await assert.rejects(
+          async () => {
+            await app.register(createViewset({ db: database.db, table: 'items', schema: Item, ...options } as never), {
+              prefix: '/items',
+            })
+            await app.ready()
+          },
+          { code: 'FST_VIEWSET_INVALID_OPTION', message },
+          JSON.stringify(options)
+        )
       }
     })
 
@@ -452,11 +668,33 @@ for (const dialect of dialects) {
       const database = await testDatabase(t, dialect)
       const [idType, id] = autoIncrement(dialect.name)
       const [atType] = timestamp(dialect.name)
-      await database.db.schema.createTable('events').addColumn('id', idType as 'integer', id).addColumn('name', 'varchar(20)').addColumn('at', atType as 'text').execute()
-      const Event = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String(), at: Type.String({ format: 'date-time' }) })
+      await database.db.schema
+        .createTable('events')
+        .addColumn('id', idType as 'integer', id)
+        .addColumn('name', 'varchar(20)')
+        .addColumn('at', atType as 'text')
+        .execute()
+      const Event = Type.Object({
+        id: Type.Optional(Type.Integer({ readOnly: true })),
+        name: Type.String(),
+        at: Type.String({ format: 'date-time' }),
+      })
       const app = testApp(t)
-      await app.register(createViewset({ db: database.db, table: 'events', schema: Event, orderingFields: ['at'], filterFields: { at: ['eq', 'gte', 'lt', 'in'] } } as never), { prefix: '/events' })
-      for (const [name, at] of [['a', '2026-01-01T00:00:00.000Z'], ['b', '2026-01-01T12:00:00.000Z'], ['c', '2026-01-02T00:00:00.000Z']]) {
+      await app.register(
+        createViewset({
+          db: database.db,
+          table: 'events',
+          schema: Event,
+          orderingFields: ['at'],
+          filterFields: { at: ['eq', 'gte', 'lt', 'in'] },
+        } as never),
+        { prefix: '/events' }
+      )
+      for (const [name, at] of [
+        ['a', '2026-01-01T00:00:00.000Z'],
+        ['b', '2026-01-01T12:00:00.000Z'],
+        ['c', '2026-01-02T00:00:00.000Z'],
+      ]) {
         assert.equal((await app.inject({ method: 'POST', url: '/events', payload: { name, at } })).statusCode, 201)
       }
       const cases: Array<[Record<string, string>, string[]]> = [
@@ -471,8 +709,16 @@ for (const dialect of dialects) {
         assert.deepEqual(names(response), expected, JSON.stringify(query))
       }
       const selected = await app.inject('/events?fields=at,name&at__gte=2026-01-02T00:00:00Z')
-      assert.deepEqual(selected.json(), [{ name: 'c', at: '2026-01-02T00:00:00.000Z' }], 'dates serialize as ISO strings through the field set\'s serializer')
-      for (const query of [{ at__gte: 'yesterday' }, { at__gte: '2026-01-01' }, { at__in: '2026-01-01T00:00:00Z,soon' }]) {
+      assert.deepEqual(
+        selected.json(),
+        [{ name: 'c', at: '2026-01-02T00:00:00.000Z' }],
+        "dates serialize as ISO strings through the field set's serializer"
+      )
+      for (const query of [
+        { at__gte: 'yesterday' },
+        { at__gte: '2026-01-01' },
+        { at__in: '2026-01-01T00:00:00Z,soon' },
+      ]) {
         const response = await app.inject({ method: 'GET', url: '/events', query })
         assert.equal(response.statusCode, 400, JSON.stringify(query))
       }
@@ -480,13 +726,32 @@ for (const dialect of dialects) {
 
     test('a filter that would shadow another query parameter fails at registration', async (t) => {
       const database = await testDatabase(t, dialect)
-      await database.db.schema.createTable('things').addColumn('id', 'integer', (column) => column.primaryKey()).addColumn('search', 'varchar(20)').execute()
+      await database.db.schema
+        .createTable('things')
+        .addColumn('id', 'integer', (column) => column.primaryKey())
+        .addColumn('search', 'varchar(20)')
+        .execute()
       const Thing = Type.Object({ id: Type.Integer(), search: Type.String() })
       const app = testApp(t)
-      await assert.rejects(async () => {
-        await app.register(createViewset({ db: database.db, table: 'things', schema: Thing, searchFields: ['search'], filterFields: { search: ['eq'] } } as never), { prefix: '/things' })
-        await app.ready()
-      }, { code: 'FST_VIEWSET_INVALID_OPTION', message: /the filter parameter "search" collides with another query parameter/ })
+      await assert.rejects(
+        async () => {
+          await app.register(
+            createViewset({
+              db: database.db,
+              table: 'things',
+              schema: Thing,
+              searchFields: ['search'],
+              filterFields: { search: ['eq'] },
+            } as never),
+            { prefix: '/things' }
+          )
+          await app.ready()
+        },
+        {
+          code: 'FST_VIEWSET_INVALID_OPTION',
+          message: /the filter parameter "search" collides with another query parameter/,
+        }
+      )
     })
   })
 }

@@ -22,7 +22,7 @@ class ForgetfulItems extends Viewset<ItemsDB, 'items', typeof Item> {
   override async getElement (request: ElementRequest<typeof Item>, _reply: FastifyReply, _token: ViewsetToken | null) {
     return await this.transaction(async (trx) => {
       await this.update(request.params.id, { description: 'uncommitted' }, trx)
-      return await this.findById(request.params.id) ?? this.notFound(request.params.id)
+      return (await this.findById(request.params.id)) ?? this.notFound(request.params.id)
     })
   }
 }
@@ -32,12 +32,18 @@ async function lockingApp (t: TestContext, dialect: TestDialect) {
   await createItemsTable(database)
   await database.db.insertInto('items').values({ name: 'Bread', description: 'committed' }).execute()
   const app = testApp(t)
-  await app.register(new ForgetfulItems({ db: database.db, table: 'items', schema: Item }).register(), { prefix: '/items' })
+  await app.register(new ForgetfulItems({ db: database.db, table: 'items', schema: Item }).register(), {
+    prefix: '/items',
+  })
   return { app, ...database }
 }
 
 /** Asserts the answer is committed data or a 503 with Retry-After, and that it came within the bound. */
-function servedOrUnavailable (t: TestContext, response: { statusCode: number, headers: Record<string, unknown>, json: () => any }, elapsed: number) {
+function servedOrUnavailable (
+  t: TestContext,
+  response: { statusCode: number; headers: Record<string, unknown>; json: () => any },
+  elapsed: number
+) {
   t.diagnostic(`${response.statusCode} after ${Math.round(elapsed)} ms`)
   assert.ok(elapsed < connectionTimeout + 1500, `answered after ${Math.round(elapsed)} ms`)
   if (response.statusCode === 503) {
@@ -51,37 +57,61 @@ function servedOrUnavailable (t: TestContext, response: { statusCode: number, he
 
 for (const dialect of dialects) {
   describe(`a request beside an open transaction on ${dialect.name}`, () => {
-    test('a read while a 3 s write transaction is open answers within connectionTimeout, never with its rows', { timeout: 20_000 }, async (t) => {
-      const { app, db } = await lockingApp(t, dialect)
-      let release = () => {}
-      const held = new Promise<void>((resolve) => { release = resolve })
-      const transaction = db.transaction().execute(async (trx) => {
-        await trx.insertInto('items').values({ name: 'Uncommitted' }).execute()
-        await Promise.race([held, sleep(3000)])
-      })
-      await sleep(50) // the transaction has begun and written
-      for (const url of ['/items', '/items?limit=5']) {
-        const start = performance.now()
-        const body = servedOrUnavailable(t, await app.inject(url), performance.now() - start)
-        if (body !== undefined) assert.deepEqual(body.map((item: { name: string }) => item.name), ['Bread'], url)
+    test(
+      'a read while a 3 s write transaction is open answers within connectionTimeout, never with its rows',
+      { timeout: 20_000 },
+      async (t) => {
+        const { app, db } = await lockingApp(t, dialect)
+        let release = () => {}
+        const held = new Promise<void>((resolve) => {
+          release = resolve
+        })
+        const transaction = db.transaction().execute(async (trx) => {
+          await trx.insertInto('items').values({ name: 'Uncommitted' }).execute()
+          await Promise.race([held, sleep(3000)])
+        })
+        await sleep(50) // the transaction has begun and written
+        for (const url of ['/items', '/items?limit=5']) {
+          const start = performance.now()
+          const body = servedOrUnavailable(t, await app.inject(url), performance.now() - start)
+          if (body !== undefined) {
+            assert.deepEqual(
+              body.map((item: { name: string }) => item.name),
+              ['Bread'],
+              url
+            )
+          }
+        }
+        release()
+        await transaction
+        const after = await app.inject('/items')
+        assert.equal(after.statusCode, 200)
+        assert.deepEqual(
+          after
+            .json()
+            .map((item: { name: string }) => item.name)
+            .sort(),
+          ['Bread', 'Uncommitted']
+        )
       }
-      release()
-      await transaction
-      const after = await app.inject('/items')
-      assert.equal(after.statusCode, 200)
-      assert.deepEqual(after.json().map((item: { name: string }) => item.name).sort(), ['Bread', 'Uncommitted'])
-    })
+    )
 
-    test('findById without trx inside this.transaction() does not hang that request or later ones', { timeout: 20_000 }, async (t) => {
-      const { app } = await lockingApp(t, dialect)
-      const start = performance.now()
-      const body = servedOrUnavailable(t, await app.inject('/items/1'), performance.now() - start)
-      if (body !== undefined) assert.equal(body.description, 'committed', 'the read outside the transaction sees committed data only')
-      for (let i = 0; i < 3; i++) {
-        const later = await app.inject('/items')
-        assert.equal(later.statusCode, 200)
-        assert.equal(later.json().length, 1)
+    test(
+      'findById without trx inside this.transaction() does not hang that request or later ones',
+      { timeout: 20_000 },
+      async (t) => {
+        const { app } = await lockingApp(t, dialect)
+        const start = performance.now()
+        const body = servedOrUnavailable(t, await app.inject('/items/1'), performance.now() - start)
+        if (body !== undefined) {
+          assert.equal(body.description, 'committed', 'the read outside the transaction sees committed data only')
+        }
+        for (let i = 0; i < 3; i++) {
+          const later = await app.inject('/items')
+          assert.equal(later.statusCode, 200)
+          assert.equal(later.json().length, 1)
+        }
       }
-    })
+    )
   })
 }

@@ -20,10 +20,18 @@ const Reading = Type.Object({
   sensor: Type.Integer(),
   value: Type.Integer(),
 })
-interface Reading { id: number, sensor: number, value: number }
+interface Reading {
+  id: number
+  sensor: number
+  value: number
+}
 
 /** Sensor 1 has most readings: the skew that STAT4 samples. */
-const seed: Reading[] = Array.from({ length: 60 }, (_, index) => ({ id: index + 1, sensor: index < 40 ? 1 : 2 + (index % 4), value: (index * 37) % 101 }))
+const seed: Reading[] = Array.from({ length: 60 }, (_, index) => ({
+  id: index + 1,
+  sensor: index < 40 ? 1 : 2 + (index % 4),
+  value: (index * 37) % 101,
+}))
 
 const byValue = (left: Reading, right: Reading) => left.value - right.value || left.id - right.id
 const matching = (keep: (reading: Reading) => boolean) => seed.filter(keep).sort(byValue)
@@ -32,16 +40,37 @@ async function seeded (t: TestContext, dialect: TestDialect, setup: DatabaseSetu
   const database = await setupDatabase(t, dialect, setup)
   const { db } = database
   const [idType, id] = autoIncrement(dialect.name)
-  await db.schema.createTable('readings').addColumn('id', idType as 'integer', id)
-    .addColumn('sensor', 'integer', (column) => column.notNull()).addColumn('value', 'integer', (column) => column.notNull()).execute()
+  await db.schema
+    .createTable('readings')
+    .addColumn('id', idType as 'integer', id)
+    .addColumn('sensor', 'integer', (column) => column.notNull())
+    .addColumn('value', 'integer', (column) => column.notNull())
+    .execute()
   await db.schema.createIndex('readings_sensor').on('readings').column('sensor').execute()
   await db.schema.createIndex('readings_value').on('readings').columns(['value', 'id']).execute()
-  await db.insertInto('readings').values(seed.map(({ sensor, value }) => ({ sensor, value }))).execute()
-  await sql.raw(dialect.name === 'mysql' ? 'analyze table readings' : dialect.name === 'postgres' ? 'analyze readings' : 'analyze').execute(db)
+  await db
+    .insertInto('readings')
+    .values(seed.map(({ sensor, value }) => ({ sensor, value })))
+    .execute()
+  await sql
+    .raw(
+      dialect.name === 'mysql'
+        ? 'analyze table readings'
+        : dialect.name === 'postgres'
+          ? 'analyze readings'
+          : 'analyze'
+    )
+    .execute(db)
   return database
 }
 
-const options = { table: 'readings', schema: Reading, methods: ['LIST' as const], filterFields: { sensor: ['eq' as const, 'in' as const, 'gte' as const, 'lt' as const] }, orderingFields: ['value' as const, 'id' as const] }
+const options = {
+  table: 'readings',
+  schema: Reading,
+  methods: ['LIST' as const],
+  filterFields: { sensor: ['eq' as const, 'in' as const, 'gte' as const, 'lt' as const] },
+  orderingFields: ['value' as const, 'id' as const],
+}
 
 /** A comparison whose value is a bare placeholder: `= ?`, `> $1`, `in (?`, `(?, ?)` after an operator. */
 const barePlaceholder = /(?:=|<|>|\bin \()\s*\(?(?:\?|\$\d)/i
@@ -69,13 +98,22 @@ for (const dialect of dialects) {
         assert.equal(many.headers['x-total-count'], '40')
         assert.equal(many.headers.link, '</readings?sensor=1&order_by=value&count=true&limit=5&offset=5>; rel="next"')
         const few = await get('/readings?sensor=3&order_by=value&count=true&limit=5')
-        assert.deepEqual(few.json(), matching((reading) => reading.sensor === 3))
+        assert.deepEqual(
+          few.json(),
+          matching((reading) => reading.sensor === 3)
+        )
         assert.equal(few.headers['x-total-count'], '5')
         assert.equal(few.headers.link, undefined)
         const listed = await get('/readings?sensor__in=2,3,4&order_by=value&limit=20')
-        assert.deepEqual(listed.json(), matching((reading) => [2, 3, 4].includes(reading.sensor)))
+        assert.deepEqual(
+          listed.json(),
+          matching((reading) => [2, 3, 4].includes(reading.sensor))
+        )
         const ranged = await get('/readings?sensor__gte=2&sensor__lt=4&order_by=value&limit=20')
-        assert.deepEqual(ranged.json(), matching((reading) => reading.sensor >= 2 && reading.sensor < 4))
+        assert.deepEqual(
+          ranged.json(),
+          matching((reading) => reading.sensor >= 2 && reading.sensor < 4)
+        )
 
         const first = await get('/pages?sensor=1&order_by=value&limit=4')
         const ones = matching((reading) => reading.sensor === 1)
@@ -86,7 +124,10 @@ for (const dialect of dialects) {
         assert.deepEqual(second.json(), ones.slice(4, 8))
 
         const reads = statements.filter((statement) => statement.toLowerCase().startsWith('select'))
-        assert.ok(reads.some((statement) => /\) > \(/.test(statement)), `a row-value keyset: ${reads.join('\n')}`)
+        assert.ok(
+          reads.some((statement) => /\) > \(/.test(statement)),
+          `a row-value keyset: ${reads.join('\n')}`
+        )
         if (dialect.name === 'sqlite') {
           for (const statement of reads) {
             assert.doesNotMatch(statement, barePlaceholder, statement)
@@ -94,7 +135,10 @@ for (const dialect of dialects) {
           }
         } else {
           for (const statement of reads) assert.doesNotMatch(statement, /\+(?:\?|\$\d)/, statement)
-          assert.ok(reads.every((statement) => barePlaceholder.test(statement)), reads.join('\n'))
+          assert.ok(
+            reads.every((statement) => barePlaceholder.test(statement)),
+            reads.join('\n')
+          )
         }
       })
     }
@@ -103,7 +147,11 @@ for (const dialect of dialects) {
       const database = await seeded(t, dialect, 'createDatabase')
       const app = testApp(t)
       await app.register(createViewset({ db: database.db, ...options }), { prefix: '/readings' })
-      for (const [url, count] of [['/readings?sensor=4', 5], ['/readings?sensor__in=4,5', 10], ['/readings?sensor__gte=4&sensor__lt=5', 5]] as const) {
+      for (const [url, count] of [
+        ['/readings?sensor=4', 5],
+        ['/readings?sensor__in=4,5', 10],
+        ['/readings?sensor__gte=4&sensor__lt=5', 5],
+      ] as const) {
         database.queries.length = 0
         const response = await app.inject({ url })
         assert.equal(response.statusCode, 200)
@@ -116,8 +164,16 @@ for (const dialect of dialects) {
         }
         // The plan SQLite makes of the very text the viewset ran (placeholders bound to any value).
         const placeholders = statement.split('?').length - 1
-        const { rows } = await database.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${statement}`, Array.from({ length: placeholders }, () => 4)))
-        assert.ok(rows.some((row) => /USING (?:COVERING )?INDEX readings_sensor \(sensor/.test(row.detail)), `${statement}: ${JSON.stringify(rows)}`)
+        const { rows } = await database.db.executeQuery<{ detail: string }>(
+          CompiledQuery.raw(
+            `explain query plan ${statement}`,
+            Array.from({ length: placeholders }, () => 4)
+          )
+        )
+        assert.ok(
+          rows.some((row) => /USING (?:COVERING )?INDEX readings_sensor \(sensor/.test(row.detail)),
+          `${statement}: ${JSON.stringify(rows)}`
+        )
       }
     })
 
@@ -129,13 +185,22 @@ for (const dialect of dialects) {
         }
       }
       const app = testApp(t)
-      await app.register(new Readings({ db: database.db, table: 'readings', schema: Reading, methods: ['LIST'] }).register(), { prefix: '/readings' })
+      await app.register(
+        new Readings({ db: database.db, table: 'readings', schema: Reading, methods: ['LIST'] }).register(),
+        { prefix: '/readings' }
+      )
       database.queries.length = 0
       const response = await app.inject({ url: '/readings' })
       assert.equal(response.statusCode, 200)
-      assert.deepEqual(response.json(), seed.filter((reading) => reading.sensor === 3))
+      assert.deepEqual(
+        response.json(),
+        seed.filter((reading) => reading.sensor === 3)
+      )
       assert.equal(database.queries.length, 1)
-      assert.match(database.queries[0] ?? '', dialect.name === 'postgres' ? /"sensor" = \$1/ : /"sensor" = \?|`sensor` = \?/)
+      assert.match(
+        database.queries[0] ?? '',
+        dialect.name === 'postgres' ? /"sensor" = \$1/ : /"sensor" = \?|`sensor` = \?/
+      )
     })
   })
 }

@@ -27,12 +27,35 @@ async function seeded (t: TestContext, dialect: TestDialect, setup: DatabaseSetu
   const { db } = database
   await createItemsTable(database)
   const [idType, id] = autoIncrement(dialect.name)
-  await db.schema.createTable('authors').addColumn('id', idType as 'integer', id).addColumn('name', 'varchar(255)', (column) => column.notNull()).execute()
-  await db.schema.createTable('books').addColumn('id', idType as 'integer', id).addColumn('title', 'varchar(255)', (column) => column.notNull())
-    .addColumn('author_id', 'integer', (column) => column.notNull().references('authors.id')).execute()
-  await db.insertInto('items').values([{ name: 'Bread', price: 2 }, { name: 'Milk', price: 1 }]).execute()
-  await db.insertInto('authors').values([{ name: 'Ada' }, { name: 'Grace' }]).execute()
-  await db.insertInto('books').values([{ title: 'Notes', author_id: 1 }, { title: 'Compilers', author_id: 2 }]).execute()
+  await db.schema
+    .createTable('authors')
+    .addColumn('id', idType as 'integer', id)
+    .addColumn('name', 'varchar(255)', (column) => column.notNull())
+    .execute()
+  await db.schema
+    .createTable('books')
+    .addColumn('id', idType as 'integer', id)
+    .addColumn('title', 'varchar(255)', (column) => column.notNull())
+    .addColumn('author_id', 'integer', (column) => column.notNull().references('authors.id'))
+    .execute()
+  await db
+    .insertInto('items')
+    .values([
+      { name: 'Bread', price: 2 },
+      { name: 'Milk', price: 1 },
+    ])
+    .execute()
+  await db
+    .insertInto('authors')
+    .values([{ name: 'Ada' }, { name: 'Grace' }])
+    .execute()
+  await db
+    .insertInto('books')
+    .values([
+      { title: 'Notes', author_id: 1 },
+      { title: 'Compilers', author_id: 2 },
+    ])
+    .execute()
   return database
 }
 
@@ -47,8 +70,24 @@ const requests: Array<[InjectOptions, number]> = [
   [{ url: '/books/1' }, 200],
   [{ method: 'POST', url: '/items', payload: { name: 'Eggs', price: 3 } }, 201],
   [{ method: 'POST', url: '/items', payload: { name: 'Flour' } }, 201],
-  [{ method: 'PATCH', url: '/items/1', payload: { price: 5 }, headers: { 'content-type': 'application/merge-patch+json' } }, 200],
-  [{ method: 'PATCH', url: '/items/2', payload: { price: 4 }, headers: { 'content-type': 'application/merge-patch+json', 'if-match': '*' } }, 200],
+  [
+    {
+      method: 'PATCH',
+      url: '/items/1',
+      payload: { price: 5 },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    },
+    200,
+  ],
+  [
+    {
+      method: 'PATCH',
+      url: '/items/2',
+      payload: { price: 4 },
+      headers: { 'content-type': 'application/merge-patch+json', 'if-match': '*' },
+    },
+    200,
+  ],
   [{ method: 'PUT', url: '/items/2', payload: { name: 'Oat milk', price: 2 } }, 200],
   [{ method: 'POST', url: '/items/bulk', payload: [{ name: 'Salt' }, { name: 'Sugar', price: 1 }] }, 201],
   [{ method: 'DELETE', url: '/items/999' }, 404],
@@ -58,15 +97,39 @@ const requests: Array<[InjectOptions, number]> = [
 async function logged (t: TestContext, dialect: TestDialect, setup: DatabaseSetup): Promise<string[][]> {
   const database = await seeded(t, dialect, setup)
   const app = testApp(t)
-  await app.register(createViewset({ db: database.db, table: 'items', schema: Item, methods: ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'BULK'], orderingFields: ['id', 'price'] }), { prefix: '/items' })
-  await app.register(createViewset({ db: database.db, table: 'books', schema: Book, methods: ['LIST', 'GET'], relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } } }), { prefix: '/books' })
+  await app.register(
+    createViewset({
+      db: database.db,
+      table: 'items',
+      schema: Item,
+      methods: ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'BULK'],
+      orderingFields: ['id', 'price'],
+    }),
+    { prefix: '/items' }
+  )
+  await app.register(
+    createViewset({
+      db: database.db,
+      table: 'books',
+      schema: Book,
+      methods: ['LIST', 'GET'],
+      relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } },
+    }),
+    { prefix: '/books' }
+  )
   const statements: string[][] = []
   for (const round of [1, 2]) {
     for (const [options, status] of requests) {
-      const renamed = JSON.parse(JSON.stringify(options).replace(/"name":"([^"]+)"/g, `"name":"$1 ${round}"`)) as InjectOptions
+      const renamed = JSON.parse(
+        JSON.stringify(options).replace(/"name":"([^"]+)"/g, `"name":"$1 ${round}"`)
+      ) as InjectOptions
       database.queries.length = 0
       const response = await app.inject(renamed)
-      assert.equal(response.statusCode, status, `${setup}: ${String(options.method ?? 'GET')} ${String(options.url)}: ${response.body}`)
+      assert.equal(
+        response.statusCode,
+        status,
+        `${setup}: ${String(options.method ?? 'GET')} ${String(options.url)}: ${response.body}`
+      )
       // A LIST and its count run side by side: their order in the log is the order they finish in.
       statements.push([...database.queries].sort())
     }
@@ -82,11 +145,22 @@ async function logged (t: TestContext, dialect: TestDialect, setup: DatabaseSetu
 for (const dialect of dialects) {
   describe(`statements reach Kysely's log on ${dialect.name}`, () => {
     test('every path logs the statements that a plain Kysely logs, with createDatabase and with a wrapped own Kysely', async (t) => {
-      const [reference, ...others] = ['own Kysely' as const, ...databaseSetups.filter((setup) => setup !== 'own Kysely')]
+      const [reference, ...others] = [
+        'own Kysely' as const,
+        ...databaseSetups.filter((setup) => setup !== 'own Kysely'),
+      ]
       const expected = await logged(t, dialect, reference)
       // Every request ran at least one statement, and each read and write shows up as its verb.
-      assert.ok(expected.every((statements) => statements.length > 0), JSON.stringify(expected))
-      for (const verb of ['select', 'insert', 'update', 'delete']) assert.ok(expected.flat().some((statement) => statement.toLowerCase().startsWith(verb)), verb)
+      assert.ok(
+        expected.every((statements) => statements.length > 0),
+        JSON.stringify(expected)
+      )
+      for (const verb of ['select', 'insert', 'update', 'delete']) {
+        assert.ok(
+          expected.flat().some((statement) => statement.toLowerCase().startsWith(verb)),
+          verb
+        )
+      }
       for (const setup of others) assert.deepEqual(await logged(t, dialect, setup), expected, setup)
     })
 
@@ -95,14 +169,25 @@ for (const dialect of dialects) {
       const app = testApp(t)
       await app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
       const texts: string[] = []
-      for (const payload of [{ name: 'Tea', price: 1, in_stock: false }, { in_stock: true, price: 2, name: 'Coffee' }]) {
+      for (const payload of [
+        { name: 'Tea', price: 1, in_stock: false },
+        { in_stock: true, price: 2, name: 'Coffee' },
+      ]) {
         database.queries.length = 0
         const created = await app.inject({ method: 'POST', url: '/items', payload })
         assert.equal(created.statusCode, 201)
-        assert.deepEqual({ name: created.json().name, price: created.json().price, in_stock: created.json().in_stock }, payload)
+        assert.deepEqual(
+          { name: created.json().name, price: created.json().price, in_stock: created.json().in_stock },
+          payload
+        )
         texts.push(database.queries.join('\n'))
         database.queries.length = 0
-        const patched = await app.inject({ method: 'PATCH', url: `/items/${created.json().id as number}`, payload: { ...payload, name: `${payload.name}!` }, headers: { 'content-type': 'application/merge-patch+json' } })
+        const patched = await app.inject({
+          method: 'PATCH',
+          url: `/items/${created.json().id as number}`,
+          payload: { ...payload, name: `${payload.name}!` },
+          headers: { 'content-type': 'application/merge-patch+json' },
+        })
         assert.equal(patched.statusCode, 200)
         assert.equal(patched.json().name, `${payload.name}!`)
         texts.push(database.queries.join('\n'))

@@ -23,8 +23,9 @@ export function openPool (url: string): pg.Pool {
   return pool
 }
 
-/** A Kysely instance built the way most teams already have one, Kysely's own dialect over the driver, and that driver's handle. */
-export function usersKysely (target: DatabaseTarget): { db: Kysely<BenchDB>, handle: Database.Database | pg.Pool } {
+/** A Kysely instance built the way most teams already have one, Kysely's own dialect over the driver, and that driver's
+ * handle. */
+export function usersKysely (target: DatabaseTarget): { db: Kysely<BenchDB>; handle: Database.Database | pg.Pool } {
   if (target.kind === 'sqlite') {
     const database = openSqlite(target.file)
     return { db: new Kysely<BenchDB>({ dialect: new SqliteDialect({ database }) }), handle: database }

@@ -24,20 +24,28 @@ export const etagCostOnRaw = {
 
 /** Fields a client may sort by, with `-` for descending (`?order_by=-year`). */
 export const orderingFields = ['id', 'title', 'year', 'price'] as const
-export type OrderingField = typeof orderingFields[number]
+export type OrderingField = (typeof orderingFields)[number]
 
-export const ListQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
-  author_id: Type.Optional(Type.Integer()),
-  order_by: Type.Optional(Type.Union(orderingFields.flatMap((field) => [Type.Literal(field), Type.Literal(`-${field}`)]))),
-}, { additionalProperties: false })
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+    offset: Type.Integer({ minimum: 0, default: 0 }),
+    author_id: Type.Optional(Type.Integer()),
+    order_by: Type.Optional(
+      Type.Union(orderingFields.flatMap((field) => [Type.Literal(field), Type.Literal(`-${field}`)]))
+    ),
+  },
+  { additionalProperties: false }
+)
 export type ListQuery = Static<typeof ListQuery>
 
-export const PageQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  offset: Type.Integer({ minimum: 0, default: 0 }),
-}, { additionalProperties: false })
+export const PageQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+    offset: Type.Integer({ minimum: 0, default: 0 }),
+  },
+  { additionalProperties: false }
+)
 export type PageQuery = Static<typeof PageQuery>
 
 const IdParams = Type.Object({ id: Type.Integer() })
@@ -47,7 +55,7 @@ const BookPatch = Type.Partial(NewBook, { additionalProperties: false, minProper
 export type BookPatch = Static<typeof BookPatch>
 
 /** The order of a LIST: the client's field, then the key so that pages are stable. */
-export function orderOf (orderBy: string | undefined): { field: OrderingField, descending: boolean } {
+export function orderOf (orderBy: string | undefined): { field: OrderingField; descending: boolean } {
   if (orderBy === undefined) return { field: 'id', descending: false }
   const descending = orderBy.startsWith('-')
   return { field: (descending ? orderBy.slice(1) : orderBy) as OrderingField, descending }
@@ -55,22 +63,26 @@ export function orderOf (orderBy: string | undefined): { field: OrderingField, d
 
 /** How a hand-written system reaches the database. Each method may answer synchronously (better-sqlite3). */
 export interface BookStore {
-  byId (id: number): Promise<Book | undefined> | Book | undefined
-  list (query: ListQuery): Promise<Book[]> | Book[]
-  insert (values: NewBook): Promise<Book> | Book
-  patch (id: number, values: BookPatch): Promise<Book | undefined> | Book | undefined
+  byId(id: number): Promise<Book | undefined> | Book | undefined
+  list(query: ListQuery): Promise<Book[]> | Book[]
+  insert(values: NewBook): Promise<Book> | Book
+  patch(id: number, values: BookPatch): Promise<Book | undefined> | Book | undefined
   /** Deletes a book: false when there was none. */
-  remove (id: number): Promise<boolean> | boolean
-  versionedById (id: number): Promise<VersionedBook | undefined> | VersionedBook | undefined
+  remove(id: number): Promise<boolean> | boolean
+  versionedById(id: number): Promise<VersionedBook | undefined> | VersionedBook | undefined
   /** A page of books with author and tags, in a fixed number of queries. */
-  withRelations (query: PageQuery): Promise<BookWithRelations[]> | BookWithRelations[]
+  withRelations(query: PageQuery): Promise<BookWithRelations[]> | BookWithRelations[]
   /** The same page, one query per book and relation: the naive N+1 version. */
-  withRelationsNaive? (query: PageQuery): Promise<BookWithRelations[]>
-  close (): Promise<void> | void
+  withRelationsNaive?(query: PageQuery): Promise<BookWithRelations[]>
+  close(): Promise<void> | void
 }
 
 /** Puts each author and the tags of each book onto a page of books, in place. */
-export function stitch (books: BookWithRelations[], authors: Author[], tags: Array<Tag & { book_id: number }>): BookWithRelations[] {
+export function stitch (
+  books: BookWithRelations[],
+  authors: Author[],
+  tags: Array<Tag & { book_id: number }>
+): BookWithRelations[] {
   const authorsById = new Map<number, Author>()
   for (const author of authors) authorsById.set(author.id, author)
   const tagsByBook = new Map<number, Tag[]>()
@@ -94,57 +106,96 @@ export function handWrittenRoutes (app: FastifyInstance, store: BookStore): void
     reply.header('etag', `"${hash('sha1', body, 'base64url')}"`).type('application/json; charset=utf-8')
     return body
   }
-  app.get<{ Querystring: ListQuery }>('/books', {
-    schema: { querystring: ListQuery, response: { 200: Type.Array(Book) } },
-  }, async (request) => await store.list(request.query))
+  app.get<{ Querystring: ListQuery }>(
+    '/books',
+    {
+      schema: { querystring: ListQuery, response: { 200: Type.Array(Book) } },
+    },
+    async (request) => await store.list(request.query)
+  )
 
-  app.get<{ Params: { id: number } }>('/books/:id', {
-    schema: { params: IdParams, response: { 200: Book } },
-  }, async (request, reply) => {
-    const book = await store.byId(request.params.id)
-    return book === undefined ? await reply.code(404).send(notFound) : sendTagged(reply, book)
-  })
+  app.get<{ Params: { id: number } }>(
+    '/books/:id',
+    {
+      schema: { params: IdParams, response: { 200: Book } },
+    },
+    async (request, reply) => {
+      const book = await store.byId(request.params.id)
+      return book === undefined ? await reply.code(404).send(notFound) : sendTagged(reply, book)
+    }
+  )
 
-  app.get<{ Params: { id: number } }>('/books-untagged/:id', {
-    schema: { params: IdParams, response: { 200: Book } },
-  }, async (request, reply) => (await store.byId(request.params.id)) ?? reply.code(404).send(notFound))
+  app.get<{ Params: { id: number } }>(
+    '/books-untagged/:id',
+    {
+      schema: { params: IdParams, response: { 200: Book } },
+    },
+    async (request, reply) => (await store.byId(request.params.id)) ?? reply.code(404).send(notFound)
+  )
 
-  app.get<{ Params: { id: number } }>('/versioned-books/:id', {
-    schema: { params: IdParams, response: { 200: VersionedBook } },
-  }, async (request, reply) => {
-    const book = await store.versionedById(request.params.id)
-    if (book === undefined) return await reply.code(404).send(notFound)
-    return reply.header('etag', `"${book.version}"`).send(book)
-  })
+  app.get<{ Params: { id: number } }>(
+    '/versioned-books/:id',
+    {
+      schema: { params: IdParams, response: { 200: VersionedBook } },
+    },
+    async (request, reply) => {
+      const book = await store.versionedById(request.params.id)
+      if (book === undefined) return await reply.code(404).send(notFound)
+      return reply.header('etag', `"${book.version}"`).send(book)
+    }
+  )
 
-  app.delete<{ Params: { id: number } }>('/books/:id', {
-    schema: { params: IdParams },
-  }, async (request, reply) => (await store.remove(request.params.id)) ? reply.code(204).send() : reply.code(404).send(notFound))
+  app.delete<{ Params: { id: number } }>(
+    '/books/:id',
+    {
+      schema: { params: IdParams },
+    },
+    async (request, reply) =>
+      (await store.remove(request.params.id)) ? reply.code(204).send() : reply.code(404).send(notFound)
+  )
 
-  app.post<{ Body: NewBook }>('/books', {
-    schema: { body: NewBook, response: { 201: Book } },
-  }, async (request, reply) => {
-    const book = await store.insert(request.body)
-    return sendTagged(reply.code(201).header('location', `/books/${book.id as number}`), book)
-  })
+  app.post<{ Body: NewBook }>(
+    '/books',
+    {
+      schema: { body: NewBook, response: { 201: Book } },
+    },
+    async (request, reply) => {
+      const book = await store.insert(request.body)
+      return sendTagged(reply.code(201).header('location', `/books/${book.id as number}`), book)
+    }
+  )
 
-  app.patch<{ Params: { id: number }, Body: BookPatch }>('/books/:id', {
-    schema: { params: IdParams, body: BookPatch, response: { 200: Book } },
-  }, async (request, reply) => {
-    const book = await store.patch(request.params.id, request.body)
-    return book === undefined ? await reply.code(404).send(notFound) : sendTagged(reply, book)
-  })
+  app.patch<{ Params: { id: number }; Body: BookPatch }>(
+    '/books/:id',
+    {
+      schema: { params: IdParams, body: BookPatch, response: { 200: Book } },
+    },
+    async (request, reply) => {
+      const book = await store.patch(request.params.id, request.body)
+      return book === undefined ? await reply.code(404).send(notFound) : sendTagged(reply, book)
+    }
+  )
 
-  app.get<{ Querystring: PageQuery }>('/books-full', {
-    schema: { querystring: PageQuery, response: { 200: Type.Array(BookWithRelations) } },
-  }, async (request) => await store.withRelations(request.query))
+  app.get<{ Querystring: PageQuery }>(
+    '/books-full',
+    {
+      schema: { querystring: PageQuery, response: { 200: Type.Array(BookWithRelations) } },
+    },
+    async (request) => await store.withRelations(request.query)
+  )
 
   const naive = store.withRelationsNaive?.bind(store)
   if (naive !== undefined) {
-    app.get<{ Querystring: PageQuery }>('/books-n1', {
-      schema: { querystring: PageQuery, response: { 200: Type.Array(BookWithRelations) } },
-    }, async (request) => await naive(request.query))
+    app.get<{ Querystring: PageQuery }>(
+      '/books-n1',
+      {
+        schema: { querystring: PageQuery, response: { 200: Type.Array(BookWithRelations) } },
+      },
+      async (request) => await naive(request.query)
+    )
   }
 
-  app.addHook('onClose', async () => { await store.close() })
+  app.addHook('onClose', async () => {
+    await store.close()
+  })
 }

@@ -17,26 +17,37 @@ const writable = ['author_id', 'title', 'year', 'price'] as const
 function sqliteStore (file: string): BookStore {
   const db = openSqlite(file)
   const byId = db.prepare<[number], Book>(`select ${columns} from books where id = ?`)
-  const versionedById = db.prepare<[number], VersionedBook>(`select ${columns}, version from versioned_books where id = ?`)
+  const versionedById = db.prepare<[number], VersionedBook>(
+    `select ${columns}, version from versioned_books where id = ?`
+  )
   const remove = db.prepare<[number]>('delete from books where id = ?')
   // Writes with RETURNING run to their end (`.all()`, not `.get()`): SQLite checkpoints its WAL only when a
   // statement returns SQLITE_DONE, and a write reset after its first row leaves the WAL growing.
-  const insert = db.prepare<[NewBook], Book>(`insert into books (author_id, title, year, price) values (@author_id, @title, @year, @price) returning ${columns}`)
-  const authors = db.prepare<[string], Author>('select id, name, email from authors where id in (select value from json_each(?))')
+  const insert = db.prepare<[NewBook], Book>(
+    `insert into books (author_id, title, year, price) values (@author_id, @title, @year, @price) returning ${columns}`
+  )
+  const authors = db.prepare<[string], Author>(
+    'select id, name, email from authors where id in (select value from json_each(?))'
+  )
   const tags = db.prepare<[string], Tag & { book_id: number }>(
-    'select book_tags.book_id, tags.id, tags.name from book_tags join tags on tags.id = book_tags.tag_id where book_tags.book_id in (select value from json_each(?)) order by tags.id')
+    'select book_tags.book_id, tags.id, tags.name from book_tags join tags on tags.id = book_tags.tag_id where book_tags.book_id in (select value from json_each(?)) order by tags.id'
+  )
   // One prepared statement per shape, built from allow-listed names only.
   const shapes = new Map<string, Statement>()
   const shaped = (key: string, sql: () => string): Statement => {
     let statement = shapes.get(key)
-    if (statement === undefined) shapes.set(key, statement = db.prepare(sql()))
+    if (statement === undefined) shapes.set(key, (statement = db.prepare(sql())))
     return statement
   }
   // The LIMIT written into the SQL, one statement per page size: SQLite plans an index-ordered LIMIT with its
   // value, so a bound LIMIT is prepared again on every step (the library does the same, ViewsetDialect.literalLimit).
   // The filter's value is written `+@author_id` for the same reason: the table is analyzed, and STAT4 would
   // prepare the statement again for each value bound (the library's statementPlugin, sqlite-stable-plans.ts).
-  const page = (limit: number): Statement<[number], Book> => shaped(`page:${limit}`, () => `select ${columns} from books order by id limit ${limit} offset ?`) as Statement<[number], Book>
+  const page = (limit: number): Statement<[number], Book> =>
+    shaped(`page:${limit}`, () => `select ${columns} from books order by id limit ${limit} offset ?`) as Statement<
+      [number],
+      Book
+    >
   return {
     byId: (id) => byId.get(id),
     versionedById: (id) => versionedById.get(id),
@@ -45,15 +56,21 @@ function sqliteStore (file: string): BookStore {
       if (query.author_id === undefined && query.order_by === undefined) return page(query.limit).all(query.offset)
       const { field, descending } = orderOf(query.order_by)
       const filtered = query.author_id !== undefined
-      const statement = shaped(`list:${String(filtered)}:${field}:${String(descending)}:${query.limit}`, () =>
-        `select ${columns} from books${filtered ? ' where author_id = +@author_id' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit ${query.limit} offset @offset`)
+      const statement = shaped(
+        `list:${String(filtered)}:${field}:${String(descending)}:${query.limit}`,
+        () =>
+          `select ${columns} from books${filtered ? ' where author_id = +@author_id' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit ${query.limit} offset @offset`
+      )
       return statement.all({ author_id: query.author_id, offset: query.offset }) as Book[]
     },
     insert: (values: NewBook) => insert.all(values)[0] as Book,
     patch (id: number, values: BookPatch) {
       const fields = writable.filter((field) => values[field] !== undefined)
-      const statement = shaped(`patch:${fields.join(',')}`, () =>
-        `update books set ${fields.map((field) => `${field} = @${field}`).join(', ')} where id = @id returning ${columns}`)
+      const statement = shaped(
+        `patch:${fields.join(',')}`,
+        () =>
+          `update books set ${fields.map((field) => `${field} = @${field}`).join(', ')} where id = @id returning ${columns}`
+      )
       return statement.all({ ...values, id })[0] as Book | undefined
     },
     withRelations (query: PageQuery) {
@@ -62,7 +79,9 @@ function sqliteStore (file: string): BookStore {
       const bookIds = JSON.stringify(books.map((book) => book.id))
       return stitch(books, authors.all(authorIds), tags.all(bookIds))
     },
-    close: () => { db.close() },
+    close: () => {
+      db.close()
+    },
   }
 }
 
@@ -74,40 +93,75 @@ function postgresStore (url: string): BookStore {
   const patchStatements = new Map<string, string>()
   return {
     byId: async (id) => (await run<Book>('book_by_id', `select ${columns} from books where id = $1`, [id]))[0],
-    versionedById: async (id) => (await run<VersionedBook>('versioned_book_by_id', `select ${columns}, version from versioned_books where id = $1`, [id]))[0],
-    remove: async (id) => ((await pool.query({ name: 'book_delete', text: 'delete from books where id = $1', values: [id] })).rowCount ?? 0) > 0,
+    versionedById: async (id) =>
+      (
+        await run<VersionedBook>(
+          'versioned_book_by_id',
+          `select ${columns}, version from versioned_books where id = $1`,
+          [id]
+        )
+      )[0],
+    remove: async (id) =>
+      ((await pool.query({ name: 'book_delete', text: 'delete from books where id = $1', values: [id] })).rowCount ??
+        0) > 0,
     async list (query: ListQuery) {
       if (query.author_id === undefined && query.order_by === undefined) {
-        return await run<Book>('book_page', `select ${columns} from books order by id limit $1 offset $2`, [query.limit, query.offset])
+        return await run<Book>('book_page', `select ${columns} from books order by id limit $1 offset $2`, [
+          query.limit,
+          query.offset,
+        ])
       }
       const { field, descending } = orderOf(query.order_by)
       const filtered = query.author_id !== undefined
       const name = `book_list_${String(filtered)}_${field}_${String(descending)}`
       const text = `select ${columns} from books${filtered ? ' where author_id = $3' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit $1 offset $2`
-      return await run<Book>(name, text, filtered ? [query.limit, query.offset, query.author_id] : [query.limit, query.offset])
+      return await run<Book>(
+        name,
+        text,
+        filtered ? [query.limit, query.offset, query.author_id] : [query.limit, query.offset]
+      )
     },
-    insert: async (values: NewBook) => (await run<Book>('book_insert', `insert into books (author_id, title, year, price) values ($1, $2, $3, $4) returning ${columns}`,
-      [values.author_id, values.title, values.year, values.price]))[0] as Book,
+    insert: async (values: NewBook) =>
+      (
+        await run<Book>(
+          'book_insert',
+          `insert into books (author_id, title, year, price) values ($1, $2, $3, $4) returning ${columns}`,
+          [values.author_id, values.title, values.year, values.price]
+        )
+      )[0] as Book,
     async patch (id: number, values: BookPatch) {
       const fields = writable.filter((field) => values[field] !== undefined)
       const name = `book_patch_${fields.join('_')}`
       let text = patchStatements.get(name)
       if (text === undefined) {
-        patchStatements.set(name, text = `update books set ${fields.map((field, index) => `${field} = $${index + 2}`).join(', ')} where id = $1 returning ${columns}`)
+        patchStatements.set(
+          name,
+          (text = `update books set ${fields.map((field, index) => `${field} = $${index + 2}`).join(', ')} where id = $1 returning ${columns}`)
+        )
       }
       return (await run<Book>(name, text, [id, ...fields.map((field) => values[field])]))[0]
     },
     async withRelations (query: PageQuery) {
-      const books = await run<BookWithRelations>('book_page', `select ${columns} from books order by id limit $1 offset $2`, [query.limit, query.offset])
+      const books = await run<BookWithRelations>(
+        'book_page',
+        `select ${columns} from books order by id limit $1 offset $2`,
+        [query.limit, query.offset]
+      )
       const [authors, tags] = await Promise.all([
-        run<Author>('authors_by_ids', 'select id, name, email from authors where id = any($1::int[])', [[...new Set(books.map((book) => book.author_id))]]),
-        run<Tag & { book_id: number }>('tags_by_books',
+        run<Author>('authors_by_ids', 'select id, name, email from authors where id = any($1::int[])', [
+          [...new Set(books.map((book) => book.author_id))],
+        ]),
+        run<Tag & { book_id: number }>(
+          'tags_by_books',
           'select book_tags.book_id, tags.id, tags.name from book_tags join tags on tags.id = book_tags.tag_id where book_tags.book_id = any($1::int[]) order by tags.id',
-          [books.map((book) => book.id)]),
+          [books.map((book) => book.id)]
+        ),
       ])
       return stitch(books, authors, tags)
     },
-    close: async () => { await pool.end() },
+    close: async () => {
+      await pool.end()
+    },
   }
 }
 

@@ -26,7 +26,10 @@ function databaseUrl (target: DatabaseTarget): string {
  * Registers a plugin on a scratch app first (and runs its check there), so that a feature a build lacks
  * marks its scenarios n/a instead of failing the whole server.
  */
-async function tryPlugin (plugin: FastifyPluginAsync, check?: (scratch: FastifyInstance) => Promise<string | undefined>): Promise<string | undefined> {
+async function tryPlugin (
+  plugin: FastifyPluginAsync,
+  check?: (scratch: FastifyInstance) => Promise<string | undefined>
+): Promise<string | undefined> {
   const scratch = Fastify({ logger: false })
   try {
     await scratch.register(plugin, { prefix: '/probe' })
@@ -55,24 +58,32 @@ interface OptionalViewset {
  * The viewsets of the benchmark over a Kysely instance, however it was made; returns the scenarios it cannot
  * serve, and notes on those it serves differently.
  */
-export async function registerViewsets (app: FastifyInstance, db: Kysely<BenchDB>, { createViewset }: Pick<ViewsetsLibrary, 'createViewset'>): Promise<Required<Pick<SystemServer, 'unsupported' | 'notes'>>> {
+export async function registerViewsets (
+  app: FastifyInstance,
+  db: Kysely<BenchDB>,
+  { createViewset }: Pick<ViewsetsLibrary, 'createViewset'>
+): Promise<Required<Pick<SystemServer, 'unsupported' | 'notes'>>> {
   const unsupported: SystemServer['unsupported'] = {
     'eager-n1': naiveOnce,
     'get-untagged': 'a viewset always sends an ETag on GET: its cost is GET by id against the versionField row',
   }
-  const books = () => createViewset({
-    db,
-    table: 'books',
-    schema: Book,
-    methods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
-    filterFields: { author_id: ['eq'] },
-    orderingFields: ['id', 'title', 'year', 'price'],
-  })
+  const books = () =>
+    createViewset({
+      db,
+      table: 'books',
+      schema: Book,
+      methods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
+      filterFields: { author_id: ['eq'] },
+      orderingFields: ['id', 'title', 'year', 'price'],
+    })
   await app.register(books(), { prefix: '/books' })
-  // A build before ETags (issue 17) answers GET without one: still GET by id, but hashing nothing, so its figure says so.
+  // A build before ETags (issue 17) answers GET without one: still GET by id, but hashing nothing, so its figure says
+  // so.
   const untagged = await tryPlugin(books(), async (scratch) => {
     const response = await scratch.inject({ method: 'GET', url: '/probe/1' })
-    return response.headers.etag === undefined ? 'this build sends no ETag on GET (it predates them): its GET hashes nothing, the other systems\' GET hashes the body' : undefined
+    return response.headers.etag === undefined
+      ? "this build sends no ETag on GET (it predates them): its GET hashes nothing, the other systems' GET hashes the body"
+      : undefined
   })
   const notes: Partial<Record<ScenarioId, string>> = untagged === undefined ? {} : { get: untagged }
 
@@ -81,29 +92,42 @@ export async function registerViewsets (app: FastifyInstance, db: Kysely<BenchDB
       feature: 'versionField',
       scenarios: ['get-versioned'],
       prefix: '/versioned-books',
-      plugin: () => createViewset({ db, table: 'versioned_books', schema: VersionedBook, methods: ['GET'], versionField: 'version' }),
+      plugin: () =>
+        createViewset({
+          db,
+          table: 'versioned_books',
+          schema: VersionedBook,
+          methods: ['GET'],
+          versionField: 'version',
+        }),
       // A build before versionField ignores the unknown option and hashes the body: the ETag must be the version.
       check: async (scratch) => {
         const response = await scratch.inject({ method: 'GET', url: '/probe/1' })
-        const version: unknown = response.statusCode === 200 ? response.json<{ version?: unknown }>().version : undefined
+        const version: unknown =
+          response.statusCode === 200 ? response.json<{ version?: unknown }>().version : undefined
         const etag = response.headers.etag
-        return etag === `"${String(version)}"` ? undefined : `this build ignores it (GET answers ${response.statusCode} with ETag ${String(etag)}, not the row's version)`
+        return etag === `"${String(version)}"`
+          ? undefined
+          : `this build ignores it (GET answers ${response.statusCode} with ETag ${String(etag)}, not the row's version)`
       },
     },
     {
       feature: 'relatedConfig',
       scenarios: ['eager'],
       prefix: '/books-full',
-      plugin: () => createViewset({
-        db,
-        table: 'books',
-        schema: BookWithRelations,
-        methods: ['LIST'],
-        relatedConfig: {
-          selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } },
-          prefetchRelated: { tags: { table: 'tags', through: { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' } } },
-        },
-      }),
+      plugin: () =>
+        createViewset({
+          db,
+          table: 'books',
+          schema: BookWithRelations,
+          methods: ['LIST'],
+          relatedConfig: {
+            selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } },
+            prefetchRelated: {
+              tags: { table: 'tags', through: { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' } },
+            },
+          },
+        }),
     },
   ]
   for (const viewset of optional) {
@@ -115,9 +139,14 @@ export async function registerViewsets (app: FastifyInstance, db: Kysely<BenchDB
 }
 
 /** A server with the benchmark's viewsets over `createDatabase`, both from the given build. */
-export async function buildViewsets (target: DatabaseTarget, { createDatabase, createViewset }: ViewsetsLibrary): Promise<SystemServer> {
+export async function buildViewsets (
+  target: DatabaseTarget,
+  { createDatabase, createViewset }: ViewsetsLibrary
+): Promise<SystemServer> {
   const db = createDatabase<BenchDB>(databaseUrl(target))
   const app = Fastify({ logger: false })
-  app.addHook('onClose', async () => { await db.destroy() })
-  return { app, ...await registerViewsets(app, db, { createViewset }) }
+  app.addHook('onClose', async () => {
+    await db.destroy()
+  })
+  return { app, ...(await registerViewsets(app, db, { createViewset })) }
 }

@@ -15,7 +15,8 @@ export interface PasswordGrantOptions {
   users: UserStore
   /** Lifetime of an access token in seconds; @fastify/jwt's `sign.expiresIn` must match it. */
   expiresIn: number
-  /** Token requests per client address (`request.ip`: set Fastify's `trustProxy` behind a proxy). Default 20 per minute. */
+  /** Token requests per client address (`request.ip`: set Fastify's `trustProxy` behind a proxy). Default 20 per
+   * minute. */
   perAddress?: LoginLimit
   /** Token requests per username, whoever sends them. Default 5 per minute. */
   perUsername?: LoginLimit
@@ -27,11 +28,15 @@ export const loginLimits = Object.freeze({
   perUsername: Object.freeze({ max: 5, timeWindow: 60_000 }),
 })
 
-type OAuthError = 'invalid_request' | 'invalid_grant' | 'unsupported_grant_type' | 'temporarily_unavailable' | 'server_error'
+type OAuthError =
+  'invalid_request' | 'invalid_grant' | 'unsupported_grant_type' | 'temporarily_unavailable' | 'server_error'
 
 /** An error response of the token endpoint (RFC 6749 §5.2): JSON, never cached. */
 function oauthError (reply: FastifyReply, status: number, error: OAuthError, description: string) {
-  return reply.code(status).header('cache-control', 'no-store').header('pragma', 'no-cache')
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .header('pragma', 'no-cache')
     .send({ error, error_description: description })
 }
 
@@ -55,12 +60,18 @@ const TokenError = {
   required: ['error'],
 } as const
 
-interface TokenBody { grant_type: string, username?: string, password?: string }
+interface TokenBody {
+  grant_type: string
+  username?: string
+  password?: string
+}
 
 /** The username of a parsed token request, or '' (its own key) when there is none. */
 function usernameOf (request: FastifyRequest): string {
   const body: unknown = request.body
-  return typeof body === 'object' && body !== null && 'username' in body && typeof body.username === 'string' ? body.username : ''
+  return typeof body === 'object' && body !== null && 'username' in body && typeof body.username === 'string'
+    ? body.username
+    : ''
 }
 
 /**
@@ -82,69 +93,98 @@ export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async fun
   await fastify.register(fastifyRateLimit, { global: false })
   const byAddress = fastify.createRateLimit({ ...perAddress, keyGenerator: (request) => request.ip })
   const byUsername = fastify.createRateLimit({ ...perUsername, keyGenerator: (request) => usernameOf(request) })
-  async function limited (request: FastifyRequest, reply: FastifyReply, counter: typeof byAddress, key: 'address' | 'username'): Promise<boolean> {
+  async function limited (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    counter: typeof byAddress,
+    key: 'address' | 'username'
+  ): Promise<boolean> {
     const result = await counter(request)
     if (result.isAllowed || !result.isExceeded) return false
-    request.log.warn({ ip: request.ip, ...(key === 'username' ? { username: usernameOf(request) } : {}) }, `token requests over the limit per ${key}`)
+    request.log.warn(
+      { ip: request.ip, ...(key === 'username' ? { username: usernameOf(request) } : {}) },
+      `token requests over the limit per ${key}`
+    )
     reply.header('retry-after', String(result.ttlInSeconds))
-    oauthError(reply, 429, 'temporarily_unavailable', `Too many token requests: retry after ${result.ttlInSeconds} seconds`)
+    oauthError(
+      reply,
+      429,
+      'temporarily_unavailable',
+      `Too many token requests: retry after ${result.ttlInSeconds} seconds`
+    )
     return true
   }
 
   // Errors before the handler (wrong content type, invalid form) answer in OAuth's format, not problem+json.
   fastify.setErrorHandler<FastifyError>((error, request, reply) => {
     if (error.validation !== undefined || (error.statusCode !== undefined && error.statusCode < 500)) {
-      const description = error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? 'The body must be application/x-www-form-urlencoded'
-        : 'The request needs grant_type, username and password, each once'
+      const description =
+        error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+          ? 'The body must be application/x-www-form-urlencoded'
+          : 'The request needs grant_type, username and password, each once'
       return oauthError(reply, 400, 'invalid_request', description)
     }
     request.log.error({ err: error }, 'token request failed')
     return oauthError(reply, 500, 'server_error', 'An unexpected error occurred')
   })
 
-  fastify.post<{ Body: TokenBody }>('/token', {
-    // Per address before the body is read; per username in the handler, once the request is well formed.
-    onRequest: async (request, reply) => { if (await limited(request, reply, byAddress, 'address')) return reply },
-    schema: {
-      operationId: 'token',
-      summary: 'Get an access token (OAuth2 password grant)',
-      tags: ['auth'],
-      consumes: ['application/x-www-form-urlencoded'],
-      body: TokenRequest,
-      response: {
-        200: {
-          description: 'An access token; send it as `Authorization: Bearer <access_token>`',
-          type: 'object',
-          properties: {
-            access_token: { type: 'string' },
-            token_type: { type: 'string', enum: ['bearer'] },
-            expires_in: { type: 'integer', description: 'Seconds until the token expires' },
+  fastify.post<{ Body: TokenBody }>(
+    '/token',
+    {
+      // Per address before the body is read; per username in the handler, once the request is well formed.
+      onRequest: async (request, reply) => {
+        if (await limited(request, reply, byAddress, 'address')) return reply
+      },
+      schema: {
+        operationId: 'token',
+        summary: 'Get an access token (OAuth2 password grant)',
+        tags: ['auth'],
+        consumes: ['application/x-www-form-urlencoded'],
+        body: TokenRequest,
+        response: {
+          200: {
+            description: 'An access token; send it as `Authorization: Bearer <access_token>`',
+            type: 'object',
+            properties: {
+              access_token: { type: 'string' },
+              token_type: { type: 'string', enum: ['bearer'] },
+              expires_in: { type: 'integer', description: 'Seconds until the token expires' },
+            },
+            required: ['access_token', 'token_type', 'expires_in'],
           },
-          required: ['access_token', 'token_type', 'expires_in'],
+          400: {
+            description: '`invalid_grant` (wrong username or password), `invalid_request` or `unsupported_grant_type`',
+            ...TokenError,
+          },
+          429: {
+            description:
+              '`temporarily_unavailable`: too many token requests from this address or for this username; see `Retry-After`',
+            ...TokenError,
+          },
         },
-        400: { description: '`invalid_grant` (wrong username or password), `invalid_request` or `unsupported_grant_type`', ...TokenError },
-        429: { description: '`temporarily_unavailable`: too many token requests from this address or for this username; see `Retry-After`', ...TokenError },
       },
     },
-  }, async (request, reply) => {
-    const { grant_type: grantType, username, password } = request.body
-    if (grantType !== 'password') return oauthError(reply, 400, 'unsupported_grant_type', 'Only grant_type=password is supported')
-    if (username === undefined || username === '' || password === undefined || password === '') {
-      return oauthError(reply, 400, 'invalid_request', 'username and password are required')
+    async (request, reply) => {
+      const { grant_type: grantType, username, password } = request.body
+      if (grantType !== 'password') {
+        return oauthError(reply, 400, 'unsupported_grant_type', 'Only grant_type=password is supported')
+      }
+      if (username === undefined || username === '' || password === undefined || password === '') {
+        return oauthError(reply, 400, 'invalid_request', 'username and password are required')
+      }
+      // Counted before the password is checked: past the limit even the right password is refused.
+      if (await limited(request, reply, byUsername, 'username')) return reply
+      const subject = await users.check(username, password)
+      // The same answer for an unknown user and a wrong password: it does not tell which names exist.
+      // 400, as RFC 6749 §5.2 says: a 401 would need a WWW-Authenticate challenge for a client credential.
+      if (subject === undefined) {
+        // Who tried and from where, never the password.
+        request.log.warn({ ip: request.ip, username }, 'failed login')
+        return oauthError(reply, 400, 'invalid_grant', 'The username or password is wrong')
+      }
+      const accessToken = await reply.jwtSign({ sub: subject })
+      reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+      return { access_token: accessToken, token_type: 'bearer', expires_in: expiresIn }
     }
-    // Counted before the password is checked: past the limit even the right password is refused.
-    if (await limited(request, reply, byUsername, 'username')) return reply
-    const subject = await users.check(username, password)
-    // The same answer for an unknown user and a wrong password: it does not tell which names exist.
-    // 400, as RFC 6749 §5.2 says: a 401 would need a WWW-Authenticate challenge for a client credential.
-    if (subject === undefined) {
-      // Who tried and from where, never the password.
-      request.log.warn({ ip: request.ip, username }, 'failed login')
-      return oauthError(reply, 400, 'invalid_grant', 'The username or password is wrong')
-    }
-    const accessToken = await reply.jwtSign({ sub: subject })
-    reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
-    return { access_token: accessToken, token_type: 'bearer', expires_in: expiresIn }
-  })
+  )
 }

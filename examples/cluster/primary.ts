@@ -39,10 +39,16 @@ export async function runPrimary (): Promise<void> {
   await migrate(db)
   const max = await maxConnections(db)
   await db.destroy()
-  const poolSize = poolSizeFor(workers, max, process.env.POOL_SIZE === undefined ? undefined : Number(process.env.POOL_SIZE))
+  const poolSize = poolSizeFor(
+    workers,
+    max,
+    process.env.POOL_SIZE === undefined ? undefined : Number(process.env.POOL_SIZE)
+  )
   const budget = max === undefined ? '' : ` of max_connections ${max}`
   console.log(`primary ${process.pid}: ${workers} workers × ${poolSize} connections = ${workers * poolSize}${budget}`)
-  if (max !== undefined && workers * poolSize > max) console.warn('warning: the pools can ask for more connections than the server accepts; lower WORKERS or POOL_SIZE')
+  if (max !== undefined && workers * poolSize > max) {
+    console.warn('warning: the pools can ask for more connections than the server accepts; lower WORKERS or POOL_SIZE')
+  }
 
   let stopping = false
   const fork = (): Worker => {
@@ -68,7 +74,9 @@ export async function runPrimary (): Promise<void> {
       let left = running.length
       if (left === 0) process.exit(0)
       for (const worker of running) {
-        worker.once('exit', () => { if (--left === 0) process.exit(0) })
+        worker.once('exit', () => {
+          if (--left === 0) process.exit(0)
+        })
         worker.process.kill('SIGTERM')
       }
     })

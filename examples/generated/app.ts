@@ -1,5 +1,6 @@
 // The relations example's database, served by the code `npx fastify-viewsets generate` wrote into db/:
-//   npx fastify-viewsets generate --url sqlite:base.db --out examples/generated/db --tables authors,book_tags,books,publishers,tags
+// npx fastify-viewsets generate --url sqlite:base.db --out examples/generated/db --tables
+// authors,book_tags,books,publishers,tags
 // Compare with examples/relations/app.ts, where the same API is written by hand.
 import type { FastifyInstance } from 'fastify'
 import { viewsetDocs } from 'fastify-viewsets'

@@ -60,7 +60,8 @@ function sameValues (left: readonly unknown[], right: readonly unknown[]): boole
 /**
  * Compiled statements by shape: LIST's (which filters, which order, which columns; never values), and the
  * writes' (which fields are sent, which scope). Building and compiling a Kysely query costs more than a
- * short SQLite read, so each shape is compiled once and then run with each request's values. A statement is kept only when Kysely bound exactly the values the shape
+ * short SQLite read, so each shape is compiled once and then run with each request's values. A statement is kept only
+ * when Kysely bound exactly the values the shape
  * predicts, in that order, so a shape that binds differently is still answered correctly, just not cached.
  */
 export class StatementCache {
@@ -76,7 +77,12 @@ export class StatementCache {
    * Runs the statement of `shape` with `parameters`, compiling `build()` the first time, and returns its rows:
    * at once where the database answered at once (eventually.ts). May throw.
    */
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]> {
+  rows (
+    db: AnyDatabase,
+    shape: string,
+    parameters: readonly unknown[],
+    build: () => StatementBuilder
+  ): Eventually<Row[]> {
     return andThen(this.execute(db, shape, parameters, build), resultRows)
   }
 
@@ -86,7 +92,13 @@ export class StatementCache {
    * at most one row (by primary key), see dialect/one-row.ts.
    */
   // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
-  execute (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow = false): Eventually<QueryResult<Row>> {
+  execute (
+    db: AnyDatabase,
+    shape: string,
+    parameters: readonly unknown[],
+    build: () => StatementBuilder,
+    oneRow = false
+  ): Eventually<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
     if (cached !== undefined) return runCompiled(db, withParameters(cached, parameters))
     const compiled = compileWith(build(), this.#plugin)

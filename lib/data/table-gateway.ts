@@ -29,7 +29,8 @@ export interface ResourceConfig {
   readonly relations: RelationLoader | undefined
   /** How a row's version is told, for `If-Match`; with a version column, updates increment it. */
   readonly versioning?: Versioning | undefined
-  /** The table's primary key and other unique keys: a bulk write checks its elements against them, and names the one that conflicts. */
+  /** The table's primary key and other unique keys: a bulk write checks its elements against them, and names the one
+   * that conflicts. */
   readonly uniqueKeys?: ReadonlyArray<readonly string[]>
   /** The unique key upserts merge on (`conflictFields`), checked against the catalog. */
   readonly conflictFields?: readonly string[] | undefined
@@ -42,8 +43,16 @@ export interface UpsertedRow {
 }
 
 /** A 409 naming the element of a bulk body by JSON pointer, `/3/email`, one entry per column of the key. */
-function elementConflict (detail: string, index: number, columns: readonly string[], message: string): InstanceType<typeof ViewsetErrors.Conflict> {
-  return new ViewsetErrors.Conflict(`${detail} (element ${index})`, columns.map((column) => ({ in: 'body', field: `/${index}/${column}`, message })))
+function elementConflict (
+  detail: string,
+  index: number,
+  columns: readonly string[],
+  message: string
+): InstanceType<typeof ViewsetErrors.Conflict> {
+  return new ViewsetErrors.Conflict(
+    `${detail} (element ${index})`,
+    columns.map((column) => ({ in: 'body', field: `/${index}/${column}`, message }))
+  )
 }
 
 /** What a field error says of a unique fault. */
@@ -65,7 +74,7 @@ export interface CursorPage {
 
 /** Which columns `find` reads (a `?fields=` selection), and the viewset's `scope` for this request. */
 export interface FindOptions {
-  readonly selection?: { readonly shape: string, readonly columns: readonly string[] } | undefined
+  readonly selection?: { readonly shape: string; readonly columns: readonly string[] } | undefined
   readonly scope?: ScopeCondition | undefined
 }
 
@@ -100,7 +109,8 @@ export class Resource {
   /** Whether a page's LIMIT is written into its SQL (ViewsetDialect.literalLimit), decided once. */
   readonly #literalLimit: boolean
 
-  constructor ({ dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields }: ResourceConfig) {
+  constructor (config: ResourceConfig) {
+    const { dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields } = config
     this.#versioning = versioning
     this.#uniqueKeys = uniqueKeys
     this.#conflictFields = conflictFields
@@ -115,7 +125,8 @@ export class Resource {
     Object.freeze(this)
   }
 
-  /** The row with this key, or `undefined`; with a selection, only its columns are read. At once where the database answered at once (eventually.ts); may throw. */
+  /** The row with this key, or `undefined`; with a selection, only its columns are read. At once where the database
+   * answered at once (eventually.ts); may throw. */
   find (db: AnyDatabase, id: unknown, options: FindOptions = {}): Eventually<Row | undefined> {
     return this.#statements.findById(db, id, options.selection, options.scope)
   }
@@ -133,7 +144,9 @@ export class Resource {
     const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${limited}`
     return this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
-      if (conditions.length > 0) select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
+      if (conditions.length > 0) {
+        select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
+      }
       return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit)).offset(offset)
     })
   }
@@ -151,9 +164,16 @@ export class Resource {
     const keyset = cursor === undefined ? undefined : keysetCondition(ordering, cursor.values, this.dialect)
     const where = keyset === undefined ? conditions : [...conditions, keyset]
     // The ordering keys are read even when `?fields=` leaves them out: the links are made of them.
-    const read = [...new Set([...(fields?.columns ?? this.#target.columns), ...ordering.keys.flatMap((key) => key.expression === undefined ? [key.field] : [])])]
+    const read = [
+      ...new Set([
+        ...(fields?.columns ?? this.#target.columns),
+        ...ordering.keys.flatMap((key) => (key.expression === undefined ? [key.field] : [])),
+      ]),
+    ]
     // A relation path's value is selected under an alias, and dropped from the rows once the links are made.
-    const related = ordering.keys.flatMap((key, index) => key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }])
+    const related = ordering.keys.flatMap((key, index) =>
+      key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }]
+    )
     const parameters = parametersOf(where)
     const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}${this.#limitShape(limit + 1, parameters)}`
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
@@ -168,14 +188,23 @@ export class Resource {
     const first = rows[0]
     const last = rows[rows.length - 1]
     const order = query.ordering
+    // Backwards, the cursor's row (or what now stands there) follows this page.
     const page = backwards
-      // The cursor's row (or what now stands there) follows this page.
-      ? { rows, next: last === undefined ? undefined : positionOf(order, last, 'after'), prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined }
+      ? {
+          rows,
+          next: last === undefined ? undefined : positionOf(order, last, 'after'),
+          prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined,
+        }
       : {
           rows,
           next: more && last !== undefined ? positionOf(order, last, 'after') : undefined,
           // A page past the cursor has rows before it; an empty one links back from the cursor itself.
-          prev: cursor === undefined ? undefined : first === undefined ? { direction: 'before' as const, values: cursor.values } : positionOf(order, first, 'before'),
+          prev:
+            cursor === undefined
+              ? undefined
+              : first === undefined
+                ? { direction: 'before' as const, values: cursor.values }
+                : positionOf(order, first, 'before'),
         }
     for (const row of rows) for (const { alias } of related) delete row[alias]
     return page
@@ -202,13 +231,16 @@ export class Resource {
     const parameters = parametersOf(conditions)
     const [row] = await this.#counts.rows(db, shapeOf(conditions), parameters, () => {
       const select = db.selectFrom(this.#target.table).select((eb) => eb.fn.countAll().as('count'))
-      return conditions.length > 0 ? select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb)))) : select
+      return conditions.length > 0
+        ? select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
+        : select
     })
     // pg answers count(*) as a string (a bigint), mysql2 as a number or a string: the dialect converts it.
     return this.dialect.count(row?.count ?? 0)
   }
 
-  /** Inserts the values and returns the row as stored (generated key and database defaults included), as {@link find} answers. */
+  /** Inserts the values and returns the row as stored (generated key and database defaults included), as {@link find}
+   * answers. */
   insert (db: AnyDatabase, values: Row): Eventually<Row> {
     return this.dialect.insert(db, this.#target, values)
   }
@@ -228,7 +260,12 @@ export class Resource {
    * given, each with whether it was created. A conflicting row outside the scope is a 409 and nothing
    * changes. `bulk`: the elements of one `POST /bulk`, written all or none, an error naming its element.
    */
-  async upsert (db: AnyDatabase, elements: readonly UpsertElement[], scope: ScopeCondition | undefined, bulk: boolean): Promise<UpsertedRow[]> {
+  async upsert (
+    db: AnyDatabase,
+    elements: readonly UpsertElement[],
+    scope: ScopeCondition | undefined,
+    bulk: boolean
+  ): Promise<UpsertedRow[]> {
     const conflictFields = this.#conflictFields
     if (conflictFields === undefined) throw new Error('upsert needs conflictFields')
     if (elements.length === 0) return []
@@ -238,9 +275,17 @@ export class Resource {
       const result = await this.dialect.upsert(on, this.#target, elements, rule)
       if (!('outside' in result)) return [...result.rows]
       // Thrown inside the transaction, which rolls back what the other elements wrote.
-      throw bulk ? elementConflict(detail, result.outside, conflictFields, sameValue) : new ViewsetErrors.Conflict(detail)
+      throw bulk
+        ? elementConflict(detail, result.outside, conflictFields, sameValue)
+        : new ViewsetErrors.Conflict(detail)
     }
-    return bulk ? await this.#bulk(db, elements.map((element) => element.values), write) : await write(db)
+    return bulk
+      ? await this.#bulk(
+        db,
+        elements.map((element) => element.values),
+        write
+      )
+      : await write(db)
   }
 
   /**
@@ -248,13 +293,13 @@ export class Resource {
    * repeat a unique key. A unique or foreign-key fault names its element by JSON pointer when the database
    * says which (see {@link #conflictingElement}); else it is answered like every other fault.
    */
-  async #bulk<T> (db: AnyDatabase, rows: readonly Row[], write: (trx: AnyDatabase) => Promise<T>): Promise<T> {
+  async #bulk<T>(db: AnyDatabase, rows: readonly Row[], write: (trx: AnyDatabase) => Promise<T>): Promise<T> {
     this.#repeatedKeys(rows)
     try {
       return db.isTransaction ? await write(db) : await db.transaction().execute(write)
     } catch (error) {
       // After the rollback, unless the caller's transaction is still open (and, on PostgreSQL, aborted).
-      throw await this.#conflictingElement(db.isTransaction ? undefined : db, error, rows) ?? error
+      throw (await this.#conflictingElement(db.isTransaction ? undefined : db, error, rows)) ?? error
     }
   }
 
@@ -265,7 +310,14 @@ export class Resource {
       rows.forEach((row, index) => {
         if (key.some((column) => row[column] === undefined || row[column] === null)) return
         const value = compositeKey(row, key, this.dialect.keyOf)
-        if (seen.has(value)) throw elementConflict(`Two elements have the same ${key.join(', ')}`, index, key, 'an earlier element has the same value')
+        if (seen.has(value)) {
+          throw elementConflict(
+            `Two elements have the same ${key.join(', ')}`,
+            index,
+            key,
+            'an earlier element has the same value'
+          )
+        }
         seen.add(value)
       })
     }
@@ -278,25 +330,53 @@ export class Resource {
    * elements; else, for a unique key the message names (SQLite), the one element whose key is stored,
    * read after the rollback (`db`). Only a single match names an element.
    */
-  async #conflictingElement (db: AnyDatabase | undefined, error: unknown, rows: readonly Row[]): Promise<Error | undefined> {
+  async #conflictingElement (
+    db: AnyDatabase | undefined,
+    error: unknown,
+    rows: readonly Row[]
+  ): Promise<Error | undefined> {
     const fault = this.dialect.classify(error)
     if (fault?.kind !== 'unique' && fault?.kind !== 'foreign-key') return undefined
     const named = fault.target?.split(',').map((column) => column.trim())
     const columns = this.#target.catalog
-    const keys = named !== undefined && named.every((column) => columns?.has(column) === true) ? [named] : fault.kind === 'unique' ? this.#uniqueKeys : []
-    const present = (row: Row, key: readonly string[]) => key.every((column) => row[column] !== undefined && row[column] !== null)
-    const matches: Array<{ index: number, key: readonly string[] }> = []
+    const keys =
+      named !== undefined && named.every((column) => columns?.has(column) === true)
+        ? [named]
+        : fault.kind === 'unique'
+          ? this.#uniqueKeys
+          : []
+    const present = (row: Row, key: readonly string[]) =>
+      key.every((column) => row[column] !== undefined && row[column] !== null)
+    const matches: Array<{ index: number; key: readonly string[] }> = []
     if (fault.value !== undefined) {
       for (const key of keys) {
         rows.forEach((row, index) => {
-          if (present(row, key) && this.dialect.keyText(key.map((column) => row[column])) === fault.value) matches.push({ index, key })
+          if (present(row, key) && this.dialect.keyText(key.map((column) => row[column])) === fault.value) {
+            matches.push({ index, key })
+          }
         })
       }
     } else if (fault.kind === 'unique' && db !== undefined && named !== undefined && keys[0] === named) {
       const sent = rows.filter((row) => present(row, named))
-      const stored = sent.length === 0 ? [] : await db.selectFrom(this.#target.table).select(named).where(keyIn(named, sent.map((row) => this.#bound(row, named)))).execute()
+      const stored =
+        sent.length === 0
+          ? []
+          : await db
+            .selectFrom(this.#target.table)
+            .select(named)
+            .where(
+              keyIn(
+                named,
+                sent.map((row) => this.#bound(row, named))
+              )
+            )
+            .execute()
       const taken = new Set(stored.map((row) => compositeKey(row, named, this.dialect.keyOf)))
-      rows.forEach((row, index) => { if (present(row, named) && taken.has(compositeKey(this.#bound(row, named), named, this.dialect.keyOf))) matches.push({ index, key: named }) })
+      rows.forEach((row, index) => {
+        if (present(row, named) && taken.has(compositeKey(this.#bound(row, named), named, this.dialect.keyOf))) {
+          matches.push({ index, key: named })
+        }
+      })
     }
     const [match] = matches
     if (match === undefined || matches.length > 1) return undefined
@@ -315,17 +395,27 @@ export class Resource {
    * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
    * the same tag get one write. Answered as {@link find} answers.
    */
-  update (db: AnyDatabase, id: unknown, values: Row, scope?: ScopeCondition, precondition?: Precondition): Eventually<Row | undefined> {
+  update (
+    db: AnyDatabase,
+    id: unknown,
+    values: Row,
+    scope?: ScopeCondition,
+    precondition?: Precondition
+  ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
-    if (precondition === undefined && versionField === undefined) return this.dialect.update(db, this.#target, id, values, scope)
+    if (precondition === undefined && versionField === undefined) {
+      return this.dialect.update(db, this.#target, id, values, scope)
+    }
     return this.#guarded(db, id, scope, precondition, async (trx, row) => {
       // The increment is computed from the locked row, so it is part of this one UPDATE.
-      const versioned = versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
+      const versioned =
+        versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
       return await this.dialect.update(trx, this.#target, id, versioned, scope)
     })
   }
 
-  /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as `update` checks it. Answered as {@link find} answers. */
+  /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as
+   * `update` checks it. Answered as {@link find} answers. */
   delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Eventually<boolean> {
     const remove = (on: AnyDatabase) => this.dialect.delete(on, this.#target, id, scope)
     if (precondition === undefined) return remove(db)
@@ -338,18 +428,31 @@ export class Resource {
    * precondition holds: `undefined` without writing when there is no such row (404), else
    * PreconditionRequired (428) or PreconditionFailed (412) thrown.
    */
-  async #guarded<T> (db: AnyDatabase, id: unknown, scope: ScopeCondition | undefined, precondition: Precondition | undefined, write: (trx: AnyDatabase, row: Row) => Eventually<T>): Promise<T | undefined> {
+  async #guarded<T>(
+    db: AnyDatabase,
+    id: unknown,
+    scope: ScopeCondition | undefined,
+    precondition: Precondition | undefined,
+    write: (trx: AnyDatabase, row: Row) => Eventually<T>
+  ): Promise<T | undefined> {
     const { table, primaryKey, columns, statements } = this.#target
     const lock = this.dialect.rowLocks === true
     const run = async (trx: AnyDatabase): Promise<T | undefined> => {
-      const [row] = await statements.rows(trx, `${lock ? 'lock' : 'find'} ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
-        const key = trx.selectFrom(table).select(columns).where(primaryKey, '=', id)
-        const select = scope === undefined ? key : key.where(scope.where)
-        return lock ? select.forUpdate() : select
-      })
+      const [row] = await statements.rows(
+        trx,
+        `${lock ? 'lock' : 'find'} ${scopeShape(scope)}`,
+        keyAndScope(id, scope),
+        () => {
+          const key = trx.selectFrom(table).select(columns).where(primaryKey, '=', id)
+          const select = scope === undefined ? key : key.where(scope.where)
+          return lock ? select.forUpdate() : select
+        }
+      )
       if (row === undefined) return undefined
       if (precondition?.kind === 'required') throw new ViewsetErrors.PreconditionRequired()
-      if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition.tags))) throw new ViewsetErrors.PreconditionFailed()
+      if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition.tags))) {
+        throw new ViewsetErrors.PreconditionFailed()
+      }
       return await write(trx, row)
     }
     return db.isTransaction ? await run(db) : await db.transaction().execute(run)

@@ -8,7 +8,8 @@ export type Row = Record<string, unknown>
 /** Kysely over tables known only at run time; names come from checked options. */
 export type AnyDatabase = Kysely<Record<string, Row>>
 
-/** What the viewset reads of a catalog column: its name, its type's base name (`integer`, `int4`, `varchar`) and nullability. */
+/** What the viewset reads of a catalog column: its name, its type's base name (`integer`, `int4`, `varchar`) and
+ * nullability. */
 export type ColumnInfo = Pick<CatalogColumn, 'name' | 'type' | 'nullable'>
 
 /**
@@ -17,30 +18,38 @@ export type ColumnInfo = Pick<CatalogColumn, 'name' | 'type' | 'nullable'>
  * compared with {@link ViewsetDialect.keyText} to tell which element of a bulk write failed; never sent.
  */
 export type DatabaseFault =
-  | { kind: 'unique', target: string | undefined, value?: string | undefined }
-  | { kind: 'not-null' | 'check', target: string | undefined }
-  /** `referenced`: true when the row is still referenced, false when a reference finds no row, undefined when the database does not say. */
-  | { kind: 'foreign-key', target: string | undefined, referenced: boolean | undefined, value?: string | undefined }
-  | { kind: 'invalid-value', reason: string }
+  | { kind: 'unique'; target: string | undefined; value?: string | undefined }
+  | { kind: 'not-null' | 'check'; target: string | undefined }
+  /** `referenced`: true when the row is still referenced, false when a reference finds no row, undefined when the
+   * database does not say. */
+  | { kind: 'foreign-key'; target: string | undefined; referenced: boolean | undefined; value?: string | undefined }
+  | { kind: 'invalid-value'; reason: string }
   | { kind: 'unavailable' }
   /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
   | { kind: 'timeout' }
 
 /** A statement as the data layer builds it: one of Kysely's query builders, which compile with a plugin added. */
 export interface StatementBuilder extends Compilable<Row> {
-  withPlugin (plugin: KyselyPlugin): Compilable<Row>
+  withPlugin(plugin: KyselyPlugin): Compilable<Row>
 }
 
 /**
  * Statements compiled once per shape and run with each call's values (query/statement-cache.ts): `build()`
  * is compiled the first time (with the dialect's {@link ViewsetDialect.statementPlugin}), and kept when it
- * binds exactly `parameters`, in order. `oneRow`: a SELECT that answers at most one row (by primary key, see one-row.ts).
+ * binds exactly `parameters`, in order. `oneRow`: a SELECT that answers at most one row (by primary key, see
+ * one-row.ts).
  */
 export interface CompiledStatements {
   /** Kysely's whole result, at once where the database answered at once (eventually.ts): await it. May throw. */
-  execute (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder, oneRow?: boolean): Eventually<QueryResult<Row>>
+  execute(
+    db: AnyDatabase,
+    shape: string,
+    parameters: readonly unknown[],
+    build: () => StatementBuilder,
+    oneRow?: boolean,
+  ): Eventually<QueryResult<Row>>
   /** The rows, answered as {@link execute} answers. */
-  rows (db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]>
+  rows(db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]>
 }
 
 /** The statements that differ between databases, and the arguments they share. */
@@ -65,7 +74,8 @@ export interface WriteScope {
   readonly parameters: readonly unknown[]
 }
 
-/** One element of an upsert: the values to insert, and the columns its update branch writes (the fields the body sent). */
+/** One element of an upsert: the values to insert, and the columns its update branch writes (the fields the body sent).
+ * */
 export interface UpsertElement {
   readonly values: Row
   readonly update: readonly string[]
@@ -87,8 +97,7 @@ export interface UpsertRule {
  * the caller must roll back whatever the other elements wrote.
  */
 export type UpsertResult =
-  | { readonly rows: ReadonlyArray<{ readonly row: Row, readonly created: boolean }> }
-  | { readonly outside: number }
+  { readonly rows: ReadonlyArray<{ readonly row: Row; readonly created: boolean }> } | { readonly outside: number }
 
 /**
  * A table of a batch's keys, bound as one parameter, that a relation's statement joins from (column `value`)
@@ -96,9 +105,10 @@ export type UpsertResult =
  */
 export interface KeyTable {
   /** The table, aliased, with a placeholder for its one parameter. */
-  source (alias: string): AliasedRawBuilder<Row, string>
-  /** The keys as that parameter, or `undefined` when one of them cannot be carried (the batch then binds an `IN` list). */
-  encode (keys: readonly unknown[]): unknown
+  source(alias: string): AliasedRawBuilder<Row, string>
+  /** The keys as that parameter, or `undefined` when one of them cannot be carried (the batch then binds an `IN` list).
+   * */
+  encode(keys: readonly unknown[]): unknown
 }
 
 /**
@@ -107,17 +117,19 @@ export interface KeyTable {
  */
 export interface ViewsetDialect {
   readonly name: 'sqlite' | 'postgres' | 'mysql'
-  /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read. */
+  /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read.
+   * */
   readonly catalog: CatalogReader
-  /** Inserts a row and returns it as stored, defaults and generated key included: at once where the database answered at once (eventually.ts). May throw. */
-  insert (db: AnyDatabase, target: WriteTarget, values: Row): Eventually<Row>
+  /** Inserts a row and returns it as stored, defaults and generated key included: at once where the database answered
+   * at once (eventually.ts). May throw. */
+  insert(db: AnyDatabase, target: WriteTarget, values: Row): Eventually<Row>
   /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
   readonly rowLocks?: boolean
   /**
    * Inserts rows, all or nothing when `db` is a transaction: one multi-row INSERT per set of fields sent,
    * cut to {@link maxParameters}. Returns the rows as stored, in the order given.
    */
-  insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly Row[]): Promise<Row[]>
+  insertMany(db: AnyDatabase, target: WriteTarget, rows: readonly Row[]): Promise<Row[]>
   /** The most values one statement may bind (SQLite 32,766; PostgreSQL and MySQL 65,535). */
   readonly maxParameters: number
   /**
@@ -126,41 +138,53 @@ export interface ViewsetDialect {
    * (`ON CONFLICT … DO UPDATE`, `ON DUPLICATE KEY UPDATE`), cut to {@link maxParameters}. Whether a row was
    * created is decided in the write's transaction (a transaction of its own when `db` is none).
    */
-  upsert (db: AnyDatabase, target: WriteTarget, elements: readonly UpsertElement[], rule: UpsertRule): Promise<UpsertResult>
+  upsert(
+    db: AnyDatabase,
+    target: WriteTarget,
+    elements: readonly UpsertElement[],
+    rule: UpsertRule,
+  ): Promise<UpsertResult>
   /**
    * `ON DUPLICATE KEY UPDATE` fires on any unique key (MySQL, MariaDB), not on `conflictFields` alone:
    * then `conflictFields` must be the table's only unique key besides an AUTO_INCREMENT key.
    */
   readonly upsertOnAnyKey: boolean
   /** A key's values as the database prints them in a constraint error (the `value` of a {@link DatabaseFault}). */
-  keyText (values: readonly unknown[]): string
+  keyText(values: readonly unknown[]): string
   /**
    * Updates one row and returns it as stored, or `undefined` when there is none. With a `scope` (a
    * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:
    * the check is part of the write, or of its transaction, so it cannot race.
    */
-  update (db: AnyDatabase, target: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Eventually<Row | undefined>
-  /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none. Both answered as `insert` answers. */
-  delete (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean>
+  update(
+    db: AnyDatabase,
+    target: WriteTarget,
+    id: unknown,
+    values: Row,
+    scope?: WriteScope,
+  ): Eventually<Row | undefined>
+  /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none.
+   * Both answered as `insert` answers. */
+  delete(db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean>
   /**
    * A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans): applied to every value a
    * LIST filter compares with, and by the dialect itself to the values it writes. Patterns (strings) bind everywhere.
    */
-  parameter (value: unknown): unknown
+  parameter(value: unknown): unknown
   /**
    * Whether NULL sorts as larger than every value by default (last ascending, first descending), the rule
    * every dialect follows here: true on PostgreSQL; SQLite and MySQL sort NULL first, so ordering adds a key.
    */
   readonly nullsSortLargest: boolean
   /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
-  ilike (column: Expression<unknown>, pattern: string): Expression<SqlBool>
+  ilike(column: Expression<unknown>, pattern: string): Expression<SqlBool>
   /** `count(*)` as the driver answers it (a number, or a bigint's digits), as a number. */
-  count (cell: unknown): number
+  count(cell: unknown): number
   /**
    * A key value as a Map key, so that the two ends of a relation meet whatever types the driver answers them
    * in: values the database compares equal give the same key (see {@link mapKey}).
    */
-  keyOf (value: unknown): unknown
+  keyOf(value: unknown): unknown
   /** Where the keys of a relation's batch come from, when not from an `IN` list (see relations/batched-query.ts). */
   readonly keyTable?: KeyTable
   /**
@@ -171,11 +195,12 @@ export interface ViewsetDialect {
   readonly literalLimit?: boolean
   /**
    * A plugin every statement of the data layer is compiled with (never the user's own queries). SQLite's
-   * spells each compared value `+?`, so that STAT4 does not prepare the statement again on each run (sqlite-stable-plans.ts).
+   * spells each compared value `+?`, so that STAT4 does not prepare the statement again on each run
+   * (sqlite-stable-plans.ts).
    */
   readonly statementPlugin?: KyselyPlugin
   /** Recognises the driver errors a client can act on. */
-  classify (error: unknown): DatabaseFault | undefined
+  classify(error: unknown): DatabaseFault | undefined
 }
 
 /** A result's rows: handed to `then` where an async frame would only unwrap them. */
@@ -198,7 +223,7 @@ export function firstRow<R> (result: QueryResult<R>): R | undefined {
  * (as text). Right for drivers that answer every integer column alike (a number while exact, else digits).
  */
 export function mapKey (value: unknown): unknown {
-  return typeof value === 'object' && value !== null ? value instanceof Date ? value.getTime() : String(value) : value
+  return typeof value === 'object' && value !== null ? (value instanceof Date ? value.getTime() : String(value)) : value
 }
 
 /** For drivers that answer `count(*)` as a number, or as digits past 2^53. */
@@ -223,10 +248,12 @@ export async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase
 
 /** A Map key for the values of several columns of a row, as {@link ViewsetDialect.keyOf} compares them. */
 export function compositeKey (row: Row, columns: readonly string[], keyOf: (value: unknown) => unknown): string {
-  return columns.map((column) => {
-    const key = keyOf(row[column])
-    return `${typeof key}:${String(key)}`
-  }).join('\u0000')
+  return columns
+    .map((column) => {
+      const key = keyOf(row[column])
+      return `${typeof key}:${String(key)}`
+    })
+    .join('\u0000')
 }
 
 /** Reads a string property of an unknown error object. */
@@ -239,5 +266,16 @@ export function errorProperty (error: unknown, key: string): string | undefined 
 /** Connection-level failures that every driver reports through Node's socket errors. */
 export function isConnectionError (error: unknown): boolean {
   const code = errorProperty(error, 'code')
-  return code !== undefined && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'PROTOCOL_CONNECTION_LOST'].includes(code)
+  return (
+    code !== undefined &&
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'ENOTFOUND',
+      'EHOSTUNREACH',
+      'PROTOCOL_CONNECTION_LOST',
+    ].includes(code)
+  )
 }

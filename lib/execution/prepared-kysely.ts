@@ -1,7 +1,19 @@
 import { isCompilable, Kysely } from 'kysely'
 import type {
-  Compilable, CompiledQuery, ConnectionBuilder, ControlledTransactionBuilder, DatabaseIntrospector, Dialect, DrainOuterGeneric, Driver,
-  KyselyConfig, KyselyPlugin, QueryExecutor, QueryId, QueryResult, TransactionBuilder,
+  Compilable,
+  CompiledQuery,
+  ConnectionBuilder,
+  ControlledTransactionBuilder,
+  DatabaseIntrospector,
+  Dialect,
+  DrainOuterGeneric,
+  Driver,
+  KyselyConfig,
+  KyselyPlugin,
+  QueryExecutor,
+  QueryId,
+  QueryResult,
+  TransactionBuilder,
 } from 'kysely'
 import type { Eventually } from './eventually.js'
 import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
@@ -11,7 +23,11 @@ import type { Row } from '../dialect/dialect.js'
 export const executeNow = Symbol('fastify-viewsets.executeNow')
 
 /** What a shortcut answered, as Kysely's executor would hand it on: through each plugin's `transformResult`. */
-async function resultOf<R> (direct: DirectResult, compiled: CompiledQuery, plugins: readonly KyselyPlugin[]): Promise<QueryResult<R>> {
+async function resultOf<R> (
+  direct: DirectResult,
+  compiled: CompiledQuery,
+  plugins: readonly KyselyPlugin[]
+): Promise<QueryResult<R>> {
   let result: QueryResult<Row> = direct
   for (const plugin of plugins) result = await plugin.transformResult({ result, queryId: compiled.queryId })
   return result as QueryResult<R> // the caller's compiled query types its rows as R, as Kysely's executor trusts it
@@ -23,14 +39,21 @@ async function resultOf<R> (direct: DirectResult, compiled: CompiledQuery, plugi
  * each async frame costs promises, and on PostgreSQL the cancel-on-disconnect hooks run for each
  * (dialect/postgres-cancel.ts).
  */
-function viaShortcut<R> (direct: DirectExecutor, compiled: CompiledQuery<R>, otherwise: (compiled: CompiledQuery<R>) => Promise<QueryResult<R>>): Eventually<QueryResult<R>> {
+function viaShortcut<R> (
+  direct: DirectExecutor,
+  compiled: CompiledQuery<R>,
+  otherwise: (compiled: CompiledQuery<R>) => Promise<QueryResult<R>>
+): Eventually<QueryResult<R>> {
   const result = direct(compiled)
   // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
-  return result === undefined ? otherwise(compiled) : result as Eventually<QueryResult<R>>
+  return result === undefined ? otherwise(compiled) : (result as Eventually<QueryResult<R>>)
 }
 
 /** Kysely's `executeQuery` over {@link viaShortcut}: always a promise, and a throw becomes a rejection. */
-function promised<R> (query: CompiledQuery<R> | Compilable<R>, execute: (compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>): Promise<QueryResult<R>> {
+function promised<R> (
+  query: CompiledQuery<R> | Compilable<R>,
+  execute: (compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
+): Promise<QueryResult<R>> {
   try {
     const result = execute(isCompilable(query) ? query.compile() : query)
     return result instanceof Promise ? result : Promise.resolve(result)
@@ -50,7 +73,9 @@ function promised<R> (query: CompiledQuery<R> | Compilable<R>, execute: (compile
  * ```
  */
 export function runCompiled<DB, R> (db: Kysely<DB>, compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
-  return db instanceof PreparedKysely || db instanceof AdoptedKysely ? db[executeNow](compiled) : db.executeQuery(compiled)
+  return db instanceof PreparedKysely || db instanceof AdoptedKysely
+    ? db[executeNow](compiled)
+    : db.executeQuery(compiled)
 }
 
 /**
@@ -77,13 +102,15 @@ export class PreparedKysely<DB> extends Kysely<DB> {
     this.#now = (compiled) => viaShortcut(direct, compiled, viaKysely)
   }
 
-  override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
+  override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
     if (queryId === undefined) return promised(query, this.#now)
-    return promised(query, (compiled) => viaShortcut(this.#direct, compiled, (declined) => super.executeQuery(declined, queryId)))
+    return promised(query, (compiled) =>
+      viaShortcut(this.#direct, compiled, (declined) => super.executeQuery(declined, queryId))
+    )
   }
 
   /** {@link runCompiled}: the shortcut, else Kysely's executor. */
-  [executeNow]<R> (compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+  [executeNow]<R>(compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
     return this.#now(compiled)
   }
 }
@@ -94,7 +121,12 @@ function delegated (): never {
 
 // Kysely's constructor takes a dialect and a driver; AdoptedKysely hands every method that reads them
 // (transactions, connections, introspection, destroy) to the instance it wraps, so these are never called.
-const wrappedDialect: Dialect = { createDriver: delegated, createQueryCompiler: delegated, createAdapter: delegated, createIntrospector: delegated }
+const wrappedDialect: Dialect = {
+  createDriver: delegated,
+  createQueryCompiler: delegated,
+  createAdapter: delegated,
+  createIntrospector: delegated,
+}
 const wrappedDriver: Driver = {
   init: delegated,
   acquireConnection: delegated,
@@ -123,7 +155,8 @@ async function logs (executor: QueryExecutor): Promise<boolean> {
  *
  * @example
  * ```ts
- * const db = new AdoptedKysely(new Kysely<DB>({ dialect: new SqliteDialect({ database }) }), sqliteConnector.adopt(database))
+ * const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database }) })
+ * const db = new AdoptedKysely(kysely, sqliteConnector.adopt(database))
  * ```
  */
 export class AdoptedKysely<DB> extends Kysely<DB> {
@@ -144,19 +177,20 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
     this.#plugins = executor.plugins
     const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => db.executeQuery(compiled)
     const bare = executor.plugins.length === 0 // the plugins are fixed with the instance
-    this.#now = (compiled) => bare && this.#logs === false ? viaShortcut(adopted.direct, compiled, viaKysely) : this.#executeQuery(compiled)
+    this.#now = (compiled) =>
+      bare && this.#logs === false ? viaShortcut(adopted.direct, compiled, viaKysely) : this.#executeQuery(compiled)
   }
 
-  override executeQuery<R> (query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
+  override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
     return promised(query, this.#now)
   }
 
   /** {@link runCompiled}. */
-  [executeNow]<R> (compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+  [executeNow]<R>(compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
     return this.#now(compiled)
   }
 
-  async #executeQuery<R> (compiled: CompiledQuery<R>): Promise<QueryResult<R>> {
+  async #executeQuery<R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> {
     this.#logs ??= await logs(this.getExecutor())
     if (this.#logs) {
       this.#adopted.viaKysely(compiled)
@@ -195,7 +229,7 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
     return new AdoptedKysely(this.#db.withSchema(schema), this.#adopted)
   }
 
-  override withTables<T extends Record<string, Record<string, unknown>>> (): Kysely<DrainOuterGeneric<DB & T>> {
+  override withTables<T extends Record<string, Record<string, unknown>>>(): Kysely<DrainOuterGeneric<DB & T>> {
     return new AdoptedKysely(this.#db.withTables<T>(), this.#adopted)
   }
 

@@ -29,7 +29,7 @@ export interface GenerateResult {
   readonly files: readonly string[]
   readonly served: readonly string[]
   readonly links: readonly string[]
-  readonly skipped: ReadonlyArray<{ readonly table: string, readonly reason: string }>
+  readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
 }
 
 export const usage = `Usage: fastify-viewsets generate [--url <DATABASE_URL>] [--out src/db] [--tables a,b] [--force] [--key view=column]
@@ -74,18 +74,28 @@ export async function generate (options: GenerateOptions = {}): Promise<Generate
     'viewsets.ts': writeViewsets(plan),
     'server.ts': writeServer(serverUrl),
   }
-  const files = Object.entries(bodies).map(([name, body]) => ({ path: join(out, name), text: withHeader(body, command) }))
+  const files = Object.entries(bodies).map(([name, body]) => ({
+    path: join(out, name),
+    text: withHeader(body, command),
+  }))
   const edited: string[] = []
   for (const file of files) {
     const existing = await readFile(file.path, 'utf8').catch(() => undefined)
     if (existing !== undefined && existing !== file.text && !isUntouched(existing)) edited.push(file.path)
   }
   if (edited.length > 0 && options.force !== true) {
-    throw new Error(`refusing to overwrite files edited since they were generated: ${edited.map((path) => relative(process.cwd(), path)).join(', ')} (use --force to overwrite them)`)
+    throw new Error(
+      `refusing to overwrite files edited since they were generated: ${edited.map((path) => relative(process.cwd(), path)).join(', ')} (use --force to overwrite them)`
+    )
   }
   await mkdir(out, { recursive: true })
   for (const file of files) await writeFile(file.path, file.text)
-  return { files: files.map((file) => file.path), served: plan.served.map((table) => table.catalog.name), links: plan.links, skipped: plan.skipped }
+  return {
+    files: files.map((file) => file.path),
+    served: plan.served.map((table) => table.catalog.name),
+    links: plan.links,
+    skipped: plan.skipped,
+  }
 }
 
 /** Parses `generate`'s arguments. */
@@ -104,13 +114,22 @@ export function parseGenerateArguments (args: readonly string[]): GenerateOption
   const keys = new Map<string, string>()
   for (const entry of values.key ?? []) {
     const [view, column, ...rest] = entry.split('=')
-    if (view === undefined || view === '' || column === undefined || column === '' || rest.length > 0) throw new Error(`--key expects view=column, got ${JSON.stringify(entry)}`)
+    if (view === undefined || view === '' || column === undefined || column === '' || rest.length > 0) {
+      throw new Error(`--key expects view=column, got ${JSON.stringify(entry)}`)
+    }
     keys.set(view, column)
   }
   return {
     ...(values.url === undefined ? {} : { url: values.url }),
     ...(values.out === undefined ? {} : { out: values.out }),
-    ...(values.tables === undefined ? {} : { tables: values.tables.split(',').map((name) => name.trim()).filter((name) => name !== '') }),
+    ...(values.tables === undefined
+      ? {}
+      : {
+          tables: values.tables
+            .split(',')
+            .map((name) => name.trim())
+            .filter((name) => name !== ''),
+        }),
     ...(values.force === true ? { force: true } : {}),
     ...(keys.size === 0 ? {} : { keys }),
   }
@@ -127,7 +146,9 @@ export async function main (args: readonly string[]): Promise<number> {
     const result = await generate(parseGenerateArguments(rest))
     for (const file of result.files) console.log(`wrote ${relative(process.cwd(), file)}`)
     console.log(`served: ${result.served.join(', ') || 'none'}`)
-    if (result.links.length > 0) console.log(`link tables (the through of many-to-many relations): ${result.links.join(', ')}`)
+    if (result.links.length > 0) {
+      console.log(`link tables (the through of many-to-many relations): ${result.links.join(', ')}`)
+    }
     for (const { table, reason } of result.skipped) console.log(`skipped ${table}: ${reason}`)
     return 0
   } catch (error) {

@@ -13,7 +13,7 @@ export interface PlannedRelation {
   readonly foreignKey?: string
   /** The referenced key, when it is not `id`. */
   readonly references?: string
-  readonly through?: { readonly table: string, readonly sourceKey: string, readonly targetKey: string }
+  readonly through?: { readonly table: string; readonly sourceKey: string; readonly targetKey: string }
 }
 
 /** A table or view that gets a viewset. */
@@ -32,13 +32,15 @@ export interface GeneratePlan {
   /** Pure link tables: no viewset of their own, the `through` of a many-to-many. */
   readonly links: readonly string[]
   /** Tables and views without a viewset, and why. */
-  readonly skipped: ReadonlyArray<{ readonly table: string, readonly reason: string }>
+  readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
 }
 
-function single (key: CatalogForeignKey): { column: string, references: string } | undefined {
+function single (key: CatalogForeignKey): { column: string; references: string } | undefined {
   const [column] = key.columns
   const [references] = key.references
-  return key.columns.length === 1 && column !== undefined && references !== undefined ? { column, references } : undefined
+  return key.columns.length === 1 && column !== undefined && references !== undefined
+    ? { column, references }
+    : undefined
 }
 
 /** A table whose only columns are two single-column foreign keys that together are its key. */
@@ -48,7 +50,10 @@ function linkEnds (table: TableCatalog): [CatalogForeignKey, CatalogForeignKey] 
   const a = single(first)
   const b = single(second)
   if (a === undefined || b === undefined || a.column === b.column) return undefined
-  if (table.columns.length !== 2 || !table.columns.every((column) => column.name === a.column || column.name === b.column)) return undefined
+  if (
+    table.columns.length !== 2 ||
+    !table.columns.every((column) => column.name === a.column || column.name === b.column)
+  ) { return undefined }
   const pair = [a.column, b.column].sort().join(',')
   const keyed = [table.primaryKey, ...table.unique].some((columns) => [...columns].sort().join(',') === pair)
   return keyed ? [first, second] : undefined
@@ -59,7 +64,9 @@ function keyOf (table: TableCatalog): string | undefined {
   const [primary] = table.primaryKey
   if (table.primaryKey.length === 1 && primary !== undefined) return primary
   if (table.primaryKey.length > 1) return undefined
-  return table.unique.map((columns) => columns[0]).find((column): column is string => column !== undefined && isRowKey(table, column))
+  return table.unique
+    .map((columns) => columns[0])
+    .find((column): column is string => column !== undefined && isRowKey(table, column))
 }
 
 /**
@@ -67,31 +74,42 @@ function keyOf (table: TableCatalog): string | undefined {
  * skipped, and names every relation: `author_id` → `author`, `authors.books`, and `<fk column>_<table>`
  * where a name would collide or a foreign key has no `_id` suffix.
  */
-export function planGeneration (dialect: DialectName, tables: readonly TableCatalog[], keys: ReadonlyMap<string, string>): GeneratePlan {
-  const skipped: Array<{ table: string, reason: string }> = []
+export function planGeneration (
+  dialect: DialectName,
+  tables: readonly TableCatalog[],
+  keys: ReadonlyMap<string, string>
+): GeneratePlan {
+  const skipped: Array<{ table: string; reason: string }> = []
   const keyed = new Map<string, string>()
   const links = new Map<string, [CatalogForeignKey, CatalogForeignKey]>()
   for (const table of tables) {
     if (table.view) {
       const key = keys.get(table.name)
-      if (key === undefined) skipped.push({ table: table.name, reason: `a view: name its key with --key ${table.name}=<column>` })
-      else if (!table.columns.some((column) => column.name === key)) skipped.push({ table: table.name, reason: `--key names "${key}", which is not a column of the view` })
-      else keyed.set(table.name, key)
+      if (key === undefined) { skipped.push({ table: table.name, reason: `a view: name its key with --key ${table.name}=<column>` }) } else if (!table.columns.some((column) => column.name === key)) { skipped.push({ table: table.name, reason: `--key names "${key}", which is not a column of the view` }) } else keyed.set(table.name, key)
       continue
     }
     const given = keys.get(table.name)
     const key = given !== undefined && isRowKey(table, given) ? given : keyOf(table)
     const ends = linkEnds(table)
     if (ends !== undefined && key === undefined) links.set(table.name, ends)
-    else if (key === undefined) skipped.push({ table: table.name, reason: table.primaryKey.length > 1 ? `its primary key (${table.primaryKey.join(', ')}) has more than one column` : 'no primary key and no NOT NULL unique column' })
-    else keyed.set(table.name, key)
+    else if (key === undefined) {
+      skipped.push({
+        table: table.name,
+        reason:
+          table.primaryKey.length > 1
+            ? `its primary key (${table.primaryKey.join(', ')}) has more than one column`
+            : 'no primary key and no NOT NULL unique column',
+      })
+    } else keyed.set(table.name, key)
   }
   const byName = new Map(tables.map((table) => [table.name, table]))
   // Relations join tables that have viewsets; a view joins nothing (it has no foreign keys).
   const relationTarget = (name: string) => keyed.has(name) && byName.get(name)?.view === false
   const relations = new Map<string, Array<PlannedRelation & { fallback: string }>>()
-  const add = (table: string, relation: PlannedRelation & { fallback: string }) => { relations.set(table, [...(relations.get(table) ?? []), relation]) }
-  const withReference = (references: string) => references === 'id' ? {} : { references }
+  const add = (table: string, relation: PlannedRelation & { fallback: string }) => {
+    relations.set(table, [...(relations.get(table) ?? []), relation])
+  }
+  const withReference = (references: string) => (references === 'id' ? {} : { references })
 
   for (const table of tables) {
     if (!relationTarget(table.name)) continue
@@ -100,8 +118,22 @@ export function planGeneration (dialect: DialectName, tables: readonly TableCata
       if (key === undefined || !relationTarget(foreignKey.table)) continue
       const fallback = `${key.column}_${foreignKey.table}`
       const name = key.column.endsWith('_id') && key.column.length > 3 ? key.column.slice(0, -3) : fallback
-      add(table.name, { kind: 'many-to-one', name, table: foreignKey.table, foreignKey: key.column, ...withReference(key.references), fallback })
-      add(foreignKey.table, { kind: 'one-to-many', name: table.name, table: table.name, foreignKey: key.column, ...withReference(key.references), fallback: `${key.column}_${table.name}` })
+      add(table.name, {
+        kind: 'many-to-one',
+        name,
+        table: foreignKey.table,
+        foreignKey: key.column,
+        ...withReference(key.references),
+        fallback,
+      })
+      add(foreignKey.table, {
+        kind: 'one-to-many',
+        name: table.name,
+        table: table.name,
+        foreignKey: key.column,
+        ...withReference(key.references),
+        fallback: `${key.column}_${table.name}`,
+      })
     }
   }
   const usedLinks: string[] = []
@@ -118,8 +150,22 @@ export function planGeneration (dialect: DialectName, tables: readonly TableCata
       continue
     }
     usedLinks.push(link)
-    add(first.table, { kind: 'many-to-many', name: second.table, table: second.table, ...withReference(b.references), through: { table: link, sourceKey: a.column, targetKey: b.column }, fallback: `${b.column}_${second.table}` })
-    add(second.table, { kind: 'many-to-many', name: first.table, table: first.table, ...withReference(a.references), through: { table: link, sourceKey: b.column, targetKey: a.column }, fallback: `${a.column}_${first.table}` })
+    add(first.table, {
+      kind: 'many-to-many',
+      name: second.table,
+      table: second.table,
+      ...withReference(b.references),
+      through: { table: link, sourceKey: a.column, targetKey: b.column },
+      fallback: `${b.column}_${second.table}`,
+    })
+    add(second.table, {
+      kind: 'many-to-many',
+      name: first.table,
+      table: first.table,
+      ...withReference(a.references),
+      through: { table: link, sourceKey: b.column, targetKey: a.column },
+      fallback: `${a.column}_${first.table}`,
+    })
   }
 
   const served: ServedTable[] = []

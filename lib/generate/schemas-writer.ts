@@ -6,16 +6,28 @@ import type { GeneratePlan } from './plan.js'
 import { literal, pascal, propertyKey } from './naming.js'
 
 // Defaults that stamp the time of the write: the server owns such columns (created_at).
-const timeFunction = /\b(?:now|current_timestamp|current_date|current_time|localtimestamp|localtime|statement_timestamp|transaction_timestamp|clock_timestamp|strftime|datetime|julianday|utc_timestamp|sysdate)\b/i
+const timeFunction =
+  /\b(?:now|current_timestamp|current_date|current_time|localtimestamp|localtime|statement_timestamp|transaction_timestamp|clock_timestamp|strftime|datetime|julianday|utc_timestamp|sysdate)\b/i
 
 /** Whether clients may not write the column: keys, identity and generated columns, and time-stamped defaults. */
 export function isReadOnly (table: TableCatalog, column: CatalogColumn, primaryKey: string | undefined): boolean {
   // A view is read only: its viewset serves LIST and GET.
-  return table.view || column.name === primaryKey || column.autoIncrement || column.generated || timeFunction.test(column.default ?? '')
+  return (
+    table.view ||
+    column.name === primaryKey ||
+    column.autoIncrement ||
+    column.generated ||
+    timeFunction.test(column.default ?? '')
+  )
 }
 
 /** The TypeBox property of one column; `undefined` for a column JSON cannot carry (binary). */
-export function columnSchema (dialect: DialectName, table: TableCatalog, column: CatalogColumn, primaryKey: string | undefined): string | undefined {
+export function columnSchema (
+  dialect: DialectName,
+  table: TableCatalog,
+  column: CatalogColumn,
+  primaryKey: string | undefined
+): string | undefined {
   const mapping = mapColumn(dialect, column)
   if (mapping.kind === 'binary') return undefined
   const readOnly = isReadOnly(table, column, primaryKey)
@@ -31,31 +43,45 @@ export function columnSchema (dialect: DialectName, table: TableCatalog, column:
     schema = mapping.typebox([...mapping.options, ...(readOnly ? ['readOnly: true'] : [])])
   }
   const required = !column.nullable && !hasDefault(column) && !readOnly
-  const comment = mapping.kind === 'bigint' ? '  // 8-byte integer: exact up to ±(2^53−1); for larger values, use Type.String() here.\n' : ''
+  const comment =
+    mapping.kind === 'bigint'
+      ? '  // 8-byte integer: exact up to ±(2^53−1); for larger values, use Type.String() here.\n'
+      : ''
   return `${comment}  ${propertyKey(column.name)}: ${required ? schema : `Type.Optional(${schema})`},`
 }
 
 /** schemas.ts: one TypeBox object per table, sharing its name with its `Static` type. */
 export function writeSchemas (plan: GeneratePlan): string {
   const keys = new Map(plan.served.map((table) => [table.catalog.name, table.primaryKey]))
-  const blocks = plan.tables.filter((table) => !plan.links.includes(table.name)).map((table) => {
-    const primaryKey = keys.get(table.name) ?? (table.primaryKey.length === 1 ? table.primaryKey[0] : undefined)
-    const properties = table.columns.map((column) => columnSchema(plan.dialect, table, column, primaryKey)).filter((line) => line !== undefined)
-    const skipped = table.columns.filter((column) => mapColumn(plan.dialect, column).kind === 'binary').map((column) => column.name)
-    const name = pascal(table.name)
-    return [
-      `/** A row of ${literal(table.name)}${skipped.length === 0 ? '' : ` (binary columns, which JSON cannot carry, are left out: ${skipped.join(', ')})`}. */`,
-      `export const ${name} = Type.Object({`,
-      ...properties,
-      '})',
-      `export type ${name} = Static<typeof ${name}>`,
-      '',
-    ].join('\n')
-  })
-  const note = plan.tables.some((table) => table.columns.some((column) => column.nullable && mapColumn(plan.dialect, column).converted !== undefined))
-    ? ['// `Type.Unsafe<T | null>(Type.X({ nullable: true }))` marks nullable columns whose values the driver returns in',
+  const blocks = plan.tables
+    .filter((table) => !plan.links.includes(table.name))
+    .map((table) => {
+      const primaryKey = keys.get(table.name) ?? (table.primaryKey.length === 1 ? table.primaryKey[0] : undefined)
+      const properties = table.columns
+        .map((column) => columnSchema(plan.dialect, table, column, primaryKey))
+        .filter((line) => line !== undefined)
+      const skipped = table.columns
+        .filter((column) => mapColumn(plan.dialect, column).kind === 'binary')
+        .map((column) => column.name)
+      const name = pascal(table.name)
+      return [
+        `/** A row of ${literal(table.name)}${skipped.length === 0 ? '' : ` (binary columns, which JSON cannot carry, are left out: ${skipped.join(', ')})`}. */`,
+        `export const ${name} = Type.Object({`,
+        ...properties,
+        '})',
+        `export type ${name} = Static<typeof ${name}>`,
+        '',
+      ].join('\n')
+    })
+  const note = plan.tables.some((table) =>
+    table.columns.some((column) => column.nullable && mapColumn(plan.dialect, column).converted !== undefined)
+  )
+    ? [
+        '// `Type.Unsafe<T | null>(Type.X({ nullable: true }))` marks nullable columns whose values the driver returns in',
         '// another type than JSON (numeric strings, Date objects, 0/1): the serializer converts them, where a union with',
-        '// null would first validate them and fail.', '']
+        '// null would first validate them and fail.',
+        '',
+      ]
     : []
   return [
     "import { Type } from '@sinclair/typebox'",

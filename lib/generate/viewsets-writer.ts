@@ -28,7 +28,9 @@ function relationEntry (relation: PlannedRelation): string {
   if (relation.foreignKey !== undefined) parts.push(`foreignKey: ${literal(relation.foreignKey)}`)
   if (relation.through !== undefined) {
     const { table, sourceKey, targetKey } = relation.through
-    parts.push(`through: { table: ${literal(table)}, sourceKey: ${literal(sourceKey)}, targetKey: ${literal(targetKey)} }`)
+    parts.push(
+      `through: { table: ${literal(table)}, sourceKey: ${literal(sourceKey)}, targetKey: ${literal(targetKey)} }`
+    )
   }
   if (relation.references !== undefined) parts.push(`references: ${literal(relation.references)}`)
   return `${propertyKey(relation.name)}: { ${parts.join(', ')} }`
@@ -39,7 +41,10 @@ function relationField (relation: PlannedRelation): string {
   // `nullable` rather than a union with null: the serializer validates each member of a union against
   // the row, and values as drivers return them (SQLite's 0/1 booleans, pg's Date objects, numeric
   // strings) would fail it and answer 500.
-  const type = relation.kind === 'many-to-one' ? `Type.Unsafe<${target} | null>({ ...${target}, nullable: true })` : `Type.Array(${target})`
+  const type =
+    relation.kind === 'many-to-one'
+      ? `Type.Unsafe<${target} | null>({ ...${target}, nullable: true })`
+      : `Type.Array(${target})`
   return `  ${propertyKey(relation.name)}: Type.Optional(${type}),`
 }
 
@@ -51,8 +56,13 @@ function listOptions (served: ServedTable, dialect: GeneratePlan['dialect']): st
   }
   const columns = served.catalog.columns
   const search = columns.filter((column) => scalar(column) === 'string').map((column) => column.name)
-  const indexed = new Set([served.primaryKey, ...served.catalog.indexes.map((index) => index[0]).filter((name) => name !== undefined)])
-  const ordering = columns.filter((column) => indexed.has(column.name) && scalar(column) !== undefined).map((column) => column.name)
+  const indexed = new Set([
+    served.primaryKey,
+    ...served.catalog.indexes.map((index) => index[0]).filter((name) => name !== undefined),
+  ])
+  const ordering = columns
+    .filter((column) => indexed.has(column.name) && scalar(column) !== undefined)
+    .map((column) => column.name)
   const filters = columns.flatMap((column) => {
     const kind = scalar(column)
     const allowed = kind === undefined ? undefined : operators[kind]
@@ -80,32 +90,40 @@ export function writeViewsets (plan: GeneratePlan): string {
       schema = `${base}Resource`
       for (const relation of relations) imported.add(pascal(relation.table))
       const described = relations.map((relation) => `${relation.name} (${relation.kind})`).join(', ')
-      resources.push([
-        `/** ${literal(catalog.name)} with its relations, loaded in batches when a client asks for them: ${described}. */`,
-        `export const ${schema} = Type.Object({`,
-        `  ...${base}.properties,`,
-        ...relations.map(relationField),
-        '})',
-        '',
-      ].join('\n'))
+      resources.push(
+        [
+          `/** ${literal(catalog.name)} with its relations, loaded in batches when a client asks for them: ${described}. */`,
+          `export const ${schema} = Type.Object({`,
+          `  ...${base}.properties,`,
+          ...relations.map(relationField),
+          '})',
+          '',
+        ].join('\n')
+      )
     }
     const selectRelated = relations.filter((relation) => relation.kind === 'many-to-one').map(relationEntry)
     const prefetchRelated = relations.filter((relation) => relation.kind !== 'many-to-one').map(relationEntry)
     const related: string[] = []
-    if (selectRelated.length > 0) related.push('      selectRelated: {', ...selectRelated.map((entry) => `        ${entry},`), '      },')
-    if (prefetchRelated.length > 0) related.push('      prefetchRelated: {', ...prefetchRelated.map((entry) => `        ${entry},`), '      },')
-    registrations.push([
-      '  await app.register(createViewset({',
-      '    db,',
-      `    table: ${literal(catalog.name)},`,
-      `    schema: ${schema},`,
-      ...(primaryKey === 'id' && !catalog.view ? [] : [`    primaryKey: ${literal(primaryKey)},`]),
-      ...(catalog.view ? ["    methods: ['LIST', 'GET'],"] : []),
-      `    tags: [${literal(routeSegment(catalog.name))}],`,
-      ...listOptions(served, plan.dialect),
-      ...(related.length === 0 ? [] : ['    relatedConfig: {', ...related, '    },']),
-      `  }), { prefix: \`\${prefix}/${routeSegment(catalog.name)}\` })`,
-    ].join('\n'))
+    if (selectRelated.length > 0) {
+      related.push('      selectRelated: {', ...selectRelated.map((entry) => `        ${entry},`), '      },')
+    }
+    if (prefetchRelated.length > 0) {
+      related.push('      prefetchRelated: {', ...prefetchRelated.map((entry) => `        ${entry},`), '      },')
+    }
+    registrations.push(
+      [
+        '  await app.register(createViewset({',
+        '    db,',
+        `    table: ${literal(catalog.name)},`,
+        `    schema: ${schema},`,
+        ...(primaryKey === 'id' && !catalog.view ? [] : [`    primaryKey: ${literal(primaryKey)},`]),
+        ...(catalog.view ? ["    methods: ['LIST', 'GET'],"] : []),
+        `    tags: [${literal(routeSegment(catalog.name))}],`,
+        ...listOptions(served, plan.dialect),
+        ...(related.length === 0 ? [] : ['    relatedConfig: {', ...related, '    },']),
+        `  }), { prefix: \`\${prefix}/${routeSegment(catalog.name)}\` })`,
+      ].join('\n')
+    )
   }
   const skipped = plan.skipped.map(({ table, reason }) => `//   ${table}: ${reason}`)
   return [
@@ -126,7 +144,9 @@ export function writeViewsets (plan: GeneratePlan): string {
     '',
     '/**',
     ' * Registers a viewset for each table, under `/<table>` after the prefix.',
-    ...(plan.links.length > 0 ? [` * Link tables serve as the \`through\` of many-to-many relations: ${plan.links.join(', ')}.`] : []),
+    ...(plan.links.length > 0
+      ? [` * Link tables serve as the \`through\` of many-to-many relations: ${plan.links.join(', ')}.`]
+      : []),
     ' *',
     ' * @example',
     ' * ```ts',

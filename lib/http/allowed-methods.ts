@@ -5,7 +5,8 @@ import { acceptPatch } from '../schema/openapi.js'
 /** The handlers of the routes added here: they run no user code (see {@link isMethodRoute}). */
 const methodRouteHandlers = new WeakSet<object>()
 
-/** Whether a route is one of the OPTIONS and 405 routes {@link addMethodRoutes} adds (a HEAD route Fastify derives keeps the handler). */
+/** Whether a route is one of the OPTIONS and 405 routes {@link addMethodRoutes} adds (a HEAD route Fastify derives
+ * keeps the handler). */
 export function isMethodRoute (route: RouteOptions): boolean {
   return methodRouteHandlers.has(route.handler)
 }
@@ -23,7 +24,7 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     const path = route.url
     let set = byPath.get(path)
-    if (set === undefined) byPath.set(path, set = new Set())
+    if (set === undefined) byPath.set(path, (set = new Set()))
     for (const method of methods) set.add(method.toUpperCase())
   })
   return byPath
@@ -36,14 +37,19 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
  * a CORS onRequest hook answers preflights before any route runs). Routes that another scope already
  * declares on the same path are left alone too, so that registration never fails on a duplicate.
  */
-export function addMethodRoutes (fastify: FastifyInstance, paths: readonly string[], registered: ReadonlyMap<string, ReadonlySet<string>>): void {
+export function addMethodRoutes (
+  fastify: FastifyInstance,
+  paths: readonly string[],
+  registered: ReadonlyMap<string, ReadonlySet<string>>
+): void {
   for (const path of paths) {
     const url = `${fastify.prefix}${path}`
     const own = registered.get(url)
     // A path with no route of the viewset (`/:id` of a LIST-only viewset) is not a known path: it stays 404.
     if (own === undefined || own.size === 0) continue
     const taken = (method: string): boolean => own.has(method) || fastify.hasRoute({ method, url })
-    const wildcardOptions = fastify.hasRoute({ method: 'OPTIONS', url: '*' }) || fastify.hasRoute({ method: 'OPTIONS', url: '/*' })
+    const wildcardOptions =
+      fastify.hasRoute({ method: 'OPTIONS', url: '*' }) || fastify.hasRoute({ method: 'OPTIONS', url: '/*' })
     const options = !taken('OPTIONS') && !wildcardOptions
     // Read now: the 405 route added below is collected into `own` too.
     const servesPatch = own.has('PATCH')

@@ -1,4 +1,11 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+  RouteOptions,
+} from 'fastify'
 import { ViewsetErrors } from '../errors.js'
 import type { AuthorizedMethod, ViewsetMethod, ViewsetOptions, ViewsetToken } from '../options.js'
 import { problemResponses } from '../schema/openapi.js'
@@ -9,7 +16,8 @@ declare module 'fastify' {
     viewsetToken: ViewsetToken | null
   }
   interface FastifyContextConfig {
-    /** On a route added in `customRoutes`: authenticate it like the protected methods (401/403, `authorize` with `'CUSTOM'`). */
+    /** On a route added in `customRoutes`: authenticate it like the protected methods (401/403, `authorize` with
+     * `'CUSTOM'`). */
     protected?: boolean
   }
 }
@@ -36,7 +44,10 @@ function unauthorized (reply: FastifyReply, detail: string, error?: BearerError)
 
 function challenge (reply: FastifyReply, detail: string, error?: BearerError): void {
   // error_description may not hold `"` or `\` (RFC 6750 §3); our descriptions are fixed strings, user ones are not.
-  const attributes = error === undefined ? '' : `, error="${error}", error_description="${detail.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, "'")}"`
+  const attributes =
+    error === undefined
+      ? ''
+      : `, error="${error}", error_description="${detail.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, "'")}"`
   reply.header('www-authenticate', `${realm}${attributes}`)
 }
 
@@ -55,7 +66,8 @@ const jwtReasons: Record<string, string> = {
  * @fastify/jwt's own 400s and 401s included, is a 401 `invalid_token`.
  */
 function authenticationFailure (reply: FastifyReply, error: unknown): unknown {
-  const read = (key: string): unknown => typeof error === 'object' && error !== null ? Reflect.get(error, key) : undefined
+  const read = (key: string): unknown =>
+    typeof error === 'object' && error !== null ? Reflect.get(error, key) : undefined
   const code = typeof read('code') === 'string' ? String(read('code')) : undefined
   const message = typeof read('message') === 'string' ? String(read('message')) : undefined
   const statusCode = read('statusCode')
@@ -89,13 +101,24 @@ export function canVerifyTokens (fastify: FastifyInstance, options: AuthOptions)
  * protection is asked for but nothing can verify a token (no @fastify/jwt and no `authenticate`).
  * `authenticate` with no protected method is fine: open methods verify a token when one is sent.
  */
-export function checkAuth (fastify: FastifyInstance, protectedMethods: readonly ViewsetMethod[], registered: readonly ViewsetMethod[], options: AuthOptions): void {
+export function checkAuth (
+  fastify: FastifyInstance,
+  protectedMethods: readonly ViewsetMethod[],
+  registered: readonly ViewsetMethod[],
+  options: AuthOptions
+): void {
   const unregistered = protectedMethods.filter((method) => !registered.includes(method))
   if (unregistered.length > 0) {
-    throw new ViewsetErrors.InvalidOption('protectedMethods', `${unregistered.join(', ')} ${unregistered.length === 1 ? 'is' : 'are'} not registered (registered: ${registered.join(', ')})`)
+    throw new ViewsetErrors.InvalidOption(
+      'protectedMethods',
+      `${unregistered.join(', ')} ${unregistered.length === 1 ? 'is' : 'are'} not registered (registered: ${registered.join(', ')})`
+    )
   }
   if (protectedMethods.length > 0 && !canVerifyTokens(fastify, options)) {
-    throw new ViewsetErrors.InvalidOption('protectedMethods', 'register @fastify/jwt before the viewset, or pass an authenticate(request) function')
+    throw new ViewsetErrors.InvalidOption(
+      'protectedMethods',
+      'register @fastify/jwt before the viewset, or pass an authenticate(request) function'
+    )
   }
 }
 
@@ -104,12 +127,23 @@ export function checkAuth (fastify: FastifyInstance, protectedMethods: readonly 
  * nothing protected means the user believes some route is protected, and it is not; a protected custom
  * route needs a verifier like a protected method.
  */
-export function checkProtectedRoutes (fastify: FastifyInstance, protectedMethods: readonly ViewsetMethod[], protectedRoutes: number, options: AuthOptions): void {
+export function checkProtectedRoutes (
+  fastify: FastifyInstance,
+  protectedMethods: readonly ViewsetMethod[],
+  protectedRoutes: number,
+  options: AuthOptions
+): void {
   if (protectedMethods.length === 0 && protectedRoutes === 0 && options.authorize !== undefined) {
-    throw new ViewsetErrors.InvalidOption('authorize', 'no method is protected: list them in protectedMethods, or protect a custom route with config: { protected: true }')
+    throw new ViewsetErrors.InvalidOption(
+      'authorize',
+      'no method is protected: list them in protectedMethods, or protect a custom route with config: { protected: true }'
+    )
   }
   if (protectedRoutes > 0 && !canVerifyTokens(fastify, options)) {
-    throw new ViewsetErrors.InvalidOption('customRoutes', 'a route has config: { protected: true }: register @fastify/jwt before the viewset, or pass an authenticate(request) function')
+    throw new ViewsetErrors.InvalidOption(
+      'customRoutes',
+      'a route has config: { protected: true }: register @fastify/jwt before the viewset, or pass an authenticate(request) function'
+    )
   }
 }
 
@@ -117,7 +151,12 @@ export function checkProtectedRoutes (fastify: FastifyInstance, protectedMethods
 const bearerHeader = /^Bearer(?:[ \t]+(.*))?$/i
 
 /** Verifies the bearer token of a request whose header is a Bearer credential; throws the 401 otherwise. */
-async function verifiedToken (request: FastifyRequest, reply: FastifyReply, token: string | undefined, authenticate: (request: FastifyRequest) => unknown): Promise<ViewsetToken> {
+async function verifiedToken (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string | undefined,
+  authenticate: (request: FastifyRequest) => unknown
+): Promise<ViewsetToken> {
   if ((token ?? '').trim() === '') throw unauthorized(reply, 'The bearer token is empty', 'invalid_request')
   let claims: unknown
   try {
@@ -125,8 +164,11 @@ async function verifiedToken (request: FastifyRequest, reply: FastifyReply, toke
   } catch (error) {
     throw authenticationFailure(reply, error)
   }
-  if (typeof claims !== 'object' || claims === null) throw unauthorized(reply, 'The token is not valid', 'invalid_token')
-  return claims as ViewsetToken // an object from the verifier: @fastify/jwt's user type, or what the app's authenticate returned
+  if (typeof claims !== 'object' || claims === null) {
+    throw unauthorized(reply, 'The token is not valid', 'invalid_token')
+  }
+  // an object from the verifier: @fastify/jwt's user type, or what the app's authenticate returned
+  return claims as ViewsetToken
 }
 
 /**
@@ -172,12 +214,17 @@ export function openTokenHook (options: AuthOptions): onRequestAsyncHookHandler 
  * 401 and 403 answers. True when the route is protected, for the startup checks.
  */
 export function protectCustomRoute (route: RouteOptions, protect: onRequestAsyncHookHandler): boolean {
-  const hooks = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]
+  const hooks =
+    route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]
   const asked = route.config?.protected === true
   if (!asked && !hooks.includes(protect)) return false
   if (asked && !hooks.includes(protect)) route.onRequest = [protect, ...hooks]
   const schema = route.schema ?? {}
   const response = typeof schema.response === 'object' && schema.response !== null ? schema.response : {}
-  route.schema = { ...schema, security: [{ [securitySchemeName]: [] }], response: { ...problemResponses([401, 403]), ...response } }
+  route.schema = {
+    ...schema,
+    security: [{ [securitySchemeName]: [] }],
+    response: { ...problemResponses([401, 403]), ...response },
+  }
   return true
 }

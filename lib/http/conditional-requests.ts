@@ -34,7 +34,10 @@ export function noneMatch (header: string | string[] | undefined, tag: string): 
  * What a PUT, PATCH or DELETE asks of the row before it is written: the tags of `If-Match`, or, with
  * `requireIfMatch` and no `If-Match`, a 428 (after the 404 of a missing row). `undefined`: no condition.
  */
-export function preconditionOf (ifMatch: string | string[] | undefined, requireIfMatch: boolean): Precondition | undefined {
+export function preconditionOf (
+  ifMatch: string | string[] | undefined,
+  requireIfMatch: boolean
+): Precondition | undefined {
   const tags = parseTags(ifMatch)
   if (tags !== undefined) return { kind: 'match', tags }
   return requireIfMatch ? { kind: 'required' } : undefined

@@ -70,7 +70,10 @@ function pageBase (url: string, names: readonly string[]): string {
  * // '</items?order_by=-price&limit=20&cursor=WyJhIi>; rel="next"'
  * ```
  */
-export function cursorLinkHeader (url: string, { limit, next, prev }: { limit: number, next: string | undefined, prev: string | undefined }): string | undefined {
+export function cursorLinkHeader (
+  url: string,
+  { limit, next, prev }: { limit: number; next: string | undefined; prev: string | undefined }
+): string | undefined {
   const base = `${pageBase(url, cursorNames)}limit=${limit}&cursor=`
   const links: string[] = []
   if (next !== undefined) links.push(`<${base}${next}>; rel="next"`)
@@ -89,7 +92,10 @@ export function cursorLinkHeader (url: string, { limit, next, prev }: { limit: n
  * // '</items?search=x&limit=10&offset=10>; rel="next"'
  * ```
  */
-export function linkHeader (url: string, { limit, offset, rows, total, maxOffset = Number.MAX_SAFE_INTEGER }: PagePosition): string | undefined {
+export function linkHeader (
+  url: string,
+  { limit, offset, rows, total, maxOffset = Number.MAX_SAFE_INTEGER }: PagePosition
+): string | undefined {
   const next = offset + limit
   const hasNext = rows >= limit && (total === undefined || next < total) && next <= maxOffset
   if (!hasNext && offset === 0) return undefined

@@ -20,11 +20,11 @@ export interface ViewsetScope {
   /** The dialect whose errors the scope's error handler classifies. */
   readonly dialect: ViewsetDialect
   /** Adds the subclass's own routes, after the generated ones. */
-  customRoutes (fastify: FastifyInstance): void | Promise<void>
+  customRoutes(fastify: FastifyInstance): void | Promise<void>
   /** The hook of protected custom routes (`config: { protected: true }` or `onRequest: protect`). */
   readonly protect: onRequestAsyncHookHandler
   /** The startup checks that count protected custom routes, run once they are added. */
-  checkProtectedRoutes (count: number): void
+  checkProtectedRoutes(count: number): void
 }
 
 /**
@@ -34,10 +34,16 @@ export interface ViewsetScope {
  */
 function documentErrors (route: RouteOptions): void {
   const schema = route.schema
-  if (schema === undefined || schema.hide === true || typeof schema.response !== 'object' || schema.response === null) return
+  if (schema === undefined || schema.hide === true || typeof schema.response !== 'object' || schema.response === null) {
+    return
+  }
   const response: Record<string, unknown> = { ...schema.response }
   if (Object.keys(response).some((status) => /^[45]/.test(status))) return
-  const validates = schema.body !== undefined || schema.querystring !== undefined || schema.params !== undefined || schema.headers !== undefined
+  const validates =
+    schema.body !== undefined ||
+    schema.querystring !== undefined ||
+    schema.params !== undefined ||
+    schema.headers !== undefined
   const secured = 'security' in schema && Array.isArray(schema.security) && schema.security.length > 0
   const statuses = [...(validates ? [400] : []), ...(secured ? [401, 403] : []), 500, 503]
   route.schema = { ...schema, response: { ...response, ...problemResponses(statuses) } }
@@ -51,10 +57,15 @@ function documentErrors (route: RouteOptions): void {
  *
  * @example
  * ```ts
- * return viewsetPlugin('items', async (fastify) => ({ schemas: [row], routes, dialect, protect, customRoutes: () => {}, checkProtectedRoutes: () => {} }))
+ * return viewsetPlugin('items', async (fastify) => ({
+ *   schemas: [row], routes, dialect, protect, customRoutes: () => {}, checkProtectedRoutes: () => {},
+ * }))
  * ```
  */
-export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) => Promise<ViewsetScope>): FastifyPluginAsync {
+export function viewsetPlugin (
+  table: string,
+  setup: (fastify: FastifyInstance) => Promise<ViewsetScope>
+): FastifyPluginAsync {
   const plugin: FastifyPluginAsync = async (fastify) => {
     const scope = await setup(fastify)
     for (const schema of scope.schemas) fastify.addSchema(schema)
@@ -64,7 +75,8 @@ export function viewsetPlugin (table: string, setup: (fastify: FastifyInstance) 
     fastify.setValidatorCompiler(componentsValidatorCompiler(scope.schemas))
     fastify.setErrorHandler(problemHandler(() => scope.dialect))
     fastify.setNotFoundHandler(notFoundHandler)
-    // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a 415.
+    // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a
+    // 415.
     fastify.removeContentTypeParser('text/plain')
     // RFC 7396 names PATCH's semantics (top-level fields replace, the rest stay): PATCH takes that type too.
     const json = fastify.getDefaultJsonParser('error', 'error')

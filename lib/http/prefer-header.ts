@@ -35,26 +35,30 @@ function splitOutsideQuotes (text: string, separator: string): string[] {
  *
  * @example
  * ```ts
- * preferences('Return=minimal, resolution="merge-duplicates"') // Map { 'return' => 'minimal', 'resolution' => 'merge-duplicates' }
+ * // Map { 'return' => 'minimal', 'resolution' => 'merge-duplicates' }
+ * preferences('Return=minimal, resolution="merge-duplicates"')
  * ```
  */
 export function preferences (header: string | readonly string[] | undefined): Map<string, string> {
   const found = new Map<string, string>()
-  const text = typeof header === 'string' ? header : header?.join(',') ?? ''
+  const text = typeof header === 'string' ? header : (header?.join(',') ?? '')
   for (const preference of splitOutsideQuotes(text, ',')) {
     const [head = ''] = splitOutsideQuotes(preference, ';')
     const equals = head.indexOf('=')
     const name = (equals === -1 ? head : head.slice(0, equals)).trim().toLowerCase()
     if (name === '') continue
     let value = equals === -1 ? '' : head.slice(equals + 1).trim()
-    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1).replace(/\\(.)/g, '$1')
+    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) {
+      value = value.slice(1, -1).replace(/\\(.)/g, '$1')
+    }
     // RFC 7240: a preference given twice counts the first time.
     if (!found.has(name)) found.set(name, value)
   }
   return found
 }
 
-/** Whether a Prefer header asks for `resolution=merge-duplicates` (names and this value compared case-insensitively). */
+/** Whether a Prefer header asks for `resolution=merge-duplicates` (names and this value compared case-insensitively).
+ * */
 export function prefersMergeDuplicates (header: string | readonly string[] | undefined): boolean {
   return preferences(header).get('resolution')?.toLowerCase() === 'merge-duplicates'
 }

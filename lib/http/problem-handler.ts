@@ -13,12 +13,16 @@ interface AjvError {
 
 function fieldError (error: AjvError, part: string, message?: string, pointer = false): FieldError {
   // An array body (POST /bulk) names its fields by JSON pointer, `/3/name`: `3.name` would read as a field.
-  const path = pointer ? error.instancePath ?? '' : (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
-  const join = (parts: string[]) => pointer ? parts.join('/') : parts.filter(Boolean).join('.')
+  const path = pointer ? (error.instancePath ?? '') : (error.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
+  const join = (parts: string[]) => (pointer ? parts.join('/') : parts.filter(Boolean).join('.'))
   const params = error.params ?? {}
   if (error.keyword === 'additionalProperties') {
     const field = join([path, String(params.additionalProperty)])
-    return { in: part, field, message: part === 'querystring' ? 'is not a supported query parameter' : 'is not a field of this resource' }
+    return {
+      in: part,
+      field,
+      message: part === 'querystring' ? 'is not a supported query parameter' : 'is not a field of this resource',
+    }
   }
   if (error.keyword === 'required') {
     return { in: part, field: join([path, String(params.missingProperty)]), message: 'is required' }
@@ -33,16 +37,29 @@ function fieldError (error: AjvError, part: string, message?: string, pointer = 
  */
 function fieldErrors (validation: AjvError[], part: string, pointer: boolean): FieldError[] {
   const unions = new Set(validation.filter((error) => error.keyword === 'anyOf').map((error) => error.instancePath))
-  const inUnion = (error: AjvError) => unions.has(error.instancePath) && error.keyword !== 'required' && error.keyword !== 'additionalProperties'
+  const inUnion = (error: AjvError) =>
+    unions.has(error.instancePath) && error.keyword !== 'required' && error.keyword !== 'additionalProperties'
   const errors: FieldError[] = []
   for (const error of validation) {
     if (!inUnion(error)) {
       errors.push(fieldError(error, part, undefined, pointer))
     } else if (error.keyword === 'anyOf') {
-      const branches = validation.filter((other) => other.instancePath === error.instancePath && other !== error && inUnion(other))
+      const branches = validation.filter(
+        (other) => other.instancePath === error.instancePath && other !== error && inUnion(other)
+      )
       const constraints = branches.filter((branch) => branch.keyword !== 'type')
-      if (constraints.length > 0) errors.push(...constraints.map((branch) => fieldError(branch, part, undefined, pointer)))
-      else errors.push(fieldError(error, part, `must be ${branches.map((branch) => String(branch.params?.type)).join(' or ')}`, pointer))
+      if (constraints.length > 0) {
+        errors.push(...constraints.map((branch) => fieldError(branch, part, undefined, pointer)))
+      } else {
+        errors.push(
+          fieldError(
+            error,
+            part,
+            `must be ${branches.map((branch) => String(branch.params?.type)).join(' or ')}`,
+            pointer
+          )
+        )
+      }
     }
   }
   return errors
@@ -55,9 +72,15 @@ export function faultProblem (fault: DatabaseFault, method: string) {
       return new ViewsetErrors.Conflict(`A row with the same ${fault.target ?? 'unique value'} already exists`)
     case 'foreign-key':
       // A DELETE fails only because other rows still point at this one: never name their table or values.
-      if (fault.referenced === true || method === 'DELETE') return new ViewsetErrors.Conflict('The row is still referenced by other rows')
-      if (fault.referenced === false) return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist`)
-      return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist, or the row is still referenced`)
+      if (fault.referenced === true || method === 'DELETE') {
+        return new ViewsetErrors.Conflict('The row is still referenced by other rows')
+      }
+      if (fault.referenced === false) {
+        return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist`)
+      }
+      return new ViewsetErrors.Conflict(
+        `The ${fault.target ?? 'reference'} refers to a row that does not exist, or the row is still referenced`
+      )
     case 'not-null':
       return new ViewsetErrors.BadRequest(`${fault.target ?? 'A field'} must not be null`)
     case 'check':
@@ -101,7 +124,12 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
     } else {
       const fault = dialect()?.classify(error)
       if (fault !== undefined) known = faultProblem(fault, request.method)
-      else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 && error.code !== undefined) known = error
+      else if (
+        typeof error.statusCode === 'number' &&
+        error.statusCode >= 400 &&
+        error.statusCode < 500 &&
+        error.code !== undefined
+      ) { known = error }
     }
 
     const status = known?.statusCode ?? 500
@@ -109,9 +137,10 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
     if (status === 503) reply.header('retry-after', '1')
     // RFC 5789: a 415 of PATCH says which types it takes.
     if (status === 415 && request.method === 'PATCH') reply.header('accept-patch', acceptPatch)
-    const body = known === undefined
-      ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
-      : problem(status, known.code, known.message, errors)
+    const body =
+      known === undefined
+        ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
+        : problem(status, known.code, known.message, errors)
     return reply.code(status).type('application/problem+json').send(body)
   }
 }
@@ -127,13 +156,17 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
  * ```
  */
 export function viewsetFrameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const known = error.code === 'FST_ERR_BAD_URL'
-    ? new ViewsetErrors.BadUrl()
-    : error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new ViewsetErrors.UriTooLong() : undefined
+  const known =
+    error.code === 'FST_ERR_BAD_URL'
+      ? new ViewsetErrors.BadUrl()
+      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? new ViewsetErrors.UriTooLong()
+        : undefined
   if (known === undefined) request.log.error({ err: error }, 'viewset request failed')
-  const body = known === undefined
-    ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
-    : problem(known.statusCode ?? 400, known.code, known.message)
+  const body =
+    known === undefined
+      ? problem(500, 'FST_VIEWSET_INTERNAL', new ViewsetErrors.Internal().message)
+      : problem(known.statusCode ?? 400, known.code, known.message)
   void reply.code(body.status).type('application/problem+json').send(body)
 }
 

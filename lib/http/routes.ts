@@ -1,4 +1,11 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySerializerCompiler, RouteHandlerMethod, RouteOptions } from 'fastify'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySerializerCompiler,
+  RouteHandlerMethod,
+  RouteOptions,
+} from 'fastify'
 import { authHook, openTokenHook, securitySchemeName } from './auth.js'
 import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
 import type { AnyDatabase, Row } from '../dialect/dialect.js'
@@ -16,7 +23,15 @@ import type { ViewsetComponents } from '../schema/components.js'
 import { bodyComponentId, exampleOf } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { deriveBody, deriveParams, propertiesOf } from '../schema/derive.js'
-import { acceptPatch, documentedHeaders, errorStatuses, mergePatchType, problemResponses, problemSchema, problemSchemaId } from '../schema/openapi.js'
+import {
+  acceptPatch,
+  documentedHeaders,
+  errorStatuses,
+  mergePatchType,
+  problemResponses,
+  problemSchema,
+  problemSchemaId,
+} from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
 import type { Serializer } from '../schema/serializer.js'
 import { isRecord } from '../schema/object-schema.js'
@@ -28,12 +43,17 @@ import { mergeDuplicates } from './prefer-header.js'
  * may answer at once (the defaults on SQLite, see eventually.ts).
  */
 export interface RouteHandlers {
-  list (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
-  getElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
-  createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
-  createElements (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
-  updateElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, partial: boolean): Eventually<unknown>
-  deleteElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
+  list(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
+  getElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
+  createElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
+  createElements(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  updateElement(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: ViewsetToken | null,
+    partial: boolean,
+  ): Eventually<unknown>
+  deleteElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
 }
 
 /** What the routes of one viewset are declared from, once the data layer is built. */
@@ -54,7 +74,7 @@ export interface RouteContext {
   /** Whether tokens can be verified (@fastify/jwt or `authenticate`): then open methods verify one when it is sent. */
   readonly verifiesTokens: boolean
   /** LIST's query string (the subclass's `listQuery` merged in) and the headers of the default LIST. */
-  readonly list: { readonly querystring: JsonSchema, readonly headers?: Record<string, JsonSchema> | undefined }
+  readonly list: { readonly querystring: JsonSchema; readonly headers?: Record<string, JsonSchema> | undefined }
   readonly maxOffset: number
   readonly pagination: 'offset' | 'cursor'
   /** Most elements of one `POST /bulk`. */
@@ -81,7 +101,7 @@ export interface ListPage {
   /** The number of matching rows, when counted. */
   readonly total: number | undefined
   /** With cursor pagination: the cursors of the `next` and `prev` links, absent when there is no such page. */
-  readonly cursors?: { readonly next: string | undefined, readonly prev: string | undefined }
+  readonly cursors?: { readonly next: string | undefined; readonly prev: string | undefined }
 }
 
 // Per-request state between a route and the default handlers: request decorations (null until set), which
@@ -96,7 +116,8 @@ interface RequestState {
   [preconditionKey]?: Precondition | null
 }
 
-/** The request as its state is written and read: decorated with null by {@link decorateRequestState}, or not at all (a request from another scope handed to a handler). */
+/** The request as its state is written and read: decorated with null by {@link decorateRequestState}, or not at all (a
+ * request from another scope handed to a handler). */
 function stateOf (request: FastifyRequest): RequestState {
   return request as FastifyRequest & RequestState // the keys are this module's own symbols
 }
@@ -124,9 +145,12 @@ export function requestedPrecondition (request: FastifyRequest): Precondition | 
 }
 
 /** The ETag of a whole row and its serialized body (the version column's value, else a hash of the body). */
-function tagged (context: RouteContext, row: Row): { etag: string, body: string } {
+function tagged (context: RouteContext, row: Row): { etag: string; body: string } {
   const body = context.represent(row)
-  return { etag: context.versionField === undefined ? representationTag(body) : versionTag(row[context.versionField]), body }
+  return {
+    etag: context.versionField === undefined ? representationTag(body) : versionTag(row[context.versionField]),
+    body,
+  }
 }
 
 /** Answers a whole row with its ETag, serialized once (the tag hashes the very bytes sent). */
@@ -139,9 +163,17 @@ function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): 
 }
 
 /** A written row with its relations (the default ones) and its ETag, as POST, PUT and PATCH answer it. */
-function sendWritten (scope: RequestScope, context: RouteContext, reply: FastifyReply, db: AnyDatabase, row: unknown): unknown {
+function sendWritten (
+  scope: RequestScope,
+  context: RouteContext,
+  reply: FastifyReply,
+  db: AnyDatabase,
+  row: unknown
+): unknown {
   if (!context.resource.hasRelations) return sendTagged(context, reply, row)
-  return withRelations(scope, context.resource, db, row, context.fields.defaultRelations).then((loaded) => sendTagged(context, reply, loaded))
+  return withRelations(scope, context.resource, db, row, context.fields.defaultRelations).then((loaded) =>
+    sendTagged(context, reply, loaded)
+  )
 }
 
 const etagHeaders = { ETag: documentedHeaders.etag }
@@ -155,7 +187,15 @@ const summaries: Record<ViewsetMethod, (name: string) => string> = {
   PATCH: (name) => `Update fields of one of ${name}`,
   DELETE: (name) => `Delete one of ${name}`,
 }
-const operationVerbs: Record<ViewsetMethod, string> = { LIST: 'list', GET: 'get', POST: 'create', BULK: 'createMany', PUT: 'replace', PATCH: 'update', DELETE: 'delete' }
+const operationVerbs: Record<ViewsetMethod, string> = {
+  LIST: 'list',
+  GET: 'get',
+  POST: 'create',
+  BULK: 'createMany',
+  PUT: 'replace',
+  PATCH: 'update',
+  DELETE: 'delete',
+}
 
 /** The validated query string: its schema has type object. */
 function queryOf (request: FastifyRequest): Record<string, unknown> {
@@ -169,7 +209,9 @@ function queryOf (request: FastifyRequest): Record<string, unknown> {
 function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
   const { headers } = request
   const length = headers['content-length']
-  if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) delete headers['content-type']
+  if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) {
+    delete headers['content-type']
+  }
   done()
 }
 
@@ -178,7 +220,13 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
  * `scope` (taken before the handler's await: see request-scope.ts). The hot routes call it only when
  * `resource.hasRelations`: without relations they await nothing more.
  */
-async function withRelations (scope: RequestScope, resource: Resource, db: AnyDatabase, result: unknown, only?: ReadonlySet<string>): Promise<unknown> {
+async function withRelations (
+  scope: RequestScope,
+  resource: Resource,
+  db: AnyDatabase,
+  result: unknown,
+  only?: ReadonlySet<string>
+): Promise<unknown> {
   const rows = Array.isArray(result) ? result.filter(isRecord) : isRecord(result) ? [result] : []
   await inScope(scope, () => resource.load(db, rows, only))
   return result
@@ -200,7 +248,9 @@ function settle (answer: unknown, next: (value: unknown) => unknown): unknown {
  * an async function: a handler that answers with `reply.send()` and returns nothing keeps doing so.
  */
 export function cancellable (handler: RouteHandlerMethod): RouteHandlerMethod {
-  return function (request, reply) { return runCancellable(reply.raw, () => handler.call(this, request, reply)) }
+  return function (request, reply) {
+    return runCancellable(reply.raw, () => handler.call(this, request, reply))
+  }
 }
 
 // One externals record per viewset: its objects' JSON text is then written once (schema/serializer.ts).
@@ -210,7 +260,10 @@ const viewsetExternals = new WeakMap<RouteContext, Record<string, JsonSchema>>()
 function externalsOf (context: RouteContext): Record<string, JsonSchema> {
   let externals = viewsetExternals.get(context)
   if (externals === undefined) {
-    externals = { [context.entity.$id]: { ...context.serialized, $id: context.entity.$id }, [problemSchemaId]: problemSchema }
+    externals = {
+      [context.entity.$id]: { ...context.serialized, $id: context.entity.$id },
+      [problemSchemaId]: problemSchema,
+    }
     viewsetExternals.set(context, externals)
   }
   return externals
@@ -220,11 +273,15 @@ function externalsOf (context: RouteContext): Record<string, JsonSchema> {
  * Compiles the response serializers of the generated routes against the serializer's entity (nullable
  * scalars coerced, see `deriveSerializerSchema`), where Fastify's own compiler would read the documented one.
  */
-function serializerCompiler (context: RouteContext, serialized: Record<number, JsonSchema> = {}): FastifySerializerCompiler<unknown> {
+function serializerCompiler (
+  context: RouteContext,
+  serialized: Record<number, JsonSchema> = {}
+): FastifySerializerCompiler<unknown> {
   const externals = externalsOf(context)
   // `serialized`: a status whose documented schema is not the one to write with (the anyOf of a whole and a
   // partial row is written as a whole row; `?fields=` answers have serializers of their own).
-  return ({ schema, httpStatus }) => sharedSerializer(serialized[Number(httpStatus)] ?? (isRecord(schema) ? schema : {}), externals)
+  return ({ schema, httpStatus }) =>
+    sharedSerializer(serialized[Number(httpStatus)] ?? (isRecord(schema) ? schema : {}), externals)
 }
 
 /** A `$ref` to a component of the scope. */
@@ -243,7 +300,10 @@ function bodyRef (context: RouteContext, method: 'POST' | 'PUT' | 'PATCH'): Json
 }
 
 /** The schema parts every generated route shares: OpenAPI metadata, error responses, security. */
-function baseSchema (method: ViewsetMethod, context: RouteContext): Record<string, unknown> & { response: Record<number, JsonSchema> } {
+function baseSchema (
+  method: ViewsetMethod,
+  context: RouteContext
+): Record<string, unknown> & { response: Record<number, JsonSchema> } {
   const secured = context.protectedMethods.includes(method)
   // An open method that verifies a token when one is sent: the token is optional, and an invalid one is a 401.
   const optional = !secured && context.verifiesTokens
@@ -251,7 +311,9 @@ function baseSchema (method: ViewsetMethod, context: RouteContext): Record<strin
     operationId: `${operationVerbs[method]}${context.name}`,
     summary: summaries[method](context.name),
     tags: [...context.tags],
-    response: problemResponses(errorStatuses(method, { secured, optionalToken: optional, requireIfMatch: context.requireIfMatch })),
+    response: problemResponses(
+      errorStatuses(method, { secured, optionalToken: optional, requireIfMatch: context.requireIfMatch })
+    ),
     // Every generated route rejects unknown query parameters, as LIST does.
     querystring: { type: 'object', properties: {}, additionalProperties: false },
   }
@@ -274,7 +336,8 @@ function setPrecondition (request: FastifyRequest, context: RouteContext): void 
   if (precondition !== undefined) stateOf(request)[preconditionKey] = precondition
 }
 
-/** Hooks before the body is read: no body on reads and DELETE, the bearer check of protected methods, and of open ones when a token is sent. */
+/** Hooks before the body is read: no body on reads and DELETE, the bearer check of protected methods, and of open ones
+ * when a token is sent. */
 function onRequestOf (method: ViewsetMethod, context: RouteContext): Pick<RouteOptions, 'onRequest'> {
   const hooks = []
   // DELETE takes no body: an empty one is no body, whatever Content-Type a client sets by default. Fastify
@@ -290,7 +353,12 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
   const { resource, readDb, list, maxOffset, pagination } = context
   const schema = baseSchema('LIST', context)
   schema.querystring = list.querystring
-  schema.response[200] = { description: 'A page of rows (with `?fields=`, only the chosen fields)', type: 'array', items: rowOrPartial(context), ...(list.headers === undefined ? {} : { headers: list.headers }) }
+  schema.response[200] = {
+    description: 'A page of rows (with `?fields=`, only the chosen fields)',
+    type: 'array',
+    items: rowOrPartial(context),
+    ...(list.headers === undefined ? {} : { headers: list.headers }),
+  }
   return {
     method: 'GET',
     url: '',
@@ -298,7 +366,13 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     serializerCompiler: serializerCompiler(context, { 200: { type: 'array', items: ref(context.entity.$id) } }),
     ...onRequestOf('LIST', context),
     // Before validation, which would only call `offset` unknown: the 400 says to page by cursor.
-    ...(pagination === 'cursor' ? { preValidation: (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => { done('offset' in queryOf(request) ? offsetWithCursor() : undefined) } } : {}),
+    ...(pagination === 'cursor'
+      ? {
+          preValidation: (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+            done('offset' in queryOf(request) ? offsetWithCursor() : undefined)
+          },
+        }
+      : {}),
     handler: cancellable((request, reply) => {
       const scope = currentScope()
       // An overridden list gets the same bound on offset as the default one.
@@ -307,7 +381,13 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
         const page = stateOf(request)[listPageKey] ?? undefined
         if (!resource.hasRelations) return listed(request, reply, rows, page, maxOffset)
         // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
-        return withRelations(scope, resource, readDb, rows, page?.query.fields?.relations ?? context.fields.defaultRelations).then(() => listed(request, reply, rows, page, maxOffset))
+        return withRelations(
+          scope,
+          resource,
+          readDb,
+          rows,
+          page?.query.fields?.relations ?? context.fields.defaultRelations
+        ).then(() => listed(request, reply, rows, page, maxOffset))
       })
     }),
   }
@@ -317,15 +397,22 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
  * A LIST's rows, with what the default LIST read (`page`) said in headers: `X-Total-Count`, `Link`, and the
  * `?fields=` serializer. Set last, so that an error thrown before is serialized as a problem, not as rows.
  */
-function listed (request: FastifyRequest, reply: FastifyReply, rows: unknown, page: ListPage | undefined, maxOffset: number): unknown {
+function listed (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rows: unknown,
+  page: ListPage | undefined,
+  maxOffset: number
+): unknown {
   if (page === undefined) return rows
   const { query, total, cursors } = page
   if (total !== undefined) reply.header('x-total-count', String(total))
   if (query.fields !== undefined) reply.serializer(query.fields.serialize).type('application/json; charset=utf-8')
   const count = Array.isArray(rows) ? rows.length : 0
-  const link = cursors === undefined
-    ? linkHeader(request.url, { limit: query.limit, offset: query.offset, rows: count, total, maxOffset })
-    : cursorLinkHeader(request.url, { limit: query.limit, ...cursors })
+  const link =
+    cursors === undefined
+      ? linkHeader(request.url, { limit: query.limit, offset: query.offset, rows: count, total, maxOffset })
+      : cursorLinkHeader(request.url, { limit: query.limit, ...cursors })
   if (link !== undefined) reply.header('link', link)
   return rows
 }
@@ -335,8 +422,16 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
   const { resource, readDb, fields } = context
   const schema = baseSchema('GET', context)
   schema.querystring = { type: 'object', properties: fields.properties, additionalProperties: false }
-  schema.response[200] = { description: 'The row (with `?fields=`, only the chosen fields)', ...rowOrPartial(context), headers: etagHeaders }
-  schema.response[304] = { type: 'null', description: 'Not modified: If-None-Match names the current ETag', headers: etagHeaders }
+  schema.response[200] = {
+    description: 'The row (with `?fields=`, only the chosen fields)',
+    ...rowOrPartial(context),
+    headers: etagHeaders,
+  }
+  schema.response[304] = {
+    type: 'null',
+    description: 'Not modified: If-None-Match names the current ETag',
+    headers: etagHeaders,
+  }
   return {
     method: 'GET',
     url: '/:id',
@@ -349,7 +444,11 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
       let selection = fields.selection(queryOf(request))
       // The version column is read with any selection: it is the ETag (it is written only if chosen).
       if (selection !== undefined && versionField !== undefined && !selection.columns.includes(versionField)) {
-        selection = { ...selection, shape: `${selection.shape}|${versionField}`, columns: [...selection.columns, versionField] }
+        selection = {
+          ...selection,
+          shape: `${selection.shape}|${versionField}`,
+          columns: [...selection.columns, versionField],
+        }
       }
       if (selection !== undefined) stateOf(request)[selectionKey] = selection
       const answer = (row: unknown): unknown => {
@@ -369,7 +468,10 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
         return body
       }
       return settle(handlers.getElement(request, reply, request.viewsetToken), (found) =>
-        resource.hasRelations ? withRelations(scope, resource, readDb, found, selection?.relations ?? fields.defaultRelations).then(answer) : answer(found))
+        resource.hasRelations
+          ? withRelations(scope, resource, readDb, found, selection?.relations ?? fields.defaultRelations).then(answer)
+          : answer(found)
+      )
     }),
   }
 }
@@ -378,7 +480,12 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
  * With `conflictFields`: the `Prefer` request header, and the 200 a merge into an existing row answers
  * (`rows`: the answer's schema), both answers carrying `Preference-Applied` when the merge was applied.
  */
-function documentMerge (schema: ReturnType<typeof baseSchema>, context: RouteContext, answer: JsonSchema, bulk: boolean): void {
+function documentMerge (
+  schema: ReturnType<typeof baseSchema>,
+  context: RouteContext,
+  answer: JsonSchema,
+  bulk: boolean
+): void {
   const { conflictFields } = context
   if (conflictFields === undefined) return
   const fields = conflictFields.join(', ')
@@ -394,10 +501,17 @@ function documentMerge (schema: ReturnType<typeof baseSchema>, context: RouteCon
   }
   const applied = { 'Preference-Applied': documentedHeaders.preferenceApplied }
   const created = schema.response[201]
-  if (created !== undefined) schema.response[201] = { ...created, headers: { ...(isRecord(created.headers) ? created.headers : {}), ...applied } }
+  if (created !== undefined) {
+    schema.response[201] = {
+      ...created,
+      headers: { ...(isRecord(created.headers) ? created.headers : {}), ...applied },
+    }
+  }
   schema.response[200] = {
     ...answer,
-    description: bulk ? `Merged: no element created a row, each updated the row with the same ${fields} (Prefer: ${mergeDuplicates})` : `Merged: the row with the same ${fields} was updated (Prefer: ${mergeDuplicates})`,
+    description: bulk
+      ? `Merged: no element created a row, each updated the row with the same ${fields} (Prefer: ${mergeDuplicates})`
+      : `Merged: the row with the same ${fields} was updated (Prefer: ${mergeDuplicates})`,
     headers: { ...(bulk ? {} : etagHeaders), ...applied },
   }
 }
@@ -407,7 +521,11 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
   const { db, primaryKey, prefix } = context
   const schema = baseSchema('POST', context)
   schema.body = bodyRef(context, 'POST')
-  schema.response[201] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: { Location: documentedHeaders.location, ...etagHeaders } }
+  schema.response[201] = {
+    description: 'The row as stored',
+    ...ref(context.components.row.$id),
+    headers: { Location: documentedHeaders.location, ...etagHeaders },
+  }
   documentMerge(schema, context, ref(context.components.row.$id), false)
   return {
     method: 'POST',
@@ -455,7 +573,12 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     handler: cancellable(async (request, reply) => {
       const scope = currentScope()
       reply.code(201)
-      return await withRelations(scope, resource, db, await handlers.createElements(request, reply, request.viewsetToken))
+      return await withRelations(
+        scope,
+        resource,
+        db,
+        await handlers.createElements(request, reply, request.viewsetToken)
+      )
     }),
   }
 }
@@ -466,10 +589,23 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
   const schema = baseSchema(method, context)
   const body = bodyRef(context, method)
   // PATCH takes JSON Merge Patch (RFC 7396) too: the same body, the same top-level merge.
-  schema.body = method === 'PATCH' ? { content: { 'application/json': { schema: body }, [mergePatchType]: { schema: body } } } : body
+  schema.body =
+    method === 'PATCH'
+      ? { content: { 'application/json': { schema: body }, [mergePatchType]: { schema: body } } }
+      : body
   schema.response[200] = { description: 'The row as stored', ...ref(context.components.row.$id), headers: etagHeaders }
   const unsupported = schema.response[415]
-  if (method === 'PATCH' && unsupported !== undefined) schema.response[415] = { ...unsupported, headers: { 'Accept-Patch': { ...documentedHeaders.acceptPatch, description: `The media types PATCH accepts: ${acceptPatch}` } } }
+  if (method === 'PATCH' && unsupported !== undefined) {
+    schema.response[415] = {
+      ...unsupported,
+      headers: {
+        'Accept-Patch': {
+          ...documentedHeaders.acceptPatch,
+          description: `The media types PATCH accepts: ${acceptPatch}`,
+        },
+      },
+    }
+  }
   return {
     method,
     url: '/:id',
@@ -479,7 +615,9 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
     handler: cancellable((request, reply) => {
       const scope = currentScope()
       setPrecondition(request, context)
-      return settle(handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'), (row) => sendWritten(scope, context, reply, db, row))
+      return settle(handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'), (row) =>
+        sendWritten(scope, context, reply, db, row)
+      )
     }),
   }
 }
@@ -506,16 +644,28 @@ function deleteRoute (handlers: RouteHandlers, context: RouteContext): RouteOpti
  * (operationId, bodies, responses), hooks and the handler that calls the viewset. A request reads
  * route (here) → handler (viewset.ts) → data layer (resource.ts) → SQL → serializer (here).
  */
-export function viewsetRoutes (methods: readonly ViewsetMethod[], handlers: RouteHandlers, context: RouteContext): RouteOptions[] {
+export function viewsetRoutes (
+  methods: readonly ViewsetMethod[],
+  handlers: RouteHandlers,
+  context: RouteContext
+): RouteOptions[] {
   return methods.map((method) => {
     switch (method) {
-      case 'LIST': return listRoute(handlers, context)
-      case 'GET': return getRoute(handlers, context)
-      case 'POST': return postRoute(handlers, context)
-      case 'BULK': return bulkRoute(handlers, context)
+      case 'LIST':
+        return listRoute(handlers, context)
+      case 'GET':
+        return getRoute(handlers, context)
+      case 'POST':
+        return postRoute(handlers, context)
+      case 'BULK':
+        return bulkRoute(handlers, context)
       case 'PUT':
-      case 'PATCH': return updateRoute(method, handlers, context)
-      case 'DELETE': return deleteRoute(handlers, context)
+      case 'PATCH':
+        return updateRoute(method, handlers, context)
+      case 'DELETE':
+        return deleteRoute(handlers, context)
+      default:
+        throw new TypeError(`unknown viewset method ${String(method satisfies never)}`)
     }
   })
 }

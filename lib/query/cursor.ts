@@ -32,7 +32,9 @@ const base64url = /^[A-Za-z0-9_-]+$/
  * ```
  */
 export function encodeCursor (ordering: Ordering, position: CursorPosition): string {
-  return Buffer.from(JSON.stringify([position.direction === 'after' ? 'a' : 'b', ordering.shape, position.values])).toString('base64url')
+  return Buffer.from(
+    JSON.stringify([position.direction === 'after' ? 'a' : 'b', ordering.shape, position.values])
+  ).toString('base64url')
 }
 
 /** The name a page selects a relation path's sort value under (`author.name` is no column of the row). */
@@ -43,18 +45,34 @@ export function cursorAlias (index: number): string {
 /** The values of a row's ordering keys: the position just after it (or just before it). */
 export function positionOf (ordering: Ordering, row: Row, direction: CursorPosition['direction']): CursorPosition {
   // Dates become their ISO text, as JSON writes them; every database compares that text to its date columns.
-  return { direction, values: ordering.keys.map((key, index) => row[key.expression === undefined ? key.field : cursorAlias(index)] ?? null) }
+  return {
+    direction,
+    values: ordering.keys.map(
+      (key, index) => row[key.expression === undefined ? key.field : cursorAlias(index)] ?? null
+    ),
+  }
 }
 
-/** Whether a decoded JSON value may be a value of a column of this type (drivers answer some types as text or numbers). */
+/** Whether a decoded JSON value may be a value of a column of this type (drivers answer some types as text or numbers).
+ * */
 function fits (value: unknown, type: ScalarType): boolean {
   switch (type) {
-    case 'string': return typeof value === 'string'
+    case 'string':
+      return typeof value === 'string'
     // bigint and numeric columns come back as digits from pg and mysql2.
-    case 'integer': return (typeof value === 'number' && Number.isInteger(value)) || (typeof value === 'string' && /^-?\d{1,40}$/.test(value))
-    case 'number': return (typeof value === 'number' && Number.isFinite(value)) || (typeof value === 'string' && /^-?\d{1,40}(\.\d{1,40})?$/.test(value))
+    case 'integer':
+      return (
+        (typeof value === 'number' && Number.isInteger(value)) ||
+        (typeof value === 'string' && /^-?\d{1,40}$/.test(value))
+      )
+    case 'number':
+      return (
+        (typeof value === 'number' && Number.isFinite(value)) ||
+        (typeof value === 'string' && /^-?\d{1,40}(\.\d{1,40})?$/.test(value))
+      )
     // SQLite and MySQL store booleans as 0 and 1.
-    case 'boolean': return typeof value === 'boolean' || value === 0 || value === 1
+    case 'boolean':
+      return typeof value === 'boolean' || value === 0 || value === 1
   }
 }
 
@@ -63,8 +81,16 @@ function fits (value: unknown, type: ScalarType): boolean {
  * very ordering (its shape, one value per key, each of the key's type, `null` only for a nullable key).
  * Anything else is a 400 `FST_VIEWSET_INVALID_CURSOR`, before any SQL.
  */
-export function decodeCursor (text: string, ordering: Ordering, types: ReadonlyMap<string, ScalarType>): CursorPosition {
-  const invalid = (why: string): never => { throw new ViewsetErrors.InvalidCursor(`The cursor is not valid: ${why}. Follow the Link header, or start again without cursor.`) }
+export function decodeCursor (
+  text: string,
+  ordering: Ordering,
+  types: ReadonlyMap<string, ScalarType>
+): CursorPosition {
+  const invalid = (why: string): never => {
+    throw new ViewsetErrors.InvalidCursor(
+      `The cursor is not valid: ${why}. Follow the Link header, or start again without cursor.`
+    )
+  }
   if (!base64url.test(text)) invalid('it is not base64url text')
   const bytes = Buffer.from(text, 'base64url')
   const json = bytes.toString('utf8')
@@ -80,18 +106,26 @@ export function decodeCursor (text: string, ordering: Ordering, types: ReadonlyM
   const [tag, shape, values]: unknown[] = parsed
   if (tag !== 'a' && tag !== 'b') return invalid('it does not decode to a position')
   if (shape !== ordering.shape) return invalid(`it was made for another order_by than ${ordering.shape}`)
-  if (!Array.isArray(values) || values.length !== ordering.keys.length) return invalid('it does not decode to a position of this order')
+  if (!Array.isArray(values) || values.length !== ordering.keys.length) {
+    return invalid('it does not decode to a position of this order')
+  }
   ordering.keys.forEach((key, index) => {
     const value: unknown = values[index]
     const type = types.get(key.field)
     // A relation path (`author.name`) has no type here: whichever JSON scalar.
-    const ok = value === null ? key.nullable : type === undefined ? key.expression !== undefined && ['string', 'number', 'boolean'].includes(typeof value) : fits(value, type)
+    const ok =
+      value === null
+        ? key.nullable
+        : type === undefined
+          ? key.expression !== undefined && ['string', 'number', 'boolean'].includes(typeof value)
+          : fits(value, type)
     if (!ok) invalid(`its value of ${key.field} is not one of that field`)
   })
   return { direction: directions[tag], values }
 }
 
-/** The same ordering read backwards: every key's direction flipped (NULL stays the largest value, so the order reverses exactly). */
+/** The same ordering read backwards: every key's direction flipped (NULL stays the largest value, so the order reverses
+ * exactly). */
 export function reversed (ordering: Ordering): Ordering {
   const keys = ordering.keys.map((key) => ({ ...key, descending: !key.descending }))
   return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys }
@@ -104,9 +138,13 @@ export function reversed (ordering: Ordering): Ordering {
  * `(a, id) > (?, ?)`, which an index on `(a, id)` serves directly; else its expansion
  * `a > ? OR (a = ? AND id > ?)`, with the NULL cases spelled out.
  */
-export function keysetCondition (ordering: Ordering, values: readonly unknown[], dialect: Pick<ViewsetDialect, 'parameter'>): Condition {
+export function keysetCondition (
+  ordering: Ordering,
+  values: readonly unknown[],
+  dialect: Pick<ViewsetDialect, 'parameter'>
+): Condition {
   const { keys } = ordering
-  const bound = values.map((value) => value === null ? null : dialect.parameter(value))
+  const bound = values.map((value) => (value === null ? null : dialect.parameter(value)))
   const [first] = keys
   const uniform = first !== undefined && keys.every((key) => !key.nullable && key.descending === first.descending)
   if (uniform) {
@@ -116,9 +154,16 @@ export function keysetCondition (ordering: Ordering, values: readonly unknown[],
       parameters: bound,
       // Kysely's tuple builders are typed for a fixed number of items: the row value is built from its nodes, a
       // comparison all the same to a plugin (the dialect's statementPlugin).
-      expression: (eb) => keys.length === 1
-        ? eb(orderValue(first), op, bound[0])
-        : expressionOf(BinaryOperationNode.create(TupleNode.create(keys.map((key) => orderValue(key).toOperationNode())), OperatorNode.create(op), TupleNode.create(bound.map((value) => ValueNode.create(value))))),
+      expression: (eb) =>
+        keys.length === 1
+          ? eb(orderValue(first), op, bound[0])
+          : expressionOf(
+            BinaryOperationNode.create(
+              TupleNode.create(keys.map((key) => orderValue(key).toOperationNode())),
+              OperatorNode.create(op),
+              TupleNode.create(bound.map((value) => ValueNode.create(value)))
+            )
+          ),
     }
   }
   // The shape names which values are null: their terms are different SQL.
@@ -128,14 +173,16 @@ export function keysetCondition (ordering: Ordering, values: readonly unknown[],
     if (bound[i] !== null) parameters.push(bound[i])
   }
   return {
-    shape: `keyset:${bound.map((value) => value === null ? 'n' : 'v').join('')}`,
+    shape: `keyset:${bound.map((value) => (value === null ? 'n' : 'v')).join('')}`,
     parameters,
     expression: (eb) => {
       const branches: Array<Expression<SqlBool>> = []
       for (let i = 0; i < keys.length; i++) {
         const after = afterTerm(eb, keys[i] as OrderKey, bound[i]) // i < keys.length
         if (after === undefined) continue
-        const equal = keys.slice(0, i).map((key, j) => bound[j] === null ? eb(orderValue(key), 'is', null) : eb(orderValue(key), '=', bound[j]))
+        const equal = keys
+          .slice(0, i)
+          .map((key, j) => (bound[j] === null ? eb(orderValue(key), 'is', null) : eb(orderValue(key), '=', bound[j])))
         branches.push(equal.length === 0 ? after : eb.and([...equal, after]))
       }
       return branches.length === 0 ? sql<SqlBool>`1 = 0` : eb.or(branches)

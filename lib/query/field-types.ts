@@ -19,7 +19,17 @@ export interface ScalarField {
 }
 
 // Annotations say nothing about which values are valid; a query parameter documents itself.
-const annotations = new Set(['$id', 'title', 'description', 'default', 'examples', 'example', 'readOnly', 'writeOnly', 'deprecated'])
+const annotations = new Set([
+  '$id',
+  'title',
+  'description',
+  'default',
+  'examples',
+  'example',
+  'readOnly',
+  'writeOnly',
+  'deprecated',
+])
 
 function withoutAnnotations (schema: JsonSchema): JsonSchema {
   return Object.fromEntries(Object.entries(schema).filter(([key]) => !annotations.has(key)))
@@ -43,20 +53,33 @@ export function scalarField (name: string, property: JsonSchema): ScalarField | 
     const types = type.filter((entry) => entry !== 'null')
     const [only] = types
     if (types.length !== 1 || !isScalarType(only)) return undefined
-    return { name, type: only, schema: { ...withoutAnnotations(property), type: only }, nullable: types.length !== type.length }
+    return {
+      name,
+      type: only,
+      schema: { ...withoutAnnotations(property), type: only },
+      nullable: types.length !== type.length,
+    }
   }
   const union = property.anyOf ?? property.oneOf
   if (isList(union)) {
     const branches = union.filter(isRecord).filter((branch) => branch.type !== 'null')
     const types = new Set(branches.map(typeOf))
     const [only] = types
-    if (branches.length === 0 || branches.length + union.filter((branch) => isRecord(branch) && branch.type === 'null').length !== union.length || types.size !== 1 || !isScalarType(only)) return undefined
+    if (
+      branches.length === 0 ||
+      branches.length + union.filter((branch) => isRecord(branch) && branch.type === 'null').length !== union.length ||
+      types.size !== 1 ||
+      !isScalarType(only)
+    ) { return undefined }
     const [single] = branches
     const constants = branches.map((branch) => branch.const)
     // A union of literals (a TypeBox enum) reads best, in OpenAPI and in errors, as one `enum`.
-    const schema = branches.length === 1 && single !== undefined
-      ? withoutAnnotations(single)
-      : branches.every((branch) => 'const' in branch) ? { type: only, enum: constants } : { anyOf: branches.map(withoutAnnotations) }
+    const schema =
+      branches.length === 1 && single !== undefined
+        ? withoutAnnotations(single)
+        : branches.every((branch) => 'const' in branch)
+          ? { type: only, enum: constants }
+          : { anyOf: branches.map(withoutAnnotations) }
     return { name, type: only, schema, nullable: branches.length !== union.length }
   }
   const only = typeOf(property)
@@ -65,7 +88,10 @@ export function scalarField (name: string, property: JsonSchema): ScalarField | 
 }
 
 /** The scalar fields among the columns of an entity, by name. */
-export function scalarFields (properties: Record<string, JsonSchema>, columns: readonly string[]): Map<string, ScalarField> {
+export function scalarFields (
+  properties: Record<string, JsonSchema>,
+  columns: readonly string[]
+): Map<string, ScalarField> {
   const fields = new Map<string, ScalarField>()
   for (const name of columns) {
     const property = properties[name]

@@ -31,7 +31,7 @@ export interface FieldsPlan {
   /** The relations loaded when a request names no fields (`defaultRelations`); `undefined` for all of them. */
   readonly defaultRelations: ReadonlySet<string> | undefined
   /** The selection of a request, or `undefined` for every field; an unknown field is a 400. */
-  selection (query: Record<string, unknown>): FieldSelection | undefined
+  selection(query: Record<string, unknown>): FieldSelection | undefined
 }
 
 /**
@@ -41,11 +41,22 @@ export interface FieldsPlan {
  * parent rows: a selection reads its chosen columns plus the keys of its chosen relations, nothing else.
  * Without it, `selected` (every column the rows may need) is read whenever the entity has relations.
  */
-export function planFields (entity: JsonSchema, columns: readonly string[], selected: readonly string[], relationKeys?: ReadonlyMap<string, string>, defaultRelations?: ReadonlySet<string>): FieldsPlan {
+export function planFields (
+  entity: JsonSchema,
+  columns: readonly string[],
+  selected: readonly string[],
+  relationKeys?: ReadonlyMap<string, string>,
+  defaultRelations?: ReadonlySet<string>
+): FieldsPlan {
   const properties = propertiesOf(entity)
   const names = Object.keys(properties)
   const relationNames = names.filter((name) => !columns.includes(name))
-  const loaded = defaultRelations === undefined ? 'all of them' : defaultRelations.size === 0 ? 'none' : [...defaultRelations].join(', ')
+  const loaded =
+    defaultRelations === undefined
+      ? 'all of them'
+      : defaultRelations.size === 0
+        ? 'none'
+        : [...defaultRelations].join(', ')
   const hasRelations = names.some((name) => !columns.includes(name))
   const serializers = new LruCache<string, FieldSelection>(maxFieldSets)
 
@@ -64,8 +75,11 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
       columns: hasRelations && relationKeys === undefined ? selected : read,
       relations,
       // An error thrown after the handler (by a relation loader, say) is sent through the same reply.
-      serialize: (payload) => Array.isArray(payload) ? stringify(payload) : JSON.stringify(payload),
-      serializeRow: (payload) => typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? stringifyRow(payload) : JSON.stringify(payload),
+      serialize: (payload) => (Array.isArray(payload) ? stringify(payload) : JSON.stringify(payload)),
+      serializeRow: (payload) =>
+        typeof payload === 'object' && payload !== null && !Array.isArray(payload)
+          ? stringifyRow(payload)
+          : JSON.stringify(payload),
     }
   }
 
@@ -75,8 +89,11 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
       fields: {
         type: 'string',
         minLength: 1,
-        description: `Comma-separated fields to return (default: all). Allowed: ${names.join(', ')}.` +
-          (relationNames.length === 0 ? '' : ` Relations: ${relationNames.join(', ')}; only those named are loaded (without \`fields\`: ${loaded}), and one not loaded is absent from the object.`),
+        description:
+          `Comma-separated fields to return (default: all). Allowed: ${names.join(', ')}.` +
+          (relationNames.length === 0
+            ? ''
+            : ` Relations: ${relationNames.join(', ')}; only those named are loaded (without \`fields\`: ${loaded}), and one not loaded is absent from the object.`),
         examples: [names.slice(0, 2).join(',')],
       },
     },
@@ -86,7 +103,12 @@ export function planFields (entity: JsonSchema, columns: readonly string[], sele
       const asked = new Set(text.split(','))
       for (const name of asked) {
         // Own names only: `constructor` or `__proto__` are not fields, whatever the prototype chain says.
-        if (!Object.hasOwn(properties, name)) throw queryParameterError('fields', `names an unknown field ${JSON.stringify(name)}; allowed: ${nameList(names)}`)
+        if (!Object.hasOwn(properties, name)) {
+          throw queryParameterError(
+            'fields',
+            `names an unknown field ${JSON.stringify(name)}; allowed: ${nameList(names)}`
+          )
+        }
       }
       // Schema order, so that `name,id` and `id,name` share one serializer and one statement.
       const fields = names.filter((name) => asked.has(name))

@@ -7,7 +7,13 @@ import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isList, isRecord } from '../schema/object-schema.js'
-import { admitsInteger, canonicalIntegerPattern, compileFor, isCanonicalInteger, nonCanonicalError } from '../schema/validator.js'
+import {
+  admitsInteger,
+  canonicalIntegerPattern,
+  compileFor,
+  isCanonicalInteger,
+  nonCanonicalError,
+} from '../schema/validator.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
@@ -25,11 +31,18 @@ export interface FilterPlan {
   /** One query parameter per field and operator, typed like the field. */
   readonly properties: Record<string, JsonSchema>
   /** The conditions of a request, in a fixed order (so that equal shapes compile to equal SQL). */
-  conditions (query: Record<string, unknown>): Condition[]
+  conditions(query: Record<string, unknown>): Condition[]
 }
 
 type Comparison = '=' | '<>' | '>' | '>=' | '<' | '<='
-const comparisons: Partial<Record<FilterOperator, Comparison>> = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' }
+const comparisons: Partial<Record<FilterOperator, Comparison>> = {
+  eq: '=',
+  ne: '<>',
+  gt: '>',
+  gte: '>=',
+  lt: '<',
+  lte: '<=',
+}
 const descriptions: Record<FilterOperator, string> = {
   eq: 'equals this value',
   ne: 'differs from this value (rows where it is null never match)',
@@ -66,14 +79,25 @@ function isFilterOperator (value: unknown): value is FilterOperator {
 }
 
 /** The schema a value of this operator must match. */
-function valueSchema (field: ScalarField, operator: FilterOperator, description: string, maxSearchLength: number): JsonSchema {
+function valueSchema (
+  field: ScalarField,
+  operator: FilterOperator,
+  description: string,
+  maxSearchLength: number
+): JsonSchema {
   switch (operator) {
     case 'in': {
-      const allowed = Array.isArray(field.schema.enum) ? ` Allowed values: ${field.schema.enum.map(String).join(', ')}.` : ''
+      const allowed = Array.isArray(field.schema.enum)
+        ? ` Allowed values: ${field.schema.enum.map(String).join(', ')}.`
+        : ''
       return { type: 'string', minLength: 1, description: `${description}.${allowed}` }
     }
     case 'contains':
-      return { type: 'string', maxLength: maxSearchLength, description: `${description}, at most ${maxSearchLength} characters` }
+      return {
+        type: 'string',
+        maxLength: maxSearchLength,
+        description: `${description}, at most ${maxSearchLength} characters`,
+      }
     case 'isnull':
       return { type: 'boolean', description }
     case 'gt':
@@ -83,7 +107,13 @@ function valueSchema (field: ScalarField, operator: FilterOperator, description:
       // An ordering bound need not be a storable value (`price__gte=-1` is fine): keep the type, not the limits.
       const { type, format, pattern } = field.schema
       // The pattern stays: it is what makes a string over an integer column a canonical integer.
-      return { ...(type === undefined ? { type: field.type } : { type }), ...(format === undefined ? {} : { format }), ...(pattern === undefined ? {} : { pattern }), ...numberBounds[field.type], description }
+      return {
+        ...(type === undefined ? { type: field.type } : { type }),
+        ...(format === undefined ? {} : { format }),
+        ...(pattern === undefined ? {} : { pattern }),
+        ...numberBounds[field.type],
+        description,
+      }
     }
     default:
       return { ...field.schema, description }
@@ -99,7 +129,9 @@ function normalizer (field: ScalarField, parameter: string): (value: unknown) =>
   if (field.schema.format !== 'date-time') return (value) => value
   return (value) => {
     const time = Date.parse(String(value))
-    if (Number.isNaN(time)) throw queryParameterError(parameter, `${JSON.stringify(value)} is not a date-time JavaScript can read`)
+    if (Number.isNaN(time)) {
+      throw queryParameterError(parameter, `${JSON.stringify(value)} is not a date-time JavaScript can read`)
+    }
     return new Date(time).toISOString()
   }
 }
@@ -108,11 +140,18 @@ interface Filter {
   readonly parameter: string
   /** The relation path of a filter through relations, else `undefined`. */
   readonly path?: RelatedPath
-  condition (value: unknown): Condition
+  condition(value: unknown): Condition
 }
 
 /** `name`: the column the condition compares, `table.column` inside a relation's subquery. */
-function planFilter (field: ScalarField, operator: FilterOperator, parameter: string, dialect: ViewsetDialect, maxSearchLength: number, name = field.name): Filter {
+function planFilter (
+  field: ScalarField,
+  operator: FilterOperator,
+  parameter: string,
+  dialect: ViewsetDialect,
+  maxSearchLength: number,
+  name = field.name
+): Filter {
   const comparison = comparisons[operator]
   if (comparison !== undefined) {
     const normalize = normalizer(field, parameter)
@@ -140,7 +179,8 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
         condition: (value) => ({
           shape: `${parameter}=${String(value)}`,
           parameters: [],
-          expression: (eb: AnyExpressionBuilder): Expression<SqlBool> => eb(eb.ref(name), value === true ? 'is' : 'is not', null),
+          expression: (eb: AnyExpressionBuilder): Expression<SqlBool> =>
+            eb(eb.ref(name), value === true ? 'is' : 'is not', null),
         }),
       }
     default: {
@@ -150,16 +190,34 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
       return {
         parameter,
         condition (value) {
-          const values = String(value).split(',').map((element, index) => {
-            if (integers && !isCanonicalInteger(element)) throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${nonCanonicalError('').message}`)
-            const holder = { value: element }
-            if (!validate(holder)) throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`)
-            return dialect.parameter(normalize(holder.value))
-          })
-          if (values.length > maxInValues) throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)
+          const values = String(value)
+            .split(',')
+            .map((element, index) => {
+              if (integers && !isCanonicalInteger(element)) {
+                throw queryParameterError(
+                  parameter,
+                  `value ${index + 1} (${JSON.stringify(element)}) ${nonCanonicalError('').message}`
+                )
+              }
+              const holder = { value: element }
+              if (!validate(holder)) {
+                throw queryParameterError(
+                  parameter,
+                  `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`
+                )
+              }
+              return dialect.parameter(normalize(holder.value))
+            })
+          if (values.length > maxInValues) {
+            throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)
+          }
           // Padded to a few lengths so that lists of any length share a few SQL texts (and cached statements).
           const padded = padList(values)
-          return { shape: `${parameter}:${padded.length}`, parameters: padded, expression: (eb) => eb(eb.ref(name), 'in', padded) }
+          return {
+            shape: `${parameter}:${padded.length}`,
+            parameters: padded,
+            expression: (eb) => eb(eb.ref(name), 'in', padded),
+          }
         },
       }
     }
@@ -172,10 +230,17 @@ function planFilter (field: ScalarField, operator: FilterOperator, parameter: st
  * `reserved` are the parameters LIST already has; a filter may not shadow them. A `__contains` value is at
  * most `maxSearchLength` characters, like `?search=`.
  */
-export function planFilters (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, reserved: readonly string[], maxSearchLength: number, root?: RelatedRoot): FilterPlan {
+export function planFilters (
+  option: unknown,
+  fields: ReadonlyMap<string, ScalarField>,
+  dialect: ViewsetDialect,
+  reserved: readonly string[],
+  maxSearchLength: number,
+  root?: RelatedRoot
+): FilterPlan {
   if (option === undefined) return { properties: {}, conditions: () => [] }
   if (!isRecord(option)) {
-    invalidOption('filterFields', 'expected an object such as { name: [\'eq\', \'contains\'] }')
+    invalidOption('filterFields', "expected an object such as { name: ['eq', 'contains'] }")
   }
   const properties: Record<string, JsonSchema> = {}
   const filters: Filter[] = []
@@ -183,15 +248,38 @@ export function planFilters (option: unknown, fields: ReadonlyMap<string, Scalar
     // A dotted name is a path through relations (`author.name`), typed by the related schema.
     const path = name.includes('.') && root !== undefined ? resolvePath('filterFields', name, root, false) : undefined
     const field = path?.field ?? fields.get(name)
-    if (field === undefined) invalidOption('filterFields', `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`)
+    if (field === undefined) {
+      invalidOption(
+        'filterFields',
+        `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`
+      )
+    }
     const allowed = operatorsByType[field.type]
-    if (!isList(operators) || operators.length === 0) invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
+    if (!isList(operators) || operators.length === 0) {
+      invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
+    }
     const seen = new Set<FilterOperator>()
     for (const op of operators) {
-      if (!isFilterOperator(op)) invalidOption('filterFields', `"${name}": unknown operator ${JSON.stringify(op)}; operators: ${filterOperators.join(', ')}`)
-      if (!allowed.includes(op)) invalidOption('filterFields', `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`)
-      // A string field over an integer column (a BIGINT as Type.String()) holds numbers: a substring of one means nothing.
-      if (op === 'contains' && field.schema.pattern === canonicalIntegerPattern) invalidOption('filterFields', `"${name}": operator "contains" does not apply to a string field over an integer column`)
+      if (!isFilterOperator(op)) {
+        invalidOption(
+          'filterFields',
+          `"${name}": unknown operator ${JSON.stringify(op)}; operators: ${filterOperators.join(', ')}`
+        )
+      }
+      if (!allowed.includes(op)) {
+        invalidOption(
+          'filterFields',
+          `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`
+        )
+      }
+      // A string field over an integer column (a BIGINT as Type.String()) holds numbers: a substring of one means
+      // nothing.
+      if (op === 'contains' && field.schema.pattern === canonicalIntegerPattern) {
+        invalidOption(
+          'filterFields',
+          `"${name}": operator "contains" does not apply to a string field over an integer column`
+        )
+      }
       if (seen.has(op)) invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
       seen.add(op)
       const parameters = op === 'eq' ? [name, `${name}__eq`] : [`${name}__${op}`]
@@ -199,9 +287,19 @@ export function planFilters (option: unknown, fields: ReadonlyMap<string, Scalar
         if (reserved.includes(parameter) || parameter in properties) {
           invalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
         }
-        const subject = path === undefined ? name : `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`
+        const subject =
+          path === undefined
+            ? name
+            : `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`
         properties[parameter] = valueSchema(field, op, `Rows whose ${subject} ${descriptions[op]}`, maxSearchLength)
-        const filter = planFilter(field, op, parameter, dialect, maxSearchLength, path === undefined ? field.name : relatedColumn(path))
+        const filter = planFilter(
+          field,
+          op,
+          parameter,
+          dialect,
+          maxSearchLength,
+          path === undefined ? field.name : relatedColumn(path)
+        )
         filters.push(path === undefined ? filter : { ...filter, path })
       }
     }
@@ -210,7 +308,7 @@ export function planFilters (option: unknown, fields: ReadonlyMap<string, Scalar
     properties,
     conditions (query) {
       const conditions: Condition[] = []
-      const related: Array<{ path: RelatedPath, condition: Condition }> = []
+      const related: Array<{ path: RelatedPath; condition: Condition }> = []
       for (const filter of filters) {
         const value = query[filter.parameter]
         if (value === undefined) continue

@@ -24,7 +24,8 @@ export interface ListQuery {
    * statement compiled at registration serves it.
    */
   readonly pageOnly: boolean
-  /** `'cursor'`: the page is read by keyset from `cursor` (offset is then 0), `limit` rows plus one to see what follows. */
+  /** `'cursor'`: the page is read by keyset from `cursor` (offset is then 0), `limit` rows plus one to see what
+   * follows. */
   readonly pagination: 'offset' | 'cursor'
   /** `?cursor=` decoded; `undefined` for the first page (and with offset pagination). */
   readonly cursor: CursorPosition | undefined
@@ -51,19 +52,29 @@ export interface Pagination {
 
 /** The 400 of an offset past `maxOffset`, which says how to read further. */
 function offsetError (maxOffset: number): Error {
-  return queryParameterError('offset', `must be at most ${maxOffset} (maxOffset): a deeper offset makes the database skip every row before it. To read further, use cursor pagination: order by a unique field and filter past the last row seen (such as ?order_by=id&id__gt=<last id>).`)
+  return queryParameterError(
+    'offset',
+    `must be at most ${maxOffset} (maxOffset): a deeper offset makes the database skip every row before it. To read further, use cursor pagination: order by a unique field and filter past the last row seen (such as ?order_by=id&id__gt=<last id>).`
+  )
 }
 
 /** The 400 of an `offset` sent to a list that pages by cursor. */
 export function offsetWithCursor (): Error {
-  return queryParameterError('offset', 'is not accepted: this list pages with cursor. Follow the next and prev links of the Link header (?cursor=...)')
+  return queryParameterError(
+    'offset',
+    'is not accepted: this list pages with cursor. Follow the next and prev links of the Link header (?cursor=...)'
+  )
 }
 
 /**
  * `limit` and `offset` of a validated query string, with `maxOffset` enforced. Every LIST goes through
  * it, an overridden `list` too. The schema validator has filled in both defaults already.
  */
-export function parsePagination (query: Record<string, unknown>, maxOffset: number, pagination: 'offset' | 'cursor' = 'offset'): Pagination {
+export function parsePagination (
+  query: Record<string, unknown>,
+  maxOffset: number,
+  pagination: 'offset' | 'cursor' = 'offset'
+): Pagination {
   const { limit, offset } = query
   if (typeof limit !== 'number') throw queryParameterError('limit', 'must be a number')
   if (pagination === 'cursor') {
@@ -86,7 +97,8 @@ const pageParameters = new Set(['limit', 'offset'])
  * @example
  * ```ts
  * const query = parseListQuery({ limit: 20, offset: 0, name__contains: 'ab' }, plan)
- * // { limit: 20, offset: 0, conditions: [<name LIKE ?>], ordering: <id>, fields: undefined, count: false, pageOnly: false }
+ * // { limit: 20, offset: 0, conditions: [<name LIKE ?>], ordering: <id>, fields: undefined, count: false,
+ * //   pageOnly: false }
  * ```
  */
 export function parseListQuery (query: Record<string, unknown>, plan: ListQueryPlan): ListQuery {
@@ -102,11 +114,36 @@ export function parseListQuery (query: Record<string, unknown>, plan: ListQueryP
       }
     }
   }
-  if (pageOnly) return { limit, offset, conditions: [], ordering: plan.ordering.defaultOrdering, fields: undefined, count, pageOnly, pagination, cursor: undefined }
+  if (pageOnly) {
+    return {
+      limit,
+      offset,
+      conditions: [],
+      ordering: plan.ordering.defaultOrdering,
+      fields: undefined,
+      count,
+      pageOnly,
+      pagination,
+      cursor: undefined,
+    }
+  }
   const conditions = plan.filters.conditions(query)
   const searched = plan.search.condition(query)
   if (searched !== undefined) conditions.unshift(searched)
   const ordering = plan.ordering.ordering(query)
-  const cursor = pagination === 'cursor' && typeof query.cursor === 'string' ? decodeCursor(query.cursor, ordering, plan.types) : undefined
-  return { limit, offset, conditions, ordering, fields: plan.fields.selection(query), count, pageOnly, pagination, cursor }
+  const cursor =
+    pagination === 'cursor' && typeof query.cursor === 'string'
+      ? decodeCursor(query.cursor, ordering, plan.types)
+      : undefined
+  return {
+    limit,
+    offset,
+    conditions,
+    ordering,
+    fields: plan.fields.selection(query),
+    count,
+    pageOnly,
+    pagination,
+    cursor,
+  }
 }

@@ -17,7 +17,10 @@ import { planSearch } from './search.js'
 export interface ListContext {
   readonly dialect: ViewsetDialect
   readonly resolved: ResolvedOptions
-  readonly options: Pick<ViewsetOptions<unknown, never, never>, 'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields' | 'alwaysCount'>
+  readonly options: Pick<
+    ViewsetOptions<unknown, never, never>,
+    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields' | 'alwaysCount'
+  >
   /** The entity schema as served (plain JSON Schema). */
   readonly entity: JsonSchema
   /** The schema fields that are columns, in schema order. */
@@ -41,19 +44,41 @@ export interface ListPlan {
 }
 
 /** The pagination parameters, with their bounds and defaults. */
-function paginationSchema ({ maxLimit, defaultLimit, maxOffset, pagination }: ResolvedOptions): Record<string, JsonSchema> {
-  const limit: JsonSchema = { type: 'integer', minimum: 1, maximum: maxLimit, default: defaultLimit, description: `Rows per page (1 to ${maxLimit})` }
+function paginationSchema ({
+  maxLimit,
+  defaultLimit,
+  maxOffset,
+  pagination,
+}: ResolvedOptions): Record<string, JsonSchema> {
+  const limit: JsonSchema = {
+    type: 'integer',
+    minimum: 1,
+    maximum: maxLimit,
+    default: defaultLimit,
+    description: `Rows per page (1 to ${maxLimit})`,
+  }
   if (pagination === 'cursor') {
     return {
       limit,
       // Checked by decodeCursor, not by a pattern: every bad cursor is the one FST_VIEWSET_INVALID_CURSOR.
-      cursor: { type: 'string', minLength: 1, description: 'An opaque position, from the `next` or `prev` link of the `Link` header; absent for the first page' },
+      cursor: {
+        type: 'string',
+        minLength: 1,
+        description:
+          'An opaque position, from the `next` or `prev` link of the `Link` header; absent for the first page',
+      },
     }
   }
   return {
     limit,
     // Not `maximum: maxOffset`: Ajv's message could not point the client to cursor pagination (see parsePagination).
-    offset: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: `Rows to skip (0 to ${maxOffset}; page further with a cursor)` },
+    offset: {
+      type: 'integer',
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      default: 0,
+      description: `Rows to skip (0 to ${maxOffset}; page further with a cursor)`,
+    },
   }
 }
 
@@ -67,11 +92,19 @@ export function createListPlan (context: ListContext): ListPlan {
   const { dialect, resolved, options, entity, columns } = context
   const selected = context.selected ?? columns
   const fields = scalarFields(propertiesOf(entity), columns)
-  if (options.alwaysCount !== undefined && typeof options.alwaysCount !== 'boolean') throw new ViewsetErrors.InvalidOption('alwaysCount', 'expected a boolean')
+  if (options.alwaysCount !== undefined && typeof options.alwaysCount !== 'boolean') {
+    throw new ViewsetErrors.InvalidOption('alwaysCount', 'expected a boolean')
+  }
   const alwaysCount = options.alwaysCount === true
 
   const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength, context.related)
-  const ordering = planOrdering(options.orderingFields, options.defaultOrder, fields, resolved.primaryKey, context.related)
+  const ordering = planOrdering(
+    options.orderingFields,
+    options.defaultOrder,
+    fields,
+    resolved.primaryKey,
+    context.related
+  )
   const selection = context.fieldsPlan ?? planFields(entity, columns, selected)
   const general = {
     ...paginationSchema(resolved),
@@ -85,13 +118,38 @@ export function createListPlan (context: ListContext): ListPlan {
     ...search.properties,
     ...ordering.properties,
   }
-  const filters = planFilters(options.filterFields, fields, dialect, Object.keys(general), resolved.maxSearchLength, context.related)
+  const filters = planFilters(
+    options.filterFields,
+    fields,
+    dialect,
+    Object.keys(general),
+    resolved.maxSearchLength,
+    context.related
+  )
   return {
     querystring: { type: 'object', properties: { ...general, ...filters.properties }, additionalProperties: false },
     headers: {
-      link: { type: 'string', description: `RFC 8288 links to the \`next\` and \`prev\` pages, when there are such pages${resolved.pagination === 'cursor' ? ' (with `cursor=`)' : ''}` },
-      'x-total-count': { type: 'integer', description: alwaysCount ? 'The number of matching rows' : 'The number of matching rows, with `count=true`' },
+      link: {
+        type: 'string',
+        description: `RFC 8288 links to the \`next\` and \`prev\` pages, when there are such pages${resolved.pagination === 'cursor' ? ' (with `cursor=`)' : ''}`,
+      },
+      'x-total-count': {
+        type: 'integer',
+        description: alwaysCount ? 'The number of matching rows' : 'The number of matching rows, with `count=true`',
+      },
     },
-    query: { search, ordering, filters, fields: selection, alwaysCount, maxOffset: resolved.maxOffset, pagination: resolved.pagination, types: new Map([...[...fields].map(([name, field]): [string, ScalarType] => [name, field.type]), ...ordering.relatedTypes]) },
+    query: {
+      search,
+      ordering,
+      filters,
+      fields: selection,
+      alwaysCount,
+      maxOffset: resolved.maxOffset,
+      pagination: resolved.pagination,
+      types: new Map([
+        ...[...fields].map(([name, field]): [string, ScalarType] => [name, field.type]),
+        ...ordering.relatedTypes,
+      ]),
+    },
   }
 }

@@ -41,10 +41,11 @@ export interface OrderingPlan {
   readonly defaultOrdering: Ordering
   /** True when the default ordering is the primary key alone (the precompiled page statement's order). */
   readonly byPrimaryKey: boolean
-  /** The type of each relation path that may be sorted on (`author.name`: the related schema's): what a cursor's value of it must be. */
+  /** The type of each relation path that may be sorted on (`author.name`: the related schema's): what a cursor's value
+   * of it must be. */
   readonly relatedTypes: ReadonlyMap<string, ScalarType>
   /** The ordering of a request; an unknown field is a 400 that lists the allowed ones. */
-  ordering (query: Record<string, unknown>): Ordering
+  ordering(query: Record<string, unknown>): Ordering
 }
 
 /** Why an ordering cannot be read: the part as written, and the field it names. */
@@ -62,10 +63,15 @@ export interface OrderProblem {
  * @example
  * ```ts
  * parseOrdering('-year', new Map([['year', { nullable: true }]]), 'id')
- * // { shape: '-year,id', keys: [{ field: 'year', descending: true, nullable: true }, { field: 'id', descending: false, nullable: false }] }
+ * // { shape: '-year,id', keys: [{ field: 'year', descending: true, nullable: true },
+ * //   { field: 'id', descending: false, nullable: false }] }
  * ```
  */
-export function parseOrdering (text: string | readonly string[], fields: ReadonlyMap<string, { readonly nullable: boolean, readonly expression?: Expression<unknown> }>, tieBreaker: string | undefined): Ordering | OrderProblem {
+export function parseOrdering (
+  text: string | readonly string[],
+  fields: ReadonlyMap<string, { readonly nullable: boolean; readonly expression?: Expression<unknown> }>,
+  tieBreaker: string | undefined
+): Ordering | OrderProblem {
   const keys: OrderKey[] = []
   for (const part of typeof text === 'string' ? text.split(',') : text) {
     const descending = part.startsWith('-')
@@ -73,9 +79,15 @@ export function parseOrdering (text: string | readonly string[], fields: Readonl
     const field = fields.get(name)
     if (field === undefined) return { part, field: name, reason: 'unknown' }
     if (keys.some((key) => key.field === name)) return { part, field: name, reason: 'twice' }
-    keys.push(field.expression === undefined ? { field: name, descending, nullable: field.nullable } : { field: name, descending, nullable: field.nullable, expression: field.expression })
+    keys.push(
+      field.expression === undefined
+        ? { field: name, descending, nullable: field.nullable }
+        : { field: name, descending, nullable: field.nullable, expression: field.expression }
+    )
   }
-  if (tieBreaker !== undefined && !keys.some((key) => key.field === tieBreaker)) keys.push({ field: tieBreaker, descending: false, nullable: false })
+  if (tieBreaker !== undefined && !keys.some((key) => key.field === tieBreaker)) {
+    keys.push({ field: tieBreaker, descending: false, nullable: false })
+  }
   return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys }
 }
 
@@ -88,8 +100,13 @@ function describe (problem: OrderProblem): string {
   return problem.reason === 'twice' ? `"${problem.field}" (listed twice)` : `"${problem.part}"`
 }
 
-/** The terms of ORDER BY: each key's column and direction, after the key that sorts its NULLs where the dialect would not. */
-export function orderTerms (keys: readonly OrderKey[], dialect: Pick<ViewsetDialect, 'nullsSortLargest'>, prefix = ''): Array<readonly [Expression<unknown>, 'asc' | 'desc']> {
+/** The terms of ORDER BY: each key's column and direction, after the key that sorts its NULLs where the dialect would
+ * not. */
+export function orderTerms (
+  keys: readonly OrderKey[],
+  dialect: Pick<ViewsetDialect, 'nullsSortLargest'>,
+  prefix = ''
+): Array<readonly [Expression<unknown>, 'asc' | 'desc']> {
   const terms: Array<readonly [Expression<unknown>, 'asc' | 'desc']> = []
   for (const key of keys) {
     const { descending, nullable } = key
@@ -103,7 +120,7 @@ export function orderTerms (keys: readonly OrderKey[], dialect: Pick<ViewsetDial
 
 /** A query that takes ORDER BY terms. */
 interface Orderable<Q> {
-  orderBy (expression: Expression<unknown>, direction: 'asc' | 'desc'): Q
+  orderBy(expression: Expression<unknown>, direction: 'asc' | 'desc'): Q
 }
 
 /**
@@ -111,47 +128,83 @@ interface Orderable<Q> {
  * dialect, as PostgreSQL does by default: where the dialect sorts them first (SQLite, MySQL), a nullable
  * key gets an `is null` key in front. LIST and relation `orderBy` both order through here.
  */
-export function applyOrdering<Q extends Orderable<Q>> (query: Q, keys: readonly OrderKey[], dialect: Pick<ViewsetDialect, 'nullsSortLargest'>, prefix = ''): Q {
+export function applyOrdering<Q extends Orderable<Q>> (
+  query: Q,
+  keys: readonly OrderKey[],
+  dialect: Pick<ViewsetDialect, 'nullsSortLargest'>,
+  prefix = ''
+): Q {
   let ordered = query
-  for (const [expression, direction] of orderTerms(keys, dialect, prefix)) ordered = ordered.orderBy(expression, direction)
+  for (const [expression, direction] of orderTerms(keys, dialect, prefix)) {
+    ordered = ordered.orderBy(expression, direction)
+  }
   return ordered
 }
 
 /** The same ordering as {@link applyOrdering}, as the text of an `order by` (in a window function, say). */
-export function orderClause (keys: readonly OrderKey[], dialect: Pick<ViewsetDialect, 'nullsSortLargest'>, prefix = ''): RawBuilder<unknown> {
-  return sql.join(orderTerms(keys, dialect, prefix).map(([expression, direction]) => sql`${expression} ${sql.raw(direction)}`))
+export function orderClause (
+  keys: readonly OrderKey[],
+  dialect: Pick<ViewsetDialect, 'nullsSortLargest'>,
+  prefix = ''
+): RawBuilder<unknown> {
+  return sql.join(
+    orderTerms(keys, dialect, prefix).map(([expression, direction]) => sql`${expression} ${sql.raw(direction)}`)
+  )
 }
 
 /**
  * Checks `orderingFields` and `defaultOrder` and plans `?order_by=`. `defaultOrder` may use any scalar
  * column (it is the developer's choice); `order_by` only the `orderingFields`.
  */
-export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fields: ReadonlyMap<string, ScalarField>, primaryKey: string, related?: RelatedRoot): OrderingPlan {
+export function planOrdering (
+  orderingFields: unknown,
+  defaultOrder: unknown,
+  fields: ReadonlyMap<string, ScalarField>,
+  primaryKey: string,
+  related?: RelatedRoot
+): OrderingPlan {
   const key = fields.get(primaryKey)
   if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
   const allowed = new Map<string, ScalarField & { readonly expression?: Expression<unknown> }>()
   // Relation paths sort on one related value per row: many-to-one only, NULL (no related row) sorting as nulls do.
-  const sortable = (name: string): ScalarField & { readonly expression?: Expression<unknown> } | undefined => {
+  const sortable = (name: string): (ScalarField & { readonly expression?: Expression<unknown> }) | undefined => {
     if (!name.includes('.') || related === undefined) return fields.get(name)
     const path = resolvePath('orderingFields', name, related, true)
     return { ...path.field, name, nullable: true, expression: relatedValue(path, related.table) }
   }
   if (orderingFields !== undefined) {
-    if (!isList(orderingFields) || orderingFields.length === 0) invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
+    if (!isList(orderingFields) || orderingFields.length === 0) {
+      invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
+    }
     for (const name of orderingFields) {
       const field = typeof name === 'string' ? sortable(name) : undefined
-      if (field === undefined) invalidOption('orderingFields', `${JSON.stringify(name)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
+      if (field === undefined) {
+        invalidOption(
+          'orderingFields',
+          `${JSON.stringify(name)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`
+        )
+      }
       if (allowed.has(field.name)) invalidOption('orderingFields', `"${field.name}" is listed twice`)
       allowed.set(field.name, field)
     }
   }
 
-  let defaultOrdering: Ordering = { shape: primaryKey, keys: [{ field: primaryKey, descending: false, nullable: false }] }
+  let defaultOrdering: Ordering = {
+    shape: primaryKey,
+    keys: [{ field: primaryKey, descending: false, nullable: false }],
+  }
   if (defaultOrder !== undefined) {
-    if (typeof defaultOrder !== 'string' || defaultOrder === '') invalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
+    if (typeof defaultOrder !== 'string' || defaultOrder === '') {
+      invalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
+    }
     // Any scalar column, and the relation paths of orderingFields.
     const parsed = parseOrdering(defaultOrder, new Map([...fields, ...allowed]), primaryKey)
-    if (isProblem(parsed)) invalidOption('defaultOrder', `${describe(parsed)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`)
+    if (isProblem(parsed)) {
+      invalidOption(
+        'defaultOrder',
+        `${describe(parsed)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`
+      )
+    }
     defaultOrdering = parsed
   }
   const byPrimaryKey = defaultOrdering.shape === primaryKey
@@ -159,22 +212,26 @@ export function planOrdering (orderingFields: unknown, defaultOrder: unknown, fi
   // An ordering is plain immutable data and clients repeat a few `order_by` texts: each is parsed once
   // (splitting it and building its shape cost a LIST more than the rest of its query string).
   const parsedTexts = new LruCache<string, Ordering>(maxShapes)
-  const properties: Record<string, JsonSchema> = allowed.size === 0
-    ? {}
-    : {
-        order_by: {
-          type: 'string',
-          minLength: 1,
-          description: `Comma-separated sort keys; a leading \`-\` sorts descending. Allowed fields: ${allowedList}. ` +
-            `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. Ties are broken by ${primaryKey}.`,
-          examples: [[...allowed.keys()].map((name, index) => index === 0 ? `-${name}` : name).join(',')],
-        },
-      }
+  const properties: Record<string, JsonSchema> =
+    allowed.size === 0
+      ? {}
+      : {
+          order_by: {
+            type: 'string',
+            minLength: 1,
+            description:
+              `Comma-separated sort keys; a leading \`-\` sorts descending. Allowed fields: ${allowedList}. ` +
+              `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. Ties are broken by ${primaryKey}.`,
+            examples: [[...allowed.keys()].map((name, index) => (index === 0 ? `-${name}` : name)).join(',')],
+          },
+        }
   return {
     properties,
     defaultOrdering,
     byPrimaryKey,
-    relatedTypes: new Map([...allowed].flatMap(([name, field]) => field.expression === undefined ? [] : [[name, field.type]])),
+    relatedTypes: new Map(
+      [...allowed].flatMap(([name, field]) => (field.expression === undefined ? [] : [[name, field.type]]))
+    ),
     ordering (query) {
       const text = query.order_by
       if (typeof text !== 'string') return defaultOrdering

@@ -45,13 +45,25 @@ export function relatedColumn (path: RelatedPath): string {
 export function resolvePath (option: string, path: string, root: RelatedRoot, toOne: boolean): RelatedPath {
   const parts = path.split('.')
   const name = parts.pop() ?? ''
-  if (parts.length > maxHops) invalidOption(option, `"${path}" goes through ${parts.length} relations; at most ${maxHops} are allowed`)
+  if (parts.length > maxHops) {
+    invalidOption(option, `"${path}" goes through ${parts.length} relations; at most ${maxHops} are allowed`)
+  }
   const hops: RelationLink[] = []
   let links = root.links
   for (const part of parts) {
     const link = links.get(part)
-    if (link === undefined) invalidOption(option, `"${path}": "${part}" is not a configured relation${hops.length === 0 ? '' : ` of "${hops.map((hop) => hop.field).join('.')}"`} (relations: ${nameList(links.keys())})`)
-    if (toOne && link.kind !== 'many-to-one') invalidOption(option, `"${path}": "${part}" is a prefetchRelated (to-many) relation; only selectRelated paths are allowed here`)
+    if (link === undefined) {
+      invalidOption(
+        option,
+        `"${path}": "${part}" is not a configured relation${hops.length === 0 ? '' : ` of "${hops.map((hop) => hop.field).join('.')}"`} (relations: ${nameList(links.keys())})`
+      )
+    }
+    if (toOne && link.kind !== 'many-to-one') {
+      invalidOption(
+        option,
+        `"${path}": "${part}" is a prefetchRelated (to-many) relation; only selectRelated paths are allowed here`
+      )
+    }
     hops.push(link)
     links = link.links
   }
@@ -61,8 +73,14 @@ export function resolvePath (option: string, path: string, root: RelatedRoot, to
   const property = last.columns.includes(name) && Object.hasOwn(properties, name) ? properties[name] : undefined
   const field = property === undefined ? undefined : scalarField(name, property)
   if (field === undefined) {
-    const scalars = last.columns.filter((column) => { const schema = properties[column]; return schema !== undefined && scalarField(column, schema) !== undefined })
-    invalidOption(option, `"${path}": "${name}" is not a scalar field of the schema of "${last.field}" (fields: ${nameList(scalars)})`)
+    const scalars = last.columns.filter((column) => {
+      const schema = properties[column]
+      return schema !== undefined && scalarField(column, schema) !== undefined
+    })
+    invalidOption(
+      option,
+      `"${path}": "${name}" is not a scalar field of the schema of "${last.field}" (fields: ${nameList(scalars)})`
+    )
   }
   return { path, hops, field }
 }
@@ -76,25 +94,43 @@ function equal (left: string, right: string): Expression<SqlBool> {
  * `EXISTS` (a related row of `link`, reached from `outer`, for which every term holds): "has at least one",
  * which never repeats a parent however many children match. `depth` numbers the aliases of nested relations.
  */
-export function relatedExists (eb: AnyExpressionBuilder, link: RelationLink, outer: string, depth: number, terms: readonly Expression<SqlBool>[]): Expression<SqlBool> {
+export function relatedExists (
+  eb: AnyExpressionBuilder,
+  link: RelationLink,
+  outer: string,
+  depth: number,
+  terms: readonly Expression<SqlBool>[]
+): Expression<SqlBool> {
   const alias = aliasAt(depth)
   const { through } = link
   let query
   if (through === undefined) {
     // many-to-one and one-to-many alike: the related row's column equals the parent's.
-    query = eb.selectFrom(`${link.table} as ${alias}`).select(sql.lit(1).as('one')).where(equal(`${alias}.${link.targetColumn}`, `${outer}.${link.parentColumn}`))
+    query = eb
+      .selectFrom(`${link.table} as ${alias}`)
+      .select(sql.lit(1).as('one'))
+      .where(equal(`${alias}.${link.targetColumn}`, `${outer}.${link.parentColumn}`))
   } else {
     const join = `viewset_j${depth}`
-    query = eb.selectFrom(`${through.table} as ${join}`)
-      .innerJoin(`${link.table} as ${alias}`, (on) => on.on(equal(`${alias}.${link.targetColumn}`, `${join}.${through.targetKey}`)))
+    query = eb
+      .selectFrom(`${through.table} as ${join}`)
+      .innerJoin(`${link.table} as ${alias}`, (on) =>
+        on.on(equal(`${alias}.${link.targetColumn}`, `${join}.${through.targetKey}`))
+      )
       .select(sql.lit(1).as('one'))
       .where(equal(`${join}.${through.sourceKey}`, `${outer}.${link.parentColumn}`))
   }
   return eb.exists(terms.length === 0 ? query : query.where(eb.and([...terms])))
 }
 
-/** `EXISTS` through every relation of `path`, the innermost one holding `term` (of its column, {@link relatedColumn}). */
-export function existsThrough (eb: AnyExpressionBuilder, path: RelatedPath, table: string, term: Expression<SqlBool>): Expression<SqlBool> {
+/** `EXISTS` through every relation of `path`, the innermost one holding `term` (of its column, {@link relatedColumn}).
+ * */
+export function existsThrough (
+  eb: AnyExpressionBuilder,
+  path: RelatedPath,
+  table: string,
+  term: Expression<SqlBool>
+): Expression<SqlBool> {
   let expression = term
   for (let depth = path.hops.length; depth >= 1; depth--) {
     const link = path.hops[depth - 1]
@@ -133,7 +169,10 @@ interface Group {
  * nested for a second hop. Each returned condition binds its leaves' values, then its nested groups', in
  * the order the SQL names them.
  */
-export function groupRelated (filters: ReadonlyArray<{ readonly path: RelatedPath, readonly condition: Condition }>, table: string): Condition[] {
+export function groupRelated (
+  filters: ReadonlyArray<{ readonly path: RelatedPath; readonly condition: Condition }>,
+  table: string
+): Condition[] {
   const root = new Map<string, Group>()
   for (const { path, condition } of filters) {
     let groups = root
@@ -149,11 +188,21 @@ export function groupRelated (filters: ReadonlyArray<{ readonly path: RelatedPat
     group?.leaves.push(condition)
   }
   const build = (group: Group, outer: string, depth: number): Condition => {
-    const inner = [...group.leaves, ...[...group.children.values()].map((child) => build(child, aliasAt(depth), depth + 1))]
+    const inner = [
+      ...group.leaves,
+      ...[...group.children.values()].map((child) => build(child, aliasAt(depth), depth + 1)),
+    ]
     return {
       shape: `${group.link.field}(${inner.map((condition) => condition.shape).join('&')})`,
       parameters: inner.flatMap((condition) => condition.parameters),
-      expression: (eb) => relatedExists(eb, group.link, outer, depth, inner.map((condition) => condition.expression(eb))),
+      expression: (eb) =>
+        relatedExists(
+          eb,
+          group.link,
+          outer,
+          depth,
+          inner.map((condition) => condition.expression(eb))
+        ),
     }
   }
   return [...root.values()].map((group) => build(group, table, 1))

@@ -15,7 +15,8 @@ class QualifyColumns extends OperationNodeTransformer {
   constructor (table: string) {
     super()
     const dot = table.indexOf('.')
-    this.#table = dot === -1 ? TableNode.create(table) : TableNode.createWithSchema(table.slice(0, dot), table.slice(dot + 1))
+    this.#table =
+      dot === -1 ? TableNode.create(table) : TableNode.createWithSchema(table.slice(0, dot), table.slice(dot + 1))
   }
 
   protected override transformReference (node: ReferenceNode): ReferenceNode {

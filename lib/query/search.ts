@@ -15,7 +15,7 @@ export interface SearchPlan {
   /** The `search` query parameter, or none when search is off. */
   readonly properties: Record<string, JsonSchema>
   /** The condition of a request, or `undefined` when it searches nothing. */
-  condition (query: Record<string, unknown>): Condition | undefined
+  condition(query: Record<string, unknown>): Condition | undefined
 }
 
 /** Characters as Ajv's `maxLength` counts them: code points, a lone surrogate counting as one. */
@@ -35,7 +35,9 @@ function codePoints (text: string): number {
  */
 export function boundedTerm (parameter: string, term: string, maxLength: number): string {
   // UTF-16 units are never fewer than code points: most terms need no count.
-  if (term.length > maxLength && codePoints(term) > maxLength) throw queryParameterError(parameter, `must NOT have more than ${maxLength} characters`)
+  if (term.length > maxLength && codePoints(term) > maxLength) {
+    throw queryParameterError(parameter, `must NOT have more than ${maxLength} characters`)
+  }
   return checkedTerm(parameter, term)
 }
 
@@ -44,18 +46,37 @@ export function boundedTerm (parameter: string, term: string, maxLength: number)
  * `maxLength` characters: the schema says so, so OpenAPI documents it and validation refuses a longer one
  * (Ajv counts code points, so `é` or `🍞` count as one) with a 400 that names `search`.
  */
-export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarField>, dialect: ViewsetDialect, maxLength: number, related?: RelatedRoot): SearchPlan {
+export function planSearch (
+  option: unknown,
+  fields: ReadonlyMap<string, ScalarField>,
+  dialect: ViewsetDialect,
+  maxLength: number,
+  related?: RelatedRoot
+): SearchPlan {
   if (option === undefined) return { properties: {}, condition: () => undefined }
   const strings = [...fields.values()].filter((field) => field.type === 'string').map((field) => field.name)
-  if (!isList(option) || option.length === 0) invalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
+  if (!isList(option) || option.length === 0) {
+    invalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
+  }
   const names: string[] = []
   // A relation path (`author.name`) searches the related row: many-to-one only, one value per row.
   const paths = new Map<string, RelatedPath>()
   for (const name of option) {
-    const path = typeof name === 'string' && name.includes('.') && related !== undefined ? resolvePath('searchFields', name, related, true) : undefined
-    if (path !== undefined && path.field.type !== 'string') invalidOption('searchFields', `"${name}" is not a string field of the schema of "${path.hops.map((hop) => hop.field).join('.')}"`)
+    const path =
+      typeof name === 'string' && name.includes('.') && related !== undefined
+        ? resolvePath('searchFields', name, related, true)
+        : undefined
+    if (path !== undefined && path.field.type !== 'string') {
+      invalidOption(
+        'searchFields',
+        `"${name}" is not a string field of the schema of "${path.hops.map((hop) => hop.field).join('.')}"`
+      )
+    }
     if (typeof name !== 'string' || (path === undefined && !strings.includes(name))) {
-      invalidOption('searchFields', `${JSON.stringify(name)} is not a string column of the schema; searchable fields: ${nameList(strings)}`)
+      invalidOption(
+        'searchFields',
+        `${JSON.stringify(name)} is not a string column of the schema; searchable fields: ${nameList(strings)}`
+      )
     }
     if (names.includes(name)) invalidOption('searchFields', `"${name}" is listed twice`)
     names.push(name)
@@ -79,12 +100,15 @@ export function planSearch (option: unknown, fields: ReadonlyMap<string, ScalarF
         shape: 'search',
         parameters: names.map(() => pattern),
         // A parent whose relation is NULL has no related row: its own fields are still searched.
-        expression: (eb) => eb.or(names.map((name) => {
-          const path = paths.get(name)
-          return path === undefined || related === undefined
-            ? dialect.ilike(eb.ref(name), pattern)
-            : existsThrough(eb, path, related.table, dialect.ilike(eb.ref(relatedColumn(path)), pattern))
-        })),
+        expression: (eb) =>
+          eb.or(
+            names.map((name) => {
+              const path = paths.get(name)
+              return path === undefined || related === undefined
+                ? dialect.ilike(eb.ref(name), pattern)
+                : existsThrough(eb, path, related.table, dialect.ilike(eb.ref(relatedColumn(path)), pattern))
+            })
+          ),
       }
     },
   }

@@ -15,7 +15,8 @@ export type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
  */
 export type Keyed = (table: string, alias: string, column: string) => Builder
 
-/** Builds a relation's statement for a batch of `count` keys (a power of two, see {@link maxBatch}) from {@link Keyed}. */
+/** Builds a relation's statement for a batch of `count` keys (a power of two, see {@link maxBatch}) from {@link Keyed}.
+ * */
 export type BatchBuilder = (keyed: Keyed, count: number) => StatementBuilder
 
 /** The alias of the key table in a statement that joins from it. */
@@ -36,10 +37,19 @@ class Buckets {
   readonly #compiled: Array<CompiledQuery<Row> | undefined> = []
   readonly #compile: (size: number) => CompiledQuery<Row>
 
-  constructor (build: BatchBuilder, keyedFor: (size: number) => Keyed, parameters: (size: number) => number, plugin: KyselyPlugin | undefined) {
+  constructor (
+    build: BatchBuilder,
+    keyedFor: (size: number) => Keyed,
+    parameters: (size: number) => number,
+    plugin: KyselyPlugin | undefined
+  ) {
     this.#compile = (size) => {
       const query = compileWith(build(keyedFor(size), size), plugin)
-      if (query.parameters.length !== parameters(size)) throw new Error(`A batched relation query must have only its keys as parameters, got ${query.parameters.length} for ${size} keys`)
+      if (query.parameters.length !== parameters(size)) {
+        throw new Error(
+          `A batched relation query must have only its keys as parameters, got ${query.parameters.length} for ${size} keys`
+        )
+      }
       return query
     }
     // The smallest is compiled now: a statement that binds more than its keys fails at registration.
@@ -50,7 +60,7 @@ class Buckets {
   for (count: number): CompiledQuery<Row> {
     if (count > maxBatch) throw new Error(`no batched statement for ${count} keys`)
     const bucket = bucketOf(count)
-    return this.#compiled[bucket] ??= this.#compile(2 ** bucket)
+    return (this.#compiled[bucket] ??= this.#compile(2 ** bucket))
   }
 }
 
@@ -62,13 +72,17 @@ function listKeyed (db: AnyDatabase, size: number): Keyed {
 
 /** Joins from the key table, whatever the batch's size. */
 function tableKeyed (db: AnyDatabase, keyTable: KeyTable): Keyed {
-  return (table, alias, column) => db.selectFrom(keyTable.source(keysAlias)).innerJoin(`${table} as ${alias}`, `${alias}.${column}`, `${keysAlias}.value`)
+  return (table, alias, column) =>
+    db
+      .selectFrom(keyTable.source(keysAlias))
+      .innerJoin(`${table} as ${alias}`, `${alias}.${column}`, `${keysAlias}.value`)
 }
 
-/** A form's statements: the first try, and the exact one a batch that gets more than `rowsPerKey` rows per key from it runs instead. */
+/** A form's statements: the first try, and the exact one a batch that gets more than `rowsPerKey` rows per key from it
+ * runs instead. */
 interface Statements {
   readonly first: Buckets
-  readonly exact: { readonly rowsPerKey: number, readonly buckets: Buckets } | undefined
+  readonly exact: { readonly rowsPerKey: number; readonly buckets: Buckets } | undefined
 }
 
 /**
@@ -86,7 +100,7 @@ interface Statements {
  */
 export class BatchedQuery {
   readonly #list: Statements
-  readonly #table: { readonly keyTable: KeyTable, readonly statements: Statements } | undefined
+  readonly #table: { readonly keyTable: KeyTable; readonly statements: Statements } | undefined
 
   /**
    * `build` must make a query whose only parameters are the keys `keyed` binds. `dialect`: its key table, if any,
@@ -94,15 +108,35 @@ export class BatchedQuery {
    * With `fallback`, `build`'s statement reads at most `rowsPerKey` rows per key of its bucket plus one: a batch that
    * gets more than that runs `fallback.build`'s statement instead (a cheap first try, an exact but slower second).
    */
-  constructor (db: AnyDatabase, { keyTable, statementPlugin }: Pick<ViewsetDialect, 'keyTable' | 'statementPlugin'>, build: BatchBuilder, fallback?: { readonly rowsPerKey: number, readonly build: BatchBuilder }) {
+  constructor (
+    db: AnyDatabase,
+    { keyTable, statementPlugin }: Pick<ViewsetDialect, 'keyTable' | 'statementPlugin'>,
+    build: BatchBuilder,
+    fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder }
+  ) {
     const statements = (keyedFor: (size: number) => Keyed, parameters: (size: number) => number): Statements => ({
       first: new Buckets(build, keyedFor, parameters, statementPlugin),
-      exact: fallback === undefined ? undefined : { rowsPerKey: fallback.rowsPerKey, buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin) },
+      exact:
+        fallback === undefined
+          ? undefined
+          : {
+              rowsPerKey: fallback.rowsPerKey,
+              buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin),
+            },
     })
-    this.#list = statements((size) => listKeyed(db, size), (size) => size)
+    this.#list = statements(
+      (size) => listKeyed(db, size),
+      (size) => size
+    )
     if (keyTable !== undefined) {
       const keyed = tableKeyed(db, keyTable)
-      this.#table = { keyTable, statements: statements(() => keyed, () => 1) }
+      this.#table = {
+        keyTable,
+        statements: statements(
+          () => keyed,
+          () => 1
+        ),
+      }
     }
   }
 
@@ -133,6 +167,8 @@ export class BatchedQuery {
     const { rows } = await db.executeQuery<Row>(withParameters(statements.first.for(keys.length), parameters))
     const { exact } = statements
     if (exact === undefined || rows.length <= paddedLength(keys.length) * exact.rowsPerKey) return rows
-    return (await inScope(scope, () => db.executeQuery<Row>(withParameters(exact.buckets.for(keys.length), parameters)))).rows
+    return (
+      await inScope(scope, () => db.executeQuery<Row>(withParameters(exact.buckets.for(keys.length), parameters)))
+    ).rows
   }
 }

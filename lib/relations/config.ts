@@ -21,7 +21,8 @@ export interface SelectRelated<DB> {
  *
  * @example
  * ```ts
- * { books: { table: 'books', foreignKey: 'author_id' } }                                  // authors.id ← books.author_id
+ * // authors.id ← books.author_id
+ * { books: { table: 'books', foreignKey: 'author_id' } }
  * { tags: { table: 'tags', through: { table: 'book_tags', sourceKey: 'book_id', targetKey: 'tag_id' } } }
  * ```
  */
@@ -30,7 +31,7 @@ export interface PrefetchRelated<DB> {
   /** One-to-many: the column of the other table that holds this row's key. */
   foreignKey?: string
   /** Many-to-many: the join table and its two key columns. */
-  through?: { table: keyof DB & string, sourceKey: string, targetKey: string }
+  through?: { table: keyof DB & string; sourceKey: string; targetKey: string }
   /** One-to-many: this row's key (default `'id'`). Many-to-many: the target's key (default `'id'`). */
   references?: string
   /** Order of the children, such as `'-created_at'` or `['name', 'id']` (default: primary key). */

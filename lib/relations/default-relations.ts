@@ -10,22 +10,37 @@ import { nameList } from '../query/field-types.js'
  *
  * @example
  * ```ts
- * checkDefaultRelations(['author'], new Set(['author', 'tags']), entity) // Set { 'author' }: tags load only with ?fields=...,tags
+ * // Set { 'author' }: tags load only with ?fields=...,tags
+ * checkDefaultRelations(['author'], new Set(['author', 'tags']), entity)
  * ```
  */
-export function checkDefaultRelations (option: unknown, relations: ReadonlySet<string>, entity: JsonSchema): ReadonlySet<string> | undefined {
+export function checkDefaultRelations (
+  option: unknown,
+  relations: ReadonlySet<string>,
+  entity: JsonSchema
+): ReadonlySet<string> | undefined {
   if (option === undefined) return undefined
-  if (!isList(option)) invalidOption('defaultRelations', `expected an array of relation fields (${nameList(relations)}), [] for none`)
+  if (!isList(option)) {
+    invalidOption('defaultRelations', `expected an array of relation fields (${nameList(relations)}), [] for none`)
+  }
   const chosen = new Set<string>()
   for (const name of option) {
-    if (typeof name !== 'string' || !relations.has(name)) invalidOption('defaultRelations', `${JSON.stringify(name)} is not a relation field of relatedConfig; relations: ${nameList(relations)}`)
+    if (typeof name !== 'string' || !relations.has(name)) {
+      invalidOption(
+        'defaultRelations',
+        `${JSON.stringify(name)} is not a relation field of relatedConfig; relations: ${nameList(relations)}`
+      )
+    }
     if (chosen.has(name)) invalidOption('defaultRelations', `"${name}" is listed twice`)
     chosen.add(name)
   }
   const required: readonly unknown[] = isList(entity.required) ? entity.required : []
   for (const name of relations) {
     if (!chosen.has(name) && required.includes(name)) {
-      invalidOption('defaultRelations', `"${name}" is left out, so it is absent from responses, but the schema requires it: make it Type.Optional`)
+      invalidOption(
+        'defaultRelations',
+        `"${name}" is left out, so it is absent from responses, but the schema requires it: make it Type.Optional`
+      )
     }
   }
   return chosen

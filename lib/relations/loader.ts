@@ -23,11 +23,14 @@ export interface RelationLoader {
   /** How each relation field joins its parent, for filters, search and ordering through it (query/related-paths.ts). */
   readonly links: ReadonlyMap<string, RelationLink>
   /** Adds the relation fields to each row, in place; only those in `only` when given. */
-  load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void>
+  load(db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void>
 }
 
 /** The relation config of a viewset: the option, else the one attached to the schema. */
-export function relatedConfigOf (option: RelatedConfig<unknown> | undefined, schema: TObject): RelatedConfig<unknown> | undefined {
+export function relatedConfigOf (
+  option: RelatedConfig<unknown> | undefined,
+  schema: TObject
+): RelatedConfig<unknown> | undefined {
   return option ?? attachedConfig(schema)
 }
 
@@ -62,10 +65,11 @@ export interface RelationLink {
   readonly table: string
   /** The column of the parent table the relation starts from. */
   readonly parentColumn: string
-  /** many-to-one: the target's key; one-to-many: the target's foreign key; many-to-many: the target's key the join table names. */
+  /** many-to-one: the target's key; one-to-many: the target's foreign key; many-to-many: the target's key the join
+   * table names. */
   readonly targetColumn: string
   /** many-to-many: the join table, its column matching `parentColumn` and its column matching `targetColumn`. */
-  readonly through: { readonly table: string, readonly sourceKey: string, readonly targetKey: string } | undefined
+  readonly through: { readonly table: string; readonly sourceKey: string; readonly targetKey: string } | undefined
   /** The schema of one related row. */
   readonly target: TObject
   /** The scalar fields of the related rows that are columns (its relation fields left out). */
@@ -120,7 +124,7 @@ async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: R
     for (const row of rows) {
       const value = row[parentKey]
       // A NULL foreign key, or one whose row is gone, is null: the parent row stays.
-      row[field] = value === null || value === undefined ? null : byKey.get(keyOf(value)) ?? null
+      row[field] = value === null || value === undefined ? null : (byKey.get(keyOf(value)) ?? null)
     }
     return
   }
@@ -209,7 +213,11 @@ function unique (names: readonly string[]): string[] {
 }
 
 /** The children's order: as declared, then the target's key so that equal keys keep a stable order. */
-function orderOf (relation: DeclaredRelation, key: string | undefined, columns: ReadonlyMap<string, CatalogColumn>): readonly OrderKey[] {
+function orderOf (
+  relation: DeclaredRelation,
+  key: string | undefined,
+  columns: ReadonlyMap<string, CatalogColumn>
+): readonly OrderKey[] {
   const parsed = parseOrdering(relation.orderBy ?? [], columns, key)
   if ('keys' in parsed) return parsed.keys
   const path = `${relation.path}.orderBy`
@@ -223,16 +231,34 @@ function orderOf (relation: DeclaredRelation, key: string | undefined, columns: 
  * runs the plain ordered query capped at `limit` rows per key plus one: when it gets no more than that, it has
  * every child of the batch, and grouping keeps the first `limit`. Only a batch with more runs the window statement.
  */
-function limitedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keyed: Keyed) => Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], limit: number): BatchedQuery {
+function limitedQuery (
+  db: AnyDatabase,
+  dialect: ViewsetDialect,
+  filtered: (keyed: Keyed) => Builder,
+  columns: readonly string[],
+  partition: string,
+  order: readonly OrderKey[],
+  limit: number
+): BatchedQuery {
   // The cap is a literal of each batch size: the statement's only parameters are the keys.
-  return new BatchedQuery(db, dialect, (keyed, count) => applyOrdering(filtered(keyed), order, dialect, 't.').limit(sql.lit(count * limit + 1)), {
-    rowsPerKey: limit,
-    build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
-  })
+  return new BatchedQuery(
+    db,
+    dialect,
+    (keyed, count) => applyOrdering(filtered(keyed), order, dialect, 't.').limit(sql.lit(count * limit + 1)),
+    {
+      rowsPerKey: limit,
+      build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
+    }
+  )
 }
 
 /** A relation without a limit: all the children of each parent, in order. */
-function orderedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keyed: Keyed) => Builder, order: readonly OrderKey[]): BatchedQuery {
+function orderedQuery (
+  db: AnyDatabase,
+  dialect: ViewsetDialect,
+  filtered: (keyed: Keyed) => Builder,
+  order: readonly OrderKey[]
+): BatchedQuery {
   return new BatchedQuery(db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'))
 }
 
@@ -242,25 +268,52 @@ function orderedQuery (db: AnyDatabase, dialect: ViewsetDialect, filtered: (keye
  * read back up to `limit`. `query` selects `columns` and is filtered by the parent keys but not ordered;
  * ordering by the rank keeps each parent's children in order, which is all grouping needs.
  */
-function firstChildren (db: AnyDatabase, dialect: ViewsetDialect, query: Builder, columns: readonly string[], partition: string, order: readonly OrderKey[], limit: number): Builder {
+function firstChildren (
+  db: AnyDatabase,
+  dialect: ViewsetDialect,
+  query: Builder,
+  columns: readonly string[],
+  partition: string,
+  order: readonly OrderKey[],
+  limit: number
+): Builder {
   const rank = freeAlias(rankAlias, columns)
   const by = orderClause(order, dialect, 't.')
-  const ranked = query.select([sql<number>`row_number() over (partition by ${sql.ref(partition)} order by ${by})`.as(rank)])
+  const ranked = query.select([
+    sql<number>`row_number() over (partition by ${sql.ref(partition)} order by ${by})`.as(rank),
+  ])
   // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys.
-  return (db.selectFrom(ranked.as('viewset_ranked'))) // the subquery's columns are known only at run time
+  return db
+    .selectFrom(ranked.as('viewset_ranked')) // the subquery's columns are known only at run time
     .select(columns)
     .where(rank, '<=', sql.lit(limit))
     .orderBy(rank, 'asc')
 }
 
-async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parentTable: string, parentKey: string, catalog: Catalog, depth: number): Promise<PlannedRelation> {
+async function planRelation (
+  db: AnyDatabase,
+  relation: DeclaredRelation,
+  parentTable: string,
+  parentKey: string,
+  catalog: Catalog,
+  depth: number
+): Promise<PlannedRelation> {
   const { path, table, kind } = relation
   const [parentColumns, described] = await Promise.all([catalog.columns(parentTable), catalog.described(table)])
   const targetColumns = [...described.keys()]
   const { dialect } = catalog
   // The key of one related row, for the next level's many-to-many and one-to-many relations.
-  const targetKey = kind === 'one-to-many' ? 'id' : relation.references ?? 'id'
-  const nested = await plan(db, relation.relatedConfig, relation.target, table, targetKey, `${path}.relatedConfig`, catalog, depth + 1)
+  const targetKey = kind === 'one-to-many' ? 'id' : (relation.references ?? 'id')
+  const nested = await plan(
+    db,
+    relation.relatedConfig,
+    relation.target,
+    table,
+    targetKey,
+    `${path}.relatedConfig`,
+    catalog,
+    depth + 1
+  )
   const nestedFields = nested?.fields ?? new Set<string>()
   const fields = Object.keys(relation.target.properties).filter((field) => !nestedFields.has(field))
   for (const field of fields) {
@@ -269,32 +322,65 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
   const extra = nested?.parentColumns ?? []
   // Every statement reads the target as `t`: a key table's own columns (json_each has an `id`) stay apart.
   const qualified = (columns: readonly string[]) => columns.map((column) => `t.${column}`)
-  const link = (parentColumn: string, targetColumn: string, through?: RelationLink['through']): RelationLink =>
-    ({ field: relation.field, kind, table, parentColumn, targetColumn, through, target: relation.target, columns: fields, links: nested?.links ?? new Map() })
+  const link = (parentColumn: string, targetColumn: string, through?: RelationLink['through']): RelationLink => ({
+    field: relation.field,
+    kind,
+    table,
+    parentColumn,
+    targetColumn,
+    through,
+    target: relation.target,
+    columns: fields,
+    links: nested?.links ?? new Map(),
+  })
 
   switch (kind) {
     case 'many-to-one': {
-      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns) // declared for this kind
+      // declared for this kind
+      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns)
       const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
       const columns = unique([...fields, references, ...extra])
       const query = new BatchedQuery(db, dialect, (keyed) => keyed(table, 't', references).select(qualified(columns)))
-      return { field: relation.field, kind, link: link(foreignKey, references), parentKey: foreignKey, childKey: references, query, limit: undefined, nested, keyOf: dialect.keyOf }
+      return {
+        field: relation.field,
+        kind,
+        link: link(foreignKey, references),
+        parentKey: foreignKey,
+        childKey: references,
+        query,
+        limit: undefined,
+        nested,
+        keyOf: dialect.keyOf,
+      }
     }
     case 'one-to-many': {
       const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
-      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', table, targetColumns) // declared for this kind
+      // declared for this kind
+      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', table, targetColumns)
       const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, described)
       const columns = unique([...fields, foreignKey, ...extra])
       const { limit } = relation
       const filtered = (keyed: Keyed): Builder => keyed(table, 't', foreignKey).select(qualified(columns))
-      const query = limit === undefined
-        ? orderedQuery(db, dialect, filtered, order)
-        : limitedQuery(db, dialect, filtered, columns, `t.${foreignKey}`, order, limit)
-      return { field: relation.field, kind, link: link(references, foreignKey), parentKey: references, childKey: foreignKey, query, limit, nested, keyOf: dialect.keyOf }
+      const query =
+        limit === undefined
+          ? orderedQuery(db, dialect, filtered, order)
+          : limitedQuery(db, dialect, filtered, columns, `t.${foreignKey}`, order, limit)
+      return {
+        field: relation.field,
+        kind,
+        link: link(references, foreignKey),
+        parentKey: references,
+        childKey: foreignKey,
+        query,
+        limit,
+        nested,
+        keyOf: dialect.keyOf,
+      }
     }
     case 'many-to-many': {
       const { through } = relation
-      if (through === undefined) throw new Error(`${path}: a many-to-many relation without through`) // declaredRelations sets it for this kind
+      // declaredRelations sets it for this kind
+      if (through === undefined) throw new Error(`${path}: a many-to-many relation without through`)
       const throughColumns = await catalog.columns(through.table)
       const source = checkColumn(`${path}.through.sourceKey`, through.sourceKey, through.table, throughColumns)
       const target = checkColumn(`${path}.through.targetKey`, through.targetKey, through.table, throughColumns)
@@ -306,20 +392,44 @@ async function planRelation (db: AnyDatabase, relation: DeclaredRelation, parent
       const selection = [...qualified(columns), `j.${source} as ${alias}`]
       const { limit } = relation
       // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
-      const joined = (keyed: Keyed): Builder => keyed(through.table, 'j', source)
-        .innerJoin(`${table} as t`, `t.${references}`, `j.${target}`)
-        .select(selection)
-      const query = limit === undefined
-        ? orderedQuery(db, dialect, joined, order)
-        : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, limit)
-      return { field: relation.field, kind, link: link(parentKey, references, { table: through.table, sourceKey: source, targetKey: target }), parentKey, childKey: alias, query, limit, nested, keyOf: dialect.keyOf }
+      const joined = (keyed: Keyed): Builder =>
+        keyed(through.table, 'j', source).innerJoin(`${table} as t`, `t.${references}`, `j.${target}`).select(selection)
+      const query =
+        limit === undefined
+          ? orderedQuery(db, dialect, joined, order)
+          : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, limit)
+      return {
+        field: relation.field,
+        kind,
+        link: link(parentKey, references, { table: through.table, sourceKey: source, targetKey: target }),
+        parentKey,
+        childKey: alias,
+        query,
+        limit,
+        nested,
+        keyOf: dialect.keyOf,
+      }
     }
   }
 }
 
-async function plan (db: AnyDatabase, config: RelatedConfig<unknown> | undefined, schema: TObject, table: string, primaryKey: string, path: string, catalog: Catalog, depth: number): Promise<RelationLoader | undefined> {
+async function plan (
+  db: AnyDatabase,
+  config: RelatedConfig<unknown> | undefined,
+  schema: TObject,
+  table: string,
+  primaryKey: string,
+  path: string,
+  catalog: Catalog,
+  depth: number
+): Promise<RelationLoader | undefined> {
   if (config === undefined) return undefined
-  if (depth > maxDepth) invalidOption(path, `relations nest more than ${maxDepth} levels deep; is a schema's relatedConfig pointing back at itself?`)
+  if (depth > maxDepth) {
+    invalidOption(
+      path,
+      `relations nest more than ${maxDepth} levels deep; is a schema's relatedConfig pointing back at itself?`
+    )
+  }
   const declared = declaredRelations(config, schema, path)
   if (declared.length === 0) return undefined
   const planned: PlannedRelation[] = []
@@ -335,10 +445,18 @@ async function plan (db: AnyDatabase, config: RelatedConfig<unknown> | undefined
  *
  * @example
  * ```ts
- * const loader = await createRelationLoader(db, dialect, { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } }, Book, 'books')
+ * const selectRelated = { author: { table: 'authors', foreignKey: 'author_id' } }
+ * const loader = await createRelationLoader(db, dialect, { selectRelated }, Book, 'books')
  * await loader?.load(db, books)   // one `select ... from authors where id in (...)` for the whole page
  * ```
  */
-export async function createRelationLoader (db: AnyDatabase, dialect: ViewsetDialect, config: RelatedConfig<unknown> | undefined, schema: TObject, table: string, primaryKey = 'id'): Promise<RelationLoader | undefined> {
+export async function createRelationLoader (
+  db: AnyDatabase,
+  dialect: ViewsetDialect,
+  config: RelatedConfig<unknown> | undefined,
+  schema: TObject,
+  table: string,
+  primaryKey = 'id'
+): Promise<RelationLoader | undefined> {
   return await plan(db, config, schema, table, primaryKey, 'relatedConfig', new Catalog(db, dialect), 0)
 }

@@ -29,8 +29,18 @@ export function bodyComponentId (name: string, method: 'POST' | 'PUT' | 'PATCH')
 
 /** `1` kept inside an integer or number schema's bounds. */
 function numberIn (schema: JsonSchema): number {
-  const minimum = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : undefined
-  const maximum = typeof schema.maximum === 'number' ? schema.maximum : typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum - 1 : undefined
+  const minimum =
+    typeof schema.minimum === 'number'
+      ? schema.minimum
+      : typeof schema.exclusiveMinimum === 'number'
+        ? schema.exclusiveMinimum + 1
+        : undefined
+  const maximum =
+    typeof schema.maximum === 'number'
+      ? schema.maximum
+      : typeof schema.exclusiveMaximum === 'number'
+        ? schema.exclusiveMaximum - 1
+        : undefined
   let value = 1
   if (minimum !== undefined && value < minimum) value = Math.ceil(minimum)
   if (maximum !== undefined && value > maximum) value = Math.floor(maximum)
@@ -86,12 +96,19 @@ export function exampleOf (schema: unknown, depth = 0): unknown {
       // A pattern can't be inverted: the made-up text is kept only when it happens to match.
       return typeof schema.pattern !== 'string' || patternMatches(schema.pattern, text) ? text : undefined
     }
-    case 'integer': case 'number': return numberIn(schema)
-    case 'boolean': return true
-    case 'null': return null
-    case 'array': return []
-    case 'object': return objectExample(schema, depth)
-    default: return undefined
+    case 'integer':
+    case 'number':
+      return numberIn(schema)
+    case 'boolean':
+      return true
+    case 'null':
+      return null
+    case 'array':
+      return []
+    case 'object':
+      return objectExample(schema, depth)
+    default:
+      return undefined
   }
 }
 
@@ -115,10 +132,19 @@ export interface ComponentRelations {
 }
 
 /** The documented components of a viewset named `name` serving `methods` (see {@link ViewsetComponents}). */
-export function viewsetComponents (entity: JsonSchema, name: string, primaryKey: string, methods: readonly ViewsetMethod[], { relations, loaded }: ComponentRelations): ViewsetComponents {
+export function viewsetComponents (
+  entity: JsonSchema,
+  name: string,
+  primaryKey: string,
+  methods: readonly ViewsetMethod[],
+  { relations, loaded }: ComponentRelations
+): ViewsetComponents {
   const properties = propertiesOf(entity)
-  const required = new Set(Array.isArray(entity.required) ? entity.required.filter((field): field is string => typeof field === 'string') : [])
-  // Read-only fields (the key, server-set columns, relations loaded by default) are in every whole row the server sends.
+  const required = new Set(
+    Array.isArray(entity.required) ? entity.required.filter((field): field is string => typeof field === 'string') : []
+  )
+  // Read-only fields (the key, server-set columns, relations loaded by default) are in every whole row the server
+  // sends.
   for (const [field, property] of Object.entries(properties)) {
     const absent = relations.has(field) && loaded !== undefined && !loaded.has(field)
     if (isReadOnly(property) && !absent) required.add(field)
@@ -126,13 +152,21 @@ export function viewsetComponents (entity: JsonSchema, name: string, primaryKey:
   if (Object.hasOwn(properties, primaryKey)) required.add(primaryKey)
   const { required: _required, $id: _id, ...rest } = entity
   const row = { ...rest, $id: name, required: Object.keys(properties).filter((field) => required.has(field)) }
-  const partial = { ...rest, $id: `${name}Partial`, description: `Some fields of ${name}: those a \`?fields=\` selection names.` }
+  const partial = {
+    ...rest,
+    $id: `${name}Partial`,
+    description: `Some fields of ${name}: those a \`?fields=\` selection names.`,
+  }
   const bodies: Partial<Record<'POST' | 'PUT' | 'PATCH', JsonSchema & { $id: string }>> = {}
   for (const method of ['POST', 'PUT', 'PATCH'] as const) {
     if (!methods.includes(method)) continue
     const body = deriveBody(entity, method === 'PATCH')
     const example = objectExample(body, 0)
-    bodies[method] = { ...body, $id: bodyComponentId(name, method), ...(example === undefined ? {} : { examples: [example] }) }
+    bodies[method] = {
+      ...body,
+      $id: bodyComponentId(name, method),
+      ...(example === undefined ? {} : { examples: [example] }),
+    }
   }
   const reads = methods.includes('LIST') || methods.includes('GET')
   const answers = reads || methods.some((method) => method === 'POST' || method === 'PUT' || method === 'PATCH')

@@ -67,11 +67,17 @@ function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): J
   const range = (column === undefined ? undefined : integerRanges[column.type.replace(/ unsigned$/, '')]) ?? safeRange
   const bound = (schema: JsonSchema): JsonSchema => {
     if (schema.type !== 'integer' && schema.type !== 'number') {
-      return Array.isArray(schema.anyOf) ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => isJsonSchema(member) ? bound(member) : member) } : schema
+      return Array.isArray(schema.anyOf)
+        ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => (isJsonSchema(member) ? bound(member) : member)) }
+        : schema
     }
     const bounded = { ...schema }
-    if (bounded.minimum === undefined && bounded.exclusiveMinimum === undefined) bounded.minimum = schema.type === 'integer' ? range[0] : -Number.MAX_VALUE
-    if (bounded.maximum === undefined && bounded.exclusiveMaximum === undefined) bounded.maximum = schema.type === 'integer' ? range[1] : Number.MAX_VALUE
+    if (bounded.minimum === undefined && bounded.exclusiveMinimum === undefined) {
+      bounded.minimum = schema.type === 'integer' ? range[0] : -Number.MAX_VALUE
+    }
+    if (bounded.maximum === undefined && bounded.exclusiveMaximum === undefined) {
+      bounded.maximum = schema.type === 'integer' ? range[1] : Number.MAX_VALUE
+    }
     return bounded
   }
   return bound(property)
@@ -87,8 +93,10 @@ const integerColumn = /^(tiny|small|medium|big)?int(eger)?[248]?( unsigned)?$|^(
 function canonicalStrings (property: JsonSchema, column: ColumnInfo | undefined): JsonSchema {
   if (column === undefined || !integerColumn.test(column.type)) return property
   const pin = (schema: JsonSchema): JsonSchema => {
-    if (schema.type === 'string' && schema.pattern === undefined && schema.format === undefined) return { ...schema, pattern: canonicalIntegerPattern }
-    return Array.isArray(schema.anyOf) ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => isJsonSchema(member) ? pin(member) : member) } : schema
+    if (schema.type === 'string' && schema.pattern === undefined && schema.format === undefined) { return { ...schema, pattern: canonicalIntegerPattern } }
+    return Array.isArray(schema.anyOf)
+      ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => (isJsonSchema(member) ? pin(member) : member)) }
+      : schema
   }
   return pin(property)
 }
@@ -111,7 +119,7 @@ function inlineRelation (property: JsonSchema): JsonSchema {
   if (property.type === 'array' && isObjectSchema(items)) return { ...property, items: named(items) }
   const members: unknown[] | undefined = Array.isArray(property.anyOf) ? property.anyOf : undefined
   if (members !== undefined && members.filter(isObjectSchema).length === 1) {
-    return { ...property, anyOf: members.map((member) => isObjectSchema(member) ? named(member) : member) }
+    return { ...property, anyOf: members.map((member) => (isObjectSchema(member) ? named(member) : member)) }
   }
   return property
 }
@@ -122,7 +130,14 @@ function inlineRelation (property: JsonSchema): JsonSchema {
  * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`, and so do the primary key
  * and the version column (`versionField`) whatever the schema says: they are never written from a body.
  */
-export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>, relationFields: ReadonlySet<string>, id: string, primaryKey: string, versionField?: string): JsonSchema {
+export function deriveEntity (
+  schema: TObject,
+  columns: Map<string, ColumnInfo>,
+  relationFields: ReadonlySet<string>,
+  id: string,
+  primaryKey: string,
+  versionField?: string
+): JsonSchema {
   const entity = plain(schema)
   const properties: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(entity))) {
@@ -132,7 +147,10 @@ export function deriveEntity (schema: TObject, columns: Map<string, ColumnInfo>,
     }
     const bounded = canonicalStrings(boundIntegers(property, columns.get(name)), columns.get(name))
     // Every read-only marker becomes `readOnly: true` on the field itself, where bodies and OpenAPI look.
-    properties[name] = name === primaryKey || name === versionField || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name]) ? { ...bounded, readOnly: true } : bounded
+    properties[name] =
+      name === primaryKey || name === versionField || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name])
+        ? { ...bounded, readOnly: true }
+        : bounded
   }
   delete entity.$id
   // A relatedConfig attached to the schema is a declaration, not JSON Schema.
@@ -175,7 +193,9 @@ export function deriveParams (entity: JsonSchema, primaryKey: string): JsonSchem
 
 /** The writable fields of a body: read-only fields and relations are dropped, never written. */
 export function writableFields (entity: JsonSchema): string[] {
-  return Object.entries(propertiesOf(entity)).filter(([, property]) => !isReadOnly(property)).map(([name]) => name)
+  return Object.entries(propertiesOf(entity))
+    .filter(([, property]) => !isReadOnly(property))
+    .map(([name]) => name)
 }
 
 const scalarTypes = new Set(['string', 'number', 'integer', 'boolean'])
@@ -212,9 +232,15 @@ export function deriveSerializerSchema (schema: JsonSchema): JsonSchema {
   }
   const derived: JsonSchema = { ...schema }
   if (isSchemaLike(schema.properties)) {
-    derived.properties = Object.fromEntries(Object.entries(propertiesOf(schema)).map(([name, property]) => [name, deriveSerializerSchema(property)]))
+    derived.properties = Object.fromEntries(
+      Object.entries(propertiesOf(schema)).map(([name, property]) => [name, deriveSerializerSchema(property)])
+    )
   }
   if (isSchemaLike(schema.items) && !Array.isArray(schema.items)) derived.items = deriveSerializerSchema(schema.items)
-  if (Array.isArray(schema.anyOf)) derived.anyOf = schema.anyOf.map((member: unknown) => isSchemaLike(member) ? deriveSerializerSchema(member) : member)
+  if (Array.isArray(schema.anyOf)) {
+    derived.anyOf = schema.anyOf.map((member: unknown) =>
+      isSchemaLike(member) ? deriveSerializerSchema(member) : member
+    )
+  }
   return derived
 }

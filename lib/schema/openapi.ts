@@ -25,7 +25,11 @@ export const problemSchema: JsonSchema = {
         required: ['in', 'field', 'message'],
       },
     },
-    errorsOmitted: { type: 'integer', minimum: 1, description: 'How many failing fields were left out of errors; absent when none were' },
+    errorsOmitted: {
+      type: 'integer',
+      minimum: 1,
+      description: 'How many failing fields were left out of errors; absent when none were',
+    },
   },
   required: ['type', 'title', 'status', 'detail', 'code'],
 }
@@ -53,12 +57,20 @@ export const acceptPatch = `application/json, ${mergePatchType}`
 
 /** The response headers of the document, as @fastify/swagger reads them (a schema with a description). */
 export const documentedHeaders = {
-  etag: { type: 'string', description: 'Strong entity tag of the row as sent: send it back in If-None-Match (GET) or If-Match (PUT, PATCH, DELETE).' },
+  etag: {
+    type: 'string',
+    description:
+      'Strong entity tag of the row as sent: send it back in If-None-Match (GET) or If-Match (PUT, PATCH, DELETE).',
+  },
   location: { type: 'string', description: 'The URL of the created row.' },
   wwwAuthenticate: { type: 'string', description: 'The Bearer challenge (RFC 6750): why the token was refused.' },
   retryAfter: { type: 'integer', minimum: 0, description: 'Seconds to wait before trying again.' },
   acceptPatch: { type: 'string', description: 'The media types PATCH accepts.' },
-  preferenceApplied: { type: 'string', description: 'RFC 7240: `resolution=merge-duplicates` when the Prefer header merged the request into existing rows (an upsert); absent when it did not apply.' },
+  preferenceApplied: {
+    type: 'string',
+    description:
+      'RFC 7240: `resolution=merge-duplicates` when the Prefer header merged the request into existing rows (an upsert); absent when it did not apply.',
+  },
 } as const satisfies Record<string, JsonSchema>
 
 const errorHeaders: Record<number, Record<string, JsonSchema>> = {
@@ -92,7 +104,10 @@ export interface ErrorConditions {
 }
 
 /** The error statuses each method can answer. */
-export function errorStatuses (method: ViewsetMethod, { secured, optionalToken = false, requireIfMatch = false }: ErrorConditions): number[] {
+export function errorStatuses (
+  method: ViewsetMethod,
+  { secured, optionalToken = false, requireIfMatch = false }: ErrorConditions
+): number[] {
   const element = method !== 'LIST' && method !== 'POST' && method !== 'BULK'
   const write = method === 'PUT' || method === 'PATCH' || method === 'DELETE'
   const statuses = [400]

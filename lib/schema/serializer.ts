@@ -7,7 +7,10 @@ export type Serializer = (value: unknown) => string
 
 // The same function, typed on plain JSON Schema: its own types spell out each keyword, and ours are built by
 // derive.ts from a TypeBox object schema; the serializer it returns writes any value.
-const compile = fastJson as unknown as (schema: JsonSchema, options: { schema: Record<string, JsonSchema> }) => Serializer // plain JSON Schema in, any value out
+const compile = fastJson as unknown as (
+  schema: JsonSchema,
+  options: { schema: Record<string, JsonSchema> },
+) => Serializer // plain JSON Schema in, any value out
 
 /**
  * Compiles a fast-json-stringify serializer from plain JSON Schema, `$ref`s resolved in `externals`
@@ -40,7 +43,8 @@ function textOf (schema: JsonSchema): string {
   return text
 }
 
-/** The ids of the `externals` that `source` (a schema's JSON) reaches through `$ref`, directly or through one another. */
+/** The ids of the `externals` that `source` (a schema's JSON) reaches through `$ref`, directly or through one another.
+ * */
 function reached (source: string, externals: Record<string, JsonSchema>): string[] {
   const found: string[] = []
   let sources = [source]
@@ -81,7 +85,11 @@ function lazily (schema: JsonSchema, externals: Record<string, JsonSchema>): Sha
  * sharedSerializer({ $ref: 'Problem#' }, { Problem: problem, Items: entity }) // compiled once, with Problem only
  * ```
  */
-export function sharedSerializer (schema: JsonSchema, externals: Record<string, JsonSchema> = {}, when: 'now' | 'on first use' = 'on first use'): Serializer {
+export function sharedSerializer (
+  schema: JsonSchema,
+  externals: Record<string, JsonSchema> = {},
+  when: 'now' | 'on first use' = 'on first use'
+): Serializer {
   // A response's own annotations (its description, its documented headers) change nothing in the bytes
   // written: POST's 201 and GET's 200 write a row with one serializer.
   const { description: _description, headers: _headers, ...written } = schema

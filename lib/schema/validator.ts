@@ -5,7 +5,8 @@ import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastif
 import { LruCache } from '../execution/lru-cache.js'
 import { isRecord } from './object-schema.js'
 
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default // CommonJS: under ESM its default export arrives wrapped
+// CommonJS: under ESM its default export arrives wrapped
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
 const common: Options = {
   allErrors: true, // list every failing field, not only the first
@@ -37,7 +38,13 @@ export function admitsInteger (schema: unknown): boolean {
 
 /** The 400 of a non-canonical integer, as Ajv reports a failing value. */
 export function nonCanonicalError (instancePath: string): FastifySchemaValidationError & { message: string } {
-  return { instancePath, schemaPath: '#/type', keyword: 'type', message: 'must be an integer in decimal (such as 12 or -3: no sign +, leading zero, exponent, hex or blank)', params: {} }
+  return {
+    instancePath,
+    schemaPath: '#/type',
+    keyword: 'type',
+    message: 'must be an integer in decimal (such as 12 or -3: no sign +, leading zero, exponent, hex or blank)',
+    params: {},
+  }
 }
 
 /** Whether a URL value may be read as an integer: Ajv's coercion alone would take `0x1`, `1e0`, `+1` or a blank. */
@@ -50,7 +57,11 @@ type StringValidator = ((data: unknown) => boolean) & { errors?: FastifySchemaVa
 /** A path or query validator that first refuses integers not written canonically, then coerces as Ajv does. */
 function canonicalIntegers (schema: Record<string, unknown>, validate: StringValidator): StringValidator {
   const properties = schema.properties
-  const keys = isRecord(properties) ? Object.entries(properties).filter(([, property]) => admitsInteger(property)).map(([key]) => key) : []
+  const keys = isRecord(properties)
+    ? Object.entries(properties)
+      .filter(([, property]) => admitsInteger(property))
+      .map(([key]) => key)
+    : []
   if (keys.length === 0) return validate
   const checked: StringValidator = (data) => {
     for (const key of keys) {
@@ -115,7 +126,9 @@ export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schem
  * component, `{ $ref: 'ItemsCreate#' }`) is compiled as that component: the document shows the component,
  * and the shared Ajv instance never sees the same `$id` twice.
  */
-export function componentsValidatorCompiler (components: ReadonlyArray<Record<string, unknown>>): FastifySchemaCompiler<unknown> {
+export function componentsValidatorCompiler (
+  components: ReadonlyArray<Record<string, unknown>>
+): FastifySchemaCompiler<unknown> {
   const byRef = new Map(components.map(({ $id, ...schema }) => [`${String($id)}#`, schema]))
   return (route) => {
     const schema: unknown = route.schema

@@ -10,8 +10,17 @@ export function testApp (t: TestContext, options: FastifyServerOptions = {}): Fa
 }
 
 /** Asserts the parts every problem+json body has, and returns it. */
-export function problemOf (response: { headers: Record<string, unknown>, json: () => any }): { type: string, title: string, status: number, detail: string, code: string, errors?: Array<{ in: string, field: string, message: string }> } {
+export function problemOf (response: { headers: Record<string, unknown>; json: () => any }): {
+  type: string
+  title: string
+  status: number
+  detail: string
+  code: string
+  errors?: Array<{ in: string; field: string; message: string }>
+} {
   const contentType = String(response.headers['content-type'])
-  if (!contentType.startsWith('application/problem+json')) throw new Error(`expected application/problem+json, got ${contentType}`)
+  if (!contentType.startsWith('application/problem+json')) {
+    throw new Error(`expected application/problem+json, got ${contentType}`)
+  }
   return response.json()
 }

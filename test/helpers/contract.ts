@@ -13,27 +13,54 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 export interface OpenApiDocument {
   openapi: string
   paths?: Record<string, PathItem>
-  components?: { schemas?: Record<string, unknown>, securitySchemes?: Record<string, SecurityScheme>, [kind: string]: unknown }
+  components?: {
+    schemas?: Record<string, unknown>
+    securitySchemes?: Record<string, SecurityScheme>
+    [kind: string]: unknown
+  }
   security?: Array<Record<string, string[]>>
   [key: string]: unknown
 }
-export interface SecurityScheme { type: string, flows?: Record<string, { tokenUrl?: string }>, [key: string]: unknown }
+export interface SecurityScheme {
+  type: string
+  flows?: Record<string, { tokenUrl?: string }>
+  [key: string]: unknown
+}
 export type PathItem = Partial<Record<HttpMethod, Operation>> & { parameters?: Parameter[] }
-export interface Parameter { name: string, in: 'path' | 'query' | 'header' | 'cookie', required?: boolean, schema?: Schema, example?: unknown, examples?: Record<string, { value?: unknown }> }
-export interface MediaType { schema?: Schema, example?: unknown, examples?: Record<string, { value?: unknown }> }
-export interface Header { required?: boolean, schema?: Schema, description?: string }
-export interface Response { description?: string, headers?: Record<string, Header>, content?: Record<string, MediaType> }
+export interface Parameter {
+  name: string
+  in: 'path' | 'query' | 'header' | 'cookie'
+  required?: boolean
+  schema?: Schema
+  example?: unknown
+  examples?: Record<string, { value?: unknown }>
+}
+export interface MediaType {
+  schema?: Schema
+  example?: unknown
+  examples?: Record<string, { value?: unknown }>
+}
+export interface Header {
+  required?: boolean
+  schema?: Schema
+  description?: string
+}
+export interface Response {
+  description?: string
+  headers?: Record<string, Header>
+  content?: Record<string, MediaType>
+}
 export interface Operation {
   operationId?: string
   parameters?: Parameter[]
-  requestBody?: { required?: boolean, content?: Record<string, MediaType> }
+  requestBody?: { required?: boolean; content?: Record<string, MediaType> }
   responses?: Record<string, Response>
   security?: Array<Record<string, string[]>>
 }
 export type Schema = Record<string, unknown>
 
 export const httpMethods = ['get', 'post', 'put', 'patch', 'delete'] as const
-export type HttpMethod = typeof httpMethods[number]
+export type HttpMethod = (typeof httpMethods)[number]
 
 /** One documented operation, with where it sits in the document. */
 export interface OperationRef {
@@ -47,7 +74,8 @@ export interface OperationRef {
   pointer: string
 }
 
-/** One way an answer breaks the document. `key` is stable across runs and dialects, to compare with a list of known gaps. */
+/** One way an answer breaks the document. `key` is stable across runs and dialects, to compare with a list of known
+ * gaps. */
 export interface Violation {
   kind: string
   key: string
@@ -55,7 +83,15 @@ export interface Violation {
 }
 
 /** Headers that change what a client does: when sent, the document must declare them. */
-export const meaningfulHeaders = ['location', 'www-authenticate', 'retry-after', 'etag', 'link', 'x-total-count', 'allow'] as const
+export const meaningfulHeaders = [
+  'location',
+  'www-authenticate',
+  'retry-after',
+  'etag',
+  'link',
+  'x-total-count',
+  'allow',
+] as const
 
 const escapePointer = (segment: string) => segment.replaceAll('~', '~0').replaceAll('/', '~1')
 
@@ -79,7 +115,7 @@ export class Contract {
   readonly operations: readonly OperationRef[]
   readonly #ajv: Ajv2020
   readonly #validators = new Map<string, ValidateFunction>()
-  readonly #matchers: Array<{ regex: RegExp, path: string }>
+  readonly #matchers: Array<{ regex: RegExp; path: string }>
 
   constructor (document: OpenApiDocument) {
     this.document = document
@@ -94,14 +130,23 @@ export class Contract {
         if (operation === undefined) continue
         const own = operation.parameters ?? []
         const inherited = (item.parameters ?? []).filter((p) => !own.some((o) => o.name === p.name && o.in === p.in))
-        operations.push({ method, path, operation, parameters: [...inherited, ...own], pointer: `#/paths/${escapePointer(path)}/${method}` })
+        operations.push({
+          method,
+          path,
+          operation,
+          parameters: [...inherited, ...own],
+          pointer: `#/paths/${escapePointer(path)}/${method}`,
+        })
       }
     }
     this.operations = operations
     // Literal paths before templated ones, as routers do (`/items/stats` before `/items/{id}`).
     this.#matchers = Object.keys(document.paths ?? {})
       .sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0))
-      .map((path) => ({ path, regex: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}$`) }))
+      .map((path) => ({
+        path,
+        regex: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}$`),
+      }))
   }
 
   /** Fetches and compiles the document an app serves at `/docs/json`. */
@@ -138,7 +183,7 @@ export class Contract {
    * Everything in an answer that the document does not promise. An exchange on a documented path with
    * an undocumented method must be a 405 with `Allow`.
    */
-  check (request: { method: string, url: string }, response: LightMyRequestResponse): Violation[] {
+  check (request: { method: string; url: string }, response: LightMyRequestResponse): Violation[] {
     const method = request.method.toUpperCase()
     const status = response.statusCode
     const path = this.template(request.url) ?? request.url.split('?')[0] ?? request.url
@@ -148,20 +193,32 @@ export class Contract {
     }
     const ref = this.find(method, request.url)
     if (ref === undefined) {
-      if (status !== 405) add('operation-undocumented', '', `${method} ${request.url} answered ${status} but no operation documents it`)
-      else if (response.headers.allow === undefined) add('allow-missing', '', `405 without Allow on ${request.url}`)
+      if (status !== 405) { add('operation-undocumented', '', `${method} ${request.url} answered ${status} but no operation documents it`) } else if (response.headers.allow === undefined) add('allow-missing', '', `405 without Allow on ${request.url}`)
       return violations
     }
     const responses = ref.operation.responses ?? {}
     const code = String(status)
-    const key = code in responses ? code : `${code[0]}XX` in responses ? `${code[0]}XX` : 'default' in responses ? 'default' : undefined
+    const key =
+      code in responses
+        ? code
+        : `${code[0]}XX` in responses
+          ? `${code[0]}XX`
+          : 'default' in responses
+            ? 'default'
+            : undefined
     if (key === undefined) {
-      add('status-undocumented', '', `${method} ${request.url} answered ${status}, documented: ${Object.keys(responses).join(', ')}; body ${response.body.slice(0, 200)}`)
+      add(
+        'status-undocumented',
+        '',
+        `${method} ${request.url} answered ${status}, documented: ${Object.keys(responses).join(', ')}; body ${response.body.slice(0, 200)}`
+      )
       return violations
     }
     const documented = responses[key] ?? {}
     const pointer = `${ref.pointer}/responses/${escapePointer(key)}`
-    const declared = new Map(Object.entries(documented.headers ?? {}).map(([name, header]) => [name.toLowerCase(), { name, header }]))
+    const declared = new Map(
+      Object.entries(documented.headers ?? {}).map(([name, header]) => [name.toLowerCase(), { name, header }])
+    )
 
     for (const [lower, { name, header }] of declared) {
       const raw = response.headers[lower]
@@ -173,23 +230,37 @@ export class Contract {
       const value = Array.isArray(raw) ? raw.join(', ') : String(raw)
       const type = header.schema.type
       // A header is text; a number-typed one must be a plain decimal to be the number it says.
-      const typed = type === 'integer' || type === 'number' ? (/^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value) : value
+      const typed =
+        type === 'integer' || type === 'number' ? (/^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value) : value
       const errors = this.validate(`${pointer}/headers/${escapePointer(name)}/schema`, typed)
-      if (errors.length > 0) add('header-invalid', lower, `${name}: ${JSON.stringify(value)} fails ${errors.join(', ')}`)
+      if (errors.length > 0) {
+        add('header-invalid', lower, `${name}: ${JSON.stringify(value)} fails ${errors.join(', ')}`)
+      }
     }
     for (const header of meaningfulHeaders) {
-      if (response.headers[header] !== undefined && !declared.has(header)) add('header-undeclared', header, `${header}: ${String(response.headers[header])} sent but not declared`)
+      if (response.headers[header] !== undefined && !declared.has(header)) {
+        add('header-undeclared', header, `${header}: ${String(response.headers[header])} sent but not declared`)
+      }
     }
 
-    const contentType = String(response.headers['content-type'] ?? '').split(';')[0]?.trim() ?? ''
+    const contentType =
+      String(response.headers['content-type'] ?? '')
+        .split(';')[0]
+        ?.trim() ?? ''
     const content = documented.content ?? {}
     if (response.body === '') {
-      if (Object.keys(content).length > 0 && status !== 304 && method !== 'HEAD') add('body-missing', '', 'documented content but empty body')
+      if (Object.keys(content).length > 0 && status !== 304 && method !== 'HEAD') {
+        add('body-missing', '', 'documented content but empty body')
+      }
       return violations
     }
     const media = content[contentType]
     if (media === undefined) {
-      add('content-type-undocumented', contentType, `content-type ${contentType} not among ${Object.keys(content).join(', ') || 'none'}; body ${response.body.slice(0, 200)}`)
+      add(
+        'content-type-undocumented',
+        contentType,
+        `content-type ${contentType} not among ${Object.keys(content).join(', ') || 'none'}; body ${response.body.slice(0, 200)}`
+      )
       return violations
     }
     if (media.schema === undefined) return violations
@@ -201,7 +272,9 @@ export class Contract {
       return violations
     }
     const errors = this.validate(`${pointer}/content/${escapePointer(contentType)}/schema`, body)
-    if (errors.length > 0) add('body-invalid', errors.join(' '), `body ${response.body.slice(0, 300)} fails ${errors.join(', ')}`)
+    if (errors.length > 0) {
+      add('body-invalid', errors.join(' '), `body ${response.body.slice(0, 300)} fails ${errors.join(', ')}`)
+    }
     return violations
   }
 }

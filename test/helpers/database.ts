@@ -17,7 +17,9 @@ function configured (): TestDialect[] {
   if (postgres !== undefined && postgres !== '') list.push({ name: 'postgres', url: postgres })
   if (mysql !== undefined && mysql !== '') list.push({ name: 'mysql', url: mysql })
   // In CI the PostgreSQL suite is required: a missing server is a failure, not a skip.
-  if (process.env.CI !== undefined && postgres === undefined) throw new Error('CI is set but TEST_POSTGRES_URL is not: the PostgreSQL suite is required')
+  if (process.env.CI !== undefined && postgres === undefined) {
+    throw new Error('CI is set but TEST_POSTGRES_URL is not: the PostgreSQL suite is required')
+  }
   const only = process.env.TEST_DIALECTS?.split(',').map((name) => name.trim())
   return only === undefined ? list : list.filter((dialect) => only.includes(dialect.name))
 }
@@ -38,9 +40,15 @@ export interface TestDatabase {
  * A fresh, isolated database for one test: a new in-memory SQLite database, a new PostgreSQL schema
  * (as the connection's search_path), or a new MySQL database. It is dropped when the test ends.
  */
-export async function testDatabase (t: TestContext, dialect: TestDialect, options: { poolSize?: number, connectionTimeout?: number } = {}): Promise<TestDatabase> {
+export async function testDatabase (
+  t: TestContext,
+  dialect: TestDialect,
+  options: { poolSize?: number; connectionTimeout?: number } = {}
+): Promise<TestDatabase> {
   const queries: string[] = []
-  const log = (event: LogEvent) => { if (event.level === 'query') queries.push(event.query.sql) }
+  const log = (event: LogEvent) => {
+    if (event.level === 'query') queries.push(event.query.sql)
+  }
   const name = `vs_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`
   let url = dialect.url
   if (dialect.name === 'postgres') {
@@ -73,7 +81,8 @@ export async function testDatabase (t: TestContext, dialect: TestDialect, option
   return { db, dialect: dialect.name, url, queries }
 }
 
-/** How a test opens its database: createDatabase, or a Kysely the user built over a driver they opened (wrapped or not). */
+/** How a test opens its database: createDatabase, or a Kysely the user built over a driver they opened (wrapped or
+ * not). */
 export type DatabaseSetup = 'createDatabase' | 'own Kysely' | 'own Kysely, wrapped'
 export const databaseSetups: readonly DatabaseSetup[] = ['createDatabase', 'own Kysely', 'own Kysely, wrapped']
 
@@ -82,11 +91,18 @@ export const databaseSetups: readonly DatabaseSetup[] = ['createDatabase', 'own 
  * (better-sqlite3, a pg Pool or a mysql2 pool, handed to Kysely's own dialect), with a logging Kysely
  * unless `logged` is false, and wrapped by withPreparedStatements for the third setup.
  */
-export async function setupDatabase (t: TestContext, dialect: TestDialect, setup: DatabaseSetup, options: { logged?: boolean, plugins?: KyselyPlugin[] } = {}): Promise<TestDatabase> {
+export async function setupDatabase (
+  t: TestContext,
+  dialect: TestDialect,
+  setup: DatabaseSetup,
+  options: { logged?: boolean; plugins?: KyselyPlugin[] } = {}
+): Promise<TestDatabase> {
   const isolated = await testDatabase(t, dialect)
   if (setup === 'createDatabase') return isolated
   const queries: string[] = []
-  const log = (event: LogEvent) => { if (event.level === 'query') queries.push(event.query.sql) }
+  const log = (event: LogEvent) => {
+    if (event.level === 'query') queries.push(event.query.sql)
+  }
   let handle: object
   let kyselyDialect: Dialect
   if (dialect.name === 'sqlite') {
@@ -106,20 +122,33 @@ export async function setupDatabase (t: TestContext, dialect: TestDialect, setup
     handle = pool
     kyselyDialect = new MysqlDialect({ pool })
   }
-  const own = new Kysely<any>({ dialect: kyselyDialect, plugins: options.plugins ?? [], ...(options.logged === false ? {} : { log }) })
+  const own = new Kysely<any>({
+    dialect: kyselyDialect,
+    plugins: options.plugins ?? [],
+    ...(options.logged === false ? {} : { log }),
+  })
   t.after(() => own.destroy())
-  return { db: setup === 'own Kysely' ? own : withPreparedStatements(own, handle), dialect: dialect.name, url: isolated.url, queries }
+  return {
+    db: setup === 'own Kysely' ? own : withPreparedStatements(own, handle),
+    dialect: dialect.name,
+    url: isolated.url,
+    queries,
+  }
 }
 
 /** An auto-incrementing integer primary key, in each dialect's spelling. */
-export function autoIncrement (dialect: TestDialect['name']): [string, (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder] {
+export function autoIncrement (
+  dialect: TestDialect['name']
+): [string, (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder] {
   if (dialect === 'postgres') return ['serial', (column) => column.primaryKey()]
   if (dialect === 'mysql') return ['integer', (column) => column.primaryKey().autoIncrement()]
   return ['integer', (column) => column.primaryKey().autoIncrement()]
 }
 
 /** A timezone-aware timestamp type with a database default of now. */
-export function timestamp (dialect: TestDialect['name']): [string, (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder] {
+export function timestamp (
+  dialect: TestDialect['name']
+): [string, (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder] {
   if (dialect === 'postgres') return ['timestamptz', (column) => column.notNull().defaultTo(sql`now()`)]
   if (dialect === 'mysql') return ['datetime(3)', (column) => column.notNull().defaultTo(sql`current_timestamp(3)`)]
   return ['text', (column) => column.notNull().defaultTo(sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`)]

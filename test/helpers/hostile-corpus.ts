@@ -40,26 +40,108 @@ export const injections: readonly string[] = [
   'randomblob(1000000000)',
   "load_extension('x')",
   "ATTACH DATABASE '/tmp/x.db' AS x",
-  '`id`', '[id]', '"id"', 'id--', 'id/*', '*/', '-- ', '#', ';', "'", '"', "''", '\\', "\\'", '\\\\',
-  '%', '_', '%%', '%_%', '!', '!%', '[a-z]%', '*', '?', '$1', ':name', '@@version',
-  '${7*7}', '{{7*7}}', '<script>alert(1)</script>', '../../etc/passwd',
-  '\u0000', 'a\u0000b', '\u202Eevil', '\uFEFF', 'e\u0301', 'İı', 'ß', 'Ω≈ç√∫', '😀', '\uD800', '\u0007\b\f\n\r\t\v',
-  '', ' ', 'NaN', 'Infinity', '-Infinity', '-0', '1e309', '-1', '1.5', '0x10', '9007199254740993', '99999999999999999999999',
-  'null', 'true', 'false', '[]', '{}', '__proto__', 'constructor', 'x'.repeat(3000),
+  '`id`',
+  '[id]',
+  '"id"',
+  'id--',
+  'id/*',
+  '*/',
+  '-- ',
+  '#',
+  ';',
+  "'",
+  '"',
+  "''",
+  '\\',
+  "\\'",
+  '\\\\',
+  '%',
+  '_',
+  '%%',
+  '%_%',
+  '!',
+  '!%',
+  '[a-z]%',
+  '*',
+  '?',
+  '$1',
+  ':name',
+  '@@version',
+  // eslint-disable-next-line no-template-curly-in-string -- a template-injection probe, sent as text
+  '${7*7}',
+  '{{7*7}}',
+  '<script>alert(1)</script>',
+  '../../etc/passwd',
+  '\u0000',
+  'a\u0000b',
+  '\u202Eevil',
+  '\uFEFF',
+  'e\u0301',
+  'İı',
+  'ß',
+  'Ω≈ç√∫',
+  '😀',
+  '\uD800',
+  '\u0007\b\f\n\r\t\v',
+  '',
+  ' ',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '-0',
+  '1e309',
+  '-1',
+  '1.5',
+  '0x10',
+  '9007199254740993',
+  '99999999999999999999999',
+  'null',
+  'true',
+  'false',
+  '[]',
+  '{}',
+  '__proto__',
+  'constructor',
+  'x'.repeat(3000),
 ]
 
 /** The LIST query parameters of the hostile fixture (search, ordering, fields, pagination, count and every filter). */
 export const listParameters: readonly string[] = [
-  'search', 'order_by', 'fields', 'limit', 'offset', 'count',
-  'name', 'name__eq', 'name__contains', 'name__in', 'price__gte', 'price__lte', 'price__in',
-  'in_stock', 'maker_id', 'maker_id__in', 'maker_id__isnull',
+  'search',
+  'order_by',
+  'fields',
+  'limit',
+  'offset',
+  'count',
+  'name',
+  'name__eq',
+  'name__contains',
+  'name__in',
+  'price__gte',
+  'price__lte',
+  'price__in',
+  'in_stock',
+  'maker_id',
+  'maker_id__in',
+  'maker_id__isnull',
 ]
 
 /** The body fields: the schema's, its relations, and a column the schema does not serve. */
-export const bodyFields: readonly string[] = ['name', 'description', 'price', 'in_stock', 'maker_id', 'id', 'maker', 'reviews', 'secret']
+export const bodyFields: readonly string[] = [
+  'name',
+  'description',
+  'price',
+  'in_stock',
+  'maker_id',
+  'id',
+  'maker',
+  'reviews',
+  'secret',
+]
 
 const json = (value: unknown) => JSON.stringify(value)
-const query = (pairs: ReadonlyArray<readonly [string, string]>) => new URLSearchParams(pairs.map(([key, value]): [string, string] => [key, value])).toString()
+const query = (pairs: ReadonlyArray<readonly [string, string]>) =>
+  new URLSearchParams(pairs.map(([key, value]): [string, string] => [key, value])).toString()
 
 /**
  * Spreads `values` over `targets`: target i gets every value whose index is congruent to i modulo
@@ -67,7 +149,11 @@ const query = (pairs: ReadonlyArray<readonly [string, string]>) => new URLSearch
  */
 export function spread<T, V> (targets: readonly T[], values: readonly V[], stride: number): Array<[T, V]> {
   const pairs: Array<[T, V]> = []
-  targets.forEach((target, t) => values.forEach((value, v) => { if ((t + v) % stride === 0) pairs.push([target, value]) }))
+  targets.forEach((target, t) =>
+    values.forEach((value, v) => {
+      if ((t + v) % stride === 0) pairs.push([target, value])
+    })
+  )
   return pairs
 }
 
@@ -93,119 +179,333 @@ let serial = 0
 export const uniqueName = (prefix = 'hostile') => `${prefix} ${++serial}`
 
 /** The deterministic part: every parameter, id and body field meets the payloads, plus the known hard cases. */
-export function fixedCorpus (ids: { product: number, bare: number }, bodyLimit: number): HostileRequest[] {
+export function fixedCorpus (ids: { product: number; bare: number }, bodyLimit: number): HostileRequest[] {
   const requests: HostileRequest[] = []
   const add = (request: HostileRequest) => requests.push(request)
-  const nul = (dialect: string) => dialect === 'postgres' ? 400 : undefined
+  const nul = (dialect: string) => (dialect === 'postgres' ? 400 : undefined)
 
   // Injections in every LIST query parameter.
   for (const [parameter, payload] of spread(listParameters, injections, 3)) {
-    add({ label: `LIST ?${parameter}=${json(payload).slice(0, 40)}`, method: 'GET', url: `/products?${queryValue(parameter, payload)}` })
+    add({
+      label: `LIST ?${parameter}=${json(payload).slice(0, 40)}`,
+      method: 'GET',
+      url: `/products?${queryValue(parameter, payload)}`,
+    })
   }
   // In the path id of every element route.
   for (const payload of injections) {
     add({ label: `GET /products/${json(payload).slice(0, 40)}`, method: 'GET', url: `/products/${idSegment(payload)}` })
-    add({ label: `DELETE /products/${json(payload).slice(0, 40)}`, method: 'DELETE', url: `/products/${idSegment(payload)}` })
+    add({
+      label: `DELETE /products/${json(payload).slice(0, 40)}`,
+      method: 'DELETE',
+      url: `/products/${idSegment(payload)}`,
+    })
   }
   for (const [method, payload] of spread(['PUT', 'PATCH'] as const, injections, 2)) {
     const sent = { name: uniqueName() }
-    add({ label: `${method} /products/${json(payload).slice(0, 40)}`, method, url: `/products/${idSegment(payload)}`, body: json(sent), sent })
+    add({
+      label: `${method} /products/${json(payload).slice(0, 40)}`,
+      method,
+      url: `/products/${idSegment(payload)}`,
+      body: json(sent),
+      sent,
+    })
   }
   // In every body field, for POST, PUT and PATCH.
   for (const [field, payload] of spread(bodyFields, injections, 3)) {
     const sent = { name: uniqueName(), [field]: payload }
-    add({ label: `POST ${field}=${json(payload).slice(0, 40)}`, method: 'POST', url: '/products', body: json(sent), sent })
+    add({
+      label: `POST ${field}=${json(payload).slice(0, 40)}`,
+      method: 'POST',
+      url: '/products',
+      body: json(sent),
+      sent,
+    })
   }
   for (const [field, payload] of spread(bodyFields, injections, 6)) {
     const sent = { [field]: payload }
-    add({ label: `PATCH ${field}=${json(payload).slice(0, 40)}`, method: 'PATCH', url: `/products/${ids.product}`, body: json(sent), sent })
+    add({
+      label: `PATCH ${field}=${json(payload).slice(0, 40)}`,
+      method: 'PATCH',
+      url: `/products/${ids.product}`,
+      body: json(sent),
+      sent,
+    })
   }
   for (const [field, payload] of spread(bodyFields, injections, 9)) {
     const sent = { name: uniqueName(), [field]: payload }
-    add({ label: `PUT ${field}=${json(payload).slice(0, 40)}`, method: 'PUT', url: `/products/${ids.bare}`, body: json(sent), sent })
+    add({
+      label: `PUT ${field}=${json(payload).slice(0, 40)}`,
+      method: 'PUT',
+      url: `/products/${ids.bare}`,
+      body: json(sent),
+      sent,
+    })
   }
 
   // Wrong types, empty strings, huge numbers, NaN, negative and huge limit/offset.
   const bad: Array<[string, string, number | undefined]> = [
-    ['limit', '-1', 400], ['limit', '0', 400], ['limit', '51', 400], ['limit', '1e309', 400], ['limit', 'NaN', 400],
-    ['limit', '1.5', 400], ['limit', '', undefined], ['limit', 'abc', 400], ['limit', '9007199254740993', 400],
-    ['limit', '100000000000000000000', 400], ['limit', '-9007199254740993', 400],
-    ['offset', '-1', 400], ['offset', '1e20', 400], ['offset', '10000', 200], ['offset', '10001', 400], ['offset', '9007199254740991', 400], ['offset', '9007199254740992', 400],
-    ['offset', 'Infinity', 400], ['offset', '', undefined],
-    ['price__gte', '1e309', 400], ['price__gte', '-1e309', 400], ['price__gte', 'NaN', 400], ['price__gte', '1e308', undefined],
+    ['limit', '-1', 400],
+    ['limit', '0', 400],
+    ['limit', '51', 400],
+    ['limit', '1e309', 400],
+    ['limit', 'NaN', 400],
+    ['limit', '1.5', 400],
+    ['limit', '', undefined],
+    ['limit', 'abc', 400],
+    ['limit', '9007199254740993', 400],
+    ['limit', '100000000000000000000', 400],
+    ['limit', '-9007199254740993', 400],
+    ['offset', '-1', 400],
+    ['offset', '1e20', 400],
+    ['offset', '10000', 200],
+    ['offset', '10001', 400],
+    ['offset', '9007199254740991', 400],
+    ['offset', '9007199254740992', 400],
+    ['offset', 'Infinity', 400],
+    ['offset', '', undefined],
+    ['price__gte', '1e309', 400],
+    ['price__gte', '-1e309', 400],
+    ['price__gte', 'NaN', 400],
+    ['price__gte', '1e308', undefined],
     // PostgreSQL compares with the `real` column's type, whose range ends near 3.4e38: 400 there.
-    ['price__lte', '-1.7976931348623157e308', undefined], ['price__in', '1,2,NaN', 400], ['price__in', 'a,b', 400],
-    ['price__in', Array.from({ length: 101 }, (_, i) => String(i)).join(','), 400], ['price__in', ',,,', 400], ['price__in', '', 400],
-    ['maker_id', '2147483648', undefined], ['maker_id', '99999999999999999999', 400], ['maker_id', '-1', 200], ['maker_id', '1.5', 400],
-    ['maker_id__in', '1,1,1,1', 200], ['maker_id__in', '1,x', 400], ['maker_id__isnull', 'maybe', 400],
-    ['in_stock', 'maybe', 400], ['in_stock', 'TRUE', undefined], ['in_stock', '1', undefined], ['in_stock', '', undefined],
-    ['fields', '', 400], ['fields', ',', 400], ['fields', 'id,,name', 400], ['fields', 'secret', 400], ['fields', 'id,secret', 400],
-    ['fields', 'maker,reviews,name', 200], ['fields', Array.from({ length: 500 }, () => 'name').join(','), 200],
-    ['order_by', 'secret', 400], ['order_by', '-secret', 400], ['order_by', 'maker', 400], ['order_by', 'reviews', 400],
-    ['order_by', '--name', 400], ['order_by', '-', 400], ['order_by', ',', 400], ['order_by', 'name,-name', undefined],
-    ['order_by', ' name', 400], ['order_by', 'name desc', 400], ['order_by', 'price;drop', 400], ['order_by', '', undefined],
-    ['count', 'yes', 400], ['count', '2', 400], ['count', 'TRUE', undefined],
-    ['search', 'x'.repeat(100), 200], ['search', 'x'.repeat(5000), 400], ['search', '\u0000', 400], ['search', 'a\u0000', 400], ['name__contains', '\u0000', 400],
+    ['price__lte', '-1.7976931348623157e308', undefined],
+    ['price__in', '1,2,NaN', 400],
+    ['price__in', 'a,b', 400],
+    ['price__in', Array.from({ length: 101 }, (_, i) => String(i)).join(','), 400],
+    ['price__in', ',,,', 400],
+    ['price__in', '', 400],
+    ['maker_id', '2147483648', undefined],
+    ['maker_id', '99999999999999999999', 400],
+    ['maker_id', '-1', 200],
+    ['maker_id', '1.5', 400],
+    ['maker_id__in', '1,1,1,1', 200],
+    ['maker_id__in', '1,x', 400],
+    ['maker_id__isnull', 'maybe', 400],
+    ['in_stock', 'maybe', 400],
+    ['in_stock', 'TRUE', undefined],
+    ['in_stock', '1', undefined],
+    ['in_stock', '', undefined],
+    ['fields', '', 400],
+    ['fields', ',', 400],
+    ['fields', 'id,,name', 400],
+    ['fields', 'secret', 400],
+    ['fields', 'id,secret', 400],
+    ['fields', 'maker,reviews,name', 200],
+    ['fields', Array.from({ length: 500 }, () => 'name').join(','), 200],
+    ['order_by', 'secret', 400],
+    ['order_by', '-secret', 400],
+    ['order_by', 'maker', 400],
+    ['order_by', 'reviews', 400],
+    ['order_by', '--name', 400],
+    ['order_by', '-', 400],
+    ['order_by', ',', 400],
+    ['order_by', 'name,-name', undefined],
+    ['order_by', ' name', 400],
+    ['order_by', 'name desc', 400],
+    ['order_by', 'price;drop', 400],
+    ['order_by', '', undefined],
+    ['count', 'yes', 400],
+    ['count', '2', 400],
+    ['count', 'TRUE', undefined],
+    ['search', 'x'.repeat(100), 200],
+    ['search', 'x'.repeat(5000), 400],
+    ['search', '\u0000', 400],
+    ['search', 'a\u0000', 400],
+    ['name__contains', '\u0000', 400],
     ['name', 'a\u0000b', undefined],
   ]
   for (const [parameter, value, status] of bad) {
-    add({ label: `LIST ?${parameter}=${json(value).slice(0, 40)}`, method: 'GET', url: `/products?${query([[parameter, value]])}`, ...(status === undefined ? {} : { expect: status }) })
+    add({
+      label: `LIST ?${parameter}=${json(value).slice(0, 40)}`,
+      method: 'GET',
+      url: `/products?${query([[parameter, value]])}`,
+      ...(status === undefined ? {} : { expect: status }),
+    })
   }
   // Encodings the query-string parser must survive.
-  for (const raw of ['search=%', 'search=%G1', 'search=%FF', 'search=%ED%A0%80', 'search=%00', 'search=a%2', '%=1', '=', '&&&', 'search', 'limit=1&&offset=', 'a[b]=1', 'search[]=x', 'search[a]=x']) {
+  for (const raw of [
+    'search=%',
+    'search=%G1',
+    'search=%FF',
+    'search=%ED%A0%80',
+    'search=%00',
+    'search=a%2',
+    '%=1',
+    '=',
+    '&&&',
+    'search',
+    'limit=1&&offset=',
+    'a[b]=1',
+    'search[]=x',
+    'search[a]=x',
+  ]) {
     add({ label: `LIST ?${raw}`, method: 'GET', url: `/products?${raw}` })
   }
   // Duplicate query keys: a parameter that takes one value gets an array, which is a 400.
-  for (const [key, a, b] of [['limit', '1', '2'], ['offset', '0', '1'], ['search', 'a', 'b'], ['order_by', 'name', 'price'], ['name', 'a', 'b'],
-    ['fields', 'id', 'name'], ['count', 'true', 'false'], ['in_stock', 'true', 'false'], ['maker_id__in', '1', '2'], ['price__gte', '1', '2']] as const) {
-    add({ label: `LIST ?${key}=${a}&${key}=${b}`, method: 'GET', url: `/products?${query([[key, a], [key, b]])}`, expect: 400 })
+  for (const [key, a, b] of [
+    ['limit', '1', '2'],
+    ['offset', '0', '1'],
+    ['search', 'a', 'b'],
+    ['order_by', 'name', 'price'],
+    ['name', 'a', 'b'],
+    ['fields', 'id', 'name'],
+    ['count', 'true', 'false'],
+    ['in_stock', 'true', 'false'],
+    ['maker_id__in', '1', '2'],
+    ['price__gte', '1', '2'],
+  ] as const) {
+    add({
+      label: `LIST ?${key}=${a}&${key}=${b}`,
+      method: 'GET',
+      url: `/products?${query([
+        [key, a],
+        [key, b],
+      ])}`,
+      expect: 400,
+    })
   }
   // Unicode in search, filters and names.
-  for (const text of ['ü', 'ÜBER', 'ß', 'İ', 'ı', 'Ω', 'ﬀ', 'e\u0301', '😀', '👨‍👩‍👧', '\u202Eevil', '\u200B', '中文', 'عربى']) {
+  for (const text of [
+    'ü',
+    'ÜBER',
+    'ß',
+    'İ',
+    'ı',
+    'Ω',
+    'ﬀ',
+    'e\u0301',
+    '😀',
+    '👨‍👩‍👧',
+    '\u202Eevil',
+    '\u200B',
+    '中文',
+    'عربى',
+  ]) {
     add({ label: `LIST ?search=${text}`, method: 'GET', url: `/products?${query([['search', text]])}`, expect: 200 })
-    add({ label: `LIST ?name__contains=${text}`, method: 'GET', url: `/products?${query([['name__contains', text]])}`, expect: 200 })
+    add({
+      label: `LIST ?name__contains=${text}`,
+      method: 'GET',
+      url: `/products?${query([['name__contains', text]])}`,
+      expect: 200,
+    })
     const sent = { name: `${uniqueName('unicode')} ${text}`, description: text.repeat(3) }
-    add({ label: `POST name with ${json(text)}`, method: 'POST', url: '/products', body: json(sent), sent, expect: 201 })
+    add({
+      label: `POST name with ${json(text)}`,
+      method: 'POST',
+      url: '/products',
+      body: json(sent),
+      sent,
+      expect: 201,
+    })
   }
   // NUL bytes in stored strings: PostgreSQL cannot store them (400); the others store them as sent.
   for (const field of ['name', 'description']) {
     const sent = { name: uniqueName('nul'), [field]: `nul\u0000byte ${field}` }
     add({ label: `POST ${field} with NUL`, method: 'POST', url: '/products', body: json(sent), sent, expect: nul })
     const patch = { [field]: `nul\u0000patch ${field}` }
-    add({ label: `PATCH ${field} with NUL`, method: 'PATCH', url: `/products/${ids.product}`, body: json(patch), sent: patch, expect: nul })
+    add({
+      label: `PATCH ${field} with NUL`,
+      method: 'PATCH',
+      url: `/products/${ids.product}`,
+      body: json(patch),
+      sent: patch,
+      expect: nul,
+    })
   }
 
   // Wrong types and bounds in bodies.
   const bodies: Array<[Record<string, unknown>, number | ((dialect: string) => number | undefined) | undefined]> = [
-    [{ name: '' }, 400], [{ name: 'x'.repeat(256) }, 400], [{ name: 123 }, 400], [{ name: null }, 400], [{ name: [] }, 400], [{ name: {} }, 400], [{ name: true }, 400],
-    [{ price: -1 }, 400], [{ price: 'abc' }, 400], [{ price: '12' }, 400], [{ price: true }, 400], [{ price: null }, 400], [{ price: {} }, 400], [{ price: [] }, 400],
-    [{ price: 1e308 }, (dialect) => dialect === 'postgres' ? 400 : 201], [{ price: 5e-324 }, undefined], [{ price: Number.MAX_SAFE_INTEGER }, undefined],
-    [{ description: 'x'.repeat(1025) }, 400], [{ description: 'x'.repeat(1024) }, 201], [{ description: 42 }, 400],
-    [{ maker_id: 999 }, 409], [{ maker_id: -1 }, 409], [{ maker_id: 2147483648 }, undefined], [{ maker_id: 1.5 }, 400], [{ maker_id: '1' }, 400],
+    [{ name: '' }, 400],
+    [{ name: 'x'.repeat(256) }, 400],
+    [{ name: 123 }, 400],
+    [{ name: null }, 400],
+    [{ name: [] }, 400],
+    [{ name: {} }, 400],
+    [{ name: true }, 400],
+    [{ price: -1 }, 400],
+    [{ price: 'abc' }, 400],
+    [{ price: '12' }, 400],
+    [{ price: true }, 400],
+    [{ price: null }, 400],
+    [{ price: {} }, 400],
+    [{ price: [] }, 400],
+    [{ price: 1e308 }, (dialect) => (dialect === 'postgres' ? 400 : 201)],
+    [{ price: 5e-324 }, undefined],
+    [{ price: Number.MAX_SAFE_INTEGER }, undefined],
+    [{ description: 'x'.repeat(1025) }, 400],
+    [{ description: 'x'.repeat(1024) }, 201],
+    [{ description: 42 }, 400],
+    [{ maker_id: 999 }, 409],
+    [{ maker_id: -1 }, 409],
+    [{ maker_id: 2147483648 }, undefined],
+    [{ maker_id: 1.5 }, 400],
+    [{ maker_id: '1' }, 400],
     [{ maker_id: 2 ** 53 + 2 }, 400],
-    [{ in_stock: 'true' }, 400], [{ in_stock: 1 }, 400], [{ in_stock: null }, 400],
-    [{ id: 5 }, undefined], [{ id: 'abc' }, undefined], [{ maker: { id: 1, name: 'x' } }, undefined], [{ reviews: [{ id: 1, body: 'x' }] }, undefined],
-    [{ secret: 'written?' }, 400], [{ unknown: 1 }, 400],
+    [{ in_stock: 'true' }, 400],
+    [{ in_stock: 1 }, 400],
+    [{ in_stock: null }, 400],
+    [{ id: 5 }, undefined],
+    [{ id: 'abc' }, undefined],
+    [{ maker: { id: 1, name: 'x' } }, undefined],
+    [{ reviews: [{ id: 1, body: 'x' }] }, undefined],
+    [{ secret: 'written?' }, 400],
+    [{ unknown: 1 }, 400],
   ]
   for (const [fields, status] of bodies) {
     const sent = { name: uniqueName('typed'), ...fields }
-    add({ label: `POST ${json(fields).slice(0, 60)}`, method: 'POST', url: '/products', body: json(sent), sent, ...(status === undefined ? {} : { expect: status }) })
+    add({
+      label: `POST ${json(fields).slice(0, 60)}`,
+      method: 'POST',
+      url: '/products',
+      body: json(sent),
+      sent,
+      ...(status === undefined ? {} : { expect: status }),
+    })
     const { name: _name, ...patch } = sent
-    if (Object.keys(patch).length > 0) add({ label: `PATCH ${json(fields).slice(0, 60)}`, method: 'PATCH', url: `/products/${ids.product}`, body: json(fields), sent: fields })
+    if (Object.keys(patch).length > 0) {
+      add({
+        label: `PATCH ${json(fields).slice(0, 60)}`,
+        method: 'PATCH',
+        url: `/products/${ids.product}`,
+        body: json(fields),
+        sent: fields,
+      })
+    }
   }
 
   // Malformed and hostile JSON.
   const raws: Array<[string, string | Buffer, number | undefined]> = [
-    ['truncated', '{', 400], ['truncated value', '{"name":', 400], ['trailing comma', '{"name":"x",}', 400], ['single quotes', "{'name':'x'}", 400],
-    ['bare word', 'nul', 400], ['empty', '', 400], ['space', ' ', 400], ['array', '[]', 400], ['string', '"str"', 400], ['number', '123', 400],
-    ['null', 'null', 400], ['true', 'true', 400], ['NUL', '\u0000', 400], ['NaN', '{"name":"n","price":NaN}', 400],
-    ['1e309', `{"name":"${uniqueName('inf')}","maker_id":1e309}`, 400], ['-1e309', `{"name":"${uniqueName('inf')}","price":-1e309}`, 400],
+    ['truncated', '{', 400],
+    ['truncated value', '{"name":', 400],
+    ['trailing comma', '{"name":"x",}', 400],
+    ['single quotes', "{'name':'x'}", 400],
+    ['bare word', 'nul', 400],
+    ['empty', '', 400],
+    ['space', ' ', 400],
+    ['array', '[]', 400],
+    ['string', '"str"', 400],
+    ['number', '123', 400],
+    ['null', 'null', 400],
+    ['true', 'true', 400],
+    ['NUL', '\u0000', 400],
+    ['NaN', '{"name":"n","price":NaN}', 400],
+    ['1e309', `{"name":"${uniqueName('inf')}","maker_id":1e309}`, 400],
+    ['-1e309', `{"name":"${uniqueName('inf')}","price":-1e309}`, 400],
     ['price 1e309', `{"name":"${uniqueName('inf')}","price":1e309}`, 400],
     ['__proto__', `{"name":"${uniqueName('proto')}","__proto__":{"admin":true}}`, 400],
     ['constructor.prototype', `{"name":"${uniqueName('ctor')}","constructor":{"prototype":{"admin":true}}}`, 400],
     ['duplicate keys', `{"name":"${uniqueName('dup')}","name":"${uniqueName('dup')}"}`, 201],
     ['BOM', `\uFEFF{"name":"${uniqueName('bom')}"}`, undefined],
-    ['invalid UTF-8', Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(`${uniqueName('utf8')}"}`)]), undefined],
+    [
+      'invalid UTF-8',
+      Buffer.concat([
+        Buffer.from('{"name":"'),
+        Buffer.from([0xff, 0xfe, 0xc3]),
+        Buffer.from(`${uniqueName('utf8')}"}`),
+      ]),
+      undefined,
+    ],
     ['deep arrays under the limit', `{"name":"deep","description":${'['.repeat(6000)}${']'.repeat(6000)}}`, 400],
     ['deep objects under the limit', `${'{"a":'.repeat(2500)}1${'}'.repeat(2500)}`, 400],
     ['deep arrays in an unknown field', `{"name":"deep2","extra":${'['.repeat(7000)}${']'.repeat(7000)}}`, 400],
@@ -215,30 +515,89 @@ export function fixedCorpus (ids: { product: number, bare: number }, bodyLimit: 
     ['deep arrays over the limit', `{"name":"d","description":${'['.repeat(bodyLimit)}${']'.repeat(bodyLimit)}}`, 413],
   ]
   for (const [label, body, status] of raws) {
-    add({ label: `POST ${label}`, method: 'POST', url: '/products', body, ...(status === undefined ? {} : { expect: status }) })
+    add({
+      label: `POST ${label}`,
+      method: 'POST',
+      url: '/products',
+      body,
+      ...(status === undefined ? {} : { expect: status }),
+    })
   }
-  add({ label: 'PATCH over the limit', method: 'PATCH', url: `/products/${ids.product}`, body: json({ description: 'x'.repeat(bodyLimit * 2) }), expect: 413 })
-  add({ label: 'PUT deep objects', method: 'PUT', url: `/products/${ids.product}`, body: `${'{"a":'.repeat(2500)}1${'}'.repeat(2500)}`, expect: 400 })
+  add({
+    label: 'PATCH over the limit',
+    method: 'PATCH',
+    url: `/products/${ids.product}`,
+    body: json({ description: 'x'.repeat(bodyLimit * 2) }),
+    expect: 413,
+  })
+  add({
+    label: 'PUT deep objects',
+    method: 'PUT',
+    url: `/products/${ids.product}`,
+    body: `${'{"a":'.repeat(2500)}1${'}'.repeat(2500)}`,
+    expect: 400,
+  })
 
   // Wrong Content-Type.
   const body = () => json({ name: uniqueName('ctype') })
   // Bodies are JSON only: every other media type, text/plain included, is a 415.
-  for (const [type, status] of [['text/plain', 415], ['application/x-www-form-urlencoded', 415], ['multipart/form-data; boundary=x', 415],
-    ['application/xml', 415], ['application/jsonx', 415], ['application/json; charset=utf-16', undefined], ['text/json', 415],
-    ['', 415], [null, 415], ['APPLICATION/JSON', 201], ['application/json; charset=utf-8', 201]] as const) {
-    add({ label: `POST Content-Type ${json(type)}`, method: 'POST', url: '/products', body: body(), contentType: type, ...(status === undefined ? {} : { expect: status }) })
-    add({ label: `PATCH Content-Type ${json(type)}`, method: 'PATCH', url: `/products/${ids.product}`, body: '{"price":1}', contentType: type, ...(status === undefined ? {} : { expect: status === 201 ? 200 : status }) })
+  for (const [type, status] of [
+    ['text/plain', 415],
+    ['application/x-www-form-urlencoded', 415],
+    ['multipart/form-data; boundary=x', 415],
+    ['application/xml', 415],
+    ['application/jsonx', 415],
+    ['application/json; charset=utf-16', undefined],
+    ['text/json', 415],
+    ['', 415],
+    [null, 415],
+    ['APPLICATION/JSON', 201],
+    ['application/json; charset=utf-8', 201],
+  ] as const) {
+    add({
+      label: `POST Content-Type ${json(type)}`,
+      method: 'POST',
+      url: '/products',
+      body: body(),
+      contentType: type,
+      ...(status === undefined ? {} : { expect: status }),
+    })
+    add({
+      label: `PATCH Content-Type ${json(type)}`,
+      method: 'PATCH',
+      url: `/products/${ids.product}`,
+      body: '{"price":1}',
+      contentType: type,
+      ...(status === undefined ? {} : { expect: status === 201 ? 200 : status }),
+    })
   }
 
   // Paths and methods outside the routes.
   for (const [method, url, status] of [
-    ['GET', '/products/', undefined], ['GET', '/products//1', 404], ['GET', '/products/1/extra', 404], ['GET', '/products/%ZZ', 400],
-    ['GET', '/products/%00', 400], ['GET', `/products/${'9'.repeat(400)}`, 414], ['DELETE', '/products/%E0%A4%A', 400], ['GET', '/products/-1', 404], ['GET', '/products/0', 404],
-    ['GET', '/products/1.0', undefined], ['GET', '/products/1e3', undefined], ['GET', '/products/+1', undefined], ['GET', '/products/%201', undefined],
-    ['GET', '/products/0x1', undefined], ['GET', '/products/..%2f..%2fetc%2fpasswd', 400],
+    ['GET', '/products/', undefined],
+    ['GET', '/products//1', 404],
+    ['GET', '/products/1/extra', 404],
+    ['GET', '/products/%ZZ', 400],
+    ['GET', '/products/%00', 400],
+    ['GET', `/products/${'9'.repeat(400)}`, 414],
+    ['DELETE', '/products/%E0%A4%A', 400],
+    ['GET', '/products/-1', 404],
+    ['GET', '/products/0', 404],
+    ['GET', '/products/1.0', undefined],
+    ['GET', '/products/1e3', undefined],
+    ['GET', '/products/+1', undefined],
+    ['GET', '/products/%201', undefined],
+    ['GET', '/products/0x1', undefined],
+    ['GET', '/products/..%2f..%2fetc%2fpasswd', 400],
     // A wrong method on a known path is a 405 with Allow; OPTIONS answers 204 with Allow (issue 11).
-    ['PUT', '/products', 405], ['PATCH', '/products', 405], ['DELETE', '/products', 405], ['POST', `/products/${ids.product}`, 405],
-    ['OPTIONS', '/products', 204], ['HEAD', '/products?limit=1', 200], ['HEAD', `/products/${ids.product}`, 200], ['GET', '/products/nothing/here', 404],
+    ['PUT', '/products', 405],
+    ['PATCH', '/products', 405],
+    ['DELETE', '/products', 405],
+    ['POST', `/products/${ids.product}`, 405],
+    ['OPTIONS', '/products', 204],
+    ['HEAD', '/products?limit=1', 200],
+    ['HEAD', `/products/${ids.product}`, 200],
+    ['GET', '/products/nothing/here', 404],
   ] as const) {
     add({ label: `${method} ${url.slice(0, 60)}`, method, url, ...(status === undefined ? {} : { expect: status }) })
   }
@@ -260,12 +619,17 @@ const value = fc.oneof(text, fc.jsonValue({ maxDepth: 3 }), fc.integer(), fc.dou
 
 /** Requests drawn by fast-check: random query strings, ids and bodies against every route. */
 export function generatedCorpus (ids: readonly number[], runs: number, seed: number): HostileRequest[] {
-  const id = fc.oneof(
-    { weight: 3, arbitrary: fc.constantFrom(...ids).map(String) },
-    { weight: 1, arbitrary: fc.integer({ min: -(2 ** 40), max: 2 ** 40 }).map(String) },
-    { weight: 2, arbitrary: text }
-  ).map(idSegment)
-  const pairs = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...listParameters, 'secret', 'maker', 'id'), fc.string({ maxLength: 8 })), text), { maxLength: 5 })
+  const id = fc
+    .oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...ids).map(String) },
+      { weight: 1, arbitrary: fc.integer({ min: -(2 ** 40), max: 2 ** 40 }).map(String) },
+      { weight: 2, arbitrary: text }
+    )
+    .map(idSegment)
+  const pairs = fc.array(
+    fc.tuple(fc.oneof(fc.constantFrom(...listParameters, 'secret', 'maker', 'id'), fc.string({ maxLength: 8 })), text),
+    { maxLength: 5 }
+  )
   const list = pairs.map((entries): HostileRequest => {
     let url: string
     try {
@@ -275,23 +639,54 @@ export function generatedCorpus (ids: readonly number[], runs: number, seed: num
     }
     return { label: `LIST ${url.slice(0, 80)}`, method: 'GET', url }
   })
-  const element = fc.tuple(fc.constantFrom('GET', 'DELETE', 'HEAD') as fc.Arbitrary<'GET' | 'DELETE' | 'HEAD'>, id)
-    .map(([method, segment]): HostileRequest => ({ label: `${method} /products/${segment.slice(0, 60)}`, method, url: `/products/${segment}` }))
+  const element = fc
+    .tuple(fc.constantFrom('GET', 'DELETE', 'HEAD') as fc.Arbitrary<'GET' | 'DELETE' | 'HEAD'>, id)
+    .map(([method, segment]): HostileRequest => ({
+      label: `${method} /products/${segment.slice(0, 60)}`,
+      method,
+      url: `/products/${segment}`,
+    }))
   // Bodies of any shape, and bodies that are nearly valid, so that some writes succeed and are checked.
-  const plausible = fc.record({
-    name: fc.oneof(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }), fc.constantFrom(...injections)),
-    description: fc.oneof(text, fc.constant(null)),
-    price: fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), value),
-    in_stock: fc.oneof(fc.boolean(), value),
-    maker_id: fc.oneof(fc.constantFrom(null, 1, 2, 3, 999), value),
-  }, { requiredKeys: ['name'] })
-  const anyFields = fc.record(Object.fromEntries(['name', 'description', 'price', 'in_stock', 'maker_id', 'id', 'maker', 'reviews', 'secret'].map((field) => [field, value])), { requiredKeys: [] })
-  const body = fc.oneof({ weight: 3, arbitrary: plausible }, { weight: 2, arbitrary: anyFields }, { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 10 }), value, { maxKeys: 4 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }) })
-  const write = fc.tuple(fc.constantFrom('POST', 'PUT', 'PATCH') as fc.Arbitrary<'POST' | 'PUT' | 'PATCH'>, id, body)
+  const plausible = fc.record(
+    {
+      name: fc.oneof(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }), fc.constantFrom(...injections)),
+      description: fc.oneof(text, fc.constant(null)),
+      price: fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), value),
+      in_stock: fc.oneof(fc.boolean(), value),
+      maker_id: fc.oneof(fc.constantFrom(null, 1, 2, 3, 999), value),
+    },
+    { requiredKeys: ['name'] }
+  )
+  const anyFields = fc.record(
+    Object.fromEntries(
+      ['name', 'description', 'price', 'in_stock', 'maker_id', 'id', 'maker', 'reviews', 'secret'].map((field) => [
+        field,
+        value,
+      ])
+    ),
+    { requiredKeys: [] }
+  )
+  const body = fc.oneof(
+    { weight: 3, arbitrary: plausible },
+    { weight: 2, arbitrary: anyFields },
+    { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 10 }), value, { maxKeys: 4 }) },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }) }
+  )
+  const write = fc
+    .tuple(fc.constantFrom('POST', 'PUT', 'PATCH') as fc.Arbitrary<'POST' | 'PUT' | 'PATCH'>, id, body)
     .map(([method, segment, sent]): HostileRequest => {
       const url = method === 'POST' ? '/products' : `/products/${segment}`
       const isObject = typeof sent === 'object' && sent !== null && !Array.isArray(sent)
-      return { label: `${method} ${url.slice(0, 40)} ${json(sent).slice(0, 80)}`, method, url, body: json(sent), ...(isObject ? { sent: sent as Record<string, unknown> } : {}) }
+      return {
+        label: `${method} ${url.slice(0, 40)} ${json(sent).slice(0, 80)}`,
+        method,
+        url,
+        body: json(sent),
+        ...(isObject ? { sent: sent as Record<string, unknown> } : {}),
+      }
     })
-  return fc.sample(fc.oneof({ weight: 3, arbitrary: list }, { weight: 1, arbitrary: element }, { weight: 3, arbitrary: write }), { numRuns: runs, seed })
+  return fc.sample(
+    fc.oneof({ weight: 3, arbitrary: list }, { weight: 1, arbitrary: element }, { weight: 3, arbitrary: write }),
+    { numRuns: runs, seed }
+  )
 }

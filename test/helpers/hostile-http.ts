@@ -23,7 +23,13 @@ export function keepAlive (maxSockets: number): Agent {
 }
 
 /** Sends one request to 127.0.0.1 and never rejects: errors and timeouts come back as `status: 0`. */
-export function send (port: number, method: string, path: string, body?: unknown, options: HttpOptions = {}): Promise<HttpResult> {
+export function send (
+  port: number,
+  method: string,
+  path: string,
+  body?: unknown,
+  options: HttpOptions = {}
+): Promise<HttpResult> {
   const started = performance.now()
   const payload = body === undefined ? undefined : JSON.stringify(body)
   const headers: Record<string, string> = { ...options.headers }
@@ -38,12 +44,25 @@ export function send (port: number, method: string, path: string, body?: unknown
       settled = true
       resolve({ ...result, ms: performance.now() - started })
     }
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent: options.agent ?? false, timeout: options.timeout ?? 15000 }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (chunk: Buffer) => chunks.push(chunk))
-      res.on('end', () => done({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
-      res.on('error', (error) => done({ status: 0, headers: {}, body: '', error: error.message }))
-    })
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers,
+        agent: options.agent ?? false,
+        timeout: options.timeout ?? 15000,
+      },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (chunk: Buffer) => chunks.push(chunk))
+        res.on('end', () =>
+          done({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') })
+        )
+        res.on('error', (error) => done({ status: 0, headers: {}, body: '', error: error.message }))
+      }
+    )
     req.on('timeout', () => {
       req.destroy(new Error(`timed out after ${options.timeout ?? 15000} ms`))
     })
@@ -53,7 +72,11 @@ export function send (port: number, method: string, path: string, body?: unknown
 }
 
 /** Runs `count` tasks with at most `concurrency` in flight, and returns their results in order. */
-export async function bounded<T> (count: number, concurrency: number, task: (index: number) => Promise<T>): Promise<T[]> {
+export async function bounded<T> (
+  count: number,
+  concurrency: number,
+  task: (index: number) => Promise<T>
+): Promise<T[]> {
   const results = new Array<T>(count)
   let next = 0
   const worker = async () => {
@@ -77,7 +100,9 @@ export function rssOf (pid: number): number {
 export function median (values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle] as number : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
 }
 
 /** How many results had each status (0: transport error), as in `{ 201: 998, 503: 2 }`. */

@@ -10,13 +10,26 @@ import type { TestDatabase } from './database.js'
  * A createDatabase pool on a PostgreSQL test database, tagged with an application name of its own, and
  * `active(condition)`: how many of its statements pg_stat_activity shows running and matching `condition`.
  */
-export function taggedPool<DB> (t: TestContext, database: TestDatabase, options: CreateDatabaseOptions = {}): { db: Kysely<DB>, active: (condition: RawBuilder<SqlBool>) => Promise<number> } {
+export function taggedPool<DB> (
+  t: TestContext,
+  database: TestDatabase,
+  options: CreateDatabaseOptions = {}
+): { db: Kysely<DB>; active: (condition: RawBuilder<SqlBool>) => Promise<number> } {
   const application = `vs_tagged_${process.pid}_${Date.now()}`
   const url = new URL(database.url)
   url.searchParams.set('application_name', application)
   const db = createDatabase<DB>(url.toString(), options)
   t.after(() => db.destroy())
-  const active = async (condition: RawBuilder<SqlBool>) => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and ${condition}`.execute(database.db)).rows[0]?.n)
+  const active = async (condition: RawBuilder<SqlBool>) =>
+    Number(
+      (
+        await sql<{
+          n: string
+        }>`select count(*) as n from pg_stat_activity where application_name = ${application} and state = 'active' and ${condition}`.execute(
+          database.db
+        )
+      ).rows[0]?.n
+    )
   return { db, active }
 }
 

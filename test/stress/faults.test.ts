@@ -69,6 +69,7 @@ for (const postgres of dialects.filter((dialect) => dialect.name === 'postgres')
     let serial = 0
     const results: Array<HttpResult & { phase: Phase }> = []
     const workers = Promise.all(Array.from({ length: 8 }, async () => {
+      // eslint-disable-next-line no-unmodified-loop-condition -- set by a callback while this loop awaits
       while (running) {
         const started: Phase = phase
         const n = serial++

@@ -127,6 +127,7 @@ for (const dialect of loadDialects) {
         return await send(server.port, 'POST', '/items', { name: '', price: -1 }, { agent })
       }
       await Promise.all(Array.from({ length: 16 }, async () => {
+        // eslint-disable-next-line no-unmodified-loop-condition -- set by a callback while this loop awaits
         while (!stop) {
           const result = await operation()
           counts[result.status] = (counts[result.status] ?? 0) + 1

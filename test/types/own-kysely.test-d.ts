@@ -1,11 +1,14 @@
-// Type tests of withPreparedStatements: `npm run test:types` compiles this file; each @ts-expect-error must be an error.
+// Type tests of withPreparedStatements: `npm run test:types` compiles this file; each @ts-expect-error must be an
+// error.
 import Database from 'better-sqlite3'
 import { Type } from '@sinclair/typebox'
 import { Kysely, SqliteDialect } from 'kysely'
 import type { Generated } from 'kysely'
 import { createViewset, withPreparedStatements } from 'fastify-viewsets'
 
-interface DB { items: { id: Generated<number>, name: string } }
+interface DB {
+  items: { id: Generated<number>; name: string }
+}
 const database = new Database(':memory:')
 
 // the wrapper keeps the instance's tables: a viewset over it checks its table as over the instance itself

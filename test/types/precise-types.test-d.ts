@@ -9,20 +9,29 @@ import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
 import type { CreateRequest, ElementRequest, IdOf, ListRequest, UpdateRequest, ViewsetToken } from 'fastify-viewsets'
 
 interface DB {
-  items: { id: Generated<number>, name: string, price: number, owner: string }
-  books: { id: Generated<number>, title: string, author_id: number }
-  authors: { id: Generated<number>, name: string }
-  codes: { code: string, label: string | null }
+  items: { id: Generated<number>; name: string; price: number; owner: string }
+  books: { id: Generated<number>; title: string; author_id: number }
+  authors: { id: Generated<number>; name: string }
+  codes: { code: string; label: string | null }
 }
 const db: Kysely<DB> = createDatabase<DB>('sqlite::memory:')
 
 // `owner` is a column outside the schema, required by the table: a handler must supply it.
-const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String(), price: Type.Number() })
+const Item = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  name: Type.String(),
+  price: Type.Number(),
+})
 type Item = Static<typeof Item>
 void Item
 const Code = Type.Object({ code: Type.String(), label: Type.Union([Type.String(), Type.Null()]) })
 const Author = Type.Object({ id: Type.Integer(), name: Type.String() })
-const Book = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), author_id: Type.Integer(), author: Type.Optional(Type.Union([Author, Type.Null()])) })
+const Book = Type.Object({
+  id: Type.Optional(Type.Integer()),
+  title: Type.String(),
+  author_id: Type.Integer(),
+  author: Type.Optional(Type.Union([Author, Type.Null()])),
+})
 const WithColour = Type.Object({ id: Type.Optional(Type.Integer()), name: Type.String(), colour: Type.String() })
 
 // ---- handlers return the schema's rows -----------------------------------------------------------
@@ -32,7 +41,7 @@ class Items extends Viewset<DB, 'items', typeof Item> {
   }
 
   override async getElement (request: ElementRequest<typeof Item>) {
-    return await this.findById(request.params.id) ?? this.notFound(request.params.id)
+    return (await this.findById(request.params.id)) ?? this.notFound(request.params.id)
   }
 
   override async createElement (request: CreateRequest<typeof Item>, _reply: FastifyReply, token: ViewsetToken | null) {
@@ -41,26 +50,32 @@ class Items extends Viewset<DB, 'items', typeof Item> {
   }
 
   override async updateElement (request: UpdateRequest<typeof Item>) {
-    return await this.update(request.params.id, this.writable(request.body)) ?? this.notFound(request.params.id)
+    return (await this.update(request.params.id, this.writable(request.body))) ?? this.notFound(request.params.id)
   }
 }
 void Items
 
 class WrongGet extends Viewset<DB, 'items', typeof Item> {
   // @ts-expect-error getElement returns a row of the schema, not a string
-  override async getElement () { return 'not a row' }
+  override async getElement () {
+    return 'not a row'
+  }
 }
 void WrongGet
 
 class WrongList extends Viewset<DB, 'items', typeof Item> {
   // @ts-expect-error list returns rows of the schema
-  override async list () { return [{ title: 'x' }] }
+  override async list () {
+    return [{ title: 'x' }]
+  }
 }
 void WrongList
 
 class WrongCreate extends Viewset<DB, 'items', typeof Item> {
   // @ts-expect-error createElement returns the row (POST answers it with 201 and Location)
-  override async createElement () { return undefined }
+  override async createElement () {
+    return undefined
+  }
 }
 void WrongCreate
 
@@ -101,7 +116,7 @@ class Writes extends Viewset<DB, 'items', typeof Item> {
     // @ts-expect-error owner is required by the table and is not a field of the schema
     await this.insert(this.writable(body))
     // a PATCH body: a pick of Updateable, every field optional
-    expectTypeOf(this.writable(patch)).toEqualTypeOf<{ id?: number, name?: string, price?: number }>()
+    expectTypeOf(this.writable(patch)).toEqualTypeOf<{ id?: number; name?: string; price?: number }>()
     await this.update(1, this.writable(patch))
     // @ts-expect-error a PATCH body lacks the required columns of an insert
     await this.insert({ ...this.writable(patch), owner: 'me' })
@@ -125,10 +140,19 @@ void subject
 
 // ---- LIST's query: ListRequest<typeof listQuery> is the validated query ---------------------------
 const StockQuery = Type.Object({ in_stock: Type.Optional(Type.Boolean()), min_price: Type.Optional(Type.Number()) })
-expectTypeOf<ListRequest<typeof StockQuery>['query']>().toEqualTypeOf<{ limit: number, offset: number, in_stock?: boolean, min_price?: number }>()
+expectTypeOf<ListRequest<typeof StockQuery>['query']>().toEqualTypeOf<{
+  limit: number
+  offset: number
+  in_stock?: boolean
+  min_price?: number
+}>()
 // @ts-expect-error nothing else is in the query
 void ({} as ListRequest<typeof StockQuery>['query']).search
-interface SearchQuery { limit: number, offset: number, search?: string }
+interface SearchQuery {
+  limit: number
+  offset: number
+  search?: string
+}
 class Lists extends Viewset<DB, 'items', typeof Item> {
   static override listQuery = StockQuery
   override async list (request: ListRequest<typeof StockQuery>) {
@@ -141,10 +165,14 @@ class Lists extends Viewset<DB, 'items', typeof Item> {
 void Lists
 // an interface and a type literal still compile as an override's parameter
 class InterfaceList extends Viewset<DB, 'items', typeof Item> {
-  override async list (request: ListRequest<SearchQuery>) { return await this.query().limit(request.query.limit).execute() }
+  override async list (request: ListRequest<SearchQuery>) {
+    return await this.query().limit(request.query.limit).execute()
+  }
 }
 class LiteralList extends Viewset<DB, 'items', typeof Item> {
-  override async list (request: ListRequest<{ limit: number, offset: number }>) { return await this.query().limit(request.query.limit).execute() }
+  override async list (request: ListRequest<{ limit: number; offset: number }>) {
+    return await this.query().limit(request.query.limit).execute()
+  }
 }
 void InterfaceList
 void LiteralList
@@ -153,8 +181,18 @@ void LiteralList
 class Books extends Viewset<DB, 'books', typeof Book> {}
 class Coloured extends Viewset<DB, 'items', typeof WithColour> {}
 class Codes extends Viewset<DB, 'codes', typeof Code> {}
-createViewset({ db, table: 'books', schema: Book, relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } } })
-void new Books({ db, table: 'books', schema: Book, relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } } })
+createViewset({
+  db,
+  table: 'books',
+  schema: Book,
+  relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } },
+})
+void new Books({
+  db,
+  table: 'books',
+  schema: Book,
+  relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } },
+})
 void new Codes({ db, table: 'codes', schema: Code, primaryKey: 'code' })
 // @ts-expect-error 'colour' is not a column of items: createViewset refuses it
 createViewset({ db, table: 'items', schema: WithColour })

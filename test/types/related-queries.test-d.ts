@@ -1,19 +1,26 @@
-// Type tests of issue 16 (related queries): `npm run test:types` compiles this file; each @ts-expect-error must be an error.
+// Type tests of issue 16 (related queries): `npm run test:types` compiles this file; each @ts-expect-error must be an
+// error.
 import { Type } from '@sinclair/typebox'
 import type { Generated, Kysely } from 'kysely'
 import { createDatabase, createViewset } from 'fastify-viewsets'
 
 interface DB {
-  authors: { id: Generated<number>, name: string }
-  books: { id: Generated<number>, title: string, author_id: number }
+  authors: { id: Generated<number>; name: string }
+  books: { id: Generated<number>; title: string; author_id: number }
 }
 const db: Kysely<DB> = createDatabase<DB>('sqlite::memory:')
 
 const Author = Type.Object({ id: Type.Integer(), name: Type.String() })
-const Book = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), author_id: Type.Integer(), author: Type.Optional(Type.Union([Author, Type.Null()])) })
+const Book = Type.Object({
+  id: Type.Optional(Type.Integer()),
+  title: Type.String(),
+  author_id: Type.Integer(),
+  author: Type.Optional(Type.Union([Author, Type.Null()])),
+})
 const relatedConfig = { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } } as const
 
-// dotted paths through a relation field compile in filterFields, orderingFields and searchFields (checked at registration)
+// dotted paths through a relation field compile in filterFields, orderingFields and searchFields (checked at
+// registration)
 createViewset({
   db,
   table: 'books',

@@ -9,15 +9,20 @@ import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
 import type { ListRequest, ViewsetToken } from 'fastify-viewsets'
 
 interface DB {
-  items: { id: Generated<number>, name: string, price: number }
-  authors: { id: Generated<number>, name: string }
-  books: { id: Generated<number>, title: string, author_id: number }
+  items: { id: Generated<number>; name: string; price: number }
+  authors: { id: Generated<number>; name: string }
+  books: { id: Generated<number>; title: string; author_id: number }
 }
 const db: Kysely<DB> = createDatabase<DB>('sqlite::memory:')
 
 const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
 const Author = Type.Object({ id: Type.Integer(), name: Type.String() })
-const Book = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), author_id: Type.Integer(), author: Type.Optional(Type.Union([Author, Type.Null()])) })
+const Book = Type.Object({
+  id: Type.Optional(Type.Integer()),
+  title: Type.String(),
+  author_id: Type.Integer(),
+  author: Type.Optional(Type.Union([Author, Type.Null()])),
+})
 const WithColour = Type.Object({ id: Type.Optional(Type.Integer()), name: Type.String(), colour: Type.String() })
 
 // a table of DB and a schema of its columns compile, and the result is a Fastify plugin
@@ -33,10 +38,20 @@ createViewset({ db, table: 'items', schema: WithColour })
 createViewset({ db, table: 'books', schema: Book })
 
 // a relation field declared in relatedConfig is allowed
-createViewset({ db, table: 'books', schema: Book, relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } } })
+createViewset({
+  db,
+  table: 'books',
+  schema: Book,
+  relatedConfig: { selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } } },
+})
 
-// @ts-expect-error a relation must name a table of DB
-createViewset({ db, table: 'books', schema: Book, relatedConfig: { selectRelated: { author: { table: 'writers', foreignKey: 'author_id' } } } })
+createViewset({
+  db,
+  table: 'books',
+  schema: Book,
+  // @ts-expect-error a relation must name a table of DB
+  relatedConfig: { selectRelated: { author: { table: 'writers', foreignKey: 'author_id' } } },
+})
 
 // @ts-expect-error primaryKey must be a field of the schema
 createViewset({ db, table: 'items', schema: Item, primaryKey: 'uuid' })
@@ -57,16 +72,39 @@ createViewset({ db, table: 'items', schema: Item, filterFields: { name: ['like']
 
 // the bounds of issue 12 are numbers; a prefetch relation's limit is a number or false
 createViewset({ db, table: 'items', schema: Item, maxOffset: 1000, maxSearchLength: 50 })
-const AuthorWithBooks = Type.Object({ id: Type.Integer(), name: Type.String(), books: Type.Array(Type.Object({ id: Type.Integer(), title: Type.String() })) })
-createViewset({ db, table: 'authors', schema: AuthorWithBooks, relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: 5 } } } })
-createViewset({ db, table: 'authors', schema: AuthorWithBooks, relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: false } } } })
-// @ts-expect-error limit is a number or false, never true
-createViewset({ db, table: 'authors', schema: AuthorWithBooks, relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: true } } } })
+const AuthorWithBooks = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  books: Type.Array(Type.Object({ id: Type.Integer(), title: Type.String() })),
+})
+createViewset({
+  db,
+  table: 'authors',
+  schema: AuthorWithBooks,
+  relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: 5 } } },
+})
+createViewset({
+  db,
+  table: 'authors',
+  schema: AuthorWithBooks,
+  relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: false } } },
+})
+createViewset({
+  db,
+  table: 'authors',
+  schema: AuthorWithBooks,
+  // @ts-expect-error limit is a number or false, never true
+  relatedConfig: { prefetchRelated: { books: { table: 'books', foreignKey: 'author_id', limit: true } } },
+})
 // @ts-expect-error maxOffset is a number
 createViewset({ db, table: 'items', schema: Item, maxOffset: '1000' })
 
 class ItemViewset extends Viewset<DB, 'items', typeof Item> {
-  override async list (request: ListRequest<{ limit: number, offset: number }>, _reply: FastifyReply, token: ViewsetToken | null) {
+  override async list (
+    request: ListRequest<{ limit: number; offset: number }>,
+    _reply: FastifyReply,
+    token: ViewsetToken | null
+  ) {
     expectTypeOf(token).toEqualTypeOf<ViewsetToken | null>()
     expectTypeOf(request.query.limit).toEqualTypeOf<number>()
     const rows = await this.query().where('name', '=', 'x').limit(request.query.limit).execute()

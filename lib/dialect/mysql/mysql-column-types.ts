@@ -25,7 +25,8 @@ const kinds: Record<string, ColumnKind> = {
   bit: 'binary',
 }
 
-/** MySQL and MariaDB through mysql2 as createDatabase opens them: TINYINT(1) as boolean, MariaDB's checked LONGTEXT as JSON. */
+/** MySQL and MariaDB through mysql2 as createDatabase opens them: TINYINT(1) as boolean, MariaDB's checked LONGTEXT as
+ * JSON. */
 export const mysqlColumnTypes: ColumnTypes = {
   kindOf (column) {
     if (column.json) return 'json'

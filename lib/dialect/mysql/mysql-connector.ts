@@ -78,7 +78,8 @@ function withAcquireTimeout (pool: MysqlPool, timeout: number): MysqlPool {
       let waiting = true
       const timer = setTimeout(() => {
         waiting = false
-        callback(new ViewsetErrors.Unavailable(), undefined as never) // mysql2's callback types no connection beside an error
+        // mysql2's callback types no connection beside an error
+        callback(new ViewsetErrors.Unavailable(), undefined as never)
       }, timeout)
       pool.getConnection((error, connection) => {
         clearTimeout(timer)
@@ -91,7 +92,9 @@ function withAcquireTimeout (pool: MysqlPool, timeout: number): MysqlPool {
         }
       })
     },
-    end: (callback) => { pool.end(callback) },
+    end: (callback) => {
+      pool.end(callback)
+    },
   }
 }
 
@@ -104,12 +107,20 @@ export const mysqlConnector: DatabaseConnector = {
   urls: ['mysql://', 'mariadb://'],
   connect (url, settings) {
     return {
-      dialect: new MysqlDialect({ pool: async () => await openMysql(url, settings), onCreateConnection: mysqlSession(settings.statementTimeout) }),
+      dialect: new MysqlDialect({
+        pool: async () => await openMysql(url, settings),
+        onCreateConnection: mysqlSession(settings.statementTimeout),
+      }),
       direct: undefined,
     }
   },
   adopt (pool) {
-    if (typeof pool !== 'object' || pool === null || !('getConnection' in pool) || typeof pool.getConnection !== 'function') {
+    if (
+      typeof pool !== 'object' ||
+      pool === null ||
+      !('getConnection' in pool) ||
+      typeof pool.getConnection !== 'function'
+    ) {
       invalidOption('handle', 'a MySQL Kysely takes the mysql2 pool given to its MysqlDialect')
     }
     // mysql2 prepares only with execute(), which Kysely does not use: nothing to adopt, as with createDatabase.

@@ -3,7 +3,16 @@ import { mysqlCatalog } from './mysql-catalog.js'
 import { chunks, fieldGroups, inElementOrder } from '../shared/bulk-insert.js'
 import { invalidOption } from '../../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteScope, WriteTarget } from '../dialect.js'
-import { compositeKey, countOf, deletedAny, errorProperty, inTransaction, isConnectionError, mapKey, sameValue } from '../dialect.js'
+import {
+  compositeKey,
+  countOf,
+  deletedAny,
+  errorProperty,
+  inTransaction,
+  isConnectionError,
+  mapKey,
+  sameValue,
+} from '../dialect.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from '../shared/upsert.js'
 import { inFieldOrder, keyAndScope, sentFields } from '../shared/write-shapes.js'
 
@@ -66,7 +75,11 @@ function storable ({ catalog }: WriteTarget, values: Row): Row {
     let stored: unknown = value
     if (typeof value === 'object' && value !== null && !(value instanceof Date) && !(value instanceof Uint8Array)) {
       stored = JSON.stringify(value)
-    } else if (typeof value === 'string' && withOffset.test(value) && dateTimeTypes.has(catalog?.get(key)?.type ?? '')) {
+    } else if (
+      typeof value === 'string' &&
+      withOffset.test(value) &&
+      dateTimeTypes.has(catalog?.get(key)?.type ?? '')
+    ) {
       const date = new Date(value)
       if (!Number.isNaN(date.getTime())) stored = date
     }
@@ -79,8 +92,14 @@ function storable ({ catalog }: WriteTarget, values: Row): Row {
 }
 
 /** The row with this key, read back after a write (in its transaction): compiled once per table. */
-async function readBack (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown): Promise<Row | undefined> {
-  const [row] = await statements.rows(db, 'find', [id], () => db.selectFrom(table).select(columns).where(primaryKey, '=', id))
+async function readBack (
+  db: AnyDatabase,
+  { table, primaryKey, columns, statements }: WriteTarget,
+  id: unknown
+): Promise<Row | undefined> {
+  const [row] = await statements.rows(db, 'find', [id], () =>
+    db.selectFrom(table).select(columns).where(primaryKey, '=', id)
+  )
   return row
 }
 
@@ -90,7 +109,13 @@ async function readBack (db: AnyDatabase, { table, primaryKey, columns, statemen
  * so the scope is checked by a read first; `lock`: `FOR UPDATE`, which holds the row until the write's
  * transaction ends, so the scope cannot change in between.
  */
-async function inScope (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown, scope: WriteScope, lock: boolean): Promise<Row | undefined> {
+async function inScope (
+  db: AnyDatabase,
+  { table, primaryKey, columns, statements }: WriteTarget,
+  id: unknown,
+  scope: WriteScope,
+  lock: boolean
+): Promise<Row | undefined> {
   const [row] = await statements.rows(db, `${lock ? 'lock' : 'find'} ${scope.shape}`, keyAndScope(id, scope), () => {
     const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id).where(scope.where)
     return lock ? select.forUpdate() : select
@@ -116,11 +141,16 @@ export const mysqlDialect: ViewsetDialect = {
     const { fields, shape, parameters } = sentFields(row)
     return await inTransaction(db, async (trx) => {
       // No fields: `INSERT INTO t () VALUES ()`, MySQL's spelling of DEFAULT VALUES.
-      const { insertId } = await target.statements.execute(trx, `insert ${shape}`, parameters, () => trx.insertInto(table).values(inFieldOrder(fields, row)))
+      const { insertId } = await target.statements.execute(trx, `insert ${shape}`, parameters, () =>
+        trx.insertInto(table).values(inFieldOrder(fields, row))
+      )
       // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
       const id = row[primaryKey] ?? insertId
       if (id === undefined) {
-        invalidOption('primaryKey', `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`)
+        invalidOption(
+          'primaryKey',
+          `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`
+        )
       }
       const stored = await readBack(trx, target, id)
       if (stored === undefined) throw new Error(`the row inserted into ${table} was not found by its key`)
@@ -144,15 +174,36 @@ export const mysqlDialect: ViewsetDialect = {
           } else {
             const { insertId } = await trx.insertInto(table).values(sent).executeTakeFirstOrThrow()
             if (fields.includes(primaryKey)) {
-              answered = await trx.selectFrom(table).select(columns).where(primaryKey, 'in', sent.map((row) => row[primaryKey])).execute()
+              answered = await trx
+                .selectFrom(table)
+                .select(columns)
+                .where(
+                  primaryKey,
+                  'in',
+                  sent.map((row) => row[primaryKey])
+                )
+                .execute()
             } else {
-              if (insertId === undefined) invalidOption('primaryKey', `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new rows back`)
+              if (insertId === undefined) {
+                invalidOption(
+                  'primaryKey',
+                  `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new rows back`
+                )
+              }
               // No RETURNING: a multi-row INSERT of known length takes consecutive AUTO_INCREMENT values from
               // insertId (every innodb_autoinc_lock_mode), so the rows are the next ones from there.
-              answered = await trx.selectFrom(table).select(columns).where(primaryKey, '>=', insertId).orderBy(primaryKey).limit(sent.length).execute()
+              answered = await trx
+                .selectFrom(table)
+                .select(columns)
+                .where(primaryKey, '>=', insertId)
+                .orderBy(primaryKey)
+                .limit(sent.length)
+                .execute()
             }
           }
-          inElementOrder(sent, answered, target, mapKey).forEach((row, at) => { stored[chunk[at] ?? 0] = row })
+          inElementOrder(sent, answered, target, mapKey).forEach((row, at) => {
+            stored[chunk[at] ?? 0] = row
+          })
         }
       }
       return stored
@@ -170,25 +221,55 @@ export const mysqlDialect: ViewsetDialect = {
       // affectedRows (1 inserted, 2 updated) says 0 or 1 for a row left as it was, so the rows the elements
       // conflict with are read first, locked: a key read as absent cannot be inserted by another writer
       // before this one (a gap lock), and a row read cannot leave the scope.
-      const locked = trx.selectFrom(table).select([primaryKey, ...conflictFields]).where(keyIn(conflictFields, stored))
-      const existing = await (scope === undefined ? locked : locked.select(sql<number>`case when ${scope} then 1 else 0 end`.as(inScopeColumn))).forUpdate().execute()
+      const locked = trx
+        .selectFrom(table)
+        .select([primaryKey, ...conflictFields])
+        .where(keyIn(conflictFields, stored))
+      const existing = await (
+        scope === undefined
+          ? locked
+          : locked.select(sql<number>`case when ${scope} then 1 else 0 end`.as(inScopeColumn))
+      )
+        .forUpdate()
+        .execute()
       const outside = existing.find((row) => scope !== undefined && Number(row[inScopeColumn]) !== 1)
       if (outside !== undefined) {
         const key = compositeKey(outside, conflictFields, mapKey)
-        return { outside: Math.max(0, stored.findIndex((values) => compositeKey(values, conflictFields, mapKey) === key)) }
+        return {
+          outside: Math.max(
+            0,
+            stored.findIndex((values) => compositeKey(values, conflictFields, mapKey) === key)
+          ),
+        }
       }
       const updated = new Set(existing.map((row) => mapKey(row[primaryKey])))
       for (const group of upsertGroups(elements, 65_535)) {
-        const set = updateAssignments(group.update, rule, (column) => sql`values(${sql.ref(column)})`, (column) => sql.ref(column))
+        const set = updateAssignments(
+          group.update,
+          rule,
+          (column) => sql`values(${sql.ref(column)})`,
+          (column) => sql.ref(column)
+        )
         for (const chunk of group.chunks) {
-          await trx.insertInto(table).values(chunk.map((index) => stored[index] ?? {})).onDuplicateKeyUpdate(set).execute()
+          await trx
+            .insertInto(table)
+            .values(chunk.map((index) => stored[index] ?? {}))
+            .onDuplicateKeyUpdate(set)
+            .execute()
         }
       }
-      const rows = byConflictKey(stored, await trx.selectFrom(table).select(columns).where(keyIn(conflictFields, stored)).execute(), conflictFields, mapKey)
+      const rows = byConflictKey(
+        stored,
+        await trx.selectFrom(table).select(columns).where(keyIn(conflictFields, stored)).execute(),
+        conflictFields,
+        mapKey
+      )
       return {
         rows: rows.map((row) => {
           // The update branch wrote the key as sent, so only a value the server transforms (a trimmed pad) misses.
-          if (row === undefined) throw new Error(`An upserted row of "${table}" was not found by its ${conflictFields.join(', ')} as sent`)
+          if (row === undefined) {
+            throw new Error(`An upserted row of "${table}" was not found by its ${conflictFields.join(', ')} as sent`)
+          }
           return { row, created: !updated.has(mapKey(row[primaryKey])) }
         }),
       }
@@ -196,26 +277,36 @@ export const mysqlDialect: ViewsetDialect = {
   },
 
   // "Duplicate entry '1-x' for key ...": the values joined by a hyphen.
-  keyText: (values) => values.map((value) => typeof value === 'boolean' ? (value ? '1' : '0') : String(value)).join('-'),
+  keyText: (values) =>
+    values.map((value) => (typeof value === 'boolean' ? (value ? '1' : '0') : String(value))).join('-'),
 
   async update (db, target, id, values, scope) {
     const { table, primaryKey } = target
-    if (Object.keys(values).length === 0) return scope === undefined ? await readBack(db, target, id) : await inScope(db, target, id, scope, false)
+    if (Object.keys(values).length === 0) {
+      return scope === undefined ? await readBack(db, target, id) : await inScope(db, target, id, scope, false)
+    }
     const row = storable(target, values)
     const { fields, shape, parameters } = sentFields(row)
     return await inTransaction(db, async (trx) => {
-      if (scope !== undefined && await inScope(trx, target, id, scope, true) === undefined) return undefined
+      if (scope !== undefined && (await inScope(trx, target, id, scope, true)) === undefined) return undefined
       // affectedRows is 0 for a row that exists but did not change, so the read decides between 200 and 404.
-      await target.statements.execute(trx, `update ${shape}`, [...parameters, id], () => trx.updateTable(table).set(inFieldOrder(fields, row)).where(primaryKey, '=', id))
+      await target.statements.execute(trx, `update ${shape}`, [...parameters, id], () =>
+        trx.updateTable(table).set(inFieldOrder(fields, row)).where(primaryKey, '=', id)
+      )
       return await readBack(trx, target, id)
     })
   },
 
   async delete (db, target, id, scope) {
     const { table, primaryKey } = target
-    const remove = async (on: AnyDatabase) => deletedAny(await target.statements.execute(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id)))
+    const remove = async (on: AnyDatabase) =>
+      deletedAny(
+        await target.statements.execute(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id))
+      )
     if (scope === undefined) return await remove(db)
-    return await inTransaction(db, async (trx) => await inScope(trx, target, id, scope, true) === undefined ? false : await remove(trx))
+    return await inTransaction(db, async (trx) =>
+      (await inScope(trx, target, id, scope, true)) === undefined ? false : await remove(trx)
+    )
   },
 
   ilike (column, pattern) {

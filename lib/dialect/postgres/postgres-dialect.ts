@@ -2,7 +2,13 @@ import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
 import type { DatabaseFault, Row, ViewsetDialect } from '../dialect.js'
 import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from '../dialect.js'
-import { deleteReturning, insertManyReturning, insertReturning, updateReturning, upsertReturning } from '../shared/returning-writes.js'
+import {
+  deleteReturning,
+  insertManyReturning,
+  insertReturning,
+  updateReturning,
+  upsertReturning,
+} from '../shared/returning-writes.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -58,10 +64,18 @@ export const postgresDialect: ViewsetDialect = {
   insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows, 65_535, postgresDialect.keyOf),
   // ON CONFLICT names its key: other unique keys still fail the statement.
   upsertOnAnyKey: false,
-  // A row version written by this statement's insert has no xmax; the update branch's new version carries the locking transaction's.
-  upsert: async (db, target, elements, rule) => await upsertReturning(db, target, elements, rule, { maxParameters: 65_535, keyOf: postgresDialect.keyOf, bind: sameRow, created: sql<boolean>`(xmax = 0)` }),
+  // A row version written by this statement's insert has no xmax; the update branch's new version carries the locking
+  // transaction's.
+  upsert: async (db, target, elements, rule) =>
+    await upsertReturning(db, target, elements, rule, {
+      maxParameters: 65_535,
+      keyOf: postgresDialect.keyOf,
+      bind: sameRow,
+      created: sql<boolean>`(xmax = 0)`,
+    }),
   // The detail prints "Key (a, b)=(1, x)": each value's text, joined by a comma and a space.
-  keyText: (values) => values.map((value) => typeof value === 'boolean' ? (value ? 't' : 'f') : String(value)).join(', '),
+  keyText: (values) =>
+    values.map((value) => (typeof value === 'boolean' ? (value ? 't' : 'f') : String(value))).join(', '),
 
   ilike (column, pattern) {
     // ILIKE lower-cases the pattern again for every row, and so would `like lower($1) escape '!'` under a
@@ -98,7 +112,11 @@ export const postgresDialect: ViewsetDialect = {
     if (isConnectionError(error)) return { kind: 'unavailable' }
     const message = errorProperty(error, 'message') ?? ''
     // pg's pool and client report these without a code.
-    if (/timeout exceeded when trying to connect|Connection terminated|connection is closed|Client has encountered a connection error/i.test(message)) return { kind: 'unavailable' }
+    if (
+      /timeout exceeded when trying to connect|Connection terminated|connection is closed|Client has encountered a connection error/i.test(
+        message
+      )
+    ) { return { kind: 'unavailable' } }
     return undefined
   },
 }

@@ -20,7 +20,9 @@ const preparableTexts = new LruCache<string, true>(2048)
 
 /** Records that the SQL of a compiled query may become a named statement. */
 export function markPreparable (compiled: CompiledQuery): void {
-  if (compiledStatementKinds.has(compiled.query.kind) && !preparableTexts.has(compiled.sql)) preparableTexts.set(compiled.sql, true)
+  if (compiledStatementKinds.has(compiled.query.kind) && !preparableTexts.has(compiled.sql)) {
+    preparableTexts.set(compiled.sql, true)
+  }
 }
 
 /** pg's callback for a query's outcome: an error, or the result. */
@@ -66,8 +68,16 @@ export interface UserPgPool extends PgPool {
 
 /** Whether a value is a pg `Pool` (what a user hands PostgresDialect). */
 export function isPgPool (value: unknown): value is UserPgPool {
-  return typeof value === 'object' && value !== null && 'connect' in value && typeof value.connect === 'function' &&
-    'on' in value && typeof value.on === 'function' && 'ending' in value && typeof value.ending === 'boolean'
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'connect' in value &&
+    typeof value.connect === 'function' &&
+    'on' in value &&
+    typeof value.on === 'function' &&
+    'ending' in value &&
+    typeof value.ending === 'boolean'
+  )
 }
 
 /**
@@ -87,7 +97,13 @@ function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Di
         client.release()
         if (failure !== null && failure !== undefined) reject(failure)
         // What Kysely's PostgreSQL driver answers: a write's affected rows too.
-        else resolve(affectedBy.has(result.command) ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) } : { rows: result.rows })
+        else {
+          resolve(
+            affectedBy.has(result.command)
+              ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) }
+              : { rows: result.rows }
+          )
+        }
       }
       try {
         client.query(text, values, settle)
@@ -108,7 +124,10 @@ const affectedBy = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE'])
  */
 function readsRows (query: RootOperationNode): boolean {
   if (query.kind === 'SelectQueryNode') return true
-  return (query.kind === 'InsertQueryNode' || query.kind === 'UpdateQueryNode' || query.kind === 'DeleteQueryNode') && query.returning !== undefined
+  return (
+    (query.kind === 'InsertQueryNode' || query.kind === 'UpdateQueryNode' || query.kind === 'DeleteQueryNode') &&
+    query.returning !== undefined
+  )
 }
 
 /** The pool of a PostgreSQL database opened by createDatabase. */
@@ -138,13 +157,18 @@ export function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): P
   const values = compiled.parameters.slice()
   if (log === undefined) return pooledQuery(pool, compiled.sql, values)
   const start = performance.now()
-  return pooledQuery(pool, compiled.sql, values).then(async (result) => {
-    await log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start })
-    return result
-  }, async (error: unknown) => {
-    await Promise.resolve(log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
-    throw error
-  })
+  return pooledQuery(pool, compiled.sql, values).then(
+    async (result) => {
+      await log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start })
+      return result
+    },
+    async (error: unknown) => {
+      await Promise.resolve(
+        log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })
+      ).catch(() => {})
+      throw error
+    }
+  )
 }
 
 /** The subset of a pg `Client` that named statements need; the rest is read with guards (see below). */
@@ -154,7 +178,9 @@ export interface PgClient {
 
 /** pg's transaction status of a client: 'I' when idle outside a transaction (pg 8.16+; `undefined` before). */
 function transactionStatus (client: object): unknown {
-  return 'getTransactionStatus' in client && typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() as unknown : undefined // a Function's result is any: keep it unknown
+  return 'getTransactionStatus' in client && typeof client.getTransactionStatus === 'function'
+    ? (client.getTransactionStatus() as unknown)
+    : undefined // a Function's result is any: keep it unknown
 }
 
 /** pg's own record of the statements a connection parsed, which it checks before sending a Parse. */
@@ -184,7 +210,9 @@ export function patchClientQuery (client: PgClient, named: boolean): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown // pg's overloads, forwarded as they come
   let counter = 0
   let evicted: string[] = []
-  const names = new LruCache<string, string>(maxNamedStatements, (name) => { evicted.push(name) })
+  const names = new LruCache<string, string>(maxNamedStatements, (name) => {
+    evicted.push(name)
+  })
   const deallocate = () => {
     const stale = evicted
     evicted = []
@@ -204,6 +232,10 @@ export function patchClientQuery (client: PgClient, named: boolean): void {
     }
     if (evicted.length > 0 && transactionStatus(client) === 'I') deallocate()
     const config = name === undefined ? { text, values } : { name, text, values }
-    return rest.length === 1 ? query(config, rest[0]) : viaCallback((done) => { query(config, done) })
+    return rest.length === 1
+      ? query(config, rest[0])
+      : viaCallback((done) => {
+        query(config, done)
+      })
   }) as PgClient['query'] // the same overloads as the method it replaces
 }

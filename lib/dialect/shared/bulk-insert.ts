@@ -14,7 +14,7 @@ export interface FieldGroup {
  * element leaves out gets the database's default (a multi-row VALUES has no "left out" per row).
  */
 export function fieldGroups (rows: readonly Row[]): FieldGroup[] {
-  const groups = new Map<string, { fields: string[], indexes: number[] }>()
+  const groups = new Map<string, { fields: string[]; indexes: number[] }>()
   rows.forEach((row, index) => {
     const fields = Object.keys(row).sort()
     const key = JSON.stringify(fields)
@@ -47,12 +47,20 @@ function integerKey (value: unknown): bigint | undefined {
  * integer keys, which one statement hands out in the order of its VALUES. A key of another kind
  * (a random UUID default) keeps the database's order.
  */
-export function inElementOrder (sent: readonly Row[], stored: readonly Row[], { primaryKey }: WriteTarget, keyOf: (value: unknown) => unknown): Row[] {
+export function inElementOrder (
+  sent: readonly Row[],
+  stored: readonly Row[],
+  { primaryKey }: WriteTarget,
+  keyOf: (value: unknown) => unknown
+): Row[] {
   if (sent.every((row) => row[primaryKey] !== undefined && row[primaryKey] !== null)) {
     const byKey = new Map(stored.map((row) => [keyOf(row[primaryKey]), row]))
     return sent.map((row) => byKey.get(keyOf(row[primaryKey])) ?? row)
   }
   const keys = stored.map((row) => integerKey(row[primaryKey]))
   if (keys.some((key) => key === undefined)) return [...stored]
-  return stored.map((row, index) => ({ row, key: keys[index] ?? 0n })).sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0).map(({ row }) => row)
+  return stored
+    .map((row, index) => ({ row, key: keys[index] ?? 0n }))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .map(({ row }) => row)
 }

@@ -65,10 +65,11 @@ export interface CatalogRelation {
  * ```
  */
 export interface CatalogReader {
-  /** A table or view (`schema.table` on PostgreSQL, resolved through search_path), or `undefined` when there is none. */
-  table (db: CatalogDatabase, name: string): Promise<TableCatalog | undefined>
+  /** A table or view (`schema.table` on PostgreSQL, resolved through search_path), or `undefined` when there is none.
+   * */
+  table(db: CatalogDatabase, name: string): Promise<TableCatalog | undefined>
   /** The tables and views of the current schema (PostgreSQL) or database (MySQL, SQLite), by name. */
-  relations (db: CatalogDatabase): Promise<CatalogRelation[]>
+  relations(db: CatalogDatabase): Promise<CatalogRelation[]>
 }
 
 /**
@@ -85,23 +86,44 @@ export function isRowKey (table: TableCatalog, column: string): boolean {
 /** The values of a `CHECK (column IN ('a', 'b'))` or `column = ANY (ARRAY['a', 'b'])` constraint, if it is one. */
 export function checkInList (check: string, column: string): string[] | undefined {
   const quoted = `(?:"${column}"|\`${column}\`|\\[${column}\\]|${column})`
-  const list = new RegExp(`^\\s*\\(*\\s*${quoted}\\s*\\)*(?:::[\\w ]+)?\\s*\\)*\\s*(?:in\\s*\\(|=\\s*any\\s*\\(+\\s*array\\s*\\[)(.*)$`, 'is').exec(check)?.[1]
+  const list = new RegExp(
+    `^\\s*\\(*\\s*${quoted}\\s*\\)*(?:::[\\w ]+)?\\s*\\)*\\s*(?:in\\s*\\(|=\\s*any\\s*\\(+\\s*array\\s*\\[)(.*)$`,
+    'is'
+  ).exec(check)?.[1]
   if (list === undefined) return undefined
   const values = [...list.matchAll(/'((?:[^']|'')*)'/g)].map((match) => (match[1] ?? '').replaceAll("''", "'"))
   return values.length === 0 ? undefined : values
 }
 
 /** Why `primaryKey` cannot address one row of `table` through the given methods, naming the option at fault. */
-export function rowKeyProblem (table: TableCatalog, column: string, explicit: boolean, methods: readonly string[]): { option: 'primaryKey' | 'methods', message: string } | undefined {
+export function rowKeyProblem (
+  table: TableCatalog,
+  column: string,
+  explicit: boolean,
+  methods: readonly string[]
+): { option: 'primaryKey' | 'methods'; message: string } | undefined {
   if (table.view) {
     // A view has no key in the catalog: the user vouches for one, and only reads go through it.
-    if (!explicit || !table.columns.some((entry) => entry.name === column)) return { option: 'primaryKey', message: `"${table.name}" is a view: name a column that identifies its rows with primaryKey` }
+    if (!explicit || !table.columns.some((entry) => entry.name === column)) {
+      return {
+        option: 'primaryKey',
+        message: `"${table.name}" is a view: name a column that identifies its rows with primaryKey`,
+      }
+    }
     const writes = methods.filter((method) => method !== 'LIST' && method !== 'GET')
-    return writes.length === 0 ? undefined : { option: 'methods', message: `"${table.name}" is a view, which serves LIST and GET only; remove ${writes.join(', ')}` }
+    return writes.length === 0
+      ? undefined
+      : {
+          option: 'methods',
+          message: `"${table.name}" is a view, which serves LIST and GET only; remove ${writes.join(', ')}`,
+        }
   }
   if (isRowKey(table, column)) return undefined
   const key = table.primaryKey.length === 0 ? 'no primary key' : `the primary key (${table.primaryKey.join(', ')})`
-  return { option: 'primaryKey', message: `"${column}" does not identify one row of "${table.name}" (${key}): use the single-column primary key or a NOT NULL column with a unique constraint or plain unique index` }
+  return {
+    option: 'primaryKey',
+    message: `"${column}" does not identify one row of "${table.name}" (${key}): use the single-column primary key or a NOT NULL column with a unique constraint or plain unique index`,
+  }
 }
 
 /**
@@ -110,18 +132,30 @@ export function rowKeyProblem (table: TableCatalog, column: string, explicit: bo
  * `onAnyKey` (MySQL's `ON DUPLICATE KEY UPDATE`, which fires on whichever unique key conflicts), it must
  * also be the table's only unique key besides an AUTO_INCREMENT one.
  */
-export function conflictKeyProblem (table: TableCatalog, fields: readonly string[], writable: readonly string[], onAnyKey: boolean): string | undefined {
+export function conflictKeyProblem (
+  table: TableCatalog,
+  fields: readonly string[],
+  writable: readonly string[],
+  onAnyKey: boolean
+): string | undefined {
   const readOnly = fields.filter((field) => !writable.includes(field))
-  if (readOnly.length > 0) return `${readOnly.join(', ')} ${readOnly.length === 1 ? 'is' : 'are'} read-only (or not a column): an upsert matches rows on fields the body sends`
-  const same = (columns: readonly string[]) => columns.length === fields.length && columns.every((column) => fields.includes(column))
+  if (readOnly.length > 0) {
+    return `${readOnly.join(', ')} ${readOnly.length === 1 ? 'is' : 'are'} read-only (or not a column): an upsert matches rows on fields the body sends`
+  }
+  const same = (columns: readonly string[]) =>
+    columns.length === fields.length && columns.every((column) => fields.includes(column))
   const key = table.unique.find(same)
   if (key === undefined) {
     const keys = table.unique.map((columns) => `(${columns.join(', ')})`).join(', ')
     return `(${fields.join(', ')}) is not the set of columns of a unique constraint or plain unique index of "${table.name}" (${keys === '' ? 'it has none' : `its unique keys: ${keys}`})`
   }
   if (!onAnyKey) return undefined
-  const numbered = (columns: readonly string[]) => columns.length === 1 && table.columns.some((column) => column.name === columns[0] && column.autoIncrement)
-  const others = [...(table.primaryKey.length > 0 ? [table.primaryKey] : []), ...table.unique.filter((columns) => columns !== key)].filter((columns) => !numbered(columns))
+  const numbered = (columns: readonly string[]) =>
+    columns.length === 1 && table.columns.some((column) => column.name === columns[0] && column.autoIncrement)
+  const others = [
+    ...(table.primaryKey.length > 0 ? [table.primaryKey] : []),
+    ...table.unique.filter((columns) => columns !== key),
+  ].filter((columns) => !numbered(columns))
   if (others.length === 0) return undefined
   return `on MySQL and MariaDB, ON DUPLICATE KEY UPDATE fires on any unique key, so (${fields.join(', ')}) must be the only unique key of "${table.name}" besides an AUTO_INCREMENT key; it also has ${others.map((columns) => `(${columns.join(', ')})`).join(', ')}`
 }

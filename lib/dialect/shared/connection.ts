@@ -28,9 +28,15 @@ export interface ConnectionSettings {
 export type DirectExecutor = (compiled: CompiledQuery) => DirectResult | Promise<DirectResult> | undefined
 
 /** The statements Kysely compiles from its builders, which a shortcut may run (never raw SQL such as DDL or BEGIN). */
-export const compiledStatementKinds: ReadonlySet<string> = new Set(['SelectQueryNode', 'InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode'])
+export const compiledStatementKinds: ReadonlySet<string> = new Set([
+  'SelectQueryNode',
+  'InsertQueryNode',
+  'UpdateQueryNode',
+  'DeleteQueryNode',
+])
 
-/** What a shortcut answers, as the database's Kysely driver would: the rows, and a write's affected rows where the driver reports them. */
+/** What a shortcut answers, as the database's Kysely driver would: the rows, and a write's affected rows where the
+ * driver reports them. */
 export interface DirectResult {
   readonly rows: Row[]
   readonly numAffectedRows?: bigint
@@ -66,12 +72,12 @@ export interface DatabaseConnector {
   /** How its URLs begin, lower-case: `['postgres://', 'postgresql://']`. The scheme is the part before the colon. */
   readonly urls: readonly string[]
   /** Returns at once: the connection or pool opens when Kysely first asks for it. */
-  connect (url: string, settings: ConnectionSettings): OpenedDatabase
+  connect(url: string, settings: ConnectionSettings): OpenedDatabase
   /**
    * Adopts the connection or pool a user opened for their own Kysely (a better-sqlite3 `Database`, a pg
    * `Pool`): `undefined` when this database has no shortcut. Throws InvalidOption for a handle of another kind.
    */
-  adopt (handle: unknown): AdoptedDatabase | undefined
+  adopt(handle: unknown): AdoptedDatabase | undefined
 }
 
 /** Hides the password of a URL in error messages. */

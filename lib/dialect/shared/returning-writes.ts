@@ -15,32 +15,59 @@ import type { Eventually } from '../../execution/eventually.js'
 // Not async (nor are the Resource methods that call them): a write answers as its statement does, at once on
 // SQLite (eventually.ts), with no async frame per layer.
 
-export function insertReturning (db: AnyDatabase, { table, columns, statements }: WriteTarget, values: Row): Eventually<Row> {
+export function insertReturning (
+  db: AnyDatabase,
+  { table, columns, statements }: WriteTarget,
+  values: Row
+): Eventually<Row> {
   const { fields, shape, parameters } = sentFields(values)
-  return andThen(statements.execute(db, `insert ${shape}`, parameters, () => {
-    const insert = db.insertInto(table)
-    return (fields.length === 0 ? insert.defaultValues() : insert.values(inFieldOrder(fields, values))).returning(columns)
-  }), ({ rows: [row] }) => {
-    if (row === undefined) throw new Error(`INSERT INTO ${table} … RETURNING answered no row`)
-    return row
-  })
+  return andThen(
+    statements.execute(db, `insert ${shape}`, parameters, () => {
+      const insert = db.insertInto(table)
+      return (fields.length === 0 ? insert.defaultValues() : insert.values(inFieldOrder(fields, values))).returning(
+        columns
+      )
+    }),
+    ({ rows: [row] }) => {
+      if (row === undefined) throw new Error(`INSERT INTO ${table} … RETURNING answered no row`)
+      return row
+    }
+  )
 }
 
 // SQLite and PostgreSQL accept a subquery on the table being written, so a scope is checked in the
 // write statement itself: `UPDATE … WHERE key AND scope` changes nothing outside it.
 
-export function updateReturning (db: AnyDatabase, { table, primaryKey, columns, statements }: WriteTarget, id: unknown, values: Row, scope?: WriteScope): Eventually<Row | undefined> {
+export function updateReturning (
+  db: AnyDatabase,
+  { table, primaryKey, columns, statements }: WriteTarget,
+  id: unknown,
+  values: Row,
+  scope?: WriteScope
+): Eventually<Row | undefined> {
   const { fields, shape, parameters } = sentFields(values)
   if (fields.length === 0) {
-    return andThen(statements.execute(db, `find ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
-      const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
-      return scope === undefined ? select : select.where(scope.where)
-    }, true), firstRow)
+    return andThen(
+      statements.execute(
+        db,
+        `find ${scopeShape(scope)}`,
+        keyAndScope(id, scope),
+        () => {
+          const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
+          return scope === undefined ? select : select.where(scope.where)
+        },
+        true
+      ),
+      firstRow
+    )
   }
-  return andThen(statements.execute(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
-    const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(primaryKey, '=', id)
-    return (scope === undefined ? update : update.where(scope.where)).returning(columns)
-  }), firstRow)
+  return andThen(
+    statements.execute(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
+      const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(primaryKey, '=', id)
+      return (scope === undefined ? update : update.where(scope.where)).returning(columns)
+    }),
+    firstRow
+  )
 }
 
 /** The DELETE of one row by key, in the scope when one is given. */
@@ -51,8 +78,18 @@ function deleteOne (db: AnyDatabase, { table, primaryKey }: WriteTarget, id: unk
 
 // PostgreSQL: DELETE reads back the key it deleted, one statement that answers a row or none, like UPDATE's,
 // so it runs on the pool's shortcut as the other writes do.
-export function deleteReturning (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean> {
-  return andThen(target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope).returning(target.primaryKey)), hasRows)
+export function deleteReturning (
+  db: AnyDatabase,
+  target: WriteTarget,
+  id: unknown,
+  scope?: WriteScope
+): Eventually<boolean> {
+  return andThen(
+    target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () =>
+      deleteOne(db, target, id, scope).returning(target.primaryKey)
+    ),
+    hasRows
+  )
 }
 
 /** Whether a DELETE … RETURNING answered the row it deleted. */
@@ -62,21 +99,40 @@ function hasRows ({ rows }: { rows: readonly unknown[] }): boolean {
 
 // SQLite: DELETE counts its changes (its shortcut runs a write without RETURNING too): RETURNING would fill an
 // ephemeral table on every run.
-export function deleteCounting (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean> {
-  return andThen(target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () => deleteOne(db, target, id, scope)), deletedAny)
+export function deleteCounting (
+  db: AnyDatabase,
+  target: WriteTarget,
+  id: unknown,
+  scope?: WriteScope
+): Eventually<boolean> {
+  return andThen(
+    target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () =>
+      deleteOne(db, target, id, scope)
+    ),
+    deletedAny
+  )
 }
 
 /** Multi-row INSERT ... RETURNING, one per set of fields sent and per `maxParameters`; rows in the order given. */
-export async function insertManyReturning (db: AnyDatabase, target: WriteTarget, rows: readonly Row[], maxParameters: number, keyOf: (value: unknown) => unknown): Promise<Row[]> {
+export async function insertManyReturning (
+  db: AnyDatabase,
+  target: WriteTarget,
+  rows: readonly Row[],
+  maxParameters: number,
+  keyOf: (value: unknown) => unknown
+): Promise<Row[]> {
   const stored: Row[] = []
   for (const { fields, indexes } of fieldGroups(rows)) {
     for (const chunk of chunks(indexes, fields.length, maxParameters)) {
       const sent = chunk.map((index) => rows[index] ?? {})
       // No field at all: VALUES cannot be empty, and DEFAULT VALUES writes one row.
-      const answered = fields.length === 0
-        ? await Promise.all(sent.map(async () => await insertReturning(db, target, {})))
-        : await db.insertInto(target.table).values(sent).returning(target.columns).execute()
-      inElementOrder(sent, answered, target, keyOf).forEach((row, at) => { stored[chunk[at] ?? 0] = row })
+      const answered =
+        fields.length === 0
+          ? await Promise.all(sent.map(async () => await insertReturning(db, target, {})))
+          : await db.insertInto(target.table).values(sent).returning(target.columns).execute()
+      inElementOrder(sent, answered, target, keyOf).forEach((row, at) => {
+        stored[chunk[at] ?? 0] = row
+      })
     }
   }
   return stored
@@ -103,21 +159,39 @@ const createdAlias = 'viewset:created'
  * statement per group of elements. The update branch's `WHERE scope` leaves a row outside the scope
  * unchanged and unreturned, which is how such an element is told (`outside`).
  */
-export async function upsertReturning (db: AnyDatabase, target: WriteTarget, elements: readonly UpsertElement[], rule: UpsertRule, options: UpsertReturningOptions): Promise<UpsertResult> {
+export async function upsertReturning (
+  db: AnyDatabase,
+  target: WriteTarget,
+  elements: readonly UpsertElement[],
+  rule: UpsertRule,
+  options: UpsertReturningOptions
+): Promise<UpsertResult> {
   const { table, primaryKey, columns } = target
   const { conflictFields, scope } = rule
   const { created, keyOf, bind } = options
   const run = async (trx: AnyDatabase): Promise<UpsertResult> => {
-    const rows: Array<{ row: Row, created: boolean }> = []
+    const rows: Array<{ row: Row; created: boolean }> = []
     for (const group of upsertGroups(elements, options.maxParameters)) {
       for (const chunk of group.chunks) {
         const sent = chunk.map((index) => bind(elements[index]?.values ?? {}))
         // SQLite does not say whether a row was inserted: the keys that exist before the write were updated.
-        const existing = created === undefined
-          ? new Set((await trx.selectFrom(table).select(primaryKey).where(keyIn(conflictFields, sent)).execute()).map((row) => keyOf(row[primaryKey])))
-          : undefined
-        const set = updateAssignments(group.update, rule, (column) => sql.ref(`excluded.${column}`), (column) => sql.ref(`${table}.${column}`))
-        const answered = await trx.insertInto(table).values(sent)
+        const existing =
+          created === undefined
+            ? new Set(
+              (await trx.selectFrom(table).select(primaryKey).where(keyIn(conflictFields, sent)).execute()).map(
+                (row) => keyOf(row[primaryKey])
+              )
+            )
+            : undefined
+        const set = updateAssignments(
+          group.update,
+          rule,
+          (column) => sql.ref(`excluded.${column}`),
+          (column) => sql.ref(`${table}.${column}`)
+        )
+        const answered = await trx
+          .insertInto(table)
+          .values(sent)
           .onConflict((conflict) => {
             const update = conflict.columns(conflictFields).doUpdateSet(set)
             return scope === undefined ? update : update.where(scope)
@@ -126,7 +200,8 @@ export async function upsertReturning (db: AnyDatabase, target: WriteTarget, ele
           .execute()
         const matched = byConflictKey(sent, answered, conflictFields, keyOf)
         if (answered.length < sent.length) return { outside: chunk[Math.max(0, matched.indexOf(undefined))] ?? 0 }
-        // Every element got its row: one that did not match its key (a value the driver reads back in another form) takes RETURNING's order.
+        // Every element got its row: one that did not match its key (a value the driver reads back in another form)
+        // takes RETURNING's order.
         const ordered = matched.some((row) => row === undefined) ? answered : matched
         ordered.forEach((row, at) => {
           if (row === undefined) return

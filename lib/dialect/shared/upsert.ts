@@ -24,7 +24,7 @@ const scopeParameters = 1000
  * The update columns are only ones the element inserts: an update reads them from the inserted row.
  */
 export function upsertGroups (elements: readonly UpsertElement[], maxParameters: number): UpsertGroup[] {
-  const groups = new Map<string, { fields: string[], update: string[], indexes: number[] }>()
+  const groups = new Map<string, { fields: string[]; update: string[]; indexes: number[] }>()
   elements.forEach(({ values, update }, index) => {
     const fields = Object.keys(values).sort()
     const written = update.filter((column) => Object.hasOwn(values, column)).sort()
@@ -34,7 +34,11 @@ export function upsertGroups (elements: readonly UpsertElement[], maxParameters:
     else group.indexes.push(index)
   })
   const limit = Math.max(1, maxParameters - scopeParameters)
-  return [...groups.values()].map(({ fields, update, indexes }) => ({ fields, update, chunks: chunks(indexes, fields.length, limit) }))
+  return [...groups.values()].map(({ fields, update, indexes }) => ({
+    fields,
+    update,
+    chunks: chunks(indexes, fields.length, limit),
+  }))
 }
 
 /**
@@ -43,7 +47,12 @@ export function upsertGroups (elements: readonly UpsertElement[], maxParameters:
  * value). A SET cannot be empty: with nothing to write, the first conflict column is set to itself, so
  * the row is still locked and read back.
  */
-export function updateAssignments (update: readonly string[], rule: UpsertRule, inserted: (column: string) => Expression<unknown>, current: (column: string) => Expression<unknown>): Record<string, Expression<unknown>> {
+export function updateAssignments (
+  update: readonly string[],
+  rule: UpsertRule,
+  inserted: (column: string) => Expression<unknown>,
+  current: (column: string) => Expression<unknown>
+): Record<string, Expression<unknown>> {
   const set: Record<string, Expression<unknown>> = {}
   for (const column of update) set[column] = inserted(column)
   const { versionField, conflictFields } = rule
@@ -57,7 +66,13 @@ export function updateAssignments (update: readonly string[], rule: UpsertRule, 
 export function keyIn (columns: readonly string[], rows: readonly Row[]) {
   return (eb: ExpressionBuilder<Record<string, Row>, string>): Expression<SqlBool> => {
     const [only] = columns
-    if (columns.length === 1 && only !== undefined) return eb(eb.ref(only), 'in', rows.map((row) => row[only]))
+    if (columns.length === 1 && only !== undefined) {
+      return eb(
+        eb.ref(only),
+        'in',
+        rows.map((row) => row[only])
+      )
+    }
     return eb.or(rows.map((row) => eb.and(columns.map((column) => eb(eb.ref(column), '=', row[column])))))
   }
 }
@@ -66,7 +81,12 @@ export function keyIn (columns: readonly string[], rows: readonly Row[]) {
  * The stored rows in the order of the elements, matched by their `conflictFields` (the update branch writes
  * them as sent, so a stored key reads as the element's); `undefined` for an element that got no row.
  */
-export function byConflictKey (elements: readonly Row[], stored: readonly Row[], conflictFields: readonly string[], keyOf: (value: unknown) => unknown): Array<Row | undefined> {
+export function byConflictKey (
+  elements: readonly Row[],
+  stored: readonly Row[],
+  conflictFields: readonly string[],
+  keyOf: (value: unknown) => unknown
+): Array<Row | undefined> {
   const byKey = new Map(stored.map((row) => [compositeKey(row, conflictFields, keyOf), row]))
   const rows = elements.map((values) => byKey.get(compositeKey(values, conflictFields, keyOf)))
   // A key the driver answers in another form (a date, a number as text): one element has one row.

@@ -17,7 +17,8 @@ export interface SentFields {
  *
  * @example
  * ```ts
- * sentFields({ price: 2, name: 'Bread' }) // { fields: ['name', 'price'], shape: '["name","price"]', parameters: ['Bread', 2] }
+ * // { fields: ['name', 'price'], shape: '["name","price"]', parameters: ['Bread', 2] }
+ * sentFields({ price: 2, name: 'Bread' })
  * ```
  */
 export function sentFields (values: Row): SentFields {

@@ -1,9 +1,35 @@
 import { sql } from 'kysely'
-import type { CatalogColumn, CatalogDatabase, CatalogForeignKey, CatalogReader, CatalogRelation, TableCatalog } from '../shared/catalog.js'
+import type {
+  CatalogColumn,
+  CatalogDatabase,
+  CatalogForeignKey,
+  CatalogReader,
+  CatalogRelation,
+  TableCatalog,
+} from '../shared/catalog.js'
 
-interface XColumn { cid: number, name: string, type: string, notnull: number, dflt_value: string | null, pk: number, hidden: number }
-interface IndexRow { name: string, unique: number, origin: string, partial: number }
-interface ForeignKeyRow { id: number, seq: number, table: string, from: string, to: string | null }
+interface XColumn {
+  cid: number
+  name: string
+  type: string
+  notnull: number
+  dflt_value: string | null
+  pk: number
+  hidden: number
+}
+interface IndexRow {
+  name: string
+  unique: number
+  origin: string
+  partial: number
+}
+interface ForeignKeyRow {
+  id: number
+  seq: number
+  table: string
+  from: string
+  to: string | null
+}
 
 // CHECK ("status" IN ('a', 'b')) as written in the CREATE TABLE text: SQLite keeps no parsed form.
 const checkIn = /check\s*\(\s*["`[]?(\w+)["`\]]?\s+in\s*\(([^)]*)\)\s*\)/gi
@@ -11,7 +37,9 @@ const checkIn = /check\s*\(\s*["`[]?(\w+)["`\]]?\s+in\s*\(([^)]*)\)\s*\)/gi
 function checkLists (createSql: string): Map<string, string[]> {
   const lists = new Map<string, string[]>()
   for (const match of createSql.matchAll(checkIn)) {
-    const values = [...(match[2] ?? '').matchAll(/'((?:[^']|'')*)'/g)].map((value) => (value[1] ?? '').replaceAll("''", "'"))
+    const values = [...(match[2] ?? '').matchAll(/'((?:[^']|'')*)'/g)].map((value) =>
+      (value[1] ?? '').replaceAll("''", "'")
+    )
     if (match[1] !== undefined && values.length > 0) lists.set(match[1], values)
   }
   return lists
@@ -20,18 +48,29 @@ function checkLists (createSql: string): Map<string, string[]> {
 /** SQLite's catalog: `sqlite_schema` and the table-valued pragmas, which take the table as a parameter. */
 export const sqliteCatalog: CatalogReader = {
   async table (db, name) {
-    const { rows: [relation] } = await sql<{ type: string, sql: string | null }>`
+    const {
+      rows: [relation],
+    } = await sql<{ type: string; sql: string | null }>`
       select type, sql from sqlite_schema where name = ${name} and type in ('table', 'view')`.execute(db)
     if (relation === undefined) return undefined
     const { rows: columns } = await sql<XColumn>`select * from pragma_table_xinfo(${name}) order by cid`.execute(db)
-    const primaryKey = columns.filter((column) => column.pk > 0).sort((a, b) => a.pk - b.pk).map((column) => column.name)
+    const primaryKey = columns
+      .filter((column) => column.pk > 0)
+      .sort((a, b) => a.pk - b.pk)
+      .map((column) => column.name)
     const lists = checkLists(relation.sql ?? '')
-    const { rows: indexRows } = await sql<IndexRow>`select name, "unique", origin, partial from pragma_index_list(${name}) order by name`.execute(db)
+    const { rows: indexRows } =
+      await sql<IndexRow>`select name, "unique", origin, partial from pragma_index_list(${name}) order by name`.execute(
+        db
+      )
     const unique: string[][] = []
     const indexes: string[][] = []
     for (const index of indexRows) {
       if (index.partial !== 0) continue
-      const { rows: parts } = await sql<{ cid: number, name: string | null }>`select cid, name from pragma_index_info(${index.name}) order by seqno`.execute(db)
+      const { rows: parts } = await sql<{
+        cid: number
+        name: string | null
+      }>`select cid, name from pragma_index_info(${index.name}) order by seqno`.execute(db)
       // cid -2 is an expression: such an index says nothing about a column.
       if (parts.some((part) => part.cid < 0 || part.name === null)) continue
       const names = parts.map((part) => part.name ?? '')
@@ -41,7 +80,10 @@ export const sqliteCatalog: CatalogReader = {
     // An INTEGER PRIMARY KEY is the rowid: SQLite numbers it when it is omitted.
     const rowid = primaryKey.length === 1 ? primaryKey[0] : undefined
     if (rowid !== undefined && !indexes.some((index) => index.length === 1 && index[0] === rowid)) indexes.push([rowid])
-    const { rows: keyRows } = await sql<ForeignKeyRow>`select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(db)
+    const { rows: keyRows } =
+      await sql<ForeignKeyRow>`select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(
+        db
+      )
     const foreignKeys: CatalogForeignKey[] = []
     const byId = new Map<number, ForeignKeyRow[]>()
     for (const row of keyRows) byId.set(row.id, [...(byId.get(row.id) ?? []), row])
@@ -80,13 +122,18 @@ export const sqliteCatalog: CatalogReader = {
   },
 
   async relations (db) {
-    const { rows } = await sql<{ name: string, type: string }>`
-      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!' order by name`.execute(db)
+    const { rows } = await sql<{ name: string; type: string }>`
+      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!' order by name`.execute(
+        db
+      )
     return rows.map((row): CatalogRelation => ({ name: row.name, view: row.type === 'view' }))
   },
 }
 
 async function primaryKeyOf (db: CatalogDatabase, table: string): Promise<string[]> {
-  const { rows } = await sql<{ name: string, pk: number }>`select name, pk from pragma_table_info(${table}) where pk > 0 order by pk`.execute(db)
+  const { rows } = await sql<{
+    name: string
+    pk: number
+  }>`select name, pk from pragma_table_info(${table}) where pk > 0 order by pk`.execute(db)
   return rows.map((row) => row.name)
 }

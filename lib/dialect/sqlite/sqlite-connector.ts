@@ -6,7 +6,8 @@ import { BoundedSqliteDialect } from './sqlite-driver.js'
 import { attachSqlite, isBetterSqliteDatabase, runDirect, sqliteHandle } from './sqlite-statements.js'
 import type { BetterSqliteDatabase, SqliteHandle } from './sqlite-statements.js'
 
-/** Opens the file: WAL journaling, the busy timeout, foreign keys on, and statements prepared once (sqlite-statements.ts). */
+/** Opens the file: WAL journaling, the busy timeout, foreign keys on, and statements prepared once
+ * (sqlite-statements.ts). */
 async function openSqlite (path: string, settings: ConnectionSettings, handle: SqliteHandle): Promise<SqliteDatabase> {
   const { default: Database } = await import('better-sqlite3')
   const file = path === ':memory:' || isAbsolute(path) ? path : resolve(process.cwd(), path)
@@ -15,7 +16,8 @@ async function openSqlite (path: string, settings: ConnectionSettings, handle: S
   database.pragma('journal_mode = WAL')
   database.pragma(`busy_timeout = ${settings.busyTimeout}`)
   database.pragma('foreign_keys = ON')
-  const typed: BetterSqliteDatabase = database as BetterSqliteDatabase // its rows are declared unknown; they are objects (nothing turns .raw() on)
+  // its rows are declared unknown; they are objects (nothing turns .raw() on)
+  const typed: BetterSqliteDatabase = database as BetterSqliteDatabase
   return attachSqlite(handle, typed)
 }
 
@@ -27,15 +29,25 @@ export const sqliteConnector: DatabaseConnector = {
   urls: ['sqlite:'],
   connect (url, settings) {
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
-    if (path === '') throw new ViewsetErrors.InvalidDatabaseUrl(url, 'a SQLite URL needs a path, as in sqlite:base.db or sqlite::memory:')
+    if (path === '') {
+      throw new ViewsetErrors.InvalidDatabaseUrl(
+        url,
+        'a SQLite URL needs a path, as in sqlite:base.db or sqlite::memory:'
+      )
+    }
     const handle = sqliteHandle(settings.log)
     return {
-      dialect: new BoundedSqliteDialect({ database: async () => await openSqlite(path, settings, handle) }, settings.connectionTimeout),
+      dialect: new BoundedSqliteDialect(
+        { database: async () => await openSqlite(path, settings, handle) },
+        settings.connectionTimeout
+      ),
       direct: (compiled) => runDirect(handle, compiled),
     }
   },
   adopt (database) {
-    if (!isBetterSqliteDatabase(database)) invalidOption('handle', 'a SQLite Kysely takes the better-sqlite3 Database given to its SqliteDialect')
+    if (!isBetterSqliteDatabase(database)) {
+      invalidOption('handle', 'a SQLite Kysely takes the better-sqlite3 Database given to its SqliteDialect')
+    }
     // The same statement cache as a connection createDatabase opens; Kysely keeps preparing its own.
     const handle = sqliteHandle(undefined)
     attachSqlite(handle, database)

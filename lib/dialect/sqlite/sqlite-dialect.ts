@@ -3,7 +3,13 @@ import { sqliteCatalog } from './sqlite-catalog.js'
 import { stablePlans } from './sqlite-stable-plans.js'
 import type { DatabaseFault, KeyTable, Row, ViewsetDialect } from '../dialect.js'
 import { countOf, errorProperty, mapKey } from '../dialect.js'
-import { deleteCounting, insertManyReturning, insertReturning, updateReturning, upsertReturning } from '../shared/returning-writes.js'
+import {
+  deleteCounting,
+  insertManyReturning,
+  insertReturning,
+  updateReturning,
+  upsertReturning,
+} from '../shared/returning-writes.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
 const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
@@ -36,7 +42,8 @@ function bindable (values: Row): Row {
  */
 const jsonKeys: KeyTable = {
   source: (alias) => sql<Row>`json_each(${'[]'})`.as(alias),
-  encode: (keys) => keys.every((key) => typeof key === 'string' || Number.isSafeInteger(key)) ? JSON.stringify(keys) : undefined,
+  encode: (keys) =>
+    keys.every((key) => typeof key === 'string' || Number.isSafeInteger(key)) ? JSON.stringify(keys) : undefined,
 }
 
 /** SQLite through better-sqlite3: RETURNING, `PRAGMA table_info`, ASCII-only case folding. */
@@ -58,7 +65,8 @@ export const sqliteDialect: ViewsetDialect = {
   // ON CONFLICT names its key: other unique keys still fail the statement.
   upsertOnAnyKey: false,
   // SQLite does not report whether a row was inserted: the keys the elements conflict with are read first.
-  upsert: async (db, target, elements, rule) => await upsertReturning(db, target, elements, rule, { maxParameters: 32_766, keyOf: mapKey, bind: bindable }),
+  upsert: async (db, target, elements, rule) =>
+    await upsertReturning(db, target, elements, rule, { maxParameters: 32_766, keyOf: mapKey, bind: bindable }),
   // SQLite's messages name the columns, never the values.
   keyText: (values) => values.map(String).join(', '),
   update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(values), scope),
@@ -74,7 +82,10 @@ export const sqliteDialect: ViewsetDialect = {
     if (code === undefined || !code.startsWith('SQLITE_')) return undefined
     const message = errorProperty(error, 'message') ?? ''
     // ON DELETE/UPDATE RESTRICT fails as a trigger would; a user's RAISE() in a trigger has its own message.
-    if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (code === 'SQLITE_CONSTRAINT_TRIGGER' && message.startsWith('FOREIGN KEY constraint failed'))) {
+    if (
+      code === 'SQLITE_CONSTRAINT_FOREIGNKEY' ||
+      (code === 'SQLITE_CONSTRAINT_TRIGGER' && message.startsWith('FOREIGN KEY constraint failed'))
+    ) {
       // SQLite names neither the column nor the direction.
       return { kind: 'foreign-key', target: undefined, referenced: undefined }
     }
@@ -82,10 +93,13 @@ export const sqliteDialect: ViewsetDialect = {
     if (kind !== undefined) {
       // "UNIQUE constraint failed: items.name" names the column; keep only that part.
       const match = /constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(message)
-      const target = match?.[1]?.split(', ').map((name) => name.split('.').pop()).join(', ')
+      const target = match?.[1]
+        ?.split(', ')
+        .map((name) => name.split('.').pop())
+        .join(', ')
       return { kind, target }
     }
-    if (code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_RANGE') return { kind: 'invalid-value', reason: 'value does not fit the column' }
+    if (code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_RANGE') { return { kind: 'invalid-value', reason: 'value does not fit the column' } }
     if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_CANTOPEN') return { kind: 'unavailable' }
     return undefined
   },

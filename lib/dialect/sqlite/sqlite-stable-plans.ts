@@ -1,4 +1,13 @@
-import { BinaryOperationNode, OperationNodeTransformer, OperatorNode, PrimitiveValueListNode, RawNode, TupleNode, ValueListNode, ValueNode } from 'kysely'
+import {
+  BinaryOperationNode,
+  OperationNodeTransformer,
+  OperatorNode,
+  PrimitiveValueListNode,
+  RawNode,
+  TupleNode,
+  ValueListNode,
+  ValueNode,
+} from 'kysely'
 import type { KyselyPlugin, OperationNode, QueryId } from 'kysely'
 
 // SQLite built with STAT4 (better-sqlite3 is) reads a bound value that an index constraint compares with to
@@ -10,7 +19,8 @@ import type { KyselyPlugin, OperationNode, QueryId } from 'kysely'
 // per statement, as `SQLITE_DBCONFIG_ENABLE_QPSG` would give (better-sqlite3 does not expose it). The
 // trade-off is QPSG's: on skewed data the plan no longer changes with the value compared.
 
-/** The operators SQLite answers from an index (its WO_EQ, WO_IS, WO_IN and the ranges): those whose value STAT4 reads. */
+/** The operators SQLite answers from an index (its WO_EQ, WO_IS, WO_IN and the ranges): those whose value STAT4 reads.
+ * */
 const indexed = new Set<string>(['=', '==', 'is', 'in', '<', '<=', '>', '>='])
 
 /** `+?`: the value as a parameter the planner does not look into. */
@@ -19,13 +29,15 @@ function opaque (value: ValueNode): OperationNode {
 }
 
 function opaqueAll (values: readonly OperationNode[]): OperationNode[] {
-  return values.map((value) => ValueNode.is(value) ? opaque(value) : value)
+  return values.map((value) => (ValueNode.is(value) ? opaque(value) : value))
 }
 
 /** A comparison's right side with each bound value opaque: one value, an `IN` list, or a row value `(?, ?)`. */
 function opaqueOperand (node: OperationNode): OperationNode {
   if (ValueNode.is(node)) return opaque(node)
-  if (PrimitiveValueListNode.is(node)) return ValueListNode.create(node.values.map((value) => opaque(ValueNode.create(value))))
+  if (PrimitiveValueListNode.is(node)) {
+    return ValueListNode.create(node.values.map((value) => opaque(ValueNode.create(value))))
+  }
   if (ValueListNode.is(node)) return ValueListNode.create(opaqueAll(node.values))
   if (TupleNode.is(node)) return TupleNode.create(opaqueAll(node.values))
   return node

@@ -25,7 +25,7 @@ export interface BetterSqliteStatement extends SqliteStatement {
   all: (parameters: readonly unknown[]) => Row[]
   get: (parameters: readonly unknown[]) => Row | undefined
   iterate: (parameters: readonly unknown[]) => IterableIterator<Row>
-  columns: () => Array<{ name: string, type: string | null }>
+  columns: () => Array<{ name: string; type: string | null }>
   safeIntegers: (toggle: boolean) => unknown
 }
 
@@ -36,9 +36,12 @@ interface CachedStatement extends SqliteStatement {
   get: (parameters: readonly unknown[]) => Row | undefined
 }
 
-/** An integer read with better-sqlite3's safe integers, as the other drivers give it: a number while exact, else its digits. */
+/** An integer read with better-sqlite3's safe integers, as the other drivers give it: a number while exact, else its
+ * digits. */
 function exactInteger (value: bigint): number | string {
-  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : String(value)
+  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
+    ? Number(value)
+    : String(value)
 }
 
 /** Declared types that ask for 64-bit integers (BIGINT, INT8, UNSIGNED BIG INT); a plain INTEGER does not. */
@@ -47,14 +50,19 @@ const wideInteger = /big|int8/i
 /**
  * better-sqlite3 reads every integer as a JavaScript number, so 2^53 + 1 comes back as 2^53. A statement
  * that reads a column declared as a 64-bit integer (BIGINT, INT8, UNSIGNED BIG INT) reads its integers as
- * bigints instead (every statement reading an INTEGER key would pay for converting each cell), then hands them on like mysql2's `supportBigNumbers`: a number up to 2^53 - 1 (what a
+ * bigints instead (every statement reading an INTEGER key would pay for converting each cell), then hands them on like
+ * mysql2's `supportBigNumbers`: a number up to 2^53 - 1 (what a
  * `Type.Integer` field serializes), the exact digits beyond (what a `Type.String` field serializes).
  * Other statements, and other columns, are untouched.
  */
 function withExactIntegers (statement: BetterSqliteStatement): CachedStatement {
-  if (!statement.reader || !statement.columns().some((column) => column.type !== null && wideInteger.test(column.type))) return statement
+  const wide = (column: { type: string | null }): boolean => column.type !== null && wideInteger.test(column.type)
+  if (!statement.reader || !statement.columns().some(wide)) {
+    return statement
+  }
   statement.safeIntegers(true)
-  // Safe integers apply to every integer the statement reads (a BOOLEAN's 0 and 1, an expression), so every cell is checked.
+  // Safe integers apply to every integer the statement reads (a BOOLEAN's 0 and 1, an expression), so every cell is
+  // checked.
   const exact = (row: Row): Row => {
     for (const name in row) {
       const value = row[name]
@@ -64,7 +72,9 @@ function withExactIntegers (statement: BetterSqliteStatement): CachedStatement {
   }
   return {
     reader: true,
-    get busy () { return statement.busy },
+    get busy () {
+      return statement.busy
+    },
     all: (parameters) => statement.all(parameters).map(exact),
     get: (parameters) => {
       const row = statement.get(parameters)
@@ -89,7 +99,14 @@ export interface SqliteHandle {
 
 /** A handle for a SQLite connection that a Kysely instance will open; `log` is the instance's. */
 export function sqliteHandle (log: KyselyConfig['log']): SqliteHandle {
-  return { database: undefined, busy: () => false, prepare: () => { throw new Error('SQLite is not open') }, log }
+  return {
+    database: undefined,
+    busy: () => false,
+    prepare: () => {
+      throw new Error('SQLite is not open')
+    },
+    log,
+  }
 }
 
 /**
@@ -122,8 +139,16 @@ export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDataba
 
 /** Whether a value is a better-sqlite3 `Database` (what a user hands SqliteDialect), open or not. */
 export function isBetterSqliteDatabase (value: unknown): value is BetterSqliteDatabase {
-  return typeof value === 'object' && value !== null && 'prepare' in value && typeof value.prepare === 'function' &&
-    'inTransaction' in value && typeof value.inTransaction === 'boolean' && 'open' in value && typeof value.open === 'boolean'
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'prepare' in value &&
+    typeof value.prepare === 'function' &&
+    'inTransaction' in value &&
+    typeof value.inTransaction === 'boolean' &&
+    'open' in value &&
+    typeof value.open === 'boolean'
+  )
 }
 
 /**
@@ -132,7 +157,7 @@ export function isBetterSqliteDatabase (value: unknown): value is BetterSqliteDa
  */
 function resultOf (statement: CachedStatement, compiled: CompiledQuery): DirectResult | undefined {
   if (statement.reader) return { rows: rowsOf(statement, compiled) }
-  let info: { changes: number | bigint, lastInsertRowid: number | bigint }
+  let info: { changes: number | bigint; lastInsertRowid: number | bigint }
   try {
     info = statement.run(compiled.parameters)
   } catch (error) {
@@ -165,8 +190,13 @@ function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
  * gets the events Kysely would send. better-sqlite3 runs reads, and writes that read back (RETURNING), beside
  * other open iterators, so those need no waiting.
  */
-export function runDirect (handle: SqliteHandle, compiled: CompiledQuery): DirectResult | Promise<DirectResult> | undefined {
-  if (handle.database === undefined || !compiledStatementKinds.has(compiled.query.kind) || handle.busy()) return undefined
+export function runDirect (
+  handle: SqliteHandle,
+  compiled: CompiledQuery
+): DirectResult | Promise<DirectResult> | undefined {
+  if (handle.database === undefined || !compiledStatementKinds.has(compiled.query.kind) || handle.busy()) {
+    return undefined
+  }
   const { log } = handle
   if (log !== undefined && typeof log !== 'function') return undefined
   const statement = handle.prepare(compiled.sql)
@@ -179,9 +209,16 @@ export function runDirect (handle: SqliteHandle, compiled: CompiledQuery): Direc
     if (result === undefined) return undefined
   } catch (error) {
     // The query's error is the one to report, whatever the logger does.
-    void Promise.resolve().then(() => log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })).catch(() => {})
+    void Promise.resolve()
+      .then(() => log({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start }))
+      .catch(() => {})
     throw error
   }
-  const logged = log({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start } satisfies LogEvent)
+  const logged = log({
+    level: 'query',
+    isStream: false,
+    query: compiled,
+    queryDurationMillis: performance.now() - start,
+  } satisfies LogEvent)
   return logged instanceof Promise ? logged.then(() => result) : result
 }
