@@ -26,6 +26,8 @@ export interface LoadSettings {
   connections: number
   warmup: number
   duration: number
+  /** Requests per measurement instead of `duration` (autocannon's `amount`): see `BenchOptions.amount`. */
+  amount?: number | undefined
   progress: boolean
   seed: number
   /** The rows a deleting scenario deletes (refilled by the runner before the measurement). */
@@ -155,12 +157,17 @@ export async function measure (
   const cpuBefore = await server.cpuTime()
   const ticksBefore = cpuTicks()
   const latencies: number[] = []
+  // A time window, or a number of requests that ends only when every one has been answered (autocannon needs at
+  // least one request per connection; it ends a run on a sample tick, so the ticks are short).
+  const length =
+    settings.amount === undefined
+      ? { duration: settings.duration, sampleInt: sampleInterval(settings.duration) }
+      : { amount: settings.amount, connections: Math.min(settings.connections, settings.amount), sampleInt: 50 }
   // Without a callback autocannon returns its instance, which is also a promise of the result.
   const instance = autocannon({
     ...base,
+    ...length,
     title,
-    duration: settings.duration,
-    sampleInt: sampleInterval(settings.duration),
     requests: requestsOf(server, scenario, drawOf(settings.seed, settings.doomed)),
   }) as unknown as autocannon.Instance & Promise<autocannon.Result>
   instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => {

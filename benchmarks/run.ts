@@ -35,8 +35,14 @@ export type PhaseName = (typeof phaseNames)[number]
 const here = fileURLToPath(new URL('.', import.meta.url))
 
 export interface BenchOptions {
-  /** Seconds of measured load per system, scenario and round. */
+  /** Seconds of measured load per system, scenario and round (unless `amount` is set). */
   duration: number
+  /**
+   * Requests per measurement, instead of `duration` seconds: each measurement sends exactly this many (autocannon's
+   * `amount`) and ends when all are answered, so that every cell completes requests however busy the machine is. The
+   * smoke test sets it; unset (the default, and `npm run bench`), measurements are timed.
+   */
+  amount?: number | undefined
   /** Seconds of load before each measurement, not counted. */
   warmup: number
   rounds: number
@@ -215,8 +221,10 @@ async function measureDatabase (
   }
   // The fastest a system has gone so far (GET comes first): a DELETE cannot outrun it.
   const fastest = new Map<SystemName, number>()
-  const refill = async (system: SystemName, seconds: number) => {
-    await doomedOf(system).refill(Math.ceil((fastest.get(system) ?? assumedRate[database]) * seconds * 2) + 200)
+  // Rows for `seconds` of load at twice the fastest rate seen, plus `requests` counted ones.
+  const refill = async (system: SystemName, seconds: number, requests = 0) => {
+    const rate = fastest.get(system) ?? assumedRate[database]
+    await doomedOf(system).refill(Math.ceil(rate * seconds * 2) + 200 + requests)
   }
   try {
     for (const block of blocks) {
@@ -250,7 +258,11 @@ async function measureDatabase (
           // The servers stay up for the whole run: after the first round a short warm-up is enough.
           const warmup = round === 0 ? options.warmup : Math.min(options.warmup, 0.2)
           const run = async (warmup: number) => {
-            if (scenario.deletes === true) await refill(server.system, warmup + options.duration)
+            if (scenario.deletes === true) {
+              await (options.amount === undefined
+                ? refill(server.system, warmup + options.duration)
+                : refill(server.system, warmup, options.amount))
+            }
             const doomed = doomedOf(server.system)
             const sample = await measure(
               server,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { deflateRawSync } from 'node:zlib'
 
 /** What the auth example reads from the environment (or `.env`), with its defaults applied and checked. */
 export interface AuthConfig {
@@ -33,12 +34,54 @@ export const publishedSecrets: ReadonlySet<string> = new Set([
   'through the looking glass',
 ])
 
+/**
+ * Secrets that libraries, tutorials and tools use as defaults or examples (jwt.io's, jsonwebtoken's, express-session's,
+ * the usual placeholders): attackers try them first. Compared trimmed and in lower case.
+ */
+export const commonSecrets: ReadonlySet<string> = new Set([
+  'secret',
+  'secretkey',
+  'secret_key',
+  'secret-key',
+  'mysecret',
+  'my-secret',
+  'supersecret',
+  'super-secret',
+  'topsecret',
+  'changeme',
+  'change-me',
+  'changeit',
+  'your-256-bit-secret',
+  'your-secret-key',
+  'your_jwt_secret',
+  'jwt_secret',
+  'jwt-secret',
+  'jwtsecret',
+  'jwt_secret_key',
+  'shhhhh',
+  'keyboard cat',
+  'password',
+  'default',
+])
+
+/**
+ * Words that default and example secrets are made of. A secret that is little more than these, repeated or
+ * joined (`supersecret-jwt-secret-changeme-…`), is guessable however long it is, so the entropy estimate is also
+ * taken of what is left once they are removed.
+ */
+export const commonSecretWords: readonly string[] = [
+  'secret', 'password', 'passwd', 'changeme', 'change', 'default', 'example', 'sample', 'test', 'jwt', 'token',
+  'signing', 'sign', 'key', 'super', 'top', 'my', 'your', 'our', 'the', 'bit', 'bits', 'hs256', 'hmac', 'sha256',
+  'admin', 'private', 'please', 'development', 'dev', 'production', 'prod', 'local', 'qwerty', 'letmein',
+  'keyboard', 'cat', 'api', 'app', 'auth', 'session', 'random', 'long', 'string', 'replace', 'this', 'with', 'here',
+]
+
 /** The shortest `JWT_SECRET` accepted, in bytes: 256 bits of key for HS256 (RFC 7518 §3.2). */
 export const minimumSecretBytes = 32
 /**
- * The least entropy a `JWT_SECRET` must show, in bits, estimated from its characters' frequencies. A random
- * key passes easily (`openssl rand -base64 48`: about 340 bits; `openssl rand -hex 32`: about 240); a
- * repeated character, whitespace or a repeated word does not.
+ * The least entropy a `JWT_SECRET` must show, in bits, by {@link estimatedSecretBits}. A random key passes
+ * easily (`openssl rand -base64 48`: about 330 bits; `openssl rand -hex 32`: about 250); whitespace, a
+ * repeated character, word or pattern, a sequence, or common words do not.
  */
 export const minimumSecretBits = 128
 /** The shortest `DEMO_PASSWORD` accepted outside the demo (NIST SP 800-63B-4 §3.1.1.2, single-factor). */
@@ -46,27 +89,117 @@ export const minimumPasswordLength = 15
 
 const howToMakeOne = 'generate one with `openssl rand -base64 48`'
 
-/** Shannon entropy of the string's characters times its length: an upper bound on the entropy it can hold. */
-export function estimatedBits (value: string): number {
-  const characters = [...value]
-  const counts = new Map<string, number>()
-  for (const character of characters) counts.set(character, (counts.get(character) ?? 0) + 1)
-  let perCharacter = 0
+/** Shannon entropy of the values' frequencies times their number. */
+function frequencyBits (values: readonly unknown[]): number {
+  const counts = new Map<unknown, number>()
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1)
+  let perValue = 0
   for (const count of counts.values()) {
-    const p = count / characters.length
-    perCharacter -= p * Math.log2(p)
+    const p = count / values.length
+    perValue -= p * Math.log2(p)
   }
-  return perCharacter * characters.length
+  return perValue * values.length
 }
 
-/** Why a `JWT_SECRET` is refused, or undefined when it is acceptable. */
-export function secretProblem (secret: string): string | undefined {
-  if (publishedSecrets.has(secret) || publishedSecrets.has(secret.trim())) return 'JWT_SECRET is a published value (from this repository): anyone can sign tokens with it'
-  const bytes = Buffer.byteLength(secret)
-  if (bytes < minimumSecretBytes) return `JWT_SECRET is too short: ${bytes} bytes, ${minimumSecretBytes} or more are needed`
-  const bits = estimatedBits(secret)
-  if (bits < minimumSecretBits) return `JWT_SECRET is not random enough: about ${Math.floor(bits)} bits of entropy, ${minimumSecretBits} or more are needed`
+/** Shannon entropy of the string's characters times its length: an upper bound on the entropy it can hold. */
+export function estimatedBits (value: string): number {
+  return frequencyBits([...value])
+}
+
+/** Characters times log2 of the size of the character classes used (lower, upper, digits, ASCII symbols, other). */
+function characterClassBits (characters: readonly string[]): number {
+  const classes = [
+    [/[a-z]/, 26],
+    [/[A-Z]/, 26],
+    [/[0-9]/, 10],
+    [/[\x20-\x7e]/, 33],
+    // Any other character: an alphabet this large only counts when the other measures agree.
+    [/[^\x20-\x7e]/, 1000],
+  ] as const
+  let alphabet = 0
+  for (const [pattern, size] of classes) if (characters.some((character) => pattern.test(character))) alphabet += size
+  return alphabet === 0 ? 0 : characters.length * Math.log2(alphabet)
+}
+
+/**
+ * An estimate of the entropy of a secret, in bits: the least of four measures, each an upper bound that a
+ * different kind of guessable secret keeps low:
+ * - the character classes used (lower, upper, digits, symbols) times the length: short or one-class secrets;
+ * - the Shannon entropy of the characters' frequencies: few distinct characters;
+ * - the Shannon entropy of the differences between neighbouring characters: sequences (`abcdef…`, `0123…`);
+ * - the size of the secret compressed with deflate (zlib, level 9), in bits: repeated words and patterns.
+ *
+ * @example
+ * estimatedSecretBits(randomBytes(48).toString('base64'))   // about 330
+ * estimatedSecretBits('correct-horse-battery-staple-'.repeat(2))  // about 240: refused as periodic, see secretProblem
+ */
+export function estimatedSecretBits (secret: string): number {
+  const characters = [...secret]
+  const codes = characters.map((character) => character.codePointAt(0) ?? 0)
+  const steps = codes.slice(1).map((code, index) => code - (codes[index] ?? 0))
+  return Math.min(
+    characterClassBits(characters),
+    estimatedBits(secret),
+    // The first character, then the steps: log2 of the classes for the one, the steps' frequencies for the rest.
+    (characters.length > 0 ? characterClassBits(characters.slice(0, 1)) : 0) + frequencyBits(steps),
+    deflateRawSync(secret, { level: 9 }).length * 8
+  )
+}
+
+/** The length of the shortest unit the secret repeats (at least twice, the last copy possibly cut), or undefined. */
+export function repeatedUnit (secret: string): number | undefined {
+  const characters = [...secret]
+  for (let unit = 1; unit <= characters.length / 2; unit++) {
+    if (characters.every((character, index) => index < unit || character === characters[index - unit])) return unit
+  }
   return undefined
+}
+
+const commonWordPattern = new RegExp(
+  [...commonSecretWords].sort((a, b) => b.length - a.length).join('|'),
+  'giu'
+)
+
+/** Why a `JWT_SECRET` is not random enough (the message's end), or undefined when it is. */
+function lowEntropy (secret: string): string | undefined {
+  const needed = `, ${minimumSecretBits} or more are needed`
+  const unit = repeatedUnit(secret)
+  if (unit !== undefined) {
+    // What a repeated secret holds is its unit: the copies add nothing an attacker must guess.
+    const bits = Math.floor(estimatedSecretBits([...secret].slice(0, unit).join('')))
+    const what = unit === 1 ? 'one character' : `a pattern of ${unit} characters`
+    return `about ${bits} bits of entropy (it repeats ${what})${needed}`
+  }
+  const bits = estimatedSecretBits(secret)
+  if (bits < minimumSecretBits) return `about ${Math.floor(bits)} bits of entropy${needed}`
+  const rest = secret.replace(commonWordPattern, '')
+  const restBits = estimatedSecretBits(rest)
+  if (restBits < minimumSecretBits) {
+    return `about ${Math.floor(restBits)} bits of entropy once common words ("secret", "changeme", "jwt", …) are ` +
+      `taken out${needed}`
+  }
+  return undefined
+}
+
+/**
+ * Why a `JWT_SECRET` is refused, or undefined when it is acceptable. In this order: a value published in this
+ * repository, a common default (`secret`, `changeme`, `your-256-bit-secret`, …), fewer than 32 bytes, then not
+ * random enough: a repeated character, word or pattern, or an estimate below 128 bits (see
+ * {@link estimatedSecretBits}), of the whole secret or of what is left without common words.
+ */
+export function secretProblem (secret: string): string | undefined {
+  if (publishedSecrets.has(secret) || publishedSecrets.has(secret.trim())) {
+    return 'JWT_SECRET is a published value (from this repository): anyone can sign tokens with it'
+  }
+  if (commonSecrets.has(secret.trim().toLowerCase())) {
+    return 'JWT_SECRET is a well-known default secret (libraries and tutorials use it): attackers try it first'
+  }
+  const bytes = Buffer.byteLength(secret)
+  if (bytes < minimumSecretBytes) {
+    return `JWT_SECRET is too short: ${bytes} bytes, ${minimumSecretBytes} or more are needed`
+  }
+  const weakness = lowEntropy(secret)
+  return weakness === undefined ? undefined : `JWT_SECRET is not random enough: ${weakness}`
 }
 
 /**
@@ -74,8 +207,9 @@ export function secretProblem (secret: string): string | undefined {
  *
  * - `DEMO=1` runs the public demo: the `demo`/`demo-password` user, and, unless `JWT_SECRET` is set, a random
  *   key made at startup (tokens do not survive a restart). It is refused with `NODE_ENV=production`.
- * - Otherwise `JWT_SECRET` must be set: 32 bytes or more, random-looking, never a value published in this
- *   repository. `DEMO_PASSWORD` must be set too, 15 characters or more and not a published one.
+ * - Otherwise `JWT_SECRET` must be set: 32 bytes or more, random-looking (see {@link secretProblem}), never a
+ *   value published in this repository or a common default. `DEMO_PASSWORD` must be set too, 15 characters or
+ *   more and not a published one.
  *
  * @example
  * authConfig({ DEMO: '1' })                                                 // the demo, with a warning in the log

@@ -11,10 +11,23 @@ export const clockTolerance = 5_000
 interface CompleteToken {
   header: { crit?: unknown }
   payload: { iat?: unknown }
+  /** The signature segment as sent. */
+  signature?: unknown
 }
 
 function isCompleteToken (value: unknown): value is CompleteToken {
   return typeof value === 'object' && value !== null && 'header' in value && 'payload' in value
+}
+
+/**
+ * Whether a signature segment is canonical base64url (RFC 7515 §2): no padding, no `+` or `/`, no other
+ * character, unused trailing bits zero. fast-jwt decodes it leniently (Node's base64 decoder), so `sig==`,
+ * `sig` with `-` written as `+`, or a last character with other trailing bits would verify as `sig` does: one
+ * token, many spellings, which defeats any list of revoked or already-seen tokens. Only the spelling that
+ * decodes and encodes back to itself is accepted.
+ */
+export function isCanonicalBase64url (segment: string): boolean {
+  return /^[A-Za-z0-9_-]*$/.test(segment) && Buffer.from(segment, 'base64url').toString('base64url') === segment
 }
 
 /**
@@ -26,7 +39,8 @@ function isCompleteToken (value: unknown): value is CompleteToken {
  * - `iat` in the future (past the clock tolerance) is refused: fast-jwt does not check it, and without
  *   that check an `iat` 100 years ahead would make `maxAge` useless;
  * - any `crit` header is refused: we understand no extension, and RFC 7515 §4.1.11 says a token naming
- *   one we do not understand must be rejected. fast-jwt ignores `crit`.
+ *   one we do not understand must be rejected. fast-jwt ignores `crit`;
+ * - a signature that is not canonical base64url is refused (see {@link isCanonicalBase64url}).
  *
  * `complete: true` lets `trusted` see the header; `formatUser` hands the claims alone to handlers.
  *
@@ -48,6 +62,7 @@ export function jwtOptions (secret: string, lifetime: number): FastifyJWTOptions
       complete: true,
     },
     trusted: (_request, token) => isCompleteToken(token) && token.header.crit === undefined &&
+      typeof token.signature === 'string' && isCanonicalBase64url(token.signature) &&
       typeof token.payload.iat === 'number' && token.payload.iat * 1000 <= Date.now() + clockTolerance,
     formatUser: (token) => isCompleteToken(token) ? token.payload : token,
   }

@@ -1,6 +1,7 @@
 import fastifyFormbody from '@fastify/formbody'
 import fastifyRateLimit from '@fastify/rate-limit'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { addressKey } from './address-key.js'
 import type { UserStore } from './users.js'
 
 /** How many token requests a key (a client address, or a username) may make per window. */
@@ -15,8 +16,8 @@ export interface PasswordGrantOptions {
   users: UserStore
   /** Lifetime of an access token in seconds; @fastify/jwt's `sign.expiresIn` must match it. */
   expiresIn: number
-  /** Token requests per client address (`request.ip`: set Fastify's `trustProxy` behind a proxy). Default 20 per
-   * minute. */
+  /** Token requests per client address (`request.ip`: set Fastify's `trustProxy` behind a proxy), an IPv6 address
+   * counted with its /64 (see {@link addressKey}). Default 20 per minute. */
   perAddress?: LoginLimit
   /** Token requests per username, whoever sends them. Default 5 per minute. */
   perUsername?: LoginLimit
@@ -43,27 +44,37 @@ function oauthError (reply: FastifyReply, status: number, error: OAuthError, des
 const TokenRequest = {
   type: 'object',
   properties: {
-    grant_type: { type: 'string', description: 'Always `password`' },
+    // Any other value is a 400 `unsupported_grant_type` (the error handler tells it from other invalid requests).
+    grant_type: { type: 'string', enum: ['password'], description: 'Always `password`' },
     // Bounded: a username is a rate-limit key, and every password costs one scrypt run.
-    username: { type: 'string', maxLength: 256 },
-    password: { type: 'string', format: 'password', maxLength: 1024 },
+    username: { type: 'string', minLength: 1, maxLength: 256 },
+    password: { type: 'string', format: 'password', minLength: 1, maxLength: 1024 },
     scope: { type: 'string', description: 'Ignored: the demo has no scopes' },
   },
-  required: ['grant_type'],
+  required: ['grant_type', 'username', 'password'],
   // The document's example body (Dredd and other tools that call every operation send it).
   examples: [{ grant_type: 'password', username: 'demo', password: 'the demo password' }],
 } as const
 
-const TokenError = {
-  type: 'object',
-  properties: { error: { type: 'string' }, error_description: { type: 'string' } },
-  required: ['error'],
-} as const
+/** The body of an error answer (RFC 6749 §5.2) with the `error` codes one status can carry. */
+function tokenError (codes: readonly OAuthError[]) {
+  return {
+    type: 'object',
+    properties: { error: { type: 'string', enum: codes }, error_description: { type: 'string' } },
+    required: ['error', 'error_description'],
+  } as const
+}
 
 interface TokenBody {
-  grant_type: string
-  username?: string
-  password?: string
+  grant_type: 'password'
+  username: string
+  password: string
+}
+
+/** Whether Fastify refused the body for its `grant_type` alone (any value but `password`). */
+function isUnsupportedGrant (error: FastifyError): boolean {
+  const first = error.validation?.[0]
+  return first !== undefined && first.instancePath === '/grant_type' && first.keyword === 'enum'
 }
 
 /** The username of a parsed token request, or '' (its own key) when there is none. */
@@ -91,7 +102,7 @@ export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async fun
   // gets more guesses. @fastify/rate-limit's own hook would stop at the first counter (it marks the
   // request as counted), so both are read through createRateLimit and answered here.
   await fastify.register(fastifyRateLimit, { global: false })
-  const byAddress = fastify.createRateLimit({ ...perAddress, keyGenerator: (request) => request.ip })
+  const byAddress = fastify.createRateLimit({ ...perAddress, keyGenerator: (request) => addressKey(request.ip) })
   const byUsername = fastify.createRateLimit({ ...perUsername, keyGenerator: (request) => usernameOf(request) })
   async function limited (
     request: FastifyRequest,
@@ -102,7 +113,7 @@ export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async fun
     const result = await counter(request)
     if (result.isAllowed || !result.isExceeded) return false
     request.log.warn(
-      { ip: request.ip, ...(key === 'username' ? { username: usernameOf(request) } : {}) },
+      { ip: request.ip, ...(key === 'username' ? { username: usernameOf(request) } : { key: addressKey(request.ip) }) },
       `token requests over the limit per ${key}`
     )
     reply.header('retry-after', String(result.ttlInSeconds))
@@ -115,8 +126,12 @@ export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async fun
     return true
   }
 
-  // Errors before the handler (wrong content type, invalid form) answer in OAuth's format, not problem+json.
+  // Errors before the handler (wrong content type, invalid form, a body too large) answer in OAuth's format, not
+  // problem+json, and always with a status the operation documents: 400 for every refused request, 500 for the rest.
   fastify.setErrorHandler<FastifyError>((error, request, reply) => {
+    if (isUnsupportedGrant(error)) {
+      return oauthError(reply, 400, 'unsupported_grant_type', 'Only grant_type=password is supported')
+    }
     if (error.validation !== undefined || (error.statusCode !== undefined && error.statusCode < 500)) {
       const description =
         error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
@@ -153,25 +168,29 @@ export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async fun
             required: ['access_token', 'token_type', 'expires_in'],
           },
           400: {
-            description: '`invalid_grant` (wrong username or password), `invalid_request` or `unsupported_grant_type`',
-            ...TokenError,
+            description:
+              '`invalid_grant` (wrong username or password), `unsupported_grant_type` (any `grant_type` but ' +
+              '`password`) or `invalid_request` (a missing, empty or repeated parameter, a body that is not ' +
+              '`application/x-www-form-urlencoded` or is over the body limit)',
+            ...tokenError(['invalid_request', 'invalid_grant', 'unsupported_grant_type']),
           },
           429: {
             description:
-              '`temporarily_unavailable`: too many token requests from this address or for this username; see `Retry-After`',
-            ...TokenError,
+              '`temporarily_unavailable`: too many token requests from this address (an IPv6 address counts with its ' +
+              '/64) or for this username; see `Retry-After`',
+            headers: { 'retry-after': { description: 'Seconds until a new request is counted', type: 'integer' } },
+            ...tokenError(['temporarily_unavailable']),
+          },
+          500: {
+            description: '`server_error`: the request could not be answered (the log says why)',
+            ...tokenError(['server_error']),
           },
         },
       },
     },
     async (request, reply) => {
-      const { grant_type: grantType, username, password } = request.body
-      if (grantType !== 'password') {
-        return oauthError(reply, 400, 'unsupported_grant_type', 'Only grant_type=password is supported')
-      }
-      if (username === undefined || username === '' || password === undefined || password === '') {
-        return oauthError(reply, 400, 'invalid_request', 'username and password are required')
-      }
+      // The schema has checked them: grant_type is `password`, username and password are non-empty strings.
+      const { username, password } = request.body
       // Counted before the password is checked: past the limit even the right password is refused.
       if (await limited(request, reply, byUsername, 'username')) return reply
       const subject = await users.check(username, password)
