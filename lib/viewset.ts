@@ -18,9 +18,10 @@ import type {
   Updateable,
 } from 'kysely'
 import { authHook, canVerifyTokens, checkAuth, checkProtectedRoutes } from './http/auth.js'
-import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, UpsertElement } from './dialect/dialect.js'
+import type { ColumnInfo, DatabaseFault, UpsertElement } from './dialect/dialect.js'
+import type { AnyDatabase, Row } from './sql.js'
 import { conflictKeyProblem, rowKeyProblem } from './dialect/shared/catalog.js'
-import { containsPattern } from './dialect/dialect.js'
+import { containsPattern } from './sql.js'
 import { dialectOf } from './dialect/pick-dialect.js'
 import { invalidFields, ViewsetErrors } from './errors.js'
 import { andThen } from './execution/eventually.js'

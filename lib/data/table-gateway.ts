@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import type { RawBuilder } from 'kysely'
-import type { AnyDatabase, DatabaseFault, Row, UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
-import { compositeKey } from '../dialect/dialect.js'
+import type { DatabaseFault, UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
+import { compositeKey } from '../sql.js'
 import { keyIn } from '../dialect/shared/upsert.js'
 import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
 import { ViewsetErrors } from '../errors.js'
@@ -56,11 +57,11 @@ function elementConflict (
 }
 
 /** What a field error says of a unique fault. */
-const sameValue = 'a row with the same value already exists'
+const bindAsIs = 'a row with the same value already exists'
 
 /** What a field error says of a unique or foreign-key fault. */
 function faultMessage (fault: DatabaseFault): string {
-  return fault.kind === 'unique' ? sameValue : 'refers to a row that does not exist'
+  return fault.kind === 'unique' ? bindAsIs : 'refers to a row that does not exist'
 }
 
 /** A page read by cursor: its rows in the request's order, and the positions its `next` and `prev` links start from. */
@@ -276,7 +277,7 @@ export class Resource {
       if (!('outside' in result)) return [...result.rows]
       // Thrown inside the transaction, which rolls back what the other elements wrote.
       throw bulk
-        ? elementConflict(detail, result.outside, conflictFields, sameValue)
+        ? elementConflict(detail, result.outside, conflictFields, bindAsIs)
         : new ViewsetErrors.Conflict(detail)
     }
     return bulk

@@ -8,7 +8,7 @@ import type {
 } from 'fastify'
 import { authHook, openTokenHook, securitySchemeName } from './auth.js'
 import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
-import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
 import type { Eventually } from '../execution/eventually.js'
 import { currentScope, inScope, runCancellable } from '../execution/cancellation.js'
 import type { RequestScope } from '../execution/cancellation.js'

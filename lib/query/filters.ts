@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv'
 import type { Expression, SqlBool } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
-import { containsPattern } from '../dialect/dialect.js'
+import { containsPattern } from '../sql.js'
 import { invalidOption } from '../errors.js'
 import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'

@@ -1,5 +1,5 @@
 import type { ViewsetDialect } from '../dialect/dialect.js'
-import { containsPattern } from '../dialect/dialect.js'
+import { containsPattern } from '../sql.js'
 import { invalidOption } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isList } from '../schema/object-schema.js'

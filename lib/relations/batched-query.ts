@@ -1,5 +1,6 @@
 import type { CompiledQuery, KyselyPlugin, SelectQueryBuilder } from 'kysely'
-import type { AnyDatabase, KeyTable, Row, StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
+import type { KeyTable, StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
 import { compileWith, paddedLength, padList, withParameters } from '../data/statement-cache.js'
 import { currentScope, inScope } from '../execution/cancellation.js'
 

@@ -2,17 +2,9 @@ import { sql } from 'kysely'
 import { mysqlCatalog } from './mysql-catalog.js'
 import { chunks, fieldGroups, inElementOrder } from '../shared/bulk-insert.js'
 import { invalidOption } from '../../errors.js'
-import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteScope, WriteTarget } from '../dialect.js'
-import {
-  compositeKey,
-  countOf,
-  deletedAny,
-  errorProperty,
-  inTransaction,
-  isConnectionError,
-  mapKey,
-  sameValue,
-} from '../dialect.js'
+import type { DatabaseFault, ViewsetDialect, WriteScope, WriteTarget } from '../dialect.js'
+import type { AnyDatabase, Row } from '../../sql.js'
+import { compositeKey, countOf, deletedAny, errorProperty, inTransaction, isConnectionError, mapKey, bindAsIs } from '../../sql.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from '../shared/upsert.js'
 import { inFieldOrder, keyAndScope, sentFields } from '../shared/write-shapes.js'
 
@@ -130,7 +122,7 @@ export const mysqlDialect: ViewsetDialect = {
   catalog: mysqlCatalog,
   nullsSortLargest: false,
 
-  parameter: sameValue,
+  parameter: bindAsIs,
   // mysql2 answers BIGINT (count(*) included) as a number while exact, as digits beyond (supportBigNumbers).
   count: countOf,
   keyOf: mapKey,

@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
-import type { DatabaseFault, Row, ViewsetDialect } from '../dialect.js'
-import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from '../dialect.js'
+import type { DatabaseFault, ViewsetDialect } from '../dialect.js'
+import type { Row } from '../../sql.js'
+import { countOf, errorProperty, isConnectionError, mapKey, bindAsIs } from '../../sql.js'
 import {
   deleteReturning,
   insertManyReturning,
@@ -44,7 +45,7 @@ export const postgresDialect: ViewsetDialect = {
   catalog: postgresCatalog,
   nullsSortLargest: true,
 
-  parameter: sameValue,
+  parameter: bindAsIs,
   // count(*) is a bigint, which pg answers as a string (its type parsers are global: never changed here).
   count: countOf,
   keyOf (value) {

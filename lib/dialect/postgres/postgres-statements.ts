@@ -2,7 +2,7 @@ import type { CompiledQuery, KyselyConfig, RootOperationNode } from 'kysely'
 import { LruCache } from '../../execution/lru-cache.js'
 import { compiledStatementKinds } from '../shared/connection.js'
 import type { DirectResult } from '../shared/connection.js'
-import type { Row } from '../dialect.js'
+import type { Row } from '../../sql.js'
 
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is

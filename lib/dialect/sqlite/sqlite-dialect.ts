@@ -1,8 +1,9 @@
 import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import { stablePlans } from './sqlite-stable-plans.js'
-import type { DatabaseFault, KeyTable, Row, ViewsetDialect } from '../dialect.js'
-import { countOf, errorProperty, mapKey } from '../dialect.js'
+import type { DatabaseFault, KeyTable, ViewsetDialect } from '../dialect.js'
+import type { Row } from '../../sql.js'
+import { countOf, errorProperty, mapKey } from '../../sql.js'
 import {
   deleteCounting,
   insertManyReturning,
