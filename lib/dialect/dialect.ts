@@ -1,4 +1,5 @@
 import type { AliasedRawBuilder, Compilable, Expression, KyselyPlugin, QueryResult, SqlBool } from 'kysely'
+import type { DatabaseFault } from '../errors.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { CatalogColumn, CatalogReader } from './shared/catalog.js'
 import type { Eventually } from '../execution/eventually.js'
@@ -6,22 +7,6 @@ import type { Eventually } from '../execution/eventually.js'
 /** What the viewset reads of a catalog column: its name, its type's base name (`integer`, `int4`, `varchar`) and
  * nullability. */
 export type ColumnInfo = Pick<CatalogColumn, 'name' | 'type' | 'nullable'>
-
-/**
- * What a database error means to a client; anything else is a 500. `value`, on a unique or foreign-key
- * fault, is the key's value as the database printed it (PostgreSQL's detail, MySQL's `Duplicate entry`),
- * compared with {@link ViewsetDialect.keyText} to tell which element of a bulk write failed; never sent.
- */
-export type DatabaseFault =
-  | { kind: 'unique'; target: string | undefined; value?: string | undefined }
-  | { kind: 'not-null' | 'check'; target: string | undefined }
-  /** `referenced`: true when the row is still referenced, false when a reference finds no row, undefined when the
-   * database does not say. */
-  | { kind: 'foreign-key'; target: string | undefined; referenced: boolean | undefined; value?: string | undefined }
-  | { kind: 'invalid-value'; reason: string }
-  | { kind: 'unavailable' }
-  /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
-  | { kind: 'timeout' }
 
 /** A statement as the data layer builds it: one of Kysely's query builders, which compile with a plugin added. */
 export interface StatementBuilder extends Compilable<Row> {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
-import type { DatabaseFault, ViewsetDialect } from '../dialect.js'
+import type { ViewsetDialect } from '../dialect.js'
+import type { DatabaseFault } from '../../errors.js'
 import type { Row } from '../../sql.js'
 import { countOf, errorProperty, isConnectionError, mapKey, bindAsIs } from '../../sql.js'
 import {

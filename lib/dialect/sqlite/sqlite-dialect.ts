@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import { stablePlans } from './sqlite-stable-plans.js'
-import type { DatabaseFault, KeyTable, ViewsetDialect } from '../dialect.js'
+import type { KeyTable, ViewsetDialect } from '../dialect.js'
+import type { DatabaseFault } from '../../errors.js'
 import type { Row } from '../../sql.js'
 import { countOf, errorProperty, mapKey } from '../../sql.js'
 import {
