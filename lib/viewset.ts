@@ -644,7 +644,7 @@ export class Viewset<
 
   /** A case-insensitive substring match that behaves the same on every dialect (`%` and `_` match themselves). */
   contains (column: Expression<unknown>, term: string): Expression<SqlBool> {
-    return this.#ready().resource.dialect.ilike(column, containsPattern(term))
+    return this.#ready().resource.dialect.syntax.ilike(column, containsPattern(term))
   }
 
   /**
@@ -715,7 +715,7 @@ export class Viewset<
           described,
           conflictFields,
           writableFields(entity).filter((field) => this.columns.includes(field)),
-          dialect.upsertOnAnyKey
+          dialect.capabilities.upsertOnAnyKey
         )
     if (conflictProblem !== undefined) throw new ViewsetErrors.InvalidOption('conflictFields', conflictProblem)
     // The loader may need keys the schema does not serve; they are selected, never serialized.

@@ -107,7 +107,7 @@ export class Resource {
   readonly #conflictFields: readonly string[] | undefined
   readonly #pages: StatementCache
   readonly #counts: StatementCache
-  /** Whether a page's LIMIT is written into its SQL (ViewsetDialect.literalLimit), decided once. */
+  /** Whether a page's LIMIT is written into its SQL (DialectSyntax.literalLimit), decided once. */
   readonly #literalLimit: boolean
 
   constructor (config: ResourceConfig) {
@@ -116,12 +116,12 @@ export class Resource {
     this.#uniqueKeys = uniqueKeys
     this.#conflictFields = conflictFields
     this.dialect = dialect
-    this.#literalLimit = dialect.literalLimit === true
+    this.#literalLimit = dialect.syntax.literalLimit
     this.#statements = statements
-    this.#pages = new StatementCache(dialect.statementPlugin)
-    this.#counts = new StatementCache(dialect.statementPlugin)
+    this.#pages = new StatementCache(dialect.syntax.statementPlugin)
+    this.#counts = new StatementCache(dialect.syntax.statementPlugin)
     // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
-    this.#target = { ...target, statements: new StatementCache(dialect.statementPlugin) }
+    this.#target = { ...target, statements: new StatementCache(dialect.syntax.statementPlugin) }
     this.#relations = relations
     Object.freeze(this)
   }
@@ -213,7 +213,7 @@ export class Resource {
 
   /**
    * A page's LIMIT in a LIST statement's shape and parameters: bound after the `parameters` so far, or, written
-   * into the SQL (ViewsetDialect.literalLimit), part of the shape instead. Answers the shape's suffix.
+   * into the SQL (DialectSyntax.literalLimit), part of the shape instead. Answers the shape's suffix.
    */
   #limitShape (limit: number, parameters: unknown[]): string {
     if (this.#literalLimit) return `|${limit}`
@@ -237,13 +237,13 @@ export class Resource {
         : select
     })
     // pg answers count(*) as a string (a bigint), mysql2 as a number or a string: the dialect converts it.
-    return this.dialect.count(row?.count ?? 0)
+    return this.dialect.values.count(row?.count ?? 0)
   }
 
   /** Inserts the values and returns the row as stored (generated key and database defaults included), as {@link find}
    * answers. */
   insert (db: AnyDatabase, values: Row): Eventually<Row> {
-    return this.dialect.insert(db, this.#target, values)
+    return this.dialect.writes.insert(db, this.#target, values)
   }
 
   /**
@@ -252,7 +252,7 @@ export class Resource {
    */
   async insertMany (db: AnyDatabase, rows: readonly Row[]): Promise<Row[]> {
     if (rows.length === 0) return []
-    return await this.#bulk(db, rows, async (trx) => await this.dialect.insertMany(trx, this.#target, rows))
+    return await this.#bulk(db, rows, async (trx) => await this.dialect.writes.insertMany(trx, this.#target, rows))
   }
 
   /**
@@ -273,7 +273,7 @@ export class Resource {
     const rule = { conflictFields, scope: scope?.where, versionField: this.#versioning?.versionField }
     const detail = `A row with the same ${conflictFields.join(', ')} already exists`
     const write = async (on: AnyDatabase): Promise<UpsertedRow[]> => {
-      const result = await this.dialect.upsert(on, this.#target, elements, rule)
+      const result = await this.dialect.writes.upsert(on, this.#target, elements, rule)
       if (!('outside' in result)) return [...result.rows]
       // Thrown inside the transaction, which rolls back what the other elements wrote.
       throw bulk
@@ -310,7 +310,7 @@ export class Resource {
       const seen = new Set<string>()
       rows.forEach((row, index) => {
         if (key.some((column) => row[column] === undefined || row[column] === null)) return
-        const value = compositeKey(row, key, this.dialect.keyOf)
+        const value = compositeKey(row, key, this.dialect.values.keyOf)
         if (seen.has(value)) {
           throw elementConflict(
             `Two elements have the same ${key.join(', ')}`,
@@ -352,7 +352,7 @@ export class Resource {
     if (fault.value !== undefined) {
       for (const key of keys) {
         rows.forEach((row, index) => {
-          if (present(row, key) && this.dialect.keyText(key.map((column) => row[column])) === fault.value) {
+          if (present(row, key) && this.dialect.values.keyText(key.map((column) => row[column])) === fault.value) {
             matches.push({ index, key })
           }
         })
@@ -372,9 +372,9 @@ export class Resource {
               )
             )
             .execute()
-      const taken = new Set(stored.map((row) => compositeKey(row, named, this.dialect.keyOf)))
+      const taken = new Set(stored.map((row) => compositeKey(row, named, this.dialect.values.keyOf)))
       rows.forEach((row, index) => {
-        if (present(row, named) && taken.has(compositeKey(this.#bound(row, named), named, this.dialect.keyOf))) {
+        if (present(row, named) && taken.has(compositeKey(this.#bound(row, named), named, this.dialect.values.keyOf))) {
           matches.push({ index, key: named })
         }
       })
@@ -386,7 +386,7 @@ export class Resource {
 
   /** The values of `columns` of a row as the driver binds them (SQLite: booleans as integers). */
   #bound (row: Row, columns: readonly string[]): Row {
-    return Object.fromEntries(columns.map((column) => [column, this.dialect.parameter(row[column])]))
+    return Object.fromEntries(columns.map((column) => [column, this.dialect.values.parameter(row[column])]))
   }
 
   /**
@@ -405,20 +405,20 @@ export class Resource {
   ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
     if (precondition === undefined && versionField === undefined) {
-      return this.dialect.update(db, this.#target, id, values, scope)
+      return this.dialect.writes.update(db, this.#target, id, values, scope)
     }
     return this.#guarded(db, id, scope, precondition, async (trx, row) => {
       // The increment is computed from the locked row, so it is part of this one UPDATE.
       const versioned =
         versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
-      return await this.dialect.update(trx, this.#target, id, versioned, scope)
+      return await this.dialect.writes.update(trx, this.#target, id, versioned, scope)
     })
   }
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as
    * `update` checks it. Answered as {@link find} answers. */
   delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Eventually<boolean> {
-    const remove = (on: AnyDatabase) => this.dialect.delete(on, this.#target, id, scope)
+    const remove = (on: AnyDatabase) => this.dialect.writes.delete(on, this.#target, id, scope)
     if (precondition === undefined) return remove(db)
     return this.#guarded(db, id, scope, precondition, remove).then((deleted) => deleted ?? false)
   }
@@ -437,7 +437,7 @@ export class Resource {
     write: (trx: AnyDatabase, row: Row) => Eventually<T>
   ): Promise<T | undefined> {
     const { table, primaryKey, columns, statements } = this.#target
-    const lock = this.dialect.rowLocks === true
+    const lock = this.dialect.capabilities.rowLocks
     const run = async (trx: AnyDatabase): Promise<T | undefined> => {
       const [row] = await statements.rows(
         trx,

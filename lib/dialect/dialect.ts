@@ -91,32 +91,23 @@ export interface KeyTable {
   encode(keys: readonly unknown[]): unknown
 }
 
-/**
- * The seam between the viewset and a database. Everything that differs between
- * SQLite, PostgreSQL and MySQL lives behind it, one file per dialect.
- */
-export interface ViewsetDialect {
-  readonly name: 'sqlite' | 'postgres' | 'mysql'
-  /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read.
-   * */
-  readonly catalog: CatalogReader
-  /** Inserts a row and returns it as stored, defaults and generated key included: at once where the database answered
-   * at once (eventually.ts). May throw. */
+/** The write statements that differ between databases (RETURNING, `ON CONFLICT`, `ON DUPLICATE KEY`). */
+export interface DialectWrites {
+  /**
+   * Inserts a row and returns it as stored, defaults and generated key included: at once where the database answered
+   * at once (see execution/eventually.ts). May throw.
+   */
   insert(db: AnyDatabase, target: WriteTarget, values: Row): Eventually<Row>
-  /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
-  readonly rowLocks?: boolean
   /**
    * Inserts rows, all or nothing when `db` is a transaction: one multi-row INSERT per set of fields sent,
-   * cut to {@link maxParameters}. Returns the rows as stored, in the order given.
+   * cut to {@link DialectCapabilities.maxParameters}. Returns the rows as stored, in the order given.
    */
   insertMany(db: AnyDatabase, target: WriteTarget, rows: readonly Row[]): Promise<Row[]>
-  /** The most values one statement may bind (SQLite 32,766; PostgreSQL and MySQL 65,535). */
-  readonly maxParameters: number
   /**
    * Inserts each element, or updates the row with the same `conflictFields` (only the element's `update`
    * columns, the version incremented, and only in `scope`), with one write statement per set of fields
-   * (`ON CONFLICT … DO UPDATE`, `ON DUPLICATE KEY UPDATE`), cut to {@link maxParameters}. Whether a row was
-   * created is decided in the write's transaction (a transaction of its own when `db` is none).
+   * (`ON CONFLICT … DO UPDATE`, `ON DUPLICATE KEY UPDATE`), cut to {@link DialectCapabilities.maxParameters}.
+   * Whether a row was created is decided in the write's transaction (a transaction of its own when `db` is none).
    */
   upsert(
     db: AnyDatabase,
@@ -124,13 +115,6 @@ export interface ViewsetDialect {
     elements: readonly UpsertElement[],
     rule: UpsertRule,
   ): Promise<UpsertResult>
-  /**
-   * `ON DUPLICATE KEY UPDATE` fires on any unique key (MySQL, MariaDB), not on `conflictFields` alone:
-   * then `conflictFields` must be the table's only unique key besides an AUTO_INCREMENT key.
-   */
-  readonly upsertOnAnyKey: boolean
-  /** A key's values as the database prints them in a constraint error (the `value` of a {@link DatabaseFault}). */
-  keyText(values: readonly unknown[]): string
   /**
    * Updates one row and returns it as stored, or `undefined` when there is none. With a `scope` (a
    * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:
@@ -146,39 +130,87 @@ export interface ViewsetDialect {
   /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none.
    * Both answered as `insert` answers. */
   delete(db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean>
+}
+
+/** How values cross the driver, both ways: what it binds, and how what it answers compares. */
+export interface DialectValues {
   /**
    * A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans): applied to every value a
    * LIST filter compares with, and by the dialect itself to the values it writes. Patterns (strings) bind everywhere.
    */
   parameter(value: unknown): unknown
-  /**
-   * Whether NULL sorts as larger than every value by default (last ascending, first descending), the rule
-   * every dialect follows here: true on PostgreSQL; SQLite and MySQL sort NULL first, so ordering adds a key.
-   */
-  readonly nullsSortLargest: boolean
-  /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
-  ilike(column: Expression<unknown>, pattern: string): Expression<SqlBool>
   /** `count(*)` as the driver answers it (a number, or a bigint's digits), as a number. */
   count(cell: unknown): number
   /**
    * A key value as a Map key, so that the two ends of a relation meet whatever types the driver answers them
-   * in: values the database compares equal give the same key (see {@link mapKey}).
+   * in: values the database compares equal give the same key (see `mapKey` in sql.ts).
    */
   keyOf(value: unknown): unknown
+  /** A key's values as the database prints them in a constraint error (the `value` of a `DatabaseFault`). */
+  keyText(values: readonly unknown[]): string
+}
+
+/** SQL the data layer writes differently on each database; an optional member is one a database does without. */
+export interface DialectSyntax {
+  /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
+  ilike(column: Expression<unknown>, pattern: string): Expression<SqlBool>
   /** Where the keys of a relation's batch come from, when not from an `IN` list (see relations/batched-query.ts). */
   readonly keyTable?: KeyTable
   /**
    * A LIST page's LIMIT is written into its SQL rather than bound: SQLite plans an index-ordered LIMIT with the
-   * bound value, so it prepares such a statement again on every step (6–13 µs per page with better-sqlite3 12).
-   * Each page size is then a statement of its own, under the statement caches' bounds.
+   * bound value, so it would prepare such a statement again on every step (see
+   * benchmarks/analysis.md#literal-limit). Each page size is then a statement of its own, under the statement
+   * caches' bounds.
    */
-  readonly literalLimit?: boolean
+  readonly literalLimit: boolean
   /**
    * A plugin every statement of the data layer is compiled with (never the user's own queries). SQLite's
    * spells each compared value `+?`, so that STAT4 does not prepare the statement again on each run
    * (sqlite-stable-plans.ts).
    */
   readonly statementPlugin?: KyselyPlugin
+}
+
+/** What the database does, or lacks, that changes what the data layer asks of it. */
+export interface DialectCapabilities {
+  /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
+  readonly rowLocks: boolean
+  /** The most values one statement may bind (SQLite 32,766; PostgreSQL and MySQL 65,535). */
+  readonly maxParameters: number
+  /**
+   * `ON DUPLICATE KEY UPDATE` fires on any unique key (MySQL, MariaDB), not on `conflictFields` alone:
+   * then `conflictFields` must be the table's only unique key besides an AUTO_INCREMENT key.
+   */
+  readonly upsertOnAnyKey: boolean
+  /**
+   * Whether NULL sorts as larger than every value by default (last ascending, first descending), the rule
+   * every dialect follows here: true on PostgreSQL; SQLite and MySQL sort NULL first, so ordering adds a key.
+   */
+  readonly nullsSortLargest: boolean
+}
+
+/**
+ * The seam between the viewset and a database. Everything that differs between SQLite, PostgreSQL and MySQL
+ * lives behind it, one file per dialect, grouped by what it does: read the catalog, write rows, carry values,
+ * spell SQL, state capabilities, and recognise errors. A feature a database lacks is an optional member or a
+ * capability flag, never a test of `name`.
+ *
+ * @example
+ * ```ts
+ * const dialect = await dialectOf(db)
+ * const row = await dialect.writes.insert(db, target, values)
+ * if (dialect.capabilities.rowLocks) query = query.forUpdate()
+ * ```
+ */
+export interface ViewsetDialect {
+  readonly name: 'sqlite' | 'postgres' | 'mysql'
+  /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read.
+   * */
+  readonly catalog: CatalogReader
+  readonly writes: DialectWrites
+  readonly values: DialectValues
+  readonly syntax: DialectSyntax
+  readonly capabilities: DialectCapabilities
   /** Recognises the driver errors a client can act on. */
   classify(error: unknown): DatabaseFault | undefined
 }

@@ -142,10 +142,10 @@ export function reversed (ordering: Ordering): Ordering {
 export function keysetCondition (
   ordering: Ordering,
   values: readonly unknown[],
-  dialect: Pick<ViewsetDialect, 'parameter'>
+  dialect: Pick<ViewsetDialect, 'values'>
 ): Condition {
   const { keys } = ordering
-  const bound = values.map((value) => (value === null ? null : dialect.parameter(value)))
+  const bound = values.map((value) => (value === null ? null : dialect.values.parameter(value)))
   const [first] = keys
   const uniform = first !== undefined && keys.every((key) => !key.nullable && key.descending === first.descending)
   if (uniform) {

@@ -111,7 +111,7 @@ export class BatchedQuery {
    */
   constructor (
     db: AnyDatabase,
-    { keyTable, statementPlugin }: Pick<ViewsetDialect, 'keyTable' | 'statementPlugin'>,
+    { syntax: { keyTable, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>,
     build: BatchBuilder,
     fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder }
   ) {

@@ -150,7 +150,7 @@ function planManyToOne (site: RelationSite): BatchedRelation {
     query,
     limit: undefined,
     nested,
-    keyOf: dialect.keyOf,
+    keyOf: dialect.values.keyOf,
   }
 }
 
@@ -176,7 +176,7 @@ function planOneToMany (site: RelationSite): BatchedRelation {
     query,
     limit,
     nested,
-    keyOf: dialect.keyOf,
+    keyOf: dialect.values.keyOf,
   }
 }
 
@@ -210,7 +210,7 @@ async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
     query,
     limit,
     nested,
-    keyOf: dialect.keyOf,
+    keyOf: dialect.values.keyOf,
   }
 }
 
