@@ -57,7 +57,7 @@ import type { RelatedConfig } from './relations/config.js'
 import { checkDefaultRelations } from './relations/default-relations.js'
 import { createRelationLoader, relatedConfigOf, relationFields } from './relations/loader.js'
 import { carryCancellationThroughUserCode, currentCancellation, withCancellation } from './execution/cancellation.js'
-import { Resource } from './data/table-gateway.js'
+import { TableGateway } from './data/table-gateway.js'
 import { representationTag, versionTag } from './http/conditional-requests.js'
 import { recordListPage, requestedFields, requestedPrecondition, viewsetRoutes } from './http/routes.js'
 import type { RouteHandlers } from './http/routes.js'
@@ -178,7 +178,7 @@ type WritableOf<Values, S extends TObject> = Pick<Values, keyof Static<S> & keyo
 
 /** What the viewset knows once the catalog has been read; built at registration. */
 interface Prepared {
-  readonly resource: Resource
+  readonly resource: TableGateway
   readonly writable: readonly string[]
   readonly list: ListPlan
 }
@@ -745,7 +745,7 @@ export class Viewset<
     const tagOf = (row: Row) =>
       versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
     const uniqueKeys = [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique]
-    const resource = new Resource({
+    const resource = new TableGateway({
       dialect,
       statements,
       target: { table, primaryKey, columns: selected, catalog: columns },

@@ -20,7 +20,7 @@ import type { Statements } from './statements.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 
 /** What a resource is built from, once the catalog has been read at registration. */
-export interface ResourceConfig {
+export interface TableGatewayConfig {
   readonly dialect: ViewsetDialect
   /** The statements that never change shape, compiled once. */
   readonly statements: Statements
@@ -97,7 +97,7 @@ function scoped (conditions: readonly Condition[], scope: ScopeCondition | undef
  * await resource.load(db, rows)
  * ```
  */
-export class Resource {
+export class TableGateway {
   readonly dialect: ViewsetDialect
   readonly #statements: Statements
   readonly #target: WriteTarget
@@ -110,7 +110,7 @@ export class Resource {
   /** Whether a page's LIMIT is written into its SQL (DialectSyntax.literalLimit), decided once. */
   readonly #literalLimit: boolean
 
-  constructor (config: ResourceConfig) {
+  constructor (config: TableGatewayConfig) {
     const { dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields } = config
     this.#versioning = versioning
     this.#uniqueKeys = uniqueKeys

@@ -18,7 +18,7 @@ import { cursorLinkHeader, linkHeader } from './link.js'
 import type { Precondition } from '../data/precondition.js'
 import type { ListQuery } from '../query/list-query.js'
 import { offsetWithCursor, parsePagination } from '../query/list-query.js'
-import type { Resource } from '../data/table-gateway.js'
+import type { TableGateway } from '../data/table-gateway.js'
 import type { ViewsetComponents } from '../schema/components.js'
 import { bodyComponentId, exampleOf } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
@@ -58,7 +58,7 @@ export interface RouteHandlers {
 
 /** What the routes of one viewset are declared from, once the data layer is built. */
 export interface RouteContext {
-  readonly resource: Resource
+  readonly resource: TableGateway
   /** Where relations of LIST and GET rows are read (`readDb`), and of written rows (`db`). */
   readonly readDb: AnyDatabase
   readonly db: AnyDatabase
@@ -222,7 +222,7 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
  */
 async function withRelations (
   scope: CancellationContext,
-  resource: Resource,
+  resource: TableGateway,
   db: AnyDatabase,
   result: unknown,
   only?: ReadonlySet<string>

@@ -13,7 +13,7 @@ import type { Eventually } from '../../execution/eventually.js'
 // one statement writes and reads back, so the row is the one stored, with no second round trip. Each
 // statement is compiled once per set of fields sent and scope (write-shapes.ts).
 
-// Not async (nor are the Resource methods that call them): a write answers as its statement does, at once on
+// Not async (nor are the TableGateway methods that call them): a write answers as its statement does, at once on
 // SQLite (eventually.ts), with no async frame per layer.
 
 export function insertReturning (
