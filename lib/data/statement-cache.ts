@@ -54,7 +54,7 @@ export function compileWith (built: StatementBuilder, plugin: KyselyPlugin | und
   return (plugin === undefined ? built : built.withPlugin(plugin)).compile()
 }
 
-function sameValues (left: readonly unknown[], right: readonly unknown[]): boolean {
+function equalParameters (left: readonly unknown[], right: readonly unknown[]): boolean {
   return left.length === right.length && left.every((value, index) => Object.is(value, right[index]))
 }
 
@@ -104,7 +104,7 @@ export class StatementCache {
     if (cached !== undefined) return runCompiled(db, withParameters(cached, parameters))
     const compiled = compileWith(build(), this.#plugin)
     if (oneRow) markOneRow(compiled)
-    if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
+    if (equalParameters(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
     return runCompiled(db, compiled)
   }
 }

@@ -1,12 +1,10 @@
 import { sql } from 'kysely'
 import type { RawBuilder } from 'kysely'
 import type { UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
-import type { DatabaseFault } from '../errors.js'
 import type { AnyDatabase, Row } from '../sql.js'
-import { compositeKey } from '../sql.js'
-import { keyIn } from '../dialect/shared/upsert.js'
 import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
-import { faultProblem, ViewsetErrors } from '../errors.js'
+import { ViewsetErrors } from '../errors.js'
+import { checkRepeatedKeys, conflictingElement, duplicateMessage, elementConflict } from './bulk-conflicts.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { Condition } from '../query/condition.js'
 import type { CursorPosition } from '../query/cursor.js'
@@ -41,27 +39,6 @@ export interface TableGatewayConfig {
 export interface UpsertedRow {
   readonly row: Row
   readonly created: boolean
-}
-
-/** A 409 naming the element of a bulk body by JSON pointer, `/3/email`, one entry per column of the key. */
-function elementConflict (
-  detail: string,
-  index: number,
-  columns: readonly string[],
-  message: string
-): InstanceType<typeof ViewsetErrors.Conflict> {
-  return new ViewsetErrors.Conflict(
-    `${detail} (element ${index})`,
-    columns.map((column) => ({ in: 'body', field: `/${index}/${column}`, message }))
-  )
-}
-
-/** What a field error says of a unique fault. */
-const bindAsIs = 'a row with the same value already exists'
-
-/** What a field error says of a unique or foreign-key fault. */
-function faultMessage (fault: DatabaseFault): string {
-  return fault.kind === 'unique' ? bindAsIs : 'refers to a row that does not exist'
 }
 
 /** A page read by cursor: its rows in the request's order, and the positions its `next` and `prev` links start from. */
@@ -277,7 +254,7 @@ export class TableGateway {
       if (!('outside' in result)) return [...result.rows]
       // Thrown inside the transaction, which rolls back what the other elements wrote.
       throw bulk
-        ? elementConflict(detail, result.outside, conflictFields, bindAsIs)
+        ? elementConflict(detail, result.outside, conflictFields, duplicateMessage)
         : new ViewsetErrors.Conflict(detail)
     }
     return bulk
@@ -292,101 +269,17 @@ export class TableGateway {
   /**
    * Runs a bulk write all or none (in a transaction, or the caller's), after checking that no two elements
    * repeat a unique key. A unique or foreign-key fault names its element by JSON pointer when the database
-   * says which (see {@link #conflictingElement}); else it is answered like every other fault.
+   * says which (see bulk-conflicts.ts); else it is answered like every other fault.
    */
   async #bulk<T>(db: AnyDatabase, rows: readonly Row[], write: (trx: AnyDatabase) => Promise<T>): Promise<T> {
-    this.#repeatedKeys(rows)
+    checkRepeatedKeys(rows, this.#uniqueKeys, this.dialect.values.keyOf)
     try {
       return db.isTransaction ? await write(db) : await db.transaction().execute(write)
     } catch (error) {
       // After the rollback, unless the caller's transaction is still open (and, on PostgreSQL, aborted).
-      throw (await this.#conflictingElement(db.isTransaction ? undefined : db, error, rows)) ?? error
+      const on = db.isTransaction ? undefined : db
+      throw (await conflictingElement(this.dialect, this.#target, this.#uniqueKeys, on, error, rows)) ?? error
     }
-  }
-
-  /** Two elements with the same values in a unique key: a 409 naming the later one, before any statement. */
-  #repeatedKeys (rows: readonly Row[]): void {
-    for (const key of this.#uniqueKeys) {
-      const seen = new Set<string>()
-      rows.forEach((row, index) => {
-        if (key.some((column) => row[column] === undefined || row[column] === null)) return
-        const value = compositeKey(row, key, this.dialect.values.keyOf)
-        if (seen.has(value)) {
-          throw elementConflict(
-            `Two elements have the same ${key.join(', ')}`,
-            index,
-            key,
-            'an earlier element has the same value'
-          )
-        }
-        seen.add(value)
-      })
-    }
-  }
-
-  /**
-   * The 409 naming the element of a bulk write that a unique or foreign-key fault is about, or `undefined`
-   * when that cannot be told. A multi-row INSERT fails as a whole, so the element is found from what the
-   * database says: the key's value (PostgreSQL's detail, MySQL's duplicate entry) matched among the
-   * elements; else, for a unique key the message names (SQLite), the one element whose key is stored,
-   * read after the rollback (`db`). Only a single match names an element.
-   */
-  async #conflictingElement (
-    db: AnyDatabase | undefined,
-    error: unknown,
-    rows: readonly Row[]
-  ): Promise<Error | undefined> {
-    const fault = this.dialect.classify(error)
-    if (fault?.kind !== 'unique' && fault?.kind !== 'foreign-key') return undefined
-    const named = fault.target?.split(',').map((column) => column.trim())
-    const columns = this.#target.catalog
-    const keys =
-      named !== undefined && named.every((column) => columns?.has(column) === true)
-        ? [named]
-        : fault.kind === 'unique'
-          ? this.#uniqueKeys
-          : []
-    const present = (row: Row, key: readonly string[]) =>
-      key.every((column) => row[column] !== undefined && row[column] !== null)
-    const matches: Array<{ index: number; key: readonly string[] }> = []
-    if (fault.value !== undefined) {
-      for (const key of keys) {
-        rows.forEach((row, index) => {
-          if (present(row, key) && this.dialect.values.keyText(key.map((column) => row[column])) === fault.value) {
-            matches.push({ index, key })
-          }
-        })
-      }
-    } else if (fault.kind === 'unique' && db !== undefined && named !== undefined && keys[0] === named) {
-      const sent = rows.filter((row) => present(row, named))
-      const stored =
-        sent.length === 0
-          ? []
-          : await db
-            .selectFrom(this.#target.table)
-            .select(named)
-            .where(
-              keyIn(
-                named,
-                sent.map((row) => this.#bound(row, named))
-              )
-            )
-            .execute()
-      const taken = new Set(stored.map((row) => compositeKey(row, named, this.dialect.values.keyOf)))
-      rows.forEach((row, index) => {
-        if (present(row, named) && taken.has(compositeKey(this.#bound(row, named), named, this.dialect.values.keyOf))) {
-          matches.push({ index, key: named })
-        }
-      })
-    }
-    const [match] = matches
-    if (match === undefined || matches.length > 1) return undefined
-    return elementConflict(faultProblem(fault, 'POST').message, match.index, match.key, faultMessage(fault))
-  }
-
-  /** The values of `columns` of a row as the driver binds them (SQLite: booleans as integers). */
-  #bound (row: Row, columns: readonly string[]): Row {
-    return Object.fromEntries(columns.map((column) => [column, this.dialect.values.parameter(row[column])]))
   }
 
   /**
