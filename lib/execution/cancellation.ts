@@ -9,7 +9,7 @@ import { promiseHooks } from 'node:v8'
 // after an await they resume in it (withCancellation). User code in a request (an overridden handler or
 // beforeWrite, a custom route) awaits where it likes, so for it the context rides on every promise, from each
 // promise to its reactions: what an AsyncLocalStorage does, with V8's promise hooks only. Those hooks are
-// process-wide and slow every promise (on PostgreSQL, 2% of a LIST 10's CPU and 8% of a PATCH's), so they are
+// process-wide and slow every promise (see benchmarks/analysis.md#cancellation-hooks), so they are
 // installed only once both a database can cancel and a viewset runs user code in its requests.
 
 /** One request's queries: what to call when its client goes away. */

@@ -35,12 +35,10 @@ function bindable (values: Row): Row {
 }
 
 /**
- * A batch's keys as a JSON array, joined from `json_each`. An `IN` list of bound values is an ephemeral index
- * built on every run; beside the ephemeral b-tree of an ORDER BY with LIMIT, both page caches (about 90 KB each)
- * make a statement's allocations pass glibc's trim threshold (128 KB), so each run grows the heap, faults its
- * pages in and gives them back: 280 µs against 100 µs for a relation's 50 parents, in a process where nothing has
- * raised the threshold. Integers and strings only: JSON cannot carry a blob, and SQLite's reading of a JSON
- * fraction need not give back the same double.
+ * A batch's keys as a JSON array, joined from `json_each`: an `IN` list of bound values is an ephemeral index
+ * built on every run, whose allocations make each run grow and trim the heap (see
+ * benchmarks/analysis.md#json-each-keys). Integers and strings only: JSON cannot carry a blob, and SQLite's
+ * reading of a JSON fraction need not give back the same double.
  */
 const jsonKeys: KeyTable = {
   source: (alias) => sql<Row>`json_each(${'[]'})`.as(alias),
