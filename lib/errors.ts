@@ -197,3 +197,48 @@ export function problem (status: number, code: string, detail: string, errors?: 
   }
   return body
 }
+
+/**
+ * What a database error means to a client; anything else is a 500. `value`, on a unique or foreign-key
+ * fault, is the key's value as the database printed it (PostgreSQL's detail, MySQL's `Duplicate entry`),
+ * compared with the dialect's `keyText` to tell which element of a bulk write failed; never sent.
+ */
+export type DatabaseFault =
+  | { kind: 'unique'; target: string | undefined; value?: string | undefined }
+  | { kind: 'not-null' | 'check'; target: string | undefined }
+  /** `referenced`: true when the row is still referenced, false when a reference finds no row, undefined when the
+   * database does not say. */
+  | { kind: 'foreign-key'; target: string | undefined; referenced: boolean | undefined; value?: string | undefined }
+  | { kind: 'invalid-value'; reason: string }
+  | { kind: 'unavailable' }
+  /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
+  | { kind: 'timeout' }
+
+/** The problem a database fault answers; `method` is the HTTP method (a DELETE's foreign-key fault names nothing). */
+export function faultProblem (fault: DatabaseFault, method: string) {
+  switch (fault.kind) {
+    case 'unique':
+      return new ViewsetErrors.Conflict(`A row with the same ${fault.target ?? 'unique value'} already exists`)
+    case 'foreign-key':
+      // A DELETE fails only because other rows still point at this one: never name their table or values.
+      if (fault.referenced === true || method === 'DELETE') {
+        return new ViewsetErrors.Conflict('The row is still referenced by other rows')
+      }
+      if (fault.referenced === false) {
+        return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist`)
+      }
+      return new ViewsetErrors.Conflict(
+        `The ${fault.target ?? 'reference'} refers to a row that does not exist, or the row is still referenced`
+      )
+    case 'not-null':
+      return new ViewsetErrors.BadRequest(`${fault.target ?? 'A field'} must not be null`)
+    case 'check':
+      return new ViewsetErrors.BadRequest(`A value breaks the check ${fault.target ?? 'constraint'}`)
+    case 'invalid-value':
+      return new ViewsetErrors.InvalidValue(`A value cannot be stored: ${fault.reason}`)
+    case 'unavailable':
+      return new ViewsetErrors.Unavailable()
+    case 'timeout':
+      return new ViewsetErrors.Timeout()
+  }
+}

@@ -10,7 +10,7 @@ export type { PrefetchRelated, RelatedConfig, SelectRelated } from './relations/
 export type { Precondition } from './data/precondition.js'
 export { problem, ViewsetErrors } from './errors.js'
 export { viewsetFrameworkErrors } from './http/problem-handler.js'
-export type { DatabaseFault } from './dialect/dialect.js'
+export type { DatabaseFault } from './errors.js'
 export type { FieldError, Problem } from './errors.js'
 export { securitySchemeName } from './http/auth.js'
 export { problemSchema } from './schema/openapi.js'

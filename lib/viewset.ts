@@ -18,9 +18,11 @@ import type {
   Updateable,
 } from 'kysely'
 import { authHook, canVerifyTokens, checkAuth, checkProtectedRoutes } from './http/auth.js'
-import type { AnyDatabase, ColumnInfo, DatabaseFault, Row, UpsertElement } from './dialect/dialect.js'
+import type { ColumnInfo, UpsertElement } from './dialect/dialect.js'
+import type { DatabaseFault } from './errors.js'
+import type { AnyDatabase, Row } from './sql.js'
 import { conflictKeyProblem, rowKeyProblem } from './dialect/shared/catalog.js'
-import { containsPattern } from './dialect/dialect.js'
+import { containsPattern } from './sql.js'
 import { dialectOf } from './dialect/pick-dialect.js'
 import { invalidFields, ViewsetErrors } from './errors.js'
 import { andThen } from './execution/eventually.js'
@@ -54,8 +56,8 @@ import { Statements } from './data/statements.js'
 import type { RelatedConfig } from './relations/config.js'
 import { checkDefaultRelations } from './relations/default-relations.js'
 import { createRelationLoader, relatedConfigOf, relationFields } from './relations/loader.js'
-import { carryScopeThroughUserCode, currentScope, inScope } from './execution/cancellation.js'
-import { Resource } from './data/table-gateway.js'
+import { carryCancellationThroughUserCode, currentCancellation, withCancellation } from './execution/cancellation.js'
+import { TableGateway } from './data/table-gateway.js'
 import { representationTag, versionTag } from './http/conditional-requests.js'
 import { recordListPage, requestedFields, requestedPrecondition, viewsetRoutes } from './http/routes.js'
 import type { RouteHandlers } from './http/routes.js'
@@ -176,7 +178,7 @@ type WritableOf<Values, S extends TObject> = Pick<Values, keyof Static<S> & keyo
 
 /** What the viewset knows once the catalog has been read; built at registration. */
 interface Prepared {
-  readonly resource: Resource
+  readonly resource: TableGateway
   readonly writable: readonly string[]
   readonly list: ListPlan
 }
@@ -373,9 +375,9 @@ export class Viewset<
     sent: Row
   ): Promise<Static<S>> {
     this.#checkConflictFields([sent], false)
-    const scope = currentScope()
+    const scope = currentCancellation()
     const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
-    const [written] = await inScope(scope, () =>
+    const [written] = await withCancellation(scope, () =>
       this.#ready().resource.upsert(untyped(this.db), [element], this.#scopeOf(request, token, 'PATCH'), false)
     )
     if (written === undefined) throw new Error('an upsert of one element wrote no row')
@@ -397,17 +399,19 @@ export class Viewset<
     const bodies: unknown[] = Array.isArray(request.body) ? request.body : []
     const sent = bodies.map((body) => this.#writable(body))
     const context = { request, token, method: 'BULK' } as const
-    // The write starts after beforeWrite's awaits: in the request's scope (request-scope.ts).
-    const scope = currentScope()
+    // The write starts after beforeWrite's awaits: in the request's scope (execution/cancellation.ts).
+    const scope = currentCancellation()
     if (!this.#mergesDuplicates(request)) {
       const values: Row[] = []
       for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
-      return servedRows<S>(await inScope(scope, () => this.#ready().resource.insertMany(untyped(this.db), values)))
+      return servedRows<S>(
+        await withCancellation(scope, () => this.#ready().resource.insertMany(untyped(this.db), values))
+      )
     }
     this.#checkConflictFields(sent, true)
     const elements: UpsertElement[] = []
     for (const fields of sent) elements.push(await this.#upsertElement(fields, context))
-    const written = await inScope(scope, () =>
+    const written = await withCancellation(scope, () =>
       this.#ready().resource.upsert(untyped(this.db), elements, this.#scopeOf(request, token, 'PATCH'), true)
     )
     applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
@@ -640,7 +644,7 @@ export class Viewset<
 
   /** A case-insensitive substring match that behaves the same on every dialect (`%` and `_` match themselves). */
   contains (column: Expression<unknown>, term: string): Expression<SqlBool> {
-    return this.#ready().resource.dialect.ilike(column, containsPattern(term))
+    return this.#ready().resource.dialect.syntax.ilike(column, containsPattern(term))
   }
 
   /**
@@ -695,7 +699,7 @@ export class Viewset<
     }
     // Handlers and hooks of the user's await where they like before their queries: their scope rides on the promises.
     if (this.options.beforeWrite !== undefined || userHandlers.some((name) => this[name] !== Viewset.prototype[name])) {
-      carryScopeThroughUserCode()
+      carryCancellationThroughUserCode()
     }
     const config = this.#relatedConfig
     const relations = await createRelationLoader(db, dialect, config, schema, table, primaryKey)
@@ -711,7 +715,7 @@ export class Viewset<
           described,
           conflictFields,
           writableFields(entity).filter((field) => this.columns.includes(field)),
-          dialect.upsertOnAnyKey
+          dialect.capabilities.upsertOnAnyKey
         )
     if (conflictProblem !== undefined) throw new ViewsetErrors.InvalidOption('conflictFields', conflictProblem)
     // The loader may need keys the schema does not serve; they are selected, never serialized.
@@ -741,7 +745,7 @@ export class Viewset<
     const tagOf = (row: Row) =>
       versionField === undefined ? representationTag(represent(row)) : versionTag(row[versionField])
     const uniqueKeys = [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique]
-    const resource = new Resource({
+    const resource = new TableGateway({
       dialect,
       statements,
       target: { table, primaryKey, columns: selected, catalog: columns },

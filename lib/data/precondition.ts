@@ -1,4 +1,4 @@
-import type { Row } from '../dialect/dialect.js'
+import type { Row } from '../sql.js'
 
 /**
  * A condition on a row's version that a write must meet, checked in the write's transaction with the

@@ -1,6 +1,7 @@
 import type { CompiledQuery, KyselyPlugin, QueryResult } from 'kysely'
-import type { AnyDatabase, Row, StatementBuilder } from '../dialect/dialect.js'
-import { resultRows } from '../dialect/dialect.js'
+import type { StatementBuilder } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
+import { resultRows } from '../sql.js'
 import { markOneRow } from '../execution/one-row.js'
 import { runCompiled } from '../execution/prepared-kysely.js'
 import { andThen } from '../execution/eventually.js'
@@ -53,7 +54,7 @@ export function compileWith (built: StatementBuilder, plugin: KyselyPlugin | und
   return (plugin === undefined ? built : built.withPlugin(plugin)).compile()
 }
 
-function sameValues (left: readonly unknown[], right: readonly unknown[]): boolean {
+function equalParameters (left: readonly unknown[], right: readonly unknown[]): boolean {
   return left.length === right.length && left.every((value, index) => Object.is(value, right[index]))
 }
 
@@ -103,7 +104,7 @@ export class StatementCache {
     if (cached !== undefined) return runCompiled(db, withParameters(cached, parameters))
     const compiled = compileWith(build(), this.#plugin)
     if (oneRow) markOneRow(compiled)
-    if (sameValues(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
+    if (equalParameters(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
     return runCompiled(db, compiled)
   }
 }

@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import type { CompiledQuery } from 'kysely'
-import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
-import { firstRow, resultRows } from '../dialect/dialect.js'
+import type { ViewsetDialect } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
+import { firstRow, resultRows } from '../sql.js'
 import { markOneRow } from '../execution/one-row.js'
 import { runCompiled } from '../execution/prepared-kysely.js'
 import { andThen } from '../execution/eventually.js'
@@ -25,14 +26,14 @@ export class Statements {
   readonly #primaryKey: string
   readonly #columns: readonly string[]
 
-  /** `literalLimit`: the page's LIMIT is written into its SQL; `statementPlugin`: what the statements compile with (see
-   * ViewsetDialect). */
+  /** The dialect's `syntax.literalLimit`: the page's LIMIT is written into its SQL; `syntax.statementPlugin`: what the
+   * statements compile with. */
   constructor (
     db: AnyDatabase,
     table: string,
     primaryKey: string,
     columns: readonly string[],
-    { literalLimit = false, statementPlugin }: Pick<ViewsetDialect, 'literalLimit' | 'statementPlugin'> = {}
+    { syntax: { literalLimit, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>
   ) {
     this.#table = table
     this.#primaryKey = primaryKey

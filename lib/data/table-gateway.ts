@@ -1,12 +1,11 @@
 import { sql } from 'kysely'
 import type { RawBuilder } from 'kysely'
-import type { AnyDatabase, DatabaseFault, Row, UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
-import { compositeKey } from '../dialect/dialect.js'
-import { keyIn } from '../dialect/shared/upsert.js'
+import type { UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
 import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
 import { ViewsetErrors } from '../errors.js'
+import { checkRepeatedKeys, conflictingElement, duplicateMessage, elementConflict } from './bulk-conflicts.js'
 import type { Eventually } from '../execution/eventually.js'
-import { faultProblem } from '../http/problem-handler.js'
 import type { Condition } from '../query/condition.js'
 import type { CursorPosition } from '../query/cursor.js'
 import { cursorAlias, keysetCondition, positionOf, reversed } from '../query/cursor.js'
@@ -16,10 +15,10 @@ import type { Precondition, Versioning } from './precondition.js'
 import { applyOrdering } from '../query/ordering.js'
 import { StatementCache } from './statement-cache.js'
 import type { Statements } from './statements.js'
-import type { RelationLoader } from '../relations/loader.js'
+import type { RelationLoader } from '../relations/batched-loader.js'
 
 /** What a resource is built from, once the catalog has been read at registration. */
-export interface ResourceConfig {
+export interface TableGatewayConfig {
   readonly dialect: ViewsetDialect
   /** The statements that never change shape, compiled once. */
   readonly statements: Statements
@@ -40,27 +39,6 @@ export interface ResourceConfig {
 export interface UpsertedRow {
   readonly row: Row
   readonly created: boolean
-}
-
-/** A 409 naming the element of a bulk body by JSON pointer, `/3/email`, one entry per column of the key. */
-function elementConflict (
-  detail: string,
-  index: number,
-  columns: readonly string[],
-  message: string
-): InstanceType<typeof ViewsetErrors.Conflict> {
-  return new ViewsetErrors.Conflict(
-    `${detail} (element ${index})`,
-    columns.map((column) => ({ in: 'body', field: `/${index}/${column}`, message }))
-  )
-}
-
-/** What a field error says of a unique fault. */
-const sameValue = 'a row with the same value already exists'
-
-/** What a field error says of a unique or foreign-key fault. */
-function faultMessage (fault: DatabaseFault): string {
-  return fault.kind === 'unique' ? sameValue : 'refers to a row that does not exist'
 }
 
 /** A page read by cursor: its rows in the request's order, and the positions its `next` and `prev` links start from. */
@@ -96,7 +74,7 @@ function scoped (conditions: readonly Condition[], scope: ScopeCondition | undef
  * await resource.load(db, rows)
  * ```
  */
-export class Resource {
+export class TableGateway {
   readonly dialect: ViewsetDialect
   readonly #statements: Statements
   readonly #target: WriteTarget
@@ -106,21 +84,21 @@ export class Resource {
   readonly #conflictFields: readonly string[] | undefined
   readonly #pages: StatementCache
   readonly #counts: StatementCache
-  /** Whether a page's LIMIT is written into its SQL (ViewsetDialect.literalLimit), decided once. */
+  /** Whether a page's LIMIT is written into its SQL (DialectSyntax.literalLimit), decided once. */
   readonly #literalLimit: boolean
 
-  constructor (config: ResourceConfig) {
+  constructor (config: TableGatewayConfig) {
     const { dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields } = config
     this.#versioning = versioning
     this.#uniqueKeys = uniqueKeys
     this.#conflictFields = conflictFields
     this.dialect = dialect
-    this.#literalLimit = dialect.literalLimit === true
+    this.#literalLimit = dialect.syntax.literalLimit
     this.#statements = statements
-    this.#pages = new StatementCache(dialect.statementPlugin)
-    this.#counts = new StatementCache(dialect.statementPlugin)
+    this.#pages = new StatementCache(dialect.syntax.statementPlugin)
+    this.#counts = new StatementCache(dialect.syntax.statementPlugin)
     // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
-    this.#target = { ...target, statements: new StatementCache(dialect.statementPlugin) }
+    this.#target = { ...target, statements: new StatementCache(dialect.syntax.statementPlugin) }
     this.#relations = relations
     Object.freeze(this)
   }
@@ -212,7 +190,7 @@ export class Resource {
 
   /**
    * A page's LIMIT in a LIST statement's shape and parameters: bound after the `parameters` so far, or, written
-   * into the SQL (ViewsetDialect.literalLimit), part of the shape instead. Answers the shape's suffix.
+   * into the SQL (DialectSyntax.literalLimit), part of the shape instead. Answers the shape's suffix.
    */
   #limitShape (limit: number, parameters: unknown[]): string {
     if (this.#literalLimit) return `|${limit}`
@@ -236,13 +214,13 @@ export class Resource {
         : select
     })
     // pg answers count(*) as a string (a bigint), mysql2 as a number or a string: the dialect converts it.
-    return this.dialect.count(row?.count ?? 0)
+    return this.dialect.values.count(row?.count ?? 0)
   }
 
   /** Inserts the values and returns the row as stored (generated key and database defaults included), as {@link find}
    * answers. */
   insert (db: AnyDatabase, values: Row): Eventually<Row> {
-    return this.dialect.insert(db, this.#target, values)
+    return this.dialect.writes.insert(db, this.#target, values)
   }
 
   /**
@@ -251,7 +229,7 @@ export class Resource {
    */
   async insertMany (db: AnyDatabase, rows: readonly Row[]): Promise<Row[]> {
     if (rows.length === 0) return []
-    return await this.#bulk(db, rows, async (trx) => await this.dialect.insertMany(trx, this.#target, rows))
+    return await this.#bulk(db, rows, async (trx) => await this.dialect.writes.insertMany(trx, this.#target, rows))
   }
 
   /**
@@ -272,11 +250,11 @@ export class Resource {
     const rule = { conflictFields, scope: scope?.where, versionField: this.#versioning?.versionField }
     const detail = `A row with the same ${conflictFields.join(', ')} already exists`
     const write = async (on: AnyDatabase): Promise<UpsertedRow[]> => {
-      const result = await this.dialect.upsert(on, this.#target, elements, rule)
+      const result = await this.dialect.writes.upsert(on, this.#target, elements, rule)
       if (!('outside' in result)) return [...result.rows]
       // Thrown inside the transaction, which rolls back what the other elements wrote.
       throw bulk
-        ? elementConflict(detail, result.outside, conflictFields, sameValue)
+        ? elementConflict(detail, result.outside, conflictFields, duplicateMessage)
         : new ViewsetErrors.Conflict(detail)
     }
     return bulk
@@ -291,101 +269,17 @@ export class Resource {
   /**
    * Runs a bulk write all or none (in a transaction, or the caller's), after checking that no two elements
    * repeat a unique key. A unique or foreign-key fault names its element by JSON pointer when the database
-   * says which (see {@link #conflictingElement}); else it is answered like every other fault.
+   * says which (see bulk-conflicts.ts); else it is answered like every other fault.
    */
   async #bulk<T>(db: AnyDatabase, rows: readonly Row[], write: (trx: AnyDatabase) => Promise<T>): Promise<T> {
-    this.#repeatedKeys(rows)
+    checkRepeatedKeys(rows, this.#uniqueKeys, this.dialect.values.keyOf)
     try {
       return db.isTransaction ? await write(db) : await db.transaction().execute(write)
     } catch (error) {
       // After the rollback, unless the caller's transaction is still open (and, on PostgreSQL, aborted).
-      throw (await this.#conflictingElement(db.isTransaction ? undefined : db, error, rows)) ?? error
+      const on = db.isTransaction ? undefined : db
+      throw (await conflictingElement(this.dialect, this.#target, this.#uniqueKeys, on, error, rows)) ?? error
     }
-  }
-
-  /** Two elements with the same values in a unique key: a 409 naming the later one, before any statement. */
-  #repeatedKeys (rows: readonly Row[]): void {
-    for (const key of this.#uniqueKeys) {
-      const seen = new Set<string>()
-      rows.forEach((row, index) => {
-        if (key.some((column) => row[column] === undefined || row[column] === null)) return
-        const value = compositeKey(row, key, this.dialect.keyOf)
-        if (seen.has(value)) {
-          throw elementConflict(
-            `Two elements have the same ${key.join(', ')}`,
-            index,
-            key,
-            'an earlier element has the same value'
-          )
-        }
-        seen.add(value)
-      })
-    }
-  }
-
-  /**
-   * The 409 naming the element of a bulk write that a unique or foreign-key fault is about, or `undefined`
-   * when that cannot be told. A multi-row INSERT fails as a whole, so the element is found from what the
-   * database says: the key's value (PostgreSQL's detail, MySQL's duplicate entry) matched among the
-   * elements; else, for a unique key the message names (SQLite), the one element whose key is stored,
-   * read after the rollback (`db`). Only a single match names an element.
-   */
-  async #conflictingElement (
-    db: AnyDatabase | undefined,
-    error: unknown,
-    rows: readonly Row[]
-  ): Promise<Error | undefined> {
-    const fault = this.dialect.classify(error)
-    if (fault?.kind !== 'unique' && fault?.kind !== 'foreign-key') return undefined
-    const named = fault.target?.split(',').map((column) => column.trim())
-    const columns = this.#target.catalog
-    const keys =
-      named !== undefined && named.every((column) => columns?.has(column) === true)
-        ? [named]
-        : fault.kind === 'unique'
-          ? this.#uniqueKeys
-          : []
-    const present = (row: Row, key: readonly string[]) =>
-      key.every((column) => row[column] !== undefined && row[column] !== null)
-    const matches: Array<{ index: number; key: readonly string[] }> = []
-    if (fault.value !== undefined) {
-      for (const key of keys) {
-        rows.forEach((row, index) => {
-          if (present(row, key) && this.dialect.keyText(key.map((column) => row[column])) === fault.value) {
-            matches.push({ index, key })
-          }
-        })
-      }
-    } else if (fault.kind === 'unique' && db !== undefined && named !== undefined && keys[0] === named) {
-      const sent = rows.filter((row) => present(row, named))
-      const stored =
-        sent.length === 0
-          ? []
-          : await db
-            .selectFrom(this.#target.table)
-            .select(named)
-            .where(
-              keyIn(
-                named,
-                sent.map((row) => this.#bound(row, named))
-              )
-            )
-            .execute()
-      const taken = new Set(stored.map((row) => compositeKey(row, named, this.dialect.keyOf)))
-      rows.forEach((row, index) => {
-        if (present(row, named) && taken.has(compositeKey(this.#bound(row, named), named, this.dialect.keyOf))) {
-          matches.push({ index, key: named })
-        }
-      })
-    }
-    const [match] = matches
-    if (match === undefined || matches.length > 1) return undefined
-    return elementConflict(faultProblem(fault, 'POST').message, match.index, match.key, faultMessage(fault))
-  }
-
-  /** The values of `columns` of a row as the driver binds them (SQLite: booleans as integers). */
-  #bound (row: Row, columns: readonly string[]): Row {
-    return Object.fromEntries(columns.map((column) => [column, this.dialect.parameter(row[column])]))
   }
 
   /**
@@ -404,20 +298,20 @@ export class Resource {
   ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
     if (precondition === undefined && versionField === undefined) {
-      return this.dialect.update(db, this.#target, id, values, scope)
+      return this.dialect.writes.update(db, this.#target, id, values, scope)
     }
     return this.#guarded(db, id, scope, precondition, async (trx, row) => {
       // The increment is computed from the locked row, so it is part of this one UPDATE.
       const versioned =
         versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
-      return await this.dialect.update(trx, this.#target, id, versioned, scope)
+      return await this.dialect.writes.update(trx, this.#target, id, versioned, scope)
     })
   }
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as
    * `update` checks it. Answered as {@link find} answers. */
   delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Eventually<boolean> {
-    const remove = (on: AnyDatabase) => this.dialect.delete(on, this.#target, id, scope)
+    const remove = (on: AnyDatabase) => this.dialect.writes.delete(on, this.#target, id, scope)
     if (precondition === undefined) return remove(db)
     return this.#guarded(db, id, scope, precondition, remove).then((deleted) => deleted ?? false)
   }
@@ -436,7 +330,7 @@ export class Resource {
     write: (trx: AnyDatabase, row: Row) => Eventually<T>
   ): Promise<T | undefined> {
     const { table, primaryKey, columns, statements } = this.#target
-    const lock = this.dialect.rowLocks === true
+    const lock = this.dialect.capabilities.rowLocks
     const run = async (trx: AnyDatabase): Promise<T | undefined> => {
       const [row] = await statements.rows(
         trx,

@@ -1,32 +1,12 @@
-import type { AliasedRawBuilder, Compilable, Expression, Kysely, KyselyPlugin, QueryResult, SqlBool } from 'kysely'
+import type { AliasedRawBuilder, Compilable, Expression, KyselyPlugin, QueryResult, SqlBool } from 'kysely'
+import type { DatabaseFault } from '../errors.js'
+import type { AnyDatabase, Row } from '../sql.js'
 import type { CatalogColumn, CatalogReader } from './shared/catalog.js'
 import type { Eventually } from '../execution/eventually.js'
-
-/** A row as the driver returns it. */
-export type Row = Record<string, unknown>
-
-/** Kysely over tables known only at run time; names come from checked options. */
-export type AnyDatabase = Kysely<Record<string, Row>>
 
 /** What the viewset reads of a catalog column: its name, its type's base name (`integer`, `int4`, `varchar`) and
  * nullability. */
 export type ColumnInfo = Pick<CatalogColumn, 'name' | 'type' | 'nullable'>
-
-/**
- * What a database error means to a client; anything else is a 500. `value`, on a unique or foreign-key
- * fault, is the key's value as the database printed it (PostgreSQL's detail, MySQL's `Duplicate entry`),
- * compared with {@link ViewsetDialect.keyText} to tell which element of a bulk write failed; never sent.
- */
-export type DatabaseFault =
-  | { kind: 'unique'; target: string | undefined; value?: string | undefined }
-  | { kind: 'not-null' | 'check'; target: string | undefined }
-  /** `referenced`: true when the row is still referenced, false when a reference finds no row, undefined when the
-   * database does not say. */
-  | { kind: 'foreign-key'; target: string | undefined; referenced: boolean | undefined; value?: string | undefined }
-  | { kind: 'invalid-value'; reason: string }
-  | { kind: 'unavailable' }
-  /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
-  | { kind: 'timeout' }
 
 /** A statement as the data layer builds it: one of Kysely's query builders, which compile with a plugin added. */
 export interface StatementBuilder extends Compilable<Row> {
@@ -111,32 +91,23 @@ export interface KeyTable {
   encode(keys: readonly unknown[]): unknown
 }
 
-/**
- * The seam between the viewset and a database. Everything that differs between
- * SQLite, PostgreSQL and MySQL lives behind it, one file per dialect.
- */
-export interface ViewsetDialect {
-  readonly name: 'sqlite' | 'postgres' | 'mysql'
-  /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read.
-   * */
-  readonly catalog: CatalogReader
-  /** Inserts a row and returns it as stored, defaults and generated key included: at once where the database answered
-   * at once (eventually.ts). May throw. */
+/** The write statements that differ between databases (RETURNING, `ON CONFLICT`, `ON DUPLICATE KEY`). */
+export interface DialectWrites {
+  /**
+   * Inserts a row and returns it as stored, defaults and generated key included: at once where the database answered
+   * at once (see execution/eventually.ts). May throw.
+   */
   insert(db: AnyDatabase, target: WriteTarget, values: Row): Eventually<Row>
-  /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
-  readonly rowLocks?: boolean
   /**
    * Inserts rows, all or nothing when `db` is a transaction: one multi-row INSERT per set of fields sent,
-   * cut to {@link maxParameters}. Returns the rows as stored, in the order given.
+   * cut to {@link DialectCapabilities.maxParameters}. Returns the rows as stored, in the order given.
    */
   insertMany(db: AnyDatabase, target: WriteTarget, rows: readonly Row[]): Promise<Row[]>
-  /** The most values one statement may bind (SQLite 32,766; PostgreSQL and MySQL 65,535). */
-  readonly maxParameters: number
   /**
    * Inserts each element, or updates the row with the same `conflictFields` (only the element's `update`
    * columns, the version incremented, and only in `scope`), with one write statement per set of fields
-   * (`ON CONFLICT … DO UPDATE`, `ON DUPLICATE KEY UPDATE`), cut to {@link maxParameters}. Whether a row was
-   * created is decided in the write's transaction (a transaction of its own when `db` is none).
+   * (`ON CONFLICT … DO UPDATE`, `ON DUPLICATE KEY UPDATE`), cut to {@link DialectCapabilities.maxParameters}.
+   * Whether a row was created is decided in the write's transaction (a transaction of its own when `db` is none).
    */
   upsert(
     db: AnyDatabase,
@@ -144,13 +115,6 @@ export interface ViewsetDialect {
     elements: readonly UpsertElement[],
     rule: UpsertRule,
   ): Promise<UpsertResult>
-  /**
-   * `ON DUPLICATE KEY UPDATE` fires on any unique key (MySQL, MariaDB), not on `conflictFields` alone:
-   * then `conflictFields` must be the table's only unique key besides an AUTO_INCREMENT key.
-   */
-  readonly upsertOnAnyKey: boolean
-  /** A key's values as the database prints them in a constraint error (the `value` of a {@link DatabaseFault}). */
-  keyText(values: readonly unknown[]): string
   /**
    * Updates one row and returns it as stored, or `undefined` when there is none. With a `scope` (a
    * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:
@@ -166,116 +130,87 @@ export interface ViewsetDialect {
   /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none.
    * Both answered as `insert` answers. */
   delete(db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean>
+}
+
+/** How values cross the driver, both ways: what it binds, and how what it answers compares. */
+export interface DialectValues {
   /**
    * A JavaScript value as the driver can bind it (better-sqlite3 takes no booleans): applied to every value a
    * LIST filter compares with, and by the dialect itself to the values it writes. Patterns (strings) bind everywhere.
    */
   parameter(value: unknown): unknown
-  /**
-   * Whether NULL sorts as larger than every value by default (last ascending, first descending), the rule
-   * every dialect follows here: true on PostgreSQL; SQLite and MySQL sort NULL first, so ordering adds a key.
-   */
-  readonly nullsSortLargest: boolean
-  /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
-  ilike(column: Expression<unknown>, pattern: string): Expression<SqlBool>
   /** `count(*)` as the driver answers it (a number, or a bigint's digits), as a number. */
   count(cell: unknown): number
   /**
    * A key value as a Map key, so that the two ends of a relation meet whatever types the driver answers them
-   * in: values the database compares equal give the same key (see {@link mapKey}).
+   * in: values the database compares equal give the same key (see `mapKey` in sql.ts).
    */
   keyOf(value: unknown): unknown
+  /** A key's values as the database prints them in a constraint error (the `value` of a `DatabaseFault`). */
+  keyText(values: readonly unknown[]): string
+}
+
+/** SQL the data layer writes differently on each database; an optional member is one a database does without. */
+export interface DialectSyntax {
+  /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
+  ilike(column: Expression<unknown>, pattern: string): Expression<SqlBool>
   /** Where the keys of a relation's batch come from, when not from an `IN` list (see relations/batched-query.ts). */
   readonly keyTable?: KeyTable
   /**
    * A LIST page's LIMIT is written into its SQL rather than bound: SQLite plans an index-ordered LIMIT with the
-   * bound value, so it prepares such a statement again on every step (6–13 µs per page with better-sqlite3 12).
-   * Each page size is then a statement of its own, under the statement caches' bounds.
+   * bound value, so it would prepare such a statement again on every step (see
+   * benchmarks/analysis.md#literal-limit). Each page size is then a statement of its own, under the statement
+   * caches' bounds.
    */
-  readonly literalLimit?: boolean
+  readonly literalLimit: boolean
   /**
    * A plugin every statement of the data layer is compiled with (never the user's own queries). SQLite's
    * spells each compared value `+?`, so that STAT4 does not prepare the statement again on each run
    * (sqlite-stable-plans.ts).
    */
   readonly statementPlugin?: KyselyPlugin
-  /** Recognises the driver errors a client can act on. */
-  classify(error: unknown): DatabaseFault | undefined
 }
 
-/** A result's rows: handed to `then` where an async frame would only unwrap them. */
-export function resultRows<R> (result: QueryResult<R>): R[] {
-  return result.rows
-}
-
-/** Whether a write without RETURNING changed a row, as the driver counts it. */
-export function deletedAny ({ numAffectedRows }: QueryResult<unknown>): boolean {
-  return numAffectedRows !== undefined && numAffectedRows > 0n
-}
-
-/** The first row of a result (a read by primary key), or `undefined`. */
-export function firstRow<R> (result: QueryResult<R>): R | undefined {
-  return result.rows[0]
+/** What the database does, or lacks, that changes what the data layer asks of it. */
+export interface DialectCapabilities {
+  /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
+  readonly rowLocks: boolean
+  /** The most values one statement may bind (SQLite 32,766; PostgreSQL and MySQL 65,535). */
+  readonly maxParameters: number
+  /**
+   * `ON DUPLICATE KEY UPDATE` fires on any unique key (MySQL, MariaDB), not on `conflictFields` alone:
+   * then `conflictFields` must be the table's only unique key besides an AUTO_INCREMENT key.
+   */
+  readonly upsertOnAnyKey: boolean
+  /**
+   * Whether NULL sorts as larger than every value by default (last ascending, first descending), the rule
+   * every dialect follows here: true on PostgreSQL; SQLite and MySQL sort NULL first, so ordering adds a key.
+   */
+  readonly nullsSortLargest: boolean
 }
 
 /**
- * A key value as a Map key: the value itself, except dates (by time) and other objects such as buffers
- * (as text). Right for drivers that answer every integer column alike (a number while exact, else digits).
+ * The seam between the viewset and a database. Everything that differs between SQLite, PostgreSQL and MySQL
+ * lives behind it, one file per dialect, grouped by what it does: read the catalog, write rows, carry values,
+ * spell SQL, state capabilities, and recognise errors. A feature a database lacks is an optional member or a
+ * capability flag, never a test of `name`.
+ *
+ * @example
+ * ```ts
+ * const dialect = await dialectOf(db)
+ * const row = await dialect.writes.insert(db, target, values)
+ * if (dialect.capabilities.rowLocks) query = query.forUpdate()
+ * ```
  */
-export function mapKey (value: unknown): unknown {
-  return typeof value === 'object' && value !== null ? (value instanceof Date ? value.getTime() : String(value)) : value
-}
-
-/** For drivers that answer `count(*)` as a number, or as digits past 2^53. */
-export function countOf (cell: unknown): number {
-  return Number(cell)
-}
-
-/** For drivers that bind every JSON value as it is. */
-export function sameValue (value: unknown): unknown {
-  return value
-}
-
-/** Escapes `%`, `_` and the escape character itself, for a substring `LIKE` with `ESCAPE '!'`. */
-export function containsPattern (term: string): string {
-  return `%${term.replace(/[!%_]/g, '!$&')}%`
-}
-
-/** Runs `work` in a transaction, or in the caller's when `db` already is one (Kysely does not nest them). */
-export async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Promise<T>): Promise<T> {
-  return db.isTransaction ? await work(db) : await db.transaction().execute(work)
-}
-
-/** A Map key for the values of several columns of a row, as {@link ViewsetDialect.keyOf} compares them. */
-export function compositeKey (row: Row, columns: readonly string[], keyOf: (value: unknown) => unknown): string {
-  return columns
-    .map((column) => {
-      const key = keyOf(row[column])
-      return `${typeof key}:${String(key)}`
-    })
-    .join('\u0000')
-}
-
-/** Reads a string property of an unknown error object. */
-export function errorProperty (error: unknown, key: string): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined
-  const value: unknown = Reflect.get(error, key)
-  return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined
-}
-
-/** Connection-level failures that every driver reports through Node's socket errors. */
-export function isConnectionError (error: unknown): boolean {
-  const code = errorProperty(error, 'code')
-  return (
-    code !== undefined &&
-    [
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'ETIMEDOUT',
-      'EPIPE',
-      'ENOTFOUND',
-      'EHOSTUNREACH',
-      'PROTOCOL_CONNECTION_LOST',
-    ].includes(code)
-  )
+export interface ViewsetDialect {
+  readonly name: 'sqlite' | 'postgres' | 'mysql'
+  /** Keys, unique indexes, foreign keys, defaults and the list of relations: what startup checks and `generate` read.
+   * */
+  readonly catalog: CatalogReader
+  readonly writes: DialectWrites
+  readonly values: DialectValues
+  readonly syntax: DialectSyntax
+  readonly capabilities: DialectCapabilities
+  /** Recognises the driver errors a client can act on. */
+  classify(error: unknown): DatabaseFault | undefined
 }

@@ -17,7 +17,7 @@ import type {
 } from 'kysely'
 import type { Eventually } from './eventually.js'
 import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
-import type { Row } from '../dialect/dialect.js'
+import type { Row } from '../sql.js'
 
 /** How the data layer runs its compiled statements on an instance with a shortcut: see {@link runCompiled}. */
 export const executeNow = Symbol('fastify-viewsets.executeNow')

@@ -3,7 +3,7 @@ import { isAbsolute, resolve } from 'node:path'
 import { createDatabase } from '../db.js'
 import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { dialectOf } from '../dialect/pick-dialect.js'
-import type { AnyDatabase } from '../dialect/dialect.js'
+import type { AnyDatabase } from '../sql.js'
 import type { DialectName } from './column-types.js'
 
 /** The catalog of a database, as the dialect seam reads it. */

@@ -9,8 +9,8 @@ import { literal, pascal, propertyKey } from './naming.js'
 const timeFunction =
   /\b(?:now|current_timestamp|current_date|current_time|localtimestamp|localtime|statement_timestamp|transaction_timestamp|clock_timestamp|strftime|datetime|julianday|utc_timestamp|sysdate)\b/i
 
-/** Whether clients may not write the column: keys, identity and generated columns, and time-stamped defaults. */
-export function isReadOnly (table: TableCatalog, column: CatalogColumn, primaryKey: string | undefined): boolean {
+/** Whether the server sets the column, not clients: keys, identity and generated columns, time-stamped defaults. */
+export function isServerSet (table: TableCatalog, column: CatalogColumn, primaryKey: string | undefined): boolean {
   // A view is read only: its viewset serves LIST and GET.
   return (
     table.view ||
@@ -30,7 +30,7 @@ export function columnSchema (
 ): string | undefined {
   const mapping = mapColumn(dialect, column)
   if (mapping.kind === 'binary') return undefined
-  const readOnly = isReadOnly(table, column, primaryKey)
+  const readOnly = isServerSet(table, column, primaryKey)
   let schema: string
   if (column.nullable && mapping.converted !== undefined) {
     schema = `Type.Unsafe<${mapping.converted} | null>(${mapping.typebox([...mapping.options, 'nullable: true', ...(readOnly ? ['readOnly: true'] : [])])})`

@@ -5,7 +5,7 @@ import { protectCustomRoute } from './auth.js'
 import { ViewsetErrors } from '../errors.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
-import { carryScopeThroughUserCode } from '../execution/cancellation.js'
+import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
 import { cancellable, decorateRequestState } from './routes.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from '../schema/openapi.js'
@@ -94,7 +94,7 @@ export function viewsetPlugin (
     let protectedRoutes = 0
     fastify.addHook('onRoute', (route) => {
       // A custom route awaits where it likes before its queries: their scope rides on the promises.
-      if (!isMethodRoute(route)) carryScopeThroughUserCode()
+      if (!isMethodRoute(route)) carryCancellationThroughUserCode()
       route.handler = cancellable(route.handler)
       if (protectCustomRoute(route, scope.protect)) protectedRoutes++
       documentErrors(route)

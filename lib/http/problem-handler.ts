@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { FieldError } from '../errors.js'
-import { invalidFields, problem, ViewsetErrors } from '../errors.js'
-import type { DatabaseFault, ViewsetDialect } from '../dialect/dialect.js'
+import { faultProblem, invalidFields, problem, ViewsetErrors } from '../errors.js'
+import type { ViewsetDialect } from '../dialect/dialect.js'
 import { acceptPatch } from '../schema/openapi.js'
 
 interface AjvError {
@@ -63,35 +63,6 @@ function fieldErrors (validation: AjvError[], part: string, pointer: boolean): F
     }
   }
   return errors
-}
-
-/** The problem a database fault answers; `method` is the HTTP method (a DELETE's foreign-key fault names nothing). */
-export function faultProblem (fault: DatabaseFault, method: string) {
-  switch (fault.kind) {
-    case 'unique':
-      return new ViewsetErrors.Conflict(`A row with the same ${fault.target ?? 'unique value'} already exists`)
-    case 'foreign-key':
-      // A DELETE fails only because other rows still point at this one: never name their table or values.
-      if (fault.referenced === true || method === 'DELETE') {
-        return new ViewsetErrors.Conflict('The row is still referenced by other rows')
-      }
-      if (fault.referenced === false) {
-        return new ViewsetErrors.Conflict(`The ${fault.target ?? 'reference'} refers to a row that does not exist`)
-      }
-      return new ViewsetErrors.Conflict(
-        `The ${fault.target ?? 'reference'} refers to a row that does not exist, or the row is still referenced`
-      )
-    case 'not-null':
-      return new ViewsetErrors.BadRequest(`${fault.target ?? 'A field'} must not be null`)
-    case 'check':
-      return new ViewsetErrors.BadRequest(`A value breaks the check ${fault.target ?? 'constraint'}`)
-    case 'invalid-value':
-      return new ViewsetErrors.InvalidValue(`A value cannot be stored: ${fault.reason}`)
-    case 'unavailable':
-      return new ViewsetErrors.Unavailable()
-    case 'timeout':
-      return new ViewsetErrors.Timeout()
-  }
 }
 
 // Fastify's own 4xx errors (body parsing, content type) become our codes; their messages are safe.

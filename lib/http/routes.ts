@@ -8,17 +8,17 @@ import type {
 } from 'fastify'
 import { authHook, openTokenHook, securitySchemeName } from './auth.js'
 import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
-import type { AnyDatabase, Row } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
 import type { Eventually } from '../execution/eventually.js'
-import { currentScope, inScope, runCancellable } from '../execution/cancellation.js'
-import type { RequestScope } from '../execution/cancellation.js'
+import { currentCancellation, withCancellation, runWithCancellation } from '../execution/cancellation.js'
+import type { CancellationContext } from '../execution/cancellation.js'
 import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from '../options.js'
 import type { FieldSelection, FieldsPlan } from '../query/fields.js'
 import { cursorLinkHeader, linkHeader } from './link.js'
 import type { Precondition } from '../data/precondition.js'
 import type { ListQuery } from '../query/list-query.js'
 import { offsetWithCursor, parsePagination } from '../query/list-query.js'
-import type { Resource } from '../data/table-gateway.js'
+import type { TableGateway } from '../data/table-gateway.js'
 import type { ViewsetComponents } from '../schema/components.js'
 import { bodyComponentId, exampleOf } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
@@ -58,7 +58,7 @@ export interface RouteHandlers {
 
 /** What the routes of one viewset are declared from, once the data layer is built. */
 export interface RouteContext {
-  readonly resource: Resource
+  readonly resource: TableGateway
   /** Where relations of LIST and GET rows are read (`readDb`), and of written rows (`db`). */
   readonly readDb: AnyDatabase
   readonly db: AnyDatabase
@@ -164,7 +164,7 @@ function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): 
 
 /** A written row with its relations (the default ones) and its ETag, as POST, PUT and PATCH answer it. */
 function sendWritten (
-  scope: RequestScope,
+  scope: CancellationContext,
   context: RouteContext,
   reply: FastifyReply,
   db: AnyDatabase,
@@ -217,18 +217,18 @@ function ignoreEmptyBody (request: FastifyRequest, _reply: FastifyReply, done: (
 
 /**
  * Loads the relations of a handler's result: a row, rows, or anything else (left alone), in the request's
- * `scope` (taken before the handler's await: see request-scope.ts). The hot routes call it only when
+ * `scope` (taken before the handler's await: see execution/cancellation.ts). The hot routes call it only when
  * `resource.hasRelations`: without relations they await nothing more.
  */
 async function withRelations (
-  scope: RequestScope,
-  resource: Resource,
+  scope: CancellationContext,
+  resource: TableGateway,
   db: AnyDatabase,
   result: unknown,
   only?: ReadonlySet<string>
 ): Promise<unknown> {
   const rows = Array.isArray(result) ? result.filter(isRecord) : isRecord(result) ? [result] : []
-  await inScope(scope, () => resource.load(db, rows, only))
+  await withCancellation(scope, () => resource.load(db, rows, only))
   return result
 }
 
@@ -249,7 +249,7 @@ function settle (answer: unknown, next: (value: unknown) => unknown): unknown {
  */
 export function cancellable (handler: RouteHandlerMethod): RouteHandlerMethod {
   return function (request, reply) {
-    return runCancellable(reply.raw, () => handler.call(this, request, reply))
+    return runWithCancellation(reply.raw, () => handler.call(this, request, reply))
   }
 }
 
@@ -374,7 +374,7 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
         }
       : {}),
     handler: cancellable((request, reply) => {
-      const scope = currentScope()
+      const scope = currentCancellation()
       // An overridden list gets the same bound on offset as the default one.
       parsePagination(queryOf(request), maxOffset, pagination)
       return settle(handlers.list(request, reply, request.viewsetToken), (rows) => {
@@ -439,7 +439,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
     serializerCompiler: serializerCompiler(context, { 200: ref(context.entity.$id) }),
     ...onRequestOf('GET', context),
     handler: cancellable((request, reply) => {
-      const scope = currentScope()
+      const scope = currentCancellation()
       const { versionField } = context
       let selection = fields.selection(queryOf(request))
       // The version column is read with any selection: it is the ETag (it is written only if chosen).
@@ -534,7 +534,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf('POST', context),
     handler: cancellable((request, reply) => {
-      const scope = currentScope()
+      const scope = currentCancellation()
       reply.code(201)
       return settle(handlers.createElement(request, reply, request.viewsetToken), (row) => {
         const id = isRecord(row) ? row[primaryKey] : undefined
@@ -571,7 +571,7 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf('BULK', context),
     handler: cancellable(async (request, reply) => {
-      const scope = currentScope()
+      const scope = currentCancellation()
       reply.code(201)
       return await withRelations(
         scope,
@@ -613,7 +613,7 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
     serializerCompiler: serializerCompiler(context),
     ...onRequestOf(method, context),
     handler: cancellable((request, reply) => {
-      const scope = currentScope()
+      const scope = currentCancellation()
       setPrecondition(request, context)
       return settle(handlers.updateElement(request, reply, request.viewsetToken, method === 'PATCH'), (row) =>
         sendWritten(scope, context, reply, db, row)

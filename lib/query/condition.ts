@@ -1,5 +1,5 @@
 import type { Expression, ExpressionBuilder, OperationNode, SqlBool } from 'kysely'
-import type { Row } from '../dialect/dialect.js'
+import type { Row } from '../sql.js'
 import { ViewsetErrors } from '../errors.js'
 
 /** The expression builder of LIST queries: tables known at run time, columns checked at registration. */

@@ -1,7 +1,8 @@
 import { Buffer } from 'node:buffer'
 import { BinaryOperationNode, OperatorNode, sql, TupleNode, ValueNode } from 'kysely'
 import type { Expression, SqlBool } from 'kysely'
-import type { Row, ViewsetDialect } from '../dialect/dialect.js'
+import type { ViewsetDialect } from '../dialect/dialect.js'
+import type { Row } from '../sql.js'
 import { ViewsetErrors } from '../errors.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { expressionOf } from './condition.js'
@@ -141,10 +142,10 @@ export function reversed (ordering: Ordering): Ordering {
 export function keysetCondition (
   ordering: Ordering,
   values: readonly unknown[],
-  dialect: Pick<ViewsetDialect, 'parameter'>
+  dialect: Pick<ViewsetDialect, 'values'>
 ): Condition {
   const { keys } = ordering
-  const bound = values.map((value) => (value === null ? null : dialect.parameter(value)))
+  const bound = values.map((value) => (value === null ? null : dialect.values.parameter(value)))
   const [first] = keys
   const uniform = first !== undefined && keys.every((key) => !key.nullable && key.descending === first.descending)
   if (uniform) {

@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv'
 import type { Expression, SqlBool } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
-import { containsPattern } from '../dialect/dialect.js'
+import { containsPattern } from '../sql.js'
 import { invalidOption } from '../errors.js'
 import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
@@ -159,7 +159,7 @@ function planFilter (
       parameter,
       condition (raw) {
         // Through the dialect, which binds what its driver cannot (better-sqlite3 takes no booleans).
-        const value = dialect.parameter(normalize(raw))
+        const value = dialect.values.parameter(normalize(raw))
         return { shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, value) }
       },
     }
@@ -170,7 +170,11 @@ function planFilter (
         parameter,
         condition (value) {
           const pattern = containsPattern(boundedTerm(parameter, String(value), maxSearchLength))
-          return { shape: parameter, parameters: [pattern], expression: (eb) => dialect.ilike(eb.ref(name), pattern) }
+          return {
+            shape: parameter,
+            parameters: [pattern],
+            expression: (eb) => dialect.syntax.ilike(eb.ref(name), pattern),
+          }
         },
       }
     case 'isnull':
@@ -206,7 +210,7 @@ function planFilter (
                   `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`
                 )
               }
-              return dialect.parameter(normalize(holder.value))
+              return dialect.values.parameter(normalize(holder.value))
             })
           if (values.length > maxInValues) {
             throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)

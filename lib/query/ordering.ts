@@ -104,7 +104,7 @@ function describe (problem: OrderProblem): string {
  * not. */
 export function orderTerms (
   keys: readonly OrderKey[],
-  dialect: Pick<ViewsetDialect, 'nullsSortLargest'>,
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
   prefix = ''
 ): Array<readonly [Expression<unknown>, 'asc' | 'desc']> {
   const terms: Array<readonly [Expression<unknown>, 'asc' | 'desc']> = []
@@ -112,7 +112,7 @@ export function orderTerms (
     const { descending, nullable } = key
     const direction = descending ? 'desc' : 'asc'
     const column = orderValue(key, prefix)
-    if (nullable && !dialect.nullsSortLargest) terms.push([sql`${column} is null`, direction])
+    if (nullable && !dialect.capabilities.nullsSortLargest) terms.push([sql`${column} is null`, direction])
     terms.push([column, direction])
   }
   return terms
@@ -131,7 +131,7 @@ interface Orderable<Q> {
 export function applyOrdering<Q extends Orderable<Q>> (
   query: Q,
   keys: readonly OrderKey[],
-  dialect: Pick<ViewsetDialect, 'nullsSortLargest'>,
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
   prefix = ''
 ): Q {
   let ordered = query
@@ -144,7 +144,7 @@ export function applyOrdering<Q extends Orderable<Q>> (
 /** The same ordering as {@link applyOrdering}, as the text of an `order by` (in a window function, say). */
 export function orderClause (
   keys: readonly OrderKey[],
-  dialect: Pick<ViewsetDialect, 'nullsSortLargest'>,
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
   prefix = ''
 ): RawBuilder<unknown> {
   return sql.join(

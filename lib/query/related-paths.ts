@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import type { Expression, SqlBool } from 'kysely'
 import { invalidOption } from '../errors.js'
-import type { RelationLink } from '../relations/loader.js'
+import type { RelationLink } from '../relations/relation-link.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import type { ScalarField } from './field-types.js'
 import { nameList, scalarField } from './field-types.js'

@@ -1,6 +1,6 @@
 import { ColumnNode, OperationNodeTransformer, ReferenceNode, TableNode } from 'kysely'
 import type { Expression, SelectQueryNode, SqlBool } from 'kysely'
-import type { AnyDatabase } from '../dialect/dialect.js'
+import type { AnyDatabase } from '../sql.js'
 import type { Condition } from './condition.js'
 import { expressionOf } from './condition.js'
 

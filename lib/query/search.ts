@@ -1,5 +1,5 @@
 import type { ViewsetDialect } from '../dialect/dialect.js'
-import { containsPattern } from '../dialect/dialect.js'
+import { containsPattern } from '../sql.js'
 import { invalidOption } from '../errors.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isList } from '../schema/object-schema.js'
@@ -105,8 +105,8 @@ export function planSearch (
             names.map((name) => {
               const path = paths.get(name)
               return path === undefined || related === undefined
-                ? dialect.ilike(eb.ref(name), pattern)
-                : existsThrough(eb, path, related.table, dialect.ilike(eb.ref(relatedColumn(path)), pattern))
+                ? dialect.syntax.ilike(eb.ref(name), pattern)
+                : existsThrough(eb, path, related.table, dialect.syntax.ilike(eb.ref(relatedColumn(path)), pattern))
             })
           ),
       }

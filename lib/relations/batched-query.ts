@@ -1,7 +1,8 @@
 import type { CompiledQuery, KyselyPlugin, SelectQueryBuilder } from 'kysely'
-import type { AnyDatabase, KeyTable, Row, StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
+import type { KeyTable, StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
 import { compileWith, paddedLength, padList, withParameters } from '../data/statement-cache.js'
-import { currentScope, inScope } from '../execution/cancellation.js'
+import { currentCancellation, withCancellation } from '../execution/cancellation.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
 export const maxBatch = 1024
@@ -110,7 +111,7 @@ export class BatchedQuery {
    */
   constructor (
     db: AnyDatabase,
-    { keyTable, statementPlugin }: Pick<ViewsetDialect, 'keyTable' | 'statementPlugin'>,
+    { syntax: { keyTable, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>,
     build: BatchBuilder,
     fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder }
   ) {
@@ -148,11 +149,11 @@ export class BatchedQuery {
   /** The rows matching any of the keys (distinct, non-null); one statement per {@link maxBatch} keys. */
   async run (db: AnyDatabase, keys: readonly unknown[]): Promise<Row[]> {
     if (keys.length <= maxBatch) return await this.#runBatch(db, keys)
-    // Each batch starts in the request's scope (request-scope.ts).
-    const scope = currentScope()
+    // Each batch starts in the request's cancellation context (execution/cancellation.ts).
+    const context = currentCancellation()
     let rows: Row[] = []
     for (let start = 0; start < keys.length; start += maxBatch) {
-      rows = rows.concat(await inScope(scope, () => this.#runBatch(db, keys.slice(start, start + maxBatch))))
+      rows = rows.concat(await withCancellation(context, () => this.#runBatch(db, keys.slice(start, start + maxBatch))))
     }
     return rows
   }
@@ -163,12 +164,11 @@ export class BatchedQuery {
     const encoded = table?.keyTable.encode(keys)
     const statements = table === undefined || encoded === undefined ? this.#list : table.statements
     const parameters = encoded === undefined ? padList(keys) : [encoded]
-    const scope = currentScope()
+    const context = currentCancellation()
     const { rows } = await db.executeQuery<Row>(withParameters(statements.first.for(keys.length), parameters))
     const { exact } = statements
     if (exact === undefined || rows.length <= paddedLength(keys.length) * exact.rowsPerKey) return rows
-    return (
-      await inScope(scope, () => db.executeQuery<Row>(withParameters(exact.buckets.for(keys.length), parameters)))
-    ).rows
+    const windowed = withParameters(exact.buckets.for(keys.length), parameters)
+    return (await withCancellation(context, () => db.executeQuery<Row>(windowed))).rows
   }
 }

@@ -1,30 +1,19 @@
 import type { TObject } from '@sinclair/typebox'
-import { sql } from 'kysely'
 import type { CatalogColumn } from '../dialect/shared/catalog.js'
-import type { AnyDatabase, Row, ViewsetDialect } from '../dialect/dialect.js'
+import type { ViewsetDialect } from '../dialect/dialect.js'
+import type { AnyDatabase } from '../sql.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
-import { currentScope, inScope } from '../execution/cancellation.js'
 import { BatchedQuery } from './batched-query.js'
 import type { Builder, Keyed } from './batched-query.js'
+import { BatchedRelationLoader } from './batched-loader.js'
+import type { BatchedRelation, RelationLoader } from './batched-loader.js'
 import type { RelatedConfig } from './config.js'
-import type { DeclaredRelation, RelationKind } from './declaration.js'
-import { applyOrdering, orderClause, parseOrdering } from '../query/ordering.js'
-import type { OrderKey } from '../query/ordering.js'
+import type { DeclaredRelation } from './declaration.js'
 import { attachedConfig, declaredRelations } from './declaration.js'
-
-/** Loads the relation fields of a page of rows, with a fixed number of statements. */
-export interface RelationLoader {
-  /** The schema fields that are relations (never columns, never written). */
-  readonly fields: ReadonlySet<string>
-  /** The columns the parent rows must carry for the loader (foreign and referenced keys). */
-  readonly parentColumns: readonly string[]
-  /** The parent column each relation field is looked up by. */
-  readonly keys: ReadonlyMap<string, string>
-  /** How each relation field joins its parent, for filters, search and ordering through it (query/related-paths.ts). */
-  readonly links: ReadonlyMap<string, RelationLink>
-  /** Adds the relation fields to each row, in place; only those in `only` when given. */
-  load(db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void>
-}
+import type { RelationLink } from './relation-link.js'
+import { freeAlias, limitedQuery, orderedQuery } from './relation-queries.js'
+import { parseOrdering } from '../query/ordering.js'
+import type { OrderKey } from '../query/ordering.js'
 
 /** The relation config of a viewset: the option, else the one attached to the schema. */
 export function relatedConfigOf (
@@ -44,131 +33,6 @@ const maxDepth = 8
 
 /** The alias of the join table's source key in many-to-many rows: the column they are grouped by. */
 const sourceAlias = 'viewset_source_key'
-
-/** The alias of a child's rank within its parent, when a relation keeps only the first `limit` children. */
-const rankAlias = 'viewset_rank'
-
-/** `alias`, prefixed with `_` until no column of `taken` has its name. */
-function freeAlias (alias: string, taken: readonly string[]): string {
-  let free = alias
-  while (taken.includes(free)) free = `_${free}`
-  return free
-}
-
-/**
- * How one relation's rows meet their parent's, every name checked against the catalog: what a query needs
- * to reach the related rows from the parent table (with `EXISTS` or a subquery) rather than load them.
- */
-export interface RelationLink {
-  readonly field: string
-  readonly kind: RelationKind
-  readonly table: string
-  /** The column of the parent table the relation starts from. */
-  readonly parentColumn: string
-  /** many-to-one: the target's key; one-to-many: the target's foreign key; many-to-many: the target's key the join
-   * table names. */
-  readonly targetColumn: string
-  /** many-to-many: the join table, its column matching `parentColumn` and its column matching `targetColumn`. */
-  readonly through: { readonly table: string; readonly sourceKey: string; readonly targetKey: string } | undefined
-  /** The schema of one related row. */
-  readonly target: TObject
-  /** The scalar fields of the related rows that are columns (its relation fields left out). */
-  readonly columns: readonly string[]
-  /** The relations of the related rows. */
-  readonly links: ReadonlyMap<string, RelationLink>
-}
-
-/** One relation, planned: how to find its rows for a page and where to put them. */
-interface PlannedRelation {
-  readonly field: string
-  readonly kind: RelationKind
-  readonly link: RelationLink
-  /** The column of the parent rows whose values are looked up. */
-  readonly parentKey: string
-  /** The column of the related rows that matches `parentKey`. */
-  readonly childKey: string
-  readonly query: BatchedQuery
-  /** Children kept per parent (to-many relations with a limit). */
-  readonly limit: number | undefined
-  readonly nested: RelationLoader | undefined
-  /** The dialect's Map key of a key value, so that both ends meet whatever types the driver answers them in. */
-  readonly keyOf: (value: unknown) => unknown
-}
-
-/** The distinct, non-null values of `column` in `rows`, as the driver returned them. */
-function distinctKeys (rows: readonly Row[], column: string, keyOf: (value: unknown) => unknown): unknown[] {
-  const keys: unknown[] = []
-  const seen = new Set<unknown>()
-  for (const row of rows) {
-    const value = row[column]
-    if (value === null || value === undefined) continue
-    const key = keyOf(value)
-    if (!seen.has(key)) {
-      seen.add(key)
-      keys.push(value)
-    }
-  }
-  return keys
-}
-
-async function loadRelation (relation: PlannedRelation, db: AnyDatabase, rows: Row[]): Promise<void> {
-  const { field, parentKey, childKey, keyOf } = relation
-  const keys = distinctKeys(rows, parentKey, keyOf)
-  const scope = currentScope()
-  const children = keys.length === 0 ? [] : await relation.query.run(db, keys)
-  const { nested } = relation
-  if (nested !== undefined && children.length > 0) await inScope(scope, () => nested.load(db, children))
-  if (relation.kind === 'many-to-one') {
-    const byKey = new Map<unknown, Row>()
-    for (const child of children) byKey.set(keyOf(child[childKey]), child)
-    for (const row of rows) {
-      const value = row[parentKey]
-      // A NULL foreign key, or one whose row is gone, is null: the parent row stays.
-      row[field] = value === null || value === undefined ? null : (byKey.get(keyOf(value)) ?? null)
-    }
-    return
-  }
-  // The rows come ordered, and grouping keeps that order within each parent; the first `limit` are kept
-  // (the cheap statement of a limited relation reads them all when there are few, see limitedQuery).
-  const { limit } = relation
-  const groups = new Map<unknown, Row[]>()
-  for (const child of children) {
-    const key = keyOf(child[childKey])
-    const group = groups.get(key)
-    if (group === undefined) groups.set(key, [child])
-    else if (limit === undefined || group.length < limit) group.push(child)
-  }
-  for (const row of rows) {
-    const value = row[parentKey]
-    row[field] = (value === null || value === undefined ? undefined : groups.get(keyOf(value))) ?? []
-  }
-}
-
-class BatchedRelationLoader implements RelationLoader {
-  readonly fields: ReadonlySet<string>
-  readonly parentColumns: readonly string[]
-  readonly keys: ReadonlyMap<string, string>
-  readonly links: ReadonlyMap<string, RelationLink>
-  readonly #relations: readonly PlannedRelation[]
-
-  constructor (relations: readonly PlannedRelation[]) {
-    this.#relations = relations
-    this.fields = new Set(relations.map((relation) => relation.field))
-    this.parentColumns = Object.freeze([...new Set(relations.map((relation) => relation.parentKey))])
-    this.keys = new Map(relations.map((relation) => [relation.field, relation.parentKey]))
-    this.links = new Map(relations.map((relation) => [relation.field, relation.link]))
-  }
-
-  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
-    if (rows.length === 0) return
-    // One relation after the other: a request holds one connection at a time, and the log reads in order.
-    // Each starts in the request's scope (request-scope.ts).
-    const scope = currentScope()
-    for (const relation of this.#relations) {
-      if (only === undefined || only.has(relation.field)) await inScope(scope, () => loadRelation(relation, db, rows))
-    }
-  }
-}
 
 /** Reads each table's columns once per registration, and only for the tables the declaration names. */
 class Catalog {
@@ -225,69 +89,129 @@ function orderOf (
   return notAColumn(path, parsed.field, relation.table, [...columns.keys()])
 }
 
-/**
- * The statement of a to-many relation that keeps the first `limit` children of each parent. The window function
- * of {@link firstChildren} costs (on SQLite, twice the plain query: a co-routine and two sorts), so each batch first
- * runs the plain ordered query capped at `limit` rows per key plus one: when it gets no more than that, it has
- * every child of the batch, and grouping keeps the first `limit`. Only a batch with more runs the window statement.
- */
-function limitedQuery (
-  db: AnyDatabase,
-  dialect: ViewsetDialect,
-  filtered: (keyed: Keyed) => Builder,
-  columns: readonly string[],
-  partition: string,
-  order: readonly OrderKey[],
-  limit: number
-): BatchedQuery {
-  // The cap is a literal of each batch size: the statement's only parameters are the keys.
-  return new BatchedQuery(
-    db,
-    dialect,
-    (keyed, count) => applyOrdering(filtered(keyed), order, dialect, 't.').limit(sql.lit(count * limit + 1)),
-    {
-      rowsPerKey: limit,
-      build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
-    }
-  )
+/** What every kind of relation is planned from: the declaration, checked against the catalog, and its nested loader. */
+interface RelationSite {
+  readonly db: AnyDatabase
+  readonly dialect: ViewsetDialect
+  readonly relation: DeclaredRelation
+  readonly catalog: Catalog
+  readonly parentTable: string
+  readonly parentKey: string
+  readonly parentColumns: readonly string[]
+  readonly described: ReadonlyMap<string, CatalogColumn>
+  readonly targetColumns: readonly string[]
+  /** The target's scalar fields that are columns (its relation fields left out). */
+  readonly fields: readonly string[]
+  /** The columns the nested loader needs of each related row. */
+  readonly extra: readonly string[]
+  readonly nested: RelationLoader | undefined
 }
 
-/** A relation without a limit: all the children of each parent, in order. */
-function orderedQuery (
-  db: AnyDatabase,
-  dialect: ViewsetDialect,
-  filtered: (keyed: Keyed) => Builder,
-  order: readonly OrderKey[]
-): BatchedQuery {
-  return new BatchedQuery(db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'))
+/** Every statement reads the target as `t`: a key table's own columns (json_each has an `id`) stay apart. */
+function qualified (columns: readonly string[]): string[] {
+  return columns.map((column) => `t.${column}`)
 }
 
-/**
- * Keeps the first `limit` children of each parent, still in one statement: the children, numbered within
- * their parent in the relation's order by a window function (SQLite 3.25, PostgreSQL, MariaDB 10.2, MySQL 8),
- * read back up to `limit`. `query` selects `columns` and is filtered by the parent keys but not ordered;
- * ordering by the rank keeps each parent's children in order, which is all grouping needs.
- */
-function firstChildren (
-  db: AnyDatabase,
-  dialect: ViewsetDialect,
-  query: Builder,
-  columns: readonly string[],
-  partition: string,
-  order: readonly OrderKey[],
-  limit: number
-): Builder {
-  const rank = freeAlias(rankAlias, columns)
-  const by = orderClause(order, dialect, 't.')
-  const ranked = query.select([
-    sql<number>`row_number() over (partition by ${sql.ref(partition)} order by ${by})`.as(rank),
-  ])
-  // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys.
-  return db
-    .selectFrom(ranked.as('viewset_ranked')) // the subquery's columns are known only at run time
-    .select(columns)
-    .where(rank, '<=', sql.lit(limit))
-    .orderBy(rank, 'asc')
+/** How the relation of `site` meets its parent, for filters, search and ordering through it. */
+function linkOf (
+  site: RelationSite,
+  parentColumn: string,
+  targetColumn: string,
+  through?: RelationLink['through']
+): RelationLink {
+  const { relation } = site
+  return {
+    field: relation.field,
+    kind: relation.kind,
+    table: relation.table,
+    parentColumn,
+    targetColumn,
+    through,
+    target: relation.target,
+    columns: site.fields,
+    links: site.nested?.links ?? new Map(),
+  }
+}
+
+function planManyToOne (site: RelationSite): BatchedRelation {
+  const { db, dialect, relation, parentTable, parentColumns, targetColumns, fields, extra, nested } = site
+  const { path, table } = relation
+  // declared for this kind
+  const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns)
+  const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
+  const columns = unique([...fields, references, ...extra])
+  const query = new BatchedQuery(db, dialect, (keyed) => keyed(table, 't', references).select(qualified(columns)))
+  return {
+    field: relation.field,
+    kind: relation.kind,
+    link: linkOf(site, foreignKey, references),
+    parentKey: foreignKey,
+    childKey: references,
+    query,
+    limit: undefined,
+    nested,
+    keyOf: dialect.values.keyOf,
+  }
+}
+
+function planOneToMany (site: RelationSite): BatchedRelation {
+  const { db, dialect, relation, parentTable, parentKey, parentColumns, targetColumns, fields, extra, nested } = site
+  const { path, table, limit } = relation
+  const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
+  // declared for this kind
+  const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', table, targetColumns)
+  const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, site.described)
+  const columns = unique([...fields, foreignKey, ...extra])
+  const filtered = (keyed: Keyed): Builder => keyed(table, 't', foreignKey).select(qualified(columns))
+  const query =
+    limit === undefined
+      ? orderedQuery(db, dialect, filtered, order)
+      : limitedQuery(db, dialect, filtered, columns, `t.${foreignKey}`, order, limit)
+  return {
+    field: relation.field,
+    kind: relation.kind,
+    link: linkOf(site, references, foreignKey),
+    parentKey: references,
+    childKey: foreignKey,
+    query,
+    limit,
+    nested,
+    keyOf: dialect.values.keyOf,
+  }
+}
+
+async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
+  const { db, dialect, relation, parentTable, parentKey, parentColumns, targetColumns, fields, extra, nested } = site
+  const { path, table, through, limit } = relation
+  // declaredRelations sets it for this kind
+  if (through === undefined) throw new Error(`${path}: a many-to-many relation without through`)
+  const throughColumns = await site.catalog.columns(through.table)
+  const source = checkColumn(`${path}.through.sourceKey`, through.sourceKey, through.table, throughColumns)
+  const target = checkColumn(`${path}.through.targetKey`, through.targetKey, through.table, throughColumns)
+  const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
+  checkColumn(path, parentKey, parentTable, parentColumns)
+  const order = orderOf(relation, references, site.described)
+  const columns = unique([...fields, ...extra])
+  const alias = freeAlias(sourceAlias, columns)
+  const selection = [...qualified(columns), `j.${source} as ${alias}`]
+  // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
+  const joined = (keyed: Keyed): Builder =>
+    keyed(through.table, 'j', source).innerJoin(`${table} as t`, `t.${references}`, `j.${target}`).select(selection)
+  const query =
+    limit === undefined
+      ? orderedQuery(db, dialect, joined, order)
+      : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, limit)
+  return {
+    field: relation.field,
+    kind: relation.kind,
+    link: linkOf(site, parentKey, references, { table: through.table, sourceKey: source, targetKey: target }),
+    parentKey,
+    childKey: alias,
+    query,
+    limit,
+    nested,
+    keyOf: dialect.values.keyOf,
+  }
 }
 
 async function planRelation (
@@ -297,119 +221,40 @@ async function planRelation (
   parentKey: string,
   catalog: Catalog,
   depth: number
-): Promise<PlannedRelation> {
+): Promise<BatchedRelation> {
   const { path, table, kind } = relation
   const [parentColumns, described] = await Promise.all([catalog.columns(parentTable), catalog.described(table)])
   const targetColumns = [...described.keys()]
-  const { dialect } = catalog
   // The key of one related row, for the next level's many-to-many and one-to-many relations.
   const targetKey = kind === 'one-to-many' ? 'id' : (relation.references ?? 'id')
-  const nested = await plan(
-    db,
-    relation.relatedConfig,
-    relation.target,
-    table,
-    targetKey,
-    `${path}.relatedConfig`,
-    catalog,
-    depth + 1
-  )
+  const nestedPath = `${path}.relatedConfig`
+  const { relatedConfig, target } = relation
+  const nested = await plan(db, relatedConfig, target, table, targetKey, nestedPath, catalog, depth + 1)
   const nestedFields = nested?.fields ?? new Set<string>()
   const fields = Object.keys(relation.target.properties).filter((field) => !nestedFields.has(field))
   for (const field of fields) {
     if (!targetColumns.includes(field)) throw new ViewsetErrors.UnknownColumn(field, table, targetColumns.join(', '))
   }
   const extra = nested?.parentColumns ?? []
-  // Every statement reads the target as `t`: a key table's own columns (json_each has an `id`) stay apart.
-  const qualified = (columns: readonly string[]) => columns.map((column) => `t.${column}`)
-  const link = (parentColumn: string, targetColumn: string, through?: RelationLink['through']): RelationLink => ({
-    field: relation.field,
-    kind,
-    table,
-    parentColumn,
-    targetColumn,
-    through,
-    target: relation.target,
-    columns: fields,
-    links: nested?.links ?? new Map(),
-  })
-
+  const { dialect } = catalog
+  const site: RelationSite = {
+    db,
+    dialect,
+    relation,
+    catalog,
+    parentTable,
+    parentKey,
+    parentColumns,
+    described,
+    targetColumns,
+    fields,
+    extra,
+    nested,
+  }
   switch (kind) {
-    case 'many-to-one': {
-      // declared for this kind
-      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns)
-      const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
-      const columns = unique([...fields, references, ...extra])
-      const query = new BatchedQuery(db, dialect, (keyed) => keyed(table, 't', references).select(qualified(columns)))
-      return {
-        field: relation.field,
-        kind,
-        link: link(foreignKey, references),
-        parentKey: foreignKey,
-        childKey: references,
-        query,
-        limit: undefined,
-        nested,
-        keyOf: dialect.keyOf,
-      }
-    }
-    case 'one-to-many': {
-      const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
-      // declared for this kind
-      const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', table, targetColumns)
-      const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, described)
-      const columns = unique([...fields, foreignKey, ...extra])
-      const { limit } = relation
-      const filtered = (keyed: Keyed): Builder => keyed(table, 't', foreignKey).select(qualified(columns))
-      const query =
-        limit === undefined
-          ? orderedQuery(db, dialect, filtered, order)
-          : limitedQuery(db, dialect, filtered, columns, `t.${foreignKey}`, order, limit)
-      return {
-        field: relation.field,
-        kind,
-        link: link(references, foreignKey),
-        parentKey: references,
-        childKey: foreignKey,
-        query,
-        limit,
-        nested,
-        keyOf: dialect.keyOf,
-      }
-    }
-    case 'many-to-many': {
-      const { through } = relation
-      // declaredRelations sets it for this kind
-      if (through === undefined) throw new Error(`${path}: a many-to-many relation without through`)
-      const throughColumns = await catalog.columns(through.table)
-      const source = checkColumn(`${path}.through.sourceKey`, through.sourceKey, through.table, throughColumns)
-      const target = checkColumn(`${path}.through.targetKey`, through.targetKey, through.table, throughColumns)
-      const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
-      checkColumn(path, parentKey, parentTable, parentColumns)
-      const order = orderOf(relation, references, described)
-      const columns = unique([...fields, ...extra])
-      const alias = freeAlias(sourceAlias, columns)
-      const selection = [...qualified(columns), `j.${source} as ${alias}`]
-      const { limit } = relation
-      // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
-      const joined = (keyed: Keyed): Builder =>
-        keyed(through.table, 'j', source).innerJoin(`${table} as t`, `t.${references}`, `j.${target}`).select(selection)
-      const query =
-        limit === undefined
-          ? orderedQuery(db, dialect, joined, order)
-          : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, limit)
-      return {
-        field: relation.field,
-        kind,
-        link: link(parentKey, references, { table: through.table, sourceKey: source, targetKey: target }),
-        parentKey,
-        childKey: alias,
-        query,
-        limit,
-        nested,
-        keyOf: dialect.keyOf,
-      }
-    }
+    case 'many-to-one': return planManyToOne(site)
+    case 'one-to-many': return planOneToMany(site)
+    case 'many-to-many': return await planManyToMany(site)
   }
 }
 
@@ -432,7 +277,7 @@ async function plan (
   }
   const declared = declaredRelations(config, schema, path)
   if (declared.length === 0) return undefined
-  const planned: PlannedRelation[] = []
+  const planned: BatchedRelation[] = []
   for (const relation of declared) planned.push(await planRelation(db, relation, table, primaryKey, catalog, depth))
   return new BatchedRelationLoader(planned)
 }

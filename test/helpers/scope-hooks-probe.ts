@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
 import type { ListRequest, ViewsetToken } from 'fastify-viewsets'
 import type { FastifyReply } from 'fastify'
-import { scopeRidesOnPromises } from '../../lib/execution/cancellation.js'
+import { cancellationRidesOnPromises } from '../../lib/execution/cancellation.js'
 import { Item } from './items.js'
 import type { ItemsDB } from './items.js'
 
@@ -39,6 +39,6 @@ if (viewset === undefined) throw new Error(`unknown kind ${String(kind)}`)
 await app.register(viewset(), { prefix: '/items' })
 await app.ready()
 const listed = await app.inject('/items')
-process.stdout.write(JSON.stringify({ status: listed.statusCode, hooks: scopeRidesOnPromises() }))
+process.stdout.write(JSON.stringify({ status: listed.statusCode, hooks: cancellationRidesOnPromises() }))
 await app.close()
 await db.destroy()

@@ -14,7 +14,7 @@ import type { Kysely, SqlBool } from 'kysely'
 import pg from 'pg'
 import { createViewset, Viewset } from 'fastify-viewsets'
 import type { ElementRequest, RelatedConfig, ViewsetToken } from 'fastify-viewsets'
-import { currentScope, scopeRidesOnPromises } from '../../lib/execution/cancellation.js'
+import { currentCancellation, cancellationRidesOnPromises } from '../../lib/execution/cancellation.js'
 import { executeNow, PreparedKysely } from '../../lib/execution/prepared-kysely.js'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
@@ -261,7 +261,7 @@ if (postgres !== undefined) {
             )
           })
           assert.equal(
-            scopeRidesOnPromises(),
+            cancellationRidesOnPromises(),
             false,
             'no user code: the promise hooks are off, the routes carry their scope by hand'
           )
@@ -333,14 +333,14 @@ if (postgres !== undefined) {
         // executeQuery.
         const executeQuery = viewsetDb.executeQuery.bind(viewsetDb)
         viewsetDb.executeQuery = ((query: Parameters<typeof executeQuery>[0]) => {
-          scopes.push(currentScope())
+          scopes.push(currentCancellation())
           return executeQuery(query)
         }) as typeof executeQuery // the same method, spied on
         assert.ok(viewsetDb instanceof PreparedKysely)
         const prepared: PreparedKysely<unknown> = viewsetDb
         const now = prepared[executeNow].bind(prepared)
         prepared[executeNow] = (compiled) => {
-          scopes.push(currentScope())
+          scopes.push(currentCancellation())
           return now(compiled)
         }
         const response = await served.app.inject('/items?limit=2000&order_by=id')
@@ -354,7 +354,7 @@ if (postgres !== undefined) {
           scopes.every((scope) => scope !== undefined && scope === scopes[0]),
           'every statement of the request starts in its scope'
         )
-        assert.equal(scopeRidesOnPromises(), false)
+        assert.equal(cancellationRidesOnPromises(), false)
       }
     )
 
@@ -369,13 +369,13 @@ if (postgres !== undefined) {
             return await super.getElement(request, reply, token)
           }
         }
-        assert.equal(scopeRidesOnPromises(), false)
+        assert.equal(cancellationRidesOnPromises(), false)
         const served = await serve(t, async (app, db) => {
           await app.register(new LateItems({ db, table: 'items', schema: ItemWithNotes, relatedConfig }).register(), {
             prefix: '/items',
           })
         })
-        assert.equal(scopeRidesOnPromises(), true)
+        assert.equal(cancellationRidesOnPromises(), true)
         const outlived = await hangUpWhileWaiting(served, 'items', { method: 'GET', path: '/items/1' })
         assert.ok(
           outlived < 1500,

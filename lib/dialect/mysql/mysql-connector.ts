@@ -3,7 +3,7 @@ import type { DatabaseConnection, MysqlPool } from 'kysely'
 import { invalidOption, ViewsetErrors } from '../../errors.js'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
 import { redact } from '../shared/connection.js'
-import { errorProperty } from '../dialect.js'
+import { errorProperty } from '../../sql.js'
 
 async function openMysql (url: string, settings: ConnectionSettings): Promise<MysqlPool> {
   const mysql = await import('mysql2').catch(() => {

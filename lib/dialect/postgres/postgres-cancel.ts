@@ -1,44 +1,44 @@
 import { connect } from 'node:net'
-import { currentScope } from '../../execution/cancellation.js'
-import type { RequestScope } from '../../execution/cancellation.js'
+import { currentCancellation } from '../../execution/cancellation.js'
+import type { CancellationContext } from '../../execution/cancellation.js'
 import type { QueryCallback } from './postgres-statements.js'
 
-// Cancelling the PostgreSQL query of a request whose client went away. A request runs inside a scope
-// (runCancellable, request-scope.ts); each pg client of a pool opened by createDatabase records which scope's
-// query it is running (cancelOnClientGone): the scope its checkout was asked for in (scopeCheckouts), else
-// the one its query starts in. Kysely asks for a checkout synchronously from `execute()` or `transaction()`,
-// then awaits: its queries would start with no scope unless the promise hooks carried it. When the response
-// closes before it was sent, the queries still running for that scope get a CancelRequest on a separate
-// connection, the way `pg` cancels (Client#cancel, which needs the Query object that pool.query and Kysely
-// keep to themselves). The answer is 57014, a 503 FST_VIEWSET_TIMEOUT nobody reads, and the connection goes
-// back to the pool healthy.
+// Cancelling the PostgreSQL query of a request whose client went away. A request runs inside its cancellation context
+// (runWithCancellation, execution/cancellation.ts); each pg client of a pool opened by createDatabase records which
+// context's query it is running (cancelOnClientGone): the context its checkout was asked for in
+// (carryCancellationToCheckouts), else the one its query starts in. Kysely asks for a checkout synchronously from
+// `execute()` or `transaction()`, then awaits: its queries would start with no context unless the promise hooks carried
+// it. When the response closes before it was sent, the queries still running for that context get a CancelRequest on a
+// separate connection, the way `pg` cancels (Client#cancel, which needs the Query object that pool.query and Kysely
+// keep to themselves). The answer is 57014, a 503 FST_VIEWSET_TIMEOUT nobody reads, and the connection goes back to the
+// pool healthy.
 
 // The request each checked-out client was asked for in, set at every checkout (so never a past one's), on
 // the client itself: a WeakMap cost an ephemeron write barrier per query.
-const checkoutScope = Symbol('fastify-viewsets.checkoutScope')
+const checkoutCancellation = Symbol('fastify-viewsets.checkoutCancellation')
 
-/** A pg client, with the scope of its checkout. */
-interface CheckedOutClient { [checkoutScope]?: RequestScope }
+/** A pg client, with the context of its checkout. */
+interface CheckedOutClient { [checkoutCancellation]?: CancellationContext }
 
 /** pg-pool's checkout callback. */
 type CheckoutCallback = (error: Error | undefined, client: CheckedOutClient | undefined, release?: unknown) => void
 
-/** The part of a pg `Pool` whose checkouts are scoped: `connect`, in its callback and its promise form. */
+/** The part of a pg `Pool` whose checkouts carry a cancellation context: `connect`, callback and promise forms. */
 export interface CheckoutPool {
   connect: (...args: never[]) => unknown
 }
 
 /**
- * Makes each client of `pool` belong, until its next checkout, to the request scope that asked for it, whoever
+ * Makes each client of `pool` belong, until its next checkout, to the cancellation context that asked for it, whoever
  * releases it first and whatever awaits come between (Kysely's driver awaits the checkout, then the query).
  */
-export function scopeCheckouts (pool: CheckoutPool): void {
+export function carryCancellationToCheckouts (pool: CheckoutPool): void {
   const connect = pool.connect.bind(pool) as (callback: CheckoutCallback) => void // pg-pool's callback form
   const checkout = (callback: CheckoutCallback | undefined): unknown => {
-    const scope = currentScope()
+    const context = currentCancellation()
     if (callback !== undefined) {
       connect((error, client, release) => {
-        if (client !== undefined) client[checkoutScope] = scope
+        if (client !== undefined) client[checkoutCancellation] = context
         callback(error, client, release)
       })
       return undefined
@@ -49,7 +49,7 @@ export function scopeCheckouts (pool: CheckoutPool): void {
           reject(error ?? new Error('pg-pool answered a checkout without a client'))
           return
         }
-        client[checkoutScope] = scope
+        client[checkoutCancellation] = context
         resolve(client)
       })
     })
@@ -99,13 +99,13 @@ async function sendCancel (host: string, port: number, processID: number, secret
 }
 
 /**
- * Makes a pg client record which request scope's queries it runs, so that `runCancellable` can cancel
+ * Makes a pg client record which cancellation context's queries it runs, so that `runWithCancellation` can cancel
  * them. A CancelRequest stops whatever the backend runs when it arrives, so a client never starts another
  * query while one is on its way: a query of the next request to use the connection waits until the server
  * has taken the cancel (a backend that is idle by then ignores it), and can never be the one cancelled.
  */
 export function cancelOnClientGone (client: CancellableClient): void {
-  client[checkoutScope] = undefined // declared before the first checkout: one shape for the client's life
+  client[checkoutCancellation] = undefined // declared before the first checkout: one shape for the client's life
   // pg's overloads: (text or config or submittable, values?, callback?), or (text or config, callback). Named
   // parameters, not rest arguments: this runs for every query.
   const query = client.query.bind(client) as (config: unknown, values?: unknown, callback?: unknown) => unknown
@@ -118,14 +118,14 @@ export function cancelOnClientGone (client: CancellableClient): void {
     pending = sendCancel(client.host, client.port, processID, secretKey).finally(() => { pending = undefined })
   }
   const run = (config: unknown, values: unknown, callback: unknown): unknown => {
-    // The checkout's first: a checkout answered from another request's release runs in that request's scope.
-    const scope = client[checkoutScope] ?? currentScope()
-    if (scope === undefined) return query(config, values, callback)
+    // The checkout's first: a checkout answered from another request's release runs in that request's context.
+    const context = client[checkoutCancellation] ?? currentCancellation()
+    if (context === undefined) return query(config, values, callback)
     running++
-    scope.running.add(cancel)
+    context.running.add(cancel)
     const settle = () => {
       running--
-      if (running === 0) scope.running.delete(cancel)
+      if (running === 0) context.running.delete(cancel)
     }
     if (typeof callback === 'function' || typeof values === 'function') {
       const done = (typeof callback === 'function' ? callback : values) as QueryCallback<unknown> // pg's callback form
@@ -139,7 +139,7 @@ export function cancelOnClientGone (client: CancellableClient): void {
     if (result instanceof Promise) result.then(settle, settle)
     else settle()
     // A request gone before its query started: cancel it as soon as it runs.
-    if (scope.gone) cancel()
+    if (context.gone) cancel()
     return result
   }
   client.query = ((config: unknown, values?: unknown, callback?: unknown) => {

@@ -1,6 +1,6 @@
 import { PostgresDialect } from 'kysely'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
-import { cancelOnClientGone, scopeCheckouts } from './postgres-cancel.js'
+import { cancelOnClientGone, carryCancellationToCheckouts } from './postgres-cancel.js'
 import { enableCancellation } from '../../execution/cancellation.js'
 import { invalidOption } from '../../errors.js'
 import { isPgPool, markPreparable, postgresHandle, queryDirect, patchClientQuery } from './postgres-statements.js'
@@ -24,7 +24,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   pool.on('connect', (client) => { client.on('error', () => {}) })
   if (settings.cancelOnDisconnect) {
     pool.on('connect', cancelOnClientGone)
-    scopeCheckouts(pool)
+    carryCancellationToCheckouts(pool)
     enableCancellation()
   }
   pool.on('connect', (client) => { patchClientQuery(client, settings.preparedStatements) })

@@ -1,7 +1,9 @@
 import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
-import type { DatabaseFault, Row, ViewsetDialect } from '../dialect.js'
-import { countOf, errorProperty, isConnectionError, mapKey, sameValue } from '../dialect.js'
+import type { ViewsetDialect } from '../dialect.js'
+import type { DatabaseFault } from '../../errors.js'
+import type { Row } from '../../sql.js'
+import { countOf, errorProperty, isConnectionError, mapKey, bindAsIs } from '../../sql.js'
 import {
   deleteReturning,
   insertManyReturning,
@@ -37,86 +39,99 @@ function sameRow (values: Row): Row {
   return values
 }
 
+// The wire protocol counts bind parameters in 16 bits.
+const maxParameters = 65_535
+
+/** pg answers int8 columns as strings and int4 ones as numbers: a bigint key meets an integer foreign key. */
+function keyOf (value: unknown): unknown {
+  if (typeof value === 'string' && /^-?(?:0|[1-9]\d{0,15})$/.test(value)) {
+    const number = Number(value)
+    if (Number.isSafeInteger(number)) return number
+  }
+  return mapKey(value)
+}
+
+/** Recognises pg's errors by their SQLSTATE, and the pool's by their message. */
+function classify (error: unknown): DatabaseFault | undefined {
+  const code = errorProperty(error, 'code')
+  if (code !== undefined) {
+    const kind = constraintKinds[code]
+    if (kind !== undefined) {
+      // detail reads "Key (name)=(value) already exists."; name the columns, never the value.
+      const detail = errorProperty(error, 'detail') ?? ''
+      const key = /^Key \(([^)]*)\)=\((.*)\) (?:already exists|is not present|is still referenced)/s.exec(detail)
+      const columns = key?.[1] ?? /^Key \(([^)]*)\)/.exec(detail)?.[1]
+      const target = columns ?? errorProperty(error, 'column') ?? errorProperty(error, 'constraint')
+      // The value only tells which element of a bulk write failed; it never reaches an answer.
+      const value = key?.[2]
+      if (kind === 'unique') return { kind, target, value }
+      if (kind !== 'foreign-key') return { kind, target }
+      // "... is still referenced from table ..." (a parent row) or "... is not present in table ..." (a reference).
+      const referenced = /is still referenced/.test(detail) ? true : /is not present/.test(detail) ? false : undefined
+      return { kind, target, referenced, value }
+    }
+    const reason = invalidValues[code]
+    if (reason !== undefined) return { kind: 'invalid-value', reason }
+    if (code.startsWith('08') || unavailable.has(code)) return { kind: 'unavailable' }
+    // query_canceled: statement_timeout, or the cancel sent when the client went away.
+    if (code === '57014') return { kind: 'timeout' }
+  }
+  if (isConnectionError(error)) return { kind: 'unavailable' }
+  const message = errorProperty(error, 'message') ?? ''
+  // pg's pool and client report these without a code.
+  if (
+    /timeout exceeded when trying to connect|Connection terminated|connection is closed|Client has encountered a connection error/i.test(
+      message
+    )
+  ) { return { kind: 'unavailable' } }
+  return undefined
+}
+
 /** PostgreSQL through pg: RETURNING, `information_schema`, case-insensitive LIKE. */
 export const postgresDialect: ViewsetDialect = {
   name: 'postgres',
-  rowLocks: true,
   catalog: postgresCatalog,
-  nullsSortLargest: true,
-
-  parameter: sameValue,
-  // count(*) is a bigint, which pg answers as a string (its type parsers are global: never changed here).
-  count: countOf,
-  keyOf (value) {
-    // pg answers int8 columns as strings and int4 ones as numbers: a bigint key meets an integer foreign key.
-    if (typeof value === 'string' && /^-?(?:0|[1-9]\d{0,15})$/.test(value)) {
-      const number = Number(value)
-      if (Number.isSafeInteger(number)) return number
-    }
-    return mapKey(value)
+  writes: {
+    insert: insertReturning,
+    update: updateReturning,
+    delete: deleteReturning,
+    insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows, maxParameters, keyOf),
+    // A row version written by this statement's insert has no xmax; the update branch's new version carries the
+    // locking transaction's.
+    upsert: async (db, target, elements, rule) =>
+      await upsertReturning(db, target, elements, rule, {
+        maxParameters,
+        keyOf,
+        bind: sameRow,
+        created: sql<boolean>`(xmax = 0)`,
+      }),
   },
-
-  insert: insertReturning,
-  update: updateReturning,
-  delete: deleteReturning,
-  // The wire protocol counts bind parameters in 16 bits.
-  maxParameters: 65_535,
-  insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows, 65_535, postgresDialect.keyOf),
-  // ON CONFLICT names its key: other unique keys still fail the statement.
-  upsertOnAnyKey: false,
-  // A row version written by this statement's insert has no xmax; the update branch's new version carries the locking
-  // transaction's.
-  upsert: async (db, target, elements, rule) =>
-    await upsertReturning(db, target, elements, rule, {
-      maxParameters: 65_535,
-      keyOf: postgresDialect.keyOf,
-      bind: sameRow,
-      created: sql<boolean>`(xmax = 0)`,
-    }),
-  // The detail prints "Key (a, b)=(1, x)": each value's text, joined by a comma and a space.
-  keyText: (values) =>
-    values.map((value) => (typeof value === 'boolean' ? (value ? 't' : 'f') : String(value))).join(', '),
-
-  ilike (column, pattern) {
-    // ILIKE lower-cases the pattern again for every row, and so would `like lower($1) escape '!'` under a
-    // generic plan (both lower() and like_escape() are evaluated per row). An uncorrelated subquery is an
-    // InitPlan: PostgreSQL folds and re-escapes (to the default `\`) the pattern once per statement.
-    // lower() on both sides is how ILIKE folds, so matching is unchanged (2,000 `a%`, 200k rows: 3.3 s → 0.13 s).
-    return sql<boolean>`lower(${column}::text) like (select lower(like_escape(${pattern}, '!')))`
+  values: {
+    parameter: bindAsIs,
+    // count(*) is a bigint, which pg answers as a string (its type parsers are global: never changed here).
+    count: countOf,
+    keyOf,
+    // The detail prints "Key (a, b)=(1, x)": each value's text, joined by a comma and a space.
+    keyText: (values) =>
+      values.map((value) => (typeof value === 'boolean' ? (value ? 't' : 'f') : String(value))).join(', '),
   },
-
-  classify (error): DatabaseFault | undefined {
-    const code = errorProperty(error, 'code')
-    if (code !== undefined) {
-      const kind = constraintKinds[code]
-      if (kind !== undefined) {
-        // detail reads "Key (name)=(value) already exists."; name the columns, never the value.
-        const detail = errorProperty(error, 'detail') ?? ''
-        const key = /^Key \(([^)]*)\)=\((.*)\) (?:already exists|is not present|is still referenced)/s.exec(detail)
-        const columns = key?.[1] ?? /^Key \(([^)]*)\)/.exec(detail)?.[1]
-        const target = columns ?? errorProperty(error, 'column') ?? errorProperty(error, 'constraint')
-        // The value only tells which element of a bulk write failed; it never reaches an answer.
-        const value = key?.[2]
-        if (kind === 'unique') return { kind, target, value }
-        if (kind !== 'foreign-key') return { kind, target }
-        // "... is still referenced from table ..." (a parent row) or "... is not present in table ..." (a reference).
-        const referenced = /is still referenced/.test(detail) ? true : /is not present/.test(detail) ? false : undefined
-        return { kind, target, referenced, value }
-      }
-      const reason = invalidValues[code]
-      if (reason !== undefined) return { kind: 'invalid-value', reason }
-      if (code.startsWith('08') || unavailable.has(code)) return { kind: 'unavailable' }
-      // query_canceled: statement_timeout, or the cancel sent when the client went away.
-      if (code === '57014') return { kind: 'timeout' }
-    }
-    if (isConnectionError(error)) return { kind: 'unavailable' }
-    const message = errorProperty(error, 'message') ?? ''
-    // pg's pool and client report these without a code.
-    if (
-      /timeout exceeded when trying to connect|Connection terminated|connection is closed|Client has encountered a connection error/i.test(
-        message
-      )
-    ) { return { kind: 'unavailable' } }
-    return undefined
+  syntax: {
+    ilike (column, pattern) {
+      // ILIKE lower-cases the pattern again for every row, and so would `like lower($1) escape '!'` under a
+      // generic plan (both lower() and like_escape() are evaluated per row). An uncorrelated subquery is an
+      // InitPlan: PostgreSQL folds and re-escapes (to the default `\`) the pattern once per statement.
+      // lower() on both sides is how ILIKE folds, so matching is unchanged (see
+      // benchmarks/analysis.md#postgres-ilike-initplan).
+      return sql<boolean>`lower(${column}::text) like (select lower(like_escape(${pattern}, '!')))`
+    },
+    literalLimit: false,
   },
+  capabilities: {
+    rowLocks: true,
+    maxParameters,
+    // ON CONFLICT names its key: other unique keys still fail the statement.
+    upsertOnAnyKey: false,
+    nullsSortLargest: true,
+  },
+  classify,
 }

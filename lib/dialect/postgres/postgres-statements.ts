@@ -2,7 +2,7 @@ import type { CompiledQuery, KyselyConfig, RootOperationNode } from 'kysely'
 import { LruCache } from '../../execution/lru-cache.js'
 import { compiledStatementKinds } from '../shared/connection.js'
 import type { DirectResult } from '../shared/connection.js'
-import type { Row } from '../dialect.js'
+import type { Row } from '../../sql.js'
 
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is
@@ -84,7 +84,7 @@ export function isPgPool (value: unknown): value is UserPgPool {
  * Runs one query on a pooled client, all in callbacks under one promise of our own (an awaited
  * `pool.connect()` costs pg-pool's promise and its reactions besides, and on PostgreSQL the cancel hooks run
  * for each). Like `pool.query`; the checkout keeps the caller's request scope for the cancel on client
- * disconnect (scopeCheckouts in dialect/postgres-cancel.ts). The client goes back healthy after an error.
+ * disconnect (carryCancellationToCheckouts in dialect/postgres-cancel.ts). The client goes back healthy after an error.
  */
 function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<DirectResult> {
   return new Promise((resolve, reject) => {

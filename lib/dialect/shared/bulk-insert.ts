@@ -1,4 +1,5 @@
-import type { Row, WriteTarget } from '../dialect.js'
+import type { WriteTarget } from '../dialect.js'
+import type { Row } from '../../sql.js'
 
 // What every dialect's multi-row INSERT shares: which elements go into one statement, and how the rows
 // the database answers are put back in the order of the elements.

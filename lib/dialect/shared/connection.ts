@@ -1,5 +1,5 @@
 import type { CompiledQuery, Dialect, KyselyConfig } from 'kysely'
-import type { Row } from '../dialect.js'
+import type { Row } from '../../sql.js'
 
 // The opening half of the dialect seam: what createDatabase hands a database's connector, and what it
 // gets back. Types and pure helpers only; each <db>-connector.ts implements it.

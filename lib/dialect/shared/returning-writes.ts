@@ -1,8 +1,9 @@
 import { sql } from 'kysely'
 import type { RawBuilder } from 'kysely'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
-import type { AnyDatabase, Row, UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from '../dialect.js'
-import { deletedAny, firstRow, inTransaction } from '../dialect.js'
+import type { UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from '../dialect.js'
+import type { AnyDatabase, Row } from '../../sql.js'
+import { deletedAny, firstRow, inTransaction } from '../../sql.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
 import { inFieldOrder, keyAndScope, scopeShape, sentFields } from './write-shapes.js'
 import { andThen } from '../../execution/eventually.js'
@@ -12,7 +13,7 @@ import type { Eventually } from '../../execution/eventually.js'
 // one statement writes and reads back, so the row is the one stored, with no second round trip. Each
 // statement is compiled once per set of fields sent and scope (write-shapes.ts).
 
-// Not async (nor are the Resource methods that call them): a write answers as its statement does, at once on
+// Not async (nor are the TableGateway methods that call them): a write answers as its statement does, at once on
 // SQLite (eventually.ts), with no async frame per layer.
 
 export function insertReturning (

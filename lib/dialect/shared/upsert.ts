@@ -1,8 +1,9 @@
 import { sql } from 'kysely'
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
 import { chunks } from './bulk-insert.js'
-import type { Row, UpsertElement, UpsertRule } from '../dialect.js'
-import { compositeKey } from '../dialect.js'
+import type { UpsertElement, UpsertRule } from '../dialect.js'
+import type { Row } from '../../sql.js'
+import { compositeKey } from '../../sql.js'
 
 // What every dialect's upsert shares: which elements go into one statement, the update branch's
 // assignments, the condition that finds the rows they conflict with, and putting the stored rows back

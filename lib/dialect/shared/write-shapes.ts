@@ -1,4 +1,5 @@
-import type { Row, WriteScope } from '../dialect.js'
+import type { WriteScope } from '../dialect.js'
+import type { Row } from '../../sql.js'
 
 // What every dialect's single-row writes share: a write is compiled once per set of fields sent (and
 // scope), as LIST statements are per shape, and then run with each request's values. The fields are

@@ -1,8 +1,10 @@
 import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import { stablePlans } from './sqlite-stable-plans.js'
-import type { DatabaseFault, KeyTable, Row, ViewsetDialect } from '../dialect.js'
-import { countOf, errorProperty, mapKey } from '../dialect.js'
+import type { KeyTable, ViewsetDialect } from '../dialect.js'
+import type { DatabaseFault } from '../../errors.js'
+import type { Row } from '../../sql.js'
+import { countOf, errorProperty, mapKey } from '../../sql.js'
 import {
   deleteCounting,
   insertManyReturning,
@@ -33,12 +35,10 @@ function bindable (values: Row): Row {
 }
 
 /**
- * A batch's keys as a JSON array, joined from `json_each`. An `IN` list of bound values is an ephemeral index
- * built on every run; beside the ephemeral b-tree of an ORDER BY with LIMIT, both page caches (about 90 KB each)
- * make a statement's allocations pass glibc's trim threshold (128 KB), so each run grows the heap, faults its
- * pages in and gives them back: 280 µs against 100 µs for a relation's 50 parents, in a process where nothing has
- * raised the threshold. Integers and strings only: JSON cannot carry a blob, and SQLite's reading of a JSON
- * fraction need not give back the same double.
+ * A batch's keys as a JSON array, joined from `json_each`: an `IN` list of bound values is an ephemeral index
+ * built on every run, whose allocations make each run grow and trim the heap (see
+ * benchmarks/analysis.md#json-each-keys). Integers and strings only: JSON cannot carry a blob, and SQLite's
+ * reading of a JSON fraction need not give back the same double.
  */
 const jsonKeys: KeyTable = {
   source: (alias) => sql<Row>`json_each(${'[]'})`.as(alias),
@@ -46,61 +46,74 @@ const jsonKeys: KeyTable = {
     keys.every((key) => typeof key === 'string' || Number.isSafeInteger(key)) ? JSON.stringify(keys) : undefined,
 }
 
+// SQLITE_MAX_VARIABLE_NUMBER's default since SQLite 3.32.
+const maxParameters = 32_766
+
+/** Recognises better-sqlite3's errors by their extended result codes. */
+function classify (error: unknown): DatabaseFault | undefined {
+  const code = errorProperty(error, 'code')
+  if (code === undefined || !code.startsWith('SQLITE_')) return undefined
+  const message = errorProperty(error, 'message') ?? ''
+  // ON DELETE/UPDATE RESTRICT fails as a trigger would; a user's RAISE() in a trigger has its own message.
+  if (
+    code === 'SQLITE_CONSTRAINT_FOREIGNKEY' ||
+    (code === 'SQLITE_CONSTRAINT_TRIGGER' && message.startsWith('FOREIGN KEY constraint failed'))
+  ) {
+    // SQLite names neither the column nor the direction.
+    return { kind: 'foreign-key', target: undefined, referenced: undefined }
+  }
+  const kind = constraintKinds[code]
+  if (kind !== undefined) {
+    // "UNIQUE constraint failed: items.name" names the column; keep only that part.
+    const match = /constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(message)
+    const target = match?.[1]
+      ?.split(', ')
+      .map((name) => name.split('.').pop())
+      .join(', ')
+    return { kind, target }
+  }
+  if (code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_RANGE') { return { kind: 'invalid-value', reason: 'value does not fit the column' } }
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_CANTOPEN') return { kind: 'unavailable' }
+  return undefined
+}
+
 /** SQLite through better-sqlite3: RETURNING, `PRAGMA table_info`, ASCII-only case folding. */
 export const sqliteDialect: ViewsetDialect = {
   name: 'sqlite',
   catalog: sqliteCatalog,
-  nullsSortLargest: false,
-
-  parameter,
-  count: countOf,
-  keyOf: mapKey,
-  keyTable: jsonKeys,
-  literalLimit: true,
-  statementPlugin: stablePlans,
-  insert: (db, target, values) => insertReturning(db, target, bindable(values)),
-  // SQLITE_MAX_VARIABLE_NUMBER's default since SQLite 3.32.
-  maxParameters: 32_766,
-  insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows.map(bindable), 32_766, mapKey),
-  // ON CONFLICT names its key: other unique keys still fail the statement.
-  upsertOnAnyKey: false,
-  // SQLite does not report whether a row was inserted: the keys the elements conflict with are read first.
-  upsert: async (db, target, elements, rule) =>
-    await upsertReturning(db, target, elements, rule, { maxParameters: 32_766, keyOf: mapKey, bind: bindable }),
-  // SQLite's messages name the columns, never the values.
-  keyText: (values) => values.map(String).join(', '),
-  update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(values), scope),
-  delete: deleteCounting,
-
-  ilike (column, pattern) {
-    // lower() on both sides so that PRAGMA case_sensitive_like cannot change the answer.
-    return sql<boolean>`lower(${column}) like lower(${pattern}) escape '!'`
+  writes: {
+    insert: (db, target, values) => insertReturning(db, target, bindable(values)),
+    insertMany: async (db, target, rows) =>
+      await insertManyReturning(db, target, rows.map(bindable), maxParameters, mapKey),
+    // SQLite does not report whether a row was inserted: the keys the elements conflict with are read first.
+    upsert: async (db, target, elements, rule) =>
+      await upsertReturning(db, target, elements, rule, { maxParameters, keyOf: mapKey, bind: bindable }),
+    update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(values), scope),
+    delete: deleteCounting,
   },
-
-  classify (error): DatabaseFault | undefined {
-    const code = errorProperty(error, 'code')
-    if (code === undefined || !code.startsWith('SQLITE_')) return undefined
-    const message = errorProperty(error, 'message') ?? ''
-    // ON DELETE/UPDATE RESTRICT fails as a trigger would; a user's RAISE() in a trigger has its own message.
-    if (
-      code === 'SQLITE_CONSTRAINT_FOREIGNKEY' ||
-      (code === 'SQLITE_CONSTRAINT_TRIGGER' && message.startsWith('FOREIGN KEY constraint failed'))
-    ) {
-      // SQLite names neither the column nor the direction.
-      return { kind: 'foreign-key', target: undefined, referenced: undefined }
-    }
-    const kind = constraintKinds[code]
-    if (kind !== undefined) {
-      // "UNIQUE constraint failed: items.name" names the column; keep only that part.
-      const match = /constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(message)
-      const target = match?.[1]
-        ?.split(', ')
-        .map((name) => name.split('.').pop())
-        .join(', ')
-      return { kind, target }
-    }
-    if (code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_RANGE') { return { kind: 'invalid-value', reason: 'value does not fit the column' } }
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_CANTOPEN') return { kind: 'unavailable' }
-    return undefined
+  values: {
+    parameter,
+    count: countOf,
+    keyOf: mapKey,
+    // SQLite's messages name the columns, never the values.
+    keyText: (values) => values.map(String).join(', '),
   },
+  syntax: {
+    ilike (column, pattern) {
+      // lower() on both sides so that PRAGMA case_sensitive_like cannot change the answer.
+      return sql<boolean>`lower(${column}) like lower(${pattern}) escape '!'`
+    },
+    keyTable: jsonKeys,
+    literalLimit: true,
+    statementPlugin: stablePlans,
+  },
+  capabilities: {
+    // One writer at a time: no row is locked, the database is.
+    rowLocks: false,
+    maxParameters,
+    // ON CONFLICT names its key: other unique keys still fail the statement.
+    upsertOnAnyKey: false,
+    nullsSortLargest: false,
+  },
+  classify,
 }

@@ -3,7 +3,7 @@ import { LruCache } from '../../execution/lru-cache.js'
 import { compiledStatementKinds } from '../shared/connection.js'
 import type { DirectResult } from '../shared/connection.js'
 import { answersOneRow } from '../../execution/one-row.js'
-import type { Row } from '../dialect.js'
+import type { Row } from '../../sql.js'
 
 // Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: better-sqlite3

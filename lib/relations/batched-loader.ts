@@ -1,0 +1,113 @@
+import type { AnyDatabase, Row } from '../sql.js'
+import { currentCancellation, withCancellation } from '../execution/cancellation.js'
+import type { BatchedQuery } from './batched-query.js'
+import type { RelationKind } from './declaration.js'
+import type { RelationLink } from './relation-link.js'
+
+/** Loads the relation fields of a page of rows, with a fixed number of statements. */
+export interface RelationLoader {
+  /** The schema fields that are relations (never columns, never written). */
+  readonly fields: ReadonlySet<string>
+  /** The columns the parent rows must carry for the loader (foreign and referenced keys). */
+  readonly parentColumns: readonly string[]
+  /** The parent column each relation field is looked up by. */
+  readonly keys: ReadonlyMap<string, string>
+  /** How each relation field joins its parent, for filters, search and ordering through it (query/related-paths.ts). */
+  readonly links: ReadonlyMap<string, RelationLink>
+  /** Adds the relation fields to each row, in place; only those in `only` when given. */
+  load(db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void>
+}
+
+/** One relation, planned: how to find its rows for a page and where to put them. */
+export interface BatchedRelation {
+  readonly field: string
+  readonly kind: RelationKind
+  readonly link: RelationLink
+  /** The column of the parent rows whose values are looked up. */
+  readonly parentKey: string
+  /** The column of the related rows that matches `parentKey`. */
+  readonly childKey: string
+  readonly query: BatchedQuery
+  /** Children kept per parent (to-many relations with a limit). */
+  readonly limit: number | undefined
+  readonly nested: RelationLoader | undefined
+  /** The dialect's Map key of a key value, so that both ends meet whatever types the driver answers them in. */
+  readonly keyOf: (value: unknown) => unknown
+}
+
+/** The distinct, non-null values of `column` in `rows`, as the driver returned them. */
+function distinctKeys (rows: readonly Row[], column: string, keyOf: (value: unknown) => unknown): unknown[] {
+  const keys: unknown[] = []
+  const seen = new Set<unknown>()
+  for (const row of rows) {
+    const value = row[column]
+    if (value === null || value === undefined) continue
+    const key = keyOf(value)
+    if (!seen.has(key)) {
+      seen.add(key)
+      keys.push(value)
+    }
+  }
+  return keys
+}
+
+async function loadRelation (relation: BatchedRelation, db: AnyDatabase, rows: Row[]): Promise<void> {
+  const { field, parentKey, childKey, keyOf } = relation
+  const keys = distinctKeys(rows, parentKey, keyOf)
+  const context = currentCancellation()
+  const children = keys.length === 0 ? [] : await relation.query.run(db, keys)
+  const { nested } = relation
+  if (nested !== undefined && children.length > 0) await withCancellation(context, () => nested.load(db, children))
+  if (relation.kind === 'many-to-one') {
+    const byKey = new Map<unknown, Row>()
+    for (const child of children) byKey.set(keyOf(child[childKey]), child)
+    for (const row of rows) {
+      const value = row[parentKey]
+      // A NULL foreign key, or one whose row is gone, is null: the parent row stays.
+      row[field] = value === null || value === undefined ? null : (byKey.get(keyOf(value)) ?? null)
+    }
+    return
+  }
+  // The rows come ordered, and grouping keeps that order within each parent; the first `limit` are kept
+  // (the cheap statement of a limited relation reads them all when there are few, see limitedQuery).
+  const { limit } = relation
+  const groups = new Map<unknown, Row[]>()
+  for (const child of children) {
+    const key = keyOf(child[childKey])
+    const group = groups.get(key)
+    if (group === undefined) groups.set(key, [child])
+    else if (limit === undefined || group.length < limit) group.push(child)
+  }
+  for (const row of rows) {
+    const value = row[parentKey]
+    row[field] = (value === null || value === undefined ? undefined : groups.get(keyOf(value))) ?? []
+  }
+}
+
+export class BatchedRelationLoader implements RelationLoader {
+  readonly fields: ReadonlySet<string>
+  readonly parentColumns: readonly string[]
+  readonly keys: ReadonlyMap<string, string>
+  readonly links: ReadonlyMap<string, RelationLink>
+  readonly #relations: readonly BatchedRelation[]
+
+  constructor (relations: readonly BatchedRelation[]) {
+    this.#relations = relations
+    this.fields = new Set(relations.map((relation) => relation.field))
+    this.parentColumns = Object.freeze([...new Set(relations.map((relation) => relation.parentKey))])
+    this.keys = new Map(relations.map((relation) => [relation.field, relation.parentKey]))
+    this.links = new Map(relations.map((relation) => [relation.field, relation.link]))
+  }
+
+  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
+    if (rows.length === 0) return
+    // One relation after the other: a request holds one connection at a time, and the log reads in order.
+    // Each starts in the request's cancellation context (execution/cancellation.ts).
+    const context = currentCancellation()
+    for (const relation of this.#relations) {
+      if (only === undefined || only.has(relation.field)) {
+        await withCancellation(context, () => loadRelation(relation, db, rows))
+      }
+    }
+  }
+}
