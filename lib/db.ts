@@ -48,6 +48,22 @@ export interface CreateDatabaseOptions {
    * where such a server is CPU-bound and `statementTimeout` is bound enough for abandoned queries.
    */
   cancelOnDisconnect?: boolean
+  /**
+   * PostgreSQL: the connection pooler between the app and the server (default none). `'pgbouncer'` (PgBouncer
+   * in transaction mode) changes two defaults: `preparedStatements` becomes false (a named statement lives on
+   * one server connection, which the next transaction may not get: "prepared statement already exists / does
+   * not exist"), and `cancelOnDisconnect` becomes false unless the pooler answers `SHOW VERSION` with 1.20.1 or
+   * later (PgBouncer before 1.19.1/1.20.1 can crash on a cancel request that races a disconnect). Set either
+   * to true yourself for a PgBouncer that handles it (1.21+ with `max_prepared_statements`, 1.20.1+).
+   * With any pooler, the first connection checks that the server's `statement_timeout` is `statementTimeout`
+   * and fails with `FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED` when a pooler dropped it.
+   *
+   * @example
+   * ```ts
+   * const db = createDatabase<DB>('postgres://app@pgbouncer:6432/app', { pooler: 'pgbouncer' })
+   * ```
+   */
+  pooler?: 'pgbouncer'
 }
 
 let envLoaded = false
@@ -142,10 +158,17 @@ function connectionSettings (options: CreateDatabaseOptions): ConnectionSettings
     connectionTimeout: options.connectionTimeout ?? 5000,
     busyTimeout: options.busyTimeout ?? 5000,
     statementTimeout: Math.floor(statementTimeout),
-    preparedStatements: options.preparedStatements !== false,
-    cancelOnDisconnect: options.cancelOnDisconnect !== false,
+    preparedStatements: options.preparedStatements ?? options.pooler === undefined,
+    cancelOnDisconnect: options.cancelOnDisconnect,
+    pooler: poolerOption(options.pooler),
     log: options.log,
   }
+}
+
+/** The `pooler` option, checked: a JavaScript caller may pass anything. */
+function poolerOption (pooler: unknown): 'pgbouncer' | undefined {
+  if (pooler !== undefined && pooler !== 'pgbouncer') invalidOption('pooler', "must be 'pgbouncer' or left out")
+  return pooler
 }
 
 let defaultDatabase: Kysely<unknown> | undefined

@@ -97,6 +97,20 @@ export const ViewsetErrors = {
     500
   ),
   InvalidDatabaseUrl: createError('FST_VIEWSET_INVALID_DATABASE_URL', 'Unsupported DATABASE_URL "%s": %s', 500),
+  // a connection pooler between the app and PostgreSQL (createDatabase's `pooler`)
+  PoolerStatements: createError(
+    'FST_VIEWSET_POOLER_STATEMENTS',
+    "A connection pooler mixed up the server's prepared statements: open the database with " +
+      "createDatabase(url, { pooler: 'pgbouncer' }), or preparedStatements: false",
+    500
+  ),
+  StatementTimeoutIgnored: createError(
+    'FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED',
+    'The server runs statements with statement_timeout = %s ms, not the statementTimeout of %s ms: a pooler ' +
+      "dropped it (PgBouncer's ignore_startup_parameters). Set it on the role (ALTER ROLE ... SET " +
+      'statement_timeout), list it in track_extra_parameters (PgBouncer 1.20+), or pass statementTimeout: 0',
+    500
+  ),
 } as const
 
 /**
