@@ -158,7 +158,7 @@ function connectionSettings (options: CreateDatabaseOptions): ConnectionSettings
     connectionTimeout: options.connectionTimeout ?? 5000,
     busyTimeout: options.busyTimeout ?? 5000,
     statementTimeout: Math.floor(statementTimeout),
-    preparedStatements: options.preparedStatements ?? options.pooler === undefined,
+    preparedStatements: options.preparedStatements,
     cancelOnDisconnect: options.cancelOnDisconnect,
     pooler: poolerOption(options.pooler),
     log: options.log,

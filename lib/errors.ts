@@ -104,6 +104,14 @@ export const ViewsetErrors = {
       "createDatabase(url, { pooler: 'pgbouncer' }), or preparedStatements: false",
     500
   ),
+  PoolerNotNamed: createError(
+    'FST_VIEWSET_POOLER_NOT_NAMED',
+    'A connection pooler sits between the app and PostgreSQL (the server process is not the one the connection ' +
+      "announced), and its named prepared statements would collide: pass createDatabase(url, { pooler: 'pgbouncer' })" +
+      ', or preparedStatements: true for a pooler that keeps them (session mode, PgBouncer 1.21+ with ' +
+      'max_prepared_statements)',
+    500
+  ),
   StatementTimeoutIgnored: createError(
     'FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED',
     'The server runs statements with statement_timeout = %s ms, not the statementTimeout of %s ms: a pooler ' +

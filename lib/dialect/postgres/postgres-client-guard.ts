@@ -12,8 +12,10 @@ export interface GuardedClient {
 /** The message of pg's error when `query_timeout` passes without an answer (pg 8). */
 const readTimeoutMessage = 'Query read timeout'
 
-/** SQLSTATE of "prepared statement ... already exists" and "... does not exist", with a name of ours. */
+/** SQLSTATE 42P05 / 26000: "prepared statement ... already exists" and "... does not exist", with a name of ours. */
 const lostStatement = /^prepared statement "fastify_viewsets_\d+" (already exists|does not exist)$/
+/** SQLSTATE 08P01 when a Bind reaches a statement of the same name but other SQL, on another connection. */
+const mismatchedStatement = /prepared statement "fastify_viewsets_\d+" requires/
 
 function failureOf (error: unknown): { code: unknown, message: unknown } {
   return typeof error === 'object' && error !== null
@@ -41,9 +43,9 @@ export function guardClient (client: GuardedClient): void {
     }
     // Whatever this client answers once ended (a ROLLBACK after the timeout, say) is the same timeout.
     if (ended) return new ViewsetErrors.Timeout()
-    if ((code === '42P05' || code === '26000') && typeof message === 'string' && lostStatement.test(message)) {
-      return new ViewsetErrors.PoolerStatements()
-    }
+    if (typeof message !== 'string') return error
+    if ((code === '42P05' || code === '26000') && lostStatement.test(message)) return new ViewsetErrors.PoolerStatements()
+    if (code === '08P01' && mismatchedStatement.test(message)) return new ViewsetErrors.PoolerStatements()
     return error
   }
   const guarded = (callback: (error: unknown, result: unknown) => void) => (error: unknown, result: unknown) => {

@@ -39,7 +39,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
     scopeCheckouts(pool)
     enableCancellation()
   }
-  pool.on('connect', (client) => { patchClientQuery(client, settings.preparedStatements) })
+  pool.on('connect', (client) => { patchClientQuery(client, handle.named) })
   handle.pool = pool
   return pool
 }
@@ -54,7 +54,8 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
 export const postgresConnector: DatabaseConnector = {
   urls: ['postgres://', 'postgresql://'],
   connect (url, settings) {
-    const handle = postgresHandle(settings.log, settings.preparedStatements)
+    // Behind a pooler, a named statement lives on a server connection the next transaction may not get.
+    const handle = postgresHandle(settings.log, settings.preparedStatements ?? settings.pooler === undefined)
     return {
       dialect: new PostgresDialect({ pool: async () => await openPostgres(url, settings, handle) }),
       direct: directOn(handle),

@@ -31,8 +31,10 @@ interface CheckClient {
 
 /**
  * Opens one connection as the pool would, and answers whether queries whose client hung up are cancelled.
- * Throws FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED when the server's `statement_timeout` is not `statementTimeout`
- * (0 leaves the server's own setting: nothing to check).
+ * Throws FST_VIEWSET_POOLER_NOT_NAMED when named statements would be on (by default) behind a pooler that
+ * no option names: the server's process id is not the one the connection announced. Throws
+ * FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED when the server's `statement_timeout` is not `statementTimeout` (0 leaves
+ * the server's own setting: nothing to check).
  */
 export async function checkServer (
   open: (config: ClientConfig) => CheckClient,
@@ -44,6 +46,11 @@ export async function checkServer (
   client.on('error', () => {})
   await client.connect()
   try {
+    if (settings.pooler === undefined && settings.preparedStatements === undefined) {
+      const { rows } = await client.query('select pg_backend_pid() as pid')
+      // pg keeps the process id the connection announced (BackendKeyData); a pooler announces one of its own.
+      if (Number(rows[0]?.pid) !== Reflect.get(client, 'processID')) throw new ViewsetErrors.PoolerNotNamed()
+    }
     if (settings.statementTimeout > 0) {
       // pg_settings gives the value in milliseconds, where SHOW gives '30s' or '1min'.
       const { rows } = await client.query("select setting from pg_settings where name = 'statement_timeout'")

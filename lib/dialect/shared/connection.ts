@@ -14,8 +14,11 @@ export interface ConnectionSettings {
   readonly busyTimeout: number
   /** Milliseconds one statement may run; 0 leaves the server's setting. A whole number. */
   readonly statementTimeout: number
-  /** PostgreSQL: compiled queries become named prepared statements. */
-  readonly preparedStatements: boolean
+  /**
+   * PostgreSQL: compiled queries become named prepared statements; `undefined` when not given: on unless a
+   * pooler is named (and the first connection checks that no pooler sits there unnamed).
+   */
+  readonly preparedStatements: boolean | undefined
   /**
    * PostgreSQL: a request whose client hung up has its query cancelled (postgres-cancel.ts); `undefined` when
    * not given: on, unless a pooler may crash on it (postgres-server-check.ts decides at the first connection).
