@@ -30,9 +30,12 @@ export async function freezingProxy (t: TestContext, host: string, port: number)
     client.on('data', (chunk) => { if (!pair.frozen) server.write(chunk) })
     server.on('data', (chunk) => { if (!pair.frozen) client.write(chunk) })
     client.on('close', () => {
+      // A frozen pair's server side stays open until the test ends, as a silent server's would.
       if (pair.frozen) closedWhileFrozen++
-      else server.destroy()
-      pairs.delete(pair)
+      else {
+        server.destroy()
+        pairs.delete(pair)
+      }
     })
     server.on('close', () => { if (!pair.frozen) client.destroy() })
     client.on('error', () => {})

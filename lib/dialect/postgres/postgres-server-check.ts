@@ -46,16 +46,16 @@ export async function checkServer (
   client.on('error', () => {})
   await client.connect()
   try {
-    if (settings.pooler === undefined && settings.preparedStatements === undefined) {
-      const { rows } = await client.query('select pg_backend_pid() as pid')
+    const unnamed = settings.pooler === undefined && settings.preparedStatements === undefined
+    if (unnamed || settings.statementTimeout > 0) {
+      // One round trip; pg_settings gives the timeout in milliseconds, where SHOW gives '30s' or '1min'.
+      const { rows } = await client.query(
+        "select pg_backend_pid() as pid, (select setting from pg_settings where name = 'statement_timeout') as timeout"
+      )
       // pg keeps the process id the connection announced (BackendKeyData); a pooler announces one of its own.
-      if (Number(rows[0]?.pid) !== Reflect.get(client, 'processID')) throw new ViewsetErrors.PoolerNotNamed()
-    }
-    if (settings.statementTimeout > 0) {
-      // pg_settings gives the value in milliseconds, where SHOW gives '30s' or '1min'.
-      const { rows } = await client.query("select setting from pg_settings where name = 'statement_timeout'")
-      const actual = String(rows[0]?.setting)
-      if (Number(actual) !== settings.statementTimeout) {
+      if (unnamed && Number(rows[0]?.pid) !== Reflect.get(client, 'processID')) throw new ViewsetErrors.PoolerNotNamed()
+      const actual = String(rows[0]?.timeout)
+      if (settings.statementTimeout > 0 && Number(actual) !== settings.statementTimeout) {
         throw new ViewsetErrors.StatementTimeoutIgnored(actual, String(settings.statementTimeout))
       }
     }
