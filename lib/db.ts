@@ -22,10 +22,12 @@ export interface CreateDatabaseOptions {
   /**
    * Milliseconds any one statement may run, raw SQL included (default 30000; 0 leaves the server's own
    * setting). Past it the statement is stopped and the request answers 503 `FST_VIEWSET_TIMEOUT` with
-   * `Retry-After`; the connection stays usable.
-   * - PostgreSQL: `statement_timeout`, sent when each connection opens. Behind PgBouncer, which refuses
-   *   unknown startup parameters, list it in `track_extra_parameters` (PgBouncer 1.20+) or
-   *   `ignore_startup_parameters` and set it on the role instead (`ALTER ROLE app SET statement_timeout = '30s'`).
+   * `Retry-After`; the connection stays usable. A statement with no answer at all by this plus
+   * max(1 s, a tenth of it) (a half-open connection) answers the same, and its connection is destroyed.
+   * - PostgreSQL: `statement_timeout`, sent when each connection opens and checked on the first
+   *   (FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED). Behind PgBouncer, which refuses unknown startup parameters, list it
+   *   in `track_extra_parameters` (PgBouncer 1.20+) or `ignore_startup_parameters` and set it on the role
+   *   instead (`ALTER ROLE app SET statement_timeout = '30s'`).
    * - MariaDB: `max_statement_time`. MySQL 8: `max_execution_time`, which bounds only SELECT statements.
    * - SQLite cannot interrupt a statement: the option is ignored.
    */
@@ -34,13 +36,15 @@ export interface CreateDatabaseOptions {
   log?: KyselyConfig['log']
   /**
    * PostgreSQL: send the SQL that viewsets compile ahead of time (`db.executeQuery(compiled)`) as named
-   * prepared statements, parsed and planned once per connection (default true). Turn it off behind a
-   * pooler that cannot keep them, such as PgBouncer in transaction mode before 1.21. A pool that outlives
+   * prepared statements, parsed and planned once per connection (default true; false with a `pooler`, which
+   * cannot keep them: PgBouncer in transaction mode before 1.21). Left to its default, the first connection
+   * fails with FST_VIEWSET_POOLER_NOT_NAMED when a pooler sits there unnamed. A pool that outlives
    * DDL changing a table's columns answers "cached plan must not change result type": open a new one.
    */
   preparedStatements?: boolean
   /**
-   * PostgreSQL: when a client hangs up before its answer is sent, cancel the query serving it (default true).
+   * PostgreSQL: when a client hangs up before its answer is sent, cancel the query serving it (default true;
+   * with `pooler: 'pgbouncer'`, false unless the pooler answers `SHOW VERSION` with 1.20.1 or later).
    * The generated routes know which request each of their queries serves for about 3 µs of CPU per request
    * (4–5% of a GET over HTTP). Once a viewset runs user code in its requests (an overridden
    * handler or `beforeWrite`, a `beforeWrite` option, a custom route), that takes V8's promise hooks on every
@@ -48,6 +52,22 @@ export interface CreateDatabaseOptions {
    * where such a server is CPU-bound and `statementTimeout` is bound enough for abandoned queries.
    */
   cancelOnDisconnect?: boolean
+  /**
+   * PostgreSQL: the connection pooler between the app and the server (default none). `'pgbouncer'` (PgBouncer
+   * in transaction mode) changes two defaults: `preparedStatements` becomes false (a named statement lives on
+   * one server connection, which the next transaction may not get: "prepared statement already exists / does
+   * not exist"), and `cancelOnDisconnect` becomes false unless the pooler answers `SHOW VERSION` with 1.20.1 or
+   * later (PgBouncer before 1.19.1/1.20.1 can crash on a cancel request that races a disconnect). Set either
+   * to true yourself for a PgBouncer that handles it (1.21+ with `max_prepared_statements`, 1.20.1+).
+   * With any pooler, the first connection checks that the server's `statement_timeout` is `statementTimeout`
+   * and fails with `FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED` when a pooler dropped it.
+   *
+   * @example
+   * ```ts
+   * const db = createDatabase<DB>('postgres://app@pgbouncer:6432/app', { pooler: 'pgbouncer' })
+   * ```
+   */
+  pooler?: 'pgbouncer'
 }
 
 let envLoaded = false
@@ -142,10 +162,17 @@ function connectionSettings (options: CreateDatabaseOptions): ConnectionSettings
     connectionTimeout: options.connectionTimeout ?? 5000,
     busyTimeout: options.busyTimeout ?? 5000,
     statementTimeout: Math.floor(statementTimeout),
-    preparedStatements: options.preparedStatements !== false,
-    cancelOnDisconnect: options.cancelOnDisconnect !== false,
+    preparedStatements: options.preparedStatements,
+    cancelOnDisconnect: options.cancelOnDisconnect,
+    pooler: poolerOption(options.pooler),
     log: options.log,
   }
+}
+
+/** The `pooler` option, checked: a JavaScript caller may pass anything. */
+function poolerOption (pooler: unknown): 'pgbouncer' | undefined {
+  if (pooler !== undefined && pooler !== 'pgbouncer') invalidOption('pooler', "must be 'pgbouncer' or left out")
+  return pooler
 }
 
 let defaultDatabase: Kysely<unknown> | undefined

@@ -97,6 +97,28 @@ export const ViewsetErrors = {
     500
   ),
   InvalidDatabaseUrl: createError('FST_VIEWSET_INVALID_DATABASE_URL', 'Unsupported DATABASE_URL "%s": %s', 500),
+  // a connection pooler between the app and PostgreSQL (createDatabase's `pooler`)
+  PoolerStatements: createError(
+    'FST_VIEWSET_POOLER_STATEMENTS',
+    "A connection pooler mixed up the server's prepared statements: open the database with " +
+      "createDatabase(url, { pooler: 'pgbouncer' }), or preparedStatements: false",
+    500
+  ),
+  PoolerNotNamed: createError(
+    'FST_VIEWSET_POOLER_NOT_NAMED',
+    'A connection pooler sits between the app and PostgreSQL (the server process is not the one the connection ' +
+      "announced), and its named prepared statements would collide: pass createDatabase(url, { pooler: 'pgbouncer' })" +
+      ', or preparedStatements: true for a pooler that keeps them (session mode, PgBouncer 1.21+ with ' +
+      'max_prepared_statements)',
+    500
+  ),
+  StatementTimeoutIgnored: createError(
+    'FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED',
+    'The server runs statements with statement_timeout = %s ms, not the statementTimeout of %s ms: a pooler ' +
+      "dropped it (PgBouncer's ignore_startup_parameters). Set it on the role (ALTER ROLE ... SET " +
+      'statement_timeout), list it in track_extra_parameters (PgBouncer 1.20+), or pass statementTimeout: 0',
+    500
+  ),
 } as const
 
 /**

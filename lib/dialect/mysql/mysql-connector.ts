@@ -2,7 +2,7 @@ import { CompiledQuery, MysqlDialect } from 'kysely'
 import type { DatabaseConnection, MysqlPool } from 'kysely'
 import { invalidOption, ViewsetErrors } from '../../errors.js'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
-import { redact } from '../shared/connection.js'
+import { keepAliveDelay, readTimeout, redact } from '../shared/connection.js'
 import { errorProperty } from '../../sql.js'
 
 async function openMysql (url: string, settings: ConnectionSettings): Promise<MysqlPool> {
@@ -22,8 +22,50 @@ async function openMysql (url: string, settings: ConnectionSettings): Promise<My
     // BIGINT as a number while it is exact, as a string beyond 2^53; DECIMAL as a string, like pg's numeric.
     supportBigNumbers: true,
     typeCast: mysqlTypeCast,
+    // A dead idle connection is found by keepalive probes; a busy one by each query's timeout (see below).
+    enableKeepAlive: true,
+    keepAliveInitialDelay: keepAliveDelay,
   })
-  return withAcquireTimeout(pool, timeout)
+  return withAcquireTimeout(pool, timeout, readTimeout(settings.statementTimeout))
+}
+
+/** The part of a pooled mysql2 connection that {@link guardConnection} uses. */
+interface GuardedConnection {
+  query: (...args: never[]) => unknown
+  destroy: () => void
+}
+
+/** The connections whose `query` is guarded. */
+const guarded = new WeakSet<object>()
+
+/**
+ * Gives each query Kysely sends (SQL text, values, callback) mysql2's per-query `timeout`, a margin above the
+ * statement timeout. Past it mysql2 fails the query but keeps the connection, busy with the lost command:
+ * the connection is destroyed instead (it leaves the pool, which opens a new one) and the request answers
+ * 503 FST_VIEWSET_TIMEOUT. Only a half-open connection gets there: the server stops a statement at its
+ * own timeout. MySQL 8 bounds only SELECTs on the server: a longer write ends here too, and may still commit.
+ */
+function guardConnection (connection: object, timeout: number): void {
+  if (guarded.has(connection) || !isGuardable(connection)) return
+  guarded.add(connection)
+  // mysql2's overloads, forwarded as they come
+  const query = connection.query.bind(connection) as (sql: unknown, values?: unknown, callback?: unknown) => unknown
+  connection.query = ((sql: unknown, values?: unknown, callback?: unknown) => {
+    if (typeof sql !== 'string' || typeof callback !== 'function') return query(sql, values, callback)
+    return query({ sql, values, timeout }, (error: unknown, ...results: unknown[]) => {
+      if (errorProperty(error, 'code') !== 'PROTOCOL_SEQUENCE_TIMEOUT') {
+        callback(error, ...results) // mysql2's callback: (error, rows, fields)
+        return
+      }
+      connection.destroy()
+      callback(new ViewsetErrors.Timeout())
+    })
+  }) as GuardedConnection['query'] // the same overloads as the method it replaces
+}
+
+function isGuardable (connection: object): connection is GuardedConnection {
+  return 'query' in connection && typeof connection.query === 'function' &&
+    'destroy' in connection && typeof connection.destroy === 'function'
 }
 
 /** The mysql2 subset of a column's metadata that {@link mysqlTypeCast} reads. */
@@ -71,8 +113,9 @@ function mysqlSession (timeout: number) {
 /**
  * mysql2's pool queues requests for a connection without limit. Fail after `timeout` milliseconds
  * instead, like pg's `connectionTimeoutMillis`, so that an exhausted pool answers 503 rather than hang.
+ * Each connection handed out gets the `queryTimeout` of {@link guardConnection} (0: none).
  */
-function withAcquireTimeout (pool: MysqlPool, timeout: number): MysqlPool {
+function withAcquireTimeout (pool: MysqlPool, timeout: number, queryTimeout: number): MysqlPool {
   return {
     getConnection (callback) {
       let waiting = true
@@ -85,6 +128,7 @@ function withAcquireTimeout (pool: MysqlPool, timeout: number): MysqlPool {
         clearTimeout(timer)
         if (waiting) {
           waiting = false
+          if (queryTimeout > 0 && (error === null || error === undefined)) guardConnection(connection, queryTimeout)
           callback(error, connection)
         } else if (error === null || error === undefined) {
           // The caller gave up on this connection: hand it back to the pool.

@@ -1,46 +1,61 @@
 import { PostgresDialect } from 'kysely'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
+import { keepAliveDelay, readTimeout } from '../shared/connection.js'
 import { cancelOnClientGone, carryCancellationToCheckouts } from './postgres-cancel.js'
 import { enableCancellation } from '../../execution/cancellation.js'
 import { invalidOption } from '../../errors.js'
 import { isPgPool, markPreparable, postgresHandle, queryDirect, patchClientQuery } from './postgres-statements.js'
 import type { PostgresHandle } from './postgres-statements.js'
 import type { DirectExecutor } from '../shared/connection.js'
+import { guardClient } from './postgres-client-guard.js'
+import { checkServer } from './postgres-server-check.js'
 
 async function openPostgres (url: string, settings: ConnectionSettings, handle: PostgresHandle) {
   const { default: pg } = await import('pg')
-  const pool = new pg.Pool({
+  const config = {
     connectionString: url,
-    max: settings.poolSize,
     connectionTimeoutMillis: settings.connectionTimeout,
     // A startup parameter rather than a SET per connection: no extra round trip, and no window in which
     // a connection runs unbounded. pg leaves it out when it is 0.
     statement_timeout: settings.statementTimeout,
-  })
+    // A half-open connection (a failover, a partition) is found: idle, by keepalive probes; busy, by
+    // query_timeout (guardClient then drops it). pg leaves query_timeout out when it is 0.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: keepAliveDelay,
+    query_timeout: readTimeout(settings.statementTimeout),
+  }
+  const cancelOnDisconnect = await checkServer((options) => new pg.Client(options), config, settings)
+  const pool = new pg.Pool({ ...config, max: settings.poolSize })
   // An idle client that loses its server emits 'error' on the pool; unhandled, it would crash the process.
   pool.on('error', () => {})
   // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when
   // the server goes away (a restart, a failover): without this listener the process would crash.
-  pool.on('connect', (client) => { client.on('error', () => {}) })
-  if (settings.cancelOnDisconnect) {
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+    guardClient(client)
+  })
+  if (cancelOnDisconnect) {
     pool.on('connect', cancelOnClientGone)
     carryCancellationToCheckouts(pool)
     enableCancellation()
   }
-  pool.on('connect', (client) => { patchClientQuery(client, settings.preparedStatements) })
+  pool.on('connect', (client) => { patchClientQuery(client, handle.named) })
   handle.pool = pool
   return pool
 }
 
 /**
  * PostgreSQL through pg: `postgres://user@host:5432/name` or `postgresql://...`. `statement_timeout` is
- * sent when each connection opens; compiled queries become named statements (postgres-statements.ts), and
- * unless `cancelOnDisconnect` is off, a query whose client hung up is cancelled (postgres-cancel.ts).
+ * sent when each connection opens and checked on the first (postgres-server-check.ts); compiled queries
+ * become named statements (postgres-statements.ts) unless a pooler is named; unless `cancelOnDisconnect` is
+ * off, a query whose client hung up is cancelled (postgres-cancel.ts); a connection with no answer past the
+ * statement timeout is dropped (postgres-client-guard.ts).
  */
 export const postgresConnector: DatabaseConnector = {
   urls: ['postgres://', 'postgresql://'],
   connect (url, settings) {
-    const handle = postgresHandle(settings.log, settings.preparedStatements)
+    // Behind a pooler, a named statement lives on a server connection the next transaction may not get.
+    const handle = postgresHandle(settings.log, settings.preparedStatements ?? settings.pooler === undefined)
     return {
       dialect: new PostgresDialect({ pool: async () => await openPostgres(url, settings, handle) }),
       direct: directOn(handle),

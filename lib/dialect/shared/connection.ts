@@ -14,10 +14,18 @@ export interface ConnectionSettings {
   readonly busyTimeout: number
   /** Milliseconds one statement may run; 0 leaves the server's setting. A whole number. */
   readonly statementTimeout: number
-  /** PostgreSQL: compiled queries become named prepared statements. */
-  readonly preparedStatements: boolean
-  /** PostgreSQL: a request whose client hung up has its query cancelled (postgres-cancel.ts). */
-  readonly cancelOnDisconnect: boolean
+  /**
+   * PostgreSQL: compiled queries become named prepared statements; `undefined` when not given: on unless a
+   * pooler is named (and the first connection checks that no pooler sits there unnamed).
+   */
+  readonly preparedStatements: boolean | undefined
+  /**
+   * PostgreSQL: a request whose client hung up has its query cancelled (postgres-cancel.ts); `undefined` when
+   * not given: on, unless a pooler may crash on it (postgres-server-check.ts decides at the first connection).
+   */
+  readonly cancelOnDisconnect: boolean | undefined
+  /** PostgreSQL: the connection pooler between the app and the server, if any. */
+  readonly pooler: 'pgbouncer' | undefined
   readonly log: KyselyConfig['log']
 }
 
@@ -79,6 +87,20 @@ export interface DatabaseConnector {
    */
   adopt(handle: unknown): AdoptedDatabase | undefined
 }
+
+/**
+ * Milliseconds after which the client gives up on an answer and destroys the connection: a margin above
+ * `statementTimeout`, by which the server has answered a statement it stopped itself. Only a connection
+ * that went half-open (a failover, a partition: no reset, no data) gets there; 0 when there is no
+ * statement timeout to be above. The margin, max(1 s, a tenth of the timeout), stays under the issue's
+ * bound of max(1 s, statementTimeout).
+ */
+export function readTimeout (statementTimeout: number): number {
+  return statementTimeout === 0 ? 0 : statementTimeout + Math.max(1000, Math.ceil(statementTimeout / 10))
+}
+
+/** Milliseconds of idleness before TCP keepalive probes a pooled connection, so a dead idle one is found. */
+export const keepAliveDelay = 10_000
 
 /** Hides the password of a URL in error messages. */
 export function redact (url: string): string {
