@@ -2,7 +2,7 @@
 // overwrite it.
 // Command: npx fastify-viewsets generate --url sqlite:base.db --out examples/generated/db --tables
 // authors,book_tags,books,publishers,tags
-// Content hash: sha256:760f9e7d10cd66998eaeca2ec8f0b338418c4b28ca32ff72c4ce13f1069f211a
+// Content hash: sha256:1a1d372f7d5dec4499cf89b1cfb13ca96d5d2380b8e9990ba21a317e3db0b703
 
 import type { ColumnType } from 'kysely'
 

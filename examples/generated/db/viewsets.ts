@@ -2,23 +2,24 @@
 // overwrite it.
 // Command: npx fastify-viewsets generate --url sqlite:base.db --out examples/generated/db --tables
 // authors,book_tags,books,publishers,tags
-// Content hash: sha256:95ab274d32f56762aeceb4a6be0f7f2dbfeadd1a7285b998b0c00cd3607f97a0
+// Content hash: sha256:79d727874ced6c3fb7916de481f643b5a852792a91e51e015342e75c1edf9c64
 
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
 import { createViewset } from 'fastify-viewsets'
+import type { ViewsetMethod } from 'fastify-viewsets'
 import type { DB } from './db.js'
 import { Authors, Books, Publishers, Tags } from './schemas.js'
 
-/** 'authors' with its relations, loaded in batches when a client asks for them: books (one-to-many). */
+/** 'authors' with its relations, loaded in batches when a client asks for them: 'books' (one-to-many). */
 export const AuthorsResource = Type.Object({
   ...Authors.properties,
   books: Type.Optional(Type.Array(Books)),
 })
 
-/** 'books' with its relations, loaded in batches when a client asks for them: publisher (many-to-one), author
- * (many-to-one), tags (many-to-many). */
+/** 'books' with its relations, loaded in batches when a client asks for them: 'publisher' (many-to-one), 'author'
+ * (many-to-one), 'tags' (many-to-many). */
 export const BooksResource = Type.Object({
   ...Books.properties,
   publisher: Type.Optional(Type.Unsafe<Publishers | null>({ ...Publishers, nullable: true })),
@@ -26,13 +27,13 @@ export const BooksResource = Type.Object({
   tags: Type.Optional(Type.Array(Tags)),
 })
 
-/** 'publishers' with its relations, loaded in batches when a client asks for them: books (one-to-many). */
+/** 'publishers' with its relations, loaded in batches when a client asks for them: 'books' (one-to-many). */
 export const PublishersResource = Type.Object({
   ...Publishers.properties,
   books: Type.Optional(Type.Array(Books)),
 })
 
-/** 'tags' with its relations, loaded in batches when a client asks for them: books (many-to-many). */
+/** 'tags' with its relations, loaded in batches when a client asks for them: 'books' (many-to-many). */
 export const TagsResource = Type.Object({
   ...Tags.properties,
   books: Type.Optional(Type.Array(Books)),
@@ -42,11 +43,21 @@ export const TagsResource = Type.Object({
 export interface RegisterAllOptions {
   /** Put before every table's path, such as `/api` (default: none). */
   prefix?: string
+  /** The methods of every table (default: all but BULK); a view serves LIST and GET only. */
+  methods?: readonly ViewsetMethod[]
+  /** The methods that need a bearer token (default: none); register @fastify/jwt before registerAll. */
+  protectedMethods?: readonly ViewsetMethod[]
+}
+
+/** The methods a table serves, and those of them that need a token. */
+function access (served: readonly ViewsetMethod[], protectedMethods: readonly ViewsetMethod[]) {
+  return { methods: served, protectedMethods: protectedMethods.filter((method) => served.includes(method)) }
 }
 
 /**
- * Registers a viewset for each table, under `/<table>` after the prefix.
- * Link tables serve as the `through` of many-to-many relations: book_tags.
+ * Registers a viewset for each table, under `/<table>` after the prefix (a name with other characters than
+ * letters, digits, `_` and `-` has them written as their UTF-8 bytes, `~` and two hex digits each).
+ * Link tables serve as the `through` of many-to-many relations: 'book_tags'.
  *
  * @example
  * ```ts
@@ -56,13 +67,14 @@ export interface RegisterAllOptions {
 export async function registerAll (
   app: FastifyInstance,
   db: Kysely<DB>,
-  { prefix = '' }: RegisterAllOptions = {}
+  { prefix = '', methods = ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'], protectedMethods = [] }: RegisterAllOptions = {}
 ): Promise<void> {
   await app.register(
     createViewset({
       db,
       table: 'authors',
       schema: AuthorsResource,
+      ...access(methods, protectedMethods),
       tags: ['authors'],
       searchFields: ['name', 'country'],
       orderingFields: ['id'],
@@ -77,13 +89,14 @@ export async function registerAll (
         },
       },
     }),
-    { prefix: `${prefix}/authors` }
+    { prefix: prefix + '/authors' }
   )
   await app.register(
     createViewset({
       db,
       table: 'books',
       schema: BooksResource,
+      ...access(methods, protectedMethods),
       tags: ['books'],
       searchFields: ['title'],
       orderingFields: ['id', 'author_id', 'publisher_id'],
@@ -104,13 +117,14 @@ export async function registerAll (
         },
       },
     }),
-    { prefix: `${prefix}/books` }
+    { prefix: prefix + '/books' }
   )
   await app.register(
     createViewset({
       db,
       table: 'publishers',
       schema: PublishersResource,
+      ...access(methods, protectedMethods),
       tags: ['publishers'],
       searchFields: ['name'],
       orderingFields: ['id', 'name'],
@@ -124,13 +138,14 @@ export async function registerAll (
         },
       },
     }),
-    { prefix: `${prefix}/publishers` }
+    { prefix: prefix + '/publishers' }
   )
   await app.register(
     createViewset({
       db,
       table: 'tags',
       schema: TagsResource,
+      ...access(methods, protectedMethods),
       tags: ['tags'],
       searchFields: ['name'],
       orderingFields: ['id', 'name'],
@@ -144,6 +159,6 @@ export async function registerAll (
         },
       },
     }),
-    { prefix: `${prefix}/tags` }
+    { prefix: prefix + '/tags' }
   )
 }
