@@ -24,17 +24,8 @@ const fastifyOptions = `    // Receiving a whole request, headers and body, in m
     // it makes Node enforce it, and checks for overrunning requests every 2 s instead of every 30 s.
     http: { headersTimeout: Math.min(60_000, requestTimeout), connectionsCheckingInterval: 2_000 },`
 
-/**
- * server.ts: `build()`, a production-shaped app (the README's Production bounds; writes need a JWT when
- * JWT_SECRET is set, and are not served without it unless generated with `--writable`), and, run as a
- * script (`npx tsx server.ts`), a server with the docs at /docs and every table served.
- */
-export function writeServer ({ url, writable }: ServerSettings): string {
-  const database = url === undefined
-    ? '  // DATABASE_URL (from the environment or .env), as createDatabase reads it.\n' +
-      '  const db = given ?? createDatabase<DB>(env.DATABASE_URL)'
-    : `  const db = given ?? createDatabase<DB>(env.DATABASE_URL ?? ${literal(url)})`
-  return `import { realpathSync } from 'node:fs'
+// The file, with __WRITABLE__, __DATABASE__ and __FASTIFY_OPTIONS__ filled in by writeServer.
+const template = `import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
@@ -45,7 +36,7 @@ import type { DB } from './db.js'
 import { registerAll } from './viewsets.js'
 
 /** Generated with --writable: without JWT_SECRET, anyone may write (refused with NODE_ENV=production). */
-const writable = ${String(writable)}
+const writable = __WRITABLE__
 
 /** The methods that change rows: they need a token when JWT_SECRET is set. */
 const writeMethods: readonly ViewsetMethod[] = ['POST', 'BULK', 'PUT', 'PATCH', 'DELETE']
@@ -92,9 +83,9 @@ export async function build (
   const { secret, open } = accessOf(env)
   const requestTimeout = 10_000
   const app = Fastify({
-${fastifyOptions}
+__FASTIFY_OPTIONS__
   })
-${database}
+__DATABASE__
   // Whoever creates a database closes it; a database passed in belongs to the caller.
   if (given === undefined) app.addHook('onClose', async () => await db.destroy())
   let methods: readonly ViewsetMethod[] | undefined
@@ -137,4 +128,20 @@ if (script !== undefined && import.meta.url === pathToFileURL(realpathSync(scrip
   })
 }
 `
+
+/**
+ * server.ts: `build()`, a production-shaped app (the README's Production bounds; writes need a JWT when
+ * JWT_SECRET is set, and are not served without it unless generated with `--writable`), and, run as a
+ * script (`npx tsx server.ts`), a server with the docs at /docs and every table served.
+ */
+export function writeServer ({ url, writable }: ServerSettings): string {
+  const database = url === undefined
+    ? '  // DATABASE_URL (from the environment or .env), as createDatabase reads it.\n' +
+      '  const db = given ?? createDatabase<DB>(env.DATABASE_URL)'
+    : `  const db = given ?? createDatabase<DB>(env.DATABASE_URL ?? ${literal(url)})`
+  // Functions as replacements: a URL's `$&` or `$'` must stay text.
+  return template
+    .replace('__WRITABLE__', () => String(writable))
+    .replace('__FASTIFY_OPTIONS__', () => fastifyOptions)
+    .replace('__DATABASE__', () => database)
 }

@@ -151,6 +151,25 @@ function freeName (plan: GeneratePlan, base: string, suffix: string): string {
   return name
 }
 
+/** RegisterAllOptions, and how a table's methods follow from them. */
+const registerAllOptions = [
+  '/** Options of {@link registerAll}. */',
+  'export interface RegisterAllOptions {',
+  "  /** Put before every table's path, such as `/api` (default: none). */",
+  '  prefix?: string',
+  '  /** The methods of every table (default: all but BULK); a view serves LIST and GET only. */',
+  '  methods?: readonly ViewsetMethod[]',
+  '  /** The methods that need a bearer token (default: none); register @fastify/jwt before registerAll. */',
+  '  protectedMethods?: readonly ViewsetMethod[]',
+  '}',
+  '',
+  '/** The methods a table serves, and those of them that need a token. */',
+  'function access (served: readonly ViewsetMethod[], protectedMethods: readonly ViewsetMethod[]) {',
+  '  return { methods: served, protectedMethods: protectedMethods.filter((method) => served.includes(method)) }',
+  '}',
+  '',
+]
+
 /** The doc comment's lines naming the link tables. */
 function linkLines (links: string): string[] {
   if (links === '') return []
@@ -188,21 +207,7 @@ export function writeViewsets (plan: GeneratePlan): string {
     '',
     ...resources,
     ...(skipped.length > 0 ? ['// Not served:', ...skipped, ''] : []),
-    '/** Options of {@link registerAll}. */',
-    'export interface RegisterAllOptions {',
-    "  /** Put before every table's path, such as `/api` (default: none). */",
-    '  prefix?: string',
-    '  /** The methods of every table (default: all but BULK); a view serves LIST and GET only. */',
-    '  methods?: readonly ViewsetMethod[]',
-    '  /** The methods that need a bearer token (default: none); register @fastify/jwt before registerAll. */',
-    '  protectedMethods?: readonly ViewsetMethod[]',
-    '}',
-    '',
-    '/** The methods a table serves, and those of them that need a token. */',
-    'function access (served: readonly ViewsetMethod[], protectedMethods: readonly ViewsetMethod[]) {',
-    '  return { methods: served, protectedMethods: protectedMethods.filter((method) => served.includes(method)) }',
-    '}',
-    '',
+    ...registerAllOptions,
     '/**',
     ' * Registers a viewset for each table, under `/<table>` after the prefix (a name with other characters than',
     ' * letters, digits, `_` and `-` has them written as their UTF-8 bytes, `~` and two hex digits each).',
