@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { databaseUrl } from '../db.js'
 import { writeDatabaseTypes } from './db-writer.js'
 import { isUntouched, withHeader, withoutPassword } from './header.js'
+import { commentLine } from './naming.js'
 import { planGeneration } from './plan.js'
 import { readDatabase } from './read-database.js'
 import { writeSchemas } from './schemas-writer.js'
@@ -22,6 +23,8 @@ export interface GenerateOptions {
   force?: boolean
   /** The key column of each view (`--key view=column`), or of a table with several unique columns. */
   keys?: ReadonlyMap<string, string>
+  /** server.ts serves writes to anyone when JWT_SECRET is not set (it refuses to start so with NODE_ENV=production). */
+  writable?: boolean
 }
 
 /** What a run wrote and decided. */
@@ -32,14 +35,17 @@ export interface GenerateResult {
   readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
 }
 
-export const usage = `Usage: fastify-viewsets generate [--url <DATABASE_URL>] [--out src/db] [--tables a,b] [--force] [--key view=column]
+export const usage = `Usage: fastify-viewsets generate [--url <DATABASE_URL>] [--out src/db] [--tables a,b] [--force]
+  [--key view=column] [--writable]
 
 Writes db.ts (Kysely types), schemas.ts (TypeBox), viewsets.ts (registerAll) and server.ts from the database.
   --url     the database (default: DATABASE_URL, from the environment or .env)
   --out     the folder to write (default: src/db)
   --tables  only these tables and views, comma-separated
   --key     the key column of a view (repeatable): --key active_users=id
-  --force   overwrite files that were edited since they were generated`
+  --force   overwrite files that were edited since they were generated
+  --writable  without JWT_SECRET, server.ts serves writes to anyone (never with NODE_ENV=production);
+            by default it then serves reads only, and with JWT_SECRET writes need a token`
 
 /** The command as the header records it: the options given, the URL without its password. */
 function commandLine (options: GenerateOptions): string {
@@ -48,7 +54,9 @@ function commandLine (options: GenerateOptions): string {
   if (options.out !== undefined) parts.push(`--out ${options.out}`)
   if (options.tables !== undefined) parts.push(`--tables ${options.tables.join(',')}`)
   for (const [view, column] of options.keys ?? []) parts.push(`--key ${view}=${column}`)
-  return parts.join(' ')
+  if (options.writable === true) parts.push('--writable')
+  // The header is a `//` comment: a name with a line break given on the command line must not end it.
+  return commentLine(parts.join(' '))
 }
 
 /**
@@ -64,7 +72,7 @@ export async function generate (options: GenerateOptions = {}): Promise<Generate
   const url = databaseUrl(options.url)
   const out = options.out ?? join('src', 'db')
   const catalog = await readDatabase(url, options.tables)
-  const plan = planGeneration(catalog.dialect, catalog.tables, options.keys ?? new Map())
+  const plan = planGeneration(catalog.dialect, catalog.tables, options.keys ?? new Map(), catalog.skipped)
   const command = commandLine(options)
   // The server keeps the URL only when it came from the command line and carries no password.
   const serverUrl = options.url !== undefined && withoutPassword(options.url) === options.url ? options.url : undefined
@@ -72,7 +80,7 @@ export async function generate (options: GenerateOptions = {}): Promise<Generate
     'db.ts': writeDatabaseTypes(plan),
     'schemas.ts': writeSchemas(plan),
     'viewsets.ts': writeViewsets(plan),
-    'server.ts': writeServer(serverUrl),
+    'server.ts': writeServer({ url: serverUrl, writable: options.writable === true }),
   }
   const files = Object.entries(bodies).map(([name, body]) => ({
     path: join(out, name),
@@ -108,6 +116,7 @@ export function parseGenerateArguments (args: readonly string[]): GenerateOption
       tables: { type: 'string' },
       force: { type: 'boolean' },
       key: { type: 'string', multiple: true },
+      writable: { type: 'boolean' },
     },
     strict: true,
   })
@@ -132,6 +141,7 @@ export function parseGenerateArguments (args: readonly string[]): GenerateOption
         }),
     ...(values.force === true ? { force: true } : {}),
     ...(keys.size === 0 ? {} : { keys }),
+    ...(values.writable === true ? { writable: true } : {}),
   }
 }
 

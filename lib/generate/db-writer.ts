@@ -2,7 +2,8 @@ import type { CatalogColumn } from '../dialect/shared/catalog.js'
 import type { ColumnMapping } from './column-types.js'
 import { aliases, mapColumn } from './column-types.js'
 import type { GeneratePlan } from './plan.js'
-import { pascal, propertyKey, literal } from './naming.js'
+import type { TableIdentifier } from './naming.js'
+import { commentText, pascal, propertyKey, renamedComment } from './naming.js'
 
 /** Whether the database fills the column when an insert omits it. */
 export function hasDefault (column: CatalogColumn): boolean {
@@ -14,6 +15,11 @@ function kyselyType (column: CatalogColumn, mapping: ColumnMapping): string {
   if (column.generated) return `GeneratedAlways<${mapping.selected}${nullable}>`
   const type = `${mapping.kysely}${nullable}`
   return column.default !== undefined || column.autoIncrement ? `Generated<${type}>` : type
+}
+
+/** The identifier of a table the plan names. */
+export function identifierOf (plan: GeneratePlan, table: string): TableIdentifier {
+  return plan.identifiers.get(table) ?? { identifier: pascal(table) }
 }
 
 /**
@@ -32,15 +38,25 @@ export function writeDatabaseTypes (plan: GeneratePlan): string {
       return `  ${propertyKey(column.name)}: ${kyselyType(column, mapping)}`
     })
     const kind = table.view ? 'view' : 'table'
-    interfaces.push(`/** The ${kind} ${literal(table.name)}. */\nexport interface ${pascal(table.name)}Table {\n${lines.join('\n')}\n}`)
+    const id = identifierOf(plan, table.name)
+    interfaces.push(
+      [
+        ...renamedComment(table.name, id),
+        `/** The ${kind} ${commentText(table.name)}. */`,
+        `export interface ${id.identifier}Table {`,
+        ...lines,
+        '}',
+      ].join('\n')
+    )
   }
   const kyselyImports = ['ColumnType', ...(generatedAlways ? ['GeneratedAlways'] : [])]
-  const db = plan.tables.map((table) => `  ${propertyKey(table.name)}: ${pascal(table.name)}Table`)
+  const db = plan.tables.map((table) => `  ${propertyKey(table.name)}: ${identifierOf(plan, table.name).identifier}Table`)
   return [
     `import type { ${kyselyImports.join(', ')} } from 'kysely'`,
     '',
     '/** A column the database fills when an insert omits it (a default, an identity, an auto-increment). */',
-    'export type Generated<T> = T extends ColumnType<infer S, infer I, infer U> ? ColumnType<S, I | undefined, U> : ColumnType<T, T | undefined, T>',
+    'export type Generated<T> =',
+    '  T extends ColumnType<infer S, infer I, infer U> ? ColumnType<S, I | undefined, U> : ColumnType<T, T | undefined, T>',
     ...Object.entries(aliases).filter(([name]) => used.has(name)).map(([, declaration]) => `\n${declaration}`),
     '',
     ...interfaces.flatMap((block) => [block, '']),

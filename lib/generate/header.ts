@@ -22,12 +22,25 @@ function hashOf (body: string): string {
  */
 export function withHeader (body: string, command: string): string {
   return [
-    `${marker} ${packageVersion()}. The code is yours to edit; after an edit, rerunning the command needs --force to overwrite it.`,
-    `// Command: ${command}`,
+    ...wrapped(`${marker} ${packageVersion()}. The code is yours to edit; after an edit, rerunning the command needs --force to overwrite it.`),
+    ...wrapped(`// Command: ${command}`),
     `// Content hash: sha256:${hashOf(body)}`,
     '',
     body,
   ].join('\n')
+}
+
+/** A `//` comment line wrapped at spaces to the linter's 120 characters. */
+function wrapped (line: string): string[] {
+  const lines: string[] = []
+  let current = ''
+  for (const word of line.split(' ')) {
+    if (current !== '' && current.length + word.length + 1 > 120) {
+      lines.push(current)
+      current = `// ${word}`
+    } else current = current === '' ? word : `${current} ${word}`
+  }
+  return [...lines, current]
 }
 
 /** Whether an existing file is ours and unchanged since it was written, so that it may be overwritten. */

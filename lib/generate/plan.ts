@@ -1,6 +1,8 @@
 import type { CatalogForeignKey, TableCatalog } from '../dialect/shared/catalog.js'
 import { isRowKey } from '../dialect/shared/catalog.js'
 import type { DialectName } from './column-types.js'
+import type { TableIdentifier } from './naming.js'
+import { tableIdentifiers } from './naming.js'
 
 /** One relation field of a served table, as its relatedConfig entry says it. */
 export interface PlannedRelation {
@@ -33,6 +35,8 @@ export interface GeneratePlan {
   readonly links: readonly string[]
   /** Tables and views without a viewset, and why. */
   readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
+  /** The identifier each table's generated names start with (`books` → `Books`, `BooksTable`). */
+  readonly identifiers: ReadonlyMap<string, TableIdentifier>
 }
 
 function single (key: CatalogForeignKey): { column: string; references: string } | undefined {
@@ -77,9 +81,10 @@ function keyOf (table: TableCatalog): string | undefined {
 export function planGeneration (
   dialect: DialectName,
   tables: readonly TableCatalog[],
-  keys: ReadonlyMap<string, string>
+  keys: ReadonlyMap<string, string>,
+  unreadable: ReadonlyArray<{ readonly table: string; readonly reason: string }> = []
 ): GeneratePlan {
-  const skipped: Array<{ table: string; reason: string }> = []
+  const skipped: Array<{ table: string; reason: string }> = [...unreadable]
   const keyed = new Map<string, string>()
   const links = new Map<string, [CatalogForeignKey, CatalogForeignKey]>()
   for (const table of tables) {
@@ -182,5 +187,6 @@ export function planGeneration (
     })
     served.push({ catalog: table, primaryKey, relations: named })
   }
-  return { dialect, tables, served, links: usedLinks, skipped }
+  const identifiers = tableIdentifiers(tables.map((table) => table.name))
+  return { dialect, tables, served, links: usedLinks, skipped, identifiers }
 }

@@ -10,7 +10,13 @@ import type { DialectName } from './column-types.js'
 export interface DatabaseCatalog {
   readonly dialect: DialectName
   readonly tables: readonly TableCatalog[]
+  /** Tables and views that cannot be served, and why. */
+  readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
 }
+
+// Kysely reads `a.b` as the table b of the schema a, so a viewset cannot address a table whose name holds a dot
+// (it would query another table or none); the catalog would look it up the same way.
+const dotted = 'its name holds a dot, which Kysely reads as schema.table: rename it to serve it'
 
 // Kysely's own bookkeeping is no resource.
 const internal = /^kysely_migration(?:_lock)?$/
@@ -35,12 +41,13 @@ export async function readDatabase (url: string, only: readonly string[] | undef
     const missing = names.filter((name) => !known.has(name))
     if (missing.length > 0) throw new Error(`--tables names tables that do not exist: ${missing.join(', ')}`)
     const tables: TableCatalog[] = []
-    for (const name of [...names].sort()) {
+    const skipped = names.filter((name) => name.includes('.')).sort().map((table) => ({ table, reason: dotted }))
+    for (const name of names.filter((entry) => !entry.includes('.')).sort()) {
       const table = await dialect.catalog.table(untyped, name)
       if (table !== undefined) tables.push(table)
     }
     if (tables.length === 0) throw new Error('the database has no tables or views to serve')
-    return { dialect: dialect.name, tables }
+    return { dialect: dialect.name, tables, skipped }
   } finally {
     await db.destroy()
   }

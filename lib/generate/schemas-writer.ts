@@ -1,9 +1,9 @@
 import type { CatalogColumn, TableCatalog } from '../dialect/shared/catalog.js'
 import type { DialectName } from './column-types.js'
 import { mapColumn } from './column-types.js'
-import { hasDefault } from './db-writer.js'
+import { hasDefault, identifierOf } from './db-writer.js'
 import type { GeneratePlan } from './plan.js'
-import { literal, pascal, propertyKey } from './naming.js'
+import { commentText, propertyKey, renamedComment } from './naming.js'
 
 // Defaults that stamp the time of the write: the server owns such columns (created_at).
 const timeFunction =
@@ -63,9 +63,14 @@ export function writeSchemas (plan: GeneratePlan): string {
       const skipped = table.columns
         .filter((column) => mapColumn(plan.dialect, column).kind === 'binary')
         .map((column) => column.name)
-      const name = pascal(table.name)
+      const id = identifierOf(plan, table.name)
+      const name = id.identifier
+      const left = skipped.length === 0
+        ? ''
+        : ` (binary columns, which JSON cannot carry, are left out: ${skipped.map(commentText).join(', ')})`
       return [
-        `/** A row of ${literal(table.name)}${skipped.length === 0 ? '' : ` (binary columns, which JSON cannot carry, are left out: ${skipped.join(', ')})`}. */`,
+        ...renamedComment(table.name, id),
+        `/** A row of ${commentText(table.name)}${left}. */`,
         `export const ${name} = Type.Object({`,
         ...properties,
         '})',
