@@ -263,6 +263,26 @@ export type CheckedSchema<DB, TB extends keyof DB, S extends TObject, R> = [NonC
   : { schema: { 'schema fields that are not columns of the table': NonColumns<DB, TB, S, R> } }
 
 /**
+ * The constraint on a viewset's schema type: a TypeBox object whose every field is a column of the table,
+ * or a field whose value is an object or an array (a relation, checked at mounting). A schema with any other
+ * field fails to compile, naming the fields, in `new Viewset(...)`, `createViewset(...)` and a subclass's
+ * type parameters (`class X extends Viewset<DB, 'items', typeof Item>`).
+ *
+ * @example
+ * ```ts
+ * // error: Type '...' does not satisfy the constraint ... 'schema fields that are not columns of the table': "colour"
+ * class Paint extends Viewset<DB, 'items', typeof WithColour> {}
+ * ```
+ */
+export type SchemaOf<DB, TB extends keyof DB, S> = TObject &
+  ([UndeclaredFields<DB, TB, S>] extends [never]
+    ? unknown
+    : { 'schema fields that are not columns of the table': UndeclaredFields<DB, TB, S> })
+
+/** The fields of S that are neither columns nor object-valued (S unconstrained: it appears in its own constraint). */
+type UndeclaredFields<DB, TB extends keyof DB, S> = S extends TObject ? NonColumns<DB, TB, S, RelatedConfig<DB>> : never
+
+/**
  * Every key an options object may hold, by where it appears. Unknown keys fail at construction (a typo
  * such as `protectMethods` would otherwise leave POST open), so a new option is one line here; its value
  * is checked where it is used.
