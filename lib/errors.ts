@@ -88,15 +88,21 @@ export const ViewsetErrors = {
   Unavailable: detailError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
   Timeout: detailError('FST_VIEWSET_TIMEOUT', 'The database statement ran past the time limit, try again later', 503),
   Internal: InternalError,
-  // configuration errors
-  InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500),
-  UnknownTable: createError('FST_VIEWSET_UNKNOWN_TABLE', 'Table "%s" does not exist in the database', 500),
+  // configuration errors: TypeErrors, thrown by the constructor (phase 1) or at mounting (phase 2), never in a request
+  InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500, TypeError),
+  UnknownTable: createError('FST_VIEWSET_UNKNOWN_TABLE', 'Table "%s" does not exist in the database', 500, TypeError),
   UnknownColumn: createError(
     'FST_VIEWSET_UNKNOWN_COLUMN',
     'Schema field "%s" is not a column of table "%s" (columns: %s)',
-    500
+    500,
+    TypeError
   ),
-  InvalidDatabaseUrl: createError('FST_VIEWSET_INVALID_DATABASE_URL', 'Unsupported DATABASE_URL "%s": %s', 500),
+  InvalidDatabaseUrl: createError(
+    'FST_VIEWSET_INVALID_DATABASE_URL',
+    'Unsupported DATABASE_URL "%s": %s',
+    500,
+    TypeError
+  ),
 } as const
 
 /**

@@ -47,8 +47,8 @@ export interface HandlerContext {
   readonly conflictFields: readonly string[] | undefined
   /** The viewset's `scope` for this request, compiled; `undefined` for no restriction. */
   scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
-  /** The viewset's `beforeWrite`, its answer checked: a promise only when it answered one. */
-  beforeWrite(values: Row, context: RowContext<WriteMethod>): Eventually<Row>
+  /** The viewset's `beforeWrite`: the values to write, or a promise of them. */
+  beforeWrite(values: Row, context: RowContext<WriteMethod>): unknown
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
 }
@@ -63,6 +63,16 @@ function applyMerge (reply: FastifyReply, created: boolean): void {
   reply.code(created ? 201 : 200).header('preference-applied', mergeDuplicates)
 }
 
+/** The values `beforeWrite` returned, when they are values. */
+function writtenValues (written: unknown): Row {
+  if (!isRecord(written)) {
+    throw new TypeError(
+      `beforeWrite returned ${written === null ? 'null' : typeof written}: it must return the values to write`
+    )
+  }
+  return written
+}
+
 /**
  * The default handlers of one mounted viewset. Each answers at once where the database answered at once
  * (execution/eventually.ts), else with a promise; `createElements` always with a promise.
@@ -72,6 +82,16 @@ export class DefaultHandlers {
 
   constructor (context: HandlerContext) {
     this.#context = context
+  }
+
+  /** What `beforeWrite` makes of the values, checked: a promise only when it answered one (the default answers at
+   * once, and POST and PATCH then await nothing). */
+  #beforeWrite (values: Row, context: RowContext<WriteMethod>): Eventually<Row> {
+    const written = this.#context.beforeWrite(values, context)
+    // Any thenable is awaited, as `await` would; the answer is then a native promise.
+    return isRecord(written) && typeof written.then === 'function'
+      ? Promise.resolve(written).then(writtenValues)
+      : writtenValues(written)
   }
 
   /** The fields of a body that may be written: read-only fields and relations are dropped. */
@@ -123,7 +143,7 @@ export class DefaultHandlers {
   createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<Row> {
     const sent = this.writable(request.body)
     if (this.#mergesDuplicates(request)) return this.#upsertOne(request, reply, token, sent)
-    return andThen(this.#context.beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
+    return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
       this.#context.resource.insert(this.#context.db, values)
     )
   }
@@ -151,7 +171,7 @@ export class DefaultHandlers {
     const scope = currentScope()
     if (!this.#mergesDuplicates(request)) {
       const values: Row[] = []
-      for (const fields of sent) values.push(await this.#context.beforeWrite(fields, context))
+      for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
       return await inScope(scope, () => resource.insertMany(db, values))
     }
     this.#checkConflictFields(sent, true)
@@ -193,7 +213,7 @@ export class DefaultHandlers {
    * sent (as `beforeWrite` left them), never the columns it added (such as an owner).
    */
   async #upsertElement (sent: Row, context: RowContext<WriteMethod>): Promise<UpsertElement> {
-    const values = await this.#context.beforeWrite(sent, context)
+    const values = await this.#beforeWrite(sent, context)
     return { values, update: Object.keys(sent).filter((field) => Object.hasOwn(values, field)) }
   }
 
@@ -210,7 +230,7 @@ export class DefaultHandlers {
     const method = partial ? 'PATCH' : 'PUT'
     const id = idOf(request)
     const { resource, db } = this.#context
-    return andThen(this.#context.beforeWrite(this.writable(request.body), { request, token, method }), (values) =>
+    return andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }), (values) =>
       // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing.
       andThen(resource.update(db, id, values, this.#context.scopeOf(request, token, method), precondition), (row) =>
         row === undefined ? this.#context.notFound(id) : row

@@ -2,6 +2,14 @@ import { ViewsetErrors } from '../errors.js'
 import type { ListPlan } from '../query/list.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { plain, propertiesOf } from '../schema/derive.js'
+import { isRecord } from '../schema/object-schema.js'
+
+/** The `static listQuery` of a viewset's class (its constructor), when it declares an object schema. */
+export function listQueryOf (constructor: unknown): JsonSchema | undefined {
+  const extra: unknown =
+    typeof constructor === 'function' && 'listQuery' in constructor ? constructor.listQuery : undefined
+  return isRecord(extra) ? extra : undefined
+}
 
 /**
  * LIST's query string with the viewset's `static listQuery` applied over the defaults. An overridden `list`

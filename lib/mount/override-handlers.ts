@@ -4,7 +4,7 @@ import type { RouteHandlers } from '../http/route-context.js'
 import type { ViewsetToken } from '../options.js'
 
 /** The overridable handlers of a viewset, by name. */
-export const overridableHandlers = [
+const overridableHandlers = [
   'list',
   'getElement',
   'createElement',
@@ -25,6 +25,31 @@ export interface ViewsetHandlers {
   createElements(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): unknown
   updateElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, partial: boolean): unknown
   deleteElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): unknown
+}
+
+/** A viewset's members that mounting compares with the base class's, to tell its overrides. */
+type Overridable = ViewsetHandlers & { readonly scope: unknown; readonly beforeWrite: unknown }
+
+/**
+ * The handlers and hooks `viewset` overrides (its members that are not `base`'s); `scope` and `beforeWrite`
+ * also when given as options.
+ *
+ * @example
+ * ```ts
+ * overriddenMembers(this, Viewset.prototype, this.options) // Set { 'list', 'scope' }
+ * ```
+ */
+export function overriddenMembers (
+  viewset: Overridable,
+  base: Overridable,
+  options: { readonly scope?: unknown; readonly beforeWrite?: unknown }
+): Set<OverridableName | 'scope' | 'beforeWrite'> {
+  const overridden = new Set<OverridableName | 'scope' | 'beforeWrite'>(
+    overridableHandlers.filter((name) => viewset[name] !== base[name])
+  )
+  if (viewset.scope !== base.scope || options.scope !== undefined) overridden.add('scope')
+  if (viewset.beforeWrite !== base.beforeWrite || options.beforeWrite !== undefined) overridden.add('beforeWrite')
+  return overridden
 }
 
 /**

@@ -1,7 +1,6 @@
 import { sql } from 'kysely'
 import { mysqlCatalog } from './mysql-catalog.js'
 import { chunks, fieldGroups, inElementOrder } from '../shared/bulk-insert.js'
-import { invalidOption } from '../../errors.js'
 import type { AnyDatabase, DatabaseFault, Row, ViewsetDialect, WriteScope, WriteTarget } from '../dialect.js'
 import {
   compositeKey,
@@ -147,9 +146,9 @@ export const mysqlDialect: ViewsetDialect = {
       // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
       const id = row[primaryKey] ?? insertId
       if (id === undefined) {
-        invalidOption(
-          'primaryKey',
-          `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`
+        // Mounting refused a key the default handlers could not set: the override or beforeWrite left it unset.
+        throw new Error(
+          `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; set it in beforeWrite or createElement`
         )
       }
       const stored = await readBack(trx, target, id)
@@ -185,8 +184,7 @@ export const mysqlDialect: ViewsetDialect = {
                 .execute()
             } else {
               if (insertId === undefined) {
-                invalidOption(
-                  'primaryKey',
+                throw new Error(
                   `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new rows back`
                 )
               }
