@@ -4,7 +4,7 @@ import { expressionBuilder } from 'kysely'
 import type { Expression, ExpressionBuilder, Insertable, SqlBool, Updateable } from 'kysely'
 import type { Precondition } from './data/precondition.js'
 import type { Row } from './dialect/dialect.js'
-import { authHook, checkProtectedMethods } from './http/auth.js'
+import { authHook } from './http/auth.js'
 import { preconditionOf } from './http/conditional-requests.js'
 import { viewsetPlugin } from './http/plugin.js'
 import { selectFields } from './http/routes.js'
@@ -100,7 +100,6 @@ export class Viewset<
    */
   register (methods: readonly ViewsetMethod[] = this.#resolved.methods): FastifyPluginAsync {
     const chosen = checkMethods(methods)
-    checkProtectedMethods(this.#resolved.protectedMethods, chosen)
     return viewsetPlugin(this.table, async (fastify) => {
       const { prepared, mounted } = await mountViewset(fastify, chosen, this.#declaration())
       setPrepared(this, prepared)

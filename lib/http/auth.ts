@@ -96,10 +96,7 @@ export function canVerifyTokens (fastify: FastifyInstance, options: AuthOptions)
   return options.authenticate !== undefined || fastify.hasRequestDecorator('jwtVerify')
 }
 
-/**
- * Fails when `protectedMethods` names a method the viewset does not serve: checked by `register()`, before
- * any database is read.
- */
+/** Fails at mounting when `protectedMethods` names a method the viewset does not serve. */
 export function checkProtectedMethods (
   protectedMethods: readonly ViewsetMethod[],
   registered: readonly ViewsetMethod[]

@@ -8,7 +8,7 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryScopeThroughUserCode } from '../execution/cancellation.js'
-import { canVerifyTokens, checkProtectedRoutes, checkVerifier } from '../http/auth.js'
+import { canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkVerifier } from '../http/auth.js'
 import { representationTag, versionTag } from '../http/conditional-requests.js'
 import { DefaultHandlers } from '../http/default-handlers.js'
 import type { HandlerContext } from '../http/default-handlers.js'
@@ -259,6 +259,8 @@ export async function mountViewset (
   declaration: ViewsetDeclaration
 ): Promise<{ prepared: PreparedViewset; mounted: MountedViewset }> {
   const { resolved, options } = declaration
+  // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
+  checkProtectedMethods(resolved.protectedMethods, methods)
   checkVerifier(fastify, resolved.protectedMethods, options)
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
