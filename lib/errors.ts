@@ -147,13 +147,28 @@ export function invalidFields (errors: readonly FieldError[]): InstanceType<type
   )
 }
 
-/** The body of every error response (RFC 9457 problem details). */
+/**
+ * The body of every error response (RFC 9457 problem details), sent as `application/problem+json`.
+ *
+ * @example
+ * ```ts
+ * const body: Problem = (await app.inject({ url: '/items/999' })).json()
+ * // { type: 'urn:fastify-viewsets:problem:not-found', title: 'Not Found', status: 404,
+ * //   detail: 'No row with id = 999', code: 'FST_VIEWSET_NOT_FOUND' }
+ * ```
+ */
 export interface Problem {
+  /** A stable URN naming the kind of problem, made from `code` (`urn:fastify-viewsets:problem:not-found`). */
   type: string
+  /** The HTTP status's reason phrase (`Not Found`): the same for every problem of that status. */
   title: string
+  /** The HTTP status code, as on the response. */
   status: number
+  /** What went wrong with this request, in a sentence for people (at most 1,000 characters); never SQL or a stack. */
   detail: string
+  /** The stable `FST_VIEWSET_*` code a client branches on (the README lists them all). */
   code: string
+  /** A URI naming this occurrence, when one is given. */
   instance?: string
   /** The failing fields of a validation problem: at most {@link maxProblemErrors}. */
   errors?: FieldError[]

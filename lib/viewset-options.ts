@@ -7,6 +7,17 @@ import type { RelatedConfig } from './relations/config.js'
 
 /** The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`. */
 export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
+/**
+ * One of the logical methods a viewset serves: `LIST` (`GET {prefix}`), `GET`, `POST`, `BULK`
+ * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`). What `methods`, `protectedMethods`,
+ * `authorize` and `scope` name, never the HTTP verb.
+ *
+ * @example
+ * ```ts
+ * const readOnly: ViewsetMethod[] = ['LIST', 'GET']
+ * createViewset({ db, table: 'items', schema: Item, methods: readOnly })
+ * ```
+ */
 export type ViewsetMethod = (typeof viewsetMethods)[number]
 
 /** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request. */
@@ -14,6 +25,16 @@ export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((m
 
 /** Filter operators of `filterFields`. `eq` is also the bare `?field=value`. */
 export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
+/**
+ * An operator of `filterFields`, sent as `?field__op=value`: `eq` (also `?field=value`), `ne`, `gt`, `gte`,
+ * `lt`, `lte`, `in` (comma-separated values), `contains` (case-insensitive substring), `isnull` (`true`/`false`).
+ *
+ * @example
+ * ```ts
+ * const filterFields: Record<string, FilterOperator[]> = { price: ['gte', 'lte'], name: ['contains'] }
+ * // GET /items?price__gte=10&name__contains=lamp
+ * ```
+ */
 export type FilterOperator = (typeof filterOperators)[number]
 
 /** The claims of a token when the app declares no user type: whatever claims it carries, `sub` a string when present.
