@@ -107,32 +107,7 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
       throw new ViewsetErrors.UnknownColumn(field, resolved.table, described.columns.map(({ name }) => name).join(', '))
     }
   }
-  checkReadBack(dialect, described, declaration, methods)
   return { dialect, described, columns }
-}
-
-/**
- * MySQL has no RETURNING: it finds a new row by its AUTO_INCREMENT key, or by the key the handler set. A key
- * that is neither, with the default POST or BULK and no `beforeWrite` to set it, could never be read back.
- */
-function checkReadBack (
-  dialect: ViewsetDialect,
-  table: TableCatalog,
-  { resolved, overridden }: ViewsetDeclaration,
-  methods: readonly ViewsetMethod[]
-): void {
-  if (dialect.name !== 'mysql' || table.view || overridden.has('beforeWrite')) return
-  const key = table.columns.find((column) => column.name === resolved.primaryKey)
-  if (key === undefined || key.autoIncrement) return
-  const inserts = methods.filter(
-    (method) =>
-      (method === 'POST' && !overridden.has('createElement')) || (method === 'BULK' && !overridden.has('createElements'))
-  )
-  if (inserts.length === 0) return
-  throw new ViewsetErrors.InvalidOption(
-    'primaryKey',
-    `"${resolved.primaryKey}" of "${table.name}" is not AUTO_INCREMENT, and the default ${inserts.join(' and ')} cannot set it (it is read-only), so MySQL could not read a new row back; make it AUTO_INCREMENT, set it in beforeWrite, or override ${inserts.map((method) => (method === 'POST' ? 'createElement' : 'createElements')).join(' and ')}`
-  )
 }
 
 /** The entity as served and its relations, with `conflictFields` and `defaultRelations` checked against them. */
