@@ -88,15 +88,21 @@ export const ViewsetErrors = {
   Unavailable: detailError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
   Timeout: detailError('FST_VIEWSET_TIMEOUT', 'The database statement ran past the time limit, try again later', 503),
   Internal: InternalError,
-  // configuration errors
-  InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500),
-  UnknownTable: createError('FST_VIEWSET_UNKNOWN_TABLE', 'Table "%s" does not exist in the database', 500),
+  // configuration errors: TypeErrors, thrown by the constructor (phase 1) or at mounting (phase 2), never in a request
+  InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500, TypeError),
+  UnknownTable: createError('FST_VIEWSET_UNKNOWN_TABLE', 'Table "%s" does not exist in the database', 500, TypeError),
   UnknownColumn: createError(
     'FST_VIEWSET_UNKNOWN_COLUMN',
     'Schema field "%s" is not a column of table "%s" (columns: %s)',
-    500
+    500,
+    TypeError
   ),
-  InvalidDatabaseUrl: createError('FST_VIEWSET_INVALID_DATABASE_URL', 'Unsupported DATABASE_URL "%s": %s', 500),
+  InvalidDatabaseUrl: createError(
+    'FST_VIEWSET_INVALID_DATABASE_URL',
+    'Unsupported DATABASE_URL "%s": %s',
+    500,
+    TypeError
+  ),
   // a connection pooler between the app and PostgreSQL (createDatabase's `pooler`)
   PoolerStatements: createError(
     'FST_VIEWSET_POOLER_STATEMENTS',
@@ -110,14 +116,16 @@ export const ViewsetErrors = {
       "announced), and its named prepared statements would collide: pass createDatabase(url, { pooler: 'pgbouncer' })" +
       ', or preparedStatements: true for a pooler that keeps them (session mode, PgBouncer 1.21+ with ' +
       'max_prepared_statements)',
-    500
+    500,
+    TypeError
   ),
   StatementTimeoutIgnored: createError(
     'FST_VIEWSET_STATEMENT_TIMEOUT_IGNORED',
     'The server runs statements with statement_timeout = %s ms, not the statementTimeout of %s ms: a pooler ' +
       "dropped it (PgBouncer's ignore_startup_parameters). Set it on the role (ALTER ROLE ... SET " +
       'statement_timeout), list it in track_extra_parameters (PgBouncer 1.20+), or pass statementTimeout: 0',
-    500
+    500,
+    TypeError
   ),
 } as const
 
@@ -163,13 +171,28 @@ export function invalidFields (errors: readonly FieldError[]): InstanceType<type
   )
 }
 
-/** The body of every error response (RFC 9457 problem details). */
+/**
+ * The body of every error response (RFC 9457 problem details), sent as `application/problem+json`.
+ *
+ * @example
+ * ```ts
+ * const body: Problem = (await app.inject({ url: '/items/999' })).json()
+ * // { type: 'urn:fastify-viewsets:problem:not-found', title: 'Not Found', status: 404,
+ * //   detail: 'No row with id = 999', code: 'FST_VIEWSET_NOT_FOUND' }
+ * ```
+ */
 export interface Problem {
+  /** A stable URN naming the kind of problem, made from `code` (`urn:fastify-viewsets:problem:not-found`). */
   type: string
+  /** The HTTP status's reason phrase (`Not Found`): the same for every problem of that status. */
   title: string
+  /** The HTTP status code, as on the response. */
   status: number
+  /** What went wrong with this request, in a sentence for people (at most 1,000 characters); never SQL or a stack. */
   detail: string
+  /** The stable `FST_VIEWSET_*` code a client branches on (the README lists them all). */
   code: string
+  /** A URI naming this occurrence, when one is given. */
   instance?: string
   /** The failing fields of a validation problem: at most {@link maxProblemErrors}. */
   errors?: FieldError[]

@@ -1,5 +1,5 @@
 export { createViewset, Viewset } from './viewset.js'
-export type { CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, Pagination, UpdateRequest, ValidatedListQuery } from './viewset.js'
+export type { CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, PageParameters, PageParameters as Pagination, UpdateRequest, ValidatedListQuery } from './requests.js'
 export { createDatabase, databaseUrl, getDatabase, withPreparedStatements } from './db.js'
 export type { CreateDatabaseOptions } from './db.js'
 export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'

@@ -96,16 +96,10 @@ export function canVerifyTokens (fastify: FastifyInstance, options: AuthOptions)
   return options.authenticate !== undefined || fastify.hasRequestDecorator('jwtVerify')
 }
 
-/**
- * Fails at registration when `protectedMethods` names a method the viewset does not serve, or when
- * protection is asked for but nothing can verify a token (no @fastify/jwt and no `authenticate`).
- * `authenticate` with no protected method is fine: open methods verify a token when one is sent.
- */
-export function checkAuth (
-  fastify: FastifyInstance,
+/** Fails at mounting when `protectedMethods` names a method the viewset does not serve. */
+export function checkProtectedMethods (
   protectedMethods: readonly ViewsetMethod[],
-  registered: readonly ViewsetMethod[],
-  options: AuthOptions
+  registered: readonly ViewsetMethod[]
 ): void {
   const unregistered = protectedMethods.filter((method) => !registered.includes(method))
   if (unregistered.length > 0) {
@@ -114,6 +108,18 @@ export function checkAuth (
       `${unregistered.join(', ')} ${unregistered.length === 1 ? 'is' : 'are'} not registered (registered: ${registered.join(', ')})`
     )
   }
+}
+
+/**
+ * Fails at mounting when protection is asked for but nothing can verify a token (no @fastify/jwt registered
+ * before the viewset, and no `authenticate`). `authenticate` with no protected method is fine: open methods
+ * verify a token when one is sent.
+ */
+export function checkVerifier (
+  fastify: FastifyInstance,
+  protectedMethods: readonly ViewsetMethod[],
+  options: AuthOptions
+): void {
   if (protectedMethods.length > 0 && !canVerifyTokens(fastify, options)) {
     throw new ViewsetErrors.InvalidOption(
       'protectedMethods',

@@ -6,18 +6,21 @@ import { ViewsetErrors } from '../errors.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
-import { cancellable, decorateRequestState } from './routes.js'
+import { cancellable } from './routes.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from '../schema/openapi.js'
 import { componentsValidatorCompiler } from '../schema/validator.js'
 
-/** What a viewset hands its scope once its data layer is built. */
-export interface ViewsetScope {
-  /** The documented components (the row, the partial row, the bodies), added to the scope under their `$id`. */
+/**
+ * A viewset once mounted: what it hands its encapsulated plugin once the catalog is read and its data
+ * layer is built (lib/mount/mount-viewset.ts).
+ */
+export interface MountedViewset {
+  /** The documented components (the row, the partial row, the bodies), added to the plugin under their `$id`. */
   readonly schemas: readonly JsonSchema[]
   /** The generated routes (routes.ts). */
   readonly routes: readonly RouteOptions[]
-  /** The dialect whose errors the scope's error handler classifies. */
+  /** The dialect whose errors the plugin's error handler classifies. */
   readonly dialect: ViewsetDialect
   /** Adds the subclass's own routes, after the generated ones. */
   customRoutes(fastify: FastifyInstance): void | Promise<void>
@@ -28,7 +31,7 @@ export interface ViewsetScope {
 }
 
 /**
- * A custom route that documents its answers but no error: it answers errors through the scope's problem
+ * A custom route that documents its answers but no error: it answers errors through the viewset plugin's problem
  * handler like every route, so they are documented for it (400 when it validates input, 401 and 403 when
  * it declares `security`, 500 and 503 always). A route that documents any error is left as it is.
  */
@@ -50,8 +53,8 @@ function documentErrors (route: RouteOptions): void {
 }
 
 /**
- * The plugin of one viewset. `setup` runs when Fastify registers it (it reads the catalog, builds the data
- * layer and declares the routes); this shell then gives the scope what every viewset scope has: the
+ * The plugin of one viewset. `mount` runs when Fastify registers it (it reads the catalog, builds the data
+ * layer and declares the routes); this shell then gives the plugin what every viewset's plugin has: the
  * validator compiler, the problem+json error and not-found handlers, JSON-only bodies, the routes, and
  * 405/OPTIONS answers on the viewset's paths. Encapsulated, so `{ prefix }` and the handlers stay inside.
  *
@@ -64,16 +67,15 @@ function documentErrors (route: RouteOptions): void {
  */
 export function viewsetPlugin (
   table: string,
-  setup: (fastify: FastifyInstance) => Promise<ViewsetScope>
+  mount: (fastify: FastifyInstance) => Promise<MountedViewset>
 ): FastifyPluginAsync {
   const plugin: FastifyPluginAsync = async (fastify) => {
-    const scope = await setup(fastify)
-    for (const schema of scope.schemas) fastify.addSchema(schema)
+    const mounted = await mount(fastify)
+    for (const schema of mounted.schemas) fastify.addSchema(schema)
     if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
-    decorateRequestState(fastify)
-    fastify.setValidatorCompiler(componentsValidatorCompiler(scope.schemas))
-    fastify.setErrorHandler(problemHandler(() => scope.dialect))
+    fastify.setValidatorCompiler(componentsValidatorCompiler(mounted.schemas))
+    fastify.setErrorHandler(problemHandler(() => mounted.dialect))
     fastify.setNotFoundHandler(notFoundHandler)
     // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a
     // 415.
@@ -89,18 +91,18 @@ export function viewsetPlugin (
     })
 
     const registered = collectMethods(fastify)
-    for (const route of scope.routes) fastify.route(route)
+    for (const route of mounted.routes) fastify.route(route)
     // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
     let protectedRoutes = 0
     fastify.addHook('onRoute', (route) => {
-      // A custom route awaits where it likes before its queries: their scope rides on the promises.
+      // A custom route awaits where it likes before its queries: their cancellation scope rides on the promises.
       if (!isMethodRoute(route)) carryCancellationThroughUserCode()
       route.handler = cancellable(route.handler)
-      if (protectCustomRoute(route, scope.protect)) protectedRoutes++
+      if (protectCustomRoute(route, mounted.protect)) protectedRoutes++
       documentErrors(route)
     })
-    await scope.customRoutes(fastify)
-    scope.checkProtectedRoutes(protectedRoutes)
+    await mounted.customRoutes(fastify)
+    mounted.checkProtectedRoutes(protectedRoutes)
     // After the custom routes, so that a custom route on a generated path counts as allowed.
     addMethodRoutes(fastify, ['', '/:id'], registered)
   }

@@ -1,6 +1,5 @@
 import { sql } from 'kysely'
 import { chunks, fieldGroups, inElementOrder } from '../shared/bulk-insert.js'
-import { invalidOption } from '../../errors.js'
 import type { DialectWrites, UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from '../dialect.js'
 import type { AnyDatabase, Row } from '../../sql.js'
 import { compositeKey, deletedAny, inTransaction, mapKey } from '../../sql.js'
@@ -93,9 +92,9 @@ async function insert (db: AnyDatabase, target: WriteTarget, values: Row): Promi
     // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
     const id = row[primaryKey] ?? insertId
     if (id === undefined) {
-      invalidOption(
-        'primaryKey',
-        `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; make it AUTO_INCREMENT or set it in createElement`
+      // A programming error, not a request's: an override or beforeWrite left a key without a default unset.
+      throw new Error(
+        `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; set it in beforeWrite or createElement`
       )
     }
     const stored = await readBack(trx, target, id)
@@ -128,8 +127,7 @@ async function insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly 
               .execute()
           } else {
             if (insertId === undefined) {
-              invalidOption(
-                'primaryKey',
+              throw new Error(
                 `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new rows back`
               )
             }

@@ -1,0 +1,254 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Precondition } from '../data/precondition.js'
+import type { TableGateway } from '../data/table-gateway.js'
+import type { UpsertElement } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
+import { invalidFields } from '../errors.js'
+import type { FieldError } from '../errors.js'
+import { andThen } from '../execution/eventually.js'
+import type { Eventually } from '../execution/eventually.js'
+import { currentCancellation, withCancellation } from '../execution/cancellation.js'
+import type { RowContext, ScopedMethod, ViewsetToken, WriteMethod } from '../options.js'
+import type { CursorPosition } from '../query/cursor.js'
+import { encodeCursor } from '../query/cursor.js'
+import type { FieldSelection } from '../query/fields.js'
+import { parseListQuery } from '../query/list-query.js'
+import type { ListQuery, ListQueryPlan } from '../query/list-query.js'
+import type { ScopeCondition } from '../query/scope.js'
+import { isRecord } from '../schema/object-schema.js'
+import { mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
+
+// The default handlers: what LIST, GET, POST, BULK, PUT, PATCH and DELETE do when the viewset does not
+// override them. Each reads what its route parsed (the field selection, the If-Match condition) as an
+// argument and returns what its route answers; nothing travels back through the request.
+
+/**
+ * What a LIST answers: its rows, and for the default LIST what its route says in headers (`Link`,
+ * `X-Total-Count`, the `?fields=` serializer). An overridden `list` answers its rows only.
+ */
+export interface ListPage<Rows = unknown> {
+  readonly rows: Rows
+  /** The parsed query of the default LIST; absent when an override answered. */
+  readonly query?: ListQuery
+  /** The number of matching rows, when counted. */
+  readonly total?: number | undefined
+  /** With cursor pagination: the cursors of the `next` and `prev` links, absent when there is no such page. */
+  readonly cursors?: { readonly next: string | undefined; readonly prev: string | undefined }
+}
+
+/** What the default handlers read: the data layer, the options they apply, and the viewset's row rules. */
+export interface HandlerContext {
+  readonly resource: TableGateway
+  readonly listQuery: ListQueryPlan
+  /** Where writes go (`db`) and where LIST and GET read (`readDb`). */
+  readonly db: AnyDatabase
+  readonly readDb: AnyDatabase
+  /** The schema fields a body may write. */
+  readonly writable: readonly string[]
+  readonly conflictFields: readonly string[] | undefined
+  /** The viewset's `scope` for this request, compiled; `undefined` for no restriction. */
+  scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
+  /** The viewset's `beforeWrite`: the values to write, or a promise of them. */
+  beforeWrite(values: Row, context: RowContext<WriteMethod>): unknown
+  /** Throws the 404 of this id. */
+  notFound(id: unknown): never
+}
+
+/** The `:id` of an element route: its params schema requires it. */
+function idOf (request: FastifyRequest): unknown {
+  return isRecord(request.params) ? request.params.id : undefined
+}
+
+/** Answers an applied merge: 201 when a row was created, else 200, and says so in `Preference-Applied` (RFC 7240). */
+function applyMerge (reply: FastifyReply, created: boolean): void {
+  reply.code(created ? 201 : 200).header('preference-applied', mergeDuplicates)
+}
+
+/** The values `beforeWrite` returned, when they are values. */
+function writtenValues (written: unknown): Row {
+  if (!isRecord(written)) {
+    throw new TypeError(
+      `beforeWrite returned ${written === null ? 'null' : typeof written}: it must return the values to write`
+    )
+  }
+  return written
+}
+
+/**
+ * The default handlers of one mounted viewset. Each answers at once where the database answered at once
+ * (execution/eventually.ts), else with a promise; `createElements` always with a promise.
+ */
+export class DefaultHandlers {
+  readonly #context: HandlerContext
+
+  constructor (context: HandlerContext) {
+    this.#context = context
+  }
+
+  /** What `beforeWrite` makes of the values, checked: a promise only when it answered one (the default answers at
+   * once, and POST and PATCH then await nothing). */
+  #beforeWrite (values: Row, context: RowContext<WriteMethod>): Eventually<Row> {
+    const written = this.#context.beforeWrite(values, context)
+    // Any thenable is awaited, as `await` would; the answer is then a native promise.
+    return isRecord(written) && typeof written.then === 'function'
+      ? Promise.resolve(written).then(writtenValues)
+      : writtenValues(written)
+  }
+
+  /** The fields of a body that may be written: read-only fields and relations are dropped. */
+  writable (body: unknown): Row {
+    const values: Row = {}
+    if (!isRecord(body)) return values
+    for (const field of this.#context.writable) {
+      const value = body[field]
+      if (value !== undefined) values[field] = value
+    }
+    return values
+  }
+
+  /** LIST: the query string parsed (every client mistake a 400 before the first query), then the page read. */
+  list (request: FastifyRequest, token: ViewsetToken | null): Eventually<ListPage<Row[]>> {
+    const { resource, listQuery, readDb } = this.#context
+    const query = parseListQuery(isRecord(request.query) ? request.query : {}, listQuery)
+    const scope = this.#context.scopeOf(request, token, 'LIST')
+    if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope)
+    return andThen(resource.list(readDb, query, scope), (rows) => ({ rows, query }))
+  }
+
+  /** LIST by cursor, or with the number of matching rows (both read at once). */
+  async #listWithExtras (query: ListQuery, scope: ScopeCondition | undefined): Promise<ListPage<Row[]>> {
+    const { resource, readDb } = this.#context
+    if (query.pagination === 'cursor') {
+      const [page, total] = await Promise.all([
+        resource.cursorPage(readDb, query, scope),
+        query.count ? resource.count(readDb, query, scope) : undefined,
+      ])
+      const cursor = (position: CursorPosition | undefined) =>
+        position === undefined ? undefined : encodeCursor(query.ordering, position)
+      return { rows: page.rows, query, total, cursors: { next: cursor(page.next), prev: cursor(page.prev) } }
+    }
+    const [rows, total] = await Promise.all([resource.list(readDb, query, scope), resource.count(readDb, query, scope)])
+    return { rows, query, total }
+  }
+
+  /** GET: one row (in the scope), with only the `selection`'s columns when `?fields=` chose some, or 404. */
+  getElement (request: FastifyRequest, token: ViewsetToken | null, selection?: FieldSelection): Eventually<Row> {
+    const scope = this.#context.scopeOf(request, token, 'GET')
+    const id = idOf(request)
+    return andThen(this.#context.resource.find(this.#context.readDb, id, { selection, scope }), (row) =>
+      row === undefined ? this.#context.notFound(id) : row
+    )
+  }
+
+  /** POST: inserts what `beforeWrite` makes of the writable fields sent; with Prefer merge-duplicates, upserts. */
+  createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<Row> {
+    const sent = this.writable(request.body)
+    if (this.#mergesDuplicates(request)) return this.#upsertOne(request, reply, token, sent)
+    return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
+      this.#context.resource.insert(this.#context.db, values)
+    )
+  }
+
+  /** POST with `Prefer: resolution=merge-duplicates`: the upsert of one element. */
+  async #upsertOne (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, sent: Row): Promise<Row> {
+    this.#checkConflictFields([sent], false)
+    const scope = currentCancellation()
+    const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
+    const [written] = await withCancellation(scope, () =>
+      this.#context.resource.upsert(this.#context.db, [element], this.#context.scopeOf(request, token, 'PATCH'), false)
+    )
+    if (written === undefined) throw new Error('an upsert of one element wrote no row')
+    applyMerge(reply, written.created)
+    return written.row
+  }
+
+  /** BULK: inserts (or with Prefer merge-duplicates, upserts) every element, all or none, in element order. */
+  async createElements (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<Row[]> {
+    const bodies: unknown[] = Array.isArray(request.body) ? request.body : []
+    const sent = bodies.map((body) => this.writable(body))
+    const context = { request, token, method: 'BULK' } as const
+    const { resource, db } = this.#context
+    // The write starts after beforeWrite's awaits: in the request's cancellation scope (execution/cancellation.ts).
+    const scope = currentCancellation()
+    if (!this.#mergesDuplicates(request)) {
+      const values: Row[] = []
+      for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
+      return await withCancellation(scope, () => resource.insertMany(db, values))
+    }
+    this.#checkConflictFields(sent, true)
+    const elements: UpsertElement[] = []
+    for (const fields of sent) elements.push(await this.#upsertElement(fields, context))
+    const written = await withCancellation(scope, () =>
+      resource.upsert(db, elements, this.#context.scopeOf(request, token, 'PATCH'), true)
+    )
+    applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
+    return written.map((entry) => entry.row)
+  }
+
+  /** Whether this request upserts: `conflictFields` is set and the client prefers `resolution=merge-duplicates` (else
+   * the header is ignored, as RFC 7240 says). */
+  #mergesDuplicates (request: FastifyRequest): boolean {
+    return this.#context.conflictFields !== undefined && prefersMergeDuplicates(request.headers.prefer)
+  }
+
+  /** A body that merges must send every conflict field, with a value: else a 400 naming each one missing (`email`, or
+   * `/3/email` in a bulk body). */
+  #checkConflictFields (bodies: readonly Row[], bulk: boolean): void {
+    const errors: FieldError[] = []
+    bodies.forEach((body, index) => {
+      for (const field of this.#context.conflictFields ?? []) {
+        if (body[field] === undefined || body[field] === null) {
+          errors.push({
+            in: 'body',
+            field: bulk ? `/${index}/${field}` : field,
+            message: `is required (not null) with Prefer: ${mergeDuplicates}`,
+          })
+        }
+      }
+    })
+    if (errors.length > 0) throw invalidFields(errors)
+  }
+
+  /**
+   * What an upsert writes of a body: `beforeWrite`'s values on insert; on update, only the fields the body
+   * sent (as `beforeWrite` left them), never the columns it added (such as an owner).
+   */
+  async #upsertElement (sent: Row, context: RowContext<WriteMethod>): Promise<UpsertElement> {
+    const values = await this.#beforeWrite(sent, context)
+    return { values, update: Object.keys(sent).filter((field) => Object.hasOwn(values, field)) }
+  }
+
+  /**
+   * PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite`
+   * returns, if `precondition` (If-Match, or requireIfMatch's 428) holds; the row, or 404.
+   */
+  updateElement (
+    request: FastifyRequest,
+    token: ViewsetToken | null,
+    partial: boolean,
+    precondition: Precondition | undefined
+  ): Eventually<Row> {
+    const method = partial ? 'PATCH' : 'PUT'
+    const id = idOf(request)
+    const { resource, db } = this.#context
+    return andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }), (values) =>
+      // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing.
+      andThen(resource.update(db, id, values, this.#context.scopeOf(request, token, method), precondition), (row) =>
+        row === undefined ? this.#context.notFound(id) : row
+      )
+    )
+  }
+
+  /** DELETE: removes the row (in the scope) if `precondition` holds, or 404. */
+  deleteElement (
+    request: FastifyRequest,
+    token: ViewsetToken | null,
+    precondition: Precondition | undefined
+  ): Eventually<void> {
+    const scope = this.#context.scopeOf(request, token, 'DELETE')
+    const id = idOf(request)
+    return andThen(this.#context.resource.delete(this.#context.db, id, scope, precondition), (deleted) => {
+      if (!deleted) this.#context.notFound(id)
+    })
+  }
+}

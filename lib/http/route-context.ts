@@ -1,0 +1,95 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Precondition } from '../data/precondition.js'
+import type { TableGateway } from '../data/table-gateway.js'
+import type { AnyDatabase } from '../sql.js'
+import type { Eventually } from '../execution/eventually.js'
+import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from '../options.js'
+import type { FieldSelection, FieldsPlan } from '../query/fields.js'
+import type { ViewsetComponents } from '../schema/components.js'
+import type { JsonSchema } from '../schema/derive.js'
+import type { Serializer } from '../schema/serializer.js'
+import type { ListPage } from './default-handlers.js'
+
+/**
+ * The handlers a route calls: the default ones (http/default-handlers.ts), or the viewset's overrides
+ * wrapped to the same shape. Each receives what its route parsed (the field selection, the If-Match
+ * condition) and returns what the route answers; all but `createElements` may answer at once.
+ */
+export interface RouteHandlers {
+  list(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<ListPage>
+  getElement(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: ViewsetToken | null,
+    selection: FieldSelection | undefined,
+  ): Eventually<unknown>
+  createElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<unknown>
+  createElements(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<unknown>
+  updateElement(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: ViewsetToken | null,
+    partial: boolean,
+    precondition: Precondition | undefined,
+  ): Eventually<unknown>
+  deleteElement(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: ViewsetToken | null,
+    precondition: Precondition | undefined,
+  ): Eventually<unknown>
+}
+
+/** What the routes document and validate: the schemas, names and limits of the OpenAPI operations. */
+export interface RouteSchemas {
+  /** The entity schema as served, with its `$id`. */
+  readonly entity: JsonSchema & { readonly $id: string }
+  /** The entity as the response serializer reads it (schema/derive.ts `deriveSerializerSchema`). */
+  readonly serialized: JsonSchema
+  readonly name: string
+  readonly primaryKey: string
+  readonly tags: readonly string[]
+  /** The documented row, partial row and body components (schema/components.ts). */
+  readonly components: ViewsetComponents
+  /** LIST's query string (the subclass's `listQuery` merged in) and the headers of the default LIST. */
+  readonly list: { readonly querystring: JsonSchema; readonly headers?: Record<string, JsonSchema> | undefined }
+  /** Most elements of one `POST /bulk`. */
+  readonly maxBulk: number
+  /** The natural key of upserts: POST and BULK then document `Prefer`, the 200 of a merge and `Preference-Applied`. */
+  readonly conflictFields: readonly string[] | undefined
+}
+
+/** Who may call which method. */
+export interface RouteAuth {
+  readonly protectedMethods: readonly ViewsetMethod[]
+  readonly options: Pick<ViewsetOptions<unknown, never, never>, 'authenticate' | 'authorize'>
+  /** Whether tokens can be verified (@fastify/jwt or `authenticate`): then open methods verify one when it is sent. */
+  readonly verifiesTokens: boolean
+}
+
+/** How a row's ETag is made and required. */
+export interface RouteVersions {
+  /** Serializes a whole row, relations included, as GET sends it: what a representation's ETag hashes. */
+  readonly represent: Serializer
+  /** The version column (`versionField`), whose value is the ETag. */
+  readonly versionField: string | undefined
+  /** PUT, PATCH and DELETE without If-Match answer 428. */
+  readonly requireIfMatch: boolean
+}
+
+/** What the routes of one viewset are declared from, once the data layer is built. */
+export interface RouteContext {
+  /** Loads the relations of the rows a handler answers. */
+  readonly resource: TableGateway
+  /** Where relations of LIST and GET rows are read (`readDb`), and of written rows (`db`). */
+  readonly readDb: AnyDatabase
+  readonly db: AnyDatabase
+  readonly schemas: RouteSchemas
+  readonly auth: RouteAuth
+  readonly versions: RouteVersions
+  readonly paging: { readonly maxOffset: number; readonly pagination: 'offset' | 'cursor' }
+  /** `?fields=` of LIST and GET. */
+  readonly fields: FieldsPlan
+  /** The full prefix of the viewset's routes, for `Location`. */
+  readonly prefix: string
+}

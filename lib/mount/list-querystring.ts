@@ -1,0 +1,54 @@
+import { ViewsetErrors } from '../errors.js'
+import type { ListPlan } from '../query/list.js'
+import type { JsonSchema } from '../schema/derive.js'
+import { plain, propertiesOf } from '../schema/derive.js'
+import { isRecord } from '../schema/object-schema.js'
+
+/** The `static listQuery` of a viewset's class (its constructor), when it declares an object schema. */
+export function listQueryOf (constructor: unknown): JsonSchema | undefined {
+  const extra: unknown =
+    typeof constructor === 'function' && 'listQuery' in constructor ? constructor.listQuery : undefined
+  return isRecord(extra) ? extra : undefined
+}
+
+/**
+ * LIST's query string with the viewset's `static listQuery` applied over the defaults. An overridden `list`
+ * keeps only `limit` and `offset` (or `cursor`) of the defaults: it would silently ignore `search`, filters,
+ * `count` or `fields`. Without an overridden `list`, `listQuery` may only refine parameters the default LIST
+ * defines, unless `scope` reads them (from `context.request.query`).
+ *
+ * @example
+ * ```ts
+ * const { querystring, headers } = mergeListQuery(list, { listQuery, overridden: new Set(['list']) })
+ * ```
+ */
+export function mergeListQuery (
+  list: ListPlan,
+  viewset: { readonly listQuery: JsonSchema | undefined; readonly overridden: ReadonlySet<string> }
+): { querystring: JsonSchema; headers?: Record<string, JsonSchema> } {
+  const extra = viewset.listQuery
+  if (extra === undefined) return list
+  const defaults = propertiesOf(list.querystring)
+  // Which parameters an overridden `list` reads is its business.
+  const own = viewset.overridden.has('list')
+  const scoped = viewset.overridden.has('scope')
+  const unread =
+    own || scoped
+      ? []
+      : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter))
+  if (unread.length > 0) {
+    throw new ViewsetErrors.InvalidOption(
+      'listQuery',
+      `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. Override list(), or read them in scope()`
+    )
+  }
+  // With cursor pagination there is no `offset`: its `cursor` is kept instead.
+  const base = own
+    ? Object.fromEntries(
+      ['limit', 'offset', 'cursor'].flatMap((key) => (defaults[key] === undefined ? [] : [[key, defaults[key]]]))
+    )
+    : defaults
+  const properties = { ...base, ...propertiesOf(plain(extra)) }
+  // The default list's response headers (Link, X-Total-Count) are not documented for an override.
+  return { querystring: { ...list.querystring, properties }, ...(own ? {} : { headers: list.headers }) }
+}

@@ -1,0 +1,264 @@
+import type { TObject } from '@sinclair/typebox'
+import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
+import { Statements } from '../data/statements.js'
+import { TableGateway } from '../data/table-gateway.js'
+import type { ColumnInfo, ViewsetDialect } from '../dialect/dialect.js'
+import type { AnyDatabase, Row } from '../sql.js'
+import { conflictKeyProblem, rowKeyProblem } from '../dialect/shared/catalog.js'
+import type { TableCatalog } from '../dialect/shared/catalog.js'
+import { dialectOf } from '../dialect/pick-dialect.js'
+import { ViewsetErrors } from '../errors.js'
+import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
+import { canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkVerifier } from '../http/auth.js'
+import { representationTag, versionTag } from '../http/conditional-requests.js'
+import { DefaultHandlers } from '../http/default-handlers.js'
+import type { HandlerContext } from '../http/default-handlers.js'
+import type { MountedViewset } from '../http/plugin.js'
+import type { RouteContext } from '../http/route-context.js'
+import { viewsetRoutes } from '../http/routes.js'
+import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
+import { planFields } from '../query/fields.js'
+import type { FieldsPlan } from '../query/fields.js'
+import { createListPlan } from '../query/list.js'
+import type { RelatedConfig } from '../relations/config.js'
+import { checkDefaultRelations } from '../relations/default-relations.js'
+import { createRelationLoader, relationFields } from '../relations/loader.js'
+import type { RelationLoader } from '../relations/batched-loader.js'
+import { viewsetComponents } from '../schema/components.js'
+import type { JsonSchema } from '../schema/derive.js'
+import { deriveEntity, deriveSerializerSchema, writableFields } from '../schema/derive.js'
+import { nameFromPrefix } from '../schema/openapi.js'
+import { sharedSerializer } from '../schema/serializer.js'
+import { mergeListQuery } from './list-querystring.js'
+import { overrideHandlers } from './override-handlers.js'
+import type { OverridableName, ViewsetHandlers } from './override-handlers.js'
+import { registerViewset } from './registry.js'
+
+// Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
+// in the order `mountViewset` reads, before any route exists. Phase 1 (no database) ran in the Viewset
+// constructor (options.ts). Nothing here runs again while serving a request.
+
+/** The options mounting reads, as the constructor checked them. */
+export type MountOptions = Pick<
+  ViewsetOptions<unknown, never, never>,
+  | 'authenticate'
+  | 'authorize'
+  | 'searchFields'
+  | 'orderingFields'
+  | 'defaultOrder'
+  | 'filterFields'
+  | 'alwaysCount'
+  | 'defaultRelations'
+  | 'primaryKey'
+>
+
+/** What a viewset hands to mounting: its checked options and the handlers and hooks it overrides. */
+export interface ViewsetDeclaration {
+  /** The viewset, as the app's registry lists it. */
+  readonly viewset: object
+  readonly resolved: ResolvedOptions
+  readonly options: MountOptions
+  readonly db: AnyDatabase
+  readonly readDb: AnyDatabase
+  readonly schema: TObject
+  /** The schema fields that are columns (relation fields excluded). */
+  readonly columns: readonly string[]
+  readonly relatedConfig: RelatedConfig<unknown> | undefined
+  /** The `static listQuery` of the viewset's class. */
+  readonly listQuery: JsonSchema | undefined
+  /** The handlers and hooks the viewset overrides (`scope` and `beforeWrite` counted when given as options). */
+  readonly overridden: ReadonlySet<OverridableName | 'scope' | 'beforeWrite'>
+  /** The viewset's handlers: the routes call those it overrides. */
+  readonly handlers: ViewsetHandlers
+  readonly rowRules: Pick<HandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'>
+  readonly protect: onRequestAsyncHookHandler
+  customRoutes(fastify: FastifyInstance): void | Promise<void>
+}
+
+/** What a mounted viewset serves its helpers from (`findById`, `insert`, `contains`…): frozen. */
+export interface PreparedViewset {
+  readonly resource: TableGateway
+  readonly defaults: DefaultHandlers
+  /** `?fields=` of GET. */
+  readonly fields: FieldsPlan
+}
+
+/** The catalog facts mounting reads, once checked. */
+interface CheckedTable {
+  readonly dialect: ViewsetDialect
+  readonly described: TableCatalog
+  readonly columns: ReadonlyMap<string, ColumnInfo>
+}
+
+/**
+ * Reads the table and checks the viewset against it: the table exists, the primary key identifies one row
+ * (and a view serves reads only), every schema field is a column, and on MySQL a new row can be read back.
+ */
+async function checkTable (declaration: ViewsetDeclaration, methods: readonly ViewsetMethod[]): Promise<CheckedTable> {
+  const { db, resolved } = declaration
+  const dialect = await dialectOf(db)
+  const described = await dialect.catalog.table(db, resolved.table)
+  if (described === undefined || described.columns.length === 0) throw new ViewsetErrors.UnknownTable(resolved.table)
+  const explicitKey = declaration.options.primaryKey !== undefined
+  const keyProblem = rowKeyProblem(described, resolved.primaryKey, explicitKey, methods)
+  if (keyProblem) throw new ViewsetErrors.InvalidOption(keyProblem.option, keyProblem.message)
+  const columns = new Map<string, ColumnInfo>(described.columns.map((column) => [column.name, column]))
+  for (const field of declaration.columns) {
+    if (!columns.has(field)) {
+      throw new ViewsetErrors.UnknownColumn(field, resolved.table, described.columns.map(({ name }) => name).join(', '))
+    }
+  }
+  return { dialect, described, columns }
+}
+
+/** The entity as served and its relations, with `conflictFields` and `defaultRelations` checked against them. */
+async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable, name: string) {
+  const { db, schema, resolved, relatedConfig } = declaration
+  const { primaryKey, versionField, conflictFields } = resolved
+  const relations = await createRelationLoader(db, table.dialect, relatedConfig, schema, resolved.table, primaryKey)
+  // The version column is the server's, read-only like the key: every update increments it.
+  const fieldsOfRelations = relationFields(relatedConfig)
+  const entity = deriveEntity(schema, new Map(table.columns), fieldsOfRelations, name, primaryKey, versionField)
+  if (conflictFields !== undefined) {
+    const writable = writableFields(entity).filter((field) => declaration.columns.includes(field))
+    const anyKey = table.dialect.capabilities.upsertOnAnyKey
+    const problem = conflictKeyProblem(table.described, conflictFields, writable, anyKey)
+    if (problem !== undefined) throw new ViewsetErrors.InvalidOption('conflictFields', problem)
+  }
+  const defaultRelations = checkDefaultRelations(
+    declaration.options.defaultRelations,
+    relations?.fields ?? new Set(),
+    entity
+  )
+  return { relations, entity, name, defaultRelations }
+}
+
+/** The table gateway of the viewset: its statements, its write target and how it tags a row's version. */
+function buildTableGateway (
+  declaration: ViewsetDeclaration,
+  table: CheckedTable,
+  relations: RelationLoader | undefined,
+  versioning: { represent: (row: Row) => string; defaultRelations: ReadonlySet<string> | undefined },
+  selected: readonly string[]
+): TableGateway {
+  const { db, resolved } = declaration
+  const { primaryKey, versionField, conflictFields } = resolved
+  const tagOf = (row: Row) =>
+    versionField === undefined ? representationTag(versioning.represent(row)) : versionTag(row[versionField])
+  const { described } = table
+  return new TableGateway({
+    dialect: table.dialect,
+    statements: new Statements(db, resolved.table, primaryKey, selected, table.dialect),
+    target: { table: resolved.table, primaryKey, columns: selected, catalog: table.columns },
+    relations,
+    versioning: { versionField, tagOf, relations: versioning.defaultRelations },
+    uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],
+    conflictFields,
+  })
+}
+
+/** The data layer of a viewset and what its routes read, built once the catalog is checked. */
+function buildViewset (
+  fastify: FastifyInstance,
+  methods: readonly ViewsetMethod[],
+  declaration: ViewsetDeclaration,
+  table: CheckedTable,
+  planned: Awaited<ReturnType<typeof planEntity>>
+): { context: RouteContext; defaults: DefaultHandlers } {
+  const { resolved, options, columns } = declaration
+  const { relations, entity, name, defaultRelations } = planned
+  // The loader may need keys the schema does not serve; they are selected, never serialized.
+  const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
+  const serialized = deriveSerializerSchema(entity)
+  // `?fields=` serializers are compiled from the serializer's entity too.
+  const fields = planFields(serialized, columns, selected, relations?.keys ?? new Map(), defaultRelations)
+  const related = { table: resolved.table, links: relations?.links ?? new Map() }
+  const { dialect } = table
+  const list = createListPlan({ dialect, resolved, options, entity, columns, selected, fieldsPlan: fields, related })
+  // A whole row as GET sends it: the bytes a representation's ETag hashes. Compiled now: it writes every field, so a
+  // field the serializer cannot write fails at startup.
+  const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
+  const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
+  const { db, readDb } = declaration
+  const defaults = new DefaultHandlers({
+    ...declaration.rowRules,
+    resource,
+    listQuery: list.query,
+    db,
+    readDb,
+    writable: writableFields(entity),
+    conflictFields: resolved.conflictFields,
+  })
+  const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
+    relations: relations?.fields ?? new Set(),
+    loaded: defaultRelations,
+  })
+  const { primaryKey, tags, maxBulk, conflictFields, protectedMethods } = resolved
+  const context: RouteContext = {
+    resource,
+    readDb,
+    db,
+    schemas: {
+      entity: { ...entity, $id: name },
+      serialized,
+      name,
+      primaryKey,
+      tags,
+      components,
+      list: mergeListQuery(list, declaration),
+      maxBulk,
+      conflictFields,
+    },
+    auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
+    versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
+    paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
+    fields,
+    prefix: fastify.prefix,
+  }
+  return { context, defaults }
+}
+
+/**
+ * Mounts a viewset on its plugin's instance. First the checks that need the database or the app, in this
+ * order: a verifier for the protected methods, the table and its key, the columns (checkTable), the
+ * relations, `conflictFields` and `defaultRelations` (planEntity), the LIST options and `listQuery`
+ * (buildViewset). Then the table gateway, the default handlers and the routes, and the viewset joins the
+ * app's registry. A mistake fails `app.ready()`; none is left to surface in a request.
+ *
+ * @example
+ * ```ts
+ * viewsetPlugin(table, async (fastify) => (await mountViewset(fastify, methods, declaration)).mounted)
+ * ```
+ */
+export async function mountViewset (
+  fastify: FastifyInstance,
+  methods: readonly ViewsetMethod[],
+  declaration: ViewsetDeclaration
+): Promise<{ prepared: PreparedViewset; mounted: MountedViewset }> {
+  const { resolved, options } = declaration
+  // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
+  checkProtectedMethods(resolved.protectedMethods, methods)
+  checkVerifier(fastify, resolved.protectedMethods, options)
+  const table = await checkTable(declaration, methods)
+  const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
+  const planned = await planEntity(declaration, table, name)
+  const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)
+  // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
+  if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
+  const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
+  const { db, viewset } = declaration
+  registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset })
+  const mounted: MountedViewset = {
+    schemas: context.schemas.components.schemas,
+    routes,
+    dialect: table.dialect,
+    protect: declaration.protect,
+    customRoutes: async (instance) => {
+      await declaration.customRoutes(instance)
+    },
+    checkProtectedRoutes: (count) => {
+      checkProtectedRoutes(fastify, resolved.protectedMethods, count, options)
+    },
+  }
+  return { prepared: Object.freeze({ resource: context.resource, defaults, fields: context.fields }), mounted }
+}

@@ -1,0 +1,86 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { DefaultHandlers } from '../http/default-handlers.js'
+import type { RouteHandlers } from '../http/route-context.js'
+import type { ViewsetToken } from '../options.js'
+
+/** The overridable handlers of a viewset, by name. */
+const overridableHandlers = [
+  'list',
+  'getElement',
+  'createElement',
+  'createElements',
+  'updateElement',
+  'deleteElement',
+] as const
+export type OverridableName = (typeof overridableHandlers)[number]
+
+/**
+ * The viewset's public handlers, as the routes may call them. Method syntax on purpose: an override may
+ * narrow its request type (`ListRequest<{ limit: number, offset: number }>`).
+ */
+export interface ViewsetHandlers {
+  list(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): unknown
+  getElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): unknown
+  createElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): unknown
+  createElements(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): unknown
+  updateElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, partial: boolean): unknown
+  deleteElement(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): unknown
+}
+
+/** A viewset's members that mounting compares with the base class's, to tell its overrides. */
+type Overridable = ViewsetHandlers & { readonly scope: unknown; readonly beforeWrite: unknown }
+
+/**
+ * The handlers and hooks `viewset` overrides (its members that are not `base`'s); `scope` and `beforeWrite`
+ * also when given as options.
+ *
+ * @example
+ * ```ts
+ * overriddenMembers(this, Viewset.prototype, this.options) // Set { 'list', 'scope' }
+ * ```
+ */
+export function overriddenMembers (
+  viewset: Overridable,
+  base: Overridable,
+  options: { readonly scope?: unknown; readonly beforeWrite?: unknown }
+): Set<OverridableName | 'scope' | 'beforeWrite'> {
+  const overridden = new Set<OverridableName | 'scope' | 'beforeWrite'>(
+    overridableHandlers.filter((name) => viewset[name] !== base[name])
+  )
+  if (viewset.scope !== base.scope || options.scope !== undefined) overridden.add('scope')
+  if (viewset.beforeWrite !== base.beforeWrite || options.beforeWrite !== undefined) overridden.add('beforeWrite')
+  return overridden
+}
+
+/**
+ * What the routes call: the default handler of each method, or the viewset's override of it. An override
+ * is awaited (it may answer at once, or nothing): the route then always gets a promise from it.
+ */
+export function overrideHandlers (
+  defaults: DefaultHandlers,
+  viewset: { readonly overridden: ReadonlySet<string>; readonly handlers: ViewsetHandlers }
+): RouteHandlers {
+  const { overridden, handlers } = viewset
+  const own = (name: OverridableName) => overridden.has(name)
+  return {
+    list: own('list')
+      ? async (request, reply, token) => ({ rows: await handlers.list(request, reply, token) })
+      : (request, _reply, token) => defaults.list(request, token),
+    getElement: own('getElement')
+      ? async (request, reply, token) => await handlers.getElement(request, reply, token)
+      : (request, _reply, token, selection) => defaults.getElement(request, token, selection),
+    createElement: own('createElement')
+      ? async (request, reply, token) => await handlers.createElement(request, reply, token)
+      : (request, reply, token) => defaults.createElement(request, reply, token),
+    createElements: own('createElements')
+      ? async (request, reply, token) => await handlers.createElements(request, reply, token)
+      : async (request, reply, token) => await defaults.createElements(request, reply, token),
+    updateElement: own('updateElement')
+      ? async (request, reply, token, partial) => await handlers.updateElement(request, reply, token, partial)
+      : (request, _reply, token, partial, precondition) =>
+          defaults.updateElement(request, token, partial, precondition),
+    deleteElement: own('deleteElement')
+      ? async (request, reply, token) => await handlers.deleteElement(request, reply, token)
+      : (request, _reply, token, precondition) => defaults.deleteElement(request, token, precondition),
+  }
+}

@@ -1,0 +1,93 @@
+import type { FastifyInstance } from 'fastify'
+
+// The app-level registry of mounted viewsets: one list per application, filled as viewsets register and
+// frozen when the application is ready. Features that reach across viewsets (whose row rule applies to a
+// relation, a batch route, the order of the docs) read it; nothing writes it after startup.
+
+/** One mounted viewset, as the registry holds it. */
+export interface RegisteredViewset {
+  /** The table, as the `table` option names it. */
+  readonly table: string
+  /** The Kysely instance the viewset writes to (its `db` option): tables are told apart by database too. */
+  readonly db: object
+  /** The full prefix its routes are under, such as `/admin/items`. */
+  readonly prefix: string
+  /** The viewset itself (narrow it with `instanceof Viewset`). */
+  readonly viewset: object
+}
+
+// Keyed by the root instance, so that encapsulated children (each viewset's plugin) share one list, and a
+// closed application's list goes with it.
+const registries = new WeakMap<FastifyInstance, RegisteredViewset[]>()
+
+/**
+ * The application's root instance: Fastify makes each encapsulated child with `Object.create(parent)`, so
+ * the root is the last instance up the prototype chain.
+ */
+function rootOf (fastify: FastifyInstance): FastifyInstance {
+  let root = fastify
+  for (let parent: unknown = Object.getPrototypeOf(root); isInstance(parent); parent = Object.getPrototypeOf(parent)) {
+    root = parent
+  }
+  return root
+}
+
+/** An object of Fastify's instance chain: the root and its children have `register`, Object.prototype does not. */
+function isInstance (value: unknown): value is FastifyInstance {
+  return typeof value === 'object' && value !== null && 'register' in value
+}
+
+/** The list of `fastify`'s application, created with a hook that freezes it once the application is ready. */
+function registryOf (fastify: FastifyInstance): RegisteredViewset[] {
+  const root = rootOf(fastify)
+  let registry = registries.get(root)
+  if (registry === undefined) {
+    const entries: RegisteredViewset[] = []
+    registry = entries
+    registries.set(root, entries)
+    root.addHook('onReady', (done) => {
+      Object.freeze(entries)
+      done()
+    })
+  }
+  return registry
+}
+
+/**
+ * Records a mounted viewset in its application's registry: called once per viewset, while it registers.
+ *
+ * @example
+ * ```ts
+ * registerViewset(fastify, { table: 'items', db, prefix: fastify.prefix, viewset })
+ * ```
+ */
+export function registerViewset (fastify: FastifyInstance, entry: RegisteredViewset): void {
+  registryOf(fastify).push(Object.freeze({ ...entry }))
+}
+
+/**
+ * Every viewset mounted in `fastify`'s application (from any of its encapsulated instances), in the order
+ * they registered. Read-only: frozen once the application is ready.
+ *
+ * @example
+ * ```ts
+ * await app.ready()
+ * viewsetsOf(app).map((entry) => `${entry.prefix} → ${entry.table}`) // ['/authors → authors', '/books → books']
+ * ```
+ */
+export function viewsetsOf (fastify: FastifyInstance): readonly RegisteredViewset[] {
+  return registries.get(rootOf(fastify)) ?? []
+}
+
+/**
+ * The viewsets of `fastify`'s application that serve `table` of the database `db` (the same Kysely
+ * instance), in the order they registered: none, one, or several under different prefixes.
+ *
+ * @example
+ * ```ts
+ * const [authors] = findViewsets(app, db, 'authors')
+ * ```
+ */
+export function findViewsets (fastify: FastifyInstance, db: object, table: string): readonly RegisteredViewset[] {
+  return viewsetsOf(fastify).filter((entry) => entry.db === db && entry.table === table)
+}
