@@ -8,20 +8,21 @@ import ts from 'typescript'
 // lib/'s layers, from the top: a file may import files of its own layer or of a lower one, never of a higher one,
 // and no import may close a cycle (type-only imports included: they tie the files' meanings together all the same).
 //   5  index.ts                                      re-exports
-//   4  viewset.ts, requests.ts, mount/, http/, docs.ts, generate/
+//   4  viewset.ts, viewset-table.ts, requests.ts, mount/, http/, docs.ts, generate/
 //                                                   the request flow, the docs plugin and the code generator
-//   3  data/, query/, relations/, schema/, options.ts, db.ts
+//   3  data/, query/, relations/, schema/, options.ts, viewset-options.ts, db.ts
 //                                                   the table gateway and what it is built from, the checked
 //                                                   options, the database module
 //   2  dialect/, execution/                          the seam to each database, and how statements run
 //   1  sql.ts, errors.ts                             the shared SQL vocabulary and every error
-// options.ts sits with data/ and query/: it holds the option vocabulary they read (FilterOperator, ViewsetMethod)
+// options.ts (and viewset-options.ts, the option types it re-exports) sits with data/ and query/: it holds the
+// option vocabulary they read (FilterOperator, ViewsetMethod)
 // and its checks need no database. db.ts opens databases through dialect/ and execution/, and nothing below
 // the request flow imports it.
 const layers: ReadonlyArray<readonly [number, readonly string[]]> = [
   [5, ['index.ts']],
-  [4, ['viewset.ts', 'requests.ts', 'mount/', 'http/', 'docs.ts', 'generate/']],
-  [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'db.ts']],
+  [4, ['viewset.ts', 'viewset-table.ts', 'requests.ts', 'mount/', 'http/', 'docs.ts', 'generate/']],
+  [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'viewset-options.ts', 'db.ts']],
   [2, ['dialect/', 'execution/']],
   [1, ['sql.ts', 'errors.ts']],
 ]
