@@ -92,6 +92,23 @@ export interface BuildOptions {
 }
 
 /**
+ * The shared store of the login limits when `REDIS_URL` is set, closed with the app: with several processes,
+ * counters in each process would multiply the guesses an attacker gets by the number of processes.
+ */
+async function loginStore (app: FastifyInstance, env: Record<string, string | undefined>) {
+  const url = env.REDIS_URL
+  if (url === undefined || url === '') return undefined
+  const { Redis } = await import('ioredis')
+  // Fail fast while Redis is away: a token request then answers 500 rather than waiting.
+  const redis = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true })
+  await redis.connect()
+  app.addHook('onClose', async () => {
+    await redis.quit()
+  })
+  return redis
+}
+
+/**
  * Builds the example app without listening, so tests can inject requests into it. It rejects,
  * before touching the database, when the settings are not safe (see `authConfig`).
  */
@@ -126,7 +143,8 @@ export async function build ({
   await app.register(fastifyJwt, jwtOptions(config.jwtSecret, tokenLifetime))
   // Before any route: @fastify/swagger collects routes as they are added.
   await app.register(viewsetDocs, { title: 'Shop API', version: '1.0.0', tokenUrl: '/token' })
-  await app.register(passwordGrant, { users, expiresIn: tokenLifetime, ...loginLimits })
+  const redis = await loginStore(app, env)
+  await app.register(passwordGrant, { users, expiresIn: tokenLifetime, ...loginLimits, redis })
   const items = new ItemViewset({ db, table: 'items', schema: Item, tags: ['items'], protectedMethods })
   await app.register(items.register(), { prefix: '/items' })
   return app

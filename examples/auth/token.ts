@@ -1,6 +1,7 @@
 import fastifyFormbody from '@fastify/formbody'
 import fastifyRateLimit from '@fastify/rate-limit'
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { Redis } from 'ioredis'
 import { addressKey } from './address-key.js'
 import type { UserStore } from './users.js'
 
@@ -21,6 +22,8 @@ export interface PasswordGrantOptions {
   perAddress?: LoginLimit
   /** Token requests per username, whoever sends them. Default 5 per minute. */
   perUsername?: LoginLimit
+  /** Where the counters live when several processes serve the app (REDIS_URL); in the process by default. */
+  redis?: Redis | undefined
 }
 
 /** The defaults of {@link PasswordGrantOptions.perAddress} and {@link PasswordGrantOptions.perUsername}. */
@@ -94,16 +97,27 @@ function usernameOf (request: FastifyRequest): string {
  * so the viewsets keep accepting JSON only.
  */
 export const passwordGrant: FastifyPluginAsync<PasswordGrantOptions> = async function passwordGrant (fastify, options) {
-  const { users, expiresIn, perAddress = loginLimits.perAddress, perUsername = loginLimits.perUsername } = options
+  const { users, expiresIn, redis } = options
+  const { perAddress = loginLimits.perAddress, perUsername = loginLimits.perUsername } = options
   fastify.removeAllContentTypeParsers()
   await fastify.register(fastifyFormbody)
 
   // Two counters, so that neither many addresses against one user nor one address against many users
   // gets more guesses. @fastify/rate-limit's own hook would stop at the first counter (it marks the
   // request as counted), so both are read through createRateLimit and answered here.
-  await fastify.register(fastifyRateLimit, { global: false })
-  const byAddress = fastify.createRateLimit({ ...perAddress, keyGenerator: (request) => addressKey(request.ip) })
-  const byUsername = fastify.createRateLimit({ ...perUsername, keyGenerator: (request) => usernameOf(request) })
+  // With Redis every process counts in one place; a store that cannot answer fails the request (500), never
+  // lets it through uncounted.
+  const store = redis === undefined ? {} : { redis, nameSpace: 'auth-token-limit:', skipOnError: false }
+  await fastify.register(fastifyRateLimit, { global: false, ...store })
+  // The two counters share one store: a kind prefix keeps a username such as "1.2.3.4" off an address's count.
+  const byAddress = fastify.createRateLimit({
+    ...perAddress,
+    keyGenerator: (request) => `address:${addressKey(request.ip)}`,
+  })
+  const byUsername = fastify.createRateLimit({
+    ...perUsername,
+    keyGenerator: (request) => `username:${usernameOf(request)}`,
+  })
   async function limited (
     request: FastifyRequest,
     reply: FastifyReply,

@@ -232,6 +232,35 @@ for (const dialect of dialects) {
       assert.ok(!JSON.stringify(lines).includes(password), 'no password in the log')
     })
 
+    test('with REDIS_URL the login limits are counted in Redis, shared by every process of the app', async (t) => {
+      // Two builds of the app over one database stand for two processes behind a load balancer.
+      const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+      const username = `user-${randomBytes(6).toString('hex')}`
+      const shared = { ...env, REDIS_URL: redisUrl, DEMO_USERNAME: username }
+      const { app: first, db } = await exampleApp(t, dialect, shared)
+      const second = await build({ db, env: shared })
+      t.after(() => second.close())
+      const { max } = loginLimits.perUsername
+      for (let attempt = 1; attempt <= max; attempt++) {
+        const app = attempt % 2 === 0 ? second : first
+        const response = await login(app, username, `wrong-${attempt}`, `10.0.2.${attempt}`)
+        assert.equal(response.statusCode, 400, `attempt ${attempt}`)
+      }
+      // Each process saw fewer than `max` attempts; together they are over it.
+      for (const app of [first, second]) {
+        const response = await login(app, username, password, '10.0.3.1')
+        assert.equal(response.statusCode, 429, response.body)
+        assert.equal(response.json().error, 'temporarily_unavailable')
+      }
+      const { Redis } = await import('ioredis')
+      const redis = new Redis(redisUrl)
+      t.after(() => redis.quit())
+      const keys = await redis.keys(`auth-token-limit:*username:${username}`)
+      assert.equal(keys.length, 1, 'one shared counter for the username')
+      assert.equal(Number(await redis.get(keys[0] ?? '')), max + 2)
+      await redis.del(...keys)
+    })
+
     test('POST /token is limited per client address, whatever the usernames', async (t) => {
       const { app } = await exampleApp(t, dialect)
       const { max } = loginLimits.perAddress
