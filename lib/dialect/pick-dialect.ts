@@ -47,7 +47,11 @@ export async function dialectOf (db: AnyDatabase): Promise<ViewsetDialect> {
   invalidOption('db', `unsupported Kysely dialect ${adapter.constructor.name}; use SQLite, PostgreSQL or MySQL`)
 }
 
-const columnTypes: Readonly<Record<ViewsetDialect['name'], ColumnTypes>> = { sqlite: sqliteColumnTypes, postgres: postgresColumnTypes, mysql: mysqlColumnTypes }
+const columnTypes: Readonly<Record<ViewsetDialect['name'], ColumnTypes>> = {
+  sqlite: sqliteColumnTypes,
+  postgres: postgresColumnTypes,
+  mysql: mysqlColumnTypes,
+}
 
 /** How the columns of a database are typed in generated code, by the dialect's name. */
 export function columnTypesOf (name: ViewsetDialect['name']): ColumnTypes {

@@ -23,24 +23,29 @@ function enumLabels (declared: string): string[] | undefined {
 export const mysqlCatalog: CatalogReader = {
   async table (db, name) {
     const { rows: [relation] } = await sql<{ kind: string }>`
-      select table_type as kind from information_schema.tables where table_schema = database() and table_name = ${name}`.execute(db)
+      select table_type as kind from information_schema.tables
+      where table_schema = database() and table_name = ${name}`.execute(db)
     if (relation === undefined) return undefined
     const { rows: columns } = await sql<ColumnRow>`
       select column_name as name, lower(data_type) as type, column_type as declared, is_nullable as nullable,
         column_default as dflt, extra, generation_expression as generation, character_maximum_length as length
-      from information_schema.columns where table_schema = database() and table_name = ${name} order by ordinal_position`.execute(db)
+      from information_schema.columns
+      where table_schema = database() and table_name = ${name} order by ordinal_position`.execute(db)
     const { rows: statistics } = await sql<{ idx: string, is_unique: number | string, col: string | null }>`
       select index_name as idx, non_unique = 0 as is_unique, column_name as col from information_schema.statistics
       where table_schema = database() and table_name = ${name} order by index_name, seq_in_index`.execute(db)
     const { rows: keys } = await sql<{ fk: string, col: string, target: string, reference: string }>`
-      select constraint_name as fk, column_name as col, referenced_table_name as target, referenced_column_name as reference
+      select constraint_name as fk, column_name as col, referenced_table_name as target,
+        referenced_column_name as reference
       from information_schema.key_column_usage
-      where table_schema = database() and table_name = ${name} and referenced_table_name is not null and referenced_table_schema = database()
+      where table_schema = database() and table_name = ${name} and referenced_table_name is not null
+        and referenced_table_schema = database()
       order by constraint_name, ordinal_position`.execute(db)
     // MariaDB and MySQL ≥ 8.0.16 list CHECK constraints; MariaDB's JSON is a LONGTEXT checked by json_valid().
     const { rows: checks } = await sql<{ clause: string }>`
       select c.check_clause as clause from information_schema.table_constraints t
-      join information_schema.check_constraints c on c.constraint_schema = t.constraint_schema and c.constraint_name = t.constraint_name
+      join information_schema.check_constraints c
+        on c.constraint_schema = t.constraint_schema and c.constraint_name = t.constraint_name
       where t.table_schema = database() and t.table_name = ${name} and t.constraint_type = 'CHECK'
       order by t.constraint_name`.execute(db).catch(() => ({ rows: [] }))
 
@@ -56,7 +61,11 @@ export const mysqlCatalog: CatalogReader = {
     const byConstraint = new Map<string, typeof keys>()
     for (const key of keys) byConstraint.set(key.fk, [...(byConstraint.get(key.fk) ?? []), key])
     for (const rows of byConstraint.values()) {
-      foreignKeys.push({ columns: rows.map((row) => row.col), table: rows[0]?.target ?? '', references: rows.map((row) => row.reference) })
+      foreignKeys.push({
+        columns: rows.map((row) => row.col),
+        table: rows[0]?.target ?? '',
+        references: rows.map((row) => row.reference),
+      })
     }
     const json = new Set<string>()
     const lists = new Map<string, string[]>()
@@ -83,7 +92,9 @@ export const mysqlCatalog: CatalogReader = {
           default: missing ? undefined : column.dflt ?? undefined,
           generated: column.generation !== null && column.generation !== '',
           autoIncrement: /auto_increment/i.test(column.extra),
-          maxLength: (column.type === 'varchar' || column.type === 'char') && column.length !== null ? Number(column.length) : undefined,
+          maxLength: (column.type === 'varchar' || column.type === 'char') && column.length !== null
+            ? Number(column.length)
+            : undefined,
           enumValues: enumLabels(declared) ?? lists.get(column.name),
           json: column.type === 'json' || json.has(column.name),
         }
@@ -98,7 +109,8 @@ export const mysqlCatalog: CatalogReader = {
   async relations (db) {
     const { rows } = await sql<{ name: string, kind: string }>`
       select table_name as name, table_type as kind from information_schema.tables
-      where table_schema = database() and table_type in ('BASE TABLE', 'VIEW', 'SYSTEM VERSIONED') order by table_name`.execute(db)
+      where table_schema = database() and table_type in ('BASE TABLE', 'VIEW', 'SYSTEM VERSIONED')
+      order by table_name`.execute(db)
     return rows.map((row): CatalogRelation => ({ name: row.name, view: row.kind === 'VIEW' }))
   },
 }

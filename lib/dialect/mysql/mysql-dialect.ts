@@ -88,7 +88,8 @@ export const mysqlDialect: ViewsetDialect = {
       // 'cafe' would match 'café'. Folding case with lower() and comparing code points (utf8mb4_bin)
       // matches ILIKE on PostgreSQL instead. Converting both sides first makes any column and
       // connection character set comparable (and avoids MySQL 8's deprecated BINARY operator).
-      return sql<boolean>`lower(convert(${column} using utf8mb4)) like lower(convert(${pattern} using utf8mb4)) collate utf8mb4_bin escape '!'`
+      return sql<boolean>`lower(convert(${column} using utf8mb4))
+        like lower(convert(${pattern} using utf8mb4)) collate utf8mb4_bin escape '!'`
     },
     literalLimit: false,
   },

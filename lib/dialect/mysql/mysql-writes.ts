@@ -94,7 +94,8 @@ async function insert (db: AnyDatabase, target: WriteTarget, values: Row): Promi
     if (id === undefined) {
       // A programming error, not a request's: an override or beforeWrite left a key without a default unset.
       throw new Error(
-        `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; set it in beforeWrite or createElement`
+        `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; ` +
+          'set it in beforeWrite or createElement'
       )
     }
     const stored = await readBack(trx, target, id)
@@ -128,7 +129,8 @@ async function insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly 
           } else {
             if (insertId === undefined) {
               throw new Error(
-                `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new rows back`
+                `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, ` +
+                  'so MySQL cannot read the new rows back'
               )
             }
             // No RETURNING: a multi-row INSERT of known length takes consecutive AUTO_INCREMENT values from

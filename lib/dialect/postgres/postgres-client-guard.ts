@@ -44,7 +44,9 @@ export function guardClient (client: GuardedClient): void {
     // Whatever this client answers once ended (a ROLLBACK after the timeout, say) is the same timeout.
     if (ended) return new ViewsetErrors.Timeout()
     if (typeof message !== 'string') return error
-    if ((code === '42P05' || code === '26000') && lostStatement.test(message)) return new ViewsetErrors.PoolerStatements()
+    if ((code === '42P05' || code === '26000') && lostStatement.test(message)) {
+      return new ViewsetErrors.PoolerStatements()
+    }
     if (code === '08P01' && mismatchedStatement.test(message)) return new ViewsetErrors.PoolerStatements()
     return error
   }
@@ -53,7 +55,9 @@ export function guardClient (client: GuardedClient): void {
   }
   client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
     // pg's callback types: (error, result)
-    if (typeof callback === 'function') return query(config, values, guarded(callback as (e: unknown, r: unknown) => void))
+    if (typeof callback === 'function') {
+      return query(config, values, guarded(callback as (e: unknown, r: unknown) => void))
+    }
     // pg's callback types: (error, result)
     if (typeof values === 'function') return query(config, guarded(values as (e: unknown, r: unknown) => void))
     const result = query(config, values)

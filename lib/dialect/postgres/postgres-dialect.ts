@@ -80,9 +80,8 @@ function classify (error: unknown): DatabaseFault | undefined {
   const message = errorProperty(error, 'message') ?? ''
   // pg's pool and client report these without a code.
   if (
-    /timeout exceeded when trying to connect|Connection terminated|connection is closed|Client has encountered a connection error/i.test(
-      message
-    )
+    /timeout exceeded when trying to connect|Connection terminated/i.test(message) ||
+    /connection is closed|Client has encountered a connection error/i.test(message)
   ) { return { kind: 'unavailable' } }
   return undefined
 }

@@ -122,7 +122,8 @@ export function rowKeyProblem (
   const key = table.primaryKey.length === 0 ? 'no primary key' : `the primary key (${table.primaryKey.join(', ')})`
   return {
     option: 'primaryKey',
-    message: `"${column}" does not identify one row of "${table.name}" (${key}): use the single-column primary key or a NOT NULL column with a unique constraint or plain unique index`,
+    message: `"${column}" does not identify one row of "${table.name}" (${key}): use the single-column primary key ` +
+      'or a NOT NULL column with a unique constraint or plain unique index',
   }
 }
 
@@ -140,14 +141,16 @@ export function conflictKeyProblem (
 ): string | undefined {
   const readOnly = fields.filter((field) => !writable.includes(field))
   if (readOnly.length > 0) {
-    return `${readOnly.join(', ')} ${readOnly.length === 1 ? 'is' : 'are'} read-only (or not a column): an upsert matches rows on fields the body sends`
+    return `${readOnly.join(', ')} ${readOnly.length === 1 ? 'is' : 'are'} read-only (or not a column): ` +
+      'an upsert matches rows on fields the body sends'
   }
   const same = (columns: readonly string[]) =>
     columns.length === fields.length && columns.every((column) => fields.includes(column))
   const key = table.unique.find(same)
   if (key === undefined) {
     const keys = table.unique.map((columns) => `(${columns.join(', ')})`).join(', ')
-    return `(${fields.join(', ')}) is not the set of columns of a unique constraint or plain unique index of "${table.name}" (${keys === '' ? 'it has none' : `its unique keys: ${keys}`})`
+    return `(${fields.join(', ')}) is not the set of columns of a unique constraint or plain unique index ` +
+      `of "${table.name}" (${keys === '' ? 'it has none' : `its unique keys: ${keys}`})`
   }
   if (!onAnyKey) return undefined
   const numbered = (columns: readonly string[]) =>
@@ -157,5 +160,7 @@ export function conflictKeyProblem (
     ...table.unique.filter((columns) => columns !== key),
   ].filter((columns) => !numbered(columns))
   if (others.length === 0) return undefined
-  return `on MySQL and MariaDB, ON DUPLICATE KEY UPDATE fires on any unique key, so (${fields.join(', ')}) must be the only unique key of "${table.name}" besides an AUTO_INCREMENT key; it also has ${others.map((columns) => `(${columns.join(', ')})`).join(', ')}`
+  return `on MySQL and MariaDB, ON DUPLICATE KEY UPDATE fires on any unique key, so (${fields.join(', ')}) ` +
+    `must be the only unique key of "${table.name}" besides an AUTO_INCREMENT key; ` +
+    `it also has ${others.map((columns) => `(${columns.join(', ')})`).join(', ')}`
 }

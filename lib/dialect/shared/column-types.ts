@@ -4,7 +4,9 @@ import type { CatalogColumn } from './catalog.js'
 // <db>-column-types.ts implements it; lib/generate/ reads it without knowing which database it is.
 
 /** What a column holds, as the viewset serves it. */
-export type ColumnKind = 'integer' | 'bigint' | 'number' | 'decimal' | 'boolean' | 'string' | 'uuid' | 'date-time' | 'date' | 'json' | 'enum' | 'binary'
+export type ColumnKind =
+  | 'integer' | 'bigint' | 'number' | 'decimal' | 'boolean' | 'string'
+  | 'uuid' | 'date-time' | 'date' | 'json' | 'enum' | 'binary'
 
 /** The types a driver answers a kind of column in, where they are not the usual ones. */
 export interface DriverType {

@@ -80,10 +80,8 @@ export const sqliteCatalog: CatalogReader = {
     // An INTEGER PRIMARY KEY is the rowid: SQLite numbers it when it is omitted.
     const rowid = primaryKey.length === 1 ? primaryKey[0] : undefined
     if (rowid !== undefined && !indexes.some((index) => index.length === 1 && index[0] === rowid)) indexes.push([rowid])
-    const { rows: keyRows } =
-      await sql<ForeignKeyRow>`select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(
-        db
-      )
+    const { rows: keyRows } = await sql<ForeignKeyRow>`
+      select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(db)
     const foreignKeys: CatalogForeignKey[] = []
     const byId = new Map<number, ForeignKeyRow[]>()
     for (const row of keyRows) byId.set(row.id, [...(byId.get(row.id) ?? []), row])
@@ -123,9 +121,8 @@ export const sqliteCatalog: CatalogReader = {
 
   async relations (db) {
     const { rows } = await sql<{ name: string; type: string }>`
-      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!' order by name`.execute(
-        db
-      )
+      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!'
+      order by name`.execute(db)
     return rows.map((row): CatalogRelation => ({ name: row.name, view: row.type === 'view' }))
   },
 }

@@ -1,6 +1,8 @@
 import type { ColumnKind, ColumnTypes } from '../shared/column-types.js'
 
-const sqliteDates: Record<string, ColumnKind> = { date: 'date', datetime: 'date-time', timestamp: 'date-time', timestamptz: 'date-time' }
+const sqliteDates: Record<string, ColumnKind> = {
+  date: 'date', datetime: 'date-time', timestamp: 'date-time', timestamptz: 'date-time',
+}
 
 /** SQLite through better-sqlite3: no boolean, date or JSON types; text and 0/1 come back. */
 export const sqliteColumnTypes: ColumnTypes = {

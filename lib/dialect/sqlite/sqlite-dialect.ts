@@ -72,7 +72,9 @@ function classify (error: unknown): DatabaseFault | undefined {
       .join(', ')
     return { kind, target }
   }
-  if (code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_RANGE') { return { kind: 'invalid-value', reason: 'value does not fit the column' } }
+  if (code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_RANGE') {
+    return { kind: 'invalid-value', reason: 'value does not fit the column' }
+  }
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_CANTOPEN') return { kind: 'unavailable' }
   return undefined
 }

@@ -55,15 +55,21 @@ class BoundedWaitDriver implements Driver {
     await this.#driver.rollbackTransaction(connection)
   }
 
-  async savepoint (connection: DatabaseConnection, name: string, compileQuery: QueryCompiler['compileQuery']): Promise<void> {
+  async savepoint (
+    connection: DatabaseConnection, name: string, compileQuery: QueryCompiler['compileQuery']
+  ): Promise<void> {
     await this.#driver.savepoint?.(connection, name, compileQuery)
   }
 
-  async rollbackToSavepoint (connection: DatabaseConnection, name: string, compileQuery: QueryCompiler['compileQuery']): Promise<void> {
+  async rollbackToSavepoint (
+    connection: DatabaseConnection, name: string, compileQuery: QueryCompiler['compileQuery']
+  ): Promise<void> {
     await this.#driver.rollbackToSavepoint?.(connection, name, compileQuery)
   }
 
-  async releaseSavepoint (connection: DatabaseConnection, name: string, compileQuery: QueryCompiler['compileQuery']): Promise<void> {
+  async releaseSavepoint (
+    connection: DatabaseConnection, name: string, compileQuery: QueryCompiler['compileQuery']
+  ): Promise<void> {
     await this.#driver.releaseSavepoint?.(connection, name, compileQuery)
   }
 
