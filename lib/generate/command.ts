@@ -93,7 +93,8 @@ export async function generate (options: GenerateOptions = {}): Promise<Generate
   }
   if (edited.length > 0 && options.force !== true) {
     throw new Error(
-      `refusing to overwrite files edited since they were generated: ${edited.map((path) => relative(process.cwd(), path)).join(', ')} (use --force to overwrite them)`
+      'refusing to overwrite files edited since they were generated: ' +
+        `${edited.map((path) => relative(process.cwd(), path)).join(', ')} (use --force to overwrite them)`
     )
   }
   await mkdir(out, { recursive: true })

@@ -50,13 +50,16 @@ export function writeDatabaseTypes (plan: GeneratePlan): string {
     )
   }
   const kyselyImports = ['ColumnType', ...(generatedAlways ? ['GeneratedAlways'] : [])]
-  const db = plan.tables.map((table) => `  ${propertyKey(table.name)}: ${identifierOf(plan, table.name).identifier}Table`)
+  const db = plan.tables.map(
+    (table) => `  ${propertyKey(table.name)}: ${identifierOf(plan, table.name).identifier}Table`
+  )
   return [
     `import type { ${kyselyImports.join(', ')} } from 'kysely'`,
     '',
     '/** A column the database fills when an insert omits it (a default, an identity, an auto-increment). */',
     'export type Generated<T> =',
-    '  T extends ColumnType<infer S, infer I, infer U> ? ColumnType<S, I | undefined, U> : ColumnType<T, T | undefined, T>',
+    '  T extends ColumnType<infer S, infer I, infer U> ? ColumnType<S, I | undefined, U> ' +
+      ': ColumnType<T, T | undefined, T>',
     ...Object.entries(aliases).filter(([name]) => used.has(name)).map(([, declaration]) => `\n${declaration}`),
     '',
     ...interfaces.flatMap((block) => [block, '']),

@@ -7,7 +7,8 @@ const hashPattern = /^\/\/ Content hash: sha256:([0-9a-f]{64})$/m
 /** The version of this package, for the header (from lib/ and dist/ alike, package.json is two levels up). */
 export function packageVersion (): string {
   const manifest: unknown = createRequire(import.meta.url)('../../package.json')
-  const version = typeof manifest === 'object' && manifest !== null && 'version' in manifest ? manifest.version : undefined
+  const version =
+    typeof manifest === 'object' && manifest !== null && 'version' in manifest ? manifest.version : undefined
   return typeof version === 'string' ? version : '0.0.0'
 }
 
@@ -22,7 +23,8 @@ function hashOf (body: string): string {
  */
 export function withHeader (body: string, command: string): string {
   return [
-    ...wrapped(`${marker} ${packageVersion()}. The code is yours to edit; after an edit, rerunning the command needs --force to overwrite it.`),
+    ...wrapped(`${marker} ${packageVersion()}. The code is yours to edit; ` +
+      'after an edit, rerunning the command needs --force to overwrite it.'),
     ...wrapped(`// Command: ${command}`),
     `// Content hash: sha256:${hashOf(body)}`,
     '',

@@ -90,7 +90,11 @@ export function planGeneration (
   for (const table of tables) {
     if (table.view) {
       const key = keys.get(table.name)
-      if (key === undefined) { skipped.push({ table: table.name, reason: `a view: name its key with --key ${table.name}=<column>` }) } else if (!table.columns.some((column) => column.name === key)) { skipped.push({ table: table.name, reason: `--key names "${key}", which is not a column of the view` }) } else keyed.set(table.name, key)
+      if (key === undefined) {
+        skipped.push({ table: table.name, reason: `a view: name its key with --key ${table.name}=<column>` })
+      } else if (!table.columns.some((column) => column.name === key)) {
+        skipped.push({ table: table.name, reason: `--key names "${key}", which is not a column of the view` })
+      } else keyed.set(table.name, key)
       continue
     }
     const given = keys.get(table.name)

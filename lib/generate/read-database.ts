@@ -28,7 +28,10 @@ const internal = /^kysely_migration(?:_lock)?$/
 export async function readDatabase (url: string, only: readonly string[] | undefined): Promise<DatabaseCatalog> {
   // better-sqlite3 would create a missing file, and the command would then write code for an empty database.
   const file = /^sqlite:(.+)$/i.exec(url)?.[1]?.replace(/^\/\/(?=\/)/, '')
-  if (file !== undefined && file !== ':memory:' && !existsSync(isAbsolute(file) ? file : resolve(process.cwd(), file))) {
+  if (
+    file !== undefined && file !== ':memory:' &&
+    !existsSync(isAbsolute(file) ? file : resolve(process.cwd(), file))
+  ) {
     throw new Error(`there is no SQLite database at ${file}: pass --url, or set DATABASE_URL`)
   }
   const db = createDatabase<Record<string, Record<string, unknown>>>(url, { poolSize: 1 })

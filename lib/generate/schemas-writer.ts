@@ -6,8 +6,11 @@ import type { GeneratePlan } from './plan.js'
 import { commentText, propertyKey, renamedComment } from './naming.js'
 
 // Defaults that stamp the time of the write: the server owns such columns (created_at).
-const timeFunction =
-  /\b(?:now|current_timestamp|current_date|current_time|localtimestamp|localtime|statement_timestamp|transaction_timestamp|clock_timestamp|strftime|datetime|julianday|utc_timestamp|sysdate)\b/i
+const timeFunction = new RegExp(
+  String.raw`\b(?:now|current_timestamp|current_date|current_time|localtimestamp|localtime|statement_timestamp|` +
+    String.raw`transaction_timestamp|clock_timestamp|strftime|datetime|julianday|utc_timestamp|sysdate)\b`,
+  'i'
+)
 
 /** Whether the server sets the column, not clients: keys, identity and generated columns, time-stamped defaults. */
 export function isServerSet (table: TableCatalog, column: CatalogColumn, primaryKey: string | undefined): boolean {
@@ -33,7 +36,8 @@ export function columnSchema (
   const readOnly = isServerSet(table, column, primaryKey)
   let schema: string
   if (column.nullable && mapping.converted !== undefined) {
-    schema = `Type.Unsafe<${mapping.converted} | null>(${mapping.typebox([...mapping.options, 'nullable: true', ...(readOnly ? ['readOnly: true'] : [])])})`
+    schema = `Type.Unsafe<${mapping.converted} | null>(` +
+      `${mapping.typebox([...mapping.options, 'nullable: true', ...(readOnly ? ['readOnly: true'] : [])])})`
   } else if (column.nullable) {
     const inner = mapping.typebox(mapping.options)
     // An enum's literals and null make one flat union, which reads as one `enum` in OpenAPI.
@@ -82,8 +86,10 @@ export function writeSchemas (plan: GeneratePlan): string {
     table.columns.some((column) => column.nullable && mapColumn(plan.dialect, column).converted !== undefined)
   )
     ? [
-        '// `Type.Unsafe<T | null>(Type.X({ nullable: true }))` marks nullable columns whose values the driver returns in',
-        '// another type than JSON (numeric strings, Date objects, 0/1): the serializer converts them, where a union with',
+        '// `Type.Unsafe<T | null>(Type.X({ nullable: true }))` marks nullable columns whose values ' +
+          'the driver returns in',
+        '// another type than JSON (numeric strings, Date objects, 0/1): the serializer converts them, ' +
+          'where a union with',
         '// null would first validate them and fail.',
         '',
       ]

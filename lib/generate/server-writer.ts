@@ -9,7 +9,8 @@ export interface ServerSettings {
 }
 
 // The README's Production section, as examples/shared.ts sets it: each bound caps what one request can cost.
-const fastifyOptions = `    // Receiving a whole request, headers and body, in ms: a body trickled a byte at a time is cut with 408.
+const fastifyOptions =
+  '    // Receiving a whole request, headers and body, in ms: a body trickled a byte at a time is cut with 408.' + `
     requestTimeout,
     // A socket with no traffic either way is closed after this, in ms: longer than createDatabase's
     // statementTimeout (30 s) plus its connectionTimeout (5 s), so that a slow but allowed answer is still sent.

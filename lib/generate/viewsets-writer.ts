@@ -102,7 +102,8 @@ function resourceSchema (plan: GeneratePlan, served: ServedTable, name: string):
   const base = identifierOf(plan, catalog.name).identifier
   const described = relations.map((relation) => `${commentText(relation.name)} (${relation.kind})`).join(', ')
   return [
-    docComment(`${commentText(catalog.name)} with its relations, loaded in batches when a client asks for them: ${described}.`),
+    docComment(`${commentText(catalog.name)} with its relations, ` +
+      `loaded in batches when a client asks for them: ${described}.`),
     `export const ${name} = Type.Object({`,
     `  ...${base}.properties,`,
     ...relations.map((relation) => relationField(plan, relation)),
@@ -132,7 +133,9 @@ function registration (plan: GeneratePlan, served: ServedTable, schema: string):
     `      table: ${literal(catalog.name)},`,
     `      schema: ${schema},`,
     ...(primaryKey === 'id' && !catalog.view ? [] : [`      primaryKey: ${literal(primaryKey)},`]),
-    catalog.view ? "      ...access(['LIST', 'GET'], protectedMethods)," : '      ...access(methods, protectedMethods),',
+    catalog.view
+      ? "      ...access(['LIST', 'GET'], protectedMethods),"
+      : '      ...access(methods, protectedMethods),',
     ...(named ? [`      name: ${literal(id.identifier)},`] : []),
     `      tags: [${literal(catalog.name)}],`,
     ...listOptions(served, plan.dialect),
@@ -221,7 +224,8 @@ export function writeViewsets (plan: GeneratePlan): string {
     'export async function registerAll (',
     '  app: FastifyInstance,',
     '  db: Kysely<DB>,',
-    "  { prefix = '', methods = ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'], protectedMethods = [] }: RegisterAllOptions = {}",
+    "  { prefix = '', methods = ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'], protectedMethods = [] }" +
+      ': RegisterAllOptions = {}',
     '): Promise<void> {',
     registrations.join('\n'),
     '}',
