@@ -1,11 +1,17 @@
 export { createViewset, Viewset } from './viewset.js'
-export type { CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, PageParameters, PageParameters as Pagination, UpdateRequest, ValidatedListQuery } from './requests.js'
+export type {
+  CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, PageParameters,
+  PageParameters as Pagination, UpdateRequest, ValidatedListQuery,
+} from './requests.js'
 export { createDatabase, databaseUrl, getDatabase, withPreparedStatements } from './db.js'
 export type { CreateDatabaseOptions } from './db.js'
 export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'
 export type { ViewsetDocsOptions } from './docs.js'
 export { filterOperators, viewsetMethods } from './options.js'
-export type { AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator, RowContext, ScopedMethod, ScopeFunction, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
+export type {
+  AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator, RowContext, ScopedMethod,
+  ScopeFunction, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
+} from './options.js'
 export type { PrefetchRelated, RelatedConfig, SelectRelated } from './relations/config.js'
 export type { Precondition } from './data/precondition.js'
 export { problem, ViewsetErrors } from './errors.js'

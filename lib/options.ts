@@ -221,7 +221,9 @@ function checkLimits (options: Record<string, unknown>) {
     fail('maxLimit', 'expected a positive integer')
   }
   const defaultLimit = options.defaultLimit ?? Math.min(20, maxLimit)
-  if (typeof defaultLimit !== 'number' || !Number.isInteger(defaultLimit) || defaultLimit < 1 || defaultLimit > maxLimit) {
+  if (
+    typeof defaultLimit !== 'number' || !Number.isInteger(defaultLimit) || defaultLimit < 1 || defaultLimit > maxLimit
+  ) {
     fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`)
   }
   const pagination = options.pagination ?? 'offset'

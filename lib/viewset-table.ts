@@ -32,7 +32,9 @@ export function setPrepared (viewset: object, viewsetPrepared: PreparedViewset):
 /** What mounting prepared for `viewset`; a helper called before the viewset is registered throws. */
 export function preparedOf (viewset: object): PreparedViewset {
   const found = prepared.get(viewset)
-  if (found === undefined) throw new Error('The viewset is not registered yet: register() it on a Fastify instance first')
+  if (found === undefined) {
+    throw new Error('The viewset is not registered yet: register() it on a Fastify instance first')
+  }
   return found
 }
 

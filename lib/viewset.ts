@@ -1,5 +1,7 @@
 import type { Static, TObject } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type {
+  FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler,
+} from 'fastify'
 import { expressionBuilder } from 'kysely'
 import type { Expression, ExpressionBuilder, Insertable, SqlBool, Updateable } from 'kysely'
 import type { Precondition } from './data/precondition.js'

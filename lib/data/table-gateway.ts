@@ -153,7 +153,8 @@ export class TableGateway {
       key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }]
     )
     const parameters = parametersOf(where)
-    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}${this.#limitShape(limit + 1, parameters)}`
+    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}` +
+      this.#limitShape(limit + 1, parameters)
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       for (const { alias, expression } of related) select = select.select(sql`${expression}`.as(alias))

@@ -105,7 +105,8 @@ export function checkProtectedMethods (
   if (unregistered.length > 0) {
     throw new ViewsetErrors.InvalidOption(
       'protectedMethods',
-      `${unregistered.join(', ')} ${unregistered.length === 1 ? 'is' : 'are'} not registered (registered: ${registered.join(', ')})`
+      `${unregistered.join(', ')} ${unregistered.length === 1 ? 'is' : 'are'} not registered ` +
+        `(registered: ${registered.join(', ')})`
     )
   }
 }
@@ -142,13 +143,15 @@ export function checkProtectedRoutes (
   if (protectedMethods.length === 0 && protectedRoutes === 0 && options.authorize !== undefined) {
     throw new ViewsetErrors.InvalidOption(
       'authorize',
-      'no method is protected: list them in protectedMethods, or protect a custom route with config: { protected: true }'
+      'no method is protected: list them in protectedMethods, ' +
+        'or protect a custom route with config: { protected: true }'
     )
   }
   if (protectedRoutes > 0 && !canVerifyTokens(fastify, options)) {
     throw new ViewsetErrors.InvalidOption(
       'customRoutes',
-      'a route has config: { protected: true }: register @fastify/jwt before the viewset, or pass an authenticate(request) function'
+      'a route has config: { protected: true }: register @fastify/jwt before the viewset, ' +
+        'or pass an authenticate(request) function'
     )
   }
 }

@@ -178,7 +178,9 @@ function documentMerge (schema: RouteSchema, schemas: RouteSchemas, answer: Json
     properties: {
       prefer: {
         type: 'string',
-        description: `RFC 7240 preferences. \`${mergeDuplicates}\` upserts: ${each} the row with the same ${fields} (only the fields sent; a row outside your scope is a 409), else is inserted. Every ${bulk ? 'element' : 'body'} must then send ${fields}. Other preferences are ignored.`,
+        description: `RFC 7240 preferences. \`${mergeDuplicates}\` upserts: ${each} the row with the same ${fields} ` +
+          '(only the fields sent; a row outside your scope is a 409), else is inserted. ' +
+          `Every ${bulk ? 'element' : 'body'} must then send ${fields}. Other preferences are ignored.`,
         examples: [mergeDuplicates],
       },
     },
@@ -226,7 +228,8 @@ export function bulkSchema (context: RouteContext): RouteSchema {
     items: element,
     ...(example === undefined ? {} : { examples: [[example]] }),
     maxItems: schemas.maxBulk,
-    description: `At most ${schemas.maxBulk} elements (maxBulk; more is a 400), each a body of POST. Written all or none, in one transaction; an error names its element by JSON pointer (\`/3/name\`).`,
+    description: `At most ${schemas.maxBulk} elements (maxBulk; more is a 400), each a body of POST. ` +
+      'Written all or none, in one transaction; an error names its element by JSON pointer (`/3/name`).',
   }
   const rows = { type: 'array', items: ref(schemas.components.row.$id) }
   schema.response[201] = { description: 'The rows as stored', ...rows }
@@ -250,7 +253,9 @@ export function updateSchema (method: 'PUT' | 'PATCH', context: RouteContext): R
     schema.response[415] = {
       ...unsupported,
       headers: {
-        'Accept-Patch': { ...documentedHeaders.acceptPatch, description: `The media types PATCH accepts: ${acceptPatch}` },
+        'Accept-Patch': {
+          ...documentedHeaders.acceptPatch, description: `The media types PATCH accepts: ${acceptPatch}`,
+        },
       },
     }
   }

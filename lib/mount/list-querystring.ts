@@ -39,7 +39,8 @@ export function mergeListQuery (
   if (unread.length > 0) {
     throw new ViewsetErrors.InvalidOption(
       'listQuery',
-      `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. Override list(), or read them in scope()`
+      `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. ` +
+        'Override list(), or read them in scope()'
     )
   }
   // With cursor pagination there is no `offset`: its `cursor` is kept instead.

@@ -93,7 +93,8 @@ export function planFields (
           `Comma-separated fields to return (default: all). Allowed: ${names.join(', ')}.` +
           (relationNames.length === 0
             ? ''
-            : ` Relations: ${relationNames.join(', ')}; only those named are loaded (without \`fields\`: ${loaded}), and one not loaded is absent from the object.`),
+            : ` Relations: ${relationNames.join(', ')}; only those named are loaded (without \`fields\`: ${loaded}), ` +
+              'and one not loaded is absent from the object.'),
         examples: [names.slice(0, 2).join(',')],
       },
     },

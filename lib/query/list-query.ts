@@ -54,7 +54,9 @@ export interface Pagination {
 function offsetError (maxOffset: number): Error {
   return queryParameterError(
     'offset',
-    `must be at most ${maxOffset} (maxOffset): a deeper offset makes the database skip every row before it. To read further, use cursor pagination: order by a unique field and filter past the last row seen (such as ?order_by=id&id__gt=<last id>).`
+    `must be at most ${maxOffset} (maxOffset): a deeper offset makes the database skip every row before it. ` +
+      'To read further, use cursor pagination: order by a unique field and filter past the last row seen ' +
+      '(such as ?order_by=id&id__gt=<last id>).'
   )
 }
 

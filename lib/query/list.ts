@@ -131,7 +131,8 @@ export function createListPlan (context: ListContext): ListPlan {
     headers: {
       link: {
         type: 'string',
-        description: `RFC 8288 links to the \`next\` and \`prev\` pages, when there are such pages${resolved.pagination === 'cursor' ? ' (with `cursor=`)' : ''}`,
+        description: 'RFC 8288 links to the `next` and `prev` pages, when there are such pages' +
+          (resolved.pagination === 'cursor' ? ' (with `cursor=`)' : ''),
       },
       'x-total-count': {
         type: 'integer',

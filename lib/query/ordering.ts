@@ -221,7 +221,8 @@ export function planOrdering (
             minLength: 1,
             description:
               `Comma-separated sort keys; a leading \`-\` sorts descending. Allowed fields: ${allowedList}. ` +
-              `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. Ties are broken by ${primaryKey}.`,
+              `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. ` +
+              `Ties are broken by ${primaryKey}.`,
             examples: [[...allowed.keys()].map((name, index) => (index === 0 ? `-${name}` : name)).join(',')],
           },
         }

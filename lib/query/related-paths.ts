@@ -55,7 +55,9 @@ export function resolvePath (option: string, path: string, root: RelatedRoot, to
     if (link === undefined) {
       invalidOption(
         option,
-        `"${path}": "${part}" is not a configured relation${hops.length === 0 ? '' : ` of "${hops.map((hop) => hop.field).join('.')}"`} (relations: ${nameList(links.keys())})`
+        `"${path}": "${part}" is not a configured relation` +
+          (hops.length === 0 ? '' : ` of "${hops.map((hop) => hop.field).join('.')}"`) +
+          ` (relations: ${nameList(links.keys())})`
       )
     }
     if (toOne && link.kind !== 'many-to-one') {
@@ -151,7 +153,8 @@ export function relatedValue (path: RelatedPath, table: string): Expression<unkn
     if (link === undefined) continue
     const alias = aliasAt(depth)
     const outer = depth === 1 ? table : aliasAt(depth - 1)
-    value = sql`(select ${value} from ${sql.table(link.table)} as ${sql.id(alias)} where ${equal(`${alias}.${link.targetColumn}`, `${outer}.${link.parentColumn}`)})`
+    const match = equal(`${alias}.${link.targetColumn}`, `${outer}.${link.parentColumn}`)
+    value = sql`(select ${value} from ${sql.table(link.table)} as ${sql.id(alias)} where ${match})`
   }
   return value
 }

@@ -86,7 +86,8 @@ export function planSearch (
     search: {
       type: 'string',
       maxLength,
-      description: `Case-insensitive substring match on ${names.join(' or ')}, at most ${maxLength} characters. \`%\`, \`_\` and \`\\\` match themselves.`,
+      description: `Case-insensitive substring match on ${names.join(' or ')}, at most ${maxLength} characters. ` +
+        '`%`, `_` and `\\` match themselves.',
       examples: ['bread'],
     },
   }

@@ -48,7 +48,8 @@ class Buckets {
       const query = compileWith(build(keyedFor(size), size), plugin)
       if (query.parameters.length !== parameters(size)) {
         throw new Error(
-          `A batched relation query must have only its keys as parameters, got ${query.parameters.length} for ${size} keys`
+          'A batched relation query must have only its keys as parameters, ' +
+            `got ${query.parameters.length} for ${size} keys`
         )
       }
       return query

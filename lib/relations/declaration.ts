@@ -32,7 +32,9 @@ export interface DeclaredRelation {
 }
 
 function name (path: string, value: unknown): string {
-  if (typeof value !== 'string' || value === '') invalidOption(path, `expected a table or column name, got ${JSON.stringify(value)}`)
+  if (typeof value !== 'string' || value === '') {
+    invalidOption(path, `expected a table or column name, got ${JSON.stringify(value)}`)
+  }
   return value
 }
 
@@ -47,13 +49,19 @@ function singleTarget (path: string, field: string, property: TSchema): TObject 
   const [object, ...others] = members.filter(isObjectSchema)
   const rest = members.filter((member) => !isObjectSchema(member) && !(isRecord(member) && member.type === 'null'))
   if (object !== undefined && others.length === 0 && rest.length === 0) return object
-  return invalidOption(path, `schema field "${field}" must be an object, or a union of an object and null (Type.Union([Author, Type.Null()])), to hold a many-to-one relation`)
+  return invalidOption(
+    path,
+    `schema field "${field}" must be an object, or a union of an object and null ` +
+      '(Type.Union([Author, Type.Null()])), to hold a many-to-one relation'
+  )
 }
 
 /** The item schema of a to-many field: `Type.Array(Tag)`. */
 function manyTarget (path: string, field: string, property: TSchema): TObject {
   if (property.type === 'array' && isObjectSchema(property.items)) return property.items
-  return invalidOption(path, `schema field "${field}" must be an array of objects (Type.Array(Tag)) to hold a to-many relation`)
+  return invalidOption(
+    path, `schema field "${field}" must be an array of objects (Type.Array(Tag)) to hold a to-many relation`
+  )
 }
 
 /** Children per parent when a to-many relation sets no `limit`. */
@@ -63,16 +71,22 @@ export const defaultRelationLimit = 100
 function childLimit (path: string, value: unknown): number | undefined {
   if (value === undefined) return defaultRelationLimit
   if (value === false) return undefined
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) invalidOption(path, `expected a positive integer, or false for no limit, got ${JSON.stringify(value)}`)
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    invalidOption(path, `expected a positive integer, or false for no limit, got ${JSON.stringify(value)}`)
+  }
   return value
 }
 
 /** Reads `'-created_at'`, `'name,-id'` or `['name', '-id']` as trimmed sort keys. */
 function orderKeys (path: string, value: unknown): string[] | undefined {
   if (value === undefined) return undefined
-  const parts: unknown[] = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value : invalidOption(path, 'expected a string such as "-created_at" or an array of them')
+  const parts: unknown[] = typeof value === 'string'
+    ? value.split(',')
+    : Array.isArray(value) ? value : invalidOption(path, 'expected a string such as "-created_at" or an array of them')
   const keys = parts.map((part) => {
-    const text = typeof part === 'string' ? part.trim() : invalidOption(path, `expected field names, got ${JSON.stringify(part)}`)
+    const text = typeof part === 'string'
+      ? part.trim()
+      : invalidOption(path, `expected field names, got ${JSON.stringify(part)}`)
     name(path, text.startsWith('-') ? text.slice(1) : text)
     return text
   })
@@ -116,7 +130,10 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
   const properties = schema.properties
   const fieldSchema = (where: string, field: string): TSchema => {
     const property = Object.hasOwn(properties, field) ? properties[field] : undefined
-    if (property === undefined) invalidOption(where, `"${field}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')}); add it to the schema`)
+    if (property === undefined) {
+      invalidOption(where, `"${field}" is not a field of the schema (fields: ${Object.keys(properties).join(', ')}); ` +
+        'add it to the schema')
+    }
     return property
   }
   const declared: DeclaredRelation[] = []
@@ -141,9 +158,13 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
   const prefetchPath = `${path}.prefetchRelated`
   for (const [field, spec] of relationsOf(prefetchPath, config.prefetchRelated)) {
     const where = `${prefetchPath}.${field}`
-    if (declared.some((relation) => relation.field === field)) invalidOption(where, `"${field}" is declared in both selectRelated and prefetchRelated; declare it once`)
+    if (declared.some((relation) => relation.field === field)) {
+      invalidOption(where, `"${field}" is declared in both selectRelated and prefetchRelated; declare it once`)
+    }
     const target = manyTarget(where, field, fieldSchema(where, field))
-    if ((spec.foreignKey === undefined) === (spec.through === undefined)) invalidOption(where, 'give either foreignKey (one-to-many) or through (many-to-many), not both and not neither')
+    if ((spec.foreignKey === undefined) === (spec.through === undefined)) {
+      invalidOption(where, 'give either foreignKey (one-to-many) or through (many-to-many), not both and not neither')
+    }
     let through: DeclaredRelation['through']
     if (spec.through !== undefined) {
       const value = spec.through

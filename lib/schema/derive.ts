@@ -93,7 +93,9 @@ const integerColumn = /^(tiny|small|medium|big)?int(eger)?[248]?( unsigned)?$|^(
 function canonicalStrings (property: JsonSchema, column: ColumnInfo | undefined): JsonSchema {
   if (column === undefined || !integerColumn.test(column.type)) return property
   const pin = (schema: JsonSchema): JsonSchema => {
-    if (schema.type === 'string' && schema.pattern === undefined && schema.format === undefined) { return { ...schema, pattern: canonicalIntegerPattern } }
+    if (schema.type === 'string' && schema.pattern === undefined && schema.format === undefined) {
+      return { ...schema, pattern: canonicalIntegerPattern }
+    }
     return Array.isArray(schema.anyOf)
       ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => (isJsonSchema(member) ? pin(member) : member)) }
       : schema

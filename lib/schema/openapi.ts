@@ -35,18 +35,21 @@ export const problemSchema: JsonSchema = {
 }
 
 const errorDescriptions: Record<number, string> = {
-  400: 'Invalid request: the `errors` list names the failing fields (at most 50), or the URL is malformed (FST_VIEWSET_BAD_URL)',
+  400: 'Invalid request: the `errors` list names the failing fields (at most 50), ' +
+    'or the URL is malformed (FST_VIEWSET_BAD_URL)',
   401: 'Missing or invalid bearer token',
   403: 'The token does not allow this operation',
   404: 'No such row',
   409: 'Conflict with a unique or foreign-key constraint',
-  412: 'If-Match names a version of the row that is not the stored one: nothing was changed (FST_VIEWSET_PRECONDITION_FAILED)',
+  412: 'If-Match names a version of the row that is not the stored one: ' +
+    'nothing was changed (FST_VIEWSET_PRECONDITION_FAILED)',
   413: 'The body is larger than the limit',
   414: 'A path parameter is longer than the limit (FST_VIEWSET_URI_TOO_LONG)',
   415: 'The body is not JSON',
   428: 'This operation needs an If-Match header (FST_VIEWSET_PRECONDITION_REQUIRED)',
   500: 'Unexpected error',
-  503: 'The database is unavailable (FST_VIEWSET_UNAVAILABLE) or the statement ran past its timeout (FST_VIEWSET_TIMEOUT)',
+  503: 'The database is unavailable (FST_VIEWSET_UNAVAILABLE) ' +
+    'or the statement ran past its timeout (FST_VIEWSET_TIMEOUT)',
 }
 
 /** RFC 7396's media type, which PATCH accepts besides `application/json`. */
@@ -69,7 +72,8 @@ export const documentedHeaders = {
   preferenceApplied: {
     type: 'string',
     description:
-      'RFC 7240: `resolution=merge-duplicates` when the Prefer header merged the request into existing rows (an upsert); absent when it did not apply.',
+      'RFC 7240: `resolution=merge-duplicates` when the Prefer header merged the request into existing rows ' +
+        '(an upsert); absent when it did not apply.',
   },
 } as const satisfies Record<string, JsonSchema>
 
