@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { addMethodRoutes, collectMethods, isMethodRoute } from './allowed-methods.js'
+import type { AllowOf } from './allowed-methods.js'
 import { protectCustomRoute } from './auth.js'
 import { ViewsetErrors } from '../errors.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
@@ -76,7 +77,9 @@ export function viewsetPlugin (
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
     fastify.setValidatorCompiler(componentsValidatorCompiler(mounted.schemas))
     fastify.setErrorHandler(problemHandler(() => mounted.dialect))
-    fastify.setNotFoundHandler(notFoundHandler)
+    // Filled once the routes are known (below): the not-found handler answers 405 on a served path.
+    let allowOf: AllowOf = () => undefined
+    fastify.setNotFoundHandler(notFoundHandler((path) => allowOf(path)))
     // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a
     // 415.
     fastify.removeContentTypeParser('text/plain')
@@ -104,7 +107,7 @@ export function viewsetPlugin (
     await mounted.customRoutes(fastify)
     mounted.checkProtectedRoutes(protectedRoutes)
     // After the custom routes, so that a custom route on a generated path counts as allowed.
-    addMethodRoutes(fastify, ['', '/:id'], registered)
+    allowOf = addMethodRoutes(fastify, ['', '/:id'], registered)
   }
   return fp(plugin, { fastify: '5.x', name: `fastify-viewsets:${table}`, encapsulate: true })
 }
