@@ -3,6 +3,8 @@ import fp from 'fastify-plugin'
 import { addMethodRoutes, collectMethods, isMethodRoute } from './allowed-methods.js'
 import type { AllowOf } from './allowed-methods.js'
 import { protectCustomRoute } from './auth.js'
+import { identityBodies } from './content-encoding.js'
+import { wellFormedJson, wellFormedQuery } from './well-formed-input.js'
 import { ViewsetErrors } from '../errors.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
@@ -84,14 +86,19 @@ export function viewsetPlugin (
     // 415.
     fastify.removeContentTypeParser('text/plain')
     // RFC 7396 names PATCH's semantics (top-level fields replace, the rest stay): PATCH takes that type too.
-    const json = fastify.getDefaultJsonParser('error', 'error')
-    fastify.addContentTypeParser(mergePatchType, { parseAs: 'string' }, (request, body, done) => {
+    // Bodies are read as bytes and checked (UTF-8, well-formed strings) before they are parsed: well-formed-input.ts.
+    const json = wellFormedJson(fastify.getDefaultJsonParser('error', 'error'))
+    fastify.removeContentTypeParser('application/json')
+    fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, json)
+    fastify.addContentTypeParser(mergePatchType, { parseAs: 'buffer' }, (request, body, done) => {
       if (request.method !== 'PATCH') {
         done(new ViewsetErrors.UnsupportedMediaType(mergePatchType), undefined)
         return
       }
-      json(request, String(body), done) // parseAs 'string': already a string
+      json(request, body, done)
     })
+    fastify.addHook('onRequest', identityBodies)
+    fastify.addHook('onRequest', wellFormedQuery)
 
     const registered = collectMethods(fastify)
     for (const route of mounted.routes) fastify.route(route)
