@@ -94,7 +94,7 @@ export async function wellFormedQuery (request: FastifyRequest, _reply: FastifyR
     const name = decodeQueryPart(rawName)
     const value = equals === -1 ? '' : decodeQueryPart(pair.slice(equals + 1))
     if (name === undefined || value === undefined) {
-      errors.push({ in: 'querystring', field: name ?? encodeURI(rawName.replaceAll('%', '%25')), message: 'is not valid UTF-8' })
+      errors.push({ in: 'querystring', field: name ?? rawName, message: 'is not valid UTF-8' })
     }
   }
   if (errors.length > 0) throw invalidFields(errors)
