@@ -33,8 +33,12 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
 /** The `Allow` of a concrete path of the scope, or `undefined` when the viewset does not serve it. */
 export type AllowOf = (path: string) => string | undefined
 
+function isCommon (method: string): boolean {
+  return (commonMethods as readonly string[]).includes(method) // widened: any method name may be looked up
+}
+
 function allowHeader (methods: ReadonlySet<string>): string {
-  const others = [...methods].filter((method) => !(commonMethods as readonly string[]).includes(method)).sort()
+  const others = [...methods].filter((method) => !isCommon(method)).sort()
   return [...commonMethods.filter((method) => methods.has(method)), ...others].join(', ')
 }
 
@@ -76,7 +80,8 @@ export function addMethodRoutes (
       methodRouteHandlers.add(handler)
       fastify.route({ method: 'OPTIONS', url: path, schema: { hide: true }, handler })
     }
-    const missing = fastify.supportedMethods.filter((method) => method !== 'OPTIONS' && !taken(method))
+    const missing = [...commonMethods, ...fastify.supportedMethods.filter((method) => !isCommon(method))]
+      .filter((method) => method !== 'OPTIONS' && !taken(method))
     if (missing.length === 0) continue
     const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) => {
       reply.header('allow', allow)
