@@ -56,6 +56,12 @@ export const ViewsetErrors = {
   Validation: listingError('FST_VIEWSET_VALIDATION', 'The request is not valid', 400),
   InvalidBody: createError('FST_VIEWSET_INVALID_BODY', 'The request body is not valid JSON', 400),
   UnsupportedMediaType: createError('FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: %s', 415),
+  /** The same code as UnsupportedMediaType: a client sends a body this library cannot read either way. */
+  UnsupportedContentEncoding: createError(
+    'FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE',
+    'The body has a Content-Encoding other than identity: send it uncompressed',
+    415
+  ),
   PayloadTooLarge: createError('FST_VIEWSET_PAYLOAD_TOO_LARGE', 'The request body is larger than the limit', 413),
   BadUrl: createError('FST_VIEWSET_BAD_URL', 'The URL is not valid (malformed percent-encoding)', 400),
   UriTooLong: createError('FST_VIEWSET_URI_TOO_LONG', 'A path parameter is longer than the limit', 414),

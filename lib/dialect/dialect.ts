@@ -40,6 +40,8 @@ export interface WriteTarget {
   columns: readonly string[]
   /** The table's columns by name, from the catalog, for dialects that convert values by column type. */
   catalog?: ReadonlyMap<string, ColumnInfo>
+  /** The columns whose schema field is a `date-time`, for dialects that store them in one form (SQLite). */
+  dateTimes?: ReadonlySet<string>
   /** The write statements of this table, compiled once per set of fields sent and scope (see write-shapes.ts). */
   statements: CompiledStatements
 }

@@ -11,8 +11,8 @@ export function isMethodRoute (route: RouteOptions): boolean {
   return methodRouteHandlers.has(route.handler)
 }
 
-/** The methods a viewset's paths answer: each one either serves it, or says 405 and which ones it serves. */
-const knownMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+/** The methods `Allow` lists first, in this order; any other method a path serves follows. */
+const commonMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
 /**
  * Collects the methods registered on each path of a scope (generated, HEAD and custom routes alike),
@@ -30,18 +30,34 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
   return byPath
 }
 
+/** The `Allow` of a concrete path of the scope, or `undefined` when the viewset does not serve it. */
+export type AllowOf = (path: string) => string | undefined
+
+function isCommon (method: string): boolean {
+  return (commonMethods as readonly string[]).includes(method) // widened: any method name may be looked up
+}
+
+function allowHeader (methods: ReadonlySet<string>): string {
+  const others = [...methods].filter((method) => !isCommon(method)).sort()
+  return [...commonMethods.filter((method) => methods.has(method)), ...others].join(', ')
+}
+
 /**
- * Adds, on each of `paths`, a 405 route for every known method that is not registered there (with an
- * `Allow` header listing those that are), and an `OPTIONS` route answering 204 with `Allow`. OPTIONS is
- * left alone when the application already answers it (an `OPTIONS *` route such as @fastify/cors adds;
- * a CORS onRequest hook answers preflights before any route runs). Routes that another scope already
- * declares on the same path are left alone too, so that registration never fails on a duplicate.
+ * Adds, on each of `paths`, a 405 route for every method Fastify's router knows (TRACE and QUERY too) that is not
+ * registered there (with an `Allow` header listing those that are), and an `OPTIONS` route answering 204 with `Allow`.
+ * The 405 answers from the route's `onRequest`, before any body is read: whatever its Content-Type (or none), an
+ * unserved method is a 405. OPTIONS is left alone when the application already answers it (an `OPTIONS *` route such
+ * as @fastify/cors adds; a CORS onRequest hook answers preflights before any route runs). Routes that another scope
+ * already declares on the same path are left alone too, so that registration never fails on a duplicate.
+ * Returns the `Allow` of a concrete path, for the methods the router does not know (PROPFIND, PURGE, ...): those
+ * reach the not-found handler, which answers 405 with it (see problem-handler.ts).
  */
 export function addMethodRoutes (
   fastify: FastifyInstance,
   paths: readonly string[],
   registered: ReadonlyMap<string, ReadonlySet<string>>
-): void {
+): AllowOf {
+  const allows = new Map<string, string>()
   for (const path of paths) {
     const url = `${fastify.prefix}${path}`
     const own = registered.get(url)
@@ -53,7 +69,8 @@ export function addMethodRoutes (
     const options = !taken('OPTIONS') && !wildcardOptions
     // Read now: the 405 route added below is collected into `own` too.
     const servesPatch = own.has('PATCH')
-    const allow = knownMethods.filter((method) => own.has(method) || (method === 'OPTIONS' && options)).join(', ')
+    const allow = allowHeader(new Set([...own, ...(options ? ['OPTIONS'] : [])]))
+    allows.set(url, allow)
     if (options) {
       const handler = async (_request: FastifyRequest, reply: FastifyReply) => {
         // RFC 5789: where PATCH is served, OPTIONS says which body types it takes.
@@ -63,13 +80,30 @@ export function addMethodRoutes (
       methodRouteHandlers.add(handler)
       fastify.route({ method: 'OPTIONS', url: path, schema: { hide: true }, handler })
     }
-    const missing = knownMethods.filter((method) => method !== 'OPTIONS' && !taken(method))
+    const missing = [...commonMethods, ...fastify.supportedMethods.filter((method) => !isCommon(method))]
+      .filter((method) => method !== 'OPTIONS' && !taken(method))
     if (missing.length === 0) continue
-    const handler = async (_request: FastifyRequest, reply: FastifyReply) => {
+    const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) => {
       reply.header('allow', allow)
       throw new ViewsetErrors.MethodNotAllowed()
     }
-    methodRouteHandlers.add(handler)
-    fastify.route({ method: missing, url: path, schema: { hide: true }, handler })
+    methodRouteHandlers.add(notAllowed)
+    fastify.route({ method: missing, url: path, schema: { hide: true }, onRequest: notAllowed, handler: notAllowed })
   }
+  return (path) => allowOf(fastify.prefix, allows, registered, path)
+}
+
+/** The `Allow` of a served path: the list path, a static path of the scope (`/bulk`), or a row path (`/:id`). */
+function allowOf (
+  prefix: string,
+  allows: ReadonlyMap<string, string>,
+  registered: ReadonlyMap<string, ReadonlySet<string>>,
+  path: string
+): string | undefined {
+  const exact = allows.get(path)
+  if (exact !== undefined) return exact
+  const statics = registered.get(path)
+  if (statics !== undefined && statics.size > 0) return allowHeader(statics)
+  const rest = path.slice(prefix.length)
+  return path.startsWith(`${prefix}/`) && rest.length > 1 && !rest.includes('/', 1) ? allows.get(`${prefix}/:id`) : undefined
 }

@@ -1,7 +1,10 @@
 import type { FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { addMethodRoutes, collectMethods, isMethodRoute } from './allowed-methods.js'
+import type { AllowOf } from './allowed-methods.js'
 import { protectCustomRoute } from './auth.js'
+import { identityBodies } from './content-encoding.js'
+import { wellFormedJson, wellFormedQuery } from './well-formed-input.js'
 import { ViewsetErrors } from '../errors.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
@@ -76,19 +79,26 @@ export function viewsetPlugin (
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
     fastify.setValidatorCompiler(componentsValidatorCompiler(mounted.schemas))
     fastify.setErrorHandler(problemHandler(() => mounted.dialect))
-    fastify.setNotFoundHandler(notFoundHandler)
+    // Filled once the routes are known (below): the not-found handler answers 405 on a served path.
+    let allowOf: AllowOf = () => undefined
+    fastify.setNotFoundHandler(notFoundHandler((path) => allowOf(path)))
     // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a
     // 415.
     fastify.removeContentTypeParser('text/plain')
     // RFC 7396 names PATCH's semantics (top-level fields replace, the rest stay): PATCH takes that type too.
-    const json = fastify.getDefaultJsonParser('error', 'error')
-    fastify.addContentTypeParser(mergePatchType, { parseAs: 'string' }, (request, body, done) => {
+    // Bodies are read as bytes and checked (UTF-8, well-formed strings) before they are parsed: well-formed-input.ts.
+    const json = wellFormedJson(fastify.getDefaultJsonParser('error', 'error'))
+    fastify.removeContentTypeParser('application/json')
+    fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, json)
+    fastify.addContentTypeParser(mergePatchType, { parseAs: 'buffer' }, (request, body, done) => {
       if (request.method !== 'PATCH') {
         done(new ViewsetErrors.UnsupportedMediaType(mergePatchType), undefined)
         return
       }
-      json(request, String(body), done) // parseAs 'string': already a string
+      json(request, body, done)
     })
+    fastify.addHook('onRequest', identityBodies)
+    fastify.addHook('onRequest', wellFormedQuery)
 
     const registered = collectMethods(fastify)
     for (const route of mounted.routes) fastify.route(route)
@@ -104,7 +114,7 @@ export function viewsetPlugin (
     await mounted.customRoutes(fastify)
     mounted.checkProtectedRoutes(protectedRoutes)
     // After the custom routes, so that a custom route on a generated path counts as allowed.
-    addMethodRoutes(fastify, ['', '/:id'], registered)
+    allowOf = addMethodRoutes(fastify, ['', '/:id'], registered)
   }
   return fp(plugin, { fastify: '5.x', name: `fastify-viewsets:${table}`, encapsulate: true })
 }

@@ -65,11 +65,25 @@ function fieldErrors (validation: AjvError[], part: string, pointer: boolean): F
   return errors
 }
 
-// Fastify's own 4xx errors (body parsing, content type) become our codes; their messages are safe.
-const fastifyCodes: Record<string, () => FastifyError> = {
+// Every 4xx of Fastify's own that a client can cause becomes one of our documented codes: no FST_ERR_* reaches a body.
+const fastifyCodes: Record<string, (request: FastifyRequest) => FastifyError> = {
   FST_ERR_CTP_INVALID_JSON_BODY: () => new ViewsetErrors.InvalidBody(),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => new ViewsetErrors.InvalidBody(),
+  FST_ERR_ROUTE_MISSING_CONTENT: () => new ViewsetErrors.InvalidBody(),
   FST_ERR_CTP_BODY_TOO_LARGE: () => new ViewsetErrors.PayloadTooLarge(),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: (request) => unsupportedType(request),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: (request) => unsupportedType(request),
+  // A QUERY without Content-Type (RFC 10008 makes it a failure): on a path that no route serves, the 404 it is.
+  FST_ERR_ROUTE_MISSING_CONTENT_TYPE: (request) =>
+    request.is404 ? new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0]) : unsupportedType(request),
+  FST_ERR_NOT_FOUND: (request) => new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0]),
+  FST_ERR_BAD_URL: () => new ViewsetErrors.BadUrl(),
+  FST_ERR_INVALID_URL: () => new ViewsetErrors.BadUrl(),
+  FST_ERR_MAX_PARAM_LENGTH: () => new ViewsetErrors.UriTooLong(),
+}
+
+function unsupportedType (request: FastifyRequest): FastifyError {
+  return new ViewsetErrors.UnsupportedMediaType(String(request.headers['content-type'] ?? 'none'))
 }
 
 /**
@@ -89,9 +103,7 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
       known = error
       if (error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict) errors = error.errors
     } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
-      known = fastifyCodes[error.code]?.()
-    } else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
-      known = new ViewsetErrors.UnsupportedMediaType(String(request.headers['content-type'] ?? 'none'))
+      known = fastifyCodes[error.code]?.(request)
     } else {
       const fault = dialect()?.classify(error)
       if (fault !== undefined) known = faultProblem(fault, request.method)
@@ -141,9 +153,18 @@ export function viewsetFrameworkErrors (error: FastifyError, request: FastifyReq
   void reply.code(body.status).type('application/problem+json').send(body)
 }
 
-/** 404 for paths under the prefix that match no route. */
-export function notFoundHandler (request: FastifyRequest, reply: FastifyReply) {
-  const error = new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0])
-  const body = problem(404, error.code, error.message)
-  return reply.code(404).type('application/problem+json').send(body)
+/**
+ * 404 for paths under the prefix that match no route; 405 with `Allow` for a served path asked with a method Fastify's
+ * router does not know (PROPFIND, PURGE, ...): `allowOf` gives the path's `Allow` (allowed-methods.ts).
+ */
+export function notFoundHandler (allowOf: (path: string) => string | undefined) {
+  return function notFound (request: FastifyRequest, reply: FastifyReply) {
+    const path = request.url.split('?')[0] ?? ''
+    const allow = allowOf(path)
+    const error =
+      allow === undefined ? new ViewsetErrors.RouteNotFound(request.method, path) : new ViewsetErrors.MethodNotAllowed()
+    if (allow !== undefined) reply.header('allow', allow)
+    const status = error.statusCode
+    return reply.code(status).type('application/problem+json').send(problem(status, error.code, error.message))
+  }
 }

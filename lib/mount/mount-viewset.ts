@@ -17,6 +17,7 @@ import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
 import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
+import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
@@ -133,6 +134,15 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   return { relations, entity, name, defaultRelations }
 }
 
+/** The columns whose schema field is a `date-time` (or a nullable one). */
+function dateTimes ({ schema, columns }: ViewsetDeclaration): ReadonlySet<string> {
+  const properties: Record<string, JsonSchema> = schema.properties
+  return new Set(columns.filter((column) => {
+    const property = properties[column]
+    return property !== undefined && scalarField(column, property)?.schema.format === 'date-time'
+  }))
+}
+
 /** The table gateway of the viewset: its statements, its write target and how it tags a row's version. */
 function buildTableGateway (
   declaration: ViewsetDeclaration,
@@ -149,7 +159,13 @@ function buildTableGateway (
   return new TableGateway({
     dialect: table.dialect,
     statements: new Statements(db, resolved.table, primaryKey, selected, table.dialect),
-    target: { table: resolved.table, primaryKey, columns: selected, catalog: table.columns },
+    target: {
+      table: resolved.table,
+      primaryKey,
+      columns: selected,
+      catalog: table.columns,
+      dateTimes: dateTimes(declaration),
+    },
     relations,
     versioning: { versionField, tagOf, relations: versioning.defaultRelations },
     uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],

@@ -1,6 +1,7 @@
 import type { ValidateFunction } from 'ajv'
 import type { Expression, SqlBool } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
+import { canonicalDateTime } from '../dialect/shared/date-time.js'
 import { containsPattern } from '../sql.js'
 import { invalidOption } from '../errors.js'
 import type { FilterOperator } from '../options.js'
@@ -128,6 +129,9 @@ function valueSchema (
 function normalizer (field: ScalarField, parameter: string): (value: unknown) => unknown {
   if (field.schema.format !== 'date-time') return (value) => value
   return (value) => {
+    // RFC 3339 in any of its spellings (a lowercase `t`, a leap second, `+23:59`), then what JavaScript reads.
+    const canonical = canonicalDateTime(String(value))
+    if (canonical !== undefined) return canonical
     const time = Date.parse(String(value))
     if (Number.isNaN(time)) {
       throw queryParameterError(parameter, `${JSON.stringify(value)} is not a date-time JavaScript can read`)

@@ -3,6 +3,7 @@ import { chunks, fieldGroups, inElementOrder } from '../shared/bulk-insert.js'
 import type { DialectWrites, UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from '../dialect.js'
 import type { AnyDatabase, Row } from '../../sql.js'
 import { compositeKey, deletedAny, inTransaction, mapKey } from '../../sql.js'
+import { canonicalDateTime } from '../shared/date-time.js'
 import { byConflictKey, keyIn, updateAssignments, upsertGroups } from '../shared/upsert.js'
 import { inFieldOrder, keyAndScope, sentFields } from '../shared/write-shapes.js'
 
@@ -17,7 +18,6 @@ export const mysqlMaxParameters = 65_535
 const inScopeColumn = 'viewset:in_scope'
 
 const dateTimeTypes = new Set(['datetime', 'timestamp'])
-const withOffset = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)$/i
 
 /**
  * Values as MySQL takes them. mysql2 expands an object into `key = value` pairs and an array into a
@@ -32,13 +32,10 @@ function storable ({ catalog }: WriteTarget, values: Row): Row {
     let stored: unknown = value
     if (typeof value === 'object' && value !== null && !(value instanceof Date) && !(value instanceof Uint8Array)) {
       stored = JSON.stringify(value)
-    } else if (
-      typeof value === 'string' &&
-      withOffset.test(value) &&
-      dateTimeTypes.has(catalog?.get(key)?.type ?? '')
-    ) {
-      const date = new Date(value)
-      if (!Number.isNaN(date.getTime())) stored = date
+    } else if (typeof value === 'string' && dateTimeTypes.has(catalog?.get(key)?.type ?? '')) {
+      // Every RFC 3339 spelling (`+23:59`, `+05`, a lowercase `t`, a leap second), read as shared/date-time.ts does.
+      const canonical = canonicalDateTime(value)
+      if (canonical !== undefined) stored = new Date(canonical)
     }
     if (stored !== value) {
       converted ??= { ...values }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { postgresCatalog } from './postgres-catalog.js'
-import type { ViewsetDialect } from '../dialect.js'
+import type { ViewsetDialect, WriteTarget } from '../dialect.js'
+import { convertDateTimes, readableOffset } from '../shared/date-time.js'
 import type { DatabaseFault } from '../../errors.js'
 import type { Row } from '../../sql.js'
 import { countOf, errorProperty, isConnectionError, mapKey, bindAsIs } from '../../sql.js'
@@ -25,6 +26,7 @@ const invalidValues: Record<string, string> = {
   22003: 'a number is out of the range of the column',
   22007: 'a date or time is malformed',
   22008: 'a date or time is out of range',
+  22009: 'a time zone offset is out of range',
   '22P02': 'a value has the wrong format for its column',
   22021: 'a string contains a byte that the database cannot store (such as NUL)',
   '22P05': 'a string contains a character that the database cannot store',
@@ -35,8 +37,12 @@ const invalidValues: Record<string, string> = {
 // transient conflicts a retry resolves: deadlock, serialization failure, lock not available.
 const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001', '55P03'])
 
-function sameRow (values: Row): Row {
-  return values
+/**
+ * A row as PostgreSQL reads it: a `date-time` whose offset is beyond ±15:59 (RFC 3339 allows ±23:59, PostgreSQL
+ * answers "time zone displacement out of range") is sent as the same instant in UTC; every other value as it is.
+ */
+function readable ({ dateTimes }: WriteTarget): (values: Row) => Row {
+  return (values) => convertDateTimes(values, dateTimes, readableOffset)
 }
 
 // The wire protocol counts bind parameters in 16 bits.
@@ -91,17 +97,18 @@ export const postgresDialect: ViewsetDialect = {
   name: 'postgres',
   catalog: postgresCatalog,
   writes: {
-    insert: insertReturning,
-    update: updateReturning,
+    insert: (db, target, values) => insertReturning(db, target, readable(target)(values)),
+    update: (db, target, id, values, scope) => updateReturning(db, target, id, readable(target)(values), scope),
     delete: deleteReturning,
-    insertMany: async (db, target, rows) => await insertManyReturning(db, target, rows, maxParameters, keyOf),
+    insertMany: async (db, target, rows) =>
+      await insertManyReturning(db, target, rows.map(readable(target)), maxParameters, keyOf),
     // A row version written by this statement's insert has no xmax; the update branch's new version carries the
     // locking transaction's.
     upsert: async (db, target, elements, rule) =>
       await upsertReturning(db, target, elements, rule, {
         maxParameters,
         keyOf,
-        bind: sameRow,
+        bind: readable(target),
         created: sql<boolean>`(xmax = 0)`,
       }),
   },

@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import { stablePlans } from './sqlite-stable-plans.js'
-import type { KeyTable, ViewsetDialect } from '../dialect.js'
+import type { KeyTable, ViewsetDialect, WriteTarget } from '../dialect.js'
+import { canonicalDateTime, convertDateTimes } from '../shared/date-time.js'
 import type { DatabaseFault } from '../../errors.js'
 import type { Row } from '../../sql.js'
 import { countOf, errorProperty, mapKey } from '../../sql.js'
@@ -28,10 +29,18 @@ function parameter (value: unknown): unknown {
   return value
 }
 
-function bindable (values: Row): Row {
-  const bound: Row = {}
-  for (const key in values) bound[key] = parameter(values[key])
-  return bound
+/**
+ * A row as better-sqlite3 binds it. SQLite stores date-times as text and compares them as text, so a `date-time`
+ * field is stored in one UTC form, `YYYY-MM-DDTHH:MM:SS.sssZ`: filters, ordering and cursors then compare instants
+ * (rows stored before in another form read back as they are).
+ */
+function bindable ({ dateTimes }: WriteTarget): (values: Row) => Row {
+  return (values) => {
+    const bound: Row = {}
+    const canonical = convertDateTimes(values, dateTimes, canonicalDateTime)
+    for (const key in canonical) bound[key] = parameter(canonical[key])
+    return bound
+  }
 }
 
 /**
@@ -84,13 +93,13 @@ export const sqliteDialect: ViewsetDialect = {
   name: 'sqlite',
   catalog: sqliteCatalog,
   writes: {
-    insert: (db, target, values) => insertReturning(db, target, bindable(values)),
+    insert: (db, target, values) => insertReturning(db, target, bindable(target)(values)),
     insertMany: async (db, target, rows) =>
-      await insertManyReturning(db, target, rows.map(bindable), maxParameters, mapKey),
+      await insertManyReturning(db, target, rows.map(bindable(target)), maxParameters, mapKey),
     // SQLite does not report whether a row was inserted: the keys the elements conflict with are read first.
     upsert: async (db, target, elements, rule) =>
-      await upsertReturning(db, target, elements, rule, { maxParameters, keyOf: mapKey, bind: bindable }),
-    update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(values), scope),
+      await upsertReturning(db, target, elements, rule, { maxParameters, keyOf: mapKey, bind: bindable(target) }),
+    update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(target)(values), scope),
     delete: deleteCounting,
   },
   values: {
