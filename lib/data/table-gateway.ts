@@ -16,6 +16,7 @@ import { applyOrdering } from '../query/ordering.js'
 import { StatementCache } from './statement-cache.js'
 import type { Statements } from './statements.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
+import type { RuleRequest } from '../relations/relation-rule.js'
 
 /** What a resource is built from, once the catalog has been read at registration. */
 export interface TableGatewayConfig {
@@ -367,9 +368,12 @@ export class TableGateway {
     return this.#relations !== undefined
   }
 
-  /** Loads the relation fields of these rows in place (`only`: just these relations), batched per relation. */
-  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
-    if (this.#relations !== undefined && rows.length > 0) await this.#relations.load(db, rows, only)
+  /**
+   * Loads the relation fields of these rows in place (`only`: just these relations), batched per relation; with
+   * `request`, only the related rows the rules of their tables admit for it.
+   */
+  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>, request?: RuleRequest): Promise<void> {
+    if (this.#relations !== undefined && rows.length > 0) await this.#relations.load(db, rows, only, request)
   }
 }
 
