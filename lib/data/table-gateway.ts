@@ -345,7 +345,7 @@ export class TableGateway {
       )
       if (row === undefined) return undefined
       if (precondition?.kind === 'required') throw new ViewsetErrors.PreconditionRequired()
-      if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition.tags))) {
+      if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition))) {
         throw new ViewsetErrors.PreconditionFailed()
       }
       return await write(trx, row)
@@ -354,12 +354,12 @@ export class TableGateway {
   }
 
   /** Whether the row's tag is one of `tags` (strong comparison: a weak `W/` tag never matches). */
-  async #matches (db: AnyDatabase, row: Row, tags: '*' | readonly string[]): Promise<boolean> {
+  async #matches (db: AnyDatabase, row: Row, { tags, reader }: Precondition & { kind: 'match' }): Promise<boolean> {
     if (tags === '*') return true
     const versioning = this.#versioning
     if (versioning === undefined) return false
     // The representation includes the relations: load them as GET would, in this transaction.
-    if (versioning.versionField === undefined) await this.load(db, [row], versioning.relations)
+    if (versioning.versionField === undefined) await this.load(db, [row], versioning.relations, reader)
     return tags.includes(versioning.tagOf(row))
   }
 

@@ -133,7 +133,9 @@ function onRequestOf (method: ViewsetMethod, { auth }: RouteContext): Pick<Route
 
 /** The If-Match condition of a PUT, PATCH or DELETE (requireIfMatch: none is a 428 at the write). */
 function preconditionOfRequest (request: FastifyRequest, context: RouteContext) {
-  return preconditionOf(request.headers['if-match'], context.versions.requireIfMatch)
+  const precondition = preconditionOf(request.headers['if-match'], context.versions.requireIfMatch)
+  // The tag compared is of the row as this request's GET served it: its relations under its rules.
+  return precondition?.kind === 'match' ? { ...precondition, reader: { request, token: request.viewsetToken } } : precondition
 }
 
 /**

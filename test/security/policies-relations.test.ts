@@ -203,6 +203,23 @@ for (const dialect of dialects) {
       assert.deepEqual(stored.map((row) => Number(row.tag_id)), [1, 2])
     })
 
+    test("If-Match compares the tag of the row as the caller's GET served it, relations under its rules", async (t) => {
+      const { app, alice, db } = await tenantsApp(t, dialect)
+      const got = await app.inject({ url: '/tasks/1', headers: alice })
+      const etag = String(got.headers.etag)
+      const stale = await app.inject({
+        method: 'PATCH', url: '/tasks/1', headers: { ...alice, 'if-match': '"stale"' }, payload: { title: 'no' },
+      })
+      assert.equal(stale.statusCode, 412)
+      const patched = await app.inject({
+        method: 'PATCH', url: '/tasks/1', headers: { ...alice, 'if-match': etag }, payload: { title: 'renamed' },
+      })
+      assert.equal(patched.statusCode, 200)
+      assert.deepEqual(patched.json<TaskBody>().tags.map((tag) => tag.name), ['a-tag'])
+      const stored = await db.selectFrom('tasks').select('title').where('id', '=', 1).executeTakeFirstOrThrow()
+      assert.equal(stored.title, 'renamed')
+    })
+
     test('a table no viewset serves has no rule, unless rulesFrom declares one', async (t) => {
       const open = await tenantsApp(t, dialect, { tags: false })
       const tags = (await open.app.inject({ url: '/tasks/1', headers: open.alice })).json<TaskBody>().tags
