@@ -12,7 +12,9 @@ export type {
   AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator, RowContext, ScopedMethod,
   ScopeFunction, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
 } from './options.js'
-export type { PrefetchRelated, RelatedConfig, SelectRelated } from './relations/config.js'
+export type {
+  PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,
+} from './relations/config.js'
 export type { Precondition } from './data/precondition.js'
 export { problem, ViewsetErrors } from './errors.js'
 export { viewsetFrameworkErrors } from './http/problem-handler.js'

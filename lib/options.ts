@@ -65,8 +65,8 @@ const knownOptionKeys = {
     'requireIfMatch',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
-  selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig'],
-  prefetchRelated: ['table', 'foreignKey', 'through', 'references', 'orderBy', 'limit', 'relatedConfig'],
+  selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
+  prefetchRelated: ['table', 'foreignKey', 'through', 'references', 'orderBy', 'limit', 'relatedConfig', 'rulesFrom'],
   through: ['table', 'sourceKey', 'targetKey'],
 } as const satisfies Record<string, readonly string[]>
 

@@ -1,4 +1,5 @@
 import type { Row } from '../sql.js'
+import type { RuleRequest } from '../relations/relation-rule.js'
 
 /**
  * A condition on a row's version that a write must meet, checked in the write's transaction with the
@@ -7,7 +8,12 @@ import type { Row } from '../sql.js'
  * 404 before either.
  */
 export type Precondition =
-  | { readonly kind: 'match', readonly tags: '*' | readonly string[] }
+  | {
+    readonly kind: 'match'
+    readonly tags: '*' | readonly string[]
+    /** The request whose relation rules the compared representation is read under, as its GET served it. */
+    readonly reader?: RuleRequest | undefined
+  }
   | { readonly kind: 'required' }
 
 /** How a resource tells a row's version: its version column, else the tag of its representation. */

@@ -16,6 +16,7 @@ import { applyOrdering } from '../query/ordering.js'
 import { StatementCache } from './statement-cache.js'
 import type { Statements } from './statements.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
+import type { RuleRequest } from '../relations/relation-rule.js'
 
 /** What a resource is built from, once the catalog has been read at registration. */
 export interface TableGatewayConfig {
@@ -345,7 +346,7 @@ export class TableGateway {
       )
       if (row === undefined) return undefined
       if (precondition?.kind === 'required') throw new ViewsetErrors.PreconditionRequired()
-      if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition.tags))) {
+      if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition))) {
         throw new ViewsetErrors.PreconditionFailed()
       }
       return await write(trx, row)
@@ -354,12 +355,12 @@ export class TableGateway {
   }
 
   /** Whether the row's tag is one of `tags` (strong comparison: a weak `W/` tag never matches). */
-  async #matches (db: AnyDatabase, row: Row, tags: '*' | readonly string[]): Promise<boolean> {
+  async #matches (db: AnyDatabase, row: Row, { tags, reader }: Precondition & { kind: 'match' }): Promise<boolean> {
     if (tags === '*') return true
     const versioning = this.#versioning
     if (versioning === undefined) return false
     // The representation includes the relations: load them as GET would, in this transaction.
-    if (versioning.versionField === undefined) await this.load(db, [row], versioning.relations)
+    if (versioning.versionField === undefined) await this.load(db, [row], versioning.relations, reader)
     return tags.includes(versioning.tagOf(row))
   }
 
@@ -368,9 +369,12 @@ export class TableGateway {
     return this.#relations !== undefined
   }
 
-  /** Loads the relation fields of these rows in place (`only`: just these relations), batched per relation. */
-  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
-    if (this.#relations !== undefined && rows.length > 0) await this.#relations.load(db, rows, only)
+  /**
+   * Loads the relation fields of these rows in place (`only`: just these relations), batched per relation; with
+   * `request`, only the related rows the rules of their tables admit for it.
+   */
+  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>, request?: RuleRequest): Promise<void> {
+    if (this.#relations !== undefined && rows.length > 0) await this.#relations.load(db, rows, only, request)
   }
 }
 

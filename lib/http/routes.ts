@@ -74,13 +74,16 @@ function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): 
  */
 async function loadRelations (
   scope: CancellationContext,
+  request: FastifyRequest,
   resource: TableGateway,
   db: AnyDatabase,
   result: unknown,
   only?: ReadonlySet<string>
 ): Promise<unknown> {
   const rows = Array.isArray(result) ? result.filter(isRecord) : isRecord(result) ? [result] : []
-  await withCancellation(scope, () => resource.load(db, rows, only))
+  // The related rows are those the rules of their tables admit for this request (relations/relation-rule.ts).
+  const rules = { request, token: request.viewsetToken }
+  await withCancellation(scope, () => resource.load(db, rows, only, rules))
   return result
 }
 
@@ -88,7 +91,7 @@ async function loadRelations (
 function sendWritten (scope: CancellationContext, context: RouteContext, reply: FastifyReply, row: unknown): unknown {
   const { resource, db, fields } = context
   if (!resource.hasRelations) return sendTagged(context, reply, row)
-  return loadRelations(scope, resource, db, row, fields.defaultRelations).then((loaded) =>
+  return loadRelations(scope, reply.request, resource, db, row, fields.defaultRelations).then((loaded) =>
     sendTagged(context, reply, loaded)
   )
 }
@@ -130,7 +133,9 @@ function onRequestOf (method: ViewsetMethod, { auth }: RouteContext): Pick<Route
 
 /** The If-Match condition of a PUT, PATCH or DELETE (requireIfMatch: none is a 428 at the write). */
 function preconditionOfRequest (request: FastifyRequest, context: RouteContext) {
-  return preconditionOf(request.headers['if-match'], context.versions.requireIfMatch)
+  const precondition = preconditionOf(request.headers['if-match'], context.versions.requireIfMatch)
+  // The tag compared is of the row as this request's GET served it: its relations under its rules.
+  return precondition?.kind === 'match' ? { ...precondition, reader: { request, token: request.viewsetToken } } : precondition
 }
 
 /**
@@ -174,7 +179,7 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
         if (!resource.hasRelations) return sendPage(request, reply, page, maxOffset)
         // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
         const only = page.query?.fields?.relations ?? fields.defaultRelations
-        return loadRelations(scope, resource, readDb, page.rows, only).then(() =>
+        return loadRelations(scope, request, resource, readDb, page.rows, only).then(() =>
           sendPage(request, reply, page, maxOffset)
         )
       })
@@ -221,9 +226,8 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
       const selection = selectFields(queryOf(request), fields, context.versions.versionField)
       return andThen(handlers.getElement(request, reply, request.viewsetToken, selection), (found) =>
         resource.hasRelations
-          ? loadRelations(scope, resource, readDb, found, selection?.relations ?? fields.defaultRelations).then(
-            (loaded) => sendElement(context, request, reply, loaded, selection)
-          )
+          ? loadRelations(scope, request, resource, readDb, found, selection?.relations ?? fields.defaultRelations)
+            .then((loaded) => sendElement(context, request, reply, loaded, selection))
           : sendElement(context, request, reply, found, selection)
       )
     }),
@@ -267,7 +271,7 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       const scope = currentCancellation()
       reply.code(201)
       const rows = await handlers.createElements(request, reply, request.viewsetToken)
-      return await loadRelations(scope, resource, db, rows)
+      return await loadRelations(scope, request, resource, db, rows)
     }),
   }
 }

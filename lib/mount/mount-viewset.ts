@@ -24,6 +24,7 @@ import { createListPlan } from '../query/list.js'
 import type { RelatedConfig } from '../relations/config.js'
 import { checkDefaultRelations } from '../relations/default-relations.js'
 import { createRelationLoader, relationFields } from '../relations/loader.js'
+import type { RelationRule } from '../relations/config.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import { viewsetComponents } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
@@ -33,7 +34,9 @@ import { sharedSerializer } from '../schema/serializer.js'
 import { mergeListQuery } from './list-querystring.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverridableName, ViewsetHandlers } from './override-handlers.js'
-import { registerViewset } from './registry.js'
+import { registerViewset, whenAllRegistered } from './registry.js'
+import type { RegisteredViewset } from './registry.js'
+import { resolveRelationRules } from './relation-rules.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
 // in the order `mountViewset` reads, before any route exists. Phase 1 (no database) ran in the Viewset
@@ -51,7 +54,10 @@ export type MountOptions = Pick<
   | 'alwaysCount'
   | 'defaultRelations'
   | 'primaryKey'
->
+> & {
+  /** Only told apart from another viewset's (relations take the rule from the viewset's `scope` method). */
+  readonly scope?: unknown
+}
 
 /** What a viewset hands to mounting: its checked options and the handlers and hooks it overrides. */
 export interface ViewsetDeclaration {
@@ -235,6 +241,21 @@ function buildViewset (
 }
 
 /**
+ * The viewset's row rule as other viewsets' relations apply it, or `undefined` without a `scope`: its `scope`
+ * method, told apart from another viewset's by the `scope` option it calls, else by its class's method.
+ */
+function ruleOf ({ viewset, options, overridden }: ViewsetDeclaration): RegisteredViewset['rule'] {
+  if (!overridden.has('scope') || !hasScope(viewset)) return undefined
+  const { scope } = options
+  return { source: viewset, identity: typeof scope === 'function' ? scope : viewset.scope }
+}
+
+/** Whether a viewset has the `scope` method a relation calls (every `Viewset` does). */
+function hasScope (viewset: object): viewset is RelationRule<unknown> {
+  return 'scope' in viewset && typeof viewset.scope === 'function'
+}
+
+/**
  * Mounts a viewset on its plugin's instance. First the checks that need the database or the app, in this
  * order: a verifier for the protected methods, the table and its key, the columns (checkTable), the
  * relations, `conflictFields` and `defaultRelations` (planEntity), the LIST options and `listQuery`
@@ -263,7 +284,9 @@ export async function mountViewset (
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
   const { db, viewset } = declaration
-  registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset })
+  registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })
+  const slots = planned.relations?.ruleSlots ?? []
+  if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
   const mounted: MountedViewset = {
     schemas: context.schemas.components.schemas,
     routes,

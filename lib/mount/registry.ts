@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import type { RelationRule } from '../relations/config.js'
 
 // The app-level registry of mounted viewsets: one list per application, filled as viewsets register and
 // frozen when the application is ready. Features that reach across viewsets (whose row rule applies to a
@@ -14,11 +15,20 @@ export interface RegisteredViewset {
   readonly prefix: string
   /** The viewset itself (narrow it with `instanceof Viewset`). */
   readonly viewset: object
+  /**
+   * Its row rule as relations apply it (the viewset's `scope` method), or `undefined` when it has none; and what
+   * tells two rules apart (the `scope` option, or the class's `scope` method).
+   */
+  readonly rule: { readonly source: RelationRule<unknown>; readonly identity: object } | undefined
 }
+
+/** Work that needs every viewset of the app: run, in order, once the application is ready (a throw fails `ready()`). */
+type ReadyWork = (entries: readonly RegisteredViewset[]) => void
 
 // Keyed by the root instance, so that encapsulated children (each viewset's plugin) share one list, and a
 // closed application's list goes with it.
 const registries = new WeakMap<FastifyInstance, RegisteredViewset[]>()
+const readyWork = new WeakMap<FastifyInstance, ReadyWork[]>()
 
 /**
  * The application's root instance: Fastify makes each encapsulated child with `Object.create(parent)`, so
@@ -43,11 +53,13 @@ function registryOf (fastify: FastifyInstance): RegisteredViewset[] {
   let registry = registries.get(root)
   if (registry === undefined) {
     const entries: RegisteredViewset[] = []
+    const work: ReadyWork[] = []
     registry = entries
     registries.set(root, entries)
-    root.addHook('onReady', (done) => {
+    readyWork.set(root, work)
+    root.addHook('onReady', async () => {
       Object.freeze(entries)
-      done()
+      for (const run of work) run(entries)
     })
   }
   return registry
@@ -63,6 +75,20 @@ function registryOf (fastify: FastifyInstance): RegisteredViewset[] {
  */
 export function registerViewset (fastify: FastifyInstance, entry: RegisteredViewset): void {
   registryOf(fastify).push(Object.freeze({ ...entry }))
+}
+
+/**
+ * Runs `work` with every viewset of `fastify`'s application once it is ready (after all registered), before it
+ * serves: how rules that reach across viewsets are resolved at startup, never during a request.
+ *
+ * @example
+ * ```ts
+ * whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, loader.ruleSlots) })
+ * ```
+ */
+export function whenAllRegistered (fastify: FastifyInstance, work: ReadyWork): void {
+  registryOf(fastify)
+  readyWork.get(rootOf(fastify))?.push(work)
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { AnyDatabase, Row } from '../sql.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
-import type { BatchedQuery } from './batched-query.js'
+import type { RelationRuleSlot, RuledQuery, RuleRequest } from './relation-rule.js'
 import type { RelationKind } from './declaration.js'
 import type { RelationLink } from './relation-link.js'
 
@@ -14,8 +14,13 @@ export interface RelationLoader {
   readonly keys: ReadonlyMap<string, string>
   /** How each relation field joins its parent, for filters, search and ordering through it (query/related-paths.ts). */
   readonly links: ReadonlyMap<string, RelationLink>
-  /** Adds the relation fields to each row, in place; only those in `only` when given. */
-  load(db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void>
+  /** The row rules of the tables these relations read, at every level: resolved when the application is ready. */
+  readonly ruleSlots: readonly RelationRuleSlot[]
+  /**
+   * Adds the relation fields to each row, in place; only those in `only` when given. With `request`, the related
+   * rows are only those the rules of their tables admit for it (a hidden to-one is `null`, hidden children absent).
+   */
+  load(db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>, request?: RuleRequest): Promise<void>
 }
 
 /** One relation, planned: how to find its rows for a page and where to put them. */
@@ -27,7 +32,7 @@ export interface BatchedRelation {
   readonly parentKey: string
   /** The column of the related rows that matches `parentKey`. */
   readonly childKey: string
-  readonly query: BatchedQuery
+  readonly query: RuledQuery
   /** Children kept per parent (to-many relations with a limit). */
   readonly limit: number | undefined
   readonly nested: RelationLoader | undefined
@@ -51,13 +56,20 @@ function distinctKeys (rows: readonly Row[], column: string, keyOf: (value: unkn
   return keys
 }
 
-async function loadRelation (relation: BatchedRelation, db: AnyDatabase, rows: Row[]): Promise<void> {
+async function loadRelation (
+  relation: BatchedRelation,
+  db: AnyDatabase,
+  rows: Row[],
+  request: RuleRequest | undefined
+): Promise<void> {
   const { field, parentKey, childKey, keyOf } = relation
   const keys = distinctKeys(rows, parentKey, keyOf)
   const context = currentCancellation()
-  const children = keys.length === 0 ? [] : await relation.query.run(db, keys)
+  const children = keys.length === 0 ? [] : await relation.query.run(db, keys, request)
   const { nested } = relation
-  if (nested !== undefined && children.length > 0) await withCancellation(context, () => nested.load(db, children))
+  if (nested !== undefined && children.length > 0) {
+    await withCancellation(context, () => nested.load(db, children, undefined, request))
+  }
   if (relation.kind === 'many-to-one') {
     const byKey = new Map<unknown, Row>()
     for (const child of children) byKey.set(keyOf(child[childKey]), child)
@@ -89,6 +101,7 @@ export class BatchedRelationLoader implements RelationLoader {
   readonly parentColumns: readonly string[]
   readonly keys: ReadonlyMap<string, string>
   readonly links: ReadonlyMap<string, RelationLink>
+  readonly ruleSlots: readonly RelationRuleSlot[]
   readonly #relations: readonly BatchedRelation[]
 
   constructor (relations: readonly BatchedRelation[]) {
@@ -97,16 +110,19 @@ export class BatchedRelationLoader implements RelationLoader {
     this.parentColumns = Object.freeze([...new Set(relations.map((relation) => relation.parentKey))])
     this.keys = new Map(relations.map((relation) => [relation.field, relation.parentKey]))
     this.links = new Map(relations.map((relation) => [relation.field, relation.link]))
+    this.ruleSlots = Object.freeze(
+      relations.flatMap((relation) => [...relation.query.slots, ...(relation.nested?.ruleSlots ?? [])])
+    )
   }
 
-  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>): Promise<void> {
+  async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>, request?: RuleRequest): Promise<void> {
     if (rows.length === 0) return
     // One relation after the other: a request holds one connection at a time, and the log reads in order.
     // Each starts in the request's cancellation context (execution/cancellation.ts).
     const context = currentCancellation()
     for (const relation of this.#relations) {
       if (only === undefined || only.has(relation.field)) {
-        await withCancellation(context, () => loadRelation(relation, db, rows))
+        await withCancellation(context, () => loadRelation(relation, db, rows, request))
       }
     }
   }

@@ -42,13 +42,14 @@ class Buckets {
     build: BatchBuilder,
     keyedFor: (size: number) => Keyed,
     parameters: (size: number) => number,
-    plugin: KyselyPlugin | undefined
+    plugin: KyselyPlugin | undefined,
+    extra: number
   ) {
     this.#compile = (size) => {
       const query = compileWith(build(keyedFor(size), size), plugin)
-      if (query.parameters.length !== parameters(size)) {
+      if (query.parameters.length !== parameters(size) + extra) {
         throw new Error(
-          'A batched relation query must have only its keys as parameters, ' +
+          `A batched relation query must have only its keys (then its ${extra} rule values) as parameters, ` +
             `got ${query.parameters.length} for ${size} keys`
         )
       }
@@ -107,6 +108,7 @@ export class BatchedQuery {
   /**
    * `build` must make a query whose only parameters are the keys `keyed` binds. `dialect`: its key table, if any,
    * and the plugin its statements compile with.
+   * `extra`: how many values the statement binds after its keys (a row rule's), given to each {@link run}.
    * With `fallback`, `build`'s statement reads at most `rowsPerKey` rows per key of its bucket plus one: a batch that
    * gets more than that runs `fallback.build`'s statement instead (a cheap first try, an exact but slower second).
    */
@@ -114,16 +116,17 @@ export class BatchedQuery {
     db: AnyDatabase,
     { syntax: { keyTable, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>,
     build: BatchBuilder,
-    fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder }
+    fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder },
+    extra = 0
   ) {
     const statements = (keyedFor: (size: number) => Keyed, parameters: (size: number) => number): Statements => ({
-      first: new Buckets(build, keyedFor, parameters, statementPlugin),
+      first: new Buckets(build, keyedFor, parameters, statementPlugin, extra),
       exact:
         fallback === undefined
           ? undefined
           : {
               rowsPerKey: fallback.rowsPerKey,
-              buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin),
+              buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin, extra),
             },
     })
     this.#list = statements(
@@ -147,24 +150,29 @@ export class BatchedQuery {
     return this.#list.first.for(Math.min(count, maxBatch)).sql
   }
 
-  /** The rows matching any of the keys (distinct, non-null); one statement per {@link maxBatch} keys. */
-  async run (db: AnyDatabase, keys: readonly unknown[]): Promise<Row[]> {
-    if (keys.length <= maxBatch) return await this.#runBatch(db, keys)
+  /**
+   * The rows matching any of the keys (distinct, non-null); one statement per {@link maxBatch} keys. `extra`: the
+   * values bound after the keys (as many as the constructor's `extra`).
+   */
+  async run (db: AnyDatabase, keys: readonly unknown[], extra: readonly unknown[] = []): Promise<Row[]> {
+    if (keys.length <= maxBatch) return await this.#runBatch(db, keys, extra)
     // Each batch starts in the request's cancellation context (execution/cancellation.ts).
     const context = currentCancellation()
     let rows: Row[] = []
     for (let start = 0; start < keys.length; start += maxBatch) {
-      rows = rows.concat(await withCancellation(context, () => this.#runBatch(db, keys.slice(start, start + maxBatch))))
+      const batch = keys.slice(start, start + maxBatch)
+      rows = rows.concat(await withCancellation(context, () => this.#runBatch(db, batch, extra)))
     }
     return rows
   }
 
-  async #runBatch (db: AnyDatabase, keys: readonly unknown[]): Promise<Row[]> {
+  async #runBatch (db: AnyDatabase, keys: readonly unknown[], extra: readonly unknown[]): Promise<Row[]> {
     if (keys.length === 0) return []
     const table = this.#table
     const encoded = table?.keyTable.encode(keys)
     const statements = table === undefined || encoded === undefined ? this.#list : table.statements
-    const parameters = encoded === undefined ? padList(keys) : [encoded]
+    const keyed = encoded === undefined ? padList(keys) : [encoded]
+    const parameters = extra.length === 0 ? keyed : [...keyed, ...extra]
     const context = currentCancellation()
     const { rows } = await db.executeQuery<Row>(withParameters(statements.first.for(keys.length), parameters))
     const { exact } = statements

@@ -1,3 +1,40 @@
+import type { FastifyRequest } from 'fastify'
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
+
+/** What a relation's row rule knows of the request that reads the related rows (the outer request's context). */
+export interface RelationRuleContext {
+  readonly request: FastifyRequest
+  /** The claims of the request's verified bearer token, or `null`. */
+  readonly token: { readonly sub?: string; readonly [claim: string]: unknown } | null
+  /** `'GET'` for a to-one (selectRelated) load, `'LIST'` for everything else. */
+  readonly method: 'GET' | 'LIST'
+}
+
+/**
+ * A row rule for a relation's table: anything with a `scope` method, such as the viewset that serves the table
+ * (its `scope` for `'GET'` and `'LIST'`), or a plain object for a table no viewset serves. `undefined` means
+ * no restriction, as for a viewset's `scope`.
+ *
+ * @example
+ * ```ts
+ * { project: { table: 'projects', foreignKey: 'project_id', rulesFrom: projectsViewset } }
+ * { tags: { table: 'tags', through, rulesFrom: { scope: (eb, { token }) => eb('owner', '=', token?.sub ?? null) } } }
+ * ```
+ */
+export interface RelationRule<DB = Record<string, unknown>> {
+  scope (
+    eb: ExpressionBuilder<DB, keyof DB & string>,
+    context: RelationRuleContext
+  ): Expression<SqlBool> | undefined
+}
+
+/**
+ * Where a relation's rows take their row rule from: by default, the one viewset of the app that serves the
+ * table over the same Kysely instance; `rulesFrom` names another one (the viewset, or its full prefix such as
+ * `'/projects'`), or declares the rule of a table no viewset serves.
+ */
+export type RulesFrom<DB = Record<string, unknown>> = RelationRule<DB> | string
+
 /**
  * A many-to-one relation: the foreign key is a column of this table.
  *
@@ -14,6 +51,8 @@ export interface SelectRelated<DB> {
   references?: string
   /** Relations of the related rows, loaded with one query per relation per level. */
   relatedConfig?: RelatedConfig<DB>
+  /** Where the related rows' row rule comes from (default: the one viewset serving `table`), see {@link RulesFrom}. */
+  rulesFrom?: RulesFrom<DB>
 }
 
 /**
@@ -43,6 +82,8 @@ export interface PrefetchRelated<DB> {
   limit?: number | false
   /** Relations of the related rows, loaded with one query per relation per level. */
   relatedConfig?: RelatedConfig<DB>
+  /** Where the related rows' row rule comes from (default: the one viewset serving `table`), see {@link RulesFrom}. */
+  rulesFrom?: RulesFrom<DB>
 }
 
 /** How to eager-load the relation fields of a schema, keyed by field name. */

@@ -1,7 +1,7 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { invalidOption } from '../errors.js'
 import { isList, isObjectSchema, isRecord } from '../schema/object-schema.js'
-import type { RelatedConfig } from './config.js'
+import type { RelatedConfig, RulesFrom } from './config.js'
 
 /** How a relation's rows meet the parent's. */
 export type RelationKind = 'many-to-one' | 'one-to-many' | 'many-to-many'
@@ -29,6 +29,8 @@ export interface DeclaredRelation {
   readonly target: TObject
   /** The relations of the related rows: the declaration's, else the one attached to `target`. */
   readonly relatedConfig: RelatedConfig<unknown> | undefined
+  /** Where the related rows' rule comes from, as declared (resolved once the app is ready: mount/relation-rules.ts). */
+  readonly rulesFrom: RulesFrom<unknown> | undefined
 }
 
 function name (path: string, value: unknown): string {
@@ -62,6 +64,17 @@ function manyTarget (path: string, field: string, property: TSchema): TObject {
   return invalidOption(
     path, `schema field "${field}" must be an array of objects (Type.Array(Tag)) to hold a to-many relation`
   )
+}
+
+/** A `rulesFrom`: a viewset's full prefix, or an object with a `scope` method (a viewset, or a declared rule). */
+function rulesFromOf (path: string, value: unknown): RulesFrom<unknown> | undefined {
+  if (value === undefined) return undefined
+  if (typeof value === 'string' && value !== '') return value
+  if (typeof value === 'object' && value !== null && 'scope' in value && typeof value.scope === 'function') {
+    // checked just above: an object whose scope is a function, called as a RelationRule's
+    return value as RulesFrom<unknown>
+  }
+  return invalidOption(path, 'expected a viewset, its prefix (such as "/projects"), or { scope: (eb, context) => … }')
 }
 
 /** Children per parent when a to-many relation sets no `limit`. */
@@ -153,6 +166,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       limit: undefined,
       target,
       relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
+      rulesFrom: rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom),
     })
   }
   const prefetchPath = `${path}.prefetchRelated`
@@ -187,6 +201,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       limit: childLimit(`${where}.limit`, spec.limit),
       target,
       relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
+      rulesFrom: rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom),
     })
   }
   return declared

@@ -12,6 +12,8 @@ import type { DeclaredRelation } from './declaration.js'
 import { attachedConfig, declaredRelations } from './declaration.js'
 import type { RelationLink } from './relation-link.js'
 import { freeAlias, limitedQuery, orderedQuery } from './relation-queries.js'
+import { RelationRuleSlot, RuledQuery } from './relation-rule.js'
+import type { ScopeCondition } from '../query/scope.js'
 import { parseOrdering } from '../query/ordering.js'
 import type { OrderKey } from '../query/ordering.js'
 
@@ -107,6 +109,26 @@ interface RelationSite {
   readonly nested: RelationLoader | undefined
 }
 
+/** `builder` restricted to the rows every condition admits (their values bound after the keys, in this order). */
+function restricted (builder: Builder, conditions: readonly ScopeCondition[]): Builder {
+  let ruled = builder
+  for (const condition of conditions) ruled = ruled.where(condition.where)
+  return ruled
+}
+
+/** How many values the conditions bind. */
+function valuesOf (conditions: readonly ScopeCondition[]): number {
+  let count = 0
+  for (const condition of conditions) count += condition.parameters.length
+  return count
+}
+
+/** The rule of the relation's target, read as `t`: its `'GET'` rule for a to-one load, its `'LIST'` rule otherwise. */
+function targetSlot (relation: DeclaredRelation): RelationRuleSlot {
+  const method = relation.kind === 'many-to-one' ? 'GET' : 'LIST'
+  return new RelationRuleSlot(relation.path, relation.table, 't', relation.rulesFrom, method)
+}
+
 /** Every statement reads the target as `t`: a key table's own columns (json_each has an `id`) stay apart. */
 function qualified (columns: readonly string[]): string[] {
   return columns.map((column) => `t.${column}`)
@@ -140,7 +162,15 @@ function planManyToOne (site: RelationSite): BatchedRelation {
   const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns)
   const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
   const columns = unique([...fields, references, ...extra])
-  const query = new BatchedQuery(db, dialect, (keyed) => keyed(table, 't', references).select(qualified(columns)))
+  const query = new RuledQuery([targetSlot(relation)], (conditions) =>
+    new BatchedQuery(
+      db,
+      dialect,
+      (keyed) => restricted(keyed(table, 't', references), conditions).select(qualified(columns)),
+      undefined,
+      valuesOf(conditions)
+    )
+  )
   return {
     field: relation.field,
     kind: relation.kind,
@@ -162,11 +192,14 @@ function planOneToMany (site: RelationSite): BatchedRelation {
   const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', table, targetColumns)
   const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, site.described)
   const columns = unique([...fields, foreignKey, ...extra])
-  const filtered = (keyed: Keyed): Builder => keyed(table, 't', foreignKey).select(qualified(columns))
-  const query =
-    limit === undefined
-      ? orderedQuery(db, dialect, filtered, order)
-      : limitedQuery(db, dialect, filtered, columns, `t.${foreignKey}`, order, limit)
+  const query = new RuledQuery([targetSlot(relation)], (conditions) => {
+    const filtered = (keyed: Keyed): Builder =>
+      restricted(keyed(table, 't', foreignKey), conditions).select(qualified(columns))
+    const extra = valuesOf(conditions)
+    return limit === undefined
+      ? orderedQuery(db, dialect, filtered, order, extra)
+      : limitedQuery(db, dialect, filtered, columns, `t.${foreignKey}`, order, limit, extra)
+  })
   return {
     field: relation.field,
     kind: relation.kind,
@@ -195,12 +228,19 @@ async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
   const alias = freeAlias(sourceAlias, columns)
   const selection = [...qualified(columns), `j.${source} as ${alias}`]
   // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
-  const joined = (keyed: Keyed): Builder =>
-    keyed(through.table, 'j', source).innerJoin(`${table} as t`, `t.${references}`, `j.${target}`).select(selection)
-  const query =
-    limit === undefined
-      ? orderedQuery(db, dialect, joined, order)
-      : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, limit)
+  // The targets take their table's rule, and the join table its own when it has one.
+  const slots = [targetSlot(relation), new RelationRuleSlot(`${path}.through`, through.table, 'j', undefined, 'LIST')]
+  const query = new RuledQuery(slots, (conditions) => {
+    const joined = (keyed: Keyed): Builder =>
+      restricted(
+        keyed(through.table, 'j', source).innerJoin(`${table} as t`, `t.${references}`, `j.${target}`),
+        conditions
+      ).select(selection)
+    const extra = valuesOf(conditions)
+    return limit === undefined
+      ? orderedQuery(db, dialect, joined, order, extra)
+      : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, limit, extra)
+  })
   return {
     field: relation.field,
     kind: relation.kind,

@@ -29,7 +29,8 @@ export function limitedQuery (
   columns: readonly string[],
   partition: string,
   order: readonly OrderKey[],
-  limit: number
+  limit: number,
+  extra = 0
 ): BatchedQuery {
   // The cap is a literal of each batch size: the statement's only parameters are the keys.
   return new BatchedQuery(
@@ -39,7 +40,8 @@ export function limitedQuery (
     {
       rowsPerKey: limit,
       build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
-    }
+    },
+    extra
   )
 }
 
@@ -48,9 +50,10 @@ export function orderedQuery (
   db: AnyDatabase,
   dialect: ViewsetDialect,
   filtered: (keyed: Keyed) => Builder,
-  order: readonly OrderKey[]
+  order: readonly OrderKey[],
+  extra = 0
 ): BatchedQuery {
-  return new BatchedQuery(db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'))
+  return new BatchedQuery(db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra)
 }
 
 /**
