@@ -5,8 +5,8 @@ import type { FastifyInstance } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import type { Generated } from 'kysely'
-import { createViewset, viewsetMethods } from 'fastify-viewsets'
-import type { ViewsetOptions } from 'fastify-viewsets'
+import { baseMethods, createViewset, viewsetMethods } from 'fastify-viewsets'
+import type { AuthorizedMethod, ViewsetOptions } from 'fastify-viewsets'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
@@ -38,11 +38,13 @@ interface DocsApp extends TestDatabase {
   ids: { alice: number; bob: number }
 }
 
+const tenantRule: NonNullable<DocsOptions['scope']> = (eb, { token }) => eb('tenant', '=', token?.sub ?? '')
+
 const tenanted: DocsOptions = {
   methods: viewsetMethods,
   protectedMethods: viewsetMethods,
   conflictFields: ['title'],
-  scope: (eb, { token }) => eb('tenant', '=', token?.sub ?? ''),
+  scope: tenantRule,
 }
 
 async function docsApp (t: TestContext, dialect: TestDialect, options: DocsOptions = tenanted): Promise<DocsApp> {
@@ -219,6 +221,79 @@ for (const dialect of dialects) {
       })
       assert.equal(post.statusCode, 403)
       assert.deepEqual(await docs(db), before)
+    })
+
+    test("protectedMethods ['POST'] protects BULK: an anonymous bulk write is a 401, and authorize sees BULK", async (t) => {
+      assert.equal(baseMethods.BULK, 'POST')
+      const seen: AuthorizedMethod[] = []
+      const { app, db, alice } = await docsApp(t, dialect, {
+        methods: viewsetMethods,
+        protectedMethods: ['POST'],
+        authorize: (_token, method) => {
+          seen.push(method)
+          return true
+        },
+      })
+      const before = await docs(db)
+      const payload = [{ title: 'anon', tenant: 'bob' }]
+      const anonymous = await app.inject({ method: 'POST', url: '/docs/bulk', payload })
+      assert.equal(anonymous.statusCode, 401)
+      assert.equal(problemOf(anonymous).code, 'FST_VIEWSET_UNAUTHORIZED')
+      assert.deepEqual(await docs(db), before, 'nothing written')
+      const signed = await app.inject({ method: 'POST', url: '/docs/bulk', headers: alice, payload })
+      assert.equal(signed.statusCode, 201)
+      assert.deepEqual(seen, ['BULK'])
+      const document = await app.inject({ method: 'GET', url: '/docs' })
+      assert.equal(document.statusCode, 200, 'LIST stays open')
+    })
+
+    test('a scope with nothing that verifies tokens fails at startup, unless withoutTokens says the rules read none', async (t) => {
+      const { db } = await testDatabase(t, dialect)
+      for (const [option, rule] of [
+        ['scope', { scope: tenantRule }],
+        ['beforeWrite', { beforeWrite: (values: object) => values }],
+      ] as const) {
+        const late = testApp(t)
+        void late.register(createViewset({ db, table: 'docs', schema: Doc, ...rule }), { prefix: '/docs' })
+        // @fastify/jwt after the viewset: its tokens would be ignored there.
+        void late.register(fastifyJwt, { secret })
+        await assert.rejects(async () => await late.ready(), (error: Error & { code?: string }) => {
+          assert.equal(error.code, 'FST_VIEWSET_INVALID_OPTION')
+          assert.match(error.message, new RegExp(`Invalid viewset option ${option}: nothing can verify a token here`))
+          assert.match(error.message, /withoutTokens: true/)
+          return true
+        })
+      }
+    })
+
+    test('withoutTokens: true starts a viewset whose rule reads no token', async (t) => {
+      const database = await testDatabase(t, dialect)
+      const [idType, id] = autoIncrement(dialect.name)
+      await database.db.schema
+        .createTable('docs')
+        .addColumn('id', idType as 'integer', id)
+        .addColumn('title', 'varchar(100)', (column) => column.notNull().unique())
+        .addColumn('tenant', 'varchar(64)', (column) => column.notNull())
+        .addColumn('balance', 'integer', (column) => column.notNull().defaultTo(0))
+        .execute()
+      const app = testApp(t)
+      await app.register(
+        createViewset({
+          db: database.db,
+          table: 'docs',
+          schema: Doc,
+          withoutTokens: true,
+          scope: (eb) => eb('tenant', '=', 'public'),
+        }),
+        { prefix: '/docs' }
+      )
+      await app.register(fastifyJwt, { secret })
+      await app.ready()
+      const refused = await app.inject({ method: 'POST', url: '/docs', payload: { title: 'x', tenant: 'other' } })
+      assert.equal(refused.statusCode, 403)
+      const created = await app.inject({ method: 'POST', url: '/docs', payload: { title: 'x', tenant: 'public' } })
+      assert.equal(created.statusCode, 201)
+      assert.deepEqual(await docs(database.db), [{ id: created.json().id, title: 'x', tenant: 'public', balance: 0 }])
     })
   })
 }
