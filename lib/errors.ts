@@ -136,6 +136,21 @@ export const ViewsetErrors = {
 } as const
 
 /**
+ * The 403 of a write whose row, as it would be stored, is outside the viewset's rule for the method (its `WITH
+ * CHECK`): nothing is written. `element`: the index of the first such element of a bulk write.
+ *
+ * @example
+ * ```ts
+ * throw outsideRule(3) // 403, "detail": "Element 3 would be written outside the rows this token may access"
+ * ```
+ */
+export function outsideRule (element?: number): InstanceType<typeof ViewsetErrors.Forbidden> {
+  return new ViewsetErrors.Forbidden(
+    `${element === undefined ? 'The row' : `Element ${element}`} would be written outside the rows this token may access`
+  )
+}
+
+/**
  * Throws `FST_VIEWSET_INVALID_OPTION` naming the option (a path such as `relatedConfig.selectRelated.author.table`):
  * the one way an option check fails. Returns `never`, so it also ends an expression.
  *

@@ -7,7 +7,7 @@ export { createDatabase, databaseUrl, getDatabase, withPreparedStatements } from
 export type { CreateDatabaseOptions } from './db.js'
 export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'
 export type { ViewsetDocsOptions } from './docs.js'
-export { filterOperators, viewsetMethods } from './options.js'
+export { baseMethods, filterOperators, viewsetMethods } from './options.js'
 export type {
   AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator, RowContext, ScopedMethod,
   ScopeFunction, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,

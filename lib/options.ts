@@ -8,7 +8,7 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
 // once. Phase 2, against the catalog, runs when the viewset is mounted (mount/mount-viewset.ts).
 
-export { defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js'
+export { baseMethods, defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js'
 export type {
   AuthorizedMethod,
   BeforeWriteFunction,
@@ -63,6 +63,7 @@ const knownOptionKeys = {
     'beforeWrite',
     'versionField',
     'requireIfMatch',
+    'withoutTokens',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
@@ -288,8 +289,9 @@ function checkShapes (options: Record<string, unknown>): void {
   for (const key of ['authenticate', 'authorize', 'scope', 'beforeWrite'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
-  const requireIfMatch = options.requireIfMatch ?? false
-  if (typeof requireIfMatch !== 'boolean') fail('requireIfMatch', 'expected a boolean')
+  for (const key of ['requireIfMatch', 'withoutTokens'] as const) {
+    if (typeof (options[key] ?? false) !== 'boolean') fail(key, 'expected a boolean')
+  }
 }
 
 /**

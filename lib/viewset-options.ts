@@ -71,6 +71,27 @@ export type ViewsetToken = [JwtUser] extends [object] ? JwtUser & { sub?: string
 /** What `authorize` is asked about: a generated method, or `'CUSTOM'` for a protected custom route. */
 export type AuthorizedMethod = ViewsetMethod | 'CUSTOM'
 
+/**
+ * The base of every derived method: a derived method is protected whenever its base is (`protectedMethods`),
+ * `authorize` sees the derived name, and its row rule is its own AND its base's. Today only BULK exists; the
+ * others are the names later methods take.
+ *
+ * @example
+ * ```ts
+ * baseMethods.BULK // 'POST'
+ * ```
+ */
+export const baseMethods: Readonly<Record<string, ViewsetMethod>> = Object.freeze({
+  BULK: 'POST',
+  PATCH_MANY: 'PATCH',
+  BULK_PATCH: 'PATCH',
+  DELETE_MANY: 'DELETE',
+  PURGE: 'DELETE',
+  RESTORE: 'PATCH',
+  HISTORY: 'GET',
+  AGGREGATE: 'LIST',
+})
+
 /** The viewset methods a `scope` restricts: those that read or change existing rows. */
 export type ScopedMethod = Exclude<ViewsetMethod, 'POST' | 'BULK'>
 /** The viewset methods that write a body, and so run `beforeWrite`. */
@@ -183,8 +204,15 @@ export interface ViewsetOptions<
   /** PUT, PATCH and DELETE without `If-Match` answer 428 (default false). POST never needs it. */
   requireIfMatch?: boolean
 
-  /** Methods that require `Authorization: Bearer <jwt>`. */
+  /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
+   * whenever its base is. */
   protectedMethods?: readonly ViewsetMethod[]
+  /**
+   * States that `scope` and `beforeWrite` read no token (default false). Without it, a viewset with either fails
+   * at startup when nothing can verify tokens there (no @fastify/jwt registered before it, no `authenticate`):
+   * every token would be ignored, and the rules would see `null`.
+   */
+  withoutTokens?: boolean
   /** Replaces `request.jwtVerify()`: returns the claims, or throws to answer 401. */
   authenticate?: (request: FastifyRequest) => Promise<ViewsetToken> | ViewsetToken
   /**

@@ -14,9 +14,12 @@ import type { ScopeCondition } from '../query/scope.js'
 import type { Precondition, Versioning } from './precondition.js'
 import { applyOrdering } from '../query/ordering.js'
 import { StatementCache } from './statement-cache.js'
+import { parametersOf, shapeOf } from './condition-shape.js'
 import type { Statements } from './statements.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import type { RuleRequest } from '../relations/relation-rule.js'
+import { checkedWrite, checkWritten, inTransaction } from './write-check.js'
+import type { WrittenRows } from './write-check.js'
 
 /** What a resource is built from, once the catalog has been read at registration. */
 export interface TableGatewayConfig {
@@ -34,6 +37,12 @@ export interface TableGatewayConfig {
   readonly uniqueKeys?: ReadonlyArray<readonly string[]>
   /** The unique key upserts merge on (`conflictFields`), checked against the catalog. */
   readonly conflictFields?: readonly string[] | undefined
+}
+
+/** The rules an upserted row must be in once written: a created one (the GET rule), an updated one (PATCH's). */
+export interface UpsertChecks {
+  readonly created?: ScopeCondition | undefined
+  readonly updated?: ScopeCondition | undefined
 }
 
 /** A row an upsert wrote, and whether it was created (else updated). */
@@ -219,19 +228,29 @@ export class TableGateway {
     return this.dialect.values.count(row?.count ?? 0)
   }
 
-  /** Inserts the values and returns the row as stored (generated key and database defaults included), as {@link find}
-   * answers. */
-  insert (db: AnyDatabase, values: Row): Eventually<Row> {
-    return this.dialect.writes.insert(db, this.#target, values)
+  /** Inserts the values and returns the row as stored (generated key and defaults included), as {@link find} answers;
+   * with a `check`, the stored row must be in it, else a 403 and nothing is written (write-check.ts). */
+  insert (db: AnyDatabase, values: Row, check?: ScopeCondition): Eventually<Row> {
+    const insert = (on: AnyDatabase) => this.dialect.writes.insert(on, this.#target, values)
+    return check === undefined ? insert(db) : checkedWrite(db, this.#target, this.dialect.values.keyOf, check, insert)
   }
 
   /**
    * Inserts rows all or none (in a transaction, or the caller's), one multi-row INSERT per set of fields
-   * sent, and returns them as stored, in the order given.
+   * sent, and returns them as stored, in the order given; with a `check`, as {@link insert} (one statement).
    */
-  async insertMany (db: AnyDatabase, rows: readonly Row[]): Promise<Row[]> {
+  async insertMany (db: AnyDatabase, rows: readonly Row[], check?: ScopeCondition): Promise<Row[]> {
     if (rows.length === 0) return []
-    return await this.#bulk(db, rows, async (trx) => await this.dialect.writes.insertMany(trx, this.#target, rows))
+    return await this.#bulk(db, rows, async (trx) => {
+      const stored = await this.dialect.writes.insertMany(trx, this.#target, rows)
+      if (check !== undefined) await this.#check(trx, stored, () => check, true)
+      return stored
+    })
+  }
+
+  /** The write check of rows just written (write-check.ts). */
+  async #check (trx: AnyDatabase, rows: readonly Row[], ruleOf: WrittenRows['ruleOf'], bulk: boolean): Promise<void> {
+    await checkWritten(trx, this.#target, this.dialect.values.keyOf, { rows, ruleOf, bulk })
   }
 
   /**
@@ -239,33 +258,37 @@ export class TableGateway {
    * columns, the version incremented, and only in `scope`), and returns the rows as stored, in the order
    * given, each with whether it was created. A conflicting row outside the scope is a 409 and nothing
    * changes. `bulk`: the elements of one `POST /bulk`, written all or none, an error naming its element.
+   * `checks`: the rules a created row and an updated one must be in once written (else a 403, nothing written).
    */
   async upsert (
     db: AnyDatabase,
     elements: readonly UpsertElement[],
     scope: ScopeCondition | undefined,
-    bulk: boolean
+    bulk: boolean,
+    checks: UpsertChecks = {}
   ): Promise<UpsertedRow[]> {
     const conflictFields = this.#conflictFields
     if (conflictFields === undefined) throw new Error('upsert needs conflictFields')
     if (elements.length === 0) return []
     const rule = { conflictFields, scope: scope?.where, versionField: this.#versioning?.versionField }
     const detail = `A row with the same ${conflictFields.join(', ')} already exists`
+    const checked = checks.created !== undefined || checks.updated !== undefined
     const write = async (on: AnyDatabase): Promise<UpsertedRow[]> => {
       const result = await this.dialect.writes.upsert(on, this.#target, elements, rule)
-      if (!('outside' in result)) return [...result.rows]
+      if (!('outside' in result)) {
+        const rows = result.rows.map((entry) => entry.row)
+        const ruleOf = (index: number) => (result.rows[index]?.created === true ? checks.created : checks.updated)
+        if (checked) await this.#check(on, rows, ruleOf, bulk)
+        return [...result.rows]
+      }
       // Thrown inside the transaction, which rolls back what the other elements wrote.
       throw bulk
         ? elementConflict(detail, result.outside, conflictFields, duplicateMessage)
         : new ViewsetErrors.Conflict(detail)
     }
-    return bulk
-      ? await this.#bulk(
-        db,
-        elements.map((element) => element.values),
-        write
-      )
-      : await write(db)
+    if (bulk) return await this.#bulk(db, elements.map((element) => element.values), write)
+    // The check runs in the write's transaction: one of its own when it has one.
+    return checked ? await inTransaction(db, write) : await write(db)
   }
 
   /**
@@ -289,25 +312,28 @@ export class TableGateway {
    * scope: then nothing changes (the dialect checks the scope in the write itself, or in its transaction).
    * With a precondition (If-Match), or a version column to increment, the row is read and locked first,
    * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
-   * the same tag get one write. Answered as {@link find} answers.
+   * the same tag get one write. Answered as {@link find} answers. With `check`, the row as written must be in
+   * it (in the same transaction), else a 403 and nothing changes.
    */
   update (
     db: AnyDatabase,
     id: unknown,
     values: Row,
     scope?: ScopeCondition,
-    precondition?: Precondition
+    precondition?: Precondition,
+    check?: ScopeCondition
   ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
-    if (precondition === undefined && versionField === undefined) {
-      return this.dialect.writes.update(db, this.#target, id, values, scope)
-    }
-    return this.#guarded(db, id, scope, precondition, async (trx, row) => {
-      // The increment is computed from the locked row, so it is part of this one UPDATE.
-      const versioned =
-        versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
-      return await this.dialect.writes.update(trx, this.#target, id, versioned, scope)
-    })
+    const write = (on: AnyDatabase, written: Row): Eventually<Row | undefined> =>
+      check === undefined
+        ? this.dialect.writes.update(on, this.#target, id, written, scope)
+        : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, (trx) =>
+          this.dialect.writes.update(trx, this.#target, id, written, scope))
+    if (precondition === undefined && versionField === undefined) return write(db, values)
+    // The increment is computed from the locked row, so it is part of this one UPDATE.
+    const next = (row: Row): Row =>
+      (versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 })
+    return this.#guarded(db, id, scope, precondition, async (trx, row) => await write(trx, { ...values, ...next(row) }))
   }
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as
@@ -376,23 +402,4 @@ export class TableGateway {
   async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>, request?: RuleRequest): Promise<void> {
     if (this.#relations !== undefined && rows.length > 0) await this.#relations.load(db, rows, only, request)
   }
-}
-
-// Plain loops, not `flatMap` and `map().join()`: they run on every filtered LIST, and the array methods'
-// intermediate arrays were a measurable part of its CPU per request next to a short SQLite read.
-function shapeOf (conditions: readonly Condition[]): string {
-  let shape = ''
-  let first = true
-  for (const condition of conditions) {
-    shape = first ? condition.shape : `${shape}&${condition.shape}`
-    first = false
-  }
-  return shape
-}
-
-/** The values the conditions bind, in order. */
-function parametersOf (conditions: readonly Condition[]): unknown[] {
-  const parameters: unknown[] = []
-  for (const condition of conditions) for (const value of condition.parameters) parameters.push(value)
-  return parameters
 }

@@ -8,6 +8,7 @@ import type {
 } from 'fastify'
 import { ViewsetErrors } from '../errors.js'
 import type { AuthorizedMethod, ViewsetMethod, ViewsetOptions, ViewsetToken } from '../options.js'
+import { baseMethods } from '../options.js'
 import { problemResponses } from '../schema/openapi.js'
 
 declare module 'fastify' {
@@ -94,6 +95,39 @@ async function jwtVerifier (request: FastifyRequest): Promise<unknown> {
 /** Whether tokens can be verified here: an `authenticate` function, or @fastify/jwt registered before the viewset. */
 export function canVerifyTokens (fastify: FastifyInstance, options: AuthOptions): boolean {
   return options.authenticate !== undefined || fastify.hasRequestDecorator('jwtVerify')
+}
+
+/**
+ * The protected methods of a mounted viewset: those named, and every registered derived method whose base is
+ * named (`protectedMethods: ['POST']` protects BULK: a bulk write is a POST of many).
+ */
+export function withDerivedMethods (
+  protectedMethods: readonly ViewsetMethod[],
+  registered: readonly ViewsetMethod[]
+): readonly ViewsetMethod[] {
+  const derived = registered.filter((method) => {
+    const base = baseMethods[method]
+    return !protectedMethods.includes(method) && base !== undefined && protectedMethods.includes(base)
+  })
+  return Object.freeze([...protectedMethods, ...derived])
+}
+
+/**
+ * Fails at mounting when the viewset has row rules (`scope`, `beforeWrite`) and nothing can verify a token, unless
+ * `withoutTokens` states that they read none: every token would be ignored, and the rules would see `null`.
+ */
+export function checkRuleVerifier (
+  fastify: FastifyInstance,
+  rules: ReadonlySet<string>,
+  options: AuthOptions & { readonly withoutTokens?: boolean | undefined }
+): void {
+  const named = ['scope', 'beforeWrite'].filter((rule) => rules.has(rule))
+  if (named.length === 0 || options.withoutTokens === true || canVerifyTokens(fastify, options)) return
+  throw new ViewsetErrors.InvalidOption(
+    named.join(', '),
+    'nothing can verify a token here: register @fastify/jwt before the viewset, or pass an authenticate(request) ' +
+      'function; or set withoutTokens: true if the rules read no token'
+  )
 }
 
 /** Fails at mounting when `protectedMethods` names a method the viewset does not serve. */

@@ -144,8 +144,10 @@ export class DefaultHandlers {
   createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<Row> {
     const sent = this.writable(request.body)
     if (this.#mergesDuplicates(request)) return this.#upsertOne(request, reply, token, sent)
+    // The caller must be able to read what it creates: the row as stored must be in the GET rule.
+    const check = this.#context.scopeOf(request, token, 'GET')
     return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
-      this.#context.resource.insert(this.#context.db, values)
+      this.#context.resource.insert(this.#context.db, values, check)
     )
   }
 
@@ -154,8 +156,10 @@ export class DefaultHandlers {
     this.#checkConflictFields([sent], false)
     const scope = currentCancellation()
     const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
+    const patchScope = this.#context.scopeOf(request, token, 'PATCH')
+    const checks = this.#upsertChecks(request, token, patchScope)
     const [written] = await withCancellation(scope, () =>
-      this.#context.resource.upsert(this.#context.db, [element], this.#context.scopeOf(request, token, 'PATCH'), false)
+      this.#context.resource.upsert(this.#context.db, [element], patchScope, false, checks)
     )
     if (written === undefined) throw new Error('an upsert of one element wrote no row')
     applyMerge(reply, written.created)
@@ -173,16 +177,22 @@ export class DefaultHandlers {
     if (!this.#mergesDuplicates(request)) {
       const values: Row[] = []
       for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
-      return await withCancellation(scope, () => resource.insertMany(db, values))
+      const check = this.#context.scopeOf(request, token, 'GET')
+      return await withCancellation(scope, () => resource.insertMany(db, values, check))
     }
     this.#checkConflictFields(sent, true)
     const elements: UpsertElement[] = []
     for (const fields of sent) elements.push(await this.#upsertElement(fields, context))
-    const written = await withCancellation(scope, () =>
-      resource.upsert(db, elements, this.#context.scopeOf(request, token, 'PATCH'), true)
-    )
+    const patchScope = this.#context.scopeOf(request, token, 'PATCH')
+    const checks = this.#upsertChecks(request, token, patchScope)
+    const written = await withCancellation(scope, () => resource.upsert(db, elements, patchScope, true, checks))
     applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
     return written.map((entry) => entry.row)
+  }
+
+  /** What an upserted row must satisfy once written: a created one the GET rule, an updated one PATCH's. */
+  #upsertChecks (request: FastifyRequest, token: ViewsetToken | null, patchScope: ScopeCondition | undefined) {
+    return { created: this.#context.scopeOf(request, token, 'GET'), updated: patchScope }
   }
 
   /** Whether this request upserts: `conflictFields` is set and the client prefers `resolution=merge-duplicates` (else
@@ -231,9 +241,11 @@ export class DefaultHandlers {
     const method = partial ? 'PATCH' : 'PUT'
     const id = idOf(request)
     const { resource, db } = this.#context
+    const scope = this.#context.scopeOf(request, token, method)
     return andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }), (values) =>
-      // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing.
-      andThen(resource.update(db, id, values, this.#context.scopeOf(request, token, method), precondition), (row) =>
+      // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing; then the
+      // row as written must still be in the scope (else a 403, nothing changed).
+      andThen(resource.update(db, id, values, scope, precondition, scope), (row) =>
         row === undefined ? this.#context.notFound(id) : row
       )
     )

@@ -9,7 +9,8 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
-import { canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkVerifier } from '../http/auth.js'
+import { canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier } from '../http/auth.js'
+import { withDerivedMethods } from '../http/auth.js'
 import { representationTag, versionTag } from '../http/conditional-requests.js'
 import { DefaultHandlers } from '../http/default-handlers.js'
 import type { HandlerContext } from '../http/default-handlers.js'
@@ -215,7 +216,8 @@ function buildViewset (
     relations: relations?.fields ?? new Set(),
     loaded: defaultRelations,
   })
-  const { primaryKey, tags, maxBulk, conflictFields, protectedMethods } = resolved
+  const { primaryKey, tags, maxBulk, conflictFields } = resolved
+  const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods)
   const context: RouteContext = {
     resource,
     readDb,
@@ -276,6 +278,7 @@ export async function mountViewset (
   // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
   checkProtectedMethods(resolved.protectedMethods, methods)
   checkVerifier(fastify, resolved.protectedMethods, options)
+  checkRuleVerifier(fastify, declaration.overridden, options)
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)

@@ -60,7 +60,7 @@ async function slowApp (t: TestContext, dialect: TestDialect, options: CreateDat
   const db = createDatabase<ItemsDB>(database.url, options)
   t.after(() => db.destroy())
   const app = testApp(t)
-  await app.register(new (slowItems(dialect.name))({ db, table: 'items', schema: Item }).register(), {
+  await app.register(new (slowItems(dialect.name))({ db, table: 'items', schema: Item, withoutTokens: true }).register(), {
     prefix: '/items',
   })
   return { app, db }
@@ -110,7 +110,7 @@ if (postgres !== undefined) {
     await database.db.insertInto('items').values({ name: 'Bread' }).execute()
     const { db, active } = taggedPool<ItemsDB>(t, database, { poolSize: 1, ...options })
     const app = testApp(t)
-    await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item }).register(), {
+    await app.register(new (slowItems('postgres'))({ db, table: 'items', schema: Item, withoutTokens: true }).register(), {
       prefix: '/items',
     })
     await app.listen({ port: 0, host: '127.0.0.1' })
