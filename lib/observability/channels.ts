@@ -55,8 +55,13 @@ export interface HandlerContext {
   readonly method: string
   /** The route's URL pattern, such as `/items/:id`. */
   readonly route: string
-  /** The request (Fastify's), for subscribers that annotate it (the request log of fastify-viewsets/metrics). */
+  /** Fastify's request and reply, for subscribers that annotate them (the request log, Server-Timing). */
   readonly request: object
+  readonly reply: object
+  /** How many statements it ran, and their milliseconds summed, while statements are counted (viewsetLogs, the
+   * metrics, Server-Timing): complete at `end` of a synchronous run, else at `asyncEnd`. */
+  statements?: number
+  statementTime?: number
   /** At `error`: the error the handler threw. */
   error?: unknown
   /** At `error`: the problem `code` it answers (`FST_VIEWSET_CONFLICT`, ...), its status, and the database fault's

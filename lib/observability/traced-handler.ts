@@ -25,7 +25,7 @@ export function tracedRoute (
   const path = `${prefix}${route.url}`
   const traced: RouteHandlerMethod = function (request, reply) {
     if (!handlerChannel.hasSubscribers) return handler.call(this, request, reply)
-    const context: HandlerContext = { viewset, method, route: path, request }
+    const context: HandlerContext = { viewset, method, route: path, request, reply }
     // Fastify's handlers answer a value or a promise of one: both handed on as they are.
     return traceEventually(
       handlerChannel,

@@ -7,7 +7,7 @@ import { SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
-import { createViewset } from 'fastify-viewsets'
+import { createViewset, viewsetLogs } from 'fastify-viewsets'
 import { instrumentViewsets } from '../../lib/observability/otel.js'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
@@ -64,11 +64,13 @@ async function createLibrary (database: TestDatabase): Promise<void> {
     .execute()
 }
 
-async function libraryApp (t: TestContext, dialect: TestDialect) {
+async function libraryApp (t: TestContext, dialect: TestDialect, logs?: string[]) {
   const database = await testDatabase(t, dialect)
   await createLibrary(database)
-  const app = testApp(t)
+  const stream = { write: (line: string) => { logs?.push(line) } }
+  const app = testApp(t, logs === undefined ? {} : { logger: { level: 'info', stream } })
   await app.register(otel.plugin())
+  if (logs !== undefined) await app.register(viewsetLogs)
   await app.register(createViewset({
     db: database.db,
     table: 'books',
@@ -164,6 +166,27 @@ for (const dialect of dialects) {
       assert.doesNotMatch(JSON.stringify(spans.map((span) => span.attributes)), /Orphan|999/)
       const rows = await db.selectFrom('books').select('id').execute()
       assert.equal(rows.length, 3, 'nothing was written')
+    })
+
+    test('viewsetLogs: the completion line names the viewset, its method and its statements', async (t) => {
+      const logs: string[] = []
+      const { app } = await libraryApp(t, dialect, logs)
+      assert.equal((await app.inject({ method: 'GET', url: '/books' })).statusCode, 200)
+      assert.equal((await app.inject({ method: 'GET', url: '/books/1' })).statusCode, 200)
+      const conflict = await app.inject({ method: 'POST', url: '/books', payload: { title: 'Orphan', author_id: 999 } })
+      assert.equal(conflict.statusCode, 409)
+      const completed = logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'request completed')
+      assert.deepEqual(
+        completed.map(({ viewset, viewsetMethod, statements, res }) =>
+          ({ viewset, viewsetMethod, statements, status: res.statusCode })),
+        [
+          { viewset: 'books', viewsetMethod: 'LIST', statements: 3, status: 200 },
+          { viewset: 'books', viewsetMethod: 'GET', statements: 3, status: 200 },
+          { viewset: 'books', viewsetMethod: 'POST', statements: completed[2]?.statements, status: 409 },
+        ]
+      )
+      assert.ok(completed[2]?.statements >= 1)
+      assert.doesNotMatch(logs.join('\n'), /Orphan|Secret/)
     })
   })
 }
