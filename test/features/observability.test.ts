@@ -8,7 +8,8 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import { createViewset, viewsetLogs } from 'fastify-viewsets'
-import { instrumentViewsets } from '../../lib/observability/otel.js'
+import { instrumentViewsets } from 'fastify-viewsets/otel'
+import { viewsetMetrics } from 'fastify-viewsets/metrics'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
@@ -64,13 +65,14 @@ async function createLibrary (database: TestDatabase): Promise<void> {
     .execute()
 }
 
-async function libraryApp (t: TestContext, dialect: TestDialect, logs?: string[]) {
+async function libraryApp (t: TestContext, dialect: TestDialect, logs?: string[], metrics = false) {
   const database = await testDatabase(t, dialect)
   await createLibrary(database)
   const stream = { write: (line: string) => { logs?.push(line) } }
   const app = testApp(t, logs === undefined ? {} : { logger: { level: 'info', stream } })
   await app.register(otel.plugin())
   if (logs !== undefined) await app.register(viewsetLogs)
+  if (metrics) await app.register(viewsetMetrics)
   await app.register(createViewset({
     db: database.db,
     table: 'books',
@@ -187,6 +189,31 @@ for (const dialect of dialects) {
       )
       assert.ok(completed[2]?.statements >= 1)
       assert.doesNotMatch(logs.join('\n'), /Orphan|Secret/)
+    })
+
+    test('viewsetMetrics: /metrics counts requests, their statements, and statements by operation', async (t) => {
+      const { app, db } = await libraryApp(t, dialect, undefined, true)
+      assert.equal((await app.inject({ method: 'GET', url: '/books' })).statusCode, 200)
+      assert.equal((await app.inject({ method: 'GET', url: '/books' })).statusCode, 200)
+      assert.equal((await app.inject({ method: 'GET', url: '/books/1' })).statusCode, 200)
+      const created = await app.inject({ method: 'POST', url: '/books', payload: { title: 'New', author_id: 1 } })
+      assert.equal(created.statusCode, 201, created.body)
+      const response = await app.inject({ method: 'GET', url: '/metrics' })
+      assert.equal(response.statusCode, 200)
+      assert.match(String(response.headers['content-type']), /^text\/plain/)
+      const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(response.body)?.[1])
+      assert.equal(value('fastify_viewsets_request_duration_seconds_count{viewset="books",method="LIST"}'), 2)
+      assert.equal(value('fastify_viewsets_request_duration_seconds_count{viewset="books",method="GET"}'), 1)
+      assert.equal(value('fastify_viewsets_request_duration_seconds_count{viewset="books",method="POST"}'), 1)
+      assert.equal(value('fastify_viewsets_request_statements_total{viewset="books",method="LIST"}'), 6)
+      assert.equal(value('fastify_viewsets_request_statements_total{viewset="books",method="GET"}'), 3)
+      const posted = value('fastify_viewsets_request_statements_total{viewset="books",method="POST"}')
+      const selects = value(`fastify_viewsets_statement_duration_seconds_count{dialect="${dialect.name}",operation="select"}`)
+      const inserts = value(`fastify_viewsets_statement_duration_seconds_count{dialect="${dialect.name}",operation="insert"}`)
+      assert.equal(inserts, 1)
+      assert.equal(selects + inserts, 9 + posted, 'every statement of a request is timed once')
+      assert.doesNotMatch(response.body, /New|Secret/)
+      assert.equal((await db.selectFrom('books').select('id').execute()).length, 4)
     })
   })
 }
