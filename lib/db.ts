@@ -6,6 +6,7 @@ import type { ConnectionSettings } from './dialect/shared/connection.js'
 import { redact } from './dialect/shared/connection.js'
 import { connectorFor, connectorOf, knownUrls } from './dialect/pick-dialect.js'
 import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
+import { statementDialectOf, tracedAdopted, tracedDatabase } from './observability/traced-database.js'
 
 /** Options of {@link createDatabase}. */
 export interface CreateDatabaseOptions {
@@ -110,7 +111,7 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
   const scheme = /^([a-z0-9+]+):/i.exec(target)?.[1]?.toLowerCase() ?? ''
   const connector = connectorFor(scheme)
   if (connector === undefined) throw new ViewsetErrors.InvalidDatabaseUrl(redact(target), `use ${knownUrls()}`)
-  const { dialect, direct } = connector.connect(target, settings)
+  const { dialect, direct } = tracedDatabase(connector.connect(target, settings), statementDialectOf(scheme))
   const config: KyselyConfig = options.log === undefined ? { dialect } : { dialect, log: options.log }
   return direct === undefined ? new Kysely<DB>(config) : new PreparedKysely<DB>(config, direct)
 }
@@ -147,8 +148,10 @@ export function withPreparedStatements<DB> (db: Kysely<DB>, handle: object): Kys
   if (prepared) return db
   // A transaction's statements must run on its connection: the shortcut would run them beside it.
   if (db.isTransaction) invalidOption('db', 'withPreparedStatements takes a Kysely instance, not a transaction')
-  const adopted = connectorOf(db).adopt(handle)
-  return adopted === undefined ? db : new AdoptedKysely(db, adopted)
+  const connector = connectorOf(db)
+  const adopted = connector.adopt(handle)
+  if (adopted === undefined) return db
+  return new AdoptedKysely(db, tracedAdopted(adopted, statementDialectOf(connector.urls[0] ?? '')))
 }
 
 /** The options with their defaults, checked now rather than when the first connection opens. */

@@ -92,4 +92,6 @@ export interface RouteContext {
   readonly fields: FieldsPlan
   /** The full prefix of the viewset's routes, for `Location`. */
   readonly prefix: string
+  /** The viewset's table, as the `table` option names it: what its traces and metrics are labelled with. */
+  readonly table: string
 }

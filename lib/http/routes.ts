@@ -13,6 +13,7 @@ import { noneMatch, preconditionOf, representationTag, versionTag } from './cond
 import type { ListPage } from './default-handlers.js'
 import { cursorLinkHeader, linkHeader } from './link.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
+import { tracedRoute } from '../observability/traced-handler.js'
 import {
   bulkSchema,
   deleteSchema,
@@ -322,23 +323,28 @@ export function viewsetRoutes (
   handlers: RouteHandlers,
   context: RouteContext
 ): RouteOptions[] {
-  return methods.map((method) => {
-    switch (method) {
-      case 'LIST':
-        return listRoute(handlers, context)
-      case 'GET':
-        return getRoute(handlers, context)
-      case 'POST':
-        return postRoute(handlers, context)
-      case 'BULK':
-        return bulkRoute(handlers, context)
-      case 'PUT':
-      case 'PATCH':
-        return updateRoute(method, handlers, context)
-      case 'DELETE':
-        return deleteRoute(handlers, context)
-      default:
-        throw new TypeError(`unknown viewset method ${String(method satisfies never)}`)
-    }
-  })
+  const { table, prefix, resource } = context
+  const classify = (error: unknown) => resource.dialect.classify(error)
+  return methods.map((method) => tracedRoute(routeOf(method, handlers, context), table, method, prefix, classify))
+}
+
+/** The route of one method. */
+function routeOf (method: ViewsetMethod, handlers: RouteHandlers, context: RouteContext): RouteOptions {
+  switch (method) {
+    case 'LIST':
+      return listRoute(handlers, context)
+    case 'GET':
+      return getRoute(handlers, context)
+    case 'POST':
+      return postRoute(handlers, context)
+    case 'BULK':
+      return bulkRoute(handlers, context)
+    case 'PUT':
+    case 'PATCH':
+      return updateRoute(method, handlers, context)
+    case 'DELETE':
+      return deleteRoute(handlers, context)
+    default:
+      throw new TypeError(`unknown viewset method ${String(method satisfies never)}`)
+  }
 }

@@ -238,6 +238,7 @@ function buildViewset (
     paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
     fields,
     prefix: fastify.prefix,
+    table: resolved.table,
   }
   return { context, defaults }
 }

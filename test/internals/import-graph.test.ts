@@ -13,17 +13,19 @@ import ts from 'typescript'
 //   3  data/, query/, relations/, schema/, options.ts, viewset-options.ts, db.ts
 //                                                   the table gateway and what it is built from, the checked
 //                                                   options, the database module
-//   2  dialect/, execution/                          the seam to each database, and how statements run
+//   5  observability/ plugins (metrics, health)      read the app's registry of mounted viewsets
+//   2  dialect/, execution/, observability/ (the rest) the seam to each database, how statements run, and the
+//                                                   tracing channels every layer above publishes on
 //   1  sql.ts, errors.ts                             the shared SQL vocabulary and every error
 // options.ts (and viewset-options.ts, the option types it re-exports) sits with data/ and query/: it holds the
 // option vocabulary they read (FilterOperator, ViewsetMethod)
 // and its checks need no database. db.ts opens databases through dialect/ and execution/, and nothing below
 // the request flow imports it.
 const layers: ReadonlyArray<readonly [number, readonly string[]]> = [
-  [5, ['index.ts']],
+  [5, ['index.ts', 'observability/metrics.ts', 'observability/health.ts']],
   [4, ['viewset.ts', 'viewset-table.ts', 'requests.ts', 'mount/', 'http/', 'docs.ts', 'generate/']],
   [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'viewset-options.ts', 'db.ts']],
-  [2, ['dialect/', 'execution/']],
+  [2, ['dialect/', 'execution/', 'observability/']],
   [1, ['sql.ts', 'errors.ts']],
 ]
 

@@ -1,0 +1,59 @@
+import fp from 'fastify-plugin'
+import type { FastifyBaseLogger } from 'fastify'
+import { handlerChannel } from './channels.js'
+import type { HandlerContext } from './channels.js'
+import { countStatements } from './request-statements.js'
+
+/** The request and reply, as far as their loggers go. */
+interface Logged { log: FastifyBaseLogger }
+
+/** Binds the handler run's fields to its request's logger, which Fastify's completion line is written with. */
+function annotate (context: HandlerContext): void {
+  const { request, reply, problem } = context
+  const bindings: Record<string, unknown> = {
+    viewset: context.viewset,
+    viewsetMethod: context.method,
+    statements: context.statements ?? 0,
+  }
+  // A 5xx says which kind of database fault it was (never the driver's text, which may hold values).
+  if (problem !== undefined && problem.status >= 500) bindings.dbFault = problem.fault ?? 'none'
+  const log = (request as Logged).log.child(bindings) // Fastify's request and reply both carry `log`
+  ;(request as Logged).log = log // the completion line is written with the reply's logger, errors with the request's
+  ;(reply as Logged).log = log // as above
+}
+
+const logging = {
+  start (): void {},
+  end (context: HandlerContext): void {
+    if (context.pending !== true) annotate(context)
+  },
+  asyncStart (): void {},
+  asyncEnd: annotate,
+  error (): void {},
+}
+let apps = 0
+
+/**
+ * Adds `viewset`, `viewsetMethod` and `statements` (how many SQL statements it ran) to the log lines of each request a
+ * viewset answers, Fastify's `request completed` line included; a request answered 5xx also gets `dbFault`, the kind of
+ * database fault (`unavailable`, `timeout`, ..., or `none`), never SQL, values or driver text. Register it once, on
+ * the root instance: it annotates every viewset of the process's applications while one of them has it.
+ *
+ * @example
+ * ```ts
+ * const app = Fastify({ logger: true })
+ * await app.register(viewsetLogs)
+ * // {"reqId":"req-1","viewset":"items","viewsetMethod":"LIST","statements":2,"msg":"request completed",...}
+ * ```
+ */
+export const viewsetLogs = fp(
+  async function viewsetLogs (fastify) {
+    const stopCounting = countStatements()
+    if (apps++ === 0) handlerChannel.subscribe(logging)
+    fastify.addHook('onClose', async () => {
+      stopCounting()
+      if (--apps === 0) handlerChannel.unsubscribe(logging)
+    })
+  },
+  { fastify: '5.x', name: 'fastify-viewsets-logs' }
+)
