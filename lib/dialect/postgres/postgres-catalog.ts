@@ -20,6 +20,43 @@ function regclassName (table: string): string {
   return table.split('.').map((part) => `"${part.replaceAll('"', '""')}"`).join('.')
 }
 
+interface ConstraintRow {
+  kind: string
+  columns: string[]
+  target: string | null
+  references: string[] | null
+  definition: string
+}
+
+/** The `col IN (...)` lists of single-column CHECK constraints, by column. */
+function checkLists (constraints: readonly ConstraintRow[]): Map<string, string[]> {
+  const lists = new Map<string, string[]>()
+  for (const check of constraints) {
+    const [column] = check.columns
+    if (check.kind !== 'c' || check.columns.length !== 1 || column === undefined) continue
+    const values = checkInList(check.definition.replace(/^check\s*/i, ''), column)
+    if (values !== undefined) lists.set(column, values)
+  }
+  return lists
+}
+
+/** One column as the catalog describes it. */
+function catalogColumn (column: ColumnRow, lists: ReadonlyMap<string, string[]>): CatalogColumn {
+  const lengthType = column.type === 'varchar' || column.type === 'bpchar'
+  return {
+    name: column.name,
+    type: column.kind === 'e' ? 'enum' : column.type,
+    declared: column.declared,
+    nullable: !column.notnull,
+    default: column.default ?? undefined,
+    generated: column.generated !== '',
+    autoIncrement: column.identity !== '' || /^nextval\(/.test(column.default ?? ''),
+    maxLength: lengthType && column.typmod > 4 ? column.typmod - 4 : undefined,
+    enumValues: column.labels ?? lists.get(column.name),
+    json: false,
+  }
+}
+
 /** PostgreSQL's catalog: `pg_catalog`, one relation at a time, resolved through search_path like the queries are. */
 export const postgresCatalog: CatalogReader = {
   async table (db, name) {
@@ -45,7 +82,7 @@ export const postgresCatalog: CatalogReader = {
               where k.n <= i.indnkeyatts order by k.n) as columns
       from pg_catalog.pg_index i join pg_catalog.pg_class c on c.oid = i.indexrelid
       where i.indrelid = ${oid}::int8::oid order by c.relname`.execute(db)
-    const { rows: constraints } = await sql<{ kind: string, columns: string[], target: string | null, references: string[] | null, definition: string }>`
+    const { rows: constraints } = await sql<ConstraintRow>`
       select k.contype as kind,
         array(select a.attname::text from unnest(k.conkey) with ordinality u(attnum, n)
               join pg_catalog.pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.attnum order by u.n) as columns,
@@ -55,32 +92,12 @@ export const postgresCatalog: CatalogReader = {
         pg_get_constraintdef(k.oid) as definition
       from pg_catalog.pg_constraint k
       where k.conrelid = ${oid}::int8::oid and k.contype in ('f', 'c') order by k.conname`.execute(db)
-    const lists = new Map<string, string[]>()
-    for (const check of constraints) {
-      const [column] = check.columns
-      if (check.kind !== 'c' || check.columns.length !== 1 || column === undefined) continue
-      const values = checkInList(check.definition.replace(/^check\s*/i, ''), column)
-      if (values !== undefined) lists.set(column, values)
-    }
+    const lists = checkLists(constraints)
     const plain = indexRows.filter((index) => index.plain)
     return {
       name,
       view: relation.kind === 'v' || relation.kind === 'm',
-      columns: columns.map((column): CatalogColumn => {
-        const lengthType = column.type === 'varchar' || column.type === 'bpchar'
-        return {
-          name: column.name,
-          type: column.kind === 'e' ? 'enum' : column.type,
-          declared: column.declared,
-          nullable: !column.notnull,
-          default: column.default ?? undefined,
-          generated: column.generated !== '',
-          autoIncrement: column.identity !== '' || /^nextval\(/.test(column.default ?? ''),
-          maxLength: lengthType && column.typmod > 4 ? column.typmod - 4 : undefined,
-          enumValues: column.labels ?? lists.get(column.name),
-          json: false,
-        }
-      }),
+      columns: columns.map((column) => catalogColumn(column, lists)),
       primaryKey: indexRows.find((index) => index.primary)?.columns ?? [],
       unique: plain.filter((index) => index.unique && !index.primary).map((index) => index.columns),
       indexes: plain.map((index) => index.columns),
