@@ -37,16 +37,18 @@ export const aliases: Record<string, string> = {
   Json: '/** JSON columns arrive parsed. */\nexport type Json = JsonValue\nexport type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }',
 }
 
-function call (name: string): (options: readonly string[]) => string {
+/** A TypeBox expression, given its options. */
+type TypeBoxCall = (options: readonly string[]) => string
+
+function call (name: string): TypeBoxCall {
   return (options) => `Type.${name}(${options.length === 0 ? '' : `{ ${options.join(', ')} }`})`
 }
 
-/** Maps a catalog column to its Kysely type and TypeBox schema, as createDatabase's drivers return its values. */
-export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnMapping {
-  const types = columnTypesOf(dialect)
-  const kind: ColumnKind = column.enumValues !== undefined && column.enumValues.length > 0 ? 'enum' : types.kindOf(column)
-  const array = types.arrays && column.type.startsWith('_')
-  const driver = types.driverTypes[kind]
+/** The Kysely type, selected type, TypeBox call and options a kind maps to before the driver's own answers. */
+function kindTypes (
+  kind: ColumnKind,
+  column: CatalogColumn
+): { kysely: string, selected: string | undefined, typebox: TypeBoxCall, options: string[] } {
   const options: string[] = []
   let kysely: string
   let selected: string | undefined
@@ -86,6 +88,16 @@ export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnM
     case 'binary': kysely = 'Buffer'; break
     default: kysely = 'string'
   }
+  return { kysely, selected, typebox, options }
+}
+
+/** Maps a catalog column to its Kysely type and TypeBox schema, as createDatabase's drivers return its values. */
+export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnMapping {
+  const types = columnTypesOf(dialect)
+  const kind: ColumnKind = column.enumValues !== undefined && column.enumValues.length > 0 ? 'enum' : types.kindOf(column)
+  const array = types.arrays && column.type.startsWith('_')
+  const driver = types.driverTypes[kind]
+  let { kysely, selected, typebox, options } = kindTypes(kind, column)
   // The database's driver answers some kinds in other types (see lib/dialect/<db>-column-types.ts).
   if (driver !== undefined) {
     kysely = driver.kysely
