@@ -73,18 +73,18 @@ function keyOf (table: TableCatalog): string | undefined {
     .find((column): column is string => column !== undefined && isRowKey(table, column))
 }
 
-/**
- * Decides which tables get a viewset, which become the `through` of a many-to-many, which are
- * skipped, and names every relation: `author_id` → `author`, `authors.books`, and `<fk column>_<table>`
- * where a name would collide or a foreign key has no `_id` suffix.
- */
-export function planGeneration (
-  dialect: DialectName,
+type Skipped = Array<{ table: string; reason: string }>
+type Candidate = PlannedRelation & { fallback: string }
+type AddRelation = (table: string, relation: Candidate) => void
+
+const withReference = (references: string) => (references === 'id' ? {} : { references })
+
+/** Sorts tables into keyed ones (they get a viewset), pure link tables, and skipped ones (with the reason). */
+function classifyTables (
   tables: readonly TableCatalog[],
   keys: ReadonlyMap<string, string>,
-  unreadable: ReadonlyArray<{ readonly table: string; readonly reason: string }> = []
-): GeneratePlan {
-  const skipped: Array<{ table: string; reason: string }> = [...unreadable]
+  skipped: Skipped
+): { keyed: Map<string, string>; links: Map<string, [CatalogForeignKey, CatalogForeignKey]> } {
   const keyed = new Map<string, string>()
   const links = new Map<string, [CatalogForeignKey, CatalogForeignKey]>()
   for (const table of tables) {
@@ -111,15 +111,15 @@ export function planGeneration (
       })
     } else keyed.set(table.name, key)
   }
-  const byName = new Map(tables.map((table) => [table.name, table]))
-  // Relations join tables that have viewsets; a view joins nothing (it has no foreign keys).
-  const relationTarget = (name: string) => keyed.has(name) && byName.get(name)?.view === false
-  const relations = new Map<string, Array<PlannedRelation & { fallback: string }>>()
-  const add = (table: string, relation: PlannedRelation & { fallback: string }) => {
-    relations.set(table, [...(relations.get(table) ?? []), relation])
-  }
-  const withReference = (references: string) => (references === 'id' ? {} : { references })
+  return { keyed, links }
+}
 
+/** A many-to-one on the table of each single-column foreign key, and the one-to-many back on its target. */
+function addForeignKeyRelations (
+  tables: readonly TableCatalog[],
+  relationTarget: (name: string) => boolean,
+  add: AddRelation
+): void {
   for (const table of tables) {
     if (!relationTarget(table.name)) continue
     for (const foreignKey of table.foreignKeys) {
@@ -145,6 +145,16 @@ export function planGeneration (
       })
     }
   }
+}
+
+/** A many-to-many on both ends of each usable link table; returns the links used, skips the others. */
+function addLinkRelations (
+  links: ReadonlyMap<string, [CatalogForeignKey, CatalogForeignKey]>,
+  keyed: ReadonlyMap<string, string>,
+  relationTarget: (name: string) => boolean,
+  add: AddRelation,
+  skipped: Skipped
+): string[] {
   const usedLinks: string[] = []
   for (const [link, [first, second]] of links) {
     const a = single(first)
@@ -176,7 +186,15 @@ export function planGeneration (
       fallback: `${a.column}_${first.table}`,
     })
   }
+  return usedLinks
+}
 
+/** The keyed tables with their relations, a name that clashes (twice, or with a column) taking its fallback. */
+function servedTables (
+  tables: readonly TableCatalog[],
+  keyed: ReadonlyMap<string, string>,
+  relations: ReadonlyMap<string, Candidate[]>
+): ServedTable[] {
   const served: ServedTable[] = []
   for (const table of tables) {
     const primaryKey = keyed.get(table.name)
@@ -191,6 +209,32 @@ export function planGeneration (
     })
     served.push({ catalog: table, primaryKey, relations: named })
   }
+  return served
+}
+
+/**
+ * Decides which tables get a viewset, which become the `through` of a many-to-many, which are
+ * skipped, and names every relation: `author_id` → `author`, `authors.books`, and `<fk column>_<table>`
+ * where a name would collide or a foreign key has no `_id` suffix.
+ */
+export function planGeneration (
+  dialect: DialectName,
+  tables: readonly TableCatalog[],
+  keys: ReadonlyMap<string, string>,
+  unreadable: ReadonlyArray<{ readonly table: string; readonly reason: string }> = []
+): GeneratePlan {
+  const skipped: Skipped = [...unreadable]
+  const { keyed, links } = classifyTables(tables, keys, skipped)
+  const byName = new Map(tables.map((table) => [table.name, table]))
+  // Relations join tables that have viewsets; a view joins nothing (it has no foreign keys).
+  const relationTarget = (name: string) => keyed.has(name) && byName.get(name)?.view === false
+  const relations = new Map<string, Candidate[]>()
+  const add: AddRelation = (table, relation) => {
+    relations.set(table, [...(relations.get(table) ?? []), relation])
+  }
+  addForeignKeyRelations(tables, relationTarget, add)
+  const usedLinks = addLinkRelations(links, keyed, relationTarget, add, skipped)
+  const served = servedTables(tables, keyed, relations)
   const identifiers = tableIdentifiers(tables.map((table) => table.name))
   return { dialect, tables, served, links: usedLinks, skipped, identifiers }
 }

@@ -50,37 +50,14 @@ export function planFields (
 ): FieldsPlan {
   const properties = propertiesOf(entity)
   const names = Object.keys(properties)
-  const relationNames = names.filter((name) => !columns.includes(name))
-  const loaded =
-    defaultRelations === undefined
-      ? 'all of them'
-      : defaultRelations.size === 0
-        ? 'none'
-        : [...defaultRelations].join(', ')
   const hasRelations = names.some((name) => !columns.includes(name))
   const serializers = new LruCache<string, FieldSelection>(maxFieldSets)
-
-  function build (fields: readonly string[], shape: string): FieldSelection {
-    const picked = Object.fromEntries(fields.map((name) => [name, properties[name] ?? {}]))
-    const stringify = compileSerializer({ type: 'array', items: { type: 'object', properties: picked } })
-    const stringifyRow = compileSerializer({ type: 'object', properties: picked })
-    const relations = new Set(fields.filter((name) => !columns.includes(name)))
-    const read = fields.filter((name) => columns.includes(name))
-    for (const relation of relations) {
-      const key = relationKeys?.get(relation)
-      if (key !== undefined && !read.includes(key)) read.push(key)
-    }
-    return {
-      shape,
-      columns: hasRelations && relationKeys === undefined ? selected : read,
-      relations,
-      // An error thrown after the handler (by a relation loader, say) is sent through the same reply.
-      serialize: (payload) => (Array.isArray(payload) ? stringify(payload) : JSON.stringify(payload)),
-      serializeRow: (payload) =>
-        typeof payload === 'object' && payload !== null && !Array.isArray(payload)
-          ? stringifyRow(payload)
-          : JSON.stringify(payload),
-    }
+  const source: SelectionSource = {
+    properties,
+    columns,
+    // Without relation keys, every column the rows may need is read whenever the entity has relations.
+    fallback: hasRelations && relationKeys === undefined ? selected : undefined,
+    relationKeys,
   }
 
   return {
@@ -89,12 +66,7 @@ export function planFields (
       fields: {
         type: 'string',
         minLength: 1,
-        description:
-          `Comma-separated fields to return (default: all). Allowed: ${names.join(', ')}.` +
-          (relationNames.length === 0
-            ? ''
-            : ` Relations: ${relationNames.join(', ')}; only those named are loaded (without \`fields\`: ${loaded}), ` +
-              'and one not loaded is absent from the object.'),
+        description: fieldsDescription(names, columns, defaultRelations),
         examples: [names.slice(0, 2).join(',')],
       },
     },
@@ -116,10 +88,64 @@ export function planFields (
       const shape = fields.join(',')
       let selection = serializers.get(shape)
       if (selection === undefined) {
-        selection = build(fields, shape)
+        selection = buildSelection(source, fields, shape)
         serializers.set(shape, selection)
       }
       return selection
     },
   }
+}
+
+/** What a field selection is built from: the entity's properties, its columns and how relations are keyed. */
+interface SelectionSource {
+  readonly properties: Record<string, JsonSchema>
+  readonly columns: readonly string[]
+  /** The columns read for every selection, when relations exist but their keys are unknown. */
+  readonly fallback: readonly string[] | undefined
+  readonly relationKeys: ReadonlyMap<string, string> | undefined
+}
+
+/** The serializers and columns of one field set, in schema order (`shape` is its cache key). */
+function buildSelection (source: SelectionSource, fields: readonly string[], shape: string): FieldSelection {
+  const { properties, columns, relationKeys } = source
+  const picked = Object.fromEntries(fields.map((name) => [name, properties[name] ?? {}]))
+  const stringify = compileSerializer({ type: 'array', items: { type: 'object', properties: picked } })
+  const stringifyRow = compileSerializer({ type: 'object', properties: picked })
+  const relations = new Set(fields.filter((name) => !columns.includes(name)))
+  const read = fields.filter((name) => columns.includes(name))
+  for (const relation of relations) {
+    const key = relationKeys?.get(relation)
+    if (key !== undefined && !read.includes(key)) read.push(key)
+  }
+  return {
+    shape,
+    columns: source.fallback ?? read,
+    relations,
+    // An error thrown after the handler (by a relation loader, say) is sent through the same reply.
+    serialize: (payload) => (Array.isArray(payload) ? stringify(payload) : JSON.stringify(payload)),
+    serializeRow: (payload) =>
+      typeof payload === 'object' && payload !== null && !Array.isArray(payload)
+        ? stringifyRow(payload)
+        : JSON.stringify(payload),
+  }
+}
+
+/** The `fields` parameter's description: the allowed names and which relations load by default. */
+function fieldsDescription (
+  names: readonly string[],
+  columns: readonly string[],
+  defaultRelations: ReadonlySet<string> | undefined
+): string {
+  const relationNames = names.filter((name) => !columns.includes(name))
+  const loaded =
+    defaultRelations === undefined
+      ? 'all of them'
+      : defaultRelations.size === 0
+        ? 'none'
+        : [...defaultRelations].join(', ')
+  return `Comma-separated fields to return (default: all). Allowed: ${names.join(', ')}.` +
+    (relationNames.length === 0
+      ? ''
+      : ` Relations: ${relationNames.join(', ')}; only those named are loaded (without \`fields\`: ${loaded}), ` +
+        'and one not loaded is absent from the object.')
 }

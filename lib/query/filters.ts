@@ -191,45 +191,83 @@ function planFilter (
             eb(eb.ref(name), value === true ? 'is' : 'is not', null),
         }),
       }
-    default: {
-      const validate = elementValidator(field.schema)
-      const integers = admitsInteger(field.schema)
-      const normalize = normalizer(field, parameter)
-      return {
-        parameter,
-        condition (value) {
-          const values = String(value)
-            .split(',')
-            .map((element, index) => {
-              if (integers && !isCanonicalInteger(element)) {
-                throw queryParameterError(
-                  parameter,
-                  `value ${index + 1} (${JSON.stringify(element)}) ${nonCanonicalError('').message}`
-                )
-              }
-              const holder = { value: element }
-              if (!validate(holder)) {
-                throw queryParameterError(
-                  parameter,
-                  `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`
-                )
-              }
-              return dialect.values.parameter(normalize(holder.value))
-            })
-          if (values.length > maxInValues) {
-            throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)
-          }
-          // Padded to a few lengths so that lists of any length share a few SQL texts (and cached statements).
-          const padded = padList(values)
-          return {
-            shape: `${parameter}:${padded.length}`,
-            parameters: padded,
-            expression: (eb) => eb(eb.ref(name), 'in', padded),
-          }
-        },
-      }
-    }
+    default:
+      return inFilter(field, parameter, dialect, name)
   }
+}
+
+/** `field__in`: a comma-separated list, each element checked like a value of the field, padded to a few lengths. */
+function inFilter (field: ScalarField, parameter: string, dialect: ViewsetDialect, name: string): Filter {
+  const validate = elementValidator(field.schema)
+  const integers = admitsInteger(field.schema)
+  const normalize = normalizer(field, parameter)
+  return {
+    parameter,
+    condition (value) {
+      const values = String(value)
+        .split(',')
+        .map((element, index) => {
+          if (integers && !isCanonicalInteger(element)) {
+            throw queryParameterError(
+              parameter,
+              `value ${index + 1} (${JSON.stringify(element)}) ${nonCanonicalError('').message}`
+            )
+          }
+          const holder = { value: element }
+          if (!validate(holder)) {
+            throw queryParameterError(
+              parameter,
+              `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`
+            )
+          }
+          return dialect.values.parameter(normalize(holder.value))
+        })
+      if (values.length > maxInValues) {
+        throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`)
+      }
+      // Padded to a few lengths so that lists of any length share a few SQL texts (and cached statements).
+      const padded = padList(values)
+      return {
+        shape: `${parameter}:${padded.length}`,
+        parameters: padded,
+        expression: (eb) => eb(eb.ref(name), 'in', padded),
+      }
+    },
+  }
+}
+
+/** The operators of one `filterFields` entry, checked: known, suited to the field's type, none listed twice. */
+function checkedOperators (name: string, field: ScalarField, operators: unknown): FilterOperator[] {
+  const allowed = operatorsByType[field.type]
+  if (!isList(operators) || operators.length === 0) {
+    invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
+  }
+  const seen = new Set<FilterOperator>()
+  for (const op of operators) {
+    if (!isFilterOperator(op)) {
+      invalidOption(
+        'filterFields',
+        `"${name}": unknown operator ${JSON.stringify(op)}; operators: ${filterOperators.join(', ')}`
+      )
+    }
+    if (!allowed.includes(op)) {
+      invalidOption(
+        'filterFields',
+        `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`
+      )
+    }
+    // A string field over an integer column (a BIGINT as Type.String()) holds numbers: a substring of one means
+    // nothing.
+    if (op === 'contains' && field.schema.pattern === canonicalIntegerPattern) {
+      invalidOption(
+        'filterFields',
+        `"${name}": operator "contains" does not apply to a string field over an integer column`
+      )
+    }
+    if (seen.has(op)) invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
+    seen.add(op)
+  }
+  return [...seen]
 }
 
 /**
@@ -262,34 +300,7 @@ export function planFilters (
         `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`
       )
     }
-    const allowed = operatorsByType[field.type]
-    if (!isList(operators) || operators.length === 0) {
-      invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`)
-    }
-    const seen = new Set<FilterOperator>()
-    for (const op of operators) {
-      if (!isFilterOperator(op)) {
-        invalidOption(
-          'filterFields',
-          `"${name}": unknown operator ${JSON.stringify(op)}; operators: ${filterOperators.join(', ')}`
-        )
-      }
-      if (!allowed.includes(op)) {
-        invalidOption(
-          'filterFields',
-          `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`
-        )
-      }
-      // A string field over an integer column (a BIGINT as Type.String()) holds numbers: a substring of one means
-      // nothing.
-      if (op === 'contains' && field.schema.pattern === canonicalIntegerPattern) {
-        invalidOption(
-          'filterFields',
-          `"${name}": operator "contains" does not apply to a string field over an integer column`
-        )
-      }
-      if (seen.has(op)) invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
-      seen.add(op)
+    for (const op of checkedOperators(name, field, operators)) {
       const parameters = op === 'eq' ? [name, `${name}__eq`] : [`${name}__${op}`]
       for (const parameter of parameters) {
         if (reserved.includes(parameter) || parameter in properties) {
@@ -314,17 +325,24 @@ export function planFilters (
   }
   return {
     properties,
-    conditions (query) {
-      const conditions: Condition[] = []
-      const related: Array<{ path: RelatedPath; condition: Condition }> = []
-      for (const filter of filters) {
-        const value = query[filter.parameter]
-        if (value === undefined) continue
-        if (filter.path === undefined) conditions.push(filter.condition(value))
-        else related.push({ path: filter.path, condition: filter.condition(value) })
-      }
-      if (related.length > 0 && root !== undefined) conditions.push(...groupRelated(related, root.table))
-      return conditions
-    },
+    conditions: (query) => filterConditions(filters, query, root),
   }
+}
+
+/** The conditions of the filters a query names; those through relations grouped into one subquery per path. */
+function filterConditions (
+  filters: readonly Filter[],
+  query: Record<string, unknown>,
+  root: RelatedRoot | undefined
+): Condition[] {
+  const conditions: Condition[] = []
+  const related: Array<{ path: RelatedPath; condition: Condition }> = []
+  for (const filter of filters) {
+    const value = query[filter.parameter]
+    if (value === undefined) continue
+    if (filter.path === undefined) conditions.push(filter.condition(value))
+    else related.push({ path: filter.path, condition: filter.condition(value) })
+  }
+  if (related.length > 0 && root !== undefined) conditions.push(...groupRelated(related, root.table))
+  return conditions
 }

@@ -108,12 +108,7 @@ export function createListPlan (context: ListContext): ListPlan {
   const selection = context.fieldsPlan ?? planFields(entity, columns, selected)
   const general = {
     ...paginationSchema(resolved),
-    count: {
-      type: 'boolean',
-      description: alwaysCount
-        ? 'The `X-Total-Count` header is always sent.'
-        : 'When true, the `X-Total-Count` header carries the number of matching rows (one more query).',
-    },
+    count: countSchema(alwaysCount),
     ...selection.properties,
     ...search.properties,
     ...ordering.properties,
@@ -128,17 +123,7 @@ export function createListPlan (context: ListContext): ListPlan {
   )
   return {
     querystring: { type: 'object', properties: { ...general, ...filters.properties }, additionalProperties: false },
-    headers: {
-      link: {
-        type: 'string',
-        description: 'RFC 8288 links to the `next` and `prev` pages, when there are such pages' +
-          (resolved.pagination === 'cursor' ? ' (with `cursor=`)' : ''),
-      },
-      'x-total-count': {
-        type: 'integer',
-        description: alwaysCount ? 'The number of matching rows' : 'The number of matching rows, with `count=true`',
-      },
-    },
+    headers: listHeaders(resolved.pagination, alwaysCount),
     query: {
       search,
       ordering,
@@ -151,6 +136,31 @@ export function createListPlan (context: ListContext): ListPlan {
         ...[...fields].map(([name, field]): [string, ScalarType] => [name, field.type]),
         ...ordering.relatedTypes,
       ]),
+    },
+  }
+}
+
+/** The `count` parameter: asks for `X-Total-Count`, unless it is always sent. */
+function countSchema (alwaysCount: boolean): JsonSchema {
+  return {
+    type: 'boolean',
+    description: alwaysCount
+      ? 'The `X-Total-Count` header is always sent.'
+      : 'When true, the `X-Total-Count` header carries the number of matching rows (one more query).',
+  }
+}
+
+/** The response headers LIST documents: `Link` to the neighbouring pages and `X-Total-Count`. */
+function listHeaders (pagination: ResolvedOptions['pagination'], alwaysCount: boolean): Record<string, JsonSchema> {
+  return {
+    link: {
+      type: 'string',
+      description: 'RFC 8288 links to the `next` and `prev` pages, when there are such pages' +
+        (pagination === 'cursor' ? ' (with `cursor=`)' : ''),
+    },
+    'x-total-count': {
+      type: 'integer',
+      description: alwaysCount ? 'The number of matching rows' : 'The number of matching rows, with `count=true`',
     },
   }
 }

@@ -165,67 +165,14 @@ export function planOrdering (
 ): OrderingPlan {
   const key = fields.get(primaryKey)
   if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
-  const allowed = new Map<string, ScalarField & { readonly expression?: Expression<unknown> }>()
-  // Relation paths sort on one related value per row: many-to-one only, NULL (no related row) sorting as nulls do.
-  const sortable = (name: string): (ScalarField & { readonly expression?: Expression<unknown> }) | undefined => {
-    if (!name.includes('.') || related === undefined) return fields.get(name)
-    const path = resolvePath('orderingFields', name, related, true)
-    return { ...path.field, name, nullable: true, expression: relatedValue(path, related.table) }
-  }
-  if (orderingFields !== undefined) {
-    if (!isList(orderingFields) || orderingFields.length === 0) {
-      invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
-    }
-    for (const name of orderingFields) {
-      const field = typeof name === 'string' ? sortable(name) : undefined
-      if (field === undefined) {
-        invalidOption(
-          'orderingFields',
-          `${JSON.stringify(name)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`
-        )
-      }
-      if (allowed.has(field.name)) invalidOption('orderingFields', `"${field.name}" is listed twice`)
-      allowed.set(field.name, field)
-    }
-  }
-
-  let defaultOrdering: Ordering = {
-    shape: primaryKey,
-    keys: [{ field: primaryKey, descending: false, nullable: false }],
-  }
-  if (defaultOrder !== undefined) {
-    if (typeof defaultOrder !== 'string' || defaultOrder === '') {
-      invalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
-    }
-    // Any scalar column, and the relation paths of orderingFields.
-    const parsed = parseOrdering(defaultOrder, new Map([...fields, ...allowed]), primaryKey)
-    if (isProblem(parsed)) {
-      invalidOption(
-        'defaultOrder',
-        `${describe(parsed)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`
-      )
-    }
-    defaultOrdering = parsed
-  }
+  const allowed = allowedFields(orderingFields, fields, related)
+  const defaultOrdering = plannedDefaultOrder(defaultOrder, fields, allowed, primaryKey)
   const byPrimaryKey = defaultOrdering.shape === primaryKey
   const allowedList = nameList(allowed.keys())
   // An ordering is plain immutable data and clients repeat a few `order_by` texts: each is parsed once
   // (splitting it and building its shape cost a LIST more than the rest of its query string).
   const parsedTexts = new LruCache<string, Ordering>(maxShapes)
-  const properties: Record<string, JsonSchema> =
-    allowed.size === 0
-      ? {}
-      : {
-          order_by: {
-            type: 'string',
-            minLength: 1,
-            description:
-              `Comma-separated sort keys; a leading \`-\` sorts descending. Allowed fields: ${allowedList}. ` +
-              `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. ` +
-              `Ties are broken by ${primaryKey}.`,
-            examples: [[...allowed.keys()].map((name, index) => (index === 0 ? `-${name}` : name)).join(',')],
-          },
-        }
+  const properties = orderByProperties(allowed, defaultOrder, primaryKey)
   return {
     properties,
     defaultOrdering,
@@ -242,6 +189,82 @@ export function planOrdering (
       if (isProblem(parsed)) throw new ViewsetErrors.UnsupportedOrdering(describe(parsed), allowedList)
       parsedTexts.set(text, parsed)
       return parsed
+    },
+  }
+}
+
+/** A field `order_by` may name: a scalar column, or a related value reached through a relation path. */
+type SortableField = ScalarField & { readonly expression?: Expression<unknown> }
+
+/** Checks `orderingFields`: the fields `order_by` may name, each once. */
+function allowedFields (
+  orderingFields: unknown,
+  fields: ReadonlyMap<string, ScalarField>,
+  related: RelatedRoot | undefined
+): Map<string, SortableField> {
+  const allowed = new Map<string, SortableField>()
+  if (orderingFields === undefined) return allowed
+  // Relation paths sort on one related value per row: many-to-one only, NULL (no related row) sorting as nulls do.
+  const sortable = (name: string): SortableField | undefined => {
+    if (!name.includes('.') || related === undefined) return fields.get(name)
+    const path = resolvePath('orderingFields', name, related, true)
+    return { ...path.field, name, nullable: true, expression: relatedValue(path, related.table) }
+  }
+  if (!isList(orderingFields) || orderingFields.length === 0) {
+    invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
+  }
+  for (const name of orderingFields) {
+    const field = typeof name === 'string' ? sortable(name) : undefined
+    if (field === undefined) {
+      invalidOption(
+        'orderingFields',
+        `${JSON.stringify(name)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`
+      )
+    }
+    if (allowed.has(field.name)) invalidOption('orderingFields', `"${field.name}" is listed twice`)
+    allowed.set(field.name, field)
+  }
+  return allowed
+}
+
+/** Checks `defaultOrder` (any scalar column, and the relation paths of `orderingFields`); else the primary key. */
+function plannedDefaultOrder (
+  defaultOrder: unknown,
+  fields: ReadonlyMap<string, ScalarField>,
+  allowed: ReadonlyMap<string, SortableField>,
+  primaryKey: string
+): Ordering {
+  if (defaultOrder === undefined) {
+    return { shape: primaryKey, keys: [{ field: primaryKey, descending: false, nullable: false }] }
+  }
+  if (typeof defaultOrder !== 'string' || defaultOrder === '') {
+    invalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
+  }
+  const parsed = parseOrdering(defaultOrder, new Map([...fields, ...allowed]), primaryKey)
+  if (isProblem(parsed)) {
+    invalidOption(
+      'defaultOrder',
+      `${describe(parsed)} is not a sortable column of the schema; scalar columns: ${nameList(fields.keys())}`
+    )
+  }
+  return parsed
+}
+
+/** The `order_by` parameter, when `orderingFields` allows any field. */
+function orderByProperties (
+  allowed: ReadonlyMap<string, SortableField>,
+  defaultOrder: unknown,
+  primaryKey: string
+): Record<string, JsonSchema> {
+  if (allowed.size === 0) return {}
+  return {
+    order_by: {
+      type: 'string',
+      minLength: 1,
+      description:
+        `Comma-separated sort keys; a leading \`-\` sorts descending. Allowed fields: ${nameList(allowed.keys())}. ` +
+        `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. Ties are broken by ${primaryKey}.`,
+      examples: [[...allowed.keys()].map((name, index) => (index === 0 ? `-${name}` : name)).join(',')],
     },
   }
 }

@@ -54,34 +54,7 @@ export function planSearch (
   related?: RelatedRoot
 ): SearchPlan {
   if (option === undefined) return { properties: {}, condition: () => undefined }
-  const strings = [...fields.values()].filter((field) => field.type === 'string').map((field) => field.name)
-  if (!isList(option) || option.length === 0) {
-    invalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
-  }
-  const names: string[] = []
-  // A relation path (`author.name`) searches the related row: many-to-one only, one value per row.
-  const paths = new Map<string, RelatedPath>()
-  for (const name of option) {
-    const path =
-      typeof name === 'string' && name.includes('.') && related !== undefined
-        ? resolvePath('searchFields', name, related, true)
-        : undefined
-    if (path !== undefined && path.field.type !== 'string') {
-      invalidOption(
-        'searchFields',
-        `"${name}" is not a string field of the schema of "${path.hops.map((hop) => hop.field).join('.')}"`
-      )
-    }
-    if (typeof name !== 'string' || (path === undefined && !strings.includes(name))) {
-      invalidOption(
-        'searchFields',
-        `${JSON.stringify(name)} is not a string column of the schema; searchable fields: ${nameList(strings)}`
-      )
-    }
-    if (names.includes(name)) invalidOption('searchFields', `"${name}" is listed twice`)
-    names.push(name)
-    if (path !== undefined) paths.set(name, path)
-  }
+  const { names, paths } = searchedFields(option, fields, related)
   const properties: Record<string, JsonSchema> = {
     search: {
       type: 'string',
@@ -113,4 +86,41 @@ export function planSearch (
       }
     },
   }
+}
+
+/** Checks `searchFields`: string columns, or relation paths to a string field, each once. */
+function searchedFields (
+  option: unknown,
+  fields: ReadonlyMap<string, ScalarField>,
+  related: RelatedRoot | undefined
+): { names: string[], paths: Map<string, RelatedPath> } {
+  const strings = [...fields.values()].filter((field) => field.type === 'string').map((field) => field.name)
+  if (!isList(option) || option.length === 0) {
+    invalidOption('searchFields', `expected a non-empty array of string fields (${nameList(strings)})`)
+  }
+  const names: string[] = []
+  // A relation path (`author.name`) searches the related row: many-to-one only, one value per row.
+  const paths = new Map<string, RelatedPath>()
+  for (const name of option) {
+    const path =
+      typeof name === 'string' && name.includes('.') && related !== undefined
+        ? resolvePath('searchFields', name, related, true)
+        : undefined
+    if (path !== undefined && path.field.type !== 'string') {
+      invalidOption(
+        'searchFields',
+        `"${name}" is not a string field of the schema of "${path.hops.map((hop) => hop.field).join('.')}"`
+      )
+    }
+    if (typeof name !== 'string' || (path === undefined && !strings.includes(name))) {
+      invalidOption(
+        'searchFields',
+        `${JSON.stringify(name)} is not a string column of the schema; searchable fields: ${nameList(strings)}`
+      )
+    }
+    if (names.includes(name)) invalidOption('searchFields', `"${name}" is listed twice`)
+    names.push(name)
+    if (path !== undefined) paths.set(name, path)
+  }
+  return { names, paths }
 }

@@ -150,6 +150,56 @@ async function insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly 
   })
 }
 
+/**
+ * Reads the rows the elements conflict with, locked: affectedRows (1 inserted, 2 updated) says 0 or 1 for a row
+ * left as it was, so they are read first. A key read as absent cannot be inserted by another writer before this
+ * one (a gap lock), and a row read cannot leave the scope.
+ */
+async function lockConflicting (
+  trx: AnyDatabase,
+  { table, primaryKey }: WriteTarget,
+  conflictFields: readonly string[],
+  stored: readonly Row[],
+  scope: UpsertRule['scope']
+): Promise<Row[]> {
+  const locked = trx
+    .selectFrom(table)
+    .select([primaryKey, ...conflictFields])
+    .where(keyIn(conflictFields, stored))
+  return await (
+    scope === undefined
+      ? locked
+      : locked.select(sql<number>`case when ${scope} then 1 else 0 end`.as(inScopeColumn))
+  )
+    .forUpdate()
+    .execute()
+}
+
+/** INSERT … ON DUPLICATE KEY UPDATE, one statement per group of elements that send the same fields. */
+async function writeUpsertGroups (
+  trx: AnyDatabase,
+  table: string,
+  elements: readonly UpsertElement[],
+  stored: readonly Row[],
+  rule: UpsertRule
+): Promise<void> {
+  for (const group of upsertGroups(elements, mysqlMaxParameters)) {
+    const set = updateAssignments(
+      group.update,
+      rule,
+      (column) => sql`values(${sql.ref(column)})`,
+      (column) => sql.ref(column)
+    )
+    for (const chunk of group.chunks) {
+      await trx
+        .insertInto(table)
+        .values(chunk.map((index) => stored[index] ?? {}))
+        .onDuplicateKeyUpdate(set)
+        .execute()
+    }
+  }
+}
+
 async function upsert (
   db: AnyDatabase,
   target: WriteTarget,
@@ -160,20 +210,7 @@ async function upsert (
   const { conflictFields, scope } = rule
   const stored = elements.map(({ values }) => storable(target, values))
   return await inTransaction(db, async (trx) => {
-    // affectedRows (1 inserted, 2 updated) says 0 or 1 for a row left as it was, so the rows the elements
-    // conflict with are read first, locked: a key read as absent cannot be inserted by another writer
-    // before this one (a gap lock), and a row read cannot leave the scope.
-    const locked = trx
-      .selectFrom(table)
-      .select([primaryKey, ...conflictFields])
-      .where(keyIn(conflictFields, stored))
-    const existing = await (
-      scope === undefined
-        ? locked
-        : locked.select(sql<number>`case when ${scope} then 1 else 0 end`.as(inScopeColumn))
-    )
-      .forUpdate()
-      .execute()
+    const existing = await lockConflicting(trx, target, conflictFields, stored, scope)
     const outside = existing.find((row) => scope !== undefined && Number(row[inScopeColumn]) !== 1)
     if (outside !== undefined) {
       const key = compositeKey(outside, conflictFields, mapKey)
@@ -185,21 +222,7 @@ async function upsert (
       }
     }
     const updated = new Set(existing.map((row) => mapKey(row[primaryKey])))
-    for (const group of upsertGroups(elements, mysqlMaxParameters)) {
-      const set = updateAssignments(
-        group.update,
-        rule,
-        (column) => sql`values(${sql.ref(column)})`,
-        (column) => sql.ref(column)
-      )
-      for (const chunk of group.chunks) {
-        await trx
-          .insertInto(table)
-          .values(chunk.map((index) => stored[index] ?? {}))
-          .onDuplicateKeyUpdate(set)
-          .execute()
-      }
-    }
+    await writeUpsertGroups(trx, table, elements, stored, rule)
     const rows = byConflictKey(
       stored,
       await trx.selectFrom(table).select(columns).where(keyIn(conflictFields, stored)).execute(),

@@ -20,6 +20,43 @@ function regclassName (table: string): string {
   return table.split('.').map((part) => `"${part.replaceAll('"', '""')}"`).join('.')
 }
 
+interface ConstraintRow {
+  kind: string
+  columns: string[]
+  target: string | null
+  references: string[] | null
+  definition: string
+}
+
+/** The `col IN (...)` lists of single-column CHECK constraints, by column. */
+function checkLists (constraints: readonly ConstraintRow[]): Map<string, string[]> {
+  const lists = new Map<string, string[]>()
+  for (const check of constraints) {
+    const [column] = check.columns
+    if (check.kind !== 'c' || check.columns.length !== 1 || column === undefined) continue
+    const values = checkInList(check.definition.replace(/^check\s*/i, ''), column)
+    if (values !== undefined) lists.set(column, values)
+  }
+  return lists
+}
+
+/** One column as the catalog describes it. */
+function catalogColumn (column: ColumnRow, lists: ReadonlyMap<string, string[]>): CatalogColumn {
+  const lengthType = column.type === 'varchar' || column.type === 'bpchar'
+  return {
+    name: column.name,
+    type: column.kind === 'e' ? 'enum' : column.type,
+    declared: column.declared,
+    nullable: !column.notnull,
+    default: column.default ?? undefined,
+    generated: column.generated !== '',
+    autoIncrement: column.identity !== '' || /^nextval\(/.test(column.default ?? ''),
+    maxLength: lengthType && column.typmod > 4 ? column.typmod - 4 : undefined,
+    enumValues: column.labels ?? lists.get(column.name),
+    json: false,
+  }
+}
+
 /** PostgreSQL's catalog: `pg_catalog`, one relation at a time, resolved through search_path like the queries are. */
 export const postgresCatalog: CatalogReader = {
   async table (db, name) {
@@ -29,12 +66,10 @@ export const postgresCatalog: CatalogReader = {
     if (relation === undefined) return undefined
     const oid = relation.oid
     const { rows: columns } = await sql<ColumnRow>`
-      select a.attname as name, t.typname as type, lower(format_type(a.atttypid, a.atttypmod)) as declared,
-        t.typtype as kind,
+      select a.attname as name, t.typname as type, lower(format_type(a.atttypid, a.atttypmod)) as declared, t.typtype as kind,
         a.attnotnull as notnull, pg_get_expr(d.adbin, d.adrelid) as default, a.attidentity as identity,
         a.attgenerated as generated, a.atttypmod as typmod,
-        case when t.typtype = 'e' then array(select e.enumlabel::text from pg_catalog.pg_enum e
-          where e.enumtypid = t.oid order by e.enumsortorder) end as labels
+        case when t.typtype = 'e' then array(select e.enumlabel::text from pg_catalog.pg_enum e where e.enumtypid = t.oid order by e.enumsortorder) end as labels
       from pg_catalog.pg_attribute a
       join pg_catalog.pg_type t on t.oid = a.atttypid
       left join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
@@ -47,52 +82,26 @@ export const postgresCatalog: CatalogReader = {
               where k.n <= i.indnkeyatts order by k.n) as columns
       from pg_catalog.pg_index i join pg_catalog.pg_class c on c.oid = i.indexrelid
       where i.indrelid = ${oid}::int8::oid order by c.relname`.execute(db)
-    const { rows: constraints } = await sql<{
-      kind: string, columns: string[], target: string | null, references: string[] | null, definition: string
-    }>`
+    const { rows: constraints } = await sql<ConstraintRow>`
       select k.contype as kind,
         array(select a.attname::text from unnest(k.conkey) with ordinality u(attnum, n)
-              join pg_catalog.pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.attnum
-              order by u.n) as columns,
+              join pg_catalog.pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.attnum order by u.n) as columns,
         k.confrelid::regclass::text as target,
         array(select a.attname::text from unnest(k.confkey) with ordinality u(attnum, n)
-              join pg_catalog.pg_attribute a on a.attrelid = k.confrelid and a.attnum = u.attnum
-              order by u.n) as references,
+              join pg_catalog.pg_attribute a on a.attrelid = k.confrelid and a.attnum = u.attnum order by u.n) as references,
         pg_get_constraintdef(k.oid) as definition
       from pg_catalog.pg_constraint k
       where k.conrelid = ${oid}::int8::oid and k.contype in ('f', 'c') order by k.conname`.execute(db)
-    const lists = new Map<string, string[]>()
-    for (const check of constraints) {
-      const [column] = check.columns
-      if (check.kind !== 'c' || check.columns.length !== 1 || column === undefined) continue
-      const values = checkInList(check.definition.replace(/^check\s*/i, ''), column)
-      if (values !== undefined) lists.set(column, values)
-    }
+    const lists = checkLists(constraints)
     const plain = indexRows.filter((index) => index.plain)
     return {
       name,
       view: relation.kind === 'v' || relation.kind === 'm',
-      columns: columns.map((column): CatalogColumn => {
-        const lengthType = column.type === 'varchar' || column.type === 'bpchar'
-        return {
-          name: column.name,
-          type: column.kind === 'e' ? 'enum' : column.type,
-          declared: column.declared,
-          nullable: !column.notnull,
-          default: column.default ?? undefined,
-          generated: column.generated !== '',
-          autoIncrement: column.identity !== '' || /^nextval\(/.test(column.default ?? ''),
-          maxLength: lengthType && column.typmod > 4 ? column.typmod - 4 : undefined,
-          enumValues: column.labels ?? lists.get(column.name),
-          json: false,
-        }
-      }),
+      columns: columns.map((column) => catalogColumn(column, lists)),
       primaryKey: indexRows.find((index) => index.primary)?.columns ?? [],
       unique: plain.filter((index) => index.unique && !index.primary).map((index) => index.columns),
       indexes: plain.map((index) => index.columns),
-      foreignKeys: constraints.filter((key) => key.kind === 'f').map((key) => ({
-        columns: key.columns, table: key.target ?? '', references: key.references ?? [],
-      })),
+      foreignKeys: constraints.filter((key) => key.kind === 'f').map((key) => ({ columns: key.columns, table: key.target ?? '', references: key.references ?? [] })),
     }
   },
 

@@ -59,70 +59,26 @@ export const sqliteCatalog: CatalogReader = {
       .sort((a, b) => a.pk - b.pk)
       .map((column) => column.name)
     const lists = checkLists(relation.sql ?? '')
-    const { rows: indexRows } =
-      await sql<IndexRow>`select name, "unique", origin, partial from pragma_index_list(${name}) order by name`.execute(
-        db
-      )
-    const unique: string[][] = []
-    const indexes: string[][] = []
-    for (const index of indexRows) {
-      if (index.partial !== 0) continue
-      const { rows: parts } = await sql<{
-        cid: number
-        name: string | null
-      }>`select cid, name from pragma_index_info(${index.name}) order by seqno`.execute(db)
-      // cid -2 is an expression: such an index says nothing about a column.
-      if (parts.some((part) => part.cid < 0 || part.name === null)) continue
-      const names = parts.map((part) => part.name ?? '')
-      indexes.push(names)
-      if (index.unique !== 0 && index.origin !== 'pk') unique.push(names)
-    }
+    const { unique, indexes } = await indexesOf(db, name)
     // An INTEGER PRIMARY KEY is the rowid: SQLite numbers it when it is omitted.
     const rowid = primaryKey.length === 1 ? primaryKey[0] : undefined
     if (rowid !== undefined && !indexes.some((index) => index.length === 1 && index[0] === rowid)) indexes.push([rowid])
-    const { rows: keyRows } = await sql<ForeignKeyRow>`
-      select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(db)
-    const foreignKeys: CatalogForeignKey[] = []
-    const byId = new Map<number, ForeignKeyRow[]>()
-    for (const row of keyRows) byId.set(row.id, [...(byId.get(row.id) ?? []), row])
-    for (const rows of byId.values()) {
-      const target = rows[0]?.table ?? ''
-      // `to` is null when the key references the target's primary key implicitly.
-      const implicit = rows.some((row) => row.to === null)
-      const references = implicit ? await primaryKeyOf(db, target) : rows.map((row) => row.to ?? '')
-      foreignKeys.push({ columns: rows.map((row) => row.from), table: target, references })
-    }
     return {
       name,
       view: relation.type === 'view',
-      columns: columns.map((column): CatalogColumn => {
-        const declared = column.type.toLowerCase()
-        const type = declared.replace(/\s*\(.*$/, '').trim()
-        const length = /^(?:var)?char(?:acter)?(?: varying)?\s*\((\d+)\)/.exec(declared)?.[1]
-        return {
-          name: column.name,
-          type,
-          declared,
-          nullable: column.notnull === 0 && !(column.pk > 0 && column.name === rowid && type === 'integer'),
-          default: column.dflt_value ?? undefined,
-          generated: column.hidden === 2 || column.hidden === 3,
-          autoIncrement: column.name === rowid && type === 'integer',
-          maxLength: length === undefined ? undefined : Number(length),
-          enumValues: lists.get(column.name),
-          json: false,
-        }
-      }),
+      columns: columns.map((column) => catalogColumn(column, rowid, lists)),
       primaryKey,
       unique,
       indexes,
-      foreignKeys,
+      foreignKeys: await foreignKeysOf(db, name),
     } satisfies TableCatalog
   },
 
   async relations (db) {
     const { rows } = await sql<{ name: string; type: string }>`
-      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!'
-      order by name`.execute(db)
+      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!' order by name`.execute(
+        db
+      )
     return rows.map((row): CatalogRelation => ({ name: row.name, view: row.type === 'view' }))
   },
 }
@@ -133,4 +89,69 @@ async function primaryKeyOf (db: CatalogDatabase, table: string): Promise<string
     pk: number
   }>`select name, pk from pragma_table_info(${table}) where pk > 0 order by pk`.execute(db)
   return rows.map((row) => row.name)
+}
+
+/** The table's full, column-only indexes, and which of them are unique constraints (not the primary key). */
+async function indexesOf (db: CatalogDatabase, name: string): Promise<{ unique: string[][], indexes: string[][] }> {
+  const { rows: indexRows } =
+    await sql<IndexRow>`select name, "unique", origin, partial from pragma_index_list(${name}) order by name`.execute(
+      db
+    )
+  const unique: string[][] = []
+  const indexes: string[][] = []
+  for (const index of indexRows) {
+    if (index.partial !== 0) continue
+    const { rows: parts } = await sql<{
+      cid: number
+      name: string | null
+    }>`select cid, name from pragma_index_info(${index.name}) order by seqno`.execute(db)
+    // cid -2 is an expression: such an index says nothing about a column.
+    if (parts.some((part) => part.cid < 0 || part.name === null)) continue
+    const names = parts.map((part) => part.name ?? '')
+    indexes.push(names)
+    if (index.unique !== 0 && index.origin !== 'pk') unique.push(names)
+  }
+  return { unique, indexes }
+}
+
+/** The table's foreign keys, one per constraint; an implicit reference names the target's primary key. */
+async function foreignKeysOf (db: CatalogDatabase, name: string): Promise<CatalogForeignKey[]> {
+  const { rows: keyRows } =
+    await sql<ForeignKeyRow>`select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(
+      db
+    )
+  const foreignKeys: CatalogForeignKey[] = []
+  const byId = new Map<number, ForeignKeyRow[]>()
+  for (const row of keyRows) byId.set(row.id, [...(byId.get(row.id) ?? []), row])
+  for (const rows of byId.values()) {
+    const target = rows[0]?.table ?? ''
+    // `to` is null when the key references the target's primary key implicitly.
+    const implicit = rows.some((row) => row.to === null)
+    const references = implicit ? await primaryKeyOf(db, target) : rows.map((row) => row.to ?? '')
+    foreignKeys.push({ columns: rows.map((row) => row.from), table: target, references })
+  }
+  return foreignKeys
+}
+
+/** One column as the catalog describes it; `rowid` is the INTEGER PRIMARY KEY column, if any. */
+function catalogColumn (
+  column: XColumn,
+  rowid: string | undefined,
+  lists: ReadonlyMap<string, string[]>
+): CatalogColumn {
+  const declared = column.type.toLowerCase()
+  const type = declared.replace(/\s*\(.*$/, '').trim()
+  const length = /^(?:var)?char(?:acter)?(?: varying)?\s*\((\d+)\)/.exec(declared)?.[1]
+  return {
+    name: column.name,
+    type,
+    declared,
+    nullable: column.notnull === 0 && !(column.pk > 0 && column.name === rowid && type === 'integer'),
+    default: column.dflt_value ?? undefined,
+    generated: column.hidden === 2 || column.hidden === 3,
+    autoIncrement: column.name === rowid && type === 'integer',
+    maxLength: length === undefined ? undefined : Number(length),
+    enumValues: lists.get(column.name),
+    json: false,
+  }
 }
