@@ -4,6 +4,8 @@ import type { UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dial
 import type { AnyDatabase, Row } from '../sql.js'
 import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
 import { ViewsetErrors } from '../errors.js'
+import { inOrderSent, keyOrder } from '../dialect/shared/upsert.js'
+import { retryOnDeadlock } from './retry-on-deadlock.js'
 import { checkRepeatedKeys, conflictingElement, duplicateMessage, elementConflict } from './bulk-conflicts.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { Condition } from '../query/condition.js'
@@ -249,21 +251,18 @@ export class TableGateway {
     if (elements.length === 0) return []
     const rule = { conflictFields, scope: scope?.where, versionField: this.#versioning?.versionField }
     const detail = `A row with the same ${conflictFields.join(', ')} already exists`
+    // Written in key order (no two bulks lock the same rows in opposite orders), answered in the order sent.
+    const order = keyOrder(elements, conflictFields, this.dialect.values.keyOf)
     const write = async (on: AnyDatabase): Promise<UpsertedRow[]> => {
-      const result = await this.dialect.writes.upsert(on, this.#target, elements, rule)
-      if (!('outside' in result)) return [...result.rows]
+      const result = await this.dialect.writes.upsert(on, this.#target, order.sorted, rule)
+      if (!('outside' in result)) return inOrderSent(result.rows, order)
       // Thrown inside the transaction, which rolls back what the other elements wrote.
       throw bulk
-        ? elementConflict(detail, result.outside, conflictFields, duplicateMessage)
+        ? elementConflict(detail, order.sent[result.outside] ?? result.outside, conflictFields, duplicateMessage)
         : new ViewsetErrors.Conflict(detail)
     }
-    return bulk
-      ? await this.#bulk(
-        db,
-        elements.map((element) => element.values),
-        write
-      )
-      : await write(db)
+    if (bulk) return await this.#bulk(db, elements.map((element) => element.values), write)
+    return db.isTransaction ? await write(db) : await retryOnDeadlock(this.dialect, async () => await write(db))
   }
 
   /**
@@ -274,7 +273,8 @@ export class TableGateway {
   async #bulk<T>(db: AnyDatabase, rows: readonly Row[], write: (trx: AnyDatabase) => Promise<T>): Promise<T> {
     checkRepeatedKeys(rows, this.#uniqueKeys, this.dialect.values.keyOf)
     try {
-      return db.isTransaction ? await write(db) : await db.transaction().execute(write)
+      if (db.isTransaction) return await write(db)
+      return await retryOnDeadlock(this.dialect, async () => await db.transaction().execute(write))
     } catch (error) {
       // After the rollback, unless the caller's transaction is still open (and, on PostgreSQL, aborted).
       const on = db.isTransaction ? undefined : db

@@ -33,7 +33,9 @@ const invalidValues: Record<string, string> = {
 
 // 08xxx connection exceptions, shutdown / cannot connect now, too many connections, and the
 // transient conflicts a retry resolves: deadlock, serialization failure, lock not available.
-const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001', '55P03'])
+const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '55P03'])
+// deadlock_detected and serialization_failure: the transaction was rolled back and can run again.
+const rolledBack = new Set(['40P01', '40001'])
 
 function sameRow (values: Row): Row {
   return values
@@ -72,6 +74,7 @@ function classify (error: unknown): DatabaseFault | undefined {
     }
     const reason = invalidValues[code]
     if (reason !== undefined) return { kind: 'invalid-value', reason }
+    if (rolledBack.has(code)) return { kind: 'unavailable', rolledBack: true }
     if (code.startsWith('08') || unavailable.has(code)) return { kind: 'unavailable' }
     // query_canceled: statement_timeout, or the cancel sent when the client went away.
     if (code === '57014') return { kind: 'timeout' }
