@@ -31,6 +31,7 @@ import { nameFromPrefix } from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
 import { columnTypesProblem } from './column-types-check.js'
 import { mergeListQuery } from './list-querystring.js'
+import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverridableName, ViewsetHandlers } from './override-handlers.js'
 import { registerViewset } from './registry.js'
@@ -109,6 +110,9 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
       throw new ViewsetErrors.UnknownColumn(field, resolved.table, described.columns.map(({ name }) => name).join(', '))
     }
   }
+  const { overridden } = declaration
+  const readBack = readBackProblem(dialect, described, { primaryKey: resolved.primaryKey, overridden }, methods)
+  if (readBack !== undefined) throw new ViewsetErrors.InvalidOption('primaryKey', readBack)
   return { dialect, described, columns }
 }
 
