@@ -276,7 +276,9 @@ export type DatabaseFault =
    * database does not say. */
   | { kind: 'foreign-key'; target: string | undefined; referenced: boolean | undefined; value?: string | undefined }
   | { kind: 'invalid-value'; reason: string }
-  | { kind: 'unavailable' }
+  /** `rolledBack`: a deadlock victim or a serialization failure (or SQLite busy): the database undid the whole
+   * transaction, which can run again as it is (the library retries its own write transactions: retry-on-deadlock). */
+  | { kind: 'unavailable'; rolledBack?: true }
   /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
   | { kind: 'timeout' }
 

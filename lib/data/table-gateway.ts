@@ -4,6 +4,8 @@ import type { UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dial
 import type { AnyDatabase, Row } from '../sql.js'
 import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
 import { ViewsetErrors } from '../errors.js'
+import { inOrderSent, keyOrder } from '../dialect/shared/upsert.js'
+import { retryOnDeadlock } from './retry-on-deadlock.js'
 import { checkRepeatedKeys, conflictingElement, duplicateMessage, elementConflict } from './bulk-conflicts.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { Condition } from '../query/condition.js'
@@ -273,22 +275,25 @@ export class TableGateway {
     const rule = { conflictFields, scope: scope?.where, versionField: this.#versioning?.versionField }
     const detail = `A row with the same ${conflictFields.join(', ')} already exists`
     const checked = checks.created !== undefined || checks.updated !== undefined
+    // Written in key order (no two bulks lock the same rows in opposite orders), answered in the order sent.
+    const order = keyOrder(elements, conflictFields, this.dialect.values.keyOf)
     const write = async (on: AnyDatabase): Promise<UpsertedRow[]> => {
-      const result = await this.dialect.writes.upsert(on, this.#target, elements, rule)
+      const result = await this.dialect.writes.upsert(on, this.#target, order.sorted, rule)
       if (!('outside' in result)) {
-        const rows = result.rows.map((entry) => entry.row)
-        const ruleOf = (index: number) => (result.rows[index]?.created === true ? checks.created : checks.updated)
-        if (checked) await this.#check(on, rows, ruleOf, bulk)
-        return [...result.rows]
+        const sent = inOrderSent(result.rows, order)
+        const ruleOf = (index: number) => (sent[index]?.created === true ? checks.created : checks.updated)
+        if (checked) await this.#check(on, sent.map((entry) => entry.row), ruleOf, bulk)
+        return sent
       }
       // Thrown inside the transaction, which rolls back what the other elements wrote.
       throw bulk
-        ? elementConflict(detail, result.outside, conflictFields, duplicateMessage)
+        ? elementConflict(detail, order.sent[result.outside] ?? result.outside, conflictFields, duplicateMessage)
         : new ViewsetErrors.Conflict(detail)
     }
     if (bulk) return await this.#bulk(db, elements.map((element) => element.values), write)
-    // The check runs in the write's transaction: one of its own when it has one.
-    return checked ? await inTransaction(db, write) : await write(db)
+    // The check runs in the write's transaction: one of its own when it has one; a deadlock retries it whole.
+    const run = async (): Promise<UpsertedRow[]> => (checked ? await inTransaction(db, write) : await write(db))
+    return db.isTransaction ? await run() : await retryOnDeadlock(this.dialect, run)
   }
 
   /**
@@ -299,7 +304,8 @@ export class TableGateway {
   async #bulk<T>(db: AnyDatabase, rows: readonly Row[], write: (trx: AnyDatabase) => Promise<T>): Promise<T> {
     checkRepeatedKeys(rows, this.#uniqueKeys, this.dialect.values.keyOf)
     try {
-      return db.isTransaction ? await write(db) : await db.transaction().execute(write)
+      if (db.isTransaction) return await write(db)
+      return await retryOnDeadlock(this.dialect, async () => await db.transaction().execute(write))
     } catch (error) {
       // After the rollback, unless the caller's transaction is still open (and, on PostgreSQL, aborted).
       const on = db.isTransaction ? undefined : db

@@ -6,7 +6,7 @@ import type { ColumnInfo, ViewsetDialect } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { conflictKeyProblem, rowKeyProblem } from '../dialect/shared/catalog.js'
 import type { TableCatalog } from '../dialect/shared/catalog.js'
-import { dialectOf } from '../dialect/pick-dialect.js'
+import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
 import { canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier } from '../http/auth.js'
@@ -32,7 +32,9 @@ import type { JsonSchema } from '../schema/derive.js'
 import { deriveEntity, deriveSerializerSchema, writableFields } from '../schema/derive.js'
 import { nameFromPrefix } from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
+import { columnTypesProblem } from './column-types-check.js'
 import { mergeListQuery } from './list-querystring.js'
+import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverridableName, ViewsetHandlers } from './override-handlers.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
@@ -116,6 +118,9 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
       throw new ViewsetErrors.UnknownColumn(field, resolved.table, described.columns.map(({ name }) => name).join(', '))
     }
   }
+  const { overridden } = declaration
+  const readBack = readBackProblem(dialect, described, { primaryKey: resolved.primaryKey, overridden }, methods)
+  if (readBack !== undefined) throw new ViewsetErrors.InvalidOption('primaryKey', readBack)
   return { dialect, described, columns }
 }
 
@@ -127,6 +132,10 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   // The version column is the server's, read-only like the key: every update increments it.
   const fieldsOfRelations = relationFields(relatedConfig)
   const entity = deriveEntity(schema, new Map(table.columns), fieldsOfRelations, name, primaryKey, versionField)
+  const columnTypes = columnTypesOf(table.dialect.name)
+  const serverSet = (field: string) => field === primaryKey || field === versionField
+  const typesProblem = columnTypesProblem(schema, declaration.columns, table.described, columnTypes, serverSet)
+  if (typesProblem !== undefined) throw new ViewsetErrors.InvalidOption('schema', typesProblem)
   if (conflictFields !== undefined) {
     const writable = writableFields(entity).filter((field) => declaration.columns.includes(field))
     const anyKey = table.dialect.capabilities.upsertOnAnyKey

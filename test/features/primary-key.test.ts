@@ -106,7 +106,9 @@ for (const dialect of dialects) {
     test('a NOT NULL column with a unique constraint is a key', async (t) => {
       const { db } = await schema(t, dialect)
       const app = testApp(t)
-      await app.register(createViewset({ db, table: 'accounts', schema: Account, primaryKey: 'email' }), {
+      // No POST: the email key is not AUTO_INCREMENT, so MySQL could not read a POSTed row back.
+      const methods = ['LIST', 'GET', 'PATCH', 'DELETE'] as const
+      await app.register(createViewset({ db, table: 'accounts', schema: Account, primaryKey: 'email', methods: [...methods] }), {
         prefix: '/accounts',
       })
       const found = await app.inject({ method: 'GET', url: '/accounts/b@example.com' })

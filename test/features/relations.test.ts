@@ -916,6 +916,8 @@ for (const dialect of dialects) {
           db,
           table: 'rel_words',
           schema: Word,
+          // Read-only: the keys are not AUTO_INCREMENT, so MySQL could not read a POSTed row back.
+          methods: ['LIST', 'GET'],
           orderingFields: ['id'],
           relatedConfig: {
             selectRelated: { language: { table: 'rel_langs', foreignKey: 'lang', references: 'code' } },
@@ -929,6 +931,7 @@ for (const dialect of dialects) {
           table: 'rel_langs',
           schema: LangWithWords,
           primaryKey: 'code',
+          methods: ['LIST', 'GET'],
           orderingFields: ['name'],
           relatedConfig: {
             prefetchRelated: { words: { table: 'rel_words', foreignKey: 'lang', references: 'code', orderBy: '-id' } },

@@ -28,8 +28,11 @@ const invalidValues: Record<string, string> = {
   3140: 'a JSON value is malformed',
   4038: 'a JSON value is malformed',
 }
-// Too many connections, server gone, connection lost, lock wait timeout, deadlock victim: try again.
-const unavailable = new Set(['1040', '1053', '1205', '1213', '2002', '2003', '2006', '2013'])
+// Too many connections, server gone, connection lost: try again.
+const unavailable = new Set(['1040', '1053', '2002', '2003', '2006', '2013'])
+// Deadlock victim, lock wait timeout: the write transaction, run again, can succeed (the caller rolls back a
+// lock wait timeout's transaction, which MySQL leaves open).
+const rolledBack = new Set(['1205', '1213'])
 // MariaDB's max_statement_time, MySQL's max_execution_time, and a statement killed with KILL QUERY.
 const timedOut = new Set(['1969', '3024', '1317'])
 
@@ -62,6 +65,7 @@ function classify (error: unknown): DatabaseFault | undefined {
     }
     const reason = invalidValues[errno]
     if (reason !== undefined) return { kind: 'invalid-value', reason }
+    if (rolledBack.has(errno)) return { kind: 'unavailable', rolledBack: true }
     if (unavailable.has(errno)) return { kind: 'unavailable' }
     if (timedOut.has(errno)) return { kind: 'timeout' }
   }

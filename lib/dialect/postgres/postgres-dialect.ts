@@ -35,7 +35,9 @@ const invalidValues: Record<string, string> = {
 
 // 08xxx connection exceptions, shutdown / cannot connect now, too many connections, and the
 // transient conflicts a retry resolves: deadlock, serialization failure, lock not available.
-const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001', '55P03'])
+const unavailable = new Set(['57P01', '57P02', '57P03', '53300', '55P03'])
+// deadlock_detected and serialization_failure: the transaction was rolled back and can run again.
+const rolledBack = new Set(['40P01', '40001'])
 
 /**
  * A row as PostgreSQL reads it: a `date-time` whose offset is beyond ±15:59 (RFC 3339 allows ±23:59, PostgreSQL
@@ -78,6 +80,7 @@ function classify (error: unknown): DatabaseFault | undefined {
     }
     const reason = invalidValues[code]
     if (reason !== undefined) return { kind: 'invalid-value', reason }
+    if (rolledBack.has(code)) return { kind: 'unavailable', rolledBack: true }
     if (code.startsWith('08') || unavailable.has(code)) return { kind: 'unavailable' }
     // query_canceled: statement_timeout, or the cancel sent when the client went away.
     if (code === '57014') return { kind: 'timeout' }

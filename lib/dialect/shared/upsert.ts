@@ -94,3 +94,36 @@ export function byConflictKey (
   if (elements.length === 1 && stored.length === 1 && rows[0] === undefined) return [...stored]
   return rows
 }
+
+/** Elements in the order of their conflict keys, and each one's index in the order sent. */
+export interface KeyOrder {
+  readonly sorted: readonly UpsertElement[]
+  /** `sent[i]`: the index, in the order sent, of `sorted[i]`. */
+  readonly sent: readonly number[]
+}
+
+/**
+ * The elements in the order of their conflict keys: two bulk upserts of the same keys then lock the rows in
+ * one order, whatever order their clients sent, and never wait on each other in a cycle.
+ */
+export function keyOrder (
+  elements: readonly UpsertElement[],
+  conflictFields: readonly string[],
+  keyOf: (value: unknown) => unknown
+): KeyOrder {
+  const keyed = elements.map((element, index) => {
+    return { element, index, key: compositeKey(element.values, conflictFields, keyOf) }
+  })
+  // Any total order does, as long as every request uses the same one: the keys' text by code unit.
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index))
+  return { sorted: keyed.map(({ element }) => element), sent: keyed.map(({ index }) => index) }
+}
+
+/** Rows written in key order ({@link keyOrder}) put back in the order their elements were sent. */
+export function inOrderSent<T> (rows: readonly T[], { sent }: KeyOrder): T[] {
+  const answered: T[] = new Array<T>(rows.length)
+  rows.forEach((row, index) => {
+    answered[sent[index] ?? index] = row
+  })
+  return answered
+}

@@ -84,7 +84,9 @@ function classify (error: unknown): DatabaseFault | undefined {
   if (code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_RANGE') {
     return { kind: 'invalid-value', reason: 'value does not fit the column' }
   }
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_CANTOPEN') return { kind: 'unavailable' }
+  // Another connection (another process) holds the file's write lock past the busy timeout: nothing was written.
+  if (code.startsWith('SQLITE_BUSY')) return { kind: 'unavailable', rolledBack: true }
+  if (code === 'SQLITE_LOCKED' || code === 'SQLITE_CANTOPEN') return { kind: 'unavailable' }
   return undefined
 }
 
