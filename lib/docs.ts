@@ -19,6 +19,20 @@ export interface ViewsetDocsOptions {
   tokenUrl?: string
   /** The document's `servers` (default `[{ url: '/' }]`: the API is served where the document is). */
   servers?: Array<{ url: string; description?: string }>
+  /**
+   * The document's top-level `tags`, which name and describe the tags of its operations (a viewset's `tags`
+   * option). Default: none.
+   *
+   * @example
+   * ```ts
+   * await app.register(viewsetDocs, { tags: [{ name: 'items', description: 'What the shop sells' }] })
+   * ```
+   */
+  tags?: Array<{ name: string; description?: string }>
+  /** `info.license`, such as `{ name: 'MIT', identifier: 'MIT' }` (OpenAPI 3.1: `identifier` or `url`). */
+  license?: { name: string; identifier?: string; url?: string }
+  /** `info.contact`, such as `{ name: 'Shop team', email: 'api@example.com' }`. */
+  contact?: { name?: string; email?: string; url?: string }
 }
 
 type OpenApiObject = Record<string, unknown> & {
@@ -96,12 +110,22 @@ export const viewsetDocs = fp<ViewsetDocsOptions>(
       routePrefix = '/docs',
       tokenUrl = '/token',
       servers = [{ url: '/' }],
+      tags,
+      license,
+      contact,
     } = options
     await fastify.register(fastifySwagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title, version, ...(description === undefined ? {} : { description }) },
+        info: {
+          title,
+          version,
+          ...(description === undefined ? {} : { description }),
+          ...(license === undefined ? {} : { license }),
+          ...(contact === undefined ? {} : { contact }),
+        },
         servers,
+        ...(tags === undefined ? {} : { tags }),
         // Only protected operations reference the scheme (`security` per operation, none globally).
         components: { securitySchemes: viewsetSecuritySchemes(tokenUrl) },
       },

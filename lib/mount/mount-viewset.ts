@@ -118,7 +118,8 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   const relations = await createRelationLoader(db, table.dialect, relatedConfig, schema, resolved.table, primaryKey)
   // The version column is the server's, read-only like the key: every update increments it.
   const fieldsOfRelations = relationFields(relatedConfig)
-  const entity = deriveEntity(schema, new Map(table.columns), fieldsOfRelations, name, primaryKey, versionField)
+  const columns = new Map(table.columns)
+  const entity = deriveEntity(schema, columns, fieldsOfRelations, name, primaryKey, versionField, table.dialect.name)
   if (conflictFields !== undefined) {
     const writable = writableFields(entity).filter((field) => declaration.columns.includes(field))
     const anyKey = table.dialect.capabilities.upsertOnAnyKey

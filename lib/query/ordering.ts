@@ -9,6 +9,7 @@ import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { RelatedRoot } from './related-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
+import { sortKeysPattern } from '../schema/list-patterns.js'
 import { maxShapes } from '../data/statement-cache.js'
 
 /** One sort key. */
@@ -219,6 +220,8 @@ export function planOrdering (
           order_by: {
             type: 'string',
             minLength: 1,
+            // Only the allowed fields, each once: the document allows no value the server refuses.
+            pattern: sortKeysPattern([...allowed.keys()]),
             description:
               `Comma-separated sort keys; a leading \`-\` sorts descending. Allowed fields: ${allowedList}. ` +
               `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. Ties are broken by ${primaryKey}.`,

@@ -54,9 +54,33 @@ export function isCanonicalInteger (value: string): boolean {
 
 type StringValidator = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
 
+/**
+ * Whether an Ajv error gives way to the handler's own check: LIST's `offset` past its documented `maximum`
+ * (maxOffset) is refused by parsePagination, whose 400 says to page further with a cursor.
+ */
+function deferred (error: FastifySchemaValidationError): boolean {
+  return error.keyword === 'maximum' && error.instancePath === '/offset'
+}
+
+/** `validate`, where the errors that give way to the handler's checks ({@link deferred}) do not fail the request. */
+function deferring (validate: StringValidator): StringValidator {
+  const checked: StringValidator = (data) => {
+    if (validate(data)) {
+      checked.errors = null
+      return true
+    }
+    const errors = (validate.errors ?? []).filter((error) => !deferred(error))
+    checked.errors = errors.length === 0 ? null : errors
+    return errors.length === 0
+  }
+  return checked
+}
+
 /** A path or query validator that first refuses integers not written canonically, then coerces as Ajv does. */
-function canonicalIntegers (schema: Record<string, unknown>, validate: StringValidator): StringValidator {
+function canonicalIntegers (schema: Record<string, unknown>, compiled: StringValidator): StringValidator {
   const properties = schema.properties
+  const offset = isRecord(properties) && isRecord(properties.offset) ? properties.offset : undefined
+  const validate = offset !== undefined && offset.maximum !== undefined ? deferring(compiled) : compiled
   const keys = isRecord(properties)
     ? Object.entries(properties)
       .filter(([, property]) => admitsInteger(property))
