@@ -21,7 +21,7 @@ export interface ViewsetDocsOptions {
   servers?: Array<{ url: string; description?: string }>
   /**
    * The document's top-level `tags`, which name and describe the tags of its operations (a viewset's `tags`
-   * option). Default: none.
+   * option). A tag an operation uses and this list leaves out is added after them, with its name only.
    *
    * @example
    * ```ts
@@ -55,6 +55,24 @@ function schemeUsed (document: OpenApiObject, scheme: string): boolean {
         requirements(operation.security)
     )
   )
+}
+
+/**
+ * The document with a top-level entry for each tag its operations use and `tags` does not declare: tools
+ * (Spectral's operation-tag-defined) expect every tag to be declared, and Swagger UI lists them in that order.
+ */
+function withDeclaredTags (document: OpenApiObject): OpenApiObject {
+  const declared: unknown[] = Array.isArray(document.tags) ? document.tags : []
+  const names = new Set(declared.map((tag) => (typeof tag === 'object' && tag !== null && 'name' in tag ? tag.name : tag)))
+  const used = Object.values(document.paths ?? {}).flatMap((item) =>
+    Object.values(item).flatMap((operation) =>
+      typeof operation === 'object' && operation !== null && 'tags' in operation && Array.isArray(operation.tags)
+        ? operation.tags.filter((tag): tag is string => typeof tag === 'string')
+        : []
+    )
+  )
+  const missing = [...new Set(used)].filter((name) => !names.has(name))
+  return missing.length === 0 ? document : { ...document, tags: [...declared, ...missing.map((name) => ({ name }))] }
 }
 
 /** The document without the viewsets' security scheme when no operation uses it: it would promise a token endpoint. */
@@ -132,7 +150,7 @@ export const viewsetDocs = fp<ViewsetDocsOptions>(
       // Which routes are protected is known only once they are all registered, so the scheme is dropped here.
       transformObject: (documents) =>
         'openapiObject' in documents
-          ? withoutUnusedScheme(documents.openapiObject as OpenApiObject)
+          ? withDeclaredTags(withoutUnusedScheme(documents.openapiObject as OpenApiObject))
           : documents.swaggerObject, // a plain OpenAPI object, read as records
       // Components keep their `$id` as name (Items, AdminItems, ViewsetProblem) instead of def-0, def-1, ...
       refResolver: {
