@@ -4,6 +4,18 @@ import type { JsonSchema } from './derive.js'
 // a value the document allows is one the server takes, so a tool that generates requests from the document
 // (Schemathesis) finds no valid request refused.
 
+/**
+ * The patterns made here: each documents a check the LIST parser makes itself with a message of its own (the
+ * unknown field named, the allowed ones listed), so the validator leaves their failures to it.
+ */
+export const documentingPatterns = new Set<string>()
+
+/** `pattern`, remembered in {@link documentingPatterns}. */
+function documenting (pattern: string): string {
+  documentingPatterns.add(pattern)
+  return pattern
+}
+
 /** `text` matched literally by an ECMA-262 pattern under the `u` flag (where only syntax characters may be escaped). */
 export function escapePattern (text: string): string {
   return text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')
@@ -24,7 +36,7 @@ function alternation (names: readonly string[]): string {
  */
 export function namesPattern (names: readonly string[]): string {
   const name = alternation(names)
-  return `^${name}(?:,${name})*$`
+  return documenting(`^${name}(?:,${name})*$`)
 }
 
 /**
@@ -33,11 +45,11 @@ export function namesPattern (names: readonly string[]): string {
  */
 export function sortKeysPattern (names: readonly string[]): string {
   const name = alternation(names)
-  return `^(?!(?:[^,]*,)*-?(${name}),(?:[^,]*,)*-?\\1(?:,|$))-?${name}(?:,-?${name})*$`
+  return documenting(`^(?!(?:[^,]*,)*-?(${name}),(?:[^,]*,)*-?\\1(?:,|$))-?${name}(?:,-?${name})*$`)
 }
 
 /** The pattern of a string without NUL: the databases refuse it in a LIKE term, and PostgreSQL in any text. */
-export const noNulPattern = '^[^\\u0000]*$'
+export const noNulPattern = documenting('^[^\\u0000]*$')
 
 /**
  * `__in`: a comma-separated list of elements of `element`'s schema, when one pattern can say so: an integer
@@ -45,7 +57,7 @@ export const noNulPattern = '^[^\\u0000]*$'
  */
 export function elementListPattern (element: JsonSchema): string | undefined {
   const one = elementPattern(element)
-  return one === undefined ? undefined : `^${one}(?:,${one})*$`
+  return one === undefined ? undefined : documenting(`^${one}(?:,${one})*$`)
 }
 
 /** One element of an `__in` list as an unanchored pattern group. */

@@ -3,6 +3,7 @@ import type { Options, ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import { LruCache } from '../execution/lru-cache.js'
+import { documentingPatterns } from './list-patterns.js'
 import { isRecord } from './object-schema.js'
 
 // CommonJS: under ESM its default export arrives wrapped
@@ -59,6 +60,7 @@ type StringValidator = ((data: unknown) => boolean) & { errors?: FastifySchemaVa
  * (maxOffset) is refused by parsePagination, whose 400 says to page further with a cursor.
  */
 function deferred (error: FastifySchemaValidationError): boolean {
+  if (error.keyword === 'pattern') return documentingPatterns.has(String(error.params.pattern))
   return error.keyword === 'maximum' && error.instancePath === '/offset'
 }
 
@@ -79,8 +81,7 @@ function deferring (validate: StringValidator): StringValidator {
 /** A path or query validator that first refuses integers not written canonically, then coerces as Ajv does. */
 function canonicalIntegers (schema: Record<string, unknown>, compiled: StringValidator): StringValidator {
   const properties = schema.properties
-  const offset = isRecord(properties) && isRecord(properties.offset) ? properties.offset : undefined
-  const validate = offset !== undefined && offset.maximum !== undefined ? deferring(compiled) : compiled
+  const validate = deferring(compiled)
   const keys = isRecord(properties)
     ? Object.entries(properties)
       .filter(([, property]) => admitsInteger(property))

@@ -157,7 +157,9 @@ for (const dialect of dialects) {
         assert.equal(pattern?.test(value), false, `the document refuses ${name}=${JSON.stringify(value)}`)
         const response = await app.inject({ method: 'GET', url: '/items', query: { [name]: value } })
         assert.equal(response.statusCode, 400, `${name}=${JSON.stringify(value)}: ${response.body}`)
-        assert.deepEqual(problemOf(response).errors?.map((error) => error.field), [name])
+        // The LIST parser's own 400 (its message names the field or lists the allowed ones).
+        const problem = problemOf(response)
+        assert.ok(problem.errors?.[0]?.field === name || problem.code === 'FST_VIEWSET_UNSUPPORTED_ORDERING', response.body)
       }
 
       // A PostgreSQL `real` is single precision: its range is documented, and a value past it is a 400.
