@@ -1,4 +1,5 @@
-import type { JsonSchema } from './derive.js'
+// derive.ts's JsonSchema, restated: validator.ts imports this file, and derive.ts imports validator.ts.
+type JsonSchema = Record<string, unknown>
 
 // Patterns that document exactly the comma-separated lists the server accepts (`fields`, `order_by`, `__in`):
 // a value the document allows is one the server takes, so a tool that generates requests from the document
