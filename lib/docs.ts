@@ -19,6 +19,20 @@ export interface ViewsetDocsOptions {
   tokenUrl?: string
   /** The document's `servers` (default `[{ url: '/' }]`: the API is served where the document is). */
   servers?: Array<{ url: string; description?: string }>
+  /**
+   * The document's top-level `tags`, which name and describe the tags of its operations (a viewset's `tags`
+   * option). A tag an operation uses and this list leaves out is added after them, with its name only.
+   *
+   * @example
+   * ```ts
+   * await app.register(viewsetDocs, { tags: [{ name: 'items', description: 'What the shop sells' }] })
+   * ```
+   */
+  tags?: Array<{ name: string; description?: string }>
+  /** `info.license`, such as `{ name: 'MIT', identifier: 'MIT' }` (OpenAPI 3.1: `identifier` or `url`). */
+  license?: { name: string; identifier?: string; url?: string }
+  /** `info.contact`, such as `{ name: 'Shop team', email: 'api@example.com' }`. */
+  contact?: { name?: string; email?: string; url?: string }
 }
 
 type OpenApiObject = Record<string, unknown> & {
@@ -41,6 +55,24 @@ function schemeUsed (document: OpenApiObject, scheme: string): boolean {
         requirements(operation.security)
     )
   )
+}
+
+/**
+ * The document with a top-level entry for each tag its operations use and `tags` does not declare: tools
+ * (Spectral's operation-tag-defined) expect every tag to be declared, and Swagger UI lists them in that order.
+ */
+function withDeclaredTags (document: OpenApiObject): OpenApiObject {
+  const declared: unknown[] = Array.isArray(document.tags) ? document.tags : []
+  const names = new Set(declared.map((tag) => (typeof tag === 'object' && tag !== null && 'name' in tag ? tag.name : tag)))
+  const used = Object.values(document.paths ?? {}).flatMap((item) =>
+    Object.values(item).flatMap((operation) =>
+      typeof operation === 'object' && operation !== null && 'tags' in operation && Array.isArray(operation.tags)
+        ? operation.tags.filter((tag): tag is string => typeof tag === 'string')
+        : []
+    )
+  )
+  const missing = [...new Set(used)].filter((name) => !names.has(name))
+  return missing.length === 0 ? document : { ...document, tags: [...declared, ...missing.map((name) => ({ name }))] }
 }
 
 /** The document without the viewsets' security scheme when no operation uses it: it would promise a token endpoint. */
@@ -96,19 +128,29 @@ export const viewsetDocs = fp<ViewsetDocsOptions>(
       routePrefix = '/docs',
       tokenUrl = '/token',
       servers = [{ url: '/' }],
+      tags,
+      license,
+      contact,
     } = options
     await fastify.register(fastifySwagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title, version, ...(description === undefined ? {} : { description }) },
+        info: {
+          title,
+          version,
+          ...(description === undefined ? {} : { description }),
+          ...(license === undefined ? {} : { license }),
+          ...(contact === undefined ? {} : { contact }),
+        },
         servers,
+        ...(tags === undefined ? {} : { tags }),
         // Only protected operations reference the scheme (`security` per operation, none globally).
         components: { securitySchemes: viewsetSecuritySchemes(tokenUrl) },
       },
       // Which routes are protected is known only once they are all registered, so the scheme is dropped here.
       transformObject: (documents) =>
         'openapiObject' in documents
-          ? withoutUnusedScheme(documents.openapiObject as OpenApiObject)
+          ? withDeclaredTags(withoutUnusedScheme(documents.openapiObject as OpenApiObject))
           : documents.swaggerObject, // a plain OpenAPI object, read as records
       // Components keep their `$id` as name (Items, AdminItems, ViewsetProblem) instead of def-0, def-1, ...
       refResolver: {

@@ -45,6 +45,26 @@ const operationVerbs: Record<ViewsetMethod, string> = {
   DELETE: 'delete',
 }
 
+/** The conditional-request headers each operation honours, as header parameters (a client types them). */
+const conditionalHeaders = {
+  'if-none-match': {
+    type: 'string',
+    description:
+      'Entity tags (or `*`) of the versions the client holds: when one is the current ETag, the answer is a 304 with no body.',
+  },
+  'if-match': {
+    type: 'string',
+    description:
+      'Entity tags (or `*`) the row must match to be written: otherwise a 412 and nothing changes (a 428 without it under requireIfMatch).',
+  },
+} as const satisfies Record<string, JsonSchema>
+
+/** Adds a header parameter to a route's `headers` schema (POST's `Prefer` may be there already). */
+function addHeader (schema: RouteSchema, name: string, header: JsonSchema): void {
+  const headers = isRecord(schema.headers) ? schema.headers : { type: 'object', properties: {} }
+  schema.headers = { ...headers, properties: { ...propertiesOf(headers), [name]: header } }
+}
+
 /** A `$ref` to a component of the viewset. */
 function ref (id: string): JsonSchema {
   return { $ref: `${id}#` }
@@ -133,6 +153,11 @@ function baseOf (method: ViewsetMethod, context: RouteContext): RouteSchema {
   return baseSchema(method, context.schemas, context.auth, context.versions.requireIfMatch)
 }
 
+/** The largest `limit` LIST's query string accepts (maxLimit), if it declares one. */
+function limitOf (querystring: JsonSchema): unknown {
+  return propertiesOf(querystring).limit?.maximum
+}
+
 /** LIST `/`: the query string (filters, search, ordering, `fields`, pagination), a page, `Link` and `X-Total-Count`. */
 export function listSchema (context: RouteContext): RouteSchema {
   const { schemas } = context
@@ -142,6 +167,8 @@ export function listSchema (context: RouteContext): RouteSchema {
     description: 'A page of rows (with `?fields=`, only the chosen fields)',
     type: 'array',
     items: rowOrPartial(schemas),
+    // A page holds at most `limit` rows, and `limit` at most maxLimit.
+    ...(typeof limitOf(schemas.list.querystring) === 'number' ? { maxItems: limitOf(schemas.list.querystring) } : {}),
     ...(schemas.list.headers === undefined ? {} : { headers: schemas.list.headers }),
   }
   return schema
@@ -156,6 +183,7 @@ export function getSchema (context: RouteContext): RouteSchema {
     ...rowOrPartial(context.schemas),
     headers: etagHeaders,
   }
+  addHeader(schema, 'if-none-match', conditionalHeaders['if-none-match'])
   schema.response[304] = {
     type: 'null',
     description: 'Not modified: If-None-Match names the current ETag',
@@ -248,6 +276,11 @@ export function updateSchema (method: 'PUT' | 'PATCH', context: RouteContext): R
       ? { content: { 'application/json': { schema: body }, [mergePatchType]: { schema: body } } }
       : body
   schema.response[200] = { description: 'The row as stored', ...ref(schemas.components.row.$id), headers: etagHeaders }
+  addHeader(schema, 'if-match', conditionalHeaders['if-match'])
+  if (method === 'PUT') {
+    schema.description =
+      'Replaces the writable fields the body sends; an optional field the body leaves out keeps its stored value (send null to clear a nullable one). Read-only fields are ignored.'
+  }
   const unsupported = schema.response[415]
   if (method === 'PATCH' && unsupported !== undefined) {
     schema.response[415] = {
@@ -266,5 +299,6 @@ export function updateSchema (method: 'PUT' | 'PATCH', context: RouteContext): R
 export function deleteSchema (context: RouteContext): RouteSchema {
   const schema = baseOf('DELETE', context)
   schema.response[204] = { type: 'null', description: 'Deleted' }
+  addHeader(schema, 'if-match', conditionalHeaders['if-match'])
   return schema
 }

@@ -50,6 +50,14 @@ export function mergeListQuery (
     )
     : defaults
   const properties = { ...base, ...propertiesOf(plain(extra)) }
+  // parsePagination bounds every LIST's offset by maxOffset, an overridden one too: a listQuery's `offset` that
+  // declares no bound of its own is documented with that one.
+  const bound = defaults.offset?.maximum
+  const offset = properties.offset
+  const unbounded = offset !== undefined && offset.maximum === undefined && offset.exclusiveMaximum === undefined
+  if (offset !== undefined && unbounded && bound !== undefined) {
+    properties.offset = { ...offset, maximum: bound }
+  }
   // The default list's response headers (Link, X-Total-Count) are not documented for an override.
   return { querystring: { ...list.querystring, properties }, ...(own ? {} : { headers: list.headers }) }
 }

@@ -131,7 +131,8 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   const relations = await createRelationLoader(db, table.dialect, relatedConfig, schema, resolved.table, primaryKey)
   // The version column is the server's, read-only like the key: every update increments it.
   const fieldsOfRelations = relationFields(relatedConfig)
-  const entity = deriveEntity(schema, new Map(table.columns), fieldsOfRelations, name, primaryKey, versionField)
+  const columns = new Map(table.columns)
+  const entity = deriveEntity(schema, columns, fieldsOfRelations, name, primaryKey, versionField, table.dialect.name)
   const columnTypes = columnTypesOf(table.dialect.name)
   const serverSet = (field: string) => field === primaryKey || field === versionField
   const typesProblem = columnTypesProblem(schema, declaration.columns, table.described, columnTypes, serverSet)

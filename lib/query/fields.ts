@@ -1,6 +1,7 @@
 import { LruCache } from '../execution/lru-cache.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { propertiesOf } from '../schema/derive.js'
+import { namesPattern } from '../schema/list-patterns.js'
 import { compileSerializer } from '../schema/serializer.js'
 import { queryParameterError } from './condition.js'
 import { nameList } from './field-types.js'
@@ -66,6 +67,8 @@ export function planFields (
       fields: {
         type: 'string',
         minLength: 1,
+        // Only the known names: the document allows no value the server refuses.
+        pattern: namesPattern(names),
         description: fieldsDescription(names, columns, defaultRelations),
         examples: [names.slice(0, 2).join(',')],
       },

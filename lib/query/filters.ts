@@ -22,6 +22,7 @@ import { nameList } from './field-types.js'
 import type { RelatedPath, RelatedRoot } from './related-paths.js'
 import { groupRelated, relatedColumn, resolvePath } from './related-paths.js'
 import { boundedTerm } from './search.js'
+import { elementListPattern, noNulPattern } from '../schema/list-patterns.js'
 import { padList } from '../data/statement-cache.js'
 
 /** The most values one `__in` filter may list (each one is a bound parameter). */
@@ -91,12 +92,20 @@ function valueSchema (
       const allowed = Array.isArray(field.schema.enum)
         ? ` Allowed values: ${field.schema.enum.map(String).join(', ')}.`
         : ''
-      return { type: 'string', minLength: 1, description: `${description}.${allowed}` }
+      const pattern = elementListPattern(field.schema)
+      return {
+        type: 'string',
+        minLength: 1,
+        ...(pattern === undefined ? {} : { pattern }),
+        description: `${description}.${allowed}`,
+      }
     }
     case 'contains':
       return {
         type: 'string',
         maxLength: maxSearchLength,
+        // A NUL is refused (checkedTerm): the document says so.
+        pattern: noNulPattern,
         description: `${description}, at most ${maxSearchLength} characters`,
       }
     case 'isnull':

@@ -71,11 +71,12 @@ function paginationSchema ({
   }
   return {
     limit,
-    // Not `maximum: maxOffset`: Ajv's message could not point the client to cursor pagination (see parsePagination).
+    // The document states the bound; the 400 past it is parsePagination's, which points to cursor pagination
+    // (the validator leaves `offset`'s `maximum` to it: schema/validator.ts).
     offset: {
       type: 'integer',
       minimum: 0,
-      maximum: Number.MAX_SAFE_INTEGER,
+      maximum: maxOffset,
       default: 0,
       description: `Rows to skip (0 to ${maxOffset}; page further with a cursor)`,
     },

@@ -9,6 +9,7 @@ import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { RelatedRoot } from './related-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
+import { sortKeysPattern } from '../schema/list-patterns.js'
 import { maxShapes } from '../data/statement-cache.js'
 
 /** One sort key. */
@@ -261,6 +262,8 @@ function orderByProperties (
     order_by: {
       type: 'string',
       minLength: 1,
+      // Only the allowed fields, each once: the document allows no value the server refuses.
+      pattern: sortKeysPattern([...allowed.keys()]),
       description:
         `Comma-separated sort keys; a leading \`-\` sorts descending. Allowed fields: ${nameList(allowed.keys())}. ` +
         `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. Ties are broken by ${primaryKey}.`,

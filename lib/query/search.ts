@@ -8,6 +8,7 @@ import { checkedTerm, queryParameterError } from './condition.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { RelatedPath, RelatedRoot } from './related-paths.js'
+import { noNulPattern } from '../schema/list-patterns.js'
 import { existsThrough, relatedColumn, resolvePath } from './related-paths.js'
 
 /** `?search=`, planned from the `searchFields` option. */
@@ -59,6 +60,8 @@ export function planSearch (
     search: {
       type: 'string',
       maxLength,
+      // A NUL is refused (checkedTerm): the document says so.
+      pattern: noNulPattern,
       description: `Case-insensitive substring match on ${names.join(' or ')}, at most ${maxLength} characters. ` +
         '`%`, `_` and `\\` match themselves.',
       examples: ['bread'],

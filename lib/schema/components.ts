@@ -125,6 +125,30 @@ function objectExample (schema: JsonSchema, depth: number): JsonSchema | undefin
   return example
 }
 
+/** Whether a schema is a nested object or an array of them: a relation of a related row, loaded only when asked. */
+function isNested (schema: JsonSchema): boolean {
+  if (schema.type === 'object') return true
+  if (schema.type === 'array' && isRecord(schema.items)) return isNested(schema.items)
+  return Array.isArray(schema.anyOf) && schema.anyOf.some((member) => isRecord(member) && isNested(member))
+}
+
+/**
+ * A relation field as a whole row sends it: each related row is read with every column of its schema, so its
+ * scalar fields (its key among them) are required; its own nested relations stay optional.
+ */
+function wholeRelated (schema: JsonSchema): JsonSchema {
+  if (schema.type === 'object') {
+    const properties = propertiesOf(schema)
+    const scalars = Object.keys(properties).filter((field) => !isNested(properties[field] ?? {}))
+    return scalars.length === 0 ? schema : { ...schema, required: scalars }
+  }
+  if (schema.type === 'array' && isRecord(schema.items)) return { ...schema, items: wholeRelated(schema.items) }
+  if (Array.isArray(schema.anyOf)) {
+    return { ...schema, anyOf: schema.anyOf.map((member) => (isRecord(member) ? wholeRelated(member) : member)) }
+  }
+  return schema
+}
+
 /** The relation fields of a viewset, and those a whole row is sent with (`defaultRelations`; `undefined`: all). */
 export interface ComponentRelations {
   readonly relations: ReadonlySet<string>
@@ -140,18 +164,20 @@ export function viewsetComponents (
   { relations, loaded }: ComponentRelations
 ): ViewsetComponents {
   const properties = propertiesOf(entity)
-  const required = new Set(
-    Array.isArray(entity.required) ? entity.required.filter((field): field is string => typeof field === 'string') : []
+  // A whole row is read with every column of the schema and serialized from it: each field is sent (a NULL as
+  // null), so each is required, and so are the relations loaded by default.
+  const required = Object.keys(properties).filter(
+    (field) => !relations.has(field) || loaded === undefined || loaded.has(field)
   )
-  // Read-only fields (the key, server-set columns, relations loaded by default) are in every whole row the server
-  // sends.
-  for (const [field, property] of Object.entries(properties)) {
-    const absent = relations.has(field) && loaded !== undefined && !loaded.has(field)
-    if (isReadOnly(property) && !absent) required.add(field)
-  }
-  if (Object.hasOwn(properties, primaryKey)) required.add(primaryKey)
+  if (!required.includes(primaryKey) && Object.hasOwn(properties, primaryKey)) required.push(primaryKey)
   const { required: _required, $id: _id, ...rest } = entity
-  const row = { ...rest, $id: name, required: Object.keys(properties).filter((field) => required.has(field)) }
+  const rowProperties = Object.fromEntries(
+    Object.entries(properties).map(([field, property]) => [
+      field,
+      relations.has(field) ? wholeRelated(property) : property,
+    ])
+  )
+  const row = { ...rest, properties: rowProperties, $id: name, required }
   const partial = {
     ...rest,
     $id: `${name}Partial`,

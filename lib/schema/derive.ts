@@ -62,9 +62,31 @@ const integerRanges: Record<string, [number, number]> = {
 }
 const safeRange: [number, number] = [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
 
-/** Adds the column's bounds to an integer schema that declares none (nullable unions included). */
-function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): JsonSchema {
+/** The largest finite single-precision float: a larger value overflows a `real` (PostgreSQL) or `float` (MySQL). */
+const singleMax = 3.4028234663852886e38
+
+// The single-precision float columns of each database (SQLite's REAL and FLOAT are doubles, as are
+// PostgreSQL's float8 and MySQL's double): a number field over one of them is bounded by ±singleMax.
+const singleFloats: Record<DialectName, ReadonlySet<string>> = {
+  sqlite: new Set(),
+  postgres: new Set(['float4']),
+  mysql: new Set(['float']),
+}
+
+/** The name of the database a schema is derived for. */
+export type DialectName = 'sqlite' | 'postgres' | 'mysql'
+
+/** The largest magnitude a number field over `column` can hold. */
+function floatMax (column: ColumnInfo | undefined, dialect: DialectName | undefined): number {
+  const type = column?.type.replace(/ unsigned$/, '')
+  const single = type !== undefined && dialect !== undefined && singleFloats[dialect].has(type)
+  return single ? singleMax : Number.MAX_VALUE
+}
+
+/** Adds the column's bounds to an integer or number schema that declares none (nullable unions included). */
+function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined, dialect?: DialectName): JsonSchema {
   const range = (column === undefined ? undefined : integerRanges[column.type.replace(/ unsigned$/, '')]) ?? safeRange
+  const max = floatMax(column, dialect)
   const bound = (schema: JsonSchema): JsonSchema => {
     if (schema.type !== 'integer' && schema.type !== 'number') {
       return Array.isArray(schema.anyOf)
@@ -73,10 +95,10 @@ function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined): J
     }
     const bounded = { ...schema }
     if (bounded.minimum === undefined && bounded.exclusiveMinimum === undefined) {
-      bounded.minimum = schema.type === 'integer' ? range[0] : -Number.MAX_VALUE
+      bounded.minimum = schema.type === 'integer' ? range[0] : -max
     }
     if (bounded.maximum === undefined && bounded.exclusiveMaximum === undefined) {
-      bounded.maximum = schema.type === 'integer' ? range[1] : Number.MAX_VALUE
+      bounded.maximum = schema.type === 'integer' ? range[1] : max
     }
     return bounded
   }
@@ -128,7 +150,8 @@ function inlineRelation (property: JsonSchema): JsonSchema {
 
 /**
  * The entity schema as served: plain, with bounded integers, relation fields marked read-only and
- * their object schemas inline. A field marked read-only in any way (`readOnly: true` on it or on a branch
+ * their object schemas inline; number fields over a single-precision column of `dialect` are bounded by its
+ * range. A field marked read-only in any way (`readOnly: true` on it or on a branch
  * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`, and so do the primary key
  * and the version column (`versionField`) whatever the schema says: they are never written from a body.
  */
@@ -138,7 +161,8 @@ export function deriveEntity (
   relationFields: ReadonlySet<string>,
   id: string,
   primaryKey: string,
-  versionField?: string
+  versionField?: string,
+  dialect?: DialectName
 ): JsonSchema {
   const entity = plain(schema)
   const properties: Record<string, JsonSchema> = {}
@@ -147,7 +171,7 @@ export function deriveEntity (
       properties[name] = { ...inlineRelation(property), readOnly: true }
       continue
     }
-    const bounded = canonicalStrings(boundIntegers(property, columns.get(name)), columns.get(name))
+    const bounded = canonicalStrings(boundIntegers(property, columns.get(name), dialect), columns.get(name))
     // Every read-only marker becomes `readOnly: true` on the field itself, where bodies and OpenAPI look.
     properties[name] =
       name === primaryKey || name === versionField || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name])

@@ -120,10 +120,12 @@ export function errorStatuses (
   if (element) statuses.push(404)
   if (method === 'POST' || method === 'BULK' || write) statuses.push(409)
   if (write) statuses.push(412)
-  if (method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH') statuses.push(413)
+  // Fastify reads a body sent with any method but GET and HEAD: a DELETE with one too (too large, or not JSON).
+  const body = method !== 'LIST' && method !== 'GET'
+  if (body) statuses.push(413)
   // A path parameter past Fastify's maxParamLength (viewsetFrameworkErrors).
   if (element) statuses.push(414)
-  if (method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH') statuses.push(415)
+  if (body) statuses.push(415)
   if (write && requireIfMatch) statuses.push(428)
   statuses.push(500, 503)
   return statuses

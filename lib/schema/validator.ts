@@ -3,6 +3,7 @@ import type { Options, ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import { LruCache } from '../execution/lru-cache.js'
+import { documentingPatterns } from './list-patterns.js'
 import { isRecord } from './object-schema.js'
 
 // CommonJS: under ESM its default export arrives wrapped
@@ -54,9 +55,33 @@ export function isCanonicalInteger (value: string): boolean {
 
 type StringValidator = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
 
+/**
+ * Whether an Ajv error gives way to the handler's own check: LIST's `offset` past its documented `maximum`
+ * (maxOffset) is refused by parsePagination, whose 400 says to page further with a cursor.
+ */
+function deferred (error: FastifySchemaValidationError): boolean {
+  if (error.keyword === 'pattern') return documentingPatterns.has(String(error.params.pattern))
+  return error.keyword === 'maximum' && error.instancePath === '/offset'
+}
+
+/** `validate`, where the errors that give way to the handler's checks ({@link deferred}) do not fail the request. */
+function deferring (validate: StringValidator): StringValidator {
+  const checked: StringValidator = (data) => {
+    if (validate(data)) {
+      checked.errors = null
+      return true
+    }
+    const errors = (validate.errors ?? []).filter((error) => !deferred(error))
+    checked.errors = errors.length === 0 ? null : errors
+    return errors.length === 0
+  }
+  return checked
+}
+
 /** A path or query validator that first refuses integers not written canonically, then coerces as Ajv does. */
-function canonicalIntegers (schema: Record<string, unknown>, validate: StringValidator): StringValidator {
+function canonicalIntegers (schema: Record<string, unknown>, compiled: StringValidator): StringValidator {
   const properties = schema.properties
+  const validate = deferring(compiled)
   const keys = isRecord(properties)
     ? Object.entries(properties)
       .filter(([, property]) => admitsInteger(property))
