@@ -5,8 +5,8 @@ import { Type } from '@sinclair/typebox'
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base'
 import Fastify from 'fastify'
 import type { Generated } from 'kysely'
-import { createDatabase, createViewset } from '../lib/index.js'
-import { instrumentViewsets } from '../lib/observability/otel.js'
+import { createDatabase, createViewset } from 'fastify-viewsets'
+import { instrumentViewsets } from 'fastify-viewsets/otel'
 
 const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
 const db = createDatabase<{ items: { id: Generated<number>, name: string } }>('sqlite::memory:')

@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=precondition.js.map

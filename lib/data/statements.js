@@ -1,0 +1,59 @@
+import { sql } from 'kysely';
+import { firstRow, resultRows } from '../sql.js';
+import { markOneRow } from '../execution/one-row.js';
+import { runCompiled } from '../execution/prepared-kysely.js';
+import { andThen } from '../execution/eventually.js';
+import { StatementCache, withParameters } from './statement-cache.js';
+/**
+ * The SQL that never changes shape, compiled once at registration and executed with new parameters.
+ * Compiling on every request costs more than the query itself on short SQLite reads. On databases from
+ * createDatabase, `executeQuery` also skips preparing it again (see dialect/sqlite-statements.ts and
+ * dialect/postgres-statements.ts).
+ */
+export class Statements {
+    #byId;
+    /** The page statement, or with `literalLimit` the page statement of each page size. */
+    #page;
+    /** `findById` with a `?fields=` selection or a scope: one statement per field set and scope. */
+    #byIdSelecting;
+    #table;
+    #primaryKey;
+    #columns;
+    /** The dialect's `syntax.literalLimit`: the page's LIMIT is written into its SQL; `syntax.statementPlugin`: what the
+     * statements compile with. */
+    constructor(db, table, primaryKey, columns, { syntax: { literalLimit, statementPlugin } }) {
+        this.#table = table;
+        this.#primaryKey = primaryKey;
+        this.#columns = columns;
+        // The placeholder values only fix each parameter's position; every call passes its own.
+        this.#byId = markOneRow(db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile());
+        this.#byIdSelecting = new StatementCache(statementPlugin);
+        this.#page = literalLimit
+            ? new StatementCache(statementPlugin)
+            : db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile();
+    }
+    /**
+     * The row with this key (and in `scope`, when given), or `undefined`; with `selection`, only its columns are
+     * read. At once where the database answered at once (eventually.ts). May throw.
+     */
+    findById(db, id, selection, scope) {
+        if (scope !== undefined) {
+            // One statement per field set and scope shape, like a LIST; the key is bound first, then the scope's values.
+            const columns = selection?.columns ?? this.#columns;
+            return andThen(this.#byIdSelecting.execute(db, `${selection?.shape ?? '*'}|${scope.shape}`, [id, ...scope.parameters], () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where), true), firstRow);
+        }
+        if (selection !== undefined) {
+            return andThen(this.#byIdSelecting.execute(db, selection.shape, [id], () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id), true), firstRow);
+        }
+        return andThen(runCompiled(db, withParameters(this.#byId, [id])), firstRow);
+    }
+    /** One page of rows in primary-key order, as {@link findById} answers. */
+    page(db, limit, offset) {
+        const page = this.#page;
+        if (page instanceof StatementCache) {
+            return page.rows(db, String(limit), [offset], () => db.selectFrom(this.#table).select(this.#columns).orderBy(this.#primaryKey).limit(sql.lit(limit)).offset(offset));
+        }
+        return andThen(runCompiled(db, withParameters(page, [limit, offset])), resultRows);
+    }
+}
+//# sourceMappingURL=statements.js.map

@@ -1,0 +1,327 @@
+import { sql } from 'kysely';
+import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js';
+import { ViewsetErrors } from '../errors.js';
+import { inOrderSent, keyOrder } from '../dialect/shared/upsert.js';
+import { retryOnDeadlock } from './retry-on-deadlock.js';
+import { checkRepeatedKeys, conflictingElement, duplicateMessage, elementConflict } from './bulk-conflicts.js';
+import { cursorAlias, keysetCondition, positionOf, reversed } from '../query/cursor.js';
+import { applyOrdering } from '../query/ordering.js';
+import { StatementCache } from './statement-cache.js';
+import { parametersOf, shapeOf } from './condition-shape.js';
+import { checkedWrite, checkWritten, inTransaction } from './write-check.js';
+/** The `WHERE` terms of a query, the scope first when there is one. */
+function scoped(conditions, scope) {
+    return scope === undefined ? conditions : [scope, ...conditions];
+}
+/**
+ * The data layer of one viewset: parsed, typed input in, rows out. It holds the compiled statements,
+ * the dialect, the relation loaders and the LIST statement caches, and knows nothing of HTTP (no
+ * request, no reply, no header). Built once at registration and frozen. Every method takes the
+ * database to run on first (`db`, `readDb` or a transaction).
+ *
+ * @example
+ * ```ts
+ * const query = parseListQuery(request.query, plan.query)
+ * const [rows, total] = await Promise.all([resource.list(db, query), resource.count(db, query)])
+ * await resource.load(db, rows)
+ * ```
+ */
+export class TableGateway {
+    dialect;
+    #statements;
+    #target;
+    #relations;
+    #versioning;
+    #uniqueKeys;
+    #conflictFields;
+    #pages;
+    #counts;
+    /** Whether a page's LIMIT is written into its SQL (DialectSyntax.literalLimit), decided once. */
+    #literalLimit;
+    constructor(config) {
+        const { dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields } = config;
+        this.#versioning = versioning;
+        this.#uniqueKeys = uniqueKeys;
+        this.#conflictFields = conflictFields;
+        this.dialect = dialect;
+        this.#literalLimit = dialect.syntax.literalLimit;
+        this.#statements = statements;
+        this.#pages = new StatementCache(dialect.syntax.statementPlugin);
+        this.#counts = new StatementCache(dialect.syntax.statementPlugin);
+        // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
+        this.#target = { ...target, statements: new StatementCache(dialect.syntax.statementPlugin) };
+        this.#relations = relations;
+        Object.freeze(this);
+    }
+    /** The row with this key, or `undefined`; with a selection, only its columns are read. At once where the database
+     * answered at once (eventually.ts); may throw. */
+    find(db, id, options = {}) {
+        return this.#statements.findById(db, id, options.selection, options.scope);
+    }
+    /** One page of rows matching the query (and the scope), in its order, as {@link find} answers. */
+    list(db, query, scope) {
+        const { limit, offset, ordering, fields } = query;
+        // A scope is a WHERE term: the precompiled page statement has none.
+        if (query.pageOnly && scope === undefined)
+            return this.#statements.page(db, limit, offset);
+        const conditions = scoped(query.conditions, scope);
+        const read = fields?.columns ?? this.#target.columns;
+        const parameters = parametersOf(conditions);
+        const limited = this.#limitShape(limit, parameters);
+        parameters.push(offset);
+        const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${limited}`;
+        return this.#pages.rows(db, shape, parameters, () => {
+            let select = db.selectFrom(this.#target.table).select(read);
+            if (conditions.length > 0) {
+                select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))));
+            }
+            return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit)).offset(offset);
+        });
+    }
+    /**
+     * One page by keyset (`pagination: 'cursor'`): the `limit` rows after (or before) the query's cursor, in
+     * one statement that reads one row more, to know whether a next (or previous) page exists. A page before
+     * the cursor is read in the reversed order and turned back.
+     */
+    async cursorPage(db, query, scope) {
+        const { limit, cursor, fields } = query;
+        const conditions = scoped(query.conditions, scope);
+        const backwards = cursor?.direction === 'before';
+        const ordering = backwards ? reversed(query.ordering) : query.ordering;
+        const keyset = cursor === undefined ? undefined : keysetCondition(ordering, cursor.values, this.dialect);
+        const where = keyset === undefined ? conditions : [...conditions, keyset];
+        // The ordering keys are read even when `?fields=` leaves them out: the links are made of them.
+        const read = [
+            ...new Set([
+                ...(fields?.columns ?? this.#target.columns),
+                ...ordering.keys.flatMap((key) => (key.expression === undefined ? [key.field] : [])),
+            ]),
+        ];
+        // A relation path's value is selected under an alias, and dropped from the rows once the links are made.
+        const related = ordering.keys.flatMap((key, index) => key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }]);
+        const parameters = parametersOf(where);
+        const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}` +
+            this.#limitShape(limit + 1, parameters);
+        const fetched = await this.#pages.rows(db, shape, parameters, () => {
+            let select = db.selectFrom(this.#target.table).select(read);
+            for (const { alias, expression } of related)
+                select = select.select(sql `${expression}`.as(alias));
+            if (where.length > 0)
+                select = select.where((eb) => eb.and(where.map((condition) => condition.expression(eb))));
+            return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit + 1));
+        });
+        const more = fetched.length > limit;
+        const rows = fetched.slice(0, limit);
+        if (backwards)
+            rows.reverse();
+        const first = rows[0];
+        const last = rows[rows.length - 1];
+        const order = query.ordering;
+        // Backwards, the cursor's row (or what now stands there) follows this page.
+        const page = backwards
+            ? {
+                rows,
+                next: last === undefined ? undefined : positionOf(order, last, 'after'),
+                prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined,
+            }
+            : {
+                rows,
+                next: more && last !== undefined ? positionOf(order, last, 'after') : undefined,
+                // A page past the cursor has rows before it; an empty one links back from the cursor itself.
+                prev: cursor === undefined
+                    ? undefined
+                    : first === undefined
+                        ? { direction: 'before', values: cursor.values }
+                        : positionOf(order, first, 'before'),
+            };
+        for (const row of rows)
+            for (const { alias } of related)
+                delete row[alias];
+        return page;
+    }
+    /**
+     * A page's LIMIT in a LIST statement's shape and parameters: bound after the `parameters` so far, or, written
+     * into the SQL (DialectSyntax.literalLimit), part of the shape instead. Answers the shape's suffix.
+     */
+    #limitShape(limit, parameters) {
+        if (this.#literalLimit)
+            return `|${limit}`;
+        parameters.push(limit);
+        return '';
+    }
+    /** A page's LIMIT as the statement's builder writes it, as {@link #limitShape} shaped it. */
+    #limit(limit) {
+        return this.#literalLimit ? sql.lit(limit) : limit;
+    }
+    /** The number of rows matching the query's conditions (its page and order aside). */
+    async count(db, query, scope) {
+        const conditions = scoped(query.conditions, scope);
+        const parameters = parametersOf(conditions);
+        const [row] = await this.#counts.rows(db, shapeOf(conditions), parameters, () => {
+            const select = db.selectFrom(this.#target.table).select((eb) => eb.fn.countAll().as('count'));
+            return conditions.length > 0
+                ? select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
+                : select;
+        });
+        // pg answers count(*) as a string (a bigint), mysql2 as a number or a string: the dialect converts it.
+        return this.dialect.values.count(row?.count ?? 0);
+    }
+    /** Inserts the values and returns the row as stored (generated key and defaults included), as {@link find} answers;
+     * with a `check`, the stored row must be in it, else a 403 and nothing is written (write-check.ts). */
+    insert(db, values, check) {
+        const insert = (on) => this.dialect.writes.insert(on, this.#target, values);
+        return check === undefined ? insert(db) : checkedWrite(db, this.#target, this.dialect.values.keyOf, check, insert);
+    }
+    /**
+     * Inserts rows all or none (in a transaction, or the caller's), one multi-row INSERT per set of fields
+     * sent, and returns them as stored, in the order given; with a `check`, as {@link insert} (one statement).
+     */
+    async insertMany(db, rows, check) {
+        if (rows.length === 0)
+            return [];
+        return await this.#bulk(db, rows, async (trx) => {
+            const stored = await this.dialect.writes.insertMany(trx, this.#target, rows);
+            if (check !== undefined)
+                await this.#check(trx, stored, () => check, true);
+            return stored;
+        });
+    }
+    /** The write check of rows just written (write-check.ts). */
+    async #check(trx, rows, ruleOf, bulk) {
+        await checkWritten(trx, this.#target, this.dialect.values.keyOf, { rows, ruleOf, bulk });
+    }
+    /**
+     * Inserts each element, or updates the row with the same `conflictFields` (only the element's `update`
+     * columns, the version incremented, and only in `scope`), and returns the rows as stored, in the order
+     * given, each with whether it was created. A conflicting row outside the scope is a 409 and nothing
+     * changes. `bulk`: the elements of one `POST /bulk`, written all or none, an error naming its element.
+     * `checks`: the rules a created row and an updated one must be in once written (else a 403, nothing written).
+     */
+    async upsert(db, elements, scope, bulk, checks = {}) {
+        const conflictFields = this.#conflictFields;
+        if (conflictFields === undefined)
+            throw new Error('upsert needs conflictFields');
+        if (elements.length === 0)
+            return [];
+        const rule = { conflictFields, scope: scope?.where, versionField: this.#versioning?.versionField };
+        const detail = `A row with the same ${conflictFields.join(', ')} already exists`;
+        const checked = checks.created !== undefined || checks.updated !== undefined;
+        // Written in key order (no two bulks lock the same rows in opposite orders), answered in the order sent.
+        const order = keyOrder(elements, conflictFields, this.dialect.values.keyOf);
+        const write = async (on) => {
+            const result = await this.dialect.writes.upsert(on, this.#target, order.sorted, rule);
+            if (!('outside' in result)) {
+                const sent = inOrderSent(result.rows, order);
+                const ruleOf = (index) => (sent[index]?.created === true ? checks.created : checks.updated);
+                if (checked)
+                    await this.#check(on, sent.map((entry) => entry.row), ruleOf, bulk);
+                return sent;
+            }
+            // Thrown inside the transaction, which rolls back what the other elements wrote.
+            throw bulk
+                ? elementConflict(detail, order.sent[result.outside] ?? result.outside, conflictFields, duplicateMessage)
+                : new ViewsetErrors.Conflict(detail);
+        };
+        if (bulk)
+            return await this.#bulk(db, elements.map((element) => element.values), write);
+        // The check runs in the write's transaction: one of its own when it has one; a deadlock retries it whole.
+        const run = async () => (checked ? await inTransaction(db, write) : await write(db));
+        return db.isTransaction ? await run() : await retryOnDeadlock(this.dialect, run);
+    }
+    /**
+     * Runs a bulk write all or none (in a transaction, or the caller's), after checking that no two elements
+     * repeat a unique key. A unique or foreign-key fault names its element by JSON pointer when the database
+     * says which (see bulk-conflicts.ts); else it is answered like every other fault.
+     */
+    async #bulk(db, rows, write) {
+        checkRepeatedKeys(rows, this.#uniqueKeys, this.dialect.values.keyOf);
+        try {
+            if (db.isTransaction)
+                return await write(db);
+            return await retryOnDeadlock(this.dialect, async () => await db.transaction().execute(write));
+        }
+        catch (error) {
+            // After the rollback, unless the caller's transaction is still open (and, on PostgreSQL, aborted).
+            const on = db.isTransaction ? undefined : db;
+            throw (await conflictingElement(this.dialect, this.#target, this.#uniqueKeys, on, error, rows)) ?? error;
+        }
+    }
+    /**
+     * Updates one row and returns it as stored, or `undefined` when there is no such row, or none in the
+     * scope: then nothing changes (the dialect checks the scope in the write itself, or in its transaction).
+     * With a precondition (If-Match), or a version column to increment, the row is read and locked first,
+     * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
+     * the same tag get one write. Answered as {@link find} answers. With `check`, the row as written must be in
+     * it (in the same transaction), else a 403 and nothing changes.
+     */
+    update(db, id, values, scope, precondition, check) {
+        const versionField = this.#versioning?.versionField;
+        const write = (on, written) => check === undefined
+            ? this.dialect.writes.update(on, this.#target, id, written, scope)
+            : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, (trx) => this.dialect.writes.update(trx, this.#target, id, written, scope));
+        if (precondition === undefined && versionField === undefined)
+            return write(db, values);
+        // The increment is computed from the locked row, so it is part of this one UPDATE.
+        const next = (row) => (versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 });
+        return this.#guarded(db, id, scope, precondition, async (trx, row) => await write(trx, { ...values, ...next(row) }));
+    }
+    /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as
+     * `update` checks it. Answered as {@link find} answers. */
+    delete(db, id, scope, precondition) {
+        const remove = (on) => this.dialect.writes.delete(on, this.#target, id, scope);
+        if (precondition === undefined)
+            return remove(db);
+        return this.#guarded(db, id, scope, precondition, remove).then((deleted) => deleted ?? false);
+    }
+    /**
+     * Runs `write` in a transaction once the row is read (key and scope) and locked (`SELECT … FOR UPDATE`
+     * where the database has row locks; SQLite has one writer, so its transaction is enough) and the
+     * precondition holds: `undefined` without writing when there is no such row (404), else
+     * PreconditionRequired (428) or PreconditionFailed (412) thrown.
+     */
+    async #guarded(db, id, scope, precondition, write) {
+        const { table, primaryKey, columns, statements } = this.#target;
+        const lock = this.dialect.capabilities.rowLocks;
+        const run = async (trx) => {
+            const [row] = await statements.rows(trx, `${lock ? 'lock' : 'find'} ${scopeShape(scope)}`, keyAndScope(id, scope), () => {
+                const key = trx.selectFrom(table).select(columns).where(primaryKey, '=', id);
+                const select = scope === undefined ? key : key.where(scope.where);
+                return lock ? select.forUpdate() : select;
+            });
+            if (row === undefined)
+                return undefined;
+            if (precondition?.kind === 'required')
+                throw new ViewsetErrors.PreconditionRequired();
+            if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition))) {
+                throw new ViewsetErrors.PreconditionFailed();
+            }
+            return await write(trx, row);
+        };
+        return db.isTransaction ? await run(db) : await db.transaction().execute(run);
+    }
+    /** Whether the row's tag is one of `tags` (strong comparison: a weak `W/` tag never matches). */
+    async #matches(db, row, { tags, reader }) {
+        if (tags === '*')
+            return true;
+        const versioning = this.#versioning;
+        if (versioning === undefined)
+            return false;
+        // The representation includes the relations: load them as GET would, in this transaction.
+        if (versioning.versionField === undefined)
+            await this.load(db, [row], versioning.relations, reader);
+        return tags.includes(versioning.tagOf(row));
+    }
+    /** Whether the rows have relation fields to load. */
+    get hasRelations() {
+        return this.#relations !== undefined;
+    }
+    /**
+     * Loads the relation fields of these rows in place (`only`: just these relations), batched per relation; with
+     * `request`, only the related rows the rules of their tables admit for it.
+     */
+    async load(db, rows, only, request) {
+        if (this.#relations !== undefined && rows.length > 0)
+            await this.#relations.load(db, rows, only, request);
+    }
+}
+//# sourceMappingURL=table-gateway.js.map

@@ -1,0 +1,66 @@
+import { outsideRule } from '../errors.js';
+// A write's `WITH CHECK` (PostgreSQL's row-level security term): the rows a write stored must satisfy the
+// viewset's rule for the method, or the write is refused. Run in the write's transaction, after the write and
+// before the commit, so no other writer can slip between the write and the check; the 403 rolls it back.
+const keysPerCheck = 500;
+/**
+ * Throws the 403 of {@link outsideRule} unless every written row is in its rule: one `SELECT key … WHERE key IN
+ * (…) AND rule` per rule, whatever the number of rows. `keyOf` makes driver values comparable (dialect values).
+ *
+ * @example
+ * ```ts
+ * await checkWritten(trx, target, keyOf, { rows: [row], ruleOf: () => scope, bulk: false })
+ * ```
+ */
+export async function checkWritten(db, target, keyOf, written) {
+    const { table, primaryKey } = target;
+    const byRule = new Map();
+    written.rows.forEach((_row, index) => {
+        const rule = written.ruleOf(index);
+        if (rule === undefined)
+            return;
+        const indexes = byRule.get(rule);
+        if (indexes === undefined)
+            byRule.set(rule, [index]);
+        else
+            indexes.push(index);
+    });
+    const outside = [];
+    for (const [rule, all] of byRule) {
+        // Cut so that the keys and the rule's values stay under every database's parameter limit.
+        for (let start = 0; start < all.length; start += keysPerCheck) {
+            const indexes = all.slice(start, start + keysPerCheck);
+            const keys = indexes.map((index) => written.rows[index]?.[primaryKey]);
+            const admitted = await db
+                .selectFrom(table)
+                .select(primaryKey)
+                .where(primaryKey, 'in', keys)
+                .where(rule.where)
+                .execute();
+            const seen = new Set(admitted.map((row) => keyOf(row[primaryKey])));
+            for (const index of indexes)
+                if (!seen.has(keyOf(written.rows[index]?.[primaryKey])))
+                    outside.push(index);
+        }
+    }
+    if (outside.length === 0)
+        return;
+    throw outsideRule(written.bulk ? Math.min(...outside) : undefined);
+}
+/** Runs `work` in `db` when it is a transaction already, else in a transaction of its own. */
+export async function inTransaction(db, work) {
+    return db.isTransaction ? await work(db) : await db.transaction().execute(work);
+}
+/**
+ * Runs the write of one row in a transaction (`db`'s, or one of its own) and checks the row it answers against
+ * `check` before the commit; no row (a 404 to come) is not checked.
+ */
+export async function checkedWrite(db, target, keyOf, check, write) {
+    return await inTransaction(db, async (trx) => {
+        const row = await write(trx);
+        if (row !== undefined)
+            await checkWritten(trx, target, keyOf, { rows: [row], ruleOf: () => check, bulk: false });
+        return row;
+    });
+}
+//# sourceMappingURL=write-check.js.map

@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=dialect.js.map

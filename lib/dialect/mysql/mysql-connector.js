@@ -1,0 +1,155 @@
+import { CompiledQuery, MysqlDialect } from 'kysely';
+import { invalidOption, ViewsetErrors } from '../../errors.js';
+import { keepAliveDelay, readTimeout, redact } from '../shared/connection.js';
+import { errorProperty } from '../../sql.js';
+async function openMysql(url, settings) {
+    const mysql = await import('mysql2').catch(() => {
+        throw new ViewsetErrors.InvalidDatabaseUrl(redact(url), 'MySQL needs the mysql2 package: npm install mysql2');
+    });
+    const parsed = new URL(url.replace(/^mariadb:/i, 'mysql:'));
+    const timeout = settings.connectionTimeout;
+    const pool = mysql.createPool({
+        // Query parameters (such as ?ssl={"rejectUnauthorized":true} or ?charset=...) are mysql2 options.
+        uri: parsed.toString(),
+        port: parsed.port === '' ? 3306 : Number(parsed.port),
+        connectionLimit: settings.poolSize,
+        connectTimeout: timeout,
+        // DATETIME/TIMESTAMP are read and written in UTC, like pg's timestamptz; the session is set to UTC below.
+        timezone: 'Z',
+        // BIGINT as a number while it is exact, as a string beyond 2^53; DECIMAL as a string, like pg's numeric.
+        supportBigNumbers: true,
+        typeCast: mysqlTypeCast,
+        // A dead idle connection is found by keepalive probes; a busy one by each query's timeout (see below).
+        enableKeepAlive: true,
+        keepAliveInitialDelay: keepAliveDelay,
+    });
+    return withAcquireTimeout(pool, timeout, readTimeout(settings.statementTimeout));
+}
+/** The connections whose `query` is guarded. */
+const guarded = new WeakSet();
+/**
+ * Gives each query Kysely sends (SQL text, values, callback) mysql2's per-query `timeout`, a margin above the
+ * statement timeout. Past it mysql2 fails the query but keeps the connection, busy with the lost command:
+ * the connection is destroyed instead (it leaves the pool, which opens a new one) and the request answers
+ * 503 FST_VIEWSET_TIMEOUT. Only a half-open connection gets there: the server stops a statement at its
+ * own timeout. MySQL 8 bounds only SELECTs on the server: a longer write ends here too, and may still commit.
+ */
+function guardConnection(connection, timeout) {
+    if (guarded.has(connection) || !isGuardable(connection))
+        return;
+    guarded.add(connection);
+    // mysql2's overloads, forwarded as they come
+    const query = connection.query.bind(connection);
+    connection.query = ((sql, values, callback) => {
+        if (typeof sql !== 'string' || typeof callback !== 'function')
+            return query(sql, values, callback);
+        return query({ sql, values, timeout }, (error, ...results) => {
+            if (errorProperty(error, 'code') !== 'PROTOCOL_SEQUENCE_TIMEOUT') {
+                callback(error, ...results); // mysql2's callback: (error, rows, fields)
+                return;
+            }
+            connection.destroy();
+            callback(new ViewsetErrors.Timeout());
+        });
+    }); // the same overloads as the method it replaces
+}
+function isGuardable(connection) {
+    return 'query' in connection && typeof connection.query === 'function' &&
+        'destroy' in connection && typeof connection.destroy === 'function';
+}
+/**
+ * Answers in the types the other dialects use: BOOLEAN (TINYINT(1)) as true/false, and MariaDB's
+ * JSON (a LONGTEXT underneath) parsed, like MySQL's JSON type and PostgreSQL's json/jsonb.
+ */
+function mysqlTypeCast(field, next) {
+    if (field.type === 'TINY' && field.length === 1) {
+        const value = field.string();
+        return value === null ? null : value !== '0';
+    }
+    if (field.extendedFormat === 'json') {
+        const value = field.string();
+        return value === null ? null : JSON.parse(value);
+    }
+    return next();
+}
+/**
+ * The session settings every MySQL connection gets: UTC, so that NOW() agrees with the UTC dates mysql2
+ * writes, and the statement timeout: MariaDB's `max_statement_time` (seconds), else MySQL's
+ * `max_execution_time` (milliseconds, SELECT only); MySQL does not know the first (error 1193).
+ */
+function mysqlSession(timeout) {
+    return async function onMysqlConnection(connection) {
+        await connection.executeQuery(CompiledQuery.raw("set time_zone = '+00:00'"));
+        if (timeout === 0)
+            return;
+        try {
+            await connection.executeQuery(CompiledQuery.raw(`set session max_statement_time = ${timeout / 1000}`));
+        }
+        catch (error) {
+            if (errorProperty(error, 'errno') !== '1193')
+                throw error;
+            await connection.executeQuery(CompiledQuery.raw(`set session max_execution_time = ${timeout}`));
+        }
+    };
+}
+/**
+ * mysql2's pool queues requests for a connection without limit. Fail after `timeout` milliseconds
+ * instead, like pg's `connectionTimeoutMillis`, so that an exhausted pool answers 503 rather than hang.
+ * Each connection handed out gets the `queryTimeout` of {@link guardConnection} (0: none).
+ */
+function withAcquireTimeout(pool, timeout, queryTimeout) {
+    return {
+        getConnection(callback) {
+            let waiting = true;
+            const timer = setTimeout(() => {
+                waiting = false;
+                // mysql2's callback types no connection beside an error
+                callback(new ViewsetErrors.Unavailable(), undefined);
+            }, timeout);
+            pool.getConnection((error, connection) => {
+                clearTimeout(timer);
+                if (waiting) {
+                    waiting = false;
+                    if (queryTimeout > 0 && (error === null || error === undefined))
+                        guardConnection(connection, queryTimeout);
+                    callback(error, connection);
+                }
+                else if (error === null || error === undefined) {
+                    // The caller gave up on this connection: hand it back to the pool.
+                    connection.release();
+                }
+            });
+        },
+        end: (callback) => {
+            pool.end(callback);
+        },
+    };
+}
+/**
+ * MySQL and MariaDB through mysql2 (an optional peer, loaded on first use): `mysql://user@host:3306/name` or
+ * `mariadb://...`; query parameters are mysql2 options. Sessions run in UTC with the statement timeout, an
+ * exhausted pool fails after `connectionTimeout`, BOOLEAN comes back as true/false and MariaDB JSON parsed.
+ */
+export const mysqlConnector = {
+    urls: ['mysql://', 'mariadb://'],
+    connect(url, settings) {
+        return {
+            dialect: new MysqlDialect({
+                pool: async () => await openMysql(url, settings),
+                onCreateConnection: mysqlSession(settings.statementTimeout),
+            }),
+            direct: undefined,
+        };
+    },
+    adopt(pool) {
+        if (typeof pool !== 'object' ||
+            pool === null ||
+            !('getConnection' in pool) ||
+            typeof pool.getConnection !== 'function') {
+            invalidOption('handle', 'a MySQL Kysely takes the mysql2 pool given to its MysqlDialect');
+        }
+        // mysql2 prepares only with execute(), which Kysely does not use: nothing to adopt, as with createDatabase.
+        return undefined;
+    },
+};
+//# sourceMappingURL=mysql-connector.js.map

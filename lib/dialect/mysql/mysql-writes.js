@@ -1,0 +1,204 @@
+import { sql } from 'kysely';
+import { chunks, fieldGroups, inElementOrder } from '../shared/bulk-insert.js';
+import { compositeKey, deletedAny, inTransaction, mapKey } from '../../sql.js';
+import { canonicalDateTime } from '../shared/date-time.js';
+import { byConflictKey, keyIn, updateAssignments, upsertGroups } from '../shared/upsert.js';
+import { inFieldOrder, keyAndScope, sentFields } from '../shared/write-shapes.js';
+// MySQL has no RETURNING, and MariaDB has none on UPDATE: every write is followed by a read of the
+// row in the same transaction. One code path serves both servers, so the path CI runs on MariaDB is
+// the one MySQL users get.
+/** Prepared statements count placeholders in 16 bits. */
+export const mysqlMaxParameters = 65_535;
+// The column of the locked read that says whether a conflicting row is in the scope.
+const inScopeColumn = 'viewset:in_scope';
+const dateTimeTypes = new Set(['datetime', 'timestamp']);
+/**
+ * Values as MySQL takes them. mysql2 expands an object into `key = value` pairs and an array into a
+ * list, so JSON objects and arrays are sent as JSON text. MySQL takes no `Z` or `+02:00` in a
+ * DATETIME or TIMESTAMP, and JSON clients send RFC 3339: those strings become dates, which mysql2
+ * writes in UTC (createDatabase sets the session to UTC as well).
+ */
+function storable({ catalog }, values) {
+    let converted;
+    for (const key in values) {
+        const value = values[key];
+        let stored = value;
+        if (typeof value === 'object' && value !== null && !(value instanceof Date) && !(value instanceof Uint8Array)) {
+            stored = JSON.stringify(value);
+        }
+        else if (typeof value === 'string' && dateTimeTypes.has(catalog?.get(key)?.type ?? '')) {
+            // Every RFC 3339 spelling (`+23:59`, `+05`, a lowercase `t`, a leap second), read as shared/date-time.ts does.
+            const canonical = canonicalDateTime(value);
+            if (canonical !== undefined)
+                stored = new Date(canonical);
+        }
+        if (stored !== value) {
+            converted ??= { ...values };
+            converted[key] = stored;
+        }
+    }
+    return converted ?? values;
+}
+/** The row with this key, read back after a write (in its transaction): compiled once per table. */
+async function readBack(db, { table, primaryKey, columns, statements }, id) {
+    const [row] = await statements.rows(db, 'find', [id], () => db.selectFrom(table).select(columns).where(primaryKey, '=', id));
+    return row;
+}
+/**
+ * The row with this key if it is in the scope. MySQL and MariaDB refuse an UPDATE or DELETE whose
+ * subquery reads the table being written (error 1093), and a scope may well do that (`owner in (select …)`),
+ * so the scope is checked by a read first; `lock`: `FOR UPDATE`, which holds the row until the write's
+ * transaction ends, so the scope cannot change in between.
+ */
+async function inScope(db, { table, primaryKey, columns, statements }, id, scope, lock) {
+    const [row] = await statements.rows(db, `${lock ? 'lock' : 'find'} ${scope.shape}`, keyAndScope(id, scope), () => {
+        const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id).where(scope.where);
+        return lock ? select.forUpdate() : select;
+    });
+    return row;
+}
+async function insert(db, target, values) {
+    const { table, primaryKey } = target;
+    const row = storable(target, values);
+    const { fields, shape, parameters } = sentFields(row);
+    return await inTransaction(db, async (trx) => {
+        // No fields: `INSERT INTO t () VALUES ()`, MySQL's spelling of DEFAULT VALUES.
+        const { insertId } = await target.statements.execute(trx, `insert ${shape}`, parameters, () => trx.insertInto(table).values(inFieldOrder(fields, row)));
+        // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
+        const id = row[primaryKey] ?? insertId;
+        if (id === undefined) {
+            // A programming error, not a request's: an override or beforeWrite left a key without a default unset.
+            throw new Error(`"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; ` +
+                'set it in beforeWrite or createElement');
+        }
+        const stored = await readBack(trx, target, id);
+        if (stored === undefined)
+            throw new Error(`the row inserted into ${table} was not found by its key`);
+        return stored;
+    });
+}
+async function insertMany(db, target, rows) {
+    const { table, primaryKey, columns } = target;
+    return await inTransaction(db, async (trx) => {
+        const stored = [];
+        for (const { fields, indexes } of fieldGroups(rows)) {
+            for (const chunk of chunks(indexes, fields.length, mysqlMaxParameters)) {
+                const sent = chunk.map((index) => storable(target, rows[index] ?? {}));
+                let answered;
+                if (fields.length === 0) {
+                    answered = await Promise.all(sent.map(async () => await insert(trx, target, {})));
+                }
+                else {
+                    const { insertId } = await trx.insertInto(table).values(sent).executeTakeFirstOrThrow();
+                    if (fields.includes(primaryKey)) {
+                        answered = await trx
+                            .selectFrom(table)
+                            .select(columns)
+                            .where(primaryKey, 'in', sent.map((row) => row[primaryKey]))
+                            .execute();
+                    }
+                    else {
+                        if (insertId === undefined) {
+                            throw new Error(`"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, ` +
+                                'so MySQL cannot read the new rows back');
+                        }
+                        // No RETURNING: a multi-row INSERT of known length takes consecutive AUTO_INCREMENT values from
+                        // insertId (every innodb_autoinc_lock_mode), so the rows are the next ones from there.
+                        answered = await trx
+                            .selectFrom(table)
+                            .select(columns)
+                            .where(primaryKey, '>=', insertId)
+                            .orderBy(primaryKey)
+                            .limit(sent.length)
+                            .execute();
+                    }
+                }
+                inElementOrder(sent, answered, target, mapKey).forEach((row, at) => {
+                    stored[chunk[at] ?? 0] = row;
+                });
+            }
+        }
+        return stored;
+    });
+}
+/**
+ * Reads the rows the elements conflict with, locked: affectedRows (1 inserted, 2 updated) says 0 or 1 for a row
+ * left as it was, so they are read first. A key read as absent cannot be inserted by another writer before this
+ * one (a gap lock), and a row read cannot leave the scope.
+ */
+async function lockConflicting(trx, { table, primaryKey }, conflictFields, stored, scope) {
+    const locked = trx
+        .selectFrom(table)
+        .select([primaryKey, ...conflictFields])
+        .where(keyIn(conflictFields, stored));
+    return await (scope === undefined
+        ? locked
+        : locked.select(sql `case when ${scope} then 1 else 0 end`.as(inScopeColumn)))
+        .forUpdate()
+        .execute();
+}
+/** INSERT … ON DUPLICATE KEY UPDATE, one statement per group of elements that send the same fields. */
+async function writeUpsertGroups(trx, table, elements, stored, rule) {
+    for (const group of upsertGroups(elements, mysqlMaxParameters)) {
+        const set = updateAssignments(group.update, rule, (column) => sql `values(${sql.ref(column)})`, (column) => sql.ref(column));
+        for (const chunk of group.chunks) {
+            await trx
+                .insertInto(table)
+                .values(chunk.map((index) => stored[index] ?? {}))
+                .onDuplicateKeyUpdate(set)
+                .execute();
+        }
+    }
+}
+async function upsert(db, target, elements, rule) {
+    const { table, primaryKey, columns } = target;
+    const { conflictFields, scope } = rule;
+    const stored = elements.map(({ values }) => storable(target, values));
+    return await inTransaction(db, async (trx) => {
+        const existing = await lockConflicting(trx, target, conflictFields, stored, scope);
+        const outside = existing.find((row) => scope !== undefined && Number(row[inScopeColumn]) !== 1);
+        if (outside !== undefined) {
+            const key = compositeKey(outside, conflictFields, mapKey);
+            return {
+                outside: Math.max(0, stored.findIndex((values) => compositeKey(values, conflictFields, mapKey) === key)),
+            };
+        }
+        const updated = new Set(existing.map((row) => mapKey(row[primaryKey])));
+        await writeUpsertGroups(trx, table, elements, stored, rule);
+        const rows = byConflictKey(stored, await trx.selectFrom(table).select(columns).where(keyIn(conflictFields, stored)).execute(), conflictFields, mapKey);
+        return {
+            rows: rows.map((row) => {
+                // The update branch wrote the key as sent, so only a value the server transforms (a trimmed pad) misses.
+                if (row === undefined) {
+                    throw new Error(`An upserted row of "${table}" was not found by its ${conflictFields.join(', ')} as sent`);
+                }
+                return { row, created: !updated.has(mapKey(row[primaryKey])) };
+            }),
+        };
+    });
+}
+async function update(db, target, id, values, scope) {
+    const { table, primaryKey } = target;
+    if (Object.keys(values).length === 0) {
+        return scope === undefined ? await readBack(db, target, id) : await inScope(db, target, id, scope, false);
+    }
+    const row = storable(target, values);
+    const { fields, shape, parameters } = sentFields(row);
+    return await inTransaction(db, async (trx) => {
+        if (scope !== undefined && (await inScope(trx, target, id, scope, true)) === undefined)
+            return undefined;
+        // affectedRows is 0 for a row that exists but did not change, so the read decides between 200 and 404.
+        await target.statements.execute(trx, `update ${shape}`, [...parameters, id], () => trx.updateTable(table).set(inFieldOrder(fields, row)).where(primaryKey, '=', id));
+        return await readBack(trx, target, id);
+    });
+}
+async function remove(db, target, id, scope) {
+    const { table, primaryKey } = target;
+    const remove = async (on) => deletedAny(await target.statements.execute(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id)));
+    if (scope === undefined)
+        return await remove(db);
+    return await inTransaction(db, async (trx) => (await inScope(trx, target, id, scope, true)) === undefined ? false : await remove(trx));
+}
+/** MySQL's and MariaDB's writes: each one followed by a read of its row, in its transaction. */
+export const mysqlWrites = { insert, insertMany, upsert, update, delete: remove };
+//# sourceMappingURL=mysql-writes.js.map

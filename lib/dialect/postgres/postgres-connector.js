@@ -1,0 +1,78 @@
+import { PostgresDialect } from 'kysely';
+import { keepAliveDelay, readTimeout } from '../shared/connection.js';
+import { cancelOnClientGone, carryCancellationToCheckouts } from './postgres-cancel.js';
+import { enableCancellation } from '../../execution/cancellation.js';
+import { invalidOption } from '../../errors.js';
+import { isPgPool, markPreparable, postgresHandle, queryDirect, patchClientQuery } from './postgres-statements.js';
+import { guardClient } from './postgres-client-guard.js';
+import { checkServer } from './postgres-server-check.js';
+async function openPostgres(url, settings, handle) {
+    const { default: pg } = await import('pg');
+    const config = {
+        connectionString: url,
+        connectionTimeoutMillis: settings.connectionTimeout,
+        // A startup parameter rather than a SET per connection: no extra round trip, and no window in which
+        // a connection runs unbounded. pg leaves it out when it is 0.
+        statement_timeout: settings.statementTimeout,
+        // A half-open connection (a failover, a partition) is found: idle, by keepalive probes; busy, by
+        // query_timeout (guardClient then drops it). pg leaves query_timeout out when it is 0.
+        keepAlive: true,
+        keepAliveInitialDelayMillis: keepAliveDelay,
+        query_timeout: readTimeout(settings.statementTimeout),
+    };
+    const cancelOnDisconnect = await checkServer((options) => new pg.Client(options), config, settings);
+    const pool = new pg.Pool({ ...config, max: settings.poolSize });
+    // An idle client that loses its server emits 'error' on the pool; unhandled, it would crash the process.
+    pool.on('error', () => { });
+    // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when
+    // the server goes away (a restart, a failover): without this listener the process would crash.
+    pool.on('connect', (client) => {
+        client.on('error', () => { });
+        guardClient(client);
+    });
+    if (cancelOnDisconnect) {
+        pool.on('connect', cancelOnClientGone);
+        carryCancellationToCheckouts(pool);
+        enableCancellation();
+    }
+    pool.on('connect', (client) => { patchClientQuery(client, handle.named); });
+    handle.pool = pool;
+    return pool;
+}
+/**
+ * PostgreSQL through pg: `postgres://user@host:5432/name` or `postgresql://...`. `statement_timeout` is
+ * sent when each connection opens and checked on the first (postgres-server-check.ts); compiled queries
+ * become named statements (postgres-statements.ts) unless a pooler is named; unless `cancelOnDisconnect` is
+ * off, a query whose client hung up is cancelled (postgres-cancel.ts); a connection with no answer past the
+ * statement timeout is dropped (postgres-client-guard.ts).
+ */
+export const postgresConnector = {
+    urls: ['postgres://', 'postgresql://'],
+    connect(url, settings) {
+        // Behind a pooler, a named statement lives on a server connection the next transaction may not get.
+        const handle = postgresHandle(settings.log, settings.preparedStatements ?? settings.pooler === undefined);
+        return {
+            dialect: new PostgresDialect({ pool: async () => await openPostgres(url, settings, handle) }),
+            direct: directOn(handle),
+        };
+    },
+    adopt(pool) {
+        if (!isPgPool(pool))
+            invalidOption('handle', 'a PostgreSQL Kysely takes the pg Pool given to its PostgresDialect');
+        const handle = postgresHandle(undefined, true);
+        handle.pool = pool;
+        // Its clients send compiled queries as named statements from their next checkout on, through Kysely too.
+        pool.on('acquire', (client) => { patchClientQuery(client, true); });
+        return { direct: directOn(handle), viaKysely: markPreparable };
+    },
+};
+function directOn(handle) {
+    return (compiled) => {
+        const result = queryDirect(handle, compiled);
+        // What goes through Kysely may still be prepared, by the client's patched query (patchClientQuery).
+        if (result === undefined && handle.named)
+            markPreparable(compiled);
+        return result;
+    };
+}
+//# sourceMappingURL=postgres-connector.js.map

@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=column-types.js.map

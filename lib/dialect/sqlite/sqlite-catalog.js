@@ -1,0 +1,104 @@
+import { sql } from 'kysely';
+// CHECK ("status" IN ('a', 'b')) as written in the CREATE TABLE text: SQLite keeps no parsed form.
+const checkIn = /check\s*\(\s*["`[]?(\w+)["`\]]?\s+in\s*\(([^)]*)\)\s*\)/gi;
+function checkLists(createSql) {
+    const lists = new Map();
+    for (const match of createSql.matchAll(checkIn)) {
+        const values = [...(match[2] ?? '').matchAll(/'((?:[^']|'')*)'/g)].map((value) => (value[1] ?? '').replaceAll("''", "'"));
+        if (match[1] !== undefined && values.length > 0)
+            lists.set(match[1], values);
+    }
+    return lists;
+}
+/** SQLite's catalog: `sqlite_schema` and the table-valued pragmas, which take the table as a parameter. */
+export const sqliteCatalog = {
+    async table(db, name) {
+        const { rows: [relation], } = await sql `
+      select type, sql from sqlite_schema where name = ${name} and type in ('table', 'view')`.execute(db);
+        if (relation === undefined)
+            return undefined;
+        const { rows: columns } = await sql `select * from pragma_table_xinfo(${name}) order by cid`.execute(db);
+        const primaryKey = columns
+            .filter((column) => column.pk > 0)
+            .sort((a, b) => a.pk - b.pk)
+            .map((column) => column.name);
+        const lists = checkLists(relation.sql ?? '');
+        const { unique, indexes } = await indexesOf(db, name);
+        // An INTEGER PRIMARY KEY is the rowid: SQLite numbers it when it is omitted.
+        const rowid = primaryKey.length === 1 ? primaryKey[0] : undefined;
+        if (rowid !== undefined && !indexes.some((index) => index.length === 1 && index[0] === rowid))
+            indexes.push([rowid]);
+        return {
+            name,
+            view: relation.type === 'view',
+            columns: columns.map((column) => catalogColumn(column, rowid, lists)),
+            primaryKey,
+            unique,
+            indexes,
+            foreignKeys: await foreignKeysOf(db, name),
+        };
+    },
+    async relations(db) {
+        const { rows } = await sql `
+      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!' order by name`.execute(db);
+        return rows.map((row) => ({ name: row.name, view: row.type === 'view' }));
+    },
+};
+async function primaryKeyOf(db, table) {
+    const { rows } = await sql `select name, pk from pragma_table_info(${table}) where pk > 0 order by pk`.execute(db);
+    return rows.map((row) => row.name);
+}
+/** The table's full, column-only indexes, and which of them are unique constraints (not the primary key). */
+async function indexesOf(db, name) {
+    const { rows: indexRows } = await sql `select name, "unique", origin, partial from pragma_index_list(${name}) order by name`.execute(db);
+    const unique = [];
+    const indexes = [];
+    for (const index of indexRows) {
+        if (index.partial !== 0)
+            continue;
+        const { rows: parts } = await sql `select cid, name from pragma_index_info(${index.name}) order by seqno`.execute(db);
+        // cid -2 is an expression: such an index says nothing about a column.
+        if (parts.some((part) => part.cid < 0 || part.name === null))
+            continue;
+        const names = parts.map((part) => part.name ?? '');
+        indexes.push(names);
+        if (index.unique !== 0 && index.origin !== 'pk')
+            unique.push(names);
+    }
+    return { unique, indexes };
+}
+/** The table's foreign keys, one per constraint; an implicit reference names the target's primary key. */
+async function foreignKeysOf(db, name) {
+    const { rows: keyRows } = await sql `select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(db);
+    const foreignKeys = [];
+    const byId = new Map();
+    for (const row of keyRows)
+        byId.set(row.id, [...(byId.get(row.id) ?? []), row]);
+    for (const rows of byId.values()) {
+        const target = rows[0]?.table ?? '';
+        // `to` is null when the key references the target's primary key implicitly.
+        const implicit = rows.some((row) => row.to === null);
+        const references = implicit ? await primaryKeyOf(db, target) : rows.map((row) => row.to ?? '');
+        foreignKeys.push({ columns: rows.map((row) => row.from), table: target, references });
+    }
+    return foreignKeys;
+}
+/** One column as the catalog describes it; `rowid` is the INTEGER PRIMARY KEY column, if any. */
+function catalogColumn(column, rowid, lists) {
+    const declared = column.type.toLowerCase();
+    const type = declared.replace(/\s*\(.*$/, '').trim();
+    const length = /^(?:var)?char(?:acter)?(?: varying)?\s*\((\d+)\)/.exec(declared)?.[1];
+    return {
+        name: column.name,
+        type,
+        declared,
+        nullable: column.notnull === 0 && !(column.pk > 0 && column.name === rowid && type === 'integer'),
+        default: column.dflt_value ?? undefined,
+        generated: column.hidden === 2 || column.hidden === 3,
+        autoIncrement: column.name === rowid && type === 'integer',
+        maxLength: length === undefined ? undefined : Number(length),
+        enumValues: lists.get(column.name),
+        json: false,
+    };
+}
+//# sourceMappingURL=sqlite-catalog.js.map

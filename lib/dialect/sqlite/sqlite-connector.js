@@ -1,0 +1,46 @@
+import { isAbsolute, resolve } from 'node:path';
+import { invalidOption, ViewsetErrors } from '../../errors.js';
+import { BoundedSqliteDialect } from './sqlite-driver.js';
+import { attachSqlite, isBetterSqliteDatabase, runDirect, sqliteHandle } from './sqlite-statements.js';
+/** Opens the file: WAL journaling, the busy timeout, foreign keys on, and statements prepared once
+ * (sqlite-statements.ts). */
+async function openSqlite(path, settings, handle) {
+    const { default: Database } = await import('better-sqlite3');
+    const file = path === ':memory:' || isAbsolute(path) ? path : resolve(process.cwd(), path);
+    const database = new Database(file);
+    // WAL lets readers run beside the writer; the busy timeout makes concurrent writers wait instead of failing.
+    database.pragma('journal_mode = WAL');
+    database.pragma(`busy_timeout = ${settings.busyTimeout}`);
+    database.pragma('foreign_keys = ON');
+    // its rows are declared unknown; they are objects (nothing turns .raw() on)
+    const typed = database;
+    return attachSqlite(handle, typed);
+}
+/**
+ * SQLite through better-sqlite3: `sqlite:path/to/file.db` (relative to the working directory, or absolute)
+ * or `sqlite::memory:`. SQLite cannot interrupt a statement: `statementTimeout` is ignored.
+ */
+export const sqliteConnector = {
+    urls: ['sqlite:'],
+    connect(url, settings) {
+        const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+        if (path === '') {
+            throw new ViewsetErrors.InvalidDatabaseUrl(url, 'a SQLite URL needs a path, as in sqlite:base.db or sqlite::memory:');
+        }
+        const handle = sqliteHandle(settings.log);
+        return {
+            dialect: new BoundedSqliteDialect({ database: async () => await openSqlite(path, settings, handle) }, settings.connectionTimeout),
+            direct: (compiled) => runDirect(handle, compiled),
+        };
+    },
+    adopt(database) {
+        if (!isBetterSqliteDatabase(database)) {
+            invalidOption('handle', 'a SQLite Kysely takes the better-sqlite3 Database given to its SqliteDialect');
+        }
+        // The same statement cache as a connection createDatabase opens; Kysely keeps preparing its own.
+        const handle = sqliteHandle(undefined);
+        attachSqlite(handle, database);
+        return { direct: (compiled) => runDirect(handle, compiled), viaKysely: () => { } };
+    },
+};
+//# sourceMappingURL=sqlite-connector.js.map

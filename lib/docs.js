@@ -1,0 +1,97 @@
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import fp from 'fastify-plugin';
+import { securitySchemeName } from './http/auth.js';
+/** Whether an operation of the document names the security scheme. */
+function schemeUsed(document, scheme) {
+    const requirements = (value) => Array.isArray(value) &&
+        value.some((requirement) => typeof requirement === 'object' && requirement !== null && scheme in requirement);
+    if (requirements(document.security))
+        return true;
+    return Object.values(document.paths ?? {}).some((item) => Object.values(item).some((operation) => typeof operation === 'object' &&
+        operation !== null &&
+        'security' in operation &&
+        requirements(operation.security)));
+}
+/**
+ * The document with a top-level entry for each tag its operations use and `tags` does not declare: tools
+ * (Spectral's operation-tag-defined) expect every tag to be declared, and Swagger UI lists them in that order.
+ */
+function withDeclaredTags(document) {
+    const declared = Array.isArray(document.tags) ? document.tags : [];
+    const names = new Set(declared.map((tag) => (typeof tag === 'object' && tag !== null && 'name' in tag ? tag.name : tag)));
+    const used = Object.values(document.paths ?? {}).flatMap((item) => Object.values(item).flatMap((operation) => typeof operation === 'object' && operation !== null && 'tags' in operation && Array.isArray(operation.tags)
+        ? operation.tags.filter((tag) => typeof tag === 'string')
+        : []));
+    const missing = [...new Set(used)].filter((name) => !names.has(name));
+    return missing.length === 0 ? document : { ...document, tags: [...declared, ...missing.map((name) => ({ name }))] };
+}
+/** The document without the viewsets' security scheme when no operation uses it: it would promise a token endpoint. */
+function withoutUnusedScheme(document) {
+    const components = document.components;
+    const schemes = components?.securitySchemes;
+    if (components === undefined ||
+        typeof schemes !== 'object' ||
+        schemes === null ||
+        !(securitySchemeName in schemes) ||
+        schemeUsed(document, securitySchemeName)) {
+        return document;
+    }
+    // checked to be an object just above
+    const { [securitySchemeName]: _unused, ...others } = schemes;
+    const { securitySchemes: _schemes, ...rest } = components;
+    return { ...document, components: Object.keys(others).length > 0 ? { ...rest, securitySchemes: others } : rest };
+}
+/**
+ * The OAuth2 password-flow security scheme that protected operations reference, keyed by
+ * {@link securitySchemeName}. Use it when you register @fastify/swagger yourself.
+ *
+ * @example
+ * ```ts
+ * const securitySchemes = viewsetSecuritySchemes('/token')
+ * await app.register(fastifySwagger, { openapi: { components: { securitySchemes } } })
+ * ```
+ */
+export function viewsetSecuritySchemes(tokenUrl = '/token') {
+    return { [securitySchemeName]: { type: 'oauth2', flows: { password: { tokenUrl, scopes: {} } } } };
+}
+/**
+ * Registers @fastify/swagger (OpenAPI 3.1) and @fastify/swagger-ui. Register it before the viewsets:
+ * @fastify/swagger collects routes as they are added.
+ *
+ * @example
+ * ```ts
+ * await app.register(viewsetDocs, { title: 'Shop API' })      // Swagger UI at /docs, JSON at /docs/json
+ * // With the token endpoint elsewhere than /token: viewsetDocs with { tokenUrl: '/auth/token' }
+ * await app.register(createViewset({ db, table: 'items', schema: Item }), { prefix: '/items' })
+ * ```
+ */
+export const viewsetDocs = fp(async function viewsetDocs(fastify, options) {
+    const { title = 'API', version = '1.0.0', description, routePrefix = '/docs', tokenUrl = '/token', servers = [{ url: '/' }], tags, license, contact, } = options;
+    await fastify.register(fastifySwagger, {
+        openapi: {
+            openapi: '3.1.0',
+            info: {
+                title,
+                version,
+                ...(description === undefined ? {} : { description }),
+                ...(license === undefined ? {} : { license }),
+                ...(contact === undefined ? {} : { contact }),
+            },
+            servers,
+            ...(tags === undefined ? {} : { tags }),
+            // Only protected operations reference the scheme (`security` per operation, none globally).
+            components: { securitySchemes: viewsetSecuritySchemes(tokenUrl) },
+        },
+        // Which routes are protected is known only once they are all registered, so the scheme is dropped here.
+        transformObject: (documents) => 'openapiObject' in documents
+            ? withDeclaredTags(withoutUnusedScheme(documents.openapiObject))
+            : documents.swaggerObject, // a plain OpenAPI object, read as records
+        // Components keep their `$id` as name (Items, AdminItems, ViewsetProblem) instead of def-0, def-1, ...
+        refResolver: {
+            buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+        },
+    });
+    await fastify.register(fastifySwaggerUi, { routePrefix });
+}, { fastify: '5.x', name: 'fastify-viewsets-docs' });
+//# sourceMappingURL=docs.js.map

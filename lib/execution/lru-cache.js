@@ -1,0 +1,57 @@
+/**
+ * A map that holds at most `max` entries and drops the least recently used one first: the one bounded
+ * cache of the library (compiled LIST shapes, `?fields=` serializers, SQLite statements, PostgreSQL statement names). A
+ * hit moves
+ * the entry to the back of the Map's insertion order; a miss costs one lookup.
+ *
+ * @example
+ * ```ts
+ * const names = new LruCache<string, string>(256, (name) => { deallocate(name) })
+ * names.set('select 1', 's1')
+ * names.get('select 1') // 's1', now the most recently used
+ * ```
+ */
+export class LruCache {
+    #entries = new Map();
+    #max;
+    #onEvict;
+    /** The most recently used key: a hit on it has nothing to move (a Map delete and set cost more than the lookup). */
+    #newest;
+    /** `onEvict` runs for each entry pushed out by {@link set} (not for {@link clear}). */
+    constructor(max, onEvict) {
+        this.#max = Math.max(1, max);
+        this.#onEvict = onEvict;
+    }
+    get size() {
+        return this.#entries.size;
+    }
+    get(key) {
+        const value = this.#entries.get(key);
+        if (value !== undefined && key !== this.#newest) {
+            this.#entries.delete(key);
+            this.#entries.set(key, value);
+            this.#newest = key;
+        }
+        return value;
+    }
+    has(key) {
+        return this.#entries.has(key);
+    }
+    set(key, value) {
+        if (!this.#entries.delete(key) && this.#entries.size >= this.#max) {
+            const oldest = this.#entries.entries().next();
+            if (oldest.done !== true) {
+                const [oldKey, oldValue] = oldest.value;
+                this.#entries.delete(oldKey);
+                this.#onEvict?.(oldValue, oldKey);
+            }
+        }
+        this.#entries.set(key, value);
+        this.#newest = key;
+    }
+    clear() {
+        this.#entries.clear();
+        this.#newest = undefined;
+    }
+}
+//# sourceMappingURL=lru-cache.js.map

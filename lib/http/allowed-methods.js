@@ -1,0 +1,95 @@
+import { ViewsetErrors } from '../errors.js';
+import { acceptPatch } from '../schema/openapi.js';
+/** The handlers of the routes added here: they run no user code (see {@link isMethodRoute}). */
+const methodRouteHandlers = new WeakSet();
+/** Whether a route is one of the OPTIONS and 405 routes {@link addMethodRoutes} adds (a HEAD route Fastify derives
+ * keeps the handler). */
+export function isMethodRoute(route) {
+    return methodRouteHandlers.has(route.handler);
+}
+/** The methods `Allow` lists first, in this order; any other method a path serves follows. */
+const commonMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/**
+ * Collects the methods registered on each path of a scope (generated, HEAD and custom routes alike),
+ * through an `onRoute` hook added before the routes.
+ */
+export function collectMethods(fastify) {
+    const byPath = new Map();
+    fastify.addHook('onRoute', (route) => {
+        const methods = Array.isArray(route.method) ? route.method : [route.method];
+        const path = route.url;
+        let set = byPath.get(path);
+        if (set === undefined)
+            byPath.set(path, (set = new Set()));
+        for (const method of methods)
+            set.add(method.toUpperCase());
+    });
+    return byPath;
+}
+function isCommon(method) {
+    return commonMethods.includes(method); // widened: any method name may be looked up
+}
+function allowHeader(methods) {
+    const others = [...methods].filter((method) => !isCommon(method)).sort();
+    return [...commonMethods.filter((method) => methods.has(method)), ...others].join(', ');
+}
+/**
+ * Adds, on each of `paths`, a 405 route for every method Fastify's router knows (TRACE and QUERY too) that is not
+ * registered there (with an `Allow` header listing those that are), and an `OPTIONS` route answering 204 with `Allow`.
+ * The 405 answers from the route's `onRequest`, before any body is read: whatever its Content-Type (or none), an
+ * unserved method is a 405. OPTIONS is left alone when the application already answers it (an `OPTIONS *` route such
+ * as @fastify/cors adds; a CORS onRequest hook answers preflights before any route runs). Routes that another scope
+ * already declares on the same path are left alone too, so that registration never fails on a duplicate.
+ * Returns the `Allow` of a concrete path, for the methods the router does not know (PROPFIND, PURGE, ...): those
+ * reach the not-found handler, which answers 405 with it (see problem-handler.ts).
+ */
+export function addMethodRoutes(fastify, paths, registered) {
+    const allows = new Map();
+    for (const path of paths) {
+        const url = `${fastify.prefix}${path}`;
+        const own = registered.get(url);
+        // A path with no route of the viewset (`/:id` of a LIST-only viewset) is not a known path: it stays 404.
+        if (own === undefined || own.size === 0)
+            continue;
+        const taken = (method) => own.has(method) || fastify.hasRoute({ method, url });
+        const wildcardOptions = fastify.hasRoute({ method: 'OPTIONS', url: '*' }) || fastify.hasRoute({ method: 'OPTIONS', url: '/*' });
+        const options = !taken('OPTIONS') && !wildcardOptions;
+        // Read now: the 405 route added below is collected into `own` too.
+        const servesPatch = own.has('PATCH');
+        const allow = allowHeader(new Set([...own, ...(options ? ['OPTIONS'] : [])]));
+        allows.set(url, allow);
+        if (options) {
+            const handler = async (_request, reply) => {
+                // RFC 5789: where PATCH is served, OPTIONS says which body types it takes.
+                if (servesPatch)
+                    reply.header('accept-patch', acceptPatch);
+                return await reply.header('allow', allow).code(204).send();
+            };
+            methodRouteHandlers.add(handler);
+            fastify.route({ method: 'OPTIONS', url: path, schema: { hide: true }, handler });
+        }
+        const missing = [...commonMethods, ...fastify.supportedMethods.filter((method) => !isCommon(method))]
+            .filter((method) => method !== 'OPTIONS' && !taken(method));
+        if (missing.length === 0)
+            continue;
+        const notAllowed = async (_request, reply) => {
+            reply.header('allow', allow);
+            throw new ViewsetErrors.MethodNotAllowed();
+        };
+        methodRouteHandlers.add(notAllowed);
+        fastify.route({ method: missing, url: path, schema: { hide: true }, onRequest: notAllowed, handler: notAllowed });
+    }
+    return (path) => allowOf(fastify.prefix, allows, registered, path);
+}
+/** The `Allow` of a served path: the list path, a static path of the scope (`/bulk`), or a row path (`/:id`). */
+function allowOf(prefix, allows, registered, path) {
+    const exact = allows.get(path);
+    if (exact !== undefined)
+        return exact;
+    const statics = registered.get(path);
+    if (statics !== undefined && statics.size > 0)
+        return allowHeader(statics);
+    const rest = path.slice(prefix.length);
+    return path.startsWith(`${prefix}/`) && rest.length > 1 && !rest.includes('/', 1) ? allows.get(`${prefix}/:id`) : undefined;
+}
+//# sourceMappingURL=allowed-methods.js.map

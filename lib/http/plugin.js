@@ -1,0 +1,98 @@
+import fp from 'fastify-plugin';
+import { addMethodRoutes, collectMethods, isMethodRoute } from './allowed-methods.js';
+import { protectCustomRoute } from './auth.js';
+import { identityBodies } from './content-encoding.js';
+import { wellFormedJson, wellFormedQuery } from './well-formed-input.js';
+import { ViewsetErrors } from '../errors.js';
+import { notFoundHandler, problemHandler } from './problem-handler.js';
+import { carryCancellationThroughUserCode } from '../execution/cancellation.js';
+import { cancellable } from './routes.js';
+import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from '../schema/openapi.js';
+import { componentsValidatorCompiler } from '../schema/validator.js';
+/**
+ * A custom route that documents its answers but no error: it answers errors through the viewset plugin's problem
+ * handler like every route, so they are documented for it (400 when it validates input, 401 and 403 when
+ * it declares `security`, 500 and 503 always). A route that documents any error is left as it is.
+ */
+function documentErrors(route) {
+    const schema = route.schema;
+    if (schema === undefined || schema.hide === true || typeof schema.response !== 'object' || schema.response === null) {
+        return;
+    }
+    const response = { ...schema.response };
+    if (Object.keys(response).some((status) => /^[45]/.test(status)))
+        return;
+    const validates = schema.body !== undefined ||
+        schema.querystring !== undefined ||
+        schema.params !== undefined ||
+        schema.headers !== undefined;
+    const secured = 'security' in schema && Array.isArray(schema.security) && schema.security.length > 0;
+    const statuses = [...(validates ? [400] : []), ...(secured ? [401, 403] : []), 500, 503];
+    route.schema = { ...schema, response: { ...response, ...problemResponses(statuses) } };
+}
+/**
+ * The plugin of one viewset. `mount` runs when Fastify registers it (it reads the catalog, builds the data
+ * layer and declares the routes); this shell then gives the plugin what every viewset's plugin has: the
+ * validator compiler, the problem+json error and not-found handlers, JSON-only bodies, the routes, and
+ * 405/OPTIONS answers on the viewset's paths. Encapsulated, so `{ prefix }` and the handlers stay inside.
+ *
+ * @example
+ * ```ts
+ * return viewsetPlugin('items', async (fastify) => ({
+ *   schemas: [row], routes, dialect, protect, customRoutes: () => {}, checkProtectedRoutes: () => {},
+ * }))
+ * ```
+ */
+export function viewsetPlugin(table, mount) {
+    const plugin = async (fastify) => {
+        const mounted = await mount(fastify);
+        for (const schema of mounted.schemas)
+            fastify.addSchema(schema);
+        if (fastify.getSchema(problemSchemaId) === undefined)
+            fastify.addSchema(problemSchema);
+        if (!fastify.hasRequestDecorator('viewsetToken'))
+            fastify.decorateRequest('viewsetToken', null);
+        fastify.setValidatorCompiler(componentsValidatorCompiler(mounted.schemas));
+        fastify.setErrorHandler(problemHandler(() => mounted.dialect));
+        // Filled once the routes are known (below): the not-found handler answers 405 on a served path.
+        let allowOf = () => undefined;
+        fastify.setNotFoundHandler(notFoundHandler((path) => allowOf(path)));
+        // Bodies are JSON only: Fastify's text/plain parser would turn a text body into a string that fails as a 400, not a
+        // 415.
+        fastify.removeContentTypeParser('text/plain');
+        // RFC 7396 names PATCH's semantics (top-level fields replace, the rest stay): PATCH takes that type too.
+        // Bodies are read as bytes and checked (UTF-8, well-formed strings) before they are parsed: well-formed-input.ts.
+        const json = wellFormedJson(fastify.getDefaultJsonParser('error', 'error'));
+        fastify.removeContentTypeParser('application/json');
+        fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, json);
+        fastify.addContentTypeParser(mergePatchType, { parseAs: 'buffer' }, (request, body, done) => {
+            if (request.method !== 'PATCH') {
+                done(new ViewsetErrors.UnsupportedMediaType(mergePatchType), undefined);
+                return;
+            }
+            json(request, body, done);
+        });
+        fastify.addHook('onRequest', identityBodies);
+        fastify.addHook('onRequest', wellFormedQuery);
+        const registered = collectMethods(fastify);
+        for (const route of mounted.routes)
+            fastify.route(route);
+        // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
+        let protectedRoutes = 0;
+        fastify.addHook('onRoute', (route) => {
+            // A custom route awaits where it likes before its queries: their cancellation scope rides on the promises.
+            if (!isMethodRoute(route))
+                carryCancellationThroughUserCode();
+            route.handler = cancellable(route.handler);
+            if (protectCustomRoute(route, mounted.protect))
+                protectedRoutes++;
+            documentErrors(route);
+        });
+        await mounted.customRoutes(fastify);
+        mounted.checkProtectedRoutes(protectedRoutes);
+        // After the custom routes, so that a custom route on a generated path counts as allowed.
+        allowOf = addMethodRoutes(fastify, ['', '/:id'], registered);
+    };
+    return fp(plugin, { fastify: '5.x', name: `fastify-viewsets:${table}`, encapsulate: true });
+}
+//# sourceMappingURL=plugin.js.map

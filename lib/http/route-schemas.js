@@ -1,0 +1,259 @@
+import { bodyComponentId, exampleOf } from '../schema/components.js';
+import { deriveBody, deriveParams, propertiesOf } from '../schema/derive.js';
+import { acceptPatch, documentedHeaders, errorStatuses, mergePatchType, problemResponses, problemSchema, problemSchemaId, } from '../schema/openapi.js';
+import { sharedSerializer } from '../schema/serializer.js';
+import { isRecord } from '../schema/object-schema.js';
+import { securitySchemeName } from './auth.js';
+import { mergeDuplicates } from './prefer-header.js';
+const etagHeaders = { ETag: documentedHeaders.etag };
+const summaries = {
+    LIST: (name) => `List ${name}`,
+    GET: (name) => `Get one of ${name} by id`,
+    POST: (name) => `Create one of ${name}`,
+    BULK: (name) => `Create many of ${name}, all or none`,
+    PUT: (name) => `Replace one of ${name}`,
+    PATCH: (name) => `Update fields of one of ${name}`,
+    DELETE: (name) => `Delete one of ${name}`,
+};
+const operationVerbs = {
+    LIST: 'list',
+    GET: 'get',
+    POST: 'create',
+    BULK: 'createMany',
+    PUT: 'replace',
+    PATCH: 'update',
+    DELETE: 'delete',
+};
+/** The conditional-request headers each operation honours, as header parameters (a client types them). */
+const conditionalHeaders = {
+    'if-none-match': {
+        type: 'string',
+        description: 'Entity tags (or `*`) of the versions the client holds: when one is the current ETag, the answer is a 304 with no body.',
+    },
+    'if-match': {
+        type: 'string',
+        description: 'Entity tags (or `*`) the row must match to be written: otherwise a 412 and nothing changes (a 428 without it under requireIfMatch).',
+    },
+};
+/** Adds a header parameter to a route's `headers` schema (POST's `Prefer` may be there already). */
+function addHeader(schema, name, header) {
+    const headers = isRecord(schema.headers) ? schema.headers : { type: 'object', properties: {} };
+    schema.headers = { ...headers, properties: { ...propertiesOf(headers), [name]: header } };
+}
+/** A `$ref` to a component of the viewset. */
+function ref(id) {
+    return { $ref: `${id}#` };
+}
+/** A whole row, or a `?fields=` row (GET and LIST answers). */
+function rowOrPartial(schemas) {
+    return { anyOf: [ref(schemas.components.row.$id), ref(schemas.components.partial.$id)] };
+}
+/** The body of a write, as documented (a component) and validated (the viewset's validator compiler resolves it). */
+function bodyRef(schemas, method) {
+    return ref(bodyComponentId(schemas.name, method));
+}
+// One externals record per viewset: its objects' JSON text is then written once (schema/serializer.ts).
+const viewsetExternals = new WeakMap();
+/** The schemas a viewset's response serializers reach by `$ref`: its row and the problem document. */
+function externalsOf(schemas) {
+    let externals = viewsetExternals.get(schemas);
+    if (externals === undefined) {
+        externals = {
+            [schemas.entity.$id]: { ...schemas.serialized, $id: schemas.entity.$id },
+            [problemSchemaId]: problemSchema,
+        };
+        viewsetExternals.set(schemas, externals);
+    }
+    return externals;
+}
+/**
+ * Compiles the response serializers of the generated routes against the serializer's entity (nullable
+ * scalars coerced, see `deriveSerializerSchema`), where Fastify's own compiler would read the documented one.
+ */
+export function serializerCompiler(schemas, serialized = {}) {
+    const externals = externalsOf(schemas);
+    // `serialized`: a status whose documented schema is not the one to write with (the anyOf of a whole and a
+    // partial row is written as a whole row; `?fields=` answers have serializers of their own).
+    return ({ schema, httpStatus }) => sharedSerializer(serialized[Number(httpStatus)] ?? (isRecord(schema) ? schema : {}), externals);
+}
+/** The serializer compiler of GET (`row`) and LIST (`page`): a whole row, where the documented answer is either. */
+export function wholeRowSerializer(schemas, page) {
+    const row = ref(schemas.entity.$id);
+    return serializerCompiler(schemas, { 200: page ? { type: 'array', items: row } : row });
+}
+/** The schema parts every generated route shares: OpenAPI metadata, error responses, security. */
+function baseSchema(method, schemas, auth, requireIfMatch) {
+    const secured = auth.protectedMethods.includes(method);
+    // An open method that verifies a token when one is sent: the token is optional, and an invalid one is a 401.
+    const optional = !secured && auth.verifiesTokens;
+    const schema = {
+        operationId: `${operationVerbs[method]}${schemas.name}`,
+        summary: summaries[method](schemas.name),
+        tags: [...schemas.tags],
+        response: problemResponses(errorStatuses(method, { secured, optionalToken: optional, requireIfMatch })),
+        // Every generated route rejects unknown query parameters, as LIST does.
+        querystring: { type: 'object', properties: {}, additionalProperties: false },
+    };
+    if (secured)
+        schema.security = [{ [securitySchemeName]: [] }];
+    else if (optional)
+        schema.security = [{}, { [securitySchemeName]: [] }];
+    if (method !== 'LIST' && method !== 'POST' && method !== 'BULK') {
+        const params = deriveParams(schemas.entity, schemas.primaryKey);
+        // An example id, so that tools that call every operation (Dredd) have one.
+        const id = propertiesOf(params).id;
+        const example = exampleOf(id);
+        if (id !== undefined && example !== undefined)
+            id.examples = [example];
+        schema.params = params;
+    }
+    return schema;
+}
+/** The base schema of `method` in this viewset. */
+function baseOf(method, context) {
+    return baseSchema(method, context.schemas, context.auth, context.versions.requireIfMatch);
+}
+/** The largest `limit` LIST's query string accepts (maxLimit), if it declares one. */
+function limitOf(querystring) {
+    return propertiesOf(querystring).limit?.maximum;
+}
+/** LIST `/`: the query string (filters, search, ordering, `fields`, pagination), a page, `Link` and `X-Total-Count`. */
+export function listSchema(context) {
+    const { schemas } = context;
+    const schema = baseOf('LIST', context);
+    schema.querystring = schemas.list.querystring;
+    schema.response[200] = {
+        description: 'A page of rows (with `?fields=`, only the chosen fields)',
+        type: 'array',
+        items: rowOrPartial(schemas),
+        // A page holds at most `limit` rows, and `limit` at most maxLimit.
+        ...(typeof limitOf(schemas.list.querystring) === 'number' ? { maxItems: limitOf(schemas.list.querystring) } : {}),
+        ...(schemas.list.headers === undefined ? {} : { headers: schemas.list.headers }),
+    };
+    return schema;
+}
+/** GET `/:id`: `?fields=`, the row with its ETag, or 304. */
+export function getSchema(context) {
+    const schema = baseOf('GET', context);
+    schema.querystring = { type: 'object', properties: context.fields.properties, additionalProperties: false };
+    schema.response[200] = {
+        description: 'The row (with `?fields=`, only the chosen fields)',
+        ...rowOrPartial(context.schemas),
+        headers: etagHeaders,
+    };
+    addHeader(schema, 'if-none-match', conditionalHeaders['if-none-match']);
+    schema.response[304] = {
+        type: 'null',
+        description: 'Not modified: If-None-Match names the current ETag',
+        headers: etagHeaders,
+    };
+    return schema;
+}
+/**
+ * With `conflictFields`: the `Prefer` request header, and the 200 a merge into an existing row answers
+ * (`answer`: the answer's schema), both answers carrying `Preference-Applied` when the merge was applied.
+ */
+function documentMerge(schema, schemas, answer, bulk) {
+    const { conflictFields } = schemas;
+    if (conflictFields === undefined)
+        return;
+    const fields = conflictFields.join(', ');
+    const each = bulk ? 'each element updates' : 'the body updates';
+    schema.headers = {
+        type: 'object',
+        properties: {
+            prefer: {
+                type: 'string',
+                description: `RFC 7240 preferences. \`${mergeDuplicates}\` upserts: ${each} the row with the same ${fields} ` +
+                    '(only the fields sent; a row outside your scope is a 409), else is inserted. ' +
+                    `Every ${bulk ? 'element' : 'body'} must then send ${fields}. Other preferences are ignored.`,
+                examples: [mergeDuplicates],
+            },
+        },
+    };
+    const applied = { 'Preference-Applied': documentedHeaders.preferenceApplied };
+    const created = schema.response[201];
+    if (created !== undefined) {
+        schema.response[201] = {
+            ...created,
+            headers: { ...(isRecord(created.headers) ? created.headers : {}), ...applied },
+        };
+    }
+    schema.response[200] = {
+        ...answer,
+        description: bulk
+            ? `Merged: no element created a row, each updated the row with the same ${fields} (Prefer: ${mergeDuplicates})`
+            : `Merged: the row with the same ${fields} was updated (Prefer: ${mergeDuplicates})`,
+        headers: { ...(bulk ? {} : etagHeaders), ...applied },
+    };
+}
+/** POST `/`: the body, 201 with `Location` and ETag, and the merge of an upsert. */
+export function postSchema(context) {
+    const { schemas } = context;
+    const schema = baseOf('POST', context);
+    schema.body = bodyRef(schemas, 'POST');
+    schema.response[201] = {
+        description: 'The row as stored',
+        ...ref(schemas.components.row.$id),
+        headers: { Location: documentedHeaders.location, ...etagHeaders },
+    };
+    documentMerge(schema, schemas, ref(schemas.components.row.$id), false);
+    return schema;
+}
+/** BULK `/bulk`: an array of POST bodies (at most `maxBulk`), 201 and the rows. */
+export function bulkSchema(context) {
+    const { schemas } = context;
+    const schema = baseOf('BULK', context);
+    // Inline, not the create component: a `$ref` inside an array is not resolved by the viewset's validator compiler.
+    const element = deriveBody(schemas.entity, false);
+    const example = exampleOf(element);
+    schema.body = {
+        type: 'array',
+        items: element,
+        ...(example === undefined ? {} : { examples: [[example]] }),
+        maxItems: schemas.maxBulk,
+        description: `At most ${schemas.maxBulk} elements (maxBulk; more is a 400), each a body of POST. ` +
+            'Written all or none, in one transaction; an error names its element by JSON pointer (`/3/name`).',
+    };
+    const rows = { type: 'array', items: ref(schemas.components.row.$id) };
+    schema.response[201] = { description: 'The rows as stored', ...rows };
+    documentMerge(schema, schemas, rows, true);
+    return schema;
+}
+/** PUT and PATCH `/:id`: the body (PATCH also as JSON Merge Patch), the row with its ETag. */
+export function updateSchema(method, context) {
+    const { schemas } = context;
+    const schema = baseOf(method, context);
+    const body = bodyRef(schemas, method);
+    // PATCH takes JSON Merge Patch (RFC 7396) too: the same body, the same top-level merge.
+    schema.body =
+        method === 'PATCH'
+            ? { content: { 'application/json': { schema: body }, [mergePatchType]: { schema: body } } }
+            : body;
+    schema.response[200] = { description: 'The row as stored', ...ref(schemas.components.row.$id), headers: etagHeaders };
+    addHeader(schema, 'if-match', conditionalHeaders['if-match']);
+    if (method === 'PUT') {
+        schema.description =
+            'Replaces the writable fields the body sends; an optional field the body leaves out keeps its stored value (send null to clear a nullable one). Read-only fields are ignored.';
+    }
+    const unsupported = schema.response[415];
+    if (method === 'PATCH' && unsupported !== undefined) {
+        schema.response[415] = {
+            ...unsupported,
+            headers: {
+                'Accept-Patch': {
+                    ...documentedHeaders.acceptPatch, description: `The media types PATCH accepts: ${acceptPatch}`,
+                },
+            },
+        };
+    }
+    return schema;
+}
+/** DELETE `/:id`: 204. */
+export function deleteSchema(context) {
+    const schema = baseOf('DELETE', context);
+    schema.response[204] = { type: 'null', description: 'Deleted' };
+    addHeader(schema, 'if-match', conditionalHeaders['if-match']);
+    return schema;
+}
+//# sourceMappingURL=route-schemas.js.map

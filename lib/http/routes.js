@@ -1,0 +1,295 @@
+import { andThen } from '../execution/eventually.js';
+import { currentCancellation, withCancellation, runWithCancellation } from '../execution/cancellation.js';
+import { offsetWithCursor, parsePagination } from '../query/list-query.js';
+import { isRecord } from '../schema/object-schema.js';
+import { authHook, openTokenHook } from './auth.js';
+import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js';
+import { cursorLinkHeader, linkHeader } from './link.js';
+import { tracedRoute } from '../observability/traced-handler.js';
+import { bulkSchema, deleteSchema, getSchema, listSchema, postSchema, serializerCompiler, updateSchema, wholeRowSerializer, } from './route-schemas.js';
+// A request reads down this file's handlers: the route parses what HTTP says (pagination, `?fields=`,
+// If-Match), calls the handler (default-handlers.ts or an override) with it, loads the relations of what
+// the handler returns, and sets the headers from it (`Link`, `X-Total-Count`, `ETag`, `Location`).
+const jsonType = 'application/json; charset=utf-8';
+/** The validated query string: its schema has type object. */
+function queryOf(request) {
+    return isRecord(request.query) ? request.query : {};
+}
+/**
+ * The `?fields=` selection of a GET, or `undefined` for every field. The version column is read with any
+ * selection: it is the ETag (it is written only if chosen).
+ */
+export function selectFields(query, fields, versionField) {
+    const selection = fields.selection(query);
+    if (selection === undefined || versionField === undefined || selection.columns.includes(versionField)) {
+        return selection;
+    }
+    return { ...selection, shape: `${selection.shape}|${versionField}`, columns: [...selection.columns, versionField] };
+}
+/** The ETag of a whole row and its serialized body (the version column's value, else a hash of the body). */
+function tagRow(context, row) {
+    const { represent, versionField } = context.versions;
+    const body = represent(row);
+    return { etag: versionField === undefined ? representationTag(body) : versionTag(row[versionField]), body };
+}
+/** Answers a whole row with its ETag, serialized once (the tag hashes the very bytes sent). */
+function sendTagged(context, reply, row) {
+    if (!isRecord(row))
+        return row;
+    const { etag, body } = tagRow(context, row);
+    // A string with a JSON type is sent as it is: the route's serializer does not run again.
+    reply.header('etag', etag).type(jsonType);
+    return body;
+}
+/**
+ * Loads the relations of a handler's result: a row, rows, or anything else (left alone), in the request's
+ * cancellation `scope` (taken before the handler's await: see execution/cancellation.ts). The routes call it
+ * only when `resource.hasRelations`: without relations they await nothing more.
+ */
+async function loadRelations(scope, request, resource, db, result, only) {
+    const rows = Array.isArray(result) ? result.filter(isRecord) : isRecord(result) ? [result] : [];
+    // The related rows are those the rules of their tables admit for this request (relations/relation-rule.ts).
+    const rules = { request, token: request.viewsetToken };
+    await withCancellation(scope, () => resource.load(db, rows, only, rules));
+    return result;
+}
+/** Answers a written row with its relations (the default ones) and its ETag, as POST, PUT and PATCH do. */
+function sendWritten(scope, context, reply, row) {
+    const { resource, db, fields } = context;
+    if (!resource.hasRelations)
+        return sendTagged(context, reply, row);
+    return loadRelations(scope, reply.request, resource, db, row, fields.defaultRelations).then((loaded) => sendTagged(context, reply, loaded));
+}
+/**
+ * A client that hangs up cancels the PostgreSQL query serving it (see dialect/postgres/postgres-cancel.ts).
+ * Not an async function: a handler that answers with `reply.send()` and returns nothing keeps doing so.
+ */
+export function cancellable(handler) {
+    return function (request, reply) {
+        return runWithCancellation(reply.raw, () => handler.call(this, request, reply));
+    };
+}
+/**
+ * Drops the Content-Type of a request that carries no body, so that Fastify does not parse nothing as
+ * JSON (a 400) or refuse the type (a 415). A body that is there is still parsed as usual.
+ */
+function ignoreEmptyBody(request, _reply, done) {
+    const { headers } = request;
+    const length = headers['content-length'];
+    if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) {
+        delete headers['content-type'];
+    }
+    done();
+}
+/** Hooks before the body is read: no body on DELETE, the bearer check of protected methods, and of open ones
+ * when a token is sent. */
+function onRequestOf(method, { auth }) {
+    const hooks = [];
+    // DELETE takes no body: an empty one is no body, whatever Content-Type a client sets by default. Fastify
+    // never reads a GET's body (LIST and GET need no hook).
+    if (method === 'DELETE')
+        hooks.push(ignoreEmptyBody);
+    if (auth.protectedMethods.includes(method))
+        hooks.push(authHook(method, auth.options));
+    else if (auth.verifiesTokens)
+        hooks.push(openTokenHook(auth.options));
+    return hooks.length > 0 ? { onRequest: hooks } : {};
+}
+/** The If-Match condition of a PUT, PATCH or DELETE (requireIfMatch: none is a 428 at the write). */
+function preconditionOfRequest(request, context) {
+    const precondition = preconditionOf(request.headers['if-match'], context.versions.requireIfMatch);
+    // The tag compared is of the row as this request's GET served it: its relations under its rules.
+    return precondition?.kind === 'match' ? { ...precondition, reader: { request, token: request.viewsetToken } } : precondition;
+}
+/**
+ * Sends a LIST's rows, with what the default LIST read said in headers: `X-Total-Count`, `Link`, and the
+ * `?fields=` serializer. Set last, so that an error thrown before is serialized as a problem, not as rows.
+ */
+function sendPage(request, reply, page, maxOffset) {
+    const { rows, query, total, cursors } = page;
+    if (query === undefined)
+        return rows;
+    if (total !== undefined)
+        reply.header('x-total-count', String(total));
+    if (query.fields !== undefined)
+        reply.serializer(query.fields.serialize).type(jsonType);
+    const count = Array.isArray(rows) ? rows.length : 0;
+    const link = cursors === undefined
+        ? linkHeader(request.url, { limit: query.limit, offset: query.offset, rows: count, total, maxOffset })
+        : cursorLinkHeader(request.url, { limit: query.limit, ...cursors });
+    if (link !== undefined)
+        reply.header('link', link);
+    return rows;
+}
+/** LIST `/`: pagination checked, the handler's page, its relations, then `Link`, `X-Total-Count` and `?fields=`. */
+function listRoute(handlers, context) {
+    const { resource, readDb, fields } = context;
+    const { maxOffset, pagination } = context.paging;
+    // Before validation, which would only call `offset` unknown: the 400 says to page by cursor.
+    const refuseOffset = (request, _reply, done) => {
+        done('offset' in queryOf(request) ? offsetWithCursor() : undefined);
+    };
+    return {
+        method: 'GET',
+        url: '',
+        schema: listSchema(context),
+        serializerCompiler: wholeRowSerializer(context.schemas, true),
+        ...onRequestOf('LIST', context),
+        ...(pagination === 'cursor' ? { preValidation: refuseOffset } : {}),
+        handler: cancellable((request, reply) => {
+            const scope = currentCancellation();
+            // An overridden list gets the same bound on offset as the default one.
+            parsePagination(queryOf(request), maxOffset, pagination);
+            return andThen(handlers.list(request, reply, request.viewsetToken), (page) => {
+                if (!resource.hasRelations)
+                    return sendPage(request, reply, page, maxOffset);
+                // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
+                const only = page.query?.fields?.relations ?? fields.defaultRelations;
+                return loadRelations(scope, request, resource, readDb, page.rows, only).then(() => sendPage(request, reply, page, maxOffset));
+            });
+        }),
+    };
+}
+/** Sends GET's row: its ETag (or a 304), and the `?fields=` serializer of a selection. */
+function sendElement(context, request, reply, row, selection) {
+    if (!isRecord(row))
+        return row;
+    const { versionField } = context.versions;
+    // Without a version column, only the whole row has a tag (a hash of it).
+    let body = row;
+    let etag;
+    if (selection === undefined)
+        ({ etag, body } = tagRow(context, row));
+    else if (versionField !== undefined)
+        etag = versionTag(row[versionField]);
+    if (etag !== undefined) {
+        reply.header('etag', etag);
+        if (noneMatch(request.headers['if-none-match'], etag))
+            return reply.code(304).send();
+    }
+    // Set last, so that an error thrown above is serialized as a problem, not as a row.
+    if (selection !== undefined)
+        reply.serializer(selection.serializeRow);
+    reply.type(jsonType);
+    return body;
+}
+/** GET `/:id`: `?fields=` parsed and handed to the handler, the row, its relations, its ETag. */
+function getRoute(handlers, context) {
+    const { resource, readDb, fields } = context;
+    return {
+        method: 'GET',
+        url: '/:id',
+        schema: getSchema(context),
+        serializerCompiler: wholeRowSerializer(context.schemas, false),
+        ...onRequestOf('GET', context),
+        handler: cancellable((request, reply) => {
+            const scope = currentCancellation();
+            const selection = selectFields(queryOf(request), fields, context.versions.versionField);
+            return andThen(handlers.getElement(request, reply, request.viewsetToken, selection), (found) => resource.hasRelations
+                ? loadRelations(scope, request, resource, readDb, found, selection?.relations ?? fields.defaultRelations)
+                    .then((loaded) => sendElement(context, request, reply, loaded, selection))
+                : sendElement(context, request, reply, found, selection));
+        }),
+    };
+}
+/** POST `/`: 201, the row as stored, and `Location` unless the handler set one; 200 when an upsert updated a row. */
+function postRoute(handlers, context) {
+    const { primaryKey } = context.schemas;
+    return {
+        method: 'POST',
+        url: '',
+        schema: postSchema(context),
+        serializerCompiler: serializerCompiler(context.schemas),
+        ...onRequestOf('POST', context),
+        handler: cancellable((request, reply) => {
+            const scope = currentCancellation();
+            reply.code(201);
+            return andThen(handlers.createElement(request, reply, request.viewsetToken), (row) => {
+                const id = isRecord(row) ? row[primaryKey] : undefined;
+                // Only a created row has a new URL to point at (an upsert that updated answers 200).
+                if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
+                    reply.header('location', `${context.prefix}/${encodeURIComponent(String(id))}`);
+                }
+                return sendWritten(scope, context, reply, row);
+            });
+        }),
+    };
+}
+/** BULK `/bulk`: 201 and the rows as stored, in the order of the elements, with their relations. */
+function bulkRoute(handlers, context) {
+    const { resource, db } = context;
+    return {
+        method: 'POST',
+        url: '/bulk',
+        schema: bulkSchema(context),
+        serializerCompiler: serializerCompiler(context.schemas),
+        ...onRequestOf('BULK', context),
+        handler: cancellable(async (request, reply) => {
+            const scope = currentCancellation();
+            reply.code(201);
+            const rows = await handlers.createElements(request, reply, request.viewsetToken);
+            return await loadRelations(scope, request, resource, db, rows);
+        }),
+    };
+}
+/** PUT and PATCH `/:id`: If-Match read and handed to the handler, the row as stored, or 404. */
+function updateRoute(method, handlers, context) {
+    const partial = method === 'PATCH';
+    return {
+        method,
+        url: '/:id',
+        schema: updateSchema(method, context),
+        serializerCompiler: serializerCompiler(context.schemas),
+        ...onRequestOf(method, context),
+        handler: cancellable((request, reply) => {
+            const scope = currentCancellation();
+            const precondition = preconditionOfRequest(request, context);
+            return andThen(handlers.updateElement(request, reply, request.viewsetToken, partial, precondition), (row) => sendWritten(scope, context, reply, row));
+        }),
+    };
+}
+/** DELETE `/:id`: If-Match read and handed to the handler, 204, or 404. */
+function deleteRoute(handlers, context) {
+    return {
+        method: 'DELETE',
+        url: '/:id',
+        schema: deleteSchema(context),
+        serializerCompiler: serializerCompiler(context.schemas),
+        ...onRequestOf('DELETE', context),
+        handler: cancellable((request, reply) => {
+            const precondition = preconditionOfRequest(request, context);
+            return andThen(handlers.deleteElement(request, reply, request.viewsetToken, precondition), () => reply.code(204).send());
+        }),
+    };
+}
+/**
+ * The generated routes of the chosen methods, one explicit declaration each: method, url, schema
+ * (route-schemas.ts), hooks and the handler. A request reads route (here) → handler (default-handlers.ts or
+ * the viewset's override) → table gateway (data/table-gateway.ts) → statement → serializer.
+ */
+export function viewsetRoutes(methods, handlers, context) {
+    const { table, prefix, resource } = context;
+    const classify = (error) => resource.dialect.classify(error);
+    return methods.map((method) => tracedRoute(routeOf(method, handlers, context), table, method, prefix, classify));
+}
+/** The route of one method. */
+function routeOf(method, handlers, context) {
+    switch (method) {
+        case 'LIST':
+            return listRoute(handlers, context);
+        case 'GET':
+            return getRoute(handlers, context);
+        case 'POST':
+            return postRoute(handlers, context);
+        case 'BULK':
+            return bulkRoute(handlers, context);
+        case 'PUT':
+        case 'PATCH':
+            return updateRoute(method, handlers, context);
+        case 'DELETE':
+            return deleteRoute(handlers, context);
+        default:
+            throw new TypeError(`unknown viewset method ${String(method)}`);
+    }
+}
+//# sourceMappingURL=routes.js.map

@@ -1,0 +1,51 @@
+import { ViewsetErrors } from '../errors.js';
+import { plain, propertiesOf } from '../schema/derive.js';
+import { isRecord } from '../schema/object-schema.js';
+/** The `static listQuery` of a viewset's class (its constructor), when it declares an object schema. */
+export function listQueryOf(constructor) {
+    const extra = typeof constructor === 'function' && 'listQuery' in constructor ? constructor.listQuery : undefined;
+    return isRecord(extra) ? extra : undefined;
+}
+/**
+ * LIST's query string with the viewset's `static listQuery` applied over the defaults. An overridden `list`
+ * keeps only `limit` and `offset` (or `cursor`) of the defaults: it would silently ignore `search`, filters,
+ * `count` or `fields`. Without an overridden `list`, `listQuery` may only refine parameters the default LIST
+ * defines, unless `scope` reads them (from `context.request.query`).
+ *
+ * @example
+ * ```ts
+ * const { querystring, headers } = mergeListQuery(list, { listQuery, overridden: new Set(['list']) })
+ * ```
+ */
+export function mergeListQuery(list, viewset) {
+    const extra = viewset.listQuery;
+    if (extra === undefined)
+        return list;
+    const defaults = propertiesOf(list.querystring);
+    // Which parameters an overridden `list` reads is its business.
+    const own = viewset.overridden.has('list');
+    const scoped = viewset.overridden.has('scope');
+    const unread = own || scoped
+        ? []
+        : Object.keys(propertiesOf(plain(extra))).filter((parameter) => !Object.hasOwn(defaults, parameter));
+    if (unread.length > 0) {
+        throw new ViewsetErrors.InvalidOption('listQuery', `${unread.join(', ')} would be ignored: the default list() reads only ${Object.keys(defaults).join(', ')}. ` +
+            'Override list(), or read them in scope()');
+    }
+    // With cursor pagination there is no `offset`: its `cursor` is kept instead.
+    const base = own
+        ? Object.fromEntries(['limit', 'offset', 'cursor'].flatMap((key) => (defaults[key] === undefined ? [] : [[key, defaults[key]]])))
+        : defaults;
+    const properties = { ...base, ...propertiesOf(plain(extra)) };
+    // parsePagination bounds every LIST's offset by maxOffset, an overridden one too: a listQuery's `offset` that
+    // declares no bound of its own is documented with that one.
+    const bound = defaults.offset?.maximum;
+    const offset = properties.offset;
+    const unbounded = offset !== undefined && offset.maximum === undefined && offset.exclusiveMaximum === undefined;
+    if (offset !== undefined && unbounded && bound !== undefined) {
+        properties.offset = { ...offset, maximum: bound };
+    }
+    // The default list's response headers (Link, X-Total-Count) are not documented for an override.
+    return { querystring: { ...list.querystring, properties }, ...(own ? {} : { headers: list.headers }) };
+}
+//# sourceMappingURL=list-querystring.js.map

@@ -1,0 +1,222 @@
+import { Statements } from '../data/statements.js';
+import { TableGateway } from '../data/table-gateway.js';
+import { conflictKeyProblem, rowKeyProblem } from '../dialect/shared/catalog.js';
+import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js';
+import { ViewsetErrors } from '../errors.js';
+import { carryCancellationThroughUserCode } from '../execution/cancellation.js';
+import { canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier } from '../http/auth.js';
+import { withDerivedMethods } from '../http/auth.js';
+import { representationTag, versionTag } from '../http/conditional-requests.js';
+import { DefaultHandlers } from '../http/default-handlers.js';
+import { viewsetRoutes } from '../http/routes.js';
+import { scalarField } from '../query/field-types.js';
+import { planFields } from '../query/fields.js';
+import { createListPlan } from '../query/list.js';
+import { checkDefaultRelations } from '../relations/default-relations.js';
+import { createRelationLoader, relationFields } from '../relations/loader.js';
+import { viewsetComponents } from '../schema/components.js';
+import { deriveEntity, deriveSerializerSchema, writableFields } from '../schema/derive.js';
+import { nameFromPrefix } from '../schema/openapi.js';
+import { sharedSerializer } from '../schema/serializer.js';
+import { columnTypesProblem } from './column-types-check.js';
+import { mergeListQuery } from './list-querystring.js';
+import { readBackProblem } from './read-back-check.js';
+import { overrideHandlers } from './override-handlers.js';
+import { registerViewset, whenAllRegistered } from './registry.js';
+import { resolveRelationRules } from './relation-rules.js';
+/**
+ * Reads the table and checks the viewset against it: the table exists, the primary key identifies one row
+ * (and a view serves reads only), every schema field is a column, and on MySQL a new row can be read back.
+ */
+async function checkTable(declaration, methods) {
+    const { db, resolved } = declaration;
+    const dialect = await dialectOf(db);
+    const described = await dialect.catalog.table(db, resolved.table);
+    if (described === undefined || described.columns.length === 0)
+        throw new ViewsetErrors.UnknownTable(resolved.table);
+    const explicitKey = declaration.options.primaryKey !== undefined;
+    const keyProblem = rowKeyProblem(described, resolved.primaryKey, explicitKey, methods);
+    if (keyProblem)
+        throw new ViewsetErrors.InvalidOption(keyProblem.option, keyProblem.message);
+    const columns = new Map(described.columns.map((column) => [column.name, column]));
+    for (const field of declaration.columns) {
+        if (!columns.has(field)) {
+            throw new ViewsetErrors.UnknownColumn(field, resolved.table, described.columns.map(({ name }) => name).join(', '));
+        }
+    }
+    const { overridden } = declaration;
+    const readBack = readBackProblem(dialect, described, { primaryKey: resolved.primaryKey, overridden }, methods);
+    if (readBack !== undefined)
+        throw new ViewsetErrors.InvalidOption('primaryKey', readBack);
+    return { dialect, described, columns };
+}
+/** The entity as served and its relations, with `conflictFields` and `defaultRelations` checked against them. */
+async function planEntity(declaration, table, name) {
+    const { db, schema, resolved, relatedConfig } = declaration;
+    const { primaryKey, versionField, conflictFields } = resolved;
+    const relations = await createRelationLoader(db, table.dialect, relatedConfig, schema, resolved.table, primaryKey);
+    // The version column is the server's, read-only like the key: every update increments it.
+    const fieldsOfRelations = relationFields(relatedConfig);
+    const columns = new Map(table.columns);
+    const entity = deriveEntity(schema, columns, fieldsOfRelations, name, primaryKey, versionField, table.dialect.name);
+    const columnTypes = columnTypesOf(table.dialect.name);
+    const serverSet = (field) => field === primaryKey || field === versionField;
+    const typesProblem = columnTypesProblem(schema, declaration.columns, table.described, columnTypes, serverSet);
+    if (typesProblem !== undefined)
+        throw new ViewsetErrors.InvalidOption('schema', typesProblem);
+    if (conflictFields !== undefined) {
+        const writable = writableFields(entity).filter((field) => declaration.columns.includes(field));
+        const anyKey = table.dialect.capabilities.upsertOnAnyKey;
+        const problem = conflictKeyProblem(table.described, conflictFields, writable, anyKey);
+        if (problem !== undefined)
+            throw new ViewsetErrors.InvalidOption('conflictFields', problem);
+    }
+    const defaultRelations = checkDefaultRelations(declaration.options.defaultRelations, relations?.fields ?? new Set(), entity);
+    return { relations, entity, name, defaultRelations };
+}
+/** The columns whose schema field is a `date-time` (or a nullable one). */
+function dateTimes({ schema, columns }) {
+    const properties = schema.properties;
+    return new Set(columns.filter((column) => {
+        const property = properties[column];
+        return property !== undefined && scalarField(column, property)?.schema.format === 'date-time';
+    }));
+}
+/** The table gateway of the viewset: its statements, its write target and how it tags a row's version. */
+function buildTableGateway(declaration, table, relations, versioning, selected) {
+    const { db, resolved } = declaration;
+    const { primaryKey, versionField, conflictFields } = resolved;
+    const tagOf = (row) => versionField === undefined ? representationTag(versioning.represent(row)) : versionTag(row[versionField]);
+    const { described } = table;
+    return new TableGateway({
+        dialect: table.dialect,
+        statements: new Statements(db, resolved.table, primaryKey, selected, table.dialect),
+        target: {
+            table: resolved.table,
+            primaryKey,
+            columns: selected,
+            catalog: table.columns,
+            dateTimes: dateTimes(declaration),
+        },
+        relations,
+        versioning: { versionField, tagOf, relations: versioning.defaultRelations },
+        uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],
+        conflictFields,
+    });
+}
+/** The data layer of a viewset and what its routes read, built once the catalog is checked. */
+function buildViewset(fastify, methods, declaration, table, planned) {
+    const { resolved, options, columns } = declaration;
+    const { relations, entity, name, defaultRelations } = planned;
+    // The loader may need keys the schema does not serve; they are selected, never serialized.
+    const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])];
+    const serialized = deriveSerializerSchema(entity);
+    // `?fields=` serializers are compiled from the serializer's entity too.
+    const fields = planFields(serialized, columns, selected, relations?.keys ?? new Map(), defaultRelations);
+    const related = { table: resolved.table, links: relations?.links ?? new Map() };
+    const { dialect } = table;
+    const list = createListPlan({ dialect, resolved, options, entity, columns, selected, fieldsPlan: fields, related });
+    // A whole row as GET sends it: the bytes a representation's ETag hashes. Compiled now: it writes every field, so a
+    // field the serializer cannot write fails at startup.
+    const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now');
+    const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected);
+    const { db, readDb } = declaration;
+    const defaults = new DefaultHandlers({
+        ...declaration.rowRules,
+        resource,
+        listQuery: list.query,
+        db,
+        readDb,
+        writable: writableFields(entity),
+        conflictFields: resolved.conflictFields,
+    });
+    const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
+        relations: relations?.fields ?? new Set(),
+        loaded: defaultRelations,
+    });
+    const { primaryKey, tags, maxBulk, conflictFields } = resolved;
+    const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods);
+    const context = {
+        resource,
+        readDb,
+        db,
+        schemas: {
+            entity: { ...entity, $id: name },
+            serialized,
+            name,
+            primaryKey,
+            tags,
+            components,
+            list: mergeListQuery(list, declaration),
+            maxBulk,
+            conflictFields,
+        },
+        auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
+        versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
+        paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
+        fields,
+        prefix: fastify.prefix,
+        table: resolved.table,
+    };
+    return { context, defaults };
+}
+/**
+ * The viewset's row rule as other viewsets' relations apply it, or `undefined` without a `scope`: its `scope`
+ * method, told apart from another viewset's by the `scope` option it calls, else by its class's method.
+ */
+function ruleOf({ viewset, options, overridden }) {
+    if (!overridden.has('scope') || !hasScope(viewset))
+        return undefined;
+    const { scope } = options;
+    return { source: viewset, identity: typeof scope === 'function' ? scope : viewset.scope };
+}
+/** Whether a viewset has the `scope` method a relation calls (every `Viewset` does). */
+function hasScope(viewset) {
+    return 'scope' in viewset && typeof viewset.scope === 'function';
+}
+/**
+ * Mounts a viewset on its plugin's instance. First the checks that need the database or the app, in this
+ * order: a verifier for the protected methods, the table and its key, the columns (checkTable), the
+ * relations, `conflictFields` and `defaultRelations` (planEntity), the LIST options and `listQuery`
+ * (buildViewset). Then the table gateway, the default handlers and the routes, and the viewset joins the
+ * app's registry. A mistake fails `app.ready()`; none is left to surface in a request.
+ *
+ * @example
+ * ```ts
+ * viewsetPlugin(table, async (fastify) => (await mountViewset(fastify, methods, declaration)).mounted)
+ * ```
+ */
+export async function mountViewset(fastify, methods, declaration) {
+    const { resolved, options } = declaration;
+    // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
+    checkProtectedMethods(resolved.protectedMethods, methods);
+    checkVerifier(fastify, resolved.protectedMethods, options);
+    checkRuleVerifier(fastify, declaration.overridden, options);
+    const table = await checkTable(declaration, methods);
+    const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table);
+    const planned = await planEntity(declaration, table, name);
+    const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned);
+    // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
+    if ([...declaration.overridden].some((name) => name !== 'scope'))
+        carryCancellationThroughUserCode();
+    const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context);
+    const { db, viewset } = declaration;
+    registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) });
+    const slots = planned.relations?.ruleSlots ?? [];
+    if (slots.length > 0)
+        whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots); });
+    const mounted = {
+        schemas: context.schemas.components.schemas,
+        routes,
+        dialect: table.dialect,
+        protect: declaration.protect,
+        customRoutes: async (instance) => {
+            await declaration.customRoutes(instance);
+        },
+        checkProtectedRoutes: (count) => {
+            checkProtectedRoutes(fastify, resolved.protectedMethods, count, options);
+        },
+    };
+    return { prepared: Object.freeze({ resource: context.resource, defaults, fields: context.fields }), mounted };
+}
+//# sourceMappingURL=mount-viewset.js.map

@@ -1,0 +1,49 @@
+import { invalidOption } from '../errors.js';
+// Where the row rule of each table a viewset's relations read comes from, decided once every viewset of the
+// application has registered (the registry's ready work), so that a request never looks one up.
+//
+// "The same database" is the same Kysely instance (the viewsets' `db` option): two instances over one
+// database cannot be told apart from the outside, so a viewset on another instance is named with `rulesFrom`.
+/** The rule `rulesFrom` names: a viewset's full prefix serving the slot's table, or a rule object as it is. */
+function named(slot, entries) {
+    const { rulesFrom } = slot;
+    if (typeof rulesFrom !== 'string')
+        return rulesFrom;
+    const entry = entries.find((candidate) => candidate.prefix === rulesFrom);
+    if (entry === undefined) {
+        const prefixes = entries.map(({ prefix }) => prefix).join(', ');
+        invalidOption(`${slot.path}.rulesFrom`, `no viewset of the app is mounted at "${rulesFrom}" (mounted: ${prefixes})`);
+    }
+    if (entry.table !== slot.table) {
+        invalidOption(`${slot.path}.rulesFrom`, `the viewset at "${rulesFrom}" serves "${entry.table}", not "${slot.table}"`);
+    }
+    return entry.rule?.source;
+}
+/** The rule of the one viewset serving the slot's table over `db`; several with different rules are refused. */
+function served(slot, entries, db) {
+    const serving = entries.filter((entry) => entry.db === db && entry.table === slot.table);
+    const [first, ...others] = serving;
+    if (first === undefined)
+        return undefined;
+    if (others.some((entry) => entry.rule?.identity !== first.rule?.identity)) {
+        const prefixes = serving.map(({ prefix }) => `"${prefix}"`).join(', ');
+        invalidOption(slot.path, `table "${slot.table}" is served by viewsets with different row rules (${prefixes}): choose the one whose ` +
+            `rule applies with rulesFrom (the viewset, or its prefix such as ${prefixes.split(', ')[0] ?? ''})`);
+    }
+    return first.rule?.source;
+}
+/**
+ * Resolves each slot's rule: its `rulesFrom` when declared, else the one viewset of the app serving its table
+ * over `db`, else none. Throws an `InvalidOption` naming the relation (which fails `ready()`).
+ *
+ * @example
+ * ```ts
+ * whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, loader.ruleSlots) })
+ * ```
+ */
+export function resolveRelationRules(entries, db, slots) {
+    for (const slot of slots) {
+        slot.resolve(slot.rulesFrom === undefined ? served(slot, entries, db) : named(slot, entries));
+    }
+}
+//# sourceMappingURL=relation-rules.js.map

@@ -1,0 +1,183 @@
+import { statementChannel, traceEventually } from './channels.js';
+// The two places every statement of a database from createDatabase passes through: its shortcut (the SQLite
+// statement cache, PostgreSQL's named statements on the pool), and its Kysely driver's connections (everything
+// else: builders, transactions, MySQL). A statement the shortcut declines goes on to the driver and is published
+// there once. Raw SQL (BEGIN/COMMIT, session settings, the catalog) is not a statement event.
+const operations = {
+    SelectQueryNode: 'select',
+    InsertQueryNode: 'insert',
+    UpdateQueryNode: 'update',
+    DeleteQueryNode: 'delete',
+};
+/** The name of the table an operation node names first (`FROM`, `INTO`, `UPDATE`), or `undefined`. */
+function tableOf(node) {
+    if (typeof node !== 'object' || node === null)
+        return undefined;
+    // The nodes are Kysely's plain objects: walked by their documented shape, an alias or a table node.
+    const { kind, table, node: inner, froms } = node;
+    if (kind === 'TableNode') {
+        const identifier = table?.identifier; // SchemableIdentifierNode
+        return typeof identifier?.name === 'string' ? identifier.name : undefined;
+    }
+    if (kind === 'AliasNode')
+        return tableOf(inner);
+    if (kind === 'FromNode' && Array.isArray(froms))
+        return tableOf(froms[0]);
+    return undefined;
+}
+/**
+ * The table of a statement: its `from` (SELECT, DELETE), `into` (INSERT) or `table` (UPDATE); when that is no table
+ * (SQLite's batched relations read their keys from `json_each`), the first table it joins.
+ */
+function statementTable(query) {
+    // The four kinds' fields, as Kysely's nodes name them.
+    const { from, into, table, joins } = query;
+    const joined = Array.isArray(joins) ? joins[0]?.table : undefined;
+    return tableOf(from ?? into ?? table) ?? tableOf(joined);
+}
+/** A statement's context, or `undefined` for raw SQL. */
+function contextOf(compiled, dialect, prepared, startTime) {
+    const operation = operations[compiled.query.kind];
+    if (operation === undefined)
+        return undefined;
+    const context = {
+        dialect,
+        operation,
+        table: statementTable(compiled.query),
+        sql: compiled.sql,
+        prepared,
+        heavy: undefined,
+        startTime,
+    };
+    return context;
+}
+/** The rows a result returned, else those a write affected. */
+function rowsOf(result) {
+    const { rows, numAffectedRows } = result;
+    return rows.length > 0 || numAffectedRows === undefined ? rows.length : Number(numAffectedRows);
+}
+/**
+ * The shortcut, published: `start` only once it took the statement (a shortcut that declines has run nothing, and the
+ * driver publishes the statement), so a synchronous SQLite statement publishes `start` and `end` together, its
+ * `startTime` read before it ran.
+ */
+function tracedDirect(direct, dialect) {
+    return (compiled) => {
+        if (!statementChannel.hasSubscribers)
+            return direct(compiled);
+        const startTime = performance.now();
+        let result;
+        try {
+            result = direct(compiled);
+        }
+        catch (error) {
+            const context = contextOf(compiled, dialect, true, startTime);
+            if (context !== undefined)
+                failed(context, error, false);
+            throw error;
+        }
+        if (result === undefined)
+            return undefined;
+        const context = contextOf(compiled, dialect, true, startTime);
+        if (context === undefined)
+            return result;
+        statementChannel.start.publish(context);
+        if (!(result instanceof Promise)) {
+            context.rows = rowsOf(result);
+            statementChannel.end.publish(context);
+            return result;
+        }
+        context.pending = true;
+        statementChannel.end.publish(context);
+        return result.then((answered) => {
+            context.rows = rowsOf(answered);
+            statementChannel.asyncStart.publish(context);
+            statementChannel.asyncEnd.publish(context);
+            return answered;
+        }, (error) => failed(context, error, true));
+    };
+}
+/** Publishes a statement's failure: `start` first when it was not published yet. */
+function failed(context, error, started) {
+    context.error = error;
+    if (!started)
+        statementChannel.start.publish(context);
+    statementChannel.error.publish(context);
+    if (started) {
+        statementChannel.asyncStart.publish(context);
+        statementChannel.asyncEnd.publish(context);
+    }
+    else {
+        statementChannel.end.publish(context);
+    }
+    throw error;
+}
+const traced = new WeakSet();
+/** A connection whose `executeQuery` publishes each statement: set on the connection itself, as Kysely's own log does,
+ * since the driver releases the very connection it handed out. */
+function traceConnection(connection, dialect) {
+    if (traced.has(connection))
+        return connection;
+    traced.add(connection);
+    const executeQuery = connection.executeQuery.bind(connection);
+    connection.executeQuery = async (compiled) => {
+        const context = statementChannel.hasSubscribers
+            ? contextOf(compiled, dialect, false, performance.now())
+            : undefined;
+        if (context === undefined)
+            return await executeQuery(compiled);
+        return await traceEventually(statementChannel, context, async () => await executeQuery(compiled), (result) => {
+            context.rows = rowsOf(result);
+        });
+    };
+    return connection;
+}
+/** A dialect whose driver's connections publish their statements. */
+function tracedDialect(dialect, name) {
+    return {
+        createAdapter: () => dialect.createAdapter(),
+        createIntrospector: (db) => dialect.createIntrospector(db),
+        createQueryCompiler: () => dialect.createQueryCompiler(),
+        createDriver: () => {
+            const driver = dialect.createDriver();
+            return {
+                init: async () => { await driver.init(); },
+                acquireConnection: async () => traceConnection(await driver.acquireConnection(), name),
+                beginTransaction: async (connection, settings) => { await driver.beginTransaction(connection, settings); },
+                commitTransaction: async (connection) => { await driver.commitTransaction(connection); },
+                rollbackTransaction: async (connection) => { await driver.rollbackTransaction(connection); },
+                releaseConnection: async (connection) => { await driver.releaseConnection(connection); },
+                destroy: async () => { await driver.destroy(); },
+            };
+        },
+    };
+}
+/** Which database a URL scheme opens, as the statement channel names it. */
+export function statementDialectOf(scheme) {
+    if (scheme.startsWith('postgres'))
+        return 'postgres';
+    if (scheme === 'mysql' || scheme === 'mariadb')
+        return 'mysql';
+    return 'sqlite';
+}
+/**
+ * A database a connector opened, its statements published on `fastify-viewsets:statement` (channels.ts): called by
+ * createDatabase.
+ *
+ * @example
+ * ```ts
+ * const { dialect, direct } = tracedDatabase(connector.connect(url, settings), 'postgres')
+ * ```
+ */
+export function tracedDatabase(opened, name) {
+    return {
+        dialect: tracedDialect(opened.dialect, name),
+        direct: opened.direct === undefined ? undefined : tracedDirect(opened.direct, name),
+    };
+}
+/** A user's database adopted by withPreparedStatements, its shortcut's statements published (the rest run on the
+ * user's own driver, not traced). */
+export function tracedAdopted(adopted, name) {
+    return { direct: tracedDirect(adopted.direct, name), viaKysely: adopted.viaKysely };
+}
+//# sourceMappingURL=traced-database.js.map

@@ -1,0 +1,292 @@
+import { invalidOption as fail } from './errors.js';
+import { isRecord } from './schema/object-schema.js';
+import { defaultMethods, viewsetMethods } from './viewset-options.js';
+// Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
+// createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
+// once. Phase 2, against the catalog, runs when the viewset is mounted (mount/mount-viewset.ts).
+export { baseMethods, defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js';
+/**
+ * Every key an options object may hold, by where it appears. Unknown keys fail at construction (a typo
+ * such as `protectMethods` would otherwise leave POST open), so a new option is one line here; its value
+ * is checked where it is used.
+ */
+const knownOptionKeys = {
+    options: [
+        'db',
+        'readDb',
+        'table',
+        'schema',
+        'primaryKey',
+        'methods',
+        'tags',
+        'name',
+        'maxLimit',
+        'defaultLimit',
+        'protectedMethods',
+        'authenticate',
+        'authorize',
+        'searchFields',
+        'orderingFields',
+        'defaultOrder',
+        'filterFields',
+        'alwaysCount',
+        'maxSearchLength',
+        'maxOffset',
+        'pagination',
+        'maxBulk',
+        'conflictFields',
+        'relatedConfig',
+        'defaultRelations',
+        'scope',
+        'beforeWrite',
+        'versionField',
+        'requireIfMatch',
+        'withoutTokens',
+    ],
+    relatedConfig: ['selectRelated', 'prefetchRelated'],
+    selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
+    prefetchRelated: ['table', 'foreignKey', 'through', 'references', 'orderBy', 'limit', 'relatedConfig', 'rulesFrom'],
+    through: ['table', 'sourceKey', 'targetKey'],
+};
+const everyOptionListed = true;
+void everyOptionListed;
+/** Levenshtein distance, stopping early past `limit`: a few short keys, so no library. */
+function editDistance(a, b, limit) {
+    if (Math.abs(a.length - b.length) > limit)
+        return limit + 1;
+    let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+        const current = [i];
+        for (let j = 1; j <= b.length; j++) {
+            const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+            current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
+        }
+        previous = current;
+    }
+    return previous[b.length] ?? 0;
+}
+/** Throws for the first key of `value` that is not in `known`, naming its path and the closest known key. */
+function checkKeys(path, value, known) {
+    for (const key of Object.keys(value)) {
+        if (known.includes(key))
+            continue;
+        let best;
+        let distance = 3;
+        for (const candidate of known) {
+            const d = editDistance(key.toLowerCase(), candidate.toLowerCase(), 2);
+            if (d < distance)
+                [best, distance] = [candidate, d];
+        }
+        fail(path === '' ? key : `${path}.${key}`, best === undefined ? `unknown key; the keys are ${known.join(', ')}` : `unknown key; did you mean ${best}?`);
+    }
+}
+/** The object a relation field holds: `Author`, `Type.Union([Author, Type.Null()])` or `Type.Array(Tag)`. */
+function relationTarget(property) {
+    if (!isRecord(property))
+        return undefined;
+    if (property.type === 'object')
+        return property;
+    if (property.type === 'array')
+        return relationTarget(property.items);
+    const objects = Array.isArray(property.anyOf)
+        ? property.anyOf.filter((member) => isRecord(member) && member.type === 'object')
+        : [];
+    return objects.length === 1 ? relationTarget(objects[0]) : undefined;
+}
+// Deep enough for any real nesting; a schema whose relatedConfig points back at itself stops here and
+// the relation loader reports it.
+const maxKeyDepth = 10;
+/**
+ * Checks the keys of a relatedConfig, its entries and their `through`, then of the nested configs (the
+ * entry's, else the one attached to the related schema). Values are checked by the relation loader.
+ */
+function checkRelatedConfigKeys(path, config, schema, depth) {
+    if (!isRecord(config) || depth > maxKeyDepth)
+        return;
+    checkKeys(path, config, knownOptionKeys.relatedConfig);
+    const properties = isRecord(schema) && isRecord(schema.properties) ? schema.properties : {};
+    for (const kind of ['selectRelated', 'prefetchRelated']) {
+        const entries = config[kind];
+        if (!isRecord(entries))
+            continue;
+        for (const [field, entry] of Object.entries(entries)) {
+            if (!isRecord(entry))
+                continue;
+            const where = `${path}.${kind}.${field}`;
+            checkKeys(where, entry, knownOptionKeys[kind]);
+            if (kind === 'prefetchRelated' && isRecord(entry.through)) {
+                checkKeys(`${where}.through`, entry.through, knownOptionKeys.through);
+            }
+            const target = relationTarget(Object.hasOwn(properties, field) ? properties[field] : undefined);
+            checkRelatedConfigKeys(`${where}.relatedConfig`, entry.relatedConfig ?? target?.relatedConfig, target, depth + 1);
+        }
+    }
+}
+function isViewsetMethod(value) {
+    return viewsetMethods.some((method) => method === value);
+}
+function isStringArray(value) {
+    return Array.isArray(value) && value.every((item) => typeof item === 'string');
+}
+function checkMethodList(option, value) {
+    if (!Array.isArray(value)) {
+        fail(option, `expected an array of ${viewsetMethods.join(', ')}, got ${JSON.stringify(value)}`);
+    }
+    const seen = new Set();
+    for (const method of value) {
+        if (!isViewsetMethod(method)) {
+            fail(option, `unknown method ${JSON.stringify(method)}; allowed: ${viewsetMethods.join(', ')}`);
+        }
+        if (seen.has(method))
+            fail(option, `method ${JSON.stringify(method)} is listed twice`);
+        seen.add(method);
+    }
+    // LIST before GET, and every route in a fixed order, whatever order was given.
+    return viewsetMethods.filter((method) => seen.has(method));
+}
+/** Checks a method list (for `register(methods)`), sorted into route order. */
+export function checkMethods(value, option = 'methods') {
+    return checkMethodList(option, value);
+}
+function positiveInteger(option, value) {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+        fail(option, 'expected a positive integer');
+    }
+    return value;
+}
+/** `db`, `table` and `schema`: a Kysely instance, a table name and a TypeBox object. */
+function checkTarget(options) {
+    const { db, table, schema } = options;
+    if (typeof db !== 'object' || db === null || !('selectFrom' in db) || typeof db.selectFrom !== 'function') {
+        fail('db', 'expected a Kysely instance');
+    }
+    if (typeof table !== 'string' || table === '')
+        fail('table', 'expected a table name');
+    if (!isRecord(schema) || schema.type !== 'object' || !isRecord(schema.properties)) {
+        fail('schema', 'expected a TypeBox object schema (Type.Object)');
+    }
+    return { ...schema, properties: schema.properties };
+}
+/** `maxLimit`, `defaultLimit`, `maxOffset`, `maxSearchLength`, `maxBulk` and `pagination`, defaults applied. */
+function checkLimits(options) {
+    const maxLimit = options.maxLimit ?? 100;
+    if (typeof maxLimit !== 'number' || !Number.isInteger(maxLimit) || maxLimit < 1) {
+        fail('maxLimit', 'expected a positive integer');
+    }
+    const defaultLimit = options.defaultLimit ?? Math.min(20, maxLimit);
+    if (typeof defaultLimit !== 'number' || !Number.isInteger(defaultLimit) || defaultLimit < 1 || defaultLimit > maxLimit) {
+        fail('defaultLimit', `expected an integer from 1 to maxLimit (${String(maxLimit)})`);
+    }
+    const pagination = options.pagination ?? 'offset';
+    if (pagination !== 'offset' && pagination !== 'cursor') {
+        fail('pagination', `expected 'offset' or 'cursor', got ${JSON.stringify(pagination)}`);
+    }
+    return {
+        maxLimit,
+        defaultLimit,
+        maxOffset: positiveInteger('maxOffset', options.maxOffset ?? 10_000),
+        maxSearchLength: positiveInteger('maxSearchLength', options.maxSearchLength ?? 100),
+        maxBulk: positiveInteger('maxBulk', options.maxBulk ?? 1000),
+        pagination,
+    };
+}
+/** The schema's field names, for messages. */
+function fieldList(properties) {
+    return Object.keys(properties).join(', ');
+}
+/** `versionField`: an integer field of the schema, not the key. */
+function checkVersionField(value, properties, primaryKey) {
+    if (value === undefined)
+        return undefined;
+    if (typeof value !== 'string')
+        fail('versionField', 'expected a field name');
+    const property = Object.hasOwn(properties, value) ? Reflect.get(properties, value) : undefined;
+    if (!isRecord(property)) {
+        fail('versionField', `"${value}" is not a field of the schema (fields: ${fieldList(properties)})`);
+    }
+    if (property.type !== 'integer')
+        fail('versionField', `"${value}" must be an integer field (Type.Integer())`);
+    if (value === primaryKey)
+        fail('versionField', 'the primary key cannot be the version');
+    return value;
+}
+/** `conflictFields`: a non-empty list of distinct fields of the schema (their unique key is checked at mounting). */
+function checkConflictFields(value, properties) {
+    if (value === undefined)
+        return undefined;
+    if (!isStringArray(value) || value.length === 0)
+        fail('conflictFields', 'expected a non-empty array of field names');
+    const unknown = value.filter((field) => !Object.hasOwn(properties, field));
+    if (unknown.length > 0) {
+        const verb = unknown.length === 1 ? 'is not a field' : 'are not fields';
+        fail('conflictFields', `${unknown.join(', ')} ${verb} of the schema (fields: ${fieldList(properties)})`);
+    }
+    if (new Set(value).size !== value.length)
+        fail('conflictFields', 'a field is listed twice');
+    return Object.freeze([...value]);
+}
+/**
+ * The shapes of the options whose fields are checked against the catalog at mounting: a wrong kind of value
+ * fails here already, with the message mounting would give.
+ */
+function checkShapes(options) {
+    if (options.alwaysCount !== undefined && typeof options.alwaysCount !== 'boolean') {
+        fail('alwaysCount', 'expected a boolean');
+    }
+    if (options.defaultOrder !== undefined && typeof options.defaultOrder !== 'string') {
+        fail('defaultOrder', 'expected a string such as "-created_at" or "name,-id"');
+    }
+    if (options.filterFields !== undefined && !isRecord(options.filterFields)) {
+        fail('filterFields', "expected an object such as { name: ['eq', 'contains'] }");
+    }
+    for (const key of ['authenticate', 'authorize', 'scope', 'beforeWrite']) {
+        if (options[key] !== undefined && typeof options[key] !== 'function')
+            fail(key, 'expected a function');
+    }
+    for (const key of ['requireIfMatch', 'withoutTokens']) {
+        if (typeof (options[key] ?? false) !== 'boolean')
+            fail(key, 'expected a boolean');
+    }
+}
+/**
+ * Phase 1: checks every option that needs no database and applies the defaults, before anything is
+ * registered. Throws `FST_VIEWSET_INVALID_OPTION` (a TypeError) naming the first wrong option.
+ *
+ * @example
+ * ```ts
+ * resolveOptions({ db, table: 'items', schema: Item, maxLimit: 0 }) // throws: maxLimit: expected a positive integer
+ * ```
+ */
+export function resolveOptions(options) {
+    if (!isRecord(options))
+        fail('options', 'expected an object');
+    checkKeys('', options, knownOptionKeys.options);
+    const schema = checkTarget(options);
+    const { properties } = schema;
+    checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? schema.relatedConfig, schema, 0);
+    const primaryKey = options.primaryKey ?? 'id';
+    if (typeof primaryKey !== 'string' || !Object.hasOwn(properties, primaryKey)) {
+        fail('primaryKey', `"${String(primaryKey)}" is not a field of the schema (fields: ${fieldList(properties)})`);
+    }
+    const tags = options.tags ?? [];
+    if (!isStringArray(tags))
+        fail('tags', 'expected an array of strings');
+    const name = options.name;
+    if (name !== undefined && (typeof name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(name))) {
+        fail('name', 'expected an identifier such as "Items"');
+    }
+    checkShapes(options);
+    return Object.freeze({
+        table: String(options.table),
+        primaryKey,
+        methods: Object.freeze(checkMethodList('methods', options.methods ?? defaultMethods)),
+        protectedMethods: Object.freeze(checkMethodList('protectedMethods', options.protectedMethods ?? [])),
+        tags: Object.freeze([...tags]),
+        name,
+        ...checkLimits(options),
+        conflictFields: checkConflictFields(options.conflictFields, properties),
+        versionField: checkVersionField(options.versionField, properties, primaryKey),
+        requireIfMatch: options.requireIfMatch === true,
+    });
+}
+//# sourceMappingURL=options.js.map

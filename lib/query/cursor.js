@@ -1,0 +1,164 @@
+import { Buffer } from 'node:buffer';
+import { BinaryOperationNode, OperatorNode, sql, TupleNode, ValueNode } from 'kysely';
+import { ViewsetErrors } from '../errors.js';
+import { expressionOf } from './condition.js';
+import { orderValue } from './ordering.js';
+const directions = { a: 'after', b: 'before' };
+const base64url = /^[A-Za-z0-9_-]+$/;
+/**
+ * The opaque text of a position: base64url of `[direction, order shape, values]`. Not signed, so that
+ * processes accept each other's cursors with no shared key: a forged cursor can only name another
+ * position of the same ordering, which any client could reach by paging.
+ *
+ * @example
+ * ```ts
+ * encodeCursor(ordering, { direction: 'after', values: ['bread', 4] }) // 'WyJhIiwibmFtZSxpZCIsWyJicmVhZCIsNF1d'
+ * ```
+ */
+export function encodeCursor(ordering, position) {
+    return Buffer.from(JSON.stringify([position.direction === 'after' ? 'a' : 'b', ordering.shape, position.values])).toString('base64url');
+}
+/** The name a page selects a relation path's sort value under (`author.name` is no column of the row). */
+export function cursorAlias(index) {
+    return `__cursor_${index}`;
+}
+/** The values of a row's ordering keys: the position just after it (or just before it). */
+export function positionOf(ordering, row, direction) {
+    // Dates become their ISO text, as JSON writes them; every database compares that text to its date columns.
+    return {
+        direction,
+        values: ordering.keys.map((key, index) => row[key.expression === undefined ? key.field : cursorAlias(index)] ?? null),
+    };
+}
+/** Whether a decoded JSON value may be a value of a column of this type (drivers answer some types as text or numbers).
+ * */
+function fits(value, type) {
+    switch (type) {
+        case 'string':
+            return typeof value === 'string';
+        // bigint and numeric columns come back as digits from pg and mysql2.
+        case 'integer':
+            return ((typeof value === 'number' && Number.isInteger(value)) ||
+                (typeof value === 'string' && /^-?\d{1,40}$/.test(value)));
+        case 'number':
+            return ((typeof value === 'number' && Number.isFinite(value)) ||
+                (typeof value === 'string' && /^-?\d{1,40}(\.\d{1,40})?$/.test(value)));
+        // SQLite and MySQL store booleans as 0 and 1.
+        case 'boolean':
+            return typeof value === 'boolean' || value === 0 || value === 1;
+    }
+}
+/**
+ * Reads `?cursor=` strictly: base64url text (canonical, nothing added), of JSON that is a position of this
+ * very ordering (its shape, one value per key, each of the key's type, `null` only for a nullable key).
+ * Anything else is a 400 `FST_VIEWSET_INVALID_CURSOR`, before any SQL.
+ */
+export function decodeCursor(text, ordering, types) {
+    const invalid = (why) => {
+        throw new ViewsetErrors.InvalidCursor(`The cursor is not valid: ${why}. Follow the Link header, or start again without cursor.`);
+    };
+    if (!base64url.test(text))
+        invalid('it is not base64url text');
+    const bytes = Buffer.from(text, 'base64url');
+    const json = bytes.toString('utf8');
+    // Buffer ignores stray bits and bad UTF-8: only a cursor that encodes back to itself is one we made.
+    if (Buffer.from(json, 'utf8').toString('base64url') !== text)
+        invalid('it is not base64url text');
+    let parsed;
+    try {
+        parsed = JSON.parse(json);
+    }
+    catch {
+        invalid('it does not decode to a position');
+    }
+    if (!Array.isArray(parsed) || parsed.length !== 3)
+        return invalid('it does not decode to a position');
+    const [tag, shape, values] = parsed;
+    if (tag !== 'a' && tag !== 'b')
+        return invalid('it does not decode to a position');
+    if (shape !== ordering.shape)
+        return invalid(`it was made for another order_by than ${ordering.shape}`);
+    if (!Array.isArray(values) || values.length !== ordering.keys.length) {
+        return invalid('it does not decode to a position of this order');
+    }
+    ordering.keys.forEach((key, index) => {
+        const value = values[index];
+        const type = types.get(key.field);
+        // A relation path (`author.name`) has no type here: whichever JSON scalar.
+        const ok = value === null
+            ? key.nullable
+            : type === undefined
+                ? key.expression !== undefined && ['string', 'number', 'boolean'].includes(typeof value)
+                : fits(value, type);
+        if (!ok)
+            invalid(`its value of ${key.field} is not one of that field`);
+    });
+    return { direction: directions[tag], values };
+}
+/** The same ordering read backwards: every key's direction flipped (NULL stays the largest value, so the order reverses
+ * exactly). */
+export function reversed(ordering) {
+    const keys = ordering.keys.map((key) => ({ ...key, descending: !key.descending }));
+    return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys };
+}
+/**
+ * The keyset `WHERE` of a page after a position, in `ordering` (pass the reversed ordering for a page
+ * before it). NULL is the largest value (last ascending, first descending), as ORDER BY sorts it
+ * (ordering.ts). When every key goes the same way and none is nullable it is one row-value comparison,
+ * `(a, id) > (?, ?)`, which an index on `(a, id)` serves directly; else its expansion
+ * `a > ? OR (a = ? AND id > ?)`, with the NULL cases spelled out.
+ */
+export function keysetCondition(ordering, values, dialect) {
+    const { keys } = ordering;
+    const bound = values.map((value) => (value === null ? null : dialect.values.parameter(value)));
+    const [first] = keys;
+    const uniform = first !== undefined && keys.every((key) => !key.nullable && key.descending === first.descending);
+    if (uniform) {
+        const op = first.descending ? '<' : '>';
+        return {
+            shape: `keyset:${op}`,
+            parameters: bound,
+            // Kysely's tuple builders are typed for a fixed number of items: the row value is built from its nodes, a
+            // comparison all the same to a plugin (the dialect's statementPlugin).
+            expression: (eb) => keys.length === 1
+                ? eb(orderValue(first), op, bound[0])
+                : expressionOf(BinaryOperationNode.create(TupleNode.create(keys.map((key) => orderValue(key).toOperationNode())), OperatorNode.create(op), TupleNode.create(bound.map((value) => ValueNode.create(value))))),
+        };
+    }
+    // The shape names which values are null: their terms are different SQL.
+    const parameters = [];
+    for (let i = 0; i < keys.length; i++) {
+        for (let j = 0; j < i; j++)
+            if (bound[j] !== null)
+                parameters.push(bound[j]);
+        if (bound[i] !== null)
+            parameters.push(bound[i]);
+    }
+    return {
+        shape: `keyset:${bound.map((value) => (value === null ? 'n' : 'v')).join('')}`,
+        parameters,
+        expression: (eb) => {
+            const branches = [];
+            for (let i = 0; i < keys.length; i++) {
+                const after = afterTerm(eb, keys[i], bound[i]); // i < keys.length
+                if (after === undefined)
+                    continue;
+                const equal = keys
+                    .slice(0, i)
+                    .map((key, j) => (bound[j] === null ? eb(orderValue(key), 'is', null) : eb(orderValue(key), '=', bound[j])));
+                branches.push(equal.length === 0 ? after : eb.and([...equal, after]));
+            }
+            return branches.length === 0 ? sql `1 = 0` : eb.or(branches);
+        },
+    };
+}
+/** Rows strictly after `value` on one key, or `undefined` when none can be (after NULL, ascending). */
+function afterTerm(eb, key, value) {
+    const column = orderValue(key);
+    if (value === null)
+        return key.descending ? eb(column, 'is not', null) : undefined;
+    if (key.descending)
+        return eb(column, '<', value);
+    return key.nullable ? eb.or([eb(column, '>', value), eb(column, 'is', null)]) : eb(column, '>', value);
+}
+//# sourceMappingURL=cursor.js.map

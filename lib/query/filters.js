@@ -1,0 +1,274 @@
+import { canonicalDateTime } from '../dialect/shared/date-time.js';
+import { containsPattern } from '../sql.js';
+import { invalidOption } from '../errors.js';
+import { filterOperators } from '../options.js';
+import { isList, isRecord } from '../schema/object-schema.js';
+import { admitsInteger, canonicalIntegerPattern, compileFor, isCanonicalInteger, nonCanonicalError, } from '../schema/validator.js';
+import { queryParameterError } from './condition.js';
+import { nameList } from './field-types.js';
+import { groupRelated, relatedColumn, resolvePath } from './related-paths.js';
+import { boundedTerm } from './search.js';
+import { elementListPattern, noNulPattern } from '../schema/list-patterns.js';
+import { padList } from '../data/statement-cache.js';
+/** The most values one `__in` filter may list (each one is a bound parameter). */
+export const maxInValues = 100;
+const comparisons = {
+    eq: '=',
+    ne: '<>',
+    gt: '>',
+    gte: '>=',
+    lt: '<',
+    lte: '<=',
+};
+const descriptions = {
+    eq: 'equals this value',
+    ne: 'differs from this value (rows where it is null never match)',
+    gt: 'is greater than this value',
+    gte: 'is greater than or equal to this value',
+    lt: 'is less than this value',
+    lte: 'is less than or equal to this value',
+    in: `is one of these comma-separated values (at most ${maxInValues})`,
+    contains: 'contains this substring, case-insensitive (`%`, `_` and `\\` match themselves)',
+    isnull: 'is null (`true`) or is not null (`false`)',
+};
+// Ordering comparisons of booleans and substrings of non-strings mean nothing: refuse them at startup.
+const operatorsByType = {
+    string: filterOperators,
+    number: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'isnull'],
+    integer: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'isnull'],
+    boolean: ['eq', 'ne', 'isnull'],
+};
+const numberBounds = {
+    integer: { minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
+    number: { minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE },
+};
+/** Validates and coerces one element of an `__in` list with the field's schema, as Fastify does a query value. */
+function elementValidator(schema) {
+    // Wrapped in an object: Ajv coerces a value in place, which it can do only inside a parent.
+    return compileFor('strings', { type: 'object', properties: { value: schema }, required: ['value'] });
+}
+const operatorNames = new Set(filterOperators);
+function isFilterOperator(value) {
+    return operatorNames.has(value);
+}
+/** The schema a value of this operator must match. */
+function valueSchema(field, operator, description, maxSearchLength) {
+    switch (operator) {
+        case 'in': {
+            const allowed = Array.isArray(field.schema.enum)
+                ? ` Allowed values: ${field.schema.enum.map(String).join(', ')}.`
+                : '';
+            const pattern = elementListPattern(field.schema);
+            return {
+                type: 'string',
+                minLength: 1,
+                ...(pattern === undefined ? {} : { pattern }),
+                description: `${description}.${allowed}`,
+            };
+        }
+        case 'contains':
+            return {
+                type: 'string',
+                maxLength: maxSearchLength,
+                // A NUL is refused (checkedTerm): the document says so.
+                pattern: noNulPattern,
+                description: `${description}, at most ${maxSearchLength} characters`,
+            };
+        case 'isnull':
+            return { type: 'boolean', description };
+        case 'gt':
+        case 'gte':
+        case 'lt':
+        case 'lte': {
+            // An ordering bound need not be a storable value (`price__gte=-1` is fine): keep the type, not the limits.
+            const { type, format, pattern } = field.schema;
+            // The pattern stays: it is what makes a string over an integer column a canonical integer.
+            return {
+                ...(type === undefined ? { type: field.type } : { type }),
+                ...(format === undefined ? {} : { format }),
+                ...(pattern === undefined ? {} : { pattern }),
+                ...numberBounds[field.type],
+                description,
+            };
+        }
+        default:
+            return { ...field.schema, description };
+    }
+}
+/**
+ * Date-times compare as instants only in one spelling: SQLite stores them as text, so
+ * `2026-01-01T02:00:00+02:00` must become `2026-01-01T00:00:00.000Z`, the form the databases' defaults
+ * and JavaScript's dates use. Other values pass as validated.
+ */
+function normalizer(field, parameter) {
+    if (field.schema.format !== 'date-time')
+        return (value) => value;
+    return (value) => {
+        // RFC 3339 in any of its spellings (a lowercase `t`, a leap second, `+23:59`), then what JavaScript reads.
+        const canonical = canonicalDateTime(String(value));
+        if (canonical !== undefined)
+            return canonical;
+        const time = Date.parse(String(value));
+        if (Number.isNaN(time)) {
+            throw queryParameterError(parameter, `${JSON.stringify(value)} is not a date-time JavaScript can read`);
+        }
+        return new Date(time).toISOString();
+    };
+}
+/** `name`: the column the condition compares, `table.column` inside a relation's subquery. */
+function planFilter(field, operator, parameter, dialect, maxSearchLength, name = field.name) {
+    const comparison = comparisons[operator];
+    if (comparison !== undefined) {
+        const normalize = normalizer(field, parameter);
+        return {
+            parameter,
+            condition(raw) {
+                // Through the dialect, which binds what its driver cannot (better-sqlite3 takes no booleans).
+                const value = dialect.values.parameter(normalize(raw));
+                return { shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, value) };
+            },
+        };
+    }
+    switch (operator) {
+        case 'contains':
+            return {
+                parameter,
+                condition(value) {
+                    const pattern = containsPattern(boundedTerm(parameter, String(value), maxSearchLength));
+                    return {
+                        shape: parameter,
+                        parameters: [pattern],
+                        expression: (eb) => dialect.syntax.ilike(eb.ref(name), pattern),
+                    };
+                },
+            };
+        case 'isnull':
+            return {
+                parameter,
+                condition: (value) => ({
+                    shape: `${parameter}=${String(value)}`,
+                    parameters: [],
+                    expression: (eb) => eb(eb.ref(name), value === true ? 'is' : 'is not', null),
+                }),
+            };
+        default:
+            return inFilter(field, parameter, dialect, name);
+    }
+}
+/** `field__in`: a comma-separated list, each element checked like a value of the field, padded to a few lengths. */
+function inFilter(field, parameter, dialect, name) {
+    const validate = elementValidator(field.schema);
+    const integers = admitsInteger(field.schema);
+    const normalize = normalizer(field, parameter);
+    return {
+        parameter,
+        condition(value) {
+            const values = String(value)
+                .split(',')
+                .map((element, index) => {
+                if (integers && !isCanonicalInteger(element)) {
+                    throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${nonCanonicalError('').message}`);
+                }
+                const holder = { value: element };
+                if (!validate(holder)) {
+                    throw queryParameterError(parameter, `value ${index + 1} (${JSON.stringify(element)}) ${validate.errors?.[0]?.message ?? 'is not valid'}`);
+                }
+                return dialect.values.parameter(normalize(holder.value));
+            });
+            if (values.length > maxInValues) {
+                throw queryParameterError(parameter, `lists ${values.length} values; at most ${maxInValues} are allowed`);
+            }
+            // Padded to a few lengths so that lists of any length share a few SQL texts (and cached statements).
+            const padded = padList(values);
+            return {
+                shape: `${parameter}:${padded.length}`,
+                parameters: padded,
+                expression: (eb) => eb(eb.ref(name), 'in', padded),
+            };
+        },
+    };
+}
+/** The operators of one `filterFields` entry, checked: known, suited to the field's type, none listed twice. */
+function checkedOperators(name, field, operators) {
+    const allowed = operatorsByType[field.type];
+    if (!isList(operators) || operators.length === 0) {
+        invalidOption('filterFields', `"${name}": expected a non-empty array of operators (${allowed.join(', ')})`);
+    }
+    const seen = new Set();
+    for (const op of operators) {
+        if (!isFilterOperator(op)) {
+            invalidOption('filterFields', `"${name}": unknown operator ${JSON.stringify(op)}; operators: ${filterOperators.join(', ')}`);
+        }
+        if (!allowed.includes(op)) {
+            invalidOption('filterFields', `"${name}": operator "${op}" does not apply to a ${field.type} field; allowed: ${allowed.join(', ')}`);
+        }
+        // A string field over an integer column (a BIGINT as Type.String()) holds numbers: a substring of one means
+        // nothing.
+        if (op === 'contains' && field.schema.pattern === canonicalIntegerPattern) {
+            invalidOption('filterFields', `"${name}": operator "contains" does not apply to a string field over an integer column`);
+        }
+        if (seen.has(op))
+            invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`);
+        seen.add(op);
+    }
+    return [...seen];
+}
+/**
+ * Checks `filterFields` (scalar columns, known operators that suit the field's type) and plans one query
+ * parameter per field and operator: `field` and `field__eq` for `eq`, `field__op` for the others.
+ * `reserved` are the parameters LIST already has; a filter may not shadow them. A `__contains` value is at
+ * most `maxSearchLength` characters, like `?search=`.
+ */
+export function planFilters(option, fields, dialect, reserved, maxSearchLength, root) {
+    if (option === undefined)
+        return { properties: {}, conditions: () => [] };
+    if (!isRecord(option)) {
+        invalidOption('filterFields', "expected an object such as { name: ['eq', 'contains'] }");
+    }
+    const properties = {};
+    const filters = [];
+    for (const [name, operators] of Object.entries(option)) {
+        // A dotted name is a path through relations (`author.name`), typed by the related schema.
+        const path = name.includes('.') && root !== undefined ? resolvePath('filterFields', name, root, false) : undefined;
+        const field = path?.field ?? fields.get(name);
+        if (field === undefined) {
+            invalidOption('filterFields', `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`);
+        }
+        for (const op of checkedOperators(name, field, operators)) {
+            const parameters = op === 'eq' ? [name, `${name}__eq`] : [`${name}__${op}`];
+            for (const parameter of parameters) {
+                if (reserved.includes(parameter) || parameter in properties) {
+                    invalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`);
+                }
+                const subject = path === undefined
+                    ? name
+                    : `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`;
+                properties[parameter] = valueSchema(field, op, `Rows whose ${subject} ${descriptions[op]}`, maxSearchLength);
+                const filter = planFilter(field, op, parameter, dialect, maxSearchLength, path === undefined ? field.name : relatedColumn(path));
+                filters.push(path === undefined ? filter : { ...filter, path });
+            }
+        }
+    }
+    return {
+        properties,
+        conditions: (query) => filterConditions(filters, query, root),
+    };
+}
+/** The conditions of the filters a query names; those through relations grouped into one subquery per path. */
+function filterConditions(filters, query, root) {
+    const conditions = [];
+    const related = [];
+    for (const filter of filters) {
+        const value = query[filter.parameter];
+        if (value === undefined)
+            continue;
+        if (filter.path === undefined)
+            conditions.push(filter.condition(value));
+        else
+            related.push({ path: filter.path, condition: filter.condition(value) });
+    }
+    if (related.length > 0 && root !== undefined)
+        conditions.push(...groupRelated(related, root.table));
+    return conditions;
+}
+//# sourceMappingURL=filters.js.map

@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=relation-link.js.map

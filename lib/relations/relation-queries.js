@@ -1,0 +1,49 @@
+import { sql } from 'kysely';
+import { BatchedQuery } from './batched-query.js';
+import { applyOrdering, orderClause } from '../query/ordering.js';
+/** The alias of a child's rank within its parent, when a relation keeps only the first `limit` children. */
+const rankAlias = 'viewset_rank';
+/** `alias`, prefixed with `_` until no column of `taken` has its name. */
+export function freeAlias(alias, taken) {
+    let free = alias;
+    while (taken.includes(free))
+        free = `_${free}`;
+    return free;
+}
+/**
+ * The statement of a to-many relation that keeps the first `limit` children of each parent. The window function
+ * of {@link firstChildren} costs (on SQLite, twice the plain query: a co-routine and two sorts), so each batch first
+ * runs the plain ordered query capped at `limit` rows per key plus one: when it gets no more than that, it has
+ * every child of the batch, and grouping keeps the first `limit`. Only a batch with more runs the window statement.
+ */
+export function limitedQuery(db, dialect, filtered, columns, partition, order, limit, extra = 0) {
+    // The cap is a literal of each batch size: the statement's only parameters are the keys.
+    return new BatchedQuery(db, dialect, (keyed, count) => applyOrdering(filtered(keyed), order, dialect, 't.').limit(sql.lit(count * limit + 1)), {
+        rowsPerKey: limit,
+        build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
+    }, extra);
+}
+/** A relation without a limit: all the children of each parent, in order. */
+export function orderedQuery(db, dialect, filtered, order, extra = 0) {
+    return new BatchedQuery(db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra);
+}
+/**
+ * Keeps the first `limit` children of each parent, still in one statement: the children, numbered within
+ * their parent in the relation's order by a window function (SQLite 3.25, PostgreSQL, MariaDB 10.2, MySQL 8),
+ * read back up to `limit`. `query` selects `columns` and is filtered by the parent keys but not ordered;
+ * ordering by the rank keeps each parent's children in order, which is all grouping needs.
+ */
+function firstChildren(db, dialect, query, columns, partition, order, limit) {
+    const rank = freeAlias(rankAlias, columns);
+    const by = orderClause(order, dialect, 't.');
+    const ranked = query.select([
+        sql `row_number() over (partition by ${sql.ref(partition)} order by ${by})`.as(rank),
+    ]);
+    // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys.
+    return db
+        .selectFrom(ranked.as('viewset_ranked')) // the subquery's columns are known only at run time
+        .select(columns)
+        .where(rank, '<=', sql.lit(limit))
+        .orderBy(rank, 'asc');
+}
+//# sourceMappingURL=relation-queries.js.map

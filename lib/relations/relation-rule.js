@@ -1,0 +1,94 @@
+import { expressionBuilder } from 'kysely';
+import { LruCache } from '../execution/lru-cache.js';
+import { scopeCondition } from '../query/scope.js';
+/** Stateless, so one serves every request (as the viewset's own). */
+const eb = expressionBuilder();
+/**
+ * The row rule of one table a relation reads (its target, or a many-to-many's join table), as the relation's
+ * statements alias it (`t`, `j`). Declared with the relation, resolved once when the application is ready
+ * (mount/relation-rules.ts), never during a request.
+ */
+export class RelationRuleSlot {
+    /** Where the relation is declared, named in startup errors. */
+    path;
+    table;
+    alias;
+    rulesFrom;
+    /** `'GET'` for the target of a to-one relation, `'LIST'` for every other read. */
+    method;
+    #rule;
+    #resolved = false;
+    constructor(path, table, alias, rulesFrom, method) {
+        this.path = path;
+        this.table = table;
+        this.alias = alias;
+        this.rulesFrom = rulesFrom;
+        this.method = method;
+    }
+    /** Sets the rule (`undefined`: the table has none); once. */
+    resolve(rule) {
+        if (this.#resolved)
+            throw new Error(`${this.path}: its row rule is already resolved`);
+        // A rule's `scope` is called with an expression builder over the relation's table, whatever DB it was typed for.
+        this.#rule = rule;
+        this.#resolved = true;
+    }
+    /**
+     * The rule for `request`, qualified with the alias, or `undefined` for none. Without a request (a helper's load
+     * outside one) no rule applies; with one, a rule not yet resolved is a programming error, never an open read.
+     */
+    condition(db, request) {
+        if (request === undefined)
+            return undefined;
+        if (!this.#resolved)
+            throw new Error(`${this.path}: relation rules are resolved when the application is ready`);
+        const expression = this.#rule?.scope(eb, { ...request, method: this.method });
+        return expression === undefined ? undefined : scopeCondition(db, this.alias, expression);
+    }
+}
+/** Distinct rule shapes kept per relation: each is one compiled statement per batch size. */
+const maxShapes = 64;
+/**
+ * A relation's batched statement for the rules of a request: the unscoped one, or one per shape of its rules
+ * (their SQL, values apart), built once and kept in a bounded cache, so that a ruled relation is still one
+ * statement per batch whose values are the keys and then the rules' parameters.
+ */
+export class RuledQuery {
+    slots;
+    #base;
+    #build;
+    #shapes = new LruCache(maxShapes);
+    constructor(slots, build) {
+        this.slots = slots;
+        this.#build = build;
+        this.#base = build([]);
+    }
+    /** The statement with no rule: for tests and logs. */
+    get base() {
+        return this.#base;
+    }
+    /** The related rows of `keys` that the rules admit for `request`. */
+    async run(db, keys, request) {
+        const conditions = [];
+        for (const slot of this.slots) {
+            const condition = slot.condition(db, request);
+            if (condition !== undefined)
+                conditions.push(condition);
+        }
+        if (conditions.length === 0)
+            return await this.#base.run(db, keys);
+        let shape = '';
+        const parameters = [];
+        for (const condition of conditions) {
+            shape += condition.shape;
+            parameters.push(...condition.parameters);
+        }
+        let query = this.#shapes.get(shape);
+        if (query === undefined) {
+            query = this.#build(conditions);
+            this.#shapes.set(shape, query);
+        }
+        return await query.run(db, keys, parameters);
+    }
+}
+//# sourceMappingURL=relation-rule.js.map

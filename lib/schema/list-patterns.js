@@ -1,0 +1,104 @@
+// Patterns that document exactly the comma-separated lists the server accepts (`fields`, `order_by`, `__in`):
+// a value the document allows is one the server takes, so a tool that generates requests from the document
+// (Schemathesis) finds no valid request refused.
+/**
+ * The patterns made here: each documents a check the LIST parser makes itself with a message of its own (the
+ * unknown field named, the allowed ones listed), so the validator leaves their failures to it.
+ */
+export const documentingPatterns = new Set();
+/** `pattern`, remembered in {@link documentingPatterns}. */
+function documenting(pattern) {
+    documentingPatterns.add(pattern);
+    return pattern;
+}
+/** `text` matched literally by an ECMA-262 pattern under the `u` flag (where only syntax characters may be escaped). */
+export function escapePattern(text) {
+    return text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
+}
+/** One of `names`, as a pattern group. */
+function alternation(names) {
+    return `(?:${[...names].sort((a, b) => b.length - a.length).map(escapePattern).join('|')})`;
+}
+/**
+ * `fields`: one or more of `names`, comma-separated.
+ *
+ * @example
+ * ```ts
+ * namesPattern(['id', 'name']) // '^(?:name|id)(?:,(?:name|id))*$'
+ * ```
+ */
+export function namesPattern(names) {
+    const name = alternation(names);
+    return documenting(`^${name}(?:,${name})*$`);
+}
+/**
+ * `order_by`: one or more of `names`, each with an optional leading `-`, none twice (the lookahead refuses a
+ * name met again later in the list).
+ */
+export function sortKeysPattern(names) {
+    const name = alternation(names);
+    return documenting(`^(?!(?:[^,]*,)*-?(${name}),(?:[^,]*,)*-?\\1(?:,|$))-?${name}(?:,-?${name})*$`);
+}
+/** The pattern of a string without NUL: the databases refuse it in a LIKE term, and PostgreSQL in any text. */
+export const noNulPattern = documenting('^[^\\u0000]*$');
+/**
+ * `__in`: a comma-separated list of elements of `element`'s schema, when one pattern can say so: an integer
+ * (written canonically), a string enum, or a string with an anchored pattern. `undefined` otherwise.
+ */
+export function elementListPattern(element) {
+    const one = elementPattern(element);
+    return one === undefined ? undefined : documenting(`^${one}(?:,${one})*$`);
+}
+/** One element of an `__in` list as an unanchored pattern group. */
+function elementPattern(element) {
+    if (Array.isArray(element.enum) && element.enum.every((value) => typeof value === 'string' && !value.includes(','))) {
+        return alternation(element.enum); // checked just above: strings only
+    }
+    if (element.type === 'integer')
+        return integerPattern(element);
+    const anchored = element.pattern;
+    if (typeof anchored !== 'string' || !anchored.startsWith('^') || !anchored.endsWith('$'))
+        return undefined;
+    // An anchored pattern whose body may not match a comma: then the split is the one the server makes.
+    const body = anchored.slice(1, -1);
+    return body.includes(',') || body.includes('[^') || body.includes('.') ? undefined : `(?:${body})`;
+}
+/** The canonical integers from 0 to `max` (decimal digits, no leading zero), as a pattern group. */
+function upTo(max) {
+    const parts = ['0'];
+    const digits = max.length;
+    // Every number with fewer digits than max, then those with as many that stay at or below it.
+    if (digits > 1)
+        parts.push(`[1-9][0-9]{0,${digits - 2}}`);
+    for (let i = 0; i < digits; i++) {
+        const digit = Number(max[i]);
+        const low = i === 0 ? 1 : 0;
+        if (digit > low)
+            parts.push(`${max.slice(0, i)}[${low}-${digit - 1}][0-9]{${digits - i - 1}}`);
+    }
+    if (max !== '0')
+        parts.push(max);
+    return `(?:${parts.join('|')})`;
+}
+/**
+ * An integer schema's values as the server reads them from a URL (canonical decimal, `-0` included) within its
+ * bounds, when they include 0 (an integer column's range); `undefined` for bounds a pattern would need to
+ * subtract from.
+ */
+function integerPattern(element) {
+    const { minimum, maximum, exclusiveMinimum, exclusiveMaximum } = element;
+    const low = typeof minimum === 'number'
+        ? Math.ceil(minimum)
+        : typeof exclusiveMinimum === 'number'
+            ? Math.floor(exclusiveMinimum) + 1
+            : undefined;
+    const high = typeof maximum === 'number'
+        ? Math.floor(maximum)
+        : typeof exclusiveMaximum === 'number'
+            ? Math.ceil(exclusiveMaximum) - 1
+            : undefined;
+    if (low === undefined || high === undefined || low > 0 || high < 0)
+        return undefined;
+    return `(?:-${upTo(String(-low))}|${upTo(String(high))})`;
+}
+//# sourceMappingURL=list-patterns.js.map

@@ -1,0 +1,150 @@
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { LruCache } from '../execution/lru-cache.js';
+import { documentingPatterns } from './list-patterns.js';
+import { isRecord } from './object-schema.js';
+// CommonJS: under ESM its default export arrives wrapped
+const addFormats = addFormatsModule;
+const common = {
+    allErrors: true, // list every failing field, not only the first
+    removeAdditional: false, // unknown fields are a 400 that names them, never silently dropped
+    useDefaults: true,
+    strict: false, // OpenAPI keywords such as `example` are allowed in schemas
+};
+function build(options) {
+    const ajv = new Ajv({ ...common, ...options });
+    addFormats(ajv);
+    return ajv;
+}
+let bodies;
+let strings;
+/** The one spelling of an integer in a URL: decimal, no sign but `-`, no leading zero, no blank. */
+export const canonicalIntegerPattern = '^-?(0|[1-9][0-9]*)$';
+const canonicalInteger = new RegExp(canonicalIntegerPattern);
+/** Whether a schema admits integers (an integer, or a union with one). */
+export function admitsInteger(schema) {
+    if (!isRecord(schema))
+        return false;
+    const { type, anyOf } = schema;
+    if (type === 'integer' || (Array.isArray(type) && type.includes('integer')))
+        return true;
+    return Array.isArray(anyOf) && anyOf.some(admitsInteger);
+}
+/** The 400 of a non-canonical integer, as Ajv reports a failing value. */
+export function nonCanonicalError(instancePath) {
+    return {
+        instancePath,
+        schemaPath: '#/type',
+        keyword: 'type',
+        message: 'must be an integer in decimal (such as 12 or -3: no sign +, leading zero, exponent, hex or blank)',
+        params: {},
+    };
+}
+/** Whether a URL value may be read as an integer: Ajv's coercion alone would take `0x1`, `1e0`, `+1` or a blank. */
+export function isCanonicalInteger(value) {
+    return canonicalInteger.test(value);
+}
+/**
+ * Whether an Ajv error gives way to the handler's own check: LIST's `offset` past its documented `maximum`
+ * (maxOffset) is refused by parsePagination, whose 400 says to page further with a cursor.
+ */
+function deferred(error) {
+    if (error.keyword === 'pattern')
+        return documentingPatterns.has(String(error.params.pattern));
+    return error.keyword === 'maximum' && error.instancePath === '/offset';
+}
+/** `validate`, where the errors that give way to the handler's checks ({@link deferred}) do not fail the request. */
+function deferring(validate) {
+    const checked = (data) => {
+        if (validate(data)) {
+            checked.errors = null;
+            return true;
+        }
+        const errors = (validate.errors ?? []).filter((error) => !deferred(error));
+        checked.errors = errors.length === 0 ? null : errors;
+        return errors.length === 0;
+    };
+    return checked;
+}
+/** A path or query validator that first refuses integers not written canonically, then coerces as Ajv does. */
+function canonicalIntegers(schema, compiled) {
+    const properties = schema.properties;
+    const validate = deferring(compiled);
+    const keys = isRecord(properties)
+        ? Object.entries(properties)
+            .filter(([, property]) => admitsInteger(property))
+            .map(([key]) => key)
+        : [];
+    if (keys.length === 0)
+        return validate;
+    const checked = (data) => {
+        for (const key of keys) {
+            const value = isRecord(data) ? data[key] : undefined;
+            if (typeof value === 'string' && !isCanonicalInteger(value)) {
+                checked.errors = [nonCanonicalError(`/${key}`)];
+                return false;
+            }
+        }
+        const valid = validate(data);
+        checked.errors = validate.errors ?? null;
+        return valid;
+    };
+    return checked;
+}
+/**
+ * Compiles `schema` with the library's one Ajv setup, by what is validated. Bodies are JSON and keep their
+ * types: no coercion, so that an explicit `null` stays `null`. Path and query values (`'strings'`) are strings
+ * and are coerced to the schema's types. The two instances are shared by every viewset. Every schema is
+ * checked against JSON Schema's meta-schema by the bodies' instance only: each instance compiles a validator of
+ * the meta-schema on its first check, which took about 50 ms of startup.
+ *
+ * @example
+ * ```ts
+ * const validate = compileFor('strings', { type: 'object', properties: { value: { type: 'integer' } } })
+ * ```
+ */
+export function compileFor(part, schema) {
+    bodies ??= build({ coerceTypes: false });
+    if (part === 'body')
+        return bodies.compile(schema);
+    bodies.validateSchema(schema, true); // throws, naming what is wrong
+    strings ??= build({ coerceTypes: true, validateSchema: false });
+    return strings.compile(schema);
+}
+// Compiled validators by part and schema text. Fastify compiles each route's schemas on its own: the same
+// id parameter, empty query and body come back on many routes (HEAD beside GET, PUT beside PATCH, every
+// viewset's `:id`), and Ajv's own cache knows a schema only by object identity. Compiling was most of
+// `app.ready()`. A validator keeps no state between calls but its `errors`, read right after the call.
+const compiled = new LruCache(1024);
+/**
+ * The viewset's validator compiler: {@link compileFor} the body, or the strings of the path and query,
+ * where integers must also be written canonically.
+ */
+export const viewsetValidatorCompiler = ({ schema, httpPart }) => {
+    // Fastify hands over the route's schema as given; the viewset's are plain JSON Schema objects.
+    if (!isRecord(schema))
+        throw new TypeError(`expected a JSON Schema object for the ${httpPart ?? 'request'}`);
+    const part = httpPart === 'body' ? 'body' : 'strings';
+    const key = `${part} ${JSON.stringify(schema)}`;
+    let validate = compiled.get(key);
+    if (validate === undefined) {
+        validate = part === 'body' ? compileFor('body', schema) : canonicalIntegers(schema, compileFor('strings', schema));
+        compiled.set(key, validate);
+    }
+    return validate;
+};
+/**
+ * {@link viewsetValidatorCompiler}, where a schema that is only a `$ref` to one of `components` (a body
+ * component, `{ $ref: 'ItemsCreate#' }`) is compiled as that component: the document shows the component,
+ * and the shared Ajv instance never sees the same `$id` twice.
+ */
+export function componentsValidatorCompiler(components) {
+    const byRef = new Map(components.map(({ $id, ...schema }) => [`${String($id)}#`, schema]));
+    return (route) => {
+        const schema = route.schema;
+        const ref = typeof schema === 'object' && schema !== null && '$ref' in schema ? schema.$ref : undefined;
+        const component = typeof ref === 'string' ? byRef.get(ref) : undefined;
+        return viewsetValidatorCompiler(component === undefined ? route : { ...route, schema: component });
+    };
+}
+//# sourceMappingURL=validator.js.map
