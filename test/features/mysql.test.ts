@@ -150,7 +150,7 @@ for (const dialect of mysql) {
         .createTable('notes')
         .addColumn('id', 'integer', (column) => column.primaryKey().autoIncrement())
         .addColumn('title', 'varchar(5)', (column) => column.notNull())
-        .addColumn('rank', 'smallint')
+        .addColumn('rank', 'smallint', (column) => column.notNull().defaultTo(0))
         .execute()
       // The schema is looser than the table on purpose: the database has the last word.
       const Note = Type.Object({
