@@ -9,7 +9,9 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
-import { canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier } from '../http/auth.js'
+import {
+  canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier,
+} from '../http/auth.js'
 import { withDerivedMethods } from '../http/auth.js'
 import { representationTag, versionTag } from '../http/conditional-requests.js'
 import { DefaultHandlers } from '../http/default-handlers.js'
