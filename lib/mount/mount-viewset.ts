@@ -200,7 +200,7 @@ function buildViewset (
   table: CheckedTable,
   planned: Awaited<ReturnType<typeof planEntity>>
 ): { context: RouteContext; defaults: DefaultHandlers } {
-  const { resolved, options, columns } = declaration
+  const { resolved, options, columns, db, readDb } = declaration
   const { relations, entity, name, defaultRelations } = planned
   // The loader may need keys the schema does not serve; they are selected, never serialized.
   const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
@@ -214,7 +214,6 @@ function buildViewset (
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
-  const { db, readDb } = declaration
   const defaults = new DefaultHandlers({
     ...declaration.rowRules,
     resource,
