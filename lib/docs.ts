@@ -63,7 +63,9 @@ function schemeUsed (document: OpenApiObject, scheme: string): boolean {
  */
 function withDeclaredTags (document: OpenApiObject): OpenApiObject {
   const declared: unknown[] = Array.isArray(document.tags) ? document.tags : []
-  const names = new Set(declared.map((tag) => (typeof tag === 'object' && tag !== null && 'name' in tag ? tag.name : tag)))
+  const names = new Set(
+    declared.map((tag) => (typeof tag === 'object' && tag !== null && 'name' in tag ? tag.name : tag))
+  )
   const used = Object.values(document.paths ?? {}).flatMap((item) =>
     Object.values(item).flatMap((operation) =>
       typeof operation === 'object' && operation !== null && 'tags' in operation && Array.isArray(operation.tags)

@@ -146,7 +146,8 @@ export const ViewsetErrors = {
  */
 export function outsideRule (element?: number): InstanceType<typeof ViewsetErrors.Forbidden> {
   return new ViewsetErrors.Forbidden(
-    `${element === undefined ? 'The row' : `Element ${element}`} would be written outside the rows this token may access`
+    `${element === undefined ? 'The row' : `Element ${element}`}` +
+      ' would be written outside the rows this token may access'
   )
 }
 

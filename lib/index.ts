@@ -24,5 +24,7 @@ export { securitySchemeName } from './http/auth.js'
 export { problemSchema } from './schema/openapi.js'
 export { handlerChannel, statementChannel } from './observability/channels.js'
 export { viewsetLogs } from './observability/request-log.js'
-export type { HandlerContext, StatementContext, StatementDialect, StatementOperation } from './observability/channels.js'
+export type {
+  HandlerContext, StatementContext, StatementDialect, StatementOperation,
+} from './observability/channels.js'
 export type { AnsweredProblem } from './observability/problem-code.js'

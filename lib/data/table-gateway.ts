@@ -9,7 +9,6 @@ import { retryOnDeadlock } from './retry-on-deadlock.js'
 import { checkRepeatedKeys, conflictingElement, duplicateMessage, elementConflict } from './bulk-conflicts.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { Condition } from '../query/condition.js'
-import type { CursorPosition } from '../query/cursor.js'
 import { cursorAlias, keysetCondition, positionOf, reversed } from '../query/cursor.js'
 import type { ListQuery } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
@@ -22,6 +21,7 @@ import type { RelationLoader } from '../relations/batched-loader.js'
 import type { RuleRequest } from '../relations/relation-rule.js'
 import { checkedWrite, checkWritten, inTransaction } from './write-check.js'
 import type { WrittenRows } from './write-check.js'
+import type { CursorPage, FindOptions, UpsertChecks, UpsertedRow } from './gateway-results.js'
 
 /** What a resource is built from, once the catalog has been read at registration. */
 export interface TableGatewayConfig {
@@ -39,33 +39,6 @@ export interface TableGatewayConfig {
   readonly uniqueKeys?: ReadonlyArray<readonly string[]>
   /** The unique key upserts merge on (`conflictFields`), checked against the catalog. */
   readonly conflictFields?: readonly string[] | undefined
-}
-
-/** The rules an upserted row must be in once written: a created one (the GET rule), an updated one (PATCH's). */
-export interface UpsertChecks {
-  readonly created?: ScopeCondition | undefined
-  readonly updated?: ScopeCondition | undefined
-}
-
-/** A row an upsert wrote, and whether it was created (else updated). */
-export interface UpsertedRow {
-  readonly row: Row
-  readonly created: boolean
-}
-
-/** A page read by cursor: its rows in the request's order, and the positions its `next` and `prev` links start from. */
-export interface CursorPage {
-  readonly rows: Row[]
-  /** Absent when no row follows the page. */
-  readonly next: CursorPosition | undefined
-  /** Absent on the first page. */
-  readonly prev: CursorPosition | undefined
-}
-
-/** Which columns `find` reads (a `?fields=` selection), and the viewset's `scope` for this request. */
-export interface FindOptions {
-  readonly selection?: { readonly shape: string; readonly columns: readonly string[] } | undefined
-  readonly scope?: ScopeCondition | undefined
 }
 
 /** The `WHERE` terms of a query, the scope first when there is one. */

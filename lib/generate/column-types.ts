@@ -31,10 +31,14 @@ export interface ColumnMapping {
 
 /** The aliases db.ts declares when a column uses them: the types the drivers return through createDatabase. */
 export const aliases: Record<string, string> = {
-  Int8: '/** pg returns int8 as a string, so that no digit is lost. */\nexport type Int8 = ColumnType<string, bigint | number | string, bigint | number | string>',
-  Numeric: '/** NUMERIC / DECIMAL arrive as strings from pg and mysql2; numbers are accepted on writes. */\nexport type Numeric = ColumnType<string, number | string, number | string>',
-  Timestamp: '/** Dates arrive as Date objects; RFC 3339 strings are accepted on writes. */\nexport type Timestamp = ColumnType<Date, Date | string, Date | string>',
-  Json: '/** JSON columns arrive parsed. */\nexport type Json = JsonValue\nexport type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }',
+  Int8: '/** pg returns int8 as a string, so that no digit is lost. */\n' +
+    'export type Int8 = ColumnType<string, bigint | number | string, bigint | number | string>',
+  Numeric: '/** NUMERIC / DECIMAL arrive as strings from pg and mysql2; numbers are accepted on writes. */\n' +
+    'export type Numeric = ColumnType<string, number | string, number | string>',
+  Timestamp: '/** Dates arrive as Date objects; RFC 3339 strings are accepted on writes. */\n' +
+    'export type Timestamp = ColumnType<Date, Date | string, Date | string>',
+  Json: '/** JSON columns arrive parsed. */\nexport type Json = JsonValue\n' +
+    'export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }',
 }
 
 /** A TypeBox expression, given its options. */
@@ -82,7 +86,9 @@ function kindTypes (
     case 'enum': {
       const values = column.enumValues ?? []
       kysely = values.map(literal).join(' | ')
-      typebox = (extra) => `Type.Union([${values.map((value) => `Type.Literal(${literal(value)})`).join(', ')}]${extra.length === 0 ? '' : `, { ${extra.join(', ')} }`})`
+      typebox = (extra) =>
+        `Type.Union([${values.map((value) => `Type.Literal(${literal(value)})`).join(', ')}]` +
+        `${extra.length === 0 ? '' : `, { ${extra.join(', ')} }`})`
       break
     }
     case 'binary': kysely = 'Buffer'; break
@@ -94,7 +100,8 @@ function kindTypes (
 /** Maps a catalog column to its Kysely type and TypeBox schema, as createDatabase's drivers return its values. */
 export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnMapping {
   const types = columnTypesOf(dialect)
-  const kind: ColumnKind = column.enumValues !== undefined && column.enumValues.length > 0 ? 'enum' : types.kindOf(column)
+  const kind: ColumnKind =
+    column.enumValues !== undefined && column.enumValues.length > 0 ? 'enum' : types.kindOf(column)
   const array = types.arrays && column.type.startsWith('_')
   const driver = types.driverTypes[kind]
   let { kysely, selected, typebox, options } = kindTypes(kind, column)
@@ -108,7 +115,8 @@ export function mapColumn (dialect: DialectName, column: CatalogColumn): ColumnM
   if (array) {
     const element = typebox
     const elementOptions = [...options]
-    typebox = (extra) => `Type.Array(${element(elementOptions)}${extra.length === 0 ? '' : `, { ${extra.join(', ')} }`})`
+    typebox = (extra) =>
+      `Type.Array(${element(elementOptions)}${extra.length === 0 ? '' : `, { ${extra.join(', ')} }`})`
     options.length = 0
     kysely = `Array<${selected ?? kysely}>`
     selected = kysely

@@ -105,5 +105,7 @@ function allowOf (
   const statics = registered.get(path)
   if (statics !== undefined && statics.size > 0) return allowHeader(statics)
   const rest = path.slice(prefix.length)
-  return path.startsWith(`${prefix}/`) && rest.length > 1 && !rest.includes('/', 1) ? allows.get(`${prefix}/:id`) : undefined
+  return path.startsWith(`${prefix}/`) && rest.length > 1 && !rest.includes('/', 1)
+    ? allows.get(`${prefix}/:id`)
+    : undefined
 }

@@ -75,7 +75,9 @@ const fastifyCodes: Record<string, (request: FastifyRequest) => FastifyError> = 
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: (request) => unsupportedType(request),
   // A QUERY without Content-Type (RFC 10008 makes it a failure): on a path that no route serves, the 404 it is.
   FST_ERR_ROUTE_MISSING_CONTENT_TYPE: (request) =>
-    request.is404 ? new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0]) : unsupportedType(request),
+    request.is404
+      ? new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0])
+      : unsupportedType(request),
   FST_ERR_NOT_FOUND: (request) => new ViewsetErrors.RouteNotFound(request.method, request.url.split('?')[0]),
   FST_ERR_BAD_URL: () => new ViewsetErrors.BadUrl(),
   FST_ERR_INVALID_URL: () => new ViewsetErrors.BadUrl(),

@@ -50,12 +50,14 @@ const conditionalHeaders = {
   'if-none-match': {
     type: 'string',
     description:
-      'Entity tags (or `*`) of the versions the client holds: when one is the current ETag, the answer is a 304 with no body.',
+      'Entity tags (or `*`) of the versions the client holds: ' +
+      'when one is the current ETag, the answer is a 304 with no body.',
   },
   'if-match': {
     type: 'string',
     description:
-      'Entity tags (or `*`) the row must match to be written: otherwise a 412 and nothing changes (a 428 without it under requireIfMatch).',
+      'Entity tags (or `*`) the row must match to be written: ' +
+      'otherwise a 412 and nothing changes (a 428 without it under requireIfMatch).',
   },
 } as const satisfies Record<string, JsonSchema>
 
@@ -279,7 +281,9 @@ export function updateSchema (method: 'PUT' | 'PATCH', context: RouteContext): R
   addHeader(schema, 'if-match', conditionalHeaders['if-match'])
   if (method === 'PUT') {
     schema.description =
-      'Replaces the writable fields the body sends; an optional field the body leaves out keeps its stored value (send null to clear a nullable one). Read-only fields are ignored.'
+      'Replaces the writable fields the body sends; ' +
+      'an optional field the body leaves out keeps its stored value (send null to clear a nullable one). ' +
+      'Read-only fields are ignored.'
   }
   const unsupported = schema.response[415]
   if (method === 'PATCH' && unsupported !== undefined) {

@@ -136,7 +136,9 @@ function onRequestOf (method: ViewsetMethod, { auth }: RouteContext): Pick<Route
 function preconditionOfRequest (request: FastifyRequest, context: RouteContext) {
   const precondition = preconditionOf(request.headers['if-match'], context.versions.requireIfMatch)
   // The tag compared is of the row as this request's GET served it: its relations under its rules.
-  return precondition?.kind === 'match' ? { ...precondition, reader: { request, token: request.viewsetToken } } : precondition
+  return precondition?.kind === 'match'
+    ? { ...precondition, reader: { request, token: request.viewsetToken } }
+    : precondition
 }
 
 /**

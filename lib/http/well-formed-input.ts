@@ -60,7 +60,12 @@ export function wellFormedJson (json: JsonParser) {
       }
       const field = illFormedField(value, [])
       if (field === undefined) done(null, value)
-      else done(bodyError(Array.isArray(value) ? `/${field.join('/')}` : field.join('.'), 'is not well-formed UTF-16 (a lone surrogate)'))
+      else {
+        done(bodyError(
+          Array.isArray(value) ? `/${field.join('/')}` : field.join('.'),
+          'is not well-formed UTF-16 (a lone surrogate)'
+        ))
+      }
     })
   }
 }

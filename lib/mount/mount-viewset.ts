@@ -9,7 +9,9 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
-import { canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier } from '../http/auth.js'
+import {
+  canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier,
+} from '../http/auth.js'
 import { withDerivedMethods } from '../http/auth.js'
 import { representationTag, versionTag } from '../http/conditional-requests.js'
 import { DefaultHandlers } from '../http/default-handlers.js'
@@ -198,7 +200,7 @@ function buildViewset (
   table: CheckedTable,
   planned: Awaited<ReturnType<typeof planEntity>>
 ): { context: RouteContext; defaults: DefaultHandlers } {
-  const { resolved, options, columns } = declaration
+  const { resolved, options, columns, db, readDb } = declaration
   const { relations, entity, name, defaultRelations } = planned
   // The loader may need keys the schema does not serve; they are selected, never serialized.
   const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
@@ -212,7 +214,6 @@ function buildViewset (
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
-  const { db, readDb } = declaration
   const defaults = new DefaultHandlers({
     ...declaration.rowRules,
     resource,

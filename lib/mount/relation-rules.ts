@@ -19,7 +19,10 @@ function named (slot: RelationRuleSlot, entries: readonly RegisteredViewset[]): 
     invalidOption(`${slot.path}.rulesFrom`, `no viewset of the app is mounted at "${rulesFrom}" (mounted: ${prefixes})`)
   }
   if (entry.table !== slot.table) {
-    invalidOption(`${slot.path}.rulesFrom`, `the viewset at "${rulesFrom}" serves "${entry.table}", not "${slot.table}"`)
+    invalidOption(
+      `${slot.path}.rulesFrom`,
+      `the viewset at "${rulesFrom}" serves "${entry.table}", not "${slot.table}"`
+    )
   }
   return entry.rule?.source
 }

@@ -53,19 +53,7 @@ export function instrumentViewsets (options: InstrumentViewsetsOptions = {}): ()
   const statementSpans = new WeakMap<StatementContext, Span>()
   const parents = new AsyncLocalStorage<Context>()
 
-  handlerChannel.start.bindStore(parents, (event) => {
-    const context = event as HandlerContext // the handler channel publishes HandlerContext only
-    const span = tracer.startSpan(`${context.method} ${context.viewset}`, {
-      kind: SpanKind.INTERNAL,
-      attributes: {
-        'fastify_viewsets.viewset': context.viewset,
-        'fastify_viewsets.method': context.method,
-        'http.route': context.route,
-      },
-    }, otelContext.active())
-    handlerSpans.set(context, span)
-    return trace.setSpan(otelContext.active(), span)
-  })
+  handlerChannel.start.bindStore(parents, (event) => startHandlerSpan(tracer, handlerSpans, event))
   // The handler's span starts in the store bound above; the channels' `asyncStart` marks nothing spans need.
   const handlers = {
     start () {},
@@ -111,6 +99,21 @@ export function instrumentViewsets (options: InstrumentViewsetsOptions = {}): ()
     handlerChannel.unsubscribe(handlers)
     statementChannel.unsubscribe(statements)
   }
+}
+
+/** The span of a handler run, started as its channel's `start` fires: the context its statements' spans nest in. */
+function startHandlerSpan (tracer: Tracer, handlerSpans: WeakMap<HandlerContext, Span>, event: unknown): Context {
+  const context = event as HandlerContext // the handler channel publishes HandlerContext only
+  const span = tracer.startSpan(`${context.method} ${context.viewset}`, {
+    kind: SpanKind.INTERNAL,
+    attributes: {
+      'fastify_viewsets.viewset': context.viewset,
+      'fastify_viewsets.method': context.method,
+      'http.route': context.route,
+    },
+  }, otelContext.active())
+  handlerSpans.set(context, span)
+  return trace.setSpan(otelContext.active(), span)
 }
 
 /** At `end`: a synchronous run's span ends now; one that answered a promise ends at `asyncEnd`. */

@@ -179,16 +179,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
     if ((spec.foreignKey === undefined) === (spec.through === undefined)) {
       invalidOption(where, 'give either foreignKey (one-to-many) or through (many-to-many), not both and not neither')
     }
-    let through: DeclaredRelation['through']
-    if (spec.through !== undefined) {
-      const value = spec.through
-      if (!isRecord(value)) invalidOption(`${where}.through`, 'expected { table, sourceKey, targetKey }')
-      through = {
-        table: name(`${where}.through.table`, value.table),
-        sourceKey: name(`${where}.through.sourceKey`, value.sourceKey),
-        targetKey: name(`${where}.through.targetKey`, value.targetKey),
-      }
-    }
+    const through = throughOf(where, spec.through)
     declared.push({
       path: where,
       field,
@@ -205,4 +196,15 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
     })
   }
   return declared
+}
+
+/** A many-to-many relation's join table, checked; `undefined` for a one-to-many one. */
+function throughOf (where: string, value: unknown): DeclaredRelation['through'] {
+  if (value === undefined) return undefined
+  if (!isRecord(value)) invalidOption(`${where}.through`, 'expected { table, sourceKey, targetKey }')
+  return {
+    table: name(`${where}.through.table`, value.table),
+    sourceKey: name(`${where}.through.sourceKey`, value.sourceKey),
+    targetKey: name(`${where}.through.targetKey`, value.targetKey),
+  }
 }

@@ -53,7 +53,9 @@ export function orderedQuery (
   order: readonly OrderKey[],
   extra = 0
 ): BatchedQuery {
-  return new BatchedQuery(db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra)
+  return new BatchedQuery(
+    db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra
+  )
 }
 
 /**

@@ -36,7 +36,9 @@ export class RelationRuleSlot {
   #rule: AnyRule | undefined
   #resolved = false
 
-  constructor (path: string, table: string, alias: string, rulesFrom: RulesFrom<unknown> | undefined, method: 'GET' | 'LIST') {
+  constructor (
+    path: string, table: string, alias: string, rulesFrom: RulesFrom<unknown> | undefined, method: 'GET' | 'LIST'
+  ) {
     this.path = path
     this.table = table
     this.alias = alias

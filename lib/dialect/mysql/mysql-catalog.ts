@@ -82,7 +82,9 @@ function catalogColumn (
     generated: column.generation !== null && column.generation !== '',
     autoIncrement: /auto_increment/i.test(column.extra),
     maxLength:
-      (column.type === 'varchar' || column.type === 'char') && column.length !== null ? Number(column.length) : undefined,
+      (column.type === 'varchar' || column.type === 'char') && column.length !== null
+        ? Number(column.length)
+        : undefined,
     enumValues: enumLabels(declared) ?? lists.get(column.name),
     json: column.type === 'json' || json.has(column.name),
   }
@@ -92,24 +94,29 @@ function catalogColumn (
 export const mysqlCatalog: CatalogReader = {
   async table (db, name) {
     const { rows: [relation] } = await sql<{ kind: string }>`
-      select table_type as kind from information_schema.tables where table_schema = database() and table_name = ${name}`.execute(db)
+      select table_type as kind from information_schema.tables
+      where table_schema = database() and table_name = ${name}`.execute(db)
     if (relation === undefined) return undefined
     const { rows: columns } = await sql<ColumnRow>`
       select column_name as name, lower(data_type) as type, column_type as declared, is_nullable as nullable,
         column_default as dflt, extra, generation_expression as generation, character_maximum_length as length
-      from information_schema.columns where table_schema = database() and table_name = ${name} order by ordinal_position`.execute(db)
+      from information_schema.columns where table_schema = database() and table_name = ${name}
+      order by ordinal_position`.execute(db)
     const { rows: statistics } = await sql<IndexRow>`
       select index_name as idx, non_unique = 0 as is_unique, column_name as col from information_schema.statistics
       where table_schema = database() and table_name = ${name} order by index_name, seq_in_index`.execute(db)
     const { rows: keys } = await sql<KeyRow>`
-      select constraint_name as fk, column_name as col, referenced_table_name as target, referenced_column_name as reference
+      select constraint_name as fk, column_name as col, referenced_table_name as target,
+        referenced_column_name as reference
       from information_schema.key_column_usage
-      where table_schema = database() and table_name = ${name} and referenced_table_name is not null and referenced_table_schema = database()
+      where table_schema = database() and table_name = ${name} and referenced_table_name is not null
+        and referenced_table_schema = database()
       order by constraint_name, ordinal_position`.execute(db)
     // MariaDB and MySQL ≥ 8.0.16 list CHECK constraints; MariaDB's JSON is a LONGTEXT checked by json_valid().
     const { rows: checks } = await sql<{ clause: string }>`
       select c.check_clause as clause from information_schema.table_constraints t
-      join information_schema.check_constraints c on c.constraint_schema = t.constraint_schema and c.constraint_name = t.constraint_name
+      join information_schema.check_constraints c
+        on c.constraint_schema = t.constraint_schema and c.constraint_name = t.constraint_name
       where t.table_schema = database() and t.table_name = ${name} and t.constraint_type = 'CHECK'
       order by t.constraint_name`.execute(db).catch(() => ({ rows: [] }))
 
@@ -130,7 +137,8 @@ export const mysqlCatalog: CatalogReader = {
   async relations (db) {
     const { rows } = await sql<{ name: string, kind: string }>`
       select table_name as name, table_type as kind from information_schema.tables
-      where table_schema = database() and table_type in ('BASE TABLE', 'VIEW', 'SYSTEM VERSIONED') order by table_name`.execute(db)
+      where table_schema = database() and table_type in ('BASE TABLE', 'VIEW', 'SYSTEM VERSIONED')
+      order by table_name`.execute(db)
     return rows.map((row): CatalogRelation => ({ name: row.name, view: row.kind === 'VIEW' }))
   },
 }

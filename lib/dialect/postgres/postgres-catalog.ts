@@ -66,10 +66,13 @@ export const postgresCatalog: CatalogReader = {
     if (relation === undefined) return undefined
     const oid = relation.oid
     const { rows: columns } = await sql<ColumnRow>`
-      select a.attname as name, t.typname as type, lower(format_type(a.atttypid, a.atttypmod)) as declared, t.typtype as kind,
+      select a.attname as name, t.typname as type, lower(format_type(a.atttypid, a.atttypmod)) as declared,
+        t.typtype as kind,
         a.attnotnull as notnull, pg_get_expr(d.adbin, d.adrelid) as default, a.attidentity as identity,
         a.attgenerated as generated, a.atttypmod as typmod,
-        case when t.typtype = 'e' then array(select e.enumlabel::text from pg_catalog.pg_enum e where e.enumtypid = t.oid order by e.enumsortorder) end as labels
+        case when t.typtype = 'e' then array(
+          select e.enumlabel::text from pg_catalog.pg_enum e where e.enumtypid = t.oid order by e.enumsortorder
+        ) end as labels
       from pg_catalog.pg_attribute a
       join pg_catalog.pg_type t on t.oid = a.atttypid
       left join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
@@ -85,10 +88,12 @@ export const postgresCatalog: CatalogReader = {
     const { rows: constraints } = await sql<ConstraintRow>`
       select k.contype as kind,
         array(select a.attname::text from unnest(k.conkey) with ordinality u(attnum, n)
-              join pg_catalog.pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.attnum order by u.n) as columns,
+              join pg_catalog.pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.attnum
+              order by u.n) as columns,
         k.confrelid::regclass::text as target,
         array(select a.attname::text from unnest(k.confkey) with ordinality u(attnum, n)
-              join pg_catalog.pg_attribute a on a.attrelid = k.confrelid and a.attnum = u.attnum order by u.n) as references,
+              join pg_catalog.pg_attribute a on a.attrelid = k.confrelid and a.attnum = u.attnum
+              order by u.n) as references,
         pg_get_constraintdef(k.oid) as definition
       from pg_catalog.pg_constraint k
       where k.conrelid = ${oid}::int8::oid and k.contype in ('f', 'c') order by k.conname`.execute(db)
@@ -101,7 +106,11 @@ export const postgresCatalog: CatalogReader = {
       primaryKey: indexRows.find((index) => index.primary)?.columns ?? [],
       unique: plain.filter((index) => index.unique && !index.primary).map((index) => index.columns),
       indexes: plain.map((index) => index.columns),
-      foreignKeys: constraints.filter((key) => key.kind === 'f').map((key) => ({ columns: key.columns, table: key.target ?? '', references: key.references ?? [] })),
+      foreignKeys: constraints.filter((key) => key.kind === 'f').map((key) => ({
+        columns: key.columns,
+        table: key.target ?? '',
+        references: key.references ?? [],
+      })),
     }
   },
 

@@ -76,9 +76,8 @@ export const sqliteCatalog: CatalogReader = {
 
   async relations (db) {
     const { rows } = await sql<{ name: string; type: string }>`
-      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!' order by name`.execute(
-        db
-      )
+      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!'
+      order by name`.execute(db)
     return rows.map((row): CatalogRelation => ({ name: row.name, view: row.type === 'view' }))
   },
 }
@@ -116,10 +115,8 @@ async function indexesOf (db: CatalogDatabase, name: string): Promise<{ unique: 
 
 /** The table's foreign keys, one per constraint; an implicit reference names the target's primary key. */
 async function foreignKeysOf (db: CatalogDatabase, name: string): Promise<CatalogForeignKey[]> {
-  const { rows: keyRows } =
-    await sql<ForeignKeyRow>`select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(
-      db
-    )
+  const { rows: keyRows } = await sql<ForeignKeyRow>`
+    select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(db)
   const foreignKeys: CatalogForeignKey[] = []
   const byId = new Map<number, ForeignKeyRow[]>()
   for (const row of keyRows) byId.set(row.id, [...(byId.get(row.id) ?? []), row])
