@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=precondition.js.map

@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=dialect.js.map

@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=column-types.js.map

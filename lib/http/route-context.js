@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=route-context.js.map

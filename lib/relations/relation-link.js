@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=relation-link.js.map
