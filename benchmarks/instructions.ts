@@ -32,6 +32,9 @@ const { values } = parseArgs({
     data: { type: 'string', default: join('benchmarks', '.data') },
     database: { type: 'string', default: 'sqlite' },
     'warm-paths': { type: 'string', default: '' },
+    // A write measured the same way, e.g. --method PATCH --body '{"price":12.5}' --path /books/3.
+    method: { type: 'string', default: 'GET' },
+    body: { type: 'string' },
     // The dist/index.js of another build, for viewsets-baseline (`npm run bench -- --baseline <ref>` builds one
     // into benchmarks/.data/baseline/<commit>/dist).
     'baseline-dist': { type: 'string' },
@@ -64,10 +67,11 @@ async function count (system: SystemName, seeded: DatabaseTarget): Promise<Map<s
   const target = seeded.kind === 'sqlite' ? copySqlite(seeded, `instructions-${system}`) : seeded
   const server = await startServer(system, target, { execArgv: ['--single-threaded'], wrapper: { command: 'valgrind', args: tool }, library: system === 'viewsets-baseline' ? values['baseline-dist'] : undefined })
   const url = `${server.url}${values.path}`
+  const request = { method: values.method as 'GET', body: values.body, headers: values.body === undefined ? {} : { 'content-type': 'application/json' } } // autocannon types its method as a literal union; the value is checked by the server's answer below
   for (const path of values['warm-paths'].split(',').filter((path) => path !== '')) await autocannon({ url: `${server.url}${path}`, connections: 4, amount: 800 })
-  await autocannon({ url, connections: 4, amount: warmup })
+  await autocannon({ url, connections: 4, amount: warmup, ...request })
   execFileSync('callgrind_control', ['-z', String(server.pid)], { stdio: 'ignore' })
-  const result = await autocannon({ url, connections: 4, amount: requests })
+  const result = await autocannon({ url, connections: 4, amount: requests, ...request })
   execFileSync('callgrind_control', ['-d', 'measured', String(server.pid)], { stdio: 'ignore' })
   await server.stop()
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${system}: ${result.non2xx} non-2xx answers and ${result.errors} errors`)
@@ -77,7 +81,7 @@ async function count (system: SystemName, seeded: DatabaseTarget): Promise<Map<s
 
 const seeded = postgresUrl !== undefined && values.database === 'postgres' ? await seedPostgres(postgresUrl) : seedSqlite(join(values.data, 'instructions.db'))
 const shown: Array<[string, string]> = [['Ir', 'instructions'], ['I1mr', 'I1 misses'], ['D1mr', 'D1 read misses'], ['Bcm', 'mispredicted conditional branches'], ['Bim', 'mispredicted indirect branches']]
-console.log(`${values.path}: per request, over ${requests} requests after ${warmup} unmeasured ones`)
+console.log(`${values.method} ${values.path}: per request, over ${requests} requests after ${warmup} unmeasured ones`)
 for (const system of systems) {
   const totals = await count(system, seeded)
   const figures = shown.filter(([event]) => totals.has(event)).map(([event, name]) => `${name} ${Math.round((totals.get(event) ?? 0) / requests).toLocaleString('en-US')}`)
