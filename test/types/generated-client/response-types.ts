@@ -43,8 +43,8 @@ type PartialContent = paths['/items/{id}']['get']['responses'][200]['content']
 type Chosen = PartialContent['application/json; profile="urn:fastify-viewsets:partial"']
 expectTrue<Same<Chosen['price'], number | undefined>>()
 
-// openapi-fetch with the JSON media types but the partial one (`${string}/${string}json` leaves out `…partial"`): the data of a
-// read is the whole row, an error still the problem document.
+// openapi-fetch with the JSON media types but the partial one (`${string}/${string}json` leaves out `…partial"`):
+// the data of a read is the whole row, an error still the problem document.
 declare const reader: ReturnType<typeof createClient<paths, `${string}/${string}json`>>
 export async function readsWholeRows (): Promise<void> {
   const { data: page, error } = await reader.GET('/items')
