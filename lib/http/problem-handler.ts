@@ -29,7 +29,7 @@ function fieldError (error: AjvError, part: string, message?: string, pointer = 
     return { in: part, field: join([path, String(params.missingProperty)]), message: 'is required' }
   }
   if (error.keyword === 'pattern' && params.pattern === storableTextPattern) {
-    return { in: part, field: path, message: 'must not contain the NUL character, which PostgreSQL cannot store' }
+    return { in: part, field: path, message: 'must not contain the NUL character, which the database cannot store' }
   }
   return { in: part, field: path, message: message ?? error.message ?? 'is not valid' }
 }
