@@ -16,6 +16,8 @@ export type {
   PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,
 } from './relations/config.js'
 export type { Precondition } from './data/precondition.js'
+export { orderByPattern, parseOrderBy } from './query/ordering.js'
+export type { SortKey } from './query/ordering.js'
 export { problem, ViewsetErrors } from './errors.js'
 export { viewsetFrameworkErrors } from './http/problem-handler.js'
 export type { DatabaseFault } from './errors.js'

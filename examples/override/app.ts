@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import type { Generated } from 'kysely'
-import { Viewset, ViewsetErrors, viewsetDocs } from 'fastify-viewsets'
+import { orderByPattern, parseOrderBy, Viewset, ViewsetErrors, viewsetDocs } from 'fastify-viewsets'
 import type { CreateRequest, ListRequest, UpdateRequest } from 'fastify-viewsets'
 import { exampleApp } from '../shared.js'
 import type { BuildOptions } from '../shared.js'
@@ -33,17 +33,20 @@ export interface DB {
 
 /** The fields `order_by` accepts. */
 export const orderingFields = ['name', 'created_at'] as const
-type OrderingField = (typeof orderingFields)[number]
 
 /** LIST's own query parameters: validated (`?limit=abc` is a 400) and shown in /docs. */
 export const ItemListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Rows per page' })),
   offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip' })),
-  search: Type.Optional(Type.String({ description: 'Case-insensitive substring of the name' })),
+  // Bounded as the generated LIST's `search` is (maxSearchLength, 100 by default): a longer one is a 400.
+  search: Type.Optional(Type.String({ maxLength: 100, description: 'Case-insensitive substring of the name' })),
+  // parseOrderBy's pattern: only the allowed fields, each once (a repeated or unknown key is a 400).
   order_by: Type.Optional(
     Type.String({
       default: '-created_at',
-      description: `Comma-separated sort keys among ${orderingFields.join(', ')}; a leading \`-\` sorts descending`,
+      pattern: orderByPattern(orderingFields),
+      description: `Comma-separated sort keys among ${orderingFields.join(', ')}, each once; ` +
+        'a leading `-` sorts descending',
     })
   ),
 })
@@ -74,15 +77,12 @@ export class ItemViewset extends Viewset<DB, 'items', typeof Item> {
     // this.query(): SELECT of the schema's columns, typed for the table.
     let query = this.query().limit(limit).offset(offset)
     if (search !== undefined && search !== '') query = query.where((eb) => this.contains(eb.ref('name'), search))
-    for (const key of orderBy.split(',')) {
-      const field = key.replace(/^-/, '')
-      if (!(orderingFields as readonly string[]).includes(field)) {
-        throw new ViewsetErrors.UnsupportedOrdering(JSON.stringify(key), orderingFields.join(', '))
-      }
-      query = query.orderBy(field as OrderingField, key.startsWith('-') ? 'desc' : 'asc')
+    // The library's own parser: known fields, each once, then the id, which breaks ties so that pages neither
+    // overlap nor skip rows. Anything else is a 400 FST_VIEWSET_UNSUPPORTED_ORDERING, before any statement runs.
+    for (const { field, descending } of parseOrderBy(orderBy, orderingFields, 'id')) {
+      query = query.orderBy(field, descending ? 'desc' : 'asc')
     }
-    // The id breaks ties, so pages neither overlap nor skip rows.
-    return await query.orderBy('id').execute()
+    return await query.execute()
   }
 
   override async createElement (request: CreateRequest<typeof Item>) {

@@ -3,6 +3,7 @@ import type { FieldError } from '../errors.js'
 import { faultProblem, invalidFields, problem, ViewsetErrors } from '../errors.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { acceptPatch } from '../schema/openapi.js'
+import { storableTextPattern } from '../schema/list-patterns.js'
 
 interface AjvError {
   instancePath?: string
@@ -26,6 +27,9 @@ function fieldError (error: AjvError, part: string, message?: string, pointer = 
   }
   if (error.keyword === 'required') {
     return { in: part, field: join([path, String(params.missingProperty)]), message: 'is required' }
+  }
+  if (error.keyword === 'pattern' && params.pattern === storableTextPattern) {
+    return { in: part, field: path, message: 'must not contain the NUL character, which the database cannot store' }
   }
   return { in: part, field: path, message: message ?? error.message ?? 'is not valid' }
 }

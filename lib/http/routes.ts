@@ -8,6 +8,7 @@ import type { ViewsetMethod } from '../options.js'
 import type { FieldSelection, FieldsPlan } from '../query/fields.js'
 import { offsetWithCursor, parsePagination } from '../query/list-query.js'
 import { isRecord } from '../schema/object-schema.js'
+import { partialContentType } from '../schema/openapi.js'
 import { authHook, openTokenHook } from './auth.js'
 import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
 import type { ListPage } from './default-handlers.js'
@@ -149,7 +150,7 @@ function sendPage (request: FastifyRequest, reply: FastifyReply, page: ListPage,
   const { rows, query, total, cursors } = page
   if (query === undefined) return rows
   if (total !== undefined) reply.header('x-total-count', String(total))
-  if (query.fields !== undefined) reply.serializer(query.fields.serialize).type(jsonType)
+  if (query.fields !== undefined) reply.serializer(query.fields.serialize).type(partialContentType)
   const count = Array.isArray(rows) ? rows.length : 0
   const link =
     cursors === undefined
@@ -211,7 +212,7 @@ function sendElement (
   }
   // Set last, so that an error thrown above is serialized as a problem, not as a row.
   if (selection !== undefined) reply.serializer(selection.serializeRow)
-  reply.type(jsonType)
+  reply.type(selection === undefined ? jsonType : partialContentType)
   return body
 }
 

@@ -26,12 +26,13 @@ import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
 import type { RelatedConfig } from '../relations/config.js'
 import { checkDefaultRelations } from '../relations/default-relations.js'
+import { relationLimits } from '../relations/declaration.js'
 import { createRelationLoader, relationFields } from '../relations/loader.js'
 import type { RelationRule } from '../relations/config.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import { viewsetComponents } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
-import { deriveEntity, deriveSerializerSchema, writableFields } from '../schema/derive.js'
+import { deriveEntity, deriveSerializerSchema, withChildLimits, writableFields } from '../schema/derive.js'
 import { nameFromPrefix } from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
 import { columnTypesProblem } from './column-types-check.js'
@@ -134,7 +135,8 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   // The version column is the server's, read-only like the key: every update increments it.
   const fieldsOfRelations = relationFields(relatedConfig)
   const columns = new Map(table.columns)
-  const entity = deriveEntity(schema, columns, fieldsOfRelations, name, primaryKey, versionField, table.dialect.name)
+  const derived = deriveEntity(schema, columns, fieldsOfRelations, name, primaryKey, versionField, table.dialect.name)
+  const entity = withChildLimits(derived, relationLimits(relatedConfig, schema))
   const columnTypes = columnTypesOf(table.dialect.name)
   const serverSet = (field: string) => field === primaryKey || field === versionField
   const typesProblem = columnTypesProblem(schema, declaration.columns, table.described, columnTypes, serverSet)

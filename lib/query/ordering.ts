@@ -92,6 +92,55 @@ export function parseOrdering (
   return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys }
 }
 
+/** One key of an `order_by` that {@link parseOrderBy} read. */
+export interface SortKey<F extends string> {
+  readonly field: F
+  readonly descending: boolean
+}
+
+/**
+ * Reads an overridden `list`'s `order_by` as the generated LIST reads its own: comma-separated fields among
+ * `allowed`, each with an optional leading `-`, none twice, then `tieBreaker` (the primary key) unless listed.
+ * Anything else is a 400 `FST_VIEWSET_UNSUPPORTED_ORDERING` listing the allowed fields, so a request orders by at
+ * most `allowed.length + 1` keys however long its `order_by`. Document the parameter with
+ * {@link orderByPattern}.
+ *
+ * @example
+ * ```ts
+ * const fields = ['name', 'created_at'] as const
+ * for (const { field, descending } of parseOrderBy(request.query.order_by, fields, 'id')) {
+ *   query = query.orderBy(field, descending ? 'desc' : 'asc')
+ * }
+ * ```
+ */
+export function parseOrderBy<F extends string, K extends string = never> (
+  text: string,
+  allowed: readonly F[],
+  tieBreaker?: K
+): Array<SortKey<F | K>> {
+  const parsed = parseOrdering(text, new Map(allowed.map((name) => [name, { nullable: false }])), tieBreaker)
+  if (isProblem(parsed)) throw new ViewsetErrors.UnsupportedOrdering(describe(parsed), nameList(allowed))
+  const named = (field: string): F | K | undefined =>
+    field === tieBreaker ? tieBreaker : allowed.find((name) => name === field)
+  return parsed.keys.flatMap(({ field, descending }) => {
+    const name = named(field)
+    return name === undefined ? [] : [{ field: name, descending }]
+  })
+}
+
+/**
+ * The `pattern` of an `order_by` query parameter that {@link parseOrderBy} reads with these `allowed` fields: the
+ * document then allows no value the parser refuses. Its failures are left to the parser's own 400.
+ *
+ * @example
+ * ```ts
+ * Type.String({ pattern: orderByPattern(['name', 'created_at']), default: '-created_at' })
+ * ```
+ */
+export function orderByPattern (allowed: readonly string[]): string {
+  return sortKeysPattern(allowed)
+}
+
 function isProblem (parsed: Ordering | OrderProblem): parsed is OrderProblem {
   return 'reason' in parsed
 }

@@ -2,6 +2,7 @@ import type { TObject, TSchema } from '@sinclair/typebox'
 import { invalidOption } from '../errors.js'
 import { isList, isObjectSchema, isRecord } from '../schema/object-schema.js'
 import type { RelatedConfig, RulesFrom } from './config.js'
+import type { ChildLimits } from '../schema/derive.js'
 
 /** How a relation's rows meet the parent's. */
 export type RelationKind = 'many-to-one' | 'one-to-many' | 'many-to-many'
@@ -207,4 +208,17 @@ function throughOf (where: string, value: unknown): DeclaredRelation['through'] 
     sourceKey: name(`${where}.through.sourceKey`, value.sourceKey),
     targetKey: name(`${where}.through.targetKey`, value.targetKey),
   }
+}
+
+/**
+ * The `limit` of each to-many relation of a config, and of the relations nested in its rows, by field: for the
+ * document (`maxItems`). The config was checked by
+ * {@link declaredRelations} already; nesting stops at `depth`, as loading does.
+ */
+export function relationLimits (config: unknown, schema: TObject, depth = 8): ChildLimits {
+  if (config === undefined || depth === 0) return {}
+  return Object.fromEntries(declaredRelations(config, schema).map((relation) => [relation.field, {
+    limit: relation.limit,
+    nested: relationLimits(relation.relatedConfig, relation.target, depth - 1),
+  }]))
 }

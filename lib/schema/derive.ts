@@ -3,6 +3,7 @@ import type { TObject, TSchema } from '@sinclair/typebox'
 import { isObjectSchema } from './object-schema.js'
 import type { ColumnInfo } from '../dialect/dialect.js'
 import { canonicalIntegerPattern } from './validator.js'
+import { storableTextPattern } from './list-patterns.js'
 
 /** A JSON Schema as plain data: TypeBox's symbols stripped, safe to copy and extend. */
 export type JsonSchema = Record<string, unknown>
@@ -76,6 +77,21 @@ const singleFloats: Record<DialectName, ReadonlySet<string>> = {
 /** The name of the database a schema is derived for. */
 export type DialectName = 'sqlite' | 'postgres' | 'mysql'
 
+/**
+ * Half the smallest positive single-precision float (2^-150): PostgreSQL rounds a nonzero number no larger in
+ * magnitude to 0 and refuses it as out of range for `real` (MySQL stores 0).
+ */
+const singleUnderflow = 2 ** -150
+
+/**
+ * What a number field over a PostgreSQL `real` must not be: a nonzero number within ±{@link singleUnderflow}.
+ * `undefined` for other columns.
+ */
+function underflow (column: ColumnInfo | undefined, dialect: DialectName | undefined): JsonSchema | undefined {
+  if (dialect !== 'postgres' || floatMax(column, dialect) !== singleMax) return undefined
+  return { minimum: -singleUnderflow, maximum: singleUnderflow, not: { enum: [0] } }
+}
+
 /** The largest magnitude a number field over `column` can hold. */
 function floatMax (column: ColumnInfo | undefined, dialect: DialectName | undefined): number {
   const type = column?.type.replace(/ unsigned$/, '')
@@ -87,6 +103,7 @@ function floatMax (column: ColumnInfo | undefined, dialect: DialectName | undefi
 function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined, dialect?: DialectName): JsonSchema {
   const range = (column === undefined ? undefined : integerRanges[column.type.replace(/ unsigned$/, '')]) ?? safeRange
   const max = floatMax(column, dialect)
+  const tiny = underflow(column, dialect)
   const bound = (schema: JsonSchema): JsonSchema => {
     if (schema.type !== 'integer' && schema.type !== 'number') {
       return Array.isArray(schema.anyOf)
@@ -100,6 +117,7 @@ function boundIntegers (property: JsonSchema, column: ColumnInfo | undefined, di
     if (bounded.maximum === undefined && bounded.exclusiveMaximum === undefined) {
       bounded.maximum = schema.type === 'integer' ? range[1] : max
     }
+    if (schema.type === 'number' && tiny !== undefined && bounded.not === undefined) bounded.not = tiny
     return bounded
   }
   return bound(property)
@@ -118,6 +136,22 @@ function canonicalStrings (property: JsonSchema, column: ColumnInfo | undefined)
     if (schema.type === 'string' && schema.pattern === undefined && schema.format === undefined) {
       return { ...schema, pattern: canonicalIntegerPattern }
     }
+    return Array.isArray(schema.anyOf)
+      ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => (isJsonSchema(member) ? pin(member) : member)) }
+      : schema
+  }
+  return pin(property)
+}
+
+/**
+ * A string field on PostgreSQL gets {@link storableTextPattern} (its text cannot hold NUL), unless it has a
+ * pattern, a format, an enum or a const of its own, which say what it takes.
+ */
+function storableStrings (property: JsonSchema, dialect: DialectName | undefined): JsonSchema {
+  if (dialect !== 'postgres') return property
+  const pin = (schema: JsonSchema): JsonSchema => {
+    const own = schema.pattern ?? schema.format ?? schema.enum ?? schema.const
+    if (schema.type === 'string' && own === undefined) return { ...schema, pattern: storableTextPattern }
     return Array.isArray(schema.anyOf)
       ? { ...schema, anyOf: schema.anyOf.map((member: unknown) => (isJsonSchema(member) ? pin(member) : member)) }
       : schema
@@ -151,9 +185,10 @@ function inlineRelation (property: JsonSchema): JsonSchema {
 /**
  * The entity schema as served: plain, with bounded integers, relation fields marked read-only and
  * their object schemas inline; number fields over a single-precision column of `dialect` are bounded by its
- * range. A field marked read-only in any way (`readOnly: true` on it or on a branch
- * of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`, and so do the primary key
- * and the version column (`versionField`) whatever the schema says: they are never written from a body.
+ * range, and on PostgreSQL string fields exclude NUL. A field marked read-only in any way (`readOnly: true`
+ * on it or on a branch of its union, `Type.Readonly`, `Type.ReadonlyOptional`) gets `readOnly: true`, and so
+ * do the primary key and the version column (`versionField`) whatever the schema says: they are never written
+ * from a body.
  */
 export function deriveEntity (
   schema: TObject,
@@ -171,7 +206,8 @@ export function deriveEntity (
       properties[name] = { ...inlineRelation(property), readOnly: true }
       continue
     }
-    const bounded = canonicalStrings(boundIntegers(property, columns.get(name), dialect), columns.get(name))
+    const column = columns.get(name)
+    const bounded = storableStrings(canonicalStrings(boundIntegers(property, column, dialect), column), dialect)
     // Every read-only marker becomes `readOnly: true` on the field itself, where bodies and OpenAPI look.
     properties[name] =
       name === primaryKey || name === versionField || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name])
@@ -182,6 +218,36 @@ export function deriveEntity (
   // A relatedConfig attached to the schema is a declaration, not JSON Schema.
   delete entity.relatedConfig
   return { ...entity, $id: id, properties }
+}
+
+/** Children kept per parent by each relation field, and by the relations of its rows (relations/declaration.ts). */
+export interface ChildLimits {
+  readonly [field: string]: { readonly limit: number | undefined, readonly nested: ChildLimits }
+}
+
+/**
+ * The entity with `maxItems` on each to-many relation field that keeps at most `limit` children, in its rows'
+ * relations too: the document says how long the list can be.
+ */
+export function withChildLimits (entity: JsonSchema, limits: ChildLimits): JsonSchema {
+  const limited = (schema: JsonSchema, child: ChildLimits[string]): JsonSchema => {
+    if (schema.type === 'array' && isJsonSchema(schema.items)) {
+      const items = withChildLimits(schema.items, child.nested)
+      return { ...schema, items, ...(child.limit === undefined ? {} : { maxItems: child.limit }) }
+    }
+    if (Array.isArray(schema.anyOf)) {
+      const anyOf = schema.anyOf.map((member: unknown) => (isJsonSchema(member) ? limited(member, child) : member))
+      return { ...schema, anyOf }
+    }
+    return schema.type === 'object' ? withChildLimits(schema, child.nested) : schema
+  }
+  const properties = propertiesOf(entity)
+  if (Object.keys(limits).length === 0 || Object.keys(properties).length === 0) return entity
+  for (const [field, child] of Object.entries(limits)) {
+    const property = properties[field]
+    if (property !== undefined) properties[field] = limited(property, child)
+  }
+  return { ...entity, properties }
 }
 
 /**

@@ -53,6 +53,13 @@ export function sortKeysPattern (names: readonly string[]): string {
 export const noNulPattern = documenting('^[^\\u0000]*$')
 
 /**
+ * The pattern of a string field on PostgreSQL, whose text cannot hold NUL: the validator refuses it with a 400
+ * naming the field, before the database would. Spelled apart from {@link noNulPattern}, which the LIST parser
+ * checks itself: this one's failures are the validator's own.
+ */
+export const storableTextPattern = '^[^\\x00]*$'
+
+/**
  * `__in`: a comma-separated list of elements of `element`'s schema, when one pattern can say so: an integer
  * (written canonically), a string enum, or a string with an anchored pattern. `undefined` otherwise.
  */

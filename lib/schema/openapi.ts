@@ -52,6 +52,17 @@ const errorDescriptions: Record<number, string> = {
     'or the statement ran past its timeout (FST_VIEWSET_TIMEOUT)',
 }
 
+/**
+ * The media type of a `?fields=` answer of GET and LIST: JSON, with a profile (RFC 6906) that says some fields
+ * may be left out. A whole row stays `application/json`, so the document gives each its own schema and a client
+ * generated from it types a read without `?fields=` as the whole row. A client that accepts `application/json`
+ * takes it: a media range without parameters matches the type with any (RFC 9110, section 12.5.1).
+ */
+export const partialMediaType = 'application/json; profile="urn:fastify-viewsets:partial"'
+
+/** {@link partialMediaType} as it is sent, with the charset that every JSON answer of a viewset names. */
+export const partialContentType = 'application/json; charset=utf-8; profile="urn:fastify-viewsets:partial"'
+
 /** RFC 7396's media type, which PATCH accepts besides `application/json`. */
 export const mergePatchType = 'application/merge-patch+json'
 

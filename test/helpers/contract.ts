@@ -243,10 +243,12 @@ export class Contract {
       }
     }
 
-    const contentType =
-      String(response.headers['content-type'] ?? '')
-        .split(';')[0]
-        ?.trim() ?? ''
+    // The documented media type: the type with its parameters but charset (a `?fields=` answer has a profile).
+    const contentType = String(response.headers['content-type'] ?? '')
+      .split(';')
+      .map((part) => part.trim())
+      .filter((part, i) => i === 0 || (part !== '' && !/^charset=/i.test(part)))
+      .join('; ')
     const content = documented.content ?? {}
     if (response.body === '') {
       if (Object.keys(content).length > 0 && status !== 304 && method !== 'HEAD') {
