@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { postgresStatistics } from './postgres-estimate.js'
 import { postgresCatalog } from './postgres-catalog.js'
 import type { ViewsetDialect, WriteTarget } from '../dialect.js'
 import { convertDateTimes, readableOffset } from '../shared/date-time.js'
@@ -142,5 +143,6 @@ export const postgresDialect: ViewsetDialect = {
     upsertOnAnyKey: false,
     nullsSortLargest: true,
   },
+  statistics: postgresStatistics,
   classify,
 }
