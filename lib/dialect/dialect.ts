@@ -200,6 +200,12 @@ export interface DialectCapabilities {
    * every dialect follows here: true on PostgreSQL; SQLite and MySQL sort NULL first, so ordering adds a key.
    */
   readonly nullsSortLargest: boolean
+  /**
+   * How a to-many relation with a `limit` reads at most `limit` children of each parent: a `LATERAL` join
+   * (PostgreSQL), or a correlated `IN` subquery with `LIMIT`, run once per key (SQLite). Absent (MariaDB has neither):
+   * the children of a batch are read and numbered by a window function (relations/relation-queries.ts).
+   */
+  readonly limitPerParent?: 'lateral' | 'correlated-in'
 }
 
 /**

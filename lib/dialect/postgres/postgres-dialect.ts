@@ -142,6 +142,7 @@ export const postgresDialect: ViewsetDialect = {
     // ON CONFLICT names its key: other unique keys still fail the statement.
     upsertOnAnyKey: false,
     nullsSortLargest: true,
+    limitPerParent: 'lateral',
   },
   statistics: postgresStatistics,
   classify,
