@@ -1,6 +1,8 @@
 import type { TObject } from '@sinclair/typebox'
 import { invalidOption as fail } from './errors.js'
 import { isRecord } from './schema/object-schema.js'
+import { checkCountOptions } from './query/count-plan.js'
+import type { CountPlan } from './query/count-plan.js'
 import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 
@@ -52,6 +54,9 @@ const knownOptionKeys = {
     'defaultOrder',
     'filterFields',
     'alwaysCount',
+    'allowCount',
+    'countEstimateThreshold',
+    'estimateWithRules',
     'maxSearchLength',
     'maxOffset',
     'pagination',
@@ -193,6 +198,8 @@ export interface ResolvedOptions {
   readonly conflictFields: readonly string[] | undefined
   readonly versionField: string | undefined
   readonly requireIfMatch: boolean
+  /** `allowCount`, `alwaysCount`, `countEstimateThreshold` and `estimateWithRules`. */
+  readonly counting: CountPlan
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -277,9 +284,6 @@ function checkConflictFields (value: unknown, properties: object): readonly stri
  * fails here already, with the message mounting would give.
  */
 function checkShapes (options: Record<string, unknown>): void {
-  if (options.alwaysCount !== undefined && typeof options.alwaysCount !== 'boolean') {
-    fail('alwaysCount', 'expected a boolean')
-  }
   if (options.defaultOrder !== undefined && typeof options.defaultOrder !== 'string') {
     fail('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
   }
@@ -331,5 +335,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     conflictFields: checkConflictFields(options.conflictFields, properties),
     versionField: checkVersionField(options.versionField, properties, primaryKey),
     requireIfMatch: options.requireIfMatch === true,
+    counting: checkCountOptions(options),
   })
 }

@@ -249,8 +249,39 @@ export interface ViewsetOptions<
    * ```
    */
   conflictFields?: readonly FieldOf<S>[]
-  /** Always send `X-Total-Count` (default: only with `?count=true`). */
+  /** Always send `X-Total-Count` (default: only with `?count=true` or `Prefer: count=…`). */
   alwaysCount?: boolean
+  /**
+   * Which counts LIST gives (default `true`): `true` counts with `?count=true` or `Prefer: count=exact`, and estimates
+   * with `Prefer: count=estimated` (see `countEstimateThreshold`); `'estimated'` gives estimates only (`?count=true`
+   * then estimates, `Prefer: count=exact` is a 400); `false` gives none (either is a 400 that names this option).
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'events', schema: Event, allowCount: 'estimated' })
+   * ```
+   */
+  allowCount?: boolean | 'estimated'
+  /**
+   * With `Prefer: count=estimated`, a planner estimate (PostgreSQL, MySQL, MariaDB) at or above this is answered as
+   * `X-Total-Count`; below it the rows are counted (default 100,000). SQLite always counts.
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'events', schema: Event, countEstimateThreshold: 10_000 })
+   * ```
+   */
+  countEstimateThreshold?: number
+  /**
+   * Estimate counts of requests a row rule restricts (default `false`: they are counted, since the planner's
+   * statistics span every tenant's rows).
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'events', schema: Event, scope: byTenant, estimateWithRules: true })
+   * ```
+   */
+  estimateWithRules?: boolean
   /**
    * How LIST pages (default `'offset'`): `'offset'` takes `?offset=`; `'cursor'` takes `?cursor=` (from the
    * `Link` header's `next` and `prev`), costs the same on every page, and answers an `offset` with a 400.

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { RawBuilder } from 'kysely'
+import type { RawBuilder, SelectQueryBuilder } from 'kysely'
 import type { UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
@@ -46,6 +46,13 @@ function scoped (conditions: readonly Condition[], scope: ScopeCondition | undef
   return scope === undefined ? conditions : [scope, ...conditions]
 }
 
+/** `select` restricted to the rows every condition admits. */
+function filtered<O> (
+  select: SelectQueryBuilder<Record<string, Row>, string, O>, conditions: readonly Condition[]
+): SelectQueryBuilder<Record<string, Row>, string, O> {
+  return conditions.length === 0 ? select : select.where((eb) => eb.and(conditions.map((term) => term.expression(eb))))
+}
+
 /**
  * The data layer of one viewset: parsed, typed input in, rows out. It holds the compiled statements,
  * the dialect, the relation loaders and the LIST statement caches, and knows nothing of HTTP (no
@@ -55,7 +62,8 @@ function scoped (conditions: readonly Condition[], scope: ScopeCondition | undef
  * @example
  * ```ts
  * const query = parseListQuery(request.query, plan.query)
- * const [rows, total] = await Promise.all([resource.list(db, query), resource.count(db, query)])
+ * const rows = await resource.list(db, query)
+ * const total = await resource.count(db, query)   // after the page: one connection at a time
  * await resource.load(db, rows)
  * ```
  */
@@ -193,14 +201,18 @@ export class TableGateway {
   async count (db: AnyDatabase, query: Pick<ListQuery, 'conditions'>, scope?: ScopeCondition): Promise<number> {
     const conditions = scoped(query.conditions, scope)
     const parameters = parametersOf(conditions)
-    const [row] = await this.#counts.rows(db, shapeOf(conditions), parameters, () => {
-      const select = db.selectFrom(this.#target.table).select((eb) => eb.fn.countAll().as('count'))
-      return conditions.length > 0
-        ? select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
-        : select
-    })
+    const [row] = await this.#counts.rows(db, shapeOf(conditions), parameters, () =>
+      filtered(db.selectFrom(this.#target.table).select((eb) => eb.fn.countAll().as('count')), conditions)
+    )
     // pg answers count(*) as a string (a bigint), mysql2 as a number or a string: the dialect converts it.
     return this.dialect.values.count(row?.count ?? 0)
+  }
+
+  /** The planner's estimate of {@link count}, without counting; `undefined` where the dialect has no statistics. */
+  async estimate (db: AnyDatabase, query: Pick<ListQuery, 'conditions'>, scope?: ScopeCondition) {
+    const { statistics } = this.dialect
+    const select = db.selectFrom(this.#target.table).select(sql.lit(1).as('one'))
+    return await statistics?.estimateRows(db, filtered(select, scoped(query.conditions, scope)).compile())
   }
 
   /** Inserts the values and returns the row as stored (generated key and defaults included), as {@link find} answers;

@@ -1,4 +1,6 @@
-import type { AliasedRawBuilder, Compilable, Expression, KyselyPlugin, QueryResult, SqlBool } from 'kysely'
+import type {
+  AliasedRawBuilder, Compilable, CompiledQuery, Expression, KyselyPlugin, QueryResult, SqlBool,
+} from 'kysely'
 import type { DatabaseFault } from '../errors.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { CatalogColumn, CatalogReader } from './shared/catalog.js'
@@ -173,6 +175,15 @@ export interface DialectSyntax {
   readonly statementPlugin?: KyselyPlugin
 }
 
+/** What the planner knows of a statement's rows before running it: PostgreSQL's and MySQL's `EXPLAIN`. */
+export interface DialectStatistics {
+  /**
+   * The planner's estimate of how many rows `query` (a SELECT) answers, without running it; `undefined` when the
+   * plan gives none. It reads the table's statistics, so it is as fresh as the last ANALYZE.
+   */
+  estimateRows(db: AnyDatabase, query: CompiledQuery<Row>): Promise<number | undefined>
+}
+
 /** What the database does, or lacks, that changes what the data layer asks of it. */
 export interface DialectCapabilities {
   /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
@@ -189,6 +200,12 @@ export interface DialectCapabilities {
    * every dialect follows here: true on PostgreSQL; SQLite and MySQL sort NULL first, so ordering adds a key.
    */
   readonly nullsSortLargest: boolean
+  /**
+   * How a to-many relation with a `limit` reads at most `limit` children of each parent: a `LATERAL` join
+   * (PostgreSQL), or a correlated `IN` subquery with `LIMIT`, run once per key (SQLite). Absent (MariaDB has neither):
+   * the children of a batch are read and numbered by a window function (relations/relation-queries.ts).
+   */
+  readonly limitPerParent?: 'lateral' | 'correlated-in'
 }
 
 /**
@@ -213,6 +230,8 @@ export interface ViewsetDialect {
   readonly values: DialectValues
   readonly syntax: DialectSyntax
   readonly capabilities: DialectCapabilities
+  /** Row estimates for `Prefer: count=estimated`; SQLite has none, and counts. */
+  readonly statistics?: DialectStatistics
   /** Recognises the driver errors a client can act on. */
   classify(error: unknown): DatabaseFault | undefined
 }

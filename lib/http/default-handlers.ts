@@ -15,8 +15,9 @@ import type { FieldSelection } from '../query/fields.js'
 import { parseListQuery } from '../query/list-query.js'
 import type { ListQuery, ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
+import type { CountPreference } from '../query/count-plan.js'
 import { isRecord } from '../schema/object-schema.js'
-import { mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
+import { countPreference, mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
 
 // The default handlers: what LIST, GET, POST, BULK, PUT, PATCH and DELETE do when the viewset does not
 // override them. Each reads what its route parsed (the field selection, the If-Match condition) as an
@@ -32,6 +33,8 @@ export interface ListPage<Rows = unknown> {
   readonly query?: ListQuery
   /** The number of matching rows, when counted. */
   readonly total?: number | undefined
+  /** What `Preference-Applied` says of `total` (`count=exact` or `count=estimated`), when it is to say it. */
+  readonly counted?: CountPreference | undefined
   /** With cursor pagination: the cursors of the `next` and `prev` links, absent when there is no such page. */
   readonly cursors?: { readonly next: string | undefined; readonly prev: string | undefined }
 }
@@ -52,6 +55,26 @@ export interface HandlerContext {
   beforeWrite(values: Row, context: RowContext<WriteMethod>): unknown
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
+}
+
+/** A LIST's count, and whether it is the planner's estimate. */
+interface Total {
+  readonly total: number
+  readonly kind: CountPreference
+}
+
+/**
+ * A page's `total` and what `Preference-Applied` says of it: said when a `Prefer` header asked for a count, or
+ * when the count could have been an estimate (`allowCount: 'estimated'`).
+ */
+function applied (
+  counted: Total | undefined,
+  query: ListQuery,
+  preferred: CountPreference | undefined
+): Pick<ListPage, 'total' | 'counted'> {
+  if (counted === undefined) return {}
+  const said = preferred !== undefined || query.estimate
+  return { total: counted.total, counted: said ? counted.kind : undefined }
 }
 
 /** The `:id` of an element route: its params schema requires it. */
@@ -109,26 +132,51 @@ export class DefaultHandlers {
   /** LIST: the query string parsed (every client mistake a 400 before the first query), then the page read. */
   list (request: FastifyRequest, token: ViewsetToken | null): Eventually<ListPage<Row[]>> {
     const { resource, listQuery, readDb } = this.#context
-    const query = parseListQuery(isRecord(request.query) ? request.query : {}, listQuery)
+    const preferred = countPreference(request.headers.prefer)
+    const query = parseListQuery(isRecord(request.query) ? request.query : {}, listQuery, preferred)
     const scope = this.#context.scopeOf(request, token, 'LIST')
-    if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope)
+    if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope, preferred)
     return andThen(resource.list(readDb, query, scope), (rows) => ({ rows, query }))
   }
 
-  /** LIST by cursor, or with the number of matching rows (both read at once). */
-  async #listWithExtras (query: ListQuery, scope: ScopeCondition | undefined): Promise<ListPage<Row[]>> {
+  /**
+   * LIST by cursor, or with the number of matching rows: the page, then the count, one statement after the other
+   * so that a request holds one connection at a time.
+   */
+  async #listWithExtras (
+    query: ListQuery,
+    scope: ScopeCondition | undefined,
+    preferred: CountPreference | undefined
+  ): Promise<ListPage<Row[]>> {
     const { resource, readDb } = this.#context
+    const context = currentCancellation()
+    const counted = async () => await withCancellation(context, () => this.#total(query, scope))
     if (query.pagination === 'cursor') {
-      const [page, total] = await Promise.all([
-        resource.cursorPage(readDb, query, scope),
-        query.count ? resource.count(readDb, query, scope) : undefined,
-      ])
+      const page = await resource.cursorPage(readDb, query, scope)
+      const total = query.count ? await counted() : undefined
       const cursor = (position: CursorPosition | undefined) =>
         position === undefined ? undefined : encodeCursor(query.ordering, position)
-      return { rows: page.rows, query, total, cursors: { next: cursor(page.next), prev: cursor(page.prev) } }
+      const cursors = { next: cursor(page.next), prev: cursor(page.prev) }
+      return { rows: page.rows, query, ...applied(total, query, preferred), cursors }
     }
-    const [rows, total] = await Promise.all([resource.list(readDb, query, scope), resource.count(readDb, query, scope)])
-    return { rows, query, total }
+    const rows = await resource.list(readDb, query, scope)
+    return { rows, query, ...applied(await counted(), query, preferred) }
+  }
+
+  /**
+   * The number of matching rows: the planner's estimate when the query allows one, the dialect gives one, and it is
+   * at least `countEstimateThreshold`; else counted. A request a row rule restricts is counted unless
+   * `estimateWithRules`.
+   */
+  async #total (query: ListQuery, scope: ScopeCondition | undefined): Promise<Total> {
+    const { resource, readDb, listQuery: { counting } } = this.#context
+    if (query.estimate && (scope === undefined || counting.withRules)) {
+      const context = currentCancellation()
+      const estimate = await resource.estimate(readDb, query, scope)
+      if (estimate !== undefined && estimate >= counting.threshold) return { total: estimate, kind: 'estimated' }
+      return { total: await withCancellation(context, () => resource.count(readDb, query, scope)), kind: 'exact' }
+    }
+    return { total: await resource.count(readDb, query, scope), kind: 'exact' }
   }
 
   /** GET: one row (in the scope), with only the `selection`'s columns when `?fields=` chose some, or 404. */

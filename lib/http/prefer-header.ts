@@ -1,4 +1,6 @@
-// RFC 7240's Prefer header, read for the one preference a viewset honours. Hand-written: the grammar
+import type { CountPreference } from '../query/count-plan.js'
+
+// RFC 7240's Prefer header, read for the preferences a viewset honours. Hand-written: the grammar
 // (a comma-separated list of `token[=word]`, each with `;` parameters) is a few lines, not a dependency.
 
 /** The preference that makes POST merge into the row with the same `conflictFields`, as PostgREST spells it. */
@@ -61,4 +63,19 @@ export function preferences (header: string | readonly string[] | undefined): Ma
  * */
 export function prefersMergeDuplicates (header: string | readonly string[] | undefined): boolean {
   return preferences(header).get('resolution')?.toLowerCase() === 'merge-duplicates'
+}
+
+/**
+ * The count a Prefer header asks LIST for, as PostgREST spells it: `count=exact` or `count=estimated` (compared
+ * case-insensitively); any other value is ignored, as RFC 7240 ignores a preference it does not know.
+ *
+ * @example
+ * ```ts
+ * countPreference('count=estimated') // 'estimated'
+ * ```
+ */
+export function countPreference (header: string | readonly string[] | undefined): CountPreference | undefined {
+  if (header === undefined) return undefined
+  const value = preferences(header).get('count')?.toLowerCase()
+  return value === 'exact' || value === 'estimated' ? value : undefined
 }

@@ -52,7 +52,12 @@ export interface RouteSchemas {
   /** The documented row, partial row and body components (schema/components.ts). */
   readonly components: ViewsetComponents
   /** LIST's query string (the subclass's `listQuery` merged in) and the headers of the default LIST. */
-  readonly list: { readonly querystring: JsonSchema; readonly headers?: Record<string, JsonSchema> | undefined }
+  readonly list: {
+    readonly querystring: JsonSchema
+    readonly headers?: Record<string, JsonSchema> | undefined
+    /** The `Prefer` request header of the default LIST (`count=…`). */
+    readonly prefer?: JsonSchema | undefined
+  }
   /** Most elements of one `POST /bulk`. */
   readonly maxBulk: number
   /** The natural key of upserts: POST and BULK then document `Prefer`, the 200 of a merge and `Preference-Applied`. */

@@ -184,6 +184,7 @@ export function listSchema (context: RouteContext): RouteSchema {
     content: readContent(schemas, { maxItems: typeof limit === 'number' ? limit : undefined }),
     ...(schemas.list.headers === undefined ? {} : { headers: schemas.list.headers }),
   }
+  if (schemas.list.prefer !== undefined) addHeader(schema, 'prefer', schemas.list.prefer)
   return schema
 }
 

@@ -147,9 +147,10 @@ function preconditionOfRequest (request: FastifyRequest, context: RouteContext) 
  * `?fields=` serializer. Set last, so that an error thrown before is serialized as a problem, not as rows.
  */
 function sendPage (request: FastifyRequest, reply: FastifyReply, page: ListPage, maxOffset: number): unknown {
-  const { rows, query, total, cursors } = page
+  const { rows, query, total, cursors, counted } = page
   if (query === undefined) return rows
   if (total !== undefined) reply.header('x-total-count', String(total))
+  if (counted !== undefined) reply.header('preference-applied', `count=${counted}`)
   if (query.fields !== undefined) reply.serializer(query.fields.serialize).type(partialContentType)
   const count = Array.isArray(rows) ? rows.length : 0
   const link =

@@ -25,7 +25,7 @@ export function listQueryOf (constructor: unknown): JsonSchema | undefined {
 export function mergeListQuery (
   list: ListPlan,
   viewset: { readonly listQuery: JsonSchema | undefined; readonly overridden: ReadonlySet<string> }
-): { querystring: JsonSchema; headers?: Record<string, JsonSchema> } {
+): { querystring: JsonSchema; headers?: Record<string, JsonSchema>; prefer?: JsonSchema | undefined } {
   const extra = viewset.listQuery
   if (extra === undefined) return list
   const defaults = propertiesOf(list.querystring)
@@ -58,6 +58,9 @@ export function mergeListQuery (
   if (offset !== undefined && unbounded && bound !== undefined) {
     properties.offset = { ...offset, maximum: bound }
   }
-  // The default list's response headers (Link, X-Total-Count) are not documented for an override.
-  return { querystring: { ...list.querystring, properties }, ...(own ? {} : { headers: list.headers }) }
+  // The default list's headers (Link, X-Total-Count, Prefer) are not documented for an override.
+  return {
+    querystring: { ...list.querystring, properties },
+    ...(own ? {} : { headers: list.headers, prefer: list.prefer }),
+  }
 }

@@ -1,4 +1,4 @@
-import type { CompiledQuery, DatabaseConnection, Dialect, Driver, OperationNode, QueryResult } from 'kysely'
+import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult } from 'kysely'
 import type { AdoptedDatabase, DirectExecutor, DirectResult, OpenedDatabase } from '../dialect/shared/connection.js'
 import { statementChannel, traceEventually } from './channels.js'
 import type { StatementContext, StatementDialect, StatementOperation } from './channels.js'
@@ -27,6 +27,8 @@ function tableOf (node: unknown): string | undefined {
   }
   if (kind === 'AliasNode') return tableOf(inner)
   if (kind === 'FromNode' && Array.isArray(froms)) return tableOf(froms[0])
+  // A LATERAL join's subquery (a limited relation on PostgreSQL): the table it reads.
+  if (kind === 'SelectQueryNode') return statementTable(node)
   return undefined
 }
 
@@ -34,7 +36,7 @@ function tableOf (node: unknown): string | undefined {
  * The table of a statement: its `from` (SELECT, DELETE), `into` (INSERT) or `table` (UPDATE); when that is no table
  * (SQLite's batched relations read their keys from `json_each`), the first table it joins.
  */
-function statementTable (query: OperationNode): string | undefined {
+function statementTable (query: unknown): string | undefined {
   // The four kinds' fields, as Kysely's nodes name them.
   const { from, into, table, joins } = query as { from?: unknown, into?: unknown, table?: unknown, joins?: unknown }
   const joined = Array.isArray(joins) ? (joins[0] as { table?: unknown } | undefined)?.table : undefined

@@ -1,4 +1,6 @@
 import type { Condition } from './condition.js'
+import { askedCount } from './count-plan.js'
+import type { CountPlan, CountPreference } from './count-plan.js'
 import { queryParameterError } from './condition.js'
 import type { CursorPosition } from './cursor.js'
 import { decodeCursor } from './cursor.js'
@@ -17,8 +19,10 @@ export interface ListQuery {
   readonly ordering: Ordering
   /** `?fields=`, or `undefined` for every field. */
   readonly fields: FieldSelection | undefined
-  /** Whether the number of matching rows is wanted (`?count=true` or `alwaysCount`). */
+  /** Whether the number of matching rows is wanted (`?count=true`, `Prefer: count=…` or `alwaysCount`). */
   readonly count: boolean
+  /** Whether the count may be the planner's estimate (`Prefer: count=estimated`, `allowCount: 'estimated'`). */
+  readonly estimate: boolean
   /**
    * True when the request asks for nothing but `limit` and `offset` in primary-key order: the page
    * statement compiled at registration serves it.
@@ -37,7 +41,8 @@ export interface ListQueryPlan {
   readonly ordering: OrderingPlan
   readonly filters: FilterPlan
   readonly fields: FieldsPlan
-  readonly alwaysCount: boolean
+  /** Which counts LIST gives, and when an estimate stands for one. */
+  readonly counting: CountPlan
   readonly maxOffset: number
   readonly pagination: 'offset' | 'cursor'
   /** The JSON type of each scalar field: what a cursor's values are checked against. */
@@ -92,20 +97,25 @@ export function parsePagination (
 const pageParameters = new Set(['limit', 'offset'])
 
 /**
- * Parses a validated LIST query string into a {@link ListQuery}. Pure: it reads nothing but its
- * arguments. Everything a client can get wrong (an unknown field, sort key or operator, an offset past
- * `maxOffset`) throws its 400 here, before any SQL.
+ * Parses a validated LIST query string into a {@link ListQuery}, with the count a `Prefer` header asked for
+ * (`preferred`). Pure: it reads nothing but its arguments. Everything a client can get wrong (an unknown field,
+ * sort key or operator, an offset past `maxOffset`, a count the viewset does not give) throws its 400 here,
+ * before any SQL.
  *
  * @example
  * ```ts
  * const query = parseListQuery({ limit: 20, offset: 0, name__contains: 'ab' }, plan)
  * // { limit: 20, offset: 0, conditions: [<name LIKE ?>], ordering: <id>, fields: undefined, count: false,
- * //   pageOnly: false }
+ * //   estimate: false, pageOnly: false }
  * ```
  */
-export function parseListQuery (query: Record<string, unknown>, plan: ListQueryPlan): ListQuery {
+export function parseListQuery (
+  query: Record<string, unknown>,
+  plan: ListQueryPlan,
+  preferred?: CountPreference
+): ListQuery {
   const { limit, offset } = parsePagination(query, plan.maxOffset, plan.pagination)
-  const count = plan.alwaysCount || query.count === true
+  const { count, estimate } = askedCount(plan.counting, query.count === true, preferred)
   const { pagination } = plan
   let pageOnly = plan.ordering.byPrimaryKey && !count && pagination === 'offset'
   if (pageOnly) {
@@ -124,6 +134,7 @@ export function parseListQuery (query: Record<string, unknown>, plan: ListQueryP
       ordering: plan.ordering.defaultOrdering,
       fields: undefined,
       count,
+      estimate,
       pageOnly,
       pagination,
       cursor: undefined,
@@ -144,6 +155,7 @@ export function parseListQuery (query: Record<string, unknown>, plan: ListQueryP
     ordering,
     fields: plan.fields.selection(query),
     count,
+    estimate,
     pageOnly,
     pagination,
     cursor,

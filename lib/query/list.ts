@@ -1,8 +1,8 @@
 import type { ViewsetDialect } from '../dialect/dialect.js'
-import { ViewsetErrors } from '../errors.js'
 import type { ResolvedOptions, ViewsetOptions } from '../options.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { propertiesOf } from '../schema/derive.js'
+import type { CountPlan } from './count-plan.js'
 import type { ScalarType } from './field-types.js'
 import { scalarFields } from './field-types.js'
 import { planFields } from './fields.js'
@@ -19,7 +19,7 @@ export interface ListContext {
   readonly resolved: ResolvedOptions
   readonly options: Pick<
     ViewsetOptions<unknown, never, never>,
-    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields' | 'alwaysCount'
+    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields'
   >
   /** The entity schema as served (plain JSON Schema). */
   readonly entity: JsonSchema
@@ -39,6 +39,8 @@ export interface ListPlan {
   readonly querystring: JsonSchema
   /** The response headers of the default LIST, for OpenAPI. */
   readonly headers: Record<string, JsonSchema>
+  /** The `Prefer` request header of the default LIST (`count=…`), for OpenAPI; none when it gives no count. */
+  readonly prefer: JsonSchema | undefined
   /** What `parseListQuery` checks a validated query string against. */
   readonly query: ListQueryPlan
 }
@@ -93,10 +95,7 @@ export function createListPlan (context: ListContext): ListPlan {
   const { dialect, resolved, options, entity, columns } = context
   const selected = context.selected ?? columns
   const fields = scalarFields(propertiesOf(entity), columns)
-  if (options.alwaysCount !== undefined && typeof options.alwaysCount !== 'boolean') {
-    throw new ViewsetErrors.InvalidOption('alwaysCount', 'expected a boolean')
-  }
-  const alwaysCount = options.alwaysCount === true
+  const { counting } = resolved
 
   const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength, context.related)
   const ordering = planOrdering(
@@ -109,7 +108,7 @@ export function createListPlan (context: ListContext): ListPlan {
   const selection = context.fieldsPlan ?? planFields(entity, columns, selected)
   const general = {
     ...paginationSchema(resolved),
-    count: countSchema(alwaysCount),
+    count: countSchema(counting),
     ...selection.properties,
     ...search.properties,
     ...ordering.properties,
@@ -124,13 +123,14 @@ export function createListPlan (context: ListContext): ListPlan {
   )
   return {
     querystring: { type: 'object', properties: { ...general, ...filters.properties }, additionalProperties: false },
-    headers: listHeaders(resolved.pagination, alwaysCount),
+    headers: listHeaders(resolved.pagination, counting),
+    prefer: counting.allow === false ? undefined : preferSchema(counting),
     query: {
       search,
       ordering,
       filters,
       fields: selection,
-      alwaysCount,
+      counting,
       maxOffset: resolved.maxOffset,
       pagination: resolved.pagination,
       types: new Map([
@@ -141,27 +141,51 @@ export function createListPlan (context: ListContext): ListPlan {
   }
 }
 
-/** The `count` parameter: asks for `X-Total-Count`, unless it is always sent. */
-function countSchema (alwaysCount: boolean): JsonSchema {
-  return {
-    type: 'boolean',
-    description: alwaysCount
+/** The `count` parameter: asks for `X-Total-Count`, unless it is always sent or not offered. */
+function countSchema ({ allow, always }: CountPlan): JsonSchema {
+  const description = allow === false
+    ? 'Not offered by this list (allowCount: false): true answers 400.'
+    : always
       ? 'The `X-Total-Count` header is always sent.'
-      : 'When true, the `X-Total-Count` header carries the number of matching rows (one more query).',
+      : allow === 'estimated'
+        ? 'When true, the `X-Total-Count` header carries an estimate of the number of matching rows.'
+        : 'When true, the `X-Total-Count` header carries the number of matching rows (one more query).'
+  return { type: 'boolean', description }
+}
+
+/** The `Prefer` preferences LIST reads: `count=exact` and `count=estimated`, as PostgREST spells them. */
+function preferSchema ({ allow, threshold }: CountPlan): JsonSchema {
+  const estimated = '`count=estimated` asks for the planner\'s estimate of the number of matching rows when it is at ' +
+    `least ${threshold} (else they are counted; SQLite always counts), \`Preference-Applied\` says which.`
+  return {
+    type: 'string',
+    description: allow === 'estimated'
+      ? `RFC 7240 preferences. ${estimated} \`count=exact\` answers 400 (allowCount: 'estimated').`
+      : `RFC 7240 preferences. \`count=exact\` asks for \`X-Total-Count\` (as \`?count=true\`); ${estimated}`,
+    examples: ['count=estimated'],
   }
 }
 
-/** The response headers LIST documents: `Link` to the neighbouring pages and `X-Total-Count`. */
-function listHeaders (pagination: ResolvedOptions['pagination'], alwaysCount: boolean): Record<string, JsonSchema> {
+/** The response headers LIST documents: `Link` to the neighbouring pages, `X-Total-Count` and `Preference-Applied`. */
+function listHeaders (pagination: ResolvedOptions['pagination'], counting: CountPlan): Record<string, JsonSchema> {
+  const link: JsonSchema = {
+    type: 'string',
+    description: 'RFC 8288 links to the `next` and `prev` pages, when there are such pages' +
+      (pagination === 'cursor' ? ' (with `cursor=`)' : ''),
+  }
+  if (counting.allow === false) return { link }
   return {
-    link: {
-      type: 'string',
-      description: 'RFC 8288 links to the `next` and `prev` pages, when there are such pages' +
-        (pagination === 'cursor' ? ' (with `cursor=`)' : ''),
-    },
+    link,
     'x-total-count': {
       type: 'integer',
-      description: alwaysCount ? 'The number of matching rows' : 'The number of matching rows, with `count=true`',
+      description: counting.always
+        ? 'The number of matching rows'
+        : 'The number of matching rows, with `count=true` or `Prefer: count=...`',
+    },
+    'preference-applied': {
+      type: 'string',
+      description: '`count=estimated` when `X-Total-Count` is the planner\'s estimate, `count=exact` when the rows ' +
+        'were counted (sent when `Prefer` asked for a count, or the count could be an estimate)',
     },
   }
 }

@@ -1,4 +1,5 @@
-import type { CompiledQuery, KyselyPlugin, SelectQueryBuilder } from 'kysely'
+import { sql } from 'kysely'
+import type { AliasedRawBuilder, CompiledQuery, KyselyPlugin, SelectQueryBuilder } from 'kysely'
 import type { KeyTable, StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { compileWith, paddedLength, padList, withParameters } from '../data/statement-cache.js'
@@ -16,12 +17,17 @@ export type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
  */
 export type Keyed = (table: string, alias: string, column: string) => Builder
 
-/** Builds a relation's statement for a batch of `count` keys (a power of two, see {@link maxBatch}) from {@link Keyed}.
- * */
-export type BatchBuilder = (keyed: Keyed, count: number) => StatementBuilder
+/** The alias of a batch's keys read as rows (one per distinct key, column `value`). */
+export const keyRowsAlias = 'viewset_keys'
 
-/** The alias of the key table in a statement that joins from it. */
-const keysAlias = 'viewset_keys'
+/** A batch's keys as rows, with column `value`; `cast`: the SQL type each key is read as (PostgreSQL needs one). */
+export type KeyRows = (cast: string | undefined) => AliasedRawBuilder<Row, string>
+
+/**
+ * Builds a relation's statement for a batch of `count` keys (a power of two, see {@link maxBatch}) from {@link Keyed},
+ * or from the keys as rows (`keys`, see relation-limit.ts).
+ */
+export type BatchBuilder = (keyed: Keyed, count: number, keys: KeyRows) => StatementBuilder
 
 /** Bucket index of a key count: 1 → 0, 2 → 1, 3..4 → 2, 5..8 → 3, ... 513..1024 → 10. */
 function bucketOf (count: number): number {
@@ -40,13 +46,14 @@ class Buckets {
 
   constructor (
     build: BatchBuilder,
-    keyedFor: (size: number) => Keyed,
+    keyedFor: (size: number) => { readonly keyed: Keyed; readonly rows: KeyRows },
     parameters: (size: number) => number,
     plugin: KyselyPlugin | undefined,
     extra: number
   ) {
     this.#compile = (size) => {
-      const query = compileWith(build(keyedFor(size), size), plugin)
+      const { keyed, rows } = keyedFor(size)
+      const query = compileWith(build(keyed, size, rows), plugin)
       if (query.parameters.length !== parameters(size) + extra) {
         throw new Error(
           `A batched relation query must have only its keys (then its ${extra} rule values) as parameters, ` +
@@ -73,12 +80,26 @@ function listKeyed (db: AnyDatabase, size: number): Keyed {
   return (table, alias, column) => db.selectFrom(`${table} as ${alias}`).where(`${alias}.${column}`, 'in', keys)
 }
 
+/**
+ * `size` keys as rows: `values (?), (?)` made distinct (an `IN` list's padding repeats its last key), each cast to
+ * `cast` where given.
+ */
+function listRows (size: number): KeyRows {
+  return (cast) => {
+    const values = new Array<number>(size).fill(0).map((key) =>
+      cast === undefined ? sql`(${key})` : sql`(cast(${key} as ${sql.raw(cast)}))`
+    )
+    return sql<Row>`(select distinct column1 as value from (values ${sql.join(values)}) as viewset_values)`
+      .as(keyRowsAlias)
+  }
+}
+
 /** Joins from the key table, whatever the batch's size. */
 function tableKeyed (db: AnyDatabase, keyTable: KeyTable): Keyed {
   return (table, alias, column) =>
     db
-      .selectFrom(keyTable.source(keysAlias))
-      .innerJoin(`${table} as ${alias}`, `${alias}.${column}`, `${keysAlias}.value`)
+      .selectFrom(keyTable.source(keyRowsAlias))
+      .innerJoin(`${table} as ${alias}`, `${alias}.${column}`, `${keyRowsAlias}.value`)
 }
 
 /** A form's statements: the first try, and the exact one a batch that gets more than `rowsPerKey` rows per key from it
@@ -119,7 +140,8 @@ export class BatchedQuery {
     fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder },
     extra = 0
   ) {
-    const statements = (keyedFor: (size: number) => Keyed, parameters: (size: number) => number): Statements => ({
+    type KeyedFor = (size: number) => { readonly keyed: Keyed; readonly rows: KeyRows }
+    const statements = (keyedFor: KeyedFor, parameters: (size: number) => number): Statements => ({
       first: new Buckets(build, keyedFor, parameters, statementPlugin, extra),
       exact:
         fallback === undefined
@@ -130,11 +152,11 @@ export class BatchedQuery {
             },
     })
     this.#list = statements(
-      (size) => listKeyed(db, size),
+      (size) => ({ keyed: listKeyed(db, size), rows: listRows(size) }),
       (size) => size
     )
     if (keyTable !== undefined) {
-      const keyed = tableKeyed(db, keyTable)
+      const keyed = { keyed: tableKeyed(db, keyTable), rows: () => keyTable.source(keyRowsAlias) }
       this.#table = {
         keyTable,
         statements: statements(

@@ -1,5 +1,5 @@
 import type { TObject } from '@sinclair/typebox'
-import type { CatalogColumn } from '../dialect/shared/catalog.js'
+import type { CatalogColumn, TableCatalog } from '../dialect/shared/catalog.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import type { AnyDatabase } from '../sql.js'
 import { invalidOption, ViewsetErrors } from '../errors.js'
@@ -40,7 +40,7 @@ const sourceAlias = 'viewset_source_key'
 class Catalog {
   readonly #db: AnyDatabase
   readonly dialect: ViewsetDialect
-  readonly #tables = new Map<string, Promise<readonly CatalogColumn[]>>()
+  readonly #tables = new Map<string, Promise<TableCatalog | undefined>>()
 
   constructor (db: AnyDatabase, dialect: ViewsetDialect) {
     this.#db = db
@@ -49,14 +49,23 @@ class Catalog {
 
   /** The columns of `table`, with their nullability: what `orderBy` needs to sort NULLs alike everywhere. */
   async described (table: string): Promise<ReadonlyMap<string, CatalogColumn>> {
-    let columns = this.#tables.get(table)
-    if (columns === undefined) {
-      columns = this.dialect.catalog.table(this.#db, table).then((described) => described?.columns ?? [])
-      this.#tables.set(table, columns)
-    }
-    const list = await columns
+    const list = (await this.#table(table))?.columns ?? []
     if (list.length === 0) throw new ViewsetErrors.UnknownTable(table)
     return new Map(list.map((column) => [column.name, column]))
+  }
+
+  /** The primary key's columns of `table` (none for a view). */
+  async primaryKey (table: string): Promise<readonly string[]> {
+    return (await this.#table(table))?.primaryKey ?? []
+  }
+
+  async #table (table: string): Promise<TableCatalog | undefined> {
+    let described = this.#tables.get(table)
+    if (described === undefined) {
+      described = this.dialect.catalog.table(this.#db, table)
+      this.#tables.set(table, described)
+    }
+    return await described
   }
 
   async columns (table: string): Promise<readonly string[]> {
@@ -129,6 +138,15 @@ function targetSlot (relation: DeclaredRelation): RelationRuleSlot {
   return new RelationRuleSlot(relation.path, relation.table, 't', relation.rulesFrom, method)
 }
 
+/**
+ * The type a batch's keys are read as, where the database needs one: the key column's type as the catalog declares
+ * it, when it is a plain type name (`integer`, `character varying(64)`); `undefined` otherwise.
+ */
+function keyTypeOf (column: CatalogColumn | undefined): string | undefined {
+  const declared = column?.declared
+  return declared !== undefined && /^[a-z][a-z0-9_ ]*(?:\(\d+(?:, ?\d+)?\))?$/.test(declared) ? declared : undefined
+}
+
 /** Every statement reads the target as `t`: a key table's own columns (json_each has an `id`) stay apart. */
 function qualified (columns: readonly string[]): string[] {
   return columns.map((column) => `t.${column}`)
@@ -184,7 +202,7 @@ function planManyToOne (site: RelationSite): BatchedRelation {
   }
 }
 
-function planOneToMany (site: RelationSite): BatchedRelation {
+async function planOneToMany (site: RelationSite): Promise<BatchedRelation> {
   const { db, dialect, relation, parentTable, parentKey, parentColumns, targetColumns, fields, extra, nested } = site
   const { path, table, limit } = relation
   const references = checkColumn(`${path}.references`, relation.references ?? parentKey, parentTable, parentColumns)
@@ -192,13 +210,17 @@ function planOneToMany (site: RelationSite): BatchedRelation {
   const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', table, targetColumns)
   const order = orderOf(relation, targetColumns.includes('id') ? 'id' : undefined, site.described)
   const columns = unique([...fields, foreignKey, ...extra])
+  const rowKey = await site.catalog.primaryKey(table)
+  const keyType = keyTypeOf(site.described.get(foreignKey))
   const query = new RuledQuery([targetSlot(relation)], (conditions) => {
-    const filtered = (keyed: Keyed): Builder =>
-      restricted(keyed(table, 't', foreignKey), conditions).select(qualified(columns))
+    const from = (keyed: Keyed): Builder => restricted(keyed(table, 't', foreignKey), conditions)
     const extra = valuesOf(conditions)
+    const selection = qualified(columns)
     return limit === undefined
-      ? orderedQuery(db, dialect, filtered, order, extra)
-      : limitedQuery(db, dialect, filtered, columns, `t.${foreignKey}`, order, limit, extra)
+      ? orderedQuery(db, dialect, (keyed) => from(keyed).select(selection), order, extra)
+      : limitedQuery(db, dialect, {
+        table, from, selection, columns, partition: `t.${foreignKey}`, order, limit, rowKey, keyType,
+      }, extra)
   })
   return {
     field: relation.field,
@@ -230,16 +252,28 @@ async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
   // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
   // The targets take their table's rule, and the join table its own when it has one.
   const slots = [targetSlot(relation), new RelationRuleSlot(`${path}.through`, through.table, 'j', undefined, 'LIST')]
+  const keyType = keyTypeOf((await site.catalog.described(through.table)).get(source))
   const query = new RuledQuery(slots, (conditions) => {
-    const joined = (keyed: Keyed): Builder =>
+    const from = (keyed: Keyed): Builder =>
       restricted(
         keyed(through.table, 'j', source).innerJoin(`${table} as t`, `t.${references}`, `j.${target}`),
         conditions
-      ).select(selection)
+      )
     const extra = valuesOf(conditions)
     return limit === undefined
-      ? orderedQuery(db, dialect, joined, order, extra)
-      : limitedQuery(db, dialect, joined, [...columns, alias], `j.${source}`, order, limit, extra)
+      ? orderedQuery(db, dialect, (keyed) => from(keyed).select(selection), order, extra)
+      : limitedQuery(db, dialect, {
+        table,
+        from,
+        selection,
+        columns: [...columns, alias],
+        partition: `j.${source}`,
+        order,
+        limit,
+        through: { table: through.table, source, target, references },
+        rowKey: [],
+        keyType,
+      }, extra)
   })
   return {
     field: relation.field,
@@ -293,7 +327,7 @@ async function planRelation (
   }
   switch (kind) {
     case 'many-to-one': return planManyToOne(site)
-    case 'one-to-many': return planOneToMany(site)
+    case 'one-to-many': return await planOneToMany(site)
     case 'many-to-many': return await planManyToMany(site)
   }
 }

@@ -5,6 +5,8 @@ import { BatchedQuery } from './batched-query.js'
 import type { Builder, Keyed } from './batched-query.js'
 import { applyOrdering, orderClause } from '../query/ordering.js'
 import type { OrderKey } from '../query/ordering.js'
+import { perParentStatement } from './relation-limit.js'
+import type { PerParentRelation } from './relation-limit.js'
 
 /** The alias of a child's rank within its parent, when a relation keeps only the first `limit` children. */
 const rankAlias = 'viewset_rank'
@@ -17,21 +19,25 @@ export function freeAlias (alias: string, taken: readonly string[]): string {
 }
 
 /**
- * The statement of a to-many relation that keeps the first `limit` children of each parent. The window function
- * of {@link firstChildren} costs (on SQLite, twice the plain query: a co-routine and two sorts), so each batch first
- * runs the plain ordered query capped at `limit` rows per key plus one: when it gets no more than that, it has
- * every child of the batch, and grouping keeps the first `limit`. Only a batch with more runs the window statement.
+ * The statement of a to-many relation that keeps the first `limit` children of each parent. Where the database reads
+ * each key's children by itself, ordered and limited (relation-limit.ts), that is the one statement, whatever the
+ * number of children. Elsewhere (MariaDB) the window function of {@link firstChildren} costs (on SQLite, twice the
+ * plain query: a co-routine and two sorts), so each batch first runs the plain ordered query capped at `limit` rows
+ * per key plus one: when it gets no more than that, it has every child of the batch, and grouping keeps the first
+ * `limit`. Only a batch with more runs the window statement, which reads and numbers every child of the batch.
  */
 export function limitedQuery (
   db: AnyDatabase,
   dialect: ViewsetDialect,
-  filtered: (keyed: Keyed) => Builder,
-  columns: readonly string[],
-  partition: string,
-  order: readonly OrderKey[],
-  limit: number,
+  relation: PerParentRelation & { readonly columns: readonly string[]; readonly partition: string },
   extra = 0
 ): BatchedQuery {
+  const perParent = perParentStatement(db, dialect, relation)
+  if (perParent !== undefined) {
+    return new BatchedQuery(db, dialect, (_keyed, _count, keys) => perParent(keys), undefined, extra)
+  }
+  const { order, limit, columns, partition } = relation
+  const filtered = (keyed: Keyed): Builder => relation.from(keyed).select(relation.selection)
   // The cap is a literal of each batch size: the statement's only parameters are the keys.
   return new BatchedQuery(
     db,

@@ -552,12 +552,13 @@ for (const dialect of dialects) {
       const result = await validate(structuredClone(document))
       assert.equal(result.valid, true, result.valid ? '' : compileErrors(result))
       const parameters = Object.fromEntries(
-        document.paths['/items'].get.parameters.map(
-          (parameter: { name: string; in: string; schema: Record<string, unknown>; description?: string }) => {
+        document.paths['/items'].get.parameters
+          // The one header LIST reads is Prefer (count=…, test/features/counts.test.ts).
+          .filter((parameter: { in: string; name: string }) => parameter.in !== 'header' || parameter.name !== 'prefer')
+          .map((parameter: { name: string; in: string; schema: Record<string, unknown>; description?: string }) => {
             assert.equal(parameter.in, 'query')
             return [parameter.name, parameter]
-          }
-        )
+          })
       )
       assert.deepEqual(Object.keys(parameters).sort(), [
         'count',

@@ -136,21 +136,27 @@ async function counted (shelf: Awaited<ReturnType<typeof shelfApp>>, url: string
 }
 
 for (const dialect of dialects) {
+  // PostgreSQL and SQLite read at most `limit` children per parent in one statement (a LATERAL join, a correlated
+  // LIMIT); MariaDB has neither: a capped statement, then, past the cap, the windowed one (issue 36 item 3).
+  const perParent = dialect.name !== 'mysql'
+  /** The statements of a limited relation whose batch has more than `limit` children per key. */
+  const limited = perParent ? 2 : 3
   describe(`relation limit on ${dialect.name}`, () => {
-    test("a parent with 150 children gets the first 100 in the relation's orderBy: the capped statement, then the windowed one", async (t) => {
+    test("a parent with 150 children gets the first 100 in the relation's orderBy, one statement per relation where the database reads per parent", async (t) => {
       const shelf = await shelfApp(t, dialect)
       const { body, statements } = await counted(shelf, '/authors/1')
       assert.equal(body.books.length, 100)
       assert.deepEqual(body.books, newestBooks(100))
-      assert.equal(statements.length, 3, statements.join('\n'))
+      assert.equal(statements.length, limited, statements.join('\n'))
       assert.doesNotMatch(statements[1] as string, /row_number/i)
-      assert.match(statements[2] as string, /row_number\(\) over/i)
+      if (perParent) assert.match(statements[1] as string, /limit 100\)/i)
+      else assert.match(statements[2] as string, /row_number\(\) over/i)
     })
 
     test('limit is per parent: a page of authors gets 100, 3 (in order) and none', async (t) => {
       const shelf = await shelfApp(t, dialect, { books: 5 })
       const { body, statements } = await counted(shelf, '/authors')
-      assert.equal(statements.length, 3, statements.join('\n'))
+      assert.equal(statements.length, limited, statements.join('\n'))
       assert.deepEqual(
         body.map((author: { books: unknown[] }) => author.books.length),
         [5, 3, 0]
@@ -166,7 +172,7 @@ for (const dialect of dialects) {
       const five = await shelfApp(t, dialect, { books: 5 })
       const { body, statements } = await counted(five, '/authors/1')
       assert.deepEqual(body.books, newestBooks(5))
-      assert.equal(statements.length, 3)
+      assert.equal(statements.length, limited)
       const all = await shelfApp(t, dialect, { books: false })
       const unbounded = await counted(all, '/authors/1')
       assert.deepEqual(unbounded.body.books, newestBooks(many))
@@ -182,9 +188,9 @@ for (const dialect of dialects) {
       ] as const) {
         const shelf = await shelfApp(t, dialect, limit === undefined ? {} : { tags: limit })
         const { body, statements } = await counted(shelf, '/books?limit=3')
-        // 150 + 2 children fit under 100 per key of the batch (4 keys): the capped statement has them all, and
-        // grouping keeps the first 100; with limit 5 they do not, and the windowed statement runs after it.
-        assert.equal(statements.length, limit === 5 ? 3 : 2, statements.join('\n'))
+        // MariaDB: 150 + 2 children fit under 100 per key of the batch (4 keys): the capped statement has them all,
+        // and grouping keeps the first 100; with limit 5 they do not, and the windowed statement runs after it.
+        assert.equal(statements.length, limit === 5 ? limited : 2, statements.join('\n'))
         assert.doesNotMatch(statements[1] as string, /row_number/i)
         assert.deepEqual(body[0].tags, tagsByName(expected))
         assert.deepEqual(

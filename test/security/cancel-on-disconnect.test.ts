@@ -288,7 +288,7 @@ if (postgres !== undefined) {
     }
 
     test(
-      "a relation's later statements (the next batch of 1,024 keys, the exact statement of a limited relation) start in the request's scope",
+      "a relation's later statements (the next batch of 1,024 keys of a limited relation) start in the request's scope",
       { timeout: 30_000 },
       async (t) => {
         const limited: RelatedConfig = {
@@ -318,8 +318,7 @@ if (postgres !== undefined) {
             .values(items.slice(i, i + 500))
             .execute()
         }
-        // Two notes per item: the cheap statement of a limit-1 relation gets more rows than it keeps, and the exact one
-        // runs.
+        // Two notes per item, of which a limit-1 relation keeps one.
         const notes = Array.from({ length: 2202 }, (_, i) => ({ item_id: Math.floor(i / 2) + 1, body: `note ${i}` }))
         for (let i = 0; i < notes.length; i += 500) {
           await db
@@ -348,8 +347,9 @@ if (postgres !== undefined) {
         const body = response.json()
         assert.equal(body.length, 1101)
         assert.deepEqual(body[1100].notes, [{ id: 2202, body: 'note 2200' }])
-        // The page, then per batch of keys the cheap statement and the exact one.
-        assert.equal(scopes.length, 5)
+        // The page, then one statement per batch of keys: PostgreSQL reads each item's first note by a LATERAL join
+        // (the capped and exact statements of the window fallback run on MariaDB only).
+        assert.equal(scopes.length, 3)
         assert.ok(
           scopes.every((scope) => scope !== undefined && scope === scopes[0]),
           'every statement of the request starts in its scope'

@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { mysqlStatistics } from './mysql-estimate.js'
 import { mysqlCatalog } from './mysql-catalog.js'
 import { mysqlMaxParameters, mysqlWrites } from './mysql-writes.js'
 import type { ViewsetDialect } from '../dialect.js'
@@ -104,5 +105,6 @@ export const mysqlDialect: ViewsetDialect = {
     upsertOnAnyKey: true,
     nullsSortLargest: false,
   },
+  statistics: mysqlStatistics,
   classify,
 }

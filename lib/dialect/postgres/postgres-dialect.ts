@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { postgresStatistics } from './postgres-estimate.js'
 import { postgresCatalog } from './postgres-catalog.js'
 import type { ViewsetDialect, WriteTarget } from '../dialect.js'
 import { convertDateTimes, readableOffset } from '../shared/date-time.js'
@@ -141,6 +142,8 @@ export const postgresDialect: ViewsetDialect = {
     // ON CONFLICT names its key: other unique keys still fail the statement.
     upsertOnAnyKey: false,
     nullsSortLargest: true,
+    limitPerParent: 'lateral',
   },
+  statistics: postgresStatistics,
   classify,
 }

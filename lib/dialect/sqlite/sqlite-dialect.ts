@@ -127,6 +127,7 @@ export const sqliteDialect: ViewsetDialect = {
     // ON CONFLICT names its key: other unique keys still fail the statement.
     upsertOnAnyKey: false,
     nullsSortLargest: false,
+    limitPerParent: 'correlated-in',
   },
   classify,
 }

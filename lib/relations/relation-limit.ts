@@ -1,0 +1,138 @@
+import { sql } from 'kysely'
+import type { StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
+import type { AnyDatabase } from '../sql.js'
+import { applyOrdering } from '../query/ordering.js'
+import type { OrderKey } from '../query/ordering.js'
+import { keyRowsAlias } from './batched-query.js'
+import type { Builder, Keyed, KeyRows } from './batched-query.js'
+
+// A to-many relation with a `limit` reads at most `limit` children of each parent, however many it has: each key of
+// the batch drives its own ordered, limited read (a LATERAL join on PostgreSQL; on SQLite, a correlated `IN`
+// subquery with LIMIT, which SQLite runs once per key). See benchmarks/analysis.md#relation-limit-per-parent.
+
+/** The alias of the children read by the LATERAL join, and the prefix of the sort keys it carries out. */
+const lateralAlias = 'viewset_children'
+const sortPrefix = 'viewset_sort_'
+
+/** The alias of the join table and of the target table outside the correlated subquery (SQLite). */
+const outerThrough = 'viewset_j'
+const outerTarget = 'viewset_t'
+
+/** A to-many relation whose first `limit` children of each parent are read per parent. */
+export interface PerParentRelation {
+  readonly table: string
+  /** The rows of the relation (target `t`, join table `j`) for the keys `keyed` binds, with their rules. */
+  readonly from: (keyed: Keyed) => Builder
+  /** The columns each child row carries out, as the statements name them (`t.name`, `j.book_id as alias`). */
+  readonly selection: readonly string[]
+  readonly order: readonly OrderKey[]
+  readonly limit: number
+  /** Many-to-many: the join table and its keys, and the target's referenced key. */
+  readonly through?: {
+    readonly table: string
+    readonly source: string
+    readonly target: string
+    readonly references: string
+  } | undefined
+  /** One-to-many: the target's primary key, which a correlated subquery returns (SQLite). */
+  readonly rowKey: readonly string[]
+  /** The type the keys are read as, where the database needs one (the key column's type, PostgreSQL). */
+  readonly keyType: string | undefined
+}
+
+/** `keyed` for a statement correlated to the key rows: the rows of `table` whose `column` is the current key. */
+function correlated (db: AnyDatabase): Keyed {
+  return (table, alias, column) =>
+    db.selectFrom(`${table} as ${alias}`).where(`${alias}.${column}`, '=', sql.ref(`${keyRowsAlias}.value`))
+}
+
+/** `name` of `t.name`, `alias` of `j.x as alias`: the column a selection carries out. */
+function outputName (selected: string): string {
+  const as = / as (\S+)$/.exec(selected)
+  return as?.[1] ?? selected.slice(selected.indexOf('.') + 1)
+}
+
+/**
+ * PostgreSQL (and MySQL 8.0.14+): `from keys cross join lateral (select … where t.fk = keys.value order by … limit n)`,
+ * the children's sort keys carried out so that the whole answer is ordered the relation's way.
+ */
+function lateralStatement (
+  db: AnyDatabase,
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
+  relation: PerParentRelation,
+  keys: KeyRows
+): StatementBuilder {
+  const { order, limit } = relation
+  const sorts = order.map((key, index) => `t.${key.field} as ${sortPrefix}${index}`)
+  // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys and the rules.
+  const selected = relation.from(correlated(db)).select([...relation.selection, ...sorts])
+  const children = applyOrdering(selected, order, dialect, 't.').limit(sql.lit(limit))
+  const outer = order.map((key, index): OrderKey => ({ ...key, field: `${sortPrefix}${index}` }))
+  const statement = db
+    .selectFrom(keys(relation.keyType))
+    .innerJoinLateral(children.as(lateralAlias), (join) => join.onTrue())
+    .select(relation.selection.map((selected) => `${lateralAlias}.${outputName(selected)}`))
+  return applyOrdering(statement, outer, dialect, `${lateralAlias}.`)
+}
+
+/**
+ * SQLite: each key's children are the rows whose primary key is among the first `limit` a correlated subquery
+ * returns for that key (`(pk) in (select t.pk … where t.fk = keys.value order by … limit n)`); many-to-many, the
+ * join rows whose target is among them.
+ */
+function correlatedStatement (
+  db: AnyDatabase,
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
+  relation: PerParentRelation,
+  keys: KeyRows
+): StatementBuilder {
+  const { order, limit, through, table } = relation
+  const returned = through === undefined ? relation.rowKey.map((column) => `t.${column}`) : [`j.${through.target}`]
+  const first = applyOrdering(relation.from(correlated(db)).select(returned), order, dialect, 't.')
+    .limit(sql.lit(limit))
+  const rename = (selected: string) =>
+    selected.startsWith('j.') ? `${outerThrough}.${selected.slice(2)}` : `${outerTarget}.${selected.slice(2)}`
+  let statement: Builder
+  if (through === undefined) {
+    const tuple = sql.join(relation.rowKey.map((column) => sql.ref(`${outerTarget}.${column}`)))
+    statement = db
+      .selectFrom(keys(undefined))
+      .innerJoin(`${table} as ${outerTarget}`, (join) => join.on(sql<boolean>`(${tuple}) in ${first}`))
+  } else {
+    statement = db
+      .selectFrom(keys(undefined))
+      .innerJoin(`${through.table} as ${outerThrough}`, (join) =>
+        join
+          .onRef(`${outerThrough}.${through.source}`, '=', `${keyRowsAlias}.value`)
+          .on(sql<boolean>`${sql.ref(`${outerThrough}.${through.target}`)} in ${first}`)
+      )
+      .innerJoin(
+        `${table} as ${outerTarget}`,
+        `${outerTarget}.${through.references}`,
+        `${outerThrough}.${through.target}`
+      )
+  }
+  return applyOrdering(statement.select(relation.selection.map(rename)), order, dialect, `${outerTarget}.`)
+}
+
+/**
+ * The statement that reads the first `limit` children of each key of a batch, one ordered, limited read per key,
+ * or `undefined` where the database has no such form (MariaDB: no LATERAL, and no LIMIT in an `IN` subquery) or the
+ * relation cannot use it (a target without primary key on SQLite, a key type PostgreSQL cannot be told).
+ */
+export function perParentStatement (
+  db: AnyDatabase,
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
+  relation: PerParentRelation
+): ((keys: KeyRows) => StatementBuilder) | undefined {
+  switch (dialect.capabilities.limitPerParent) {
+    case 'lateral':
+      return relation.keyType === undefined ? undefined : (keys) => lateralStatement(db, dialect, relation, keys)
+    case 'correlated-in':
+      return relation.through === undefined && relation.rowKey.length === 0
+        ? undefined
+        : (keys) => correlatedStatement(db, dialect, relation, keys)
+    default:
+      return undefined
+  }
+}
