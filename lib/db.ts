@@ -191,6 +191,5 @@ let defaultDatabase: Kysely<unknown> | undefined
  */
 export function getDatabase<DB> (): Kysely<DB> {
   defaultDatabase ??= createDatabase<unknown>()
-  // one instance serves whatever DB the caller declares: the tables are the caller's word
-  return defaultDatabase as Kysely<DB>
+  return defaultDatabase as Kysely<DB> // one instance serves whatever DB the caller declares: the caller's word
 }

@@ -31,8 +31,8 @@ export function padList<T> (values: readonly T[]): readonly T[] {
   const size = paddedLength(values.length)
   if (size === values.length || values.length === 0) return values
   const padded = values.slice()
-  const last = values[values.length - 1] as T // non-empty: checked above
-  while (padded.length < size) padded.push(last)
+  const last = values.slice(-1) // non-empty: checked above
+  while (padded.length < size) padded.push(...last)
   return padded
 }
 

@@ -19,7 +19,8 @@ export interface RequestCancellation {
 }
 
 const cancellationKey = Symbol('fastify-viewsets.cancellation')
-interface CarryingPromise { [cancellationKey]?: RequestCancellation }
+/** A promise is a plain object: the context rides on it as an optional property, read by its reactions. */
+interface CarryingPromise extends Promise<unknown> { [cancellationKey]?: RequestCancellation }
 let current: RequestCancellation | undefined
 let cancellable = false
 let userCode = false
@@ -29,9 +30,8 @@ function installHooks (): void {
   if (hooks || !cancellable || !userCode) return
   hooks = true
   promiseHooks.createHook({
-    // A promise is a plain object: the context rides on it, read by its reactions.
-    init (promise) { if (current !== undefined) (promise as CarryingPromise)[cancellationKey] = current },
-    before (promise) { current = (promise as CarryingPromise)[cancellationKey] },
+    init (promise: CarryingPromise) { if (current !== undefined) promise[cancellationKey] = current },
+    before (promise: CarryingPromise) { current = promise[cancellationKey] },
     // Reactions never nest (each runs from the microtask queue): whatever runs next starts with no context.
     after () { current = undefined },
   })

@@ -30,7 +30,15 @@ async function resultOf<R> (
 ): Promise<QueryResult<R>> {
   let result: QueryResult<Row> = direct
   for (const plugin of plugins) result = await plugin.transformResult({ result, queryId: compiled.queryId })
-  return result as QueryResult<R> // the caller's compiled query types its rows as R, as Kysely's executor trusts it
+  return rowsOf<R>(result)
+}
+
+/**
+ * A shortcut's result typed by the compiled query that asked for it: its rows are `R`, as the query's builder
+ * typed them, which Kysely's own executor trusts too (its drivers answer untyped rows).
+ */
+function rowsOf<R> (result: Eventually<QueryResult<Row>>): Eventually<QueryResult<R>> {
+  return result as Eventually<QueryResult<R>> // the compiled query's row type, as Kysely's executor trusts it
 }
 
 /**
@@ -45,8 +53,7 @@ function viaShortcut<R> (
   otherwise: (compiled: CompiledQuery<R>) => Promise<QueryResult<R>>
 ): Eventually<QueryResult<R>> {
   const result = direct(compiled)
-  // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
-  return result === undefined ? otherwise(compiled) : (result as Eventually<QueryResult<R>>)
+  return result === undefined ? otherwise(compiled) : rowsOf<R>(result)
 }
 
 /** Kysely's `executeQuery` over {@link viaShortcut}: always a promise, and a throw becomes a rejection. */

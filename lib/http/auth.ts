@@ -210,8 +210,7 @@ async function verifiedToken (
   if (typeof claims !== 'object' || claims === null) {
     throw unauthorized(reply, 'The token is not valid', 'invalid_token')
   }
-  // an object from the verifier: @fastify/jwt's user type, or what the app's authenticate returned
-  return claims as ViewsetToken
+  return claims as ViewsetToken // an object from the verifier: @fastify/jwt's user type, or authenticate's
 }
 
 /**

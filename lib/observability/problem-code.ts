@@ -26,8 +26,9 @@ export function answeredProblem (
   method: string
 ): AnsweredProblem {
   // Fastify's errors and the drivers' carry a code and a status; anything else is a programming error.
-  const { code, statusCode } = (typeof error === 'object' && error !== null ? error : {}) as
-    { code?: unknown, statusCode?: unknown }
+  const fields: object = typeof error === 'object' && error !== null ? error : {}
+  const code = 'code' in fields ? fields.code : undefined
+  const statusCode = 'statusCode' in fields ? fields.statusCode : undefined
   const status = typeof statusCode === 'number' ? statusCode : 500
   if (typeof code === 'string' && code.startsWith('FST_VIEWSET_')) return { code, status, fault: undefined }
   const fault = classify(error)

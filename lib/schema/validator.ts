@@ -6,8 +6,8 @@ import { LruCache } from '../execution/lru-cache.js'
 import { documentingPatterns } from './list-patterns.js'
 import { isRecord } from './object-schema.js'
 
-// CommonJS: under ESM its default export arrives wrapped
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+// CommonJS: under ESM its default import is module.exports, which sets `default` to the same plugin
+const addFormats = addFormatsModule.default
 
 const common: Options = {
   allErrors: true, // list every failing field, not only the first
