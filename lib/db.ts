@@ -46,11 +46,11 @@ export interface CreateDatabaseOptions {
   /**
    * PostgreSQL: when a client hangs up before its answer is sent, cancel the query serving it (default true;
    * with `pooler: 'pgbouncer'`, false unless the pooler answers `SHOW VERSION` with 1.20.1 or later).
-   * The generated routes know which request each of their queries serves for about 3 µs of CPU per request
-   * (4–5% of a GET over HTTP). Once a viewset runs user code in its requests (an overridden
-   * handler or `beforeWrite`, a `beforeWrite` option, a custom route), that takes V8's promise hooks on every
-   * promise of the process: 2–15% more CPU per request. Turn it off
-   * where such a server is CPU-bound and `statementTimeout` is bound enough for abandoned queries.
+   * The generated routes know which request each of their queries serves at a small CPU cost per request;
+   * once a viewset runs user code in its requests (an overridden handler or `beforeWrite`, a `beforeWrite`
+   * option, a custom route), that takes V8's promise hooks on every promise of the process, which costs more
+   * (figures: benchmarks/analysis.md#cancel-on-disconnect-cost). Turn it off where such a server is CPU-bound
+   * and `statementTimeout` is bound enough for abandoned queries.
    */
   cancelOnDisconnect?: boolean
   /**

@@ -38,7 +38,8 @@ export function padList<T> (values: readonly T[]): readonly T[] {
 
 /**
  * A compiled statement with other parameters. Built as a literal: spreading a CompiledQuery and overriding
- * `parameters` takes V8's generic clone path (75 ns against 1 ns), on every statement of the data layer.
+ * `parameters` takes V8's generic clone path, many times slower, on every statement of the data layer
+ * (benchmarks/analysis.md#compiled-query-literal).
  *
  * @example
  * ```ts

@@ -50,8 +50,8 @@ export interface PgPool {
 
 /**
  * Runs a pg query in its callback form, under a promise of our own. pg's promise form (8.23) keeps results
- * reachable for longer: under load, LIST 100 promoted 14.6 KB per request to the old generation against
- * 11 B this way, and a loop of pooled queries ran 20% slower.
+ * reachable for longer, which under load promotes them to the old generation and slows a loop of pooled
+ * queries (benchmarks/analysis.md#pg-callback-form).
  */
 function viaCallback<R> (send: (callback: QueryCallback<R>) => void): Promise<R> {
   return new Promise((resolve, reject) => {
