@@ -71,10 +71,20 @@ export interface CreateDatabaseOptions {
   pooler?: 'pgbouncer'
 }
 
+// `.env` is read here only, the first time a URL is asked for without one: importing the library, or opening a
+// database by its URL, leaves the process's environment as it was.
 let envLoaded = false
 
-/** The database URL in effect: the argument, else `DATABASE_URL` (from the environment or `.env`), else
- * `sqlite:base.db`. */
+/**
+ * The database URL in effect: the argument, else `DATABASE_URL` (from the environment, or from `.env` in the
+ * working directory, loaded with dotenv on the first call without a URL), else `sqlite:base.db`.
+ *
+ * @example
+ * ```ts
+ * databaseUrl('sqlite::memory:') // 'sqlite::memory:'
+ * databaseUrl()                  // DATABASE_URL from the environment or .env, else 'sqlite:base.db'
+ * ```
+ */
 export function databaseUrl (url?: string): string {
   if (url !== undefined && url !== '') return url
   if (!envLoaded) {
