@@ -8,7 +8,15 @@ import { connectorFor, connectorOf, knownUrls } from './dialect/pick-dialect.js'
 import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
 import { statementDialectOf, tracedAdopted, tracedDatabase } from './observability/traced-database.js'
 
-/** Options of {@link createDatabase}. */
+/**
+ * Options of {@link createDatabase}.
+ *
+ * @example
+ * ```ts
+ * const options: CreateDatabaseOptions = { poolSize: 20, statementTimeout: 10_000 }
+ * const db = createDatabase<DB>(process.env.DATABASE_URL, options)
+ * ```
+ */
 export interface CreateDatabaseOptions {
   /** PostgreSQL / MySQL pool size per process (default 10). Keep `max × processes` under the server's
    * `max_connections`. */

@@ -4,7 +4,14 @@ import fp from 'fastify-plugin'
 import { securitySchemeName } from './http/auth.js'
 import { isRecord } from './schema/object-schema.js'
 
-/** Options of {@link viewsetDocs}. */
+/**
+ * Options of {@link viewsetDocs}.
+ *
+ * @example
+ * ```ts
+ * await app.register(viewsetDocs, { title: 'Shop', version: '2.1.0', routePrefix: '/docs' })
+ * ```
+ */
 export interface ViewsetDocsOptions {
   /** Title of the API (default `'API'`). */
   title?: string

@@ -26,6 +26,11 @@ declare module 'fastify' {
 /**
  * Name of the OAuth2 security scheme that protected operations reference in OpenAPI
  * (`security: [{ OAuth2: [] }]`). Declare it under this name when you register @fastify/swagger yourself.
+ *
+ * @example
+ * ```ts
+ * const components = { securitySchemes: { [securitySchemeName]: { type: 'http', scheme: 'bearer' } } }
+ * ```
  */
 export const securitySchemeName = 'OAuth2'
 

@@ -9,7 +9,14 @@ import type { HandlerContext, StatementContext, StatementDialect } from './chann
 // span); a statement span is a child of its handler's span, found through a store bound to the handler channel, or of
 // the active span outside handlers (a custom route's queries).
 
-/** What {@link instrumentViewsets} makes spans with. */
+/**
+ * What {@link instrumentViewsets} makes spans with.
+ *
+ * @example
+ * ```ts
+ * instrumentViewsets({ tracer: trace.getTracer('shop-api') })
+ * ```
+ */
 export interface InstrumentViewsetsOptions {
   /** Default: `trace.getTracer('fastify-viewsets')` of the global tracer provider. */
   readonly tracer?: Tracer

@@ -1,10 +1,18 @@
 import { faultProblem } from '../errors.js'
 import type { DatabaseFault } from '../errors.js'
 
-/** The problem a handler's error answers, as the viewset's problem handler (http/problem-handler.ts) decides it. */
+/**
+ * The problem a handler's error answers, as the viewset's problem handler (http/problem-handler.ts) decides it.
+ *
+ * @example
+ * ```ts
+ * handlerChannel.error.subscribe((context) => { if (context.problem?.fault === 'timeout') slowQueries++ })
+ * ```
+ */
 export interface AnsweredProblem {
   /** Its `code`: `FST_VIEWSET_CONFLICT`, ... */
   readonly code: string
+  /** Its HTTP status: 409, 503, ... */
   readonly status: number
   /** The database fault's kind (`unique`, `foreign-key`, `unavailable`, ...) when the database raised it. */
   readonly fault: DatabaseFault['kind'] | undefined
