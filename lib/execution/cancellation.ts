@@ -10,7 +10,8 @@ import { promiseHooks } from 'node:v8'
 // beforeWrite, a custom route) awaits where it likes, so for it the context rides on every promise, from each
 // promise to its reactions: what an AsyncLocalStorage does, with V8's promise hooks only. Those hooks are
 // process-wide and slow every promise (see benchmarks/analysis.md#cancellation-hooks), so they are
-// installed only once both a database can cancel and a viewset runs user code in its requests.
+// installed only once both a database can cancel and a viewset runs user code in its requests. How this meets
+// answers that come back synchronously: the contract in eventually.ts (4).
 
 /** One request's queries: what to call when its client goes away. */
 export interface RequestCancellation {

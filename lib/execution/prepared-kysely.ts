@@ -19,6 +19,9 @@ import type { Eventually } from './eventually.js'
 import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
 import type { Row } from '../sql.js'
 
+// The Kysely instances that give a database's compiled statements their shortcut: where a statement may answer
+// synchronously (the contract in eventually.ts, 2).
+
 /** How the data layer runs its compiled statements on an instance with a shortcut: see {@link runCompiled}. */
 export const executeNow = Symbol('fastify-viewsets.executeNow')
 
