@@ -269,8 +269,7 @@ export class Viewset<
       handlers: this,
       rowRules: {
         scopeOf,
-        // the writable fields of the schema, which are columns of the table
-        beforeWrite: (values, context) => this.beforeWrite(values as Updateable<DB[TB]>, context), // columns of TB
+        beforeWrite: (values, context) => this.beforeWrite(values as Updateable<DB[TB]>, context), // writable columns
         notFound: (id) => this.notFound(id),
       },
       protect: this.protect,

@@ -7,10 +7,8 @@ export type Serializer = (value: unknown) => string
 
 // The same function, typed on plain JSON Schema: its own types spell out each keyword, and ours are built by
 // derive.ts from a TypeBox object schema; the serializer it returns writes any value.
-const compile = fastJson as unknown as (
-  schema: JsonSchema,
-  options: { schema: Record<string, JsonSchema> },
-) => Serializer // plain JSON Schema in, any value out
+type PlainCompile = (schema: JsonSchema, options: { schema: Record<string, JsonSchema> }) => Serializer
+const compile = fastJson as unknown as PlainCompile // plain JSON Schema in, any value out
 
 /**
  * Compiles a fast-json-stringify serializer from plain JSON Schema, `$ref`s resolved in `externals`

@@ -115,8 +115,8 @@ function withAcquireTimeout (pool: MysqlPool, timeout: number, queryTimeout: num
       let waiting = true
       const timer = setTimeout(() => {
         waiting = false
-        // Kysely's type of the callback always has a connection; its driver reads it only when no error came
-        callback(new ViewsetErrors.Unavailable(), undefined as never)
+        // Kysely types the callback with a connection always; its driver reads one only when no error came.
+        callback(new ViewsetErrors.Unavailable(), undefined as never) // an error comes with no connection
       }, timeout)
       pool.getConnection((error, connection) => {
         clearTimeout(timer)
