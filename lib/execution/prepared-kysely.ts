@@ -48,7 +48,7 @@ function rowsOf<R> (result: Eventually<QueryResult<Row>>): Eventually<QueryResul
  * Offers a compiled query to a shortcut and answers with its result, settled when the shortcut answered at
  * once (a SQLite statement), or with `otherwise(compiled)` when the shortcut declines. May throw. Not async:
  * each async frame costs promises, and on PostgreSQL the cancel-on-disconnect hooks run for each
- * (dialect/postgres-cancel.ts).
+ * (dialect/postgres/postgres-cancel.ts).
  */
 function viaShortcut<R> (
   direct: DirectExecutor,

@@ -85,7 +85,7 @@ export function isPgPool (value: unknown): value is UserPgPool {
  * Runs one query on a pooled client, all in callbacks under one promise of our own (an awaited
  * `pool.connect()` costs pg-pool's promise and its reactions besides, and on PostgreSQL the cancel hooks run
  * for each). Like `pool.query`; the checkout keeps the caller's request scope for the cancel on client
- * disconnect (carryCancellationToCheckouts in dialect/postgres-cancel.ts). The client goes back healthy after an error.
+ * disconnect (carryCancellationToCheckouts in postgres-cancel.ts). The client goes back healthy after an error.
  */
 function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<DirectResult> {
   return new Promise((resolve, reject) => {
