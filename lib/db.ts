@@ -8,7 +8,15 @@ import { connectorFor, connectorOf, knownUrls } from './dialect/pick-dialect.js'
 import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
 import { statementDialectOf, tracedAdopted, tracedDatabase } from './observability/traced-database.js'
 
-/** Options of {@link createDatabase}. */
+/**
+ * Options of {@link createDatabase}.
+ *
+ * @example
+ * ```ts
+ * const options: CreateDatabaseOptions = { poolSize: 20, statementTimeout: 10_000 }
+ * const db = createDatabase<DB>(process.env.DATABASE_URL, options)
+ * ```
+ */
 export interface CreateDatabaseOptions {
   /** PostgreSQL / MySQL pool size per process (default 10). Keep `max × processes` under the server's
    * `max_connections`. */
@@ -46,11 +54,11 @@ export interface CreateDatabaseOptions {
   /**
    * PostgreSQL: when a client hangs up before its answer is sent, cancel the query serving it (default true;
    * with `pooler: 'pgbouncer'`, false unless the pooler answers `SHOW VERSION` with 1.20.1 or later).
-   * The generated routes know which request each of their queries serves for about 3 µs of CPU per request
-   * (4–5% of a GET over HTTP). Once a viewset runs user code in its requests (an overridden
-   * handler or `beforeWrite`, a `beforeWrite` option, a custom route), that takes V8's promise hooks on every
-   * promise of the process: 2–15% more CPU per request. Turn it off
-   * where such a server is CPU-bound and `statementTimeout` is bound enough for abandoned queries.
+   * The generated routes know which request each of their queries serves at a small CPU cost per request;
+   * once a viewset runs user code in its requests (an overridden handler or `beforeWrite`, a `beforeWrite`
+   * option, a custom route), that takes V8's promise hooks on every promise of the process, which costs more
+   * (figures: benchmarks/analysis.md#cancel-on-disconnect-cost). Turn it off where such a server is CPU-bound
+   * and `statementTimeout` is bound enough for abandoned queries.
    */
   cancelOnDisconnect?: boolean
   /**
@@ -71,10 +79,20 @@ export interface CreateDatabaseOptions {
   pooler?: 'pgbouncer'
 }
 
+// `.env` is read here only, the first time a URL is asked for without one: importing the library, or opening a
+// database by its URL, leaves the process's environment as it was.
 let envLoaded = false
 
-/** The database URL in effect: the argument, else `DATABASE_URL` (from the environment or `.env`), else
- * `sqlite:base.db`. */
+/**
+ * The database URL in effect: the argument, else `DATABASE_URL` (from the environment, or from `.env` in the
+ * working directory, loaded with dotenv on the first call without a URL), else `sqlite:base.db`.
+ *
+ * @example
+ * ```ts
+ * databaseUrl('sqlite::memory:') // 'sqlite::memory:'
+ * databaseUrl()                  // DATABASE_URL from the environment or .env, else 'sqlite:base.db'
+ * ```
+ */
 export function databaseUrl (url?: string): string {
   if (url !== undefined && url !== '') return url
   if (!envLoaded) {
@@ -191,6 +209,5 @@ let defaultDatabase: Kysely<unknown> | undefined
  */
 export function getDatabase<DB> (): Kysely<DB> {
   defaultDatabase ??= createDatabase<unknown>()
-  // one instance serves whatever DB the caller declares: the tables are the caller's word
-  return defaultDatabase as Kysely<DB>
+  return defaultDatabase as Kysely<DB> // one instance serves whatever DB the caller declares: the caller's word
 }

@@ -2,8 +2,16 @@ import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { securitySchemeName } from './http/auth.js'
+import { isRecord } from './schema/object-schema.js'
 
-/** Options of {@link viewsetDocs}. */
+/**
+ * Options of {@link viewsetDocs}.
+ *
+ * @example
+ * ```ts
+ * await app.register(viewsetDocs, { title: 'Shop', version: '2.1.0', routePrefix: '/docs' })
+ * ```
+ */
 export interface ViewsetDocsOptions {
   /** Title of the API (default `'API'`). */
   title?: string
@@ -35,9 +43,13 @@ export interface ViewsetDocsOptions {
   contact?: { name?: string; email?: string; url?: string }
 }
 
-type OpenApiObject = Record<string, unknown> & {
-  paths?: Record<string, Record<string, unknown>>
-  components?: Record<string, unknown>
+/** An OpenAPI document as plain data, its parts read with guards. */
+type OpenApiObject = Record<string, unknown>
+
+/** The operations of a document: every value of every path item. */
+function operationsOf (document: OpenApiObject): unknown[] {
+  const paths = isRecord(document.paths) ? Object.values(document.paths) : []
+  return paths.flatMap((item) => (isRecord(item) ? Object.values(item) : []))
 }
 
 /** Whether an operation of the document names the security scheme. */
@@ -46,15 +58,7 @@ function schemeUsed (document: OpenApiObject, scheme: string): boolean {
     Array.isArray(value) &&
     value.some((requirement) => typeof requirement === 'object' && requirement !== null && scheme in requirement)
   if (requirements(document.security)) return true
-  return Object.values(document.paths ?? {}).some((item) =>
-    Object.values(item).some(
-      (operation) =>
-        typeof operation === 'object' &&
-        operation !== null &&
-        'security' in operation &&
-        requirements(operation.security)
-    )
-  )
+  return operationsOf(document).some((operation) => isRecord(operation) && requirements(operation.security))
 }
 
 /**
@@ -66,12 +70,10 @@ function withDeclaredTags (document: OpenApiObject): OpenApiObject {
   const names = new Set(
     declared.map((tag) => (typeof tag === 'object' && tag !== null && 'name' in tag ? tag.name : tag))
   )
-  const used = Object.values(document.paths ?? {}).flatMap((item) =>
-    Object.values(item).flatMap((operation) =>
-      typeof operation === 'object' && operation !== null && 'tags' in operation && Array.isArray(operation.tags)
-        ? operation.tags.filter((tag): tag is string => typeof tag === 'string')
-        : []
-    )
+  const used = operationsOf(document).flatMap((operation) =>
+    isRecord(operation) && Array.isArray(operation.tags)
+      ? operation.tags.filter((tag): tag is string => typeof tag === 'string')
+      : []
   )
   const missing = [...new Set(used)].filter((name) => !names.has(name))
   return missing.length === 0 ? document : { ...document, tags: [...declared, ...missing.map((name) => ({ name }))] }
@@ -80,16 +82,12 @@ function withDeclaredTags (document: OpenApiObject): OpenApiObject {
 /** The document without the viewsets' security scheme when no operation uses it: it would promise a token endpoint. */
 function withoutUnusedScheme (document: OpenApiObject): OpenApiObject {
   const components = document.components
-  const schemes = components?.securitySchemes
-  if (
-    components === undefined ||
-    typeof schemes !== 'object' ||
-    schemes === null ||
-    !(securitySchemeName in schemes) ||
-    schemeUsed(document, securitySchemeName)
-  ) { return document }
-  // checked to be an object just above
-  const { [securitySchemeName]: _unused, ...others } = schemes as Record<string, unknown>
+  if (!isRecord(components)) return document
+  const schemes = components.securitySchemes
+  if (!isRecord(schemes) || !(securitySchemeName in schemes) || schemeUsed(document, securitySchemeName)) {
+    return document
+  }
+  const { [securitySchemeName]: _unused, ...others } = schemes
   const { securitySchemes: _schemes, ...rest } = components
   return { ...document, components: Object.keys(others).length > 0 ? { ...rest, securitySchemes: others } : rest }
 }
@@ -152,8 +150,8 @@ export const viewsetDocs = fp<ViewsetDocsOptions>(
       // Which routes are protected is known only once they are all registered, so the scheme is dropped here.
       transformObject: (documents) =>
         'openapiObject' in documents
-          ? withDeclaredTags(withoutUnusedScheme(documents.openapiObject as OpenApiObject))
-          : documents.swaggerObject, // a plain OpenAPI object, read as records
+          ? withDeclaredTags(withoutUnusedScheme(documents.openapiObject))
+          : documents.swaggerObject,
       // Components keep their `$id` as name (Items, AdminItems, ViewsetProblem) instead of def-0, def-1, ...
       refResolver: {
         buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),

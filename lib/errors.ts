@@ -164,12 +164,20 @@ export function invalidOption (option: string, message: string): never {
   throw new ViewsetErrors.InvalidOption(option, message)
 }
 
-/** One failing field of a request, as listed in a validation problem. */
+/**
+ * One failing field of a request, as listed in a validation problem.
+ *
+ * @example
+ * ```ts
+ * const error: FieldError = { in: 'body', field: 'price', message: 'must be >= 0' }
+ * ```
+ */
 export interface FieldError {
   /** Where the field is: `body`, `querystring`, `params` or `headers`. */
   in: string
   /** The field's name or JSON pointer; empty when the whole part is wrong. */
   field: string
+  /** What is wrong with it, in words. */
   message: string
 }
 
@@ -246,6 +254,11 @@ const titles: Record<number, string> = {
 /**
  * Builds a problem body; `type` is a stable URN made from the code. `errors` beyond the first 50 are
  * counted in `errorsOmitted`, and `detail` is cut at 1,000 characters (ending with `…`).
+ *
+ * @example
+ * ```ts
+ * reply.code(409).type('application/problem+json').send(problem(409, 'APP_SOLD_OUT', 'The item is sold out'))
+ * ```
  */
 export function problem (status: number, code: string, detail: string, errors?: readonly FieldError[]): Problem {
   const body: Problem = {
@@ -269,6 +282,11 @@ export function problem (status: number, code: string, detail: string, errors?: 
  * What a database error means to a client; anything else is a 500. `value`, on a unique or foreign-key
  * fault, is the key's value as the database printed it (PostgreSQL's detail, MySQL's `Duplicate entry`),
  * compared with the dialect's `keyText` to tell which element of a bulk write failed; never sent.
+ *
+ * @example
+ * ```ts
+ * const fault: DatabaseFault = { kind: 'unique', target: 'items_name_key' } // answers 409 FST_VIEWSET_CONFLICT
+ * ```
  */
 export type DatabaseFault =
   | { kind: 'unique'; target: string | undefined; value?: string | undefined }

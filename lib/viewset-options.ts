@@ -5,7 +5,14 @@ import type { FastifyRequest } from 'fastify'
 import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from 'kysely'
 import type { RelatedConfig } from './relations/config.js'
 
-/** The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`. */
+/**
+ * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`.
+ *
+ * @example
+ * ```ts
+ * viewsetMethods.filter((method) => method !== 'DELETE') // every method but DELETE, for `methods`
+ * ```
+ */
 export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
 /**
  * One of the logical methods a viewset serves: `LIST` (`GET {prefix}`), `GET`, `POST`, `BULK`
@@ -23,7 +30,14 @@ export type ViewsetMethod = (typeof viewsetMethods)[number]
 /** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request. */
 export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((method) => method !== 'BULK')
 
-/** Filter operators of `filterFields`. `eq` is also the bare `?field=value`. */
+/**
+ * Filter operators of `filterFields`. `eq` is also the bare `?field=value`.
+ *
+ * @example
+ * ```ts
+ * createViewset({ db, table: 'items', schema: Item, filterFields: { price: [...filterOperators] } })
+ * ```
+ */
 export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
 /**
  * An operator of `filterFields`, sent as `?field__op=value`: `eq` (also `?field=value`), `ne`, `gt`, `gte`,
@@ -37,8 +51,15 @@ export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'con
  */
 export type FilterOperator = (typeof filterOperators)[number]
 
-/** The claims of a token when the app declares no user type: whatever claims it carries, `sub` a string when present.
- * */
+/**
+ * The claims of a token when the app declares no user type: whatever claims it carries, `sub` a string when present.
+ *
+ * @example
+ * ```ts
+ * const claims: TokenClaims = { sub: 'alice', role: 'admin' }
+ * const owner = claims.sub ?? null
+ * ```
+ */
 export interface TokenClaims {
   /** The subject: who the token was issued to. */
   sub?: string
@@ -68,7 +89,14 @@ type JwtUser = FastifyRequest extends { user: infer User } ? User : undefined
  */
 export type ViewsetToken = [JwtUser] extends [object] ? JwtUser & { sub?: string } : TokenClaims
 
-/** What `authorize` is asked about: a generated method, or `'CUSTOM'` for a protected custom route. */
+/**
+ * What `authorize` is asked about: a generated method, or `'CUSTOM'` for a protected custom route.
+ *
+ * @example
+ * ```ts
+ * authorize: (token, method: AuthorizedMethod) => method === 'LIST' || method === 'GET' || token.role === 'admin'
+ * ```
+ */
 export type AuthorizedMethod = ViewsetMethod | 'CUSTOM'
 
 /**
@@ -92,14 +120,37 @@ export const baseMethods: Readonly<Record<string, ViewsetMethod>> = Object.freez
   AGGREGATE: 'LIST',
 })
 
-/** The viewset methods a `scope` restricts: those that read or change existing rows. */
+/**
+ * The viewset methods a `scope` restricts: those that read or change existing rows.
+ *
+ * @example
+ * ```ts
+ * const ownRowsOnly: ScopedMethod[] = ['PUT', 'PATCH', 'DELETE']
+ * scope: (eb, { token, method }) => (ownRowsOnly.includes(method) ? eb('owner', '=', token?.sub ?? null) : undefined)
+ * ```
+ */
 export type ScopedMethod = Exclude<ViewsetMethod, 'POST' | 'BULK'>
-/** The viewset methods that write a body, and so run `beforeWrite`. */
+/**
+ * The viewset methods that write a body, and so run `beforeWrite`.
+ *
+ * @example
+ * ```ts
+ * const stamp = (values: Updateable<DB['items']>, { method }: RowContext<WriteMethod>) =>
+ *   method === 'POST' ? { ...values, version: 1 } : values
+ * ```
+ */
 export type WriteMethod = 'POST' | 'BULK' | 'PUT' | 'PATCH'
 
 /**
  * What `scope` and `beforeWrite` know of a request: the request itself, the claims of the verified bearer
  * token (`null` when no valid token was sent), and the viewset method (never the HTTP verb).
+ *
+ * @example
+ * ```ts
+ * function ownerOf ({ token, request }: RowContext): string {
+ *   return token?.sub ?? request.ip
+ * }
+ * ```
  */
 export interface RowContext<M extends ViewsetMethod = ViewsetMethod> {
   readonly request: FastifyRequest
@@ -138,7 +189,14 @@ export type BeforeWriteFunction<DB, TB extends keyof DB> = (
   context: RowContext<WriteMethod>,
 ) => Updateable<DB[TB]> | Promise<Updateable<DB[TB]>>
 
-/** Field names of a schema. */
+/**
+ * Field names of a schema.
+ *
+ * @example
+ * ```ts
+ * const sortable: Array<FieldOf<typeof Item>> = ['name', 'price'] // a name not in Item fails to compile
+ * ```
+ */
 export type FieldOf<S extends TObject> = keyof Static<S> & string
 
 /**
@@ -336,7 +394,15 @@ type NonColumns<DB, TB extends keyof DB, S extends TObject, R> = Exclude<
 
 /**
  * Fails to compile when a schema field is neither a column of the table nor a declared relation.
- * The error names the offending fields.
+ * The error names the offending fields. The constructor of `Viewset` and `createViewset` take their options
+ * intersected with it.
+ *
+ * @example
+ * ```ts
+ * function myViewset<S extends TObject> (options: ViewsetOptions<DB, 'items', S> & CheckedSchema<DB, 'items', S, {}>) {
+ *   return createViewset(options)
+ * }
+ * ```
  */
 export type CheckedSchema<DB, TB extends keyof DB, S extends TObject, R> = [NonColumns<DB, TB, S, R>] extends [never]
   ? unknown

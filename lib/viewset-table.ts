@@ -78,8 +78,8 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> {
   /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
   query (db: Kysely<DB> = this.readDb): SelectQueryBuilder<DB, TB, Static<S>> {
     const table: string = this.table
-    // names checked against the catalog at mounting
-    return untyped(db).selectFrom(table).select(this.columns) as unknown as SelectQueryBuilder<DB, TB, Static<S>>
+    const query = untyped(db).selectFrom(table).select(this.columns)
+    return query as unknown as SelectQueryBuilder<DB, TB, Static<S>> // the schema's columns, checked at mounting
   }
 
   /** Runs `work` in a transaction; it commits when `work` resolves and rolls back when it throws. */

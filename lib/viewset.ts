@@ -83,9 +83,9 @@ export class Viewset<
    */
   constructor (options: ViewsetOptions<DB, TB, S, R> & CheckedSchema<DB, TB, S, R>) {
     const resolved = resolveOptions(options)
-    // The relation declaration is checked at mounting, whatever tables the DB type names: RelatedConfig is
-    // invariant in DB.
-    const related = relatedConfigOf(options.relatedConfig as RelatedConfig<unknown> | undefined, options.schema)
+    // The relation declaration is checked at mounting, whatever tables the DB type names.
+    const declared = options.relatedConfig as RelatedConfig<unknown> | undefined // RelatedConfig is invariant in DB
+    const related = relatedConfigOf(declared, options.schema)
     const relations = relationFields(related)
     super(options, resolved.primaryKey, Object.keys(options.schema.properties).filter((field) => !relations.has(field)))
     this.#resolved = resolved
@@ -269,8 +269,7 @@ export class Viewset<
       handlers: this,
       rowRules: {
         scopeOf,
-        // the writable fields of the schema, which are columns of the table
-        beforeWrite: (values, context) => this.beforeWrite(values as Updateable<DB[TB]>, context),
+        beforeWrite: (values, context) => this.beforeWrite(values as Updateable<DB[TB]>, context), // writable columns
         notFound: (id) => this.notFound(id),
       },
       protect: this.protect,

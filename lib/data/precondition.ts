@@ -6,6 +6,14 @@ import type { RuleRequest } from '../relations/relation-rule.js'
  * row locked (resource.ts): `match` writes only when the row's tag is one of `tags` (strong comparison;
  * `*` is any row), `required` writes nothing (a 428: the client sent no `If-Match`). A missing row is a
  * 404 before either.
+ *
+ * @example
+ * ```ts
+ * override async updateElement (request: UpdateRequest<typeof Item>) {
+ *   const precondition: Precondition | undefined = this.precondition(request)
+ *   return await this.update(request.params.id, this.writable(request.body), this.db, precondition)
+ * }
+ * ```
  */
 export type Precondition =
   | {

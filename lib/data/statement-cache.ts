@@ -31,14 +31,15 @@ export function padList<T> (values: readonly T[]): readonly T[] {
   const size = paddedLength(values.length)
   if (size === values.length || values.length === 0) return values
   const padded = values.slice()
-  const last = values[values.length - 1] as T // non-empty: checked above
-  while (padded.length < size) padded.push(last)
+  const last = values.slice(-1) // non-empty: checked above
+  while (padded.length < size) padded.push(...last)
   return padded
 }
 
 /**
  * A compiled statement with other parameters. Built as a literal: spreading a CompiledQuery and overriding
- * `parameters` takes V8's generic clone path (75 ns against 1 ns), on every statement of the data layer.
+ * `parameters` takes V8's generic clone path, many times slower, on every statement of the data layer
+ * (benchmarks/analysis.md#compiled-query-literal).
  *
  * @example
  * ```ts

@@ -10,7 +10,8 @@ import { promiseHooks } from 'node:v8'
 // beforeWrite, a custom route) awaits where it likes, so for it the context rides on every promise, from each
 // promise to its reactions: what an AsyncLocalStorage does, with V8's promise hooks only. Those hooks are
 // process-wide and slow every promise (see benchmarks/analysis.md#cancellation-hooks), so they are
-// installed only once both a database can cancel and a viewset runs user code in its requests.
+// installed only once both a database can cancel and a viewset runs user code in its requests. How this meets
+// answers that come back synchronously: the contract in eventually.ts (4).
 
 /** One request's queries: what to call when its client goes away. */
 export interface RequestCancellation {
@@ -19,7 +20,8 @@ export interface RequestCancellation {
 }
 
 const cancellationKey = Symbol('fastify-viewsets.cancellation')
-interface CarryingPromise { [cancellationKey]?: RequestCancellation }
+/** A promise is a plain object: the context rides on it as an optional property, read by its reactions. */
+interface CarryingPromise extends Promise<unknown> { [cancellationKey]?: RequestCancellation }
 let current: RequestCancellation | undefined
 let cancellable = false
 let userCode = false
@@ -29,9 +31,8 @@ function installHooks (): void {
   if (hooks || !cancellable || !userCode) return
   hooks = true
   promiseHooks.createHook({
-    // A promise is a plain object: the context rides on it, read by its reactions.
-    init (promise) { if (current !== undefined) (promise as CarryingPromise)[cancellationKey] = current },
-    before (promise) { current = (promise as CarryingPromise)[cancellationKey] },
+    init (promise: CarryingPromise) { if (current !== undefined) promise[cancellationKey] = current },
+    before (promise: CarryingPromise) { current = promise[cancellationKey] },
     // Reactions never nest (each runs from the microtask queue): whatever runs next starts with no context.
     after () { current = undefined },
   })

@@ -1,8 +1,26 @@
-// On SQLite a statement answers before any promise could: better-sqlite3 is synchronous, and the shortcut
-// of a database createDatabase opened runs it straight on the connection (dialect/sqlite-statements.ts). The
-// read path hands such an answer on as it is, up to the route, which Fastify then sends at once: each
-// promise and async frame between the statement and the reply is a microtask and more code touched per
-// request. Every other database answers with a promise, handed on just as well.
+// execution/: how the library's statements run, and the synchronous-answer contract every layer above keeps.
+// Each file of this folder points here.
+//
+// 1. What is promised. A function of the read path (route → default handler → table gateway → statement cache →
+//    runCompiled) answers `Eventually<T>`: the value itself, or a promise of it. Its caller hands the answer on as
+//    it came (`andThen` below), never wrapping a value in a promise, so that a value reaches the route, which
+//    Fastify sends at once: each promise and async frame between the statement and the reply is a microtask and
+//    more code touched per request.
+// 2. When a value comes back synchronously. Only a statement compiled ahead of time (the data layer's, by
+//    `runCompiled` in prepared-kysely.ts) on a database that createDatabase opened or withPreparedStatements
+//    adopted, whose shortcut took it: on SQLite, better-sqlite3 answers before any promise could (a SELECT known to
+//    answer one row, one-row.ts, is read with `.get()`). Everything else answers a promise: PostgreSQL, MySQL, a
+//    transaction, a Kysely builder, an adopted instance that logs or has plugins, an overridden handler, BULK.
+//    Kysely's own `executeQuery` always answers a promise, on every instance.
+// 3. Failures. A function that answers `Eventually<T>` may also throw synchronously, where it would otherwise
+//    reject: its callers are async functions or Fastify handlers, which catch both. `andThen` keeps that: a throw
+//    of `next` on a value is thrown at once.
+// 4. Cancellation (cancellation.ts). A request runs inside its cancellation context (runWithCancellation), which a
+//    query reads when it starts: a synchronous answer ran entirely inside it, and needs nothing carried. Across an
+//    await the generated path resumes in its context by hand (withCancellation); user code's awaits carry it on V8's
+//    promise hooks, installed only once both a database can cancel and a viewset runs user code.
+// 5. Bounds. Whatever this folder keeps per shape of query or per connection lives in an LruCache (lru-cache.ts).
+// A file added to this folder says here which of these it keeps, or changes.
 
 /** A value now, or a promise of it: what the read path answers (see above). */
 export type Eventually<T> = T | Promise<T>

@@ -1,8 +1,8 @@
 /**
  * A map that holds at most `max` entries and drops the least recently used one first: the one bounded
- * cache of the library (compiled LIST shapes, `?fields=` serializers, SQLite statements, PostgreSQL statement names). A
- * hit moves
- * the entry to the back of the Map's insertion order; a miss costs one lookup.
+ * cache of the library (compiled LIST shapes, `?fields=` serializers, SQLite statements, PostgreSQL statement names),
+ * as the execution contract asks (eventually.ts, 5). A hit moves the entry to the back of the Map's insertion order;
+ * a miss costs one lookup.
  *
  * @example
  * ```ts

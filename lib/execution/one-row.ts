@@ -4,7 +4,8 @@ import type { CompiledQuery, RootOperationNode } from 'kysely'
 // SELECTs known to answer at most one row: SQLite reads them with `.get()` (sqlite-statements.ts), which
 // stops after the first row. A write is never marked, whatever it answers: SQLite checkpoints its WAL only when
 // a write runs to its end. Keyed by the compiled query's node, which a cached statement keeps while it is
-// cached (each request spreads it with its own parameters), so the set holds nothing once it is evicted.
+// cached (each request spreads it with its own parameters), so the set holds nothing once it is evicted. Part of
+// the synchronous-answer contract (eventually.ts, 2).
 const oneRowQueries = new WeakSet<RootOperationNode>()
 
 /**

@@ -19,6 +19,9 @@ import type { Eventually } from './eventually.js'
 import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
 import type { Row } from '../sql.js'
 
+// The Kysely instances that give a database's compiled statements their shortcut: where a statement may answer
+// synchronously (the contract in eventually.ts, 2).
+
 /** How the data layer runs its compiled statements on an instance with a shortcut: see {@link runCompiled}. */
 export const executeNow = Symbol('fastify-viewsets.executeNow')
 
@@ -30,14 +33,22 @@ async function resultOf<R> (
 ): Promise<QueryResult<R>> {
   let result: QueryResult<Row> = direct
   for (const plugin of plugins) result = await plugin.transformResult({ result, queryId: compiled.queryId })
-  return result as QueryResult<R> // the caller's compiled query types its rows as R, as Kysely's executor trusts it
+  return rowsOf<R>(result)
+}
+
+/**
+ * A shortcut's result typed by the compiled query that asked for it: its rows are `R`, as the query's builder
+ * typed them, which Kysely's own executor trusts too (its drivers answer untyped rows).
+ */
+function rowsOf<R> (result: Eventually<QueryResult<Row>>): Eventually<QueryResult<R>> {
+  return result as Eventually<QueryResult<R>> // the compiled query's row type, as Kysely's executor trusts it
 }
 
 /**
  * Offers a compiled query to a shortcut and answers with its result, settled when the shortcut answered at
  * once (a SQLite statement), or with `otherwise(compiled)` when the shortcut declines. May throw. Not async:
  * each async frame costs promises, and on PostgreSQL the cancel-on-disconnect hooks run for each
- * (dialect/postgres-cancel.ts).
+ * (dialect/postgres/postgres-cancel.ts).
  */
 function viaShortcut<R> (
   direct: DirectExecutor,
@@ -45,8 +56,7 @@ function viaShortcut<R> (
   otherwise: (compiled: CompiledQuery<R>) => Promise<QueryResult<R>>
 ): Eventually<QueryResult<R>> {
   const result = direct(compiled)
-  // The caller's compiled query types its rows as R, as Kysely's executor trusts it.
-  return result === undefined ? otherwise(compiled) : (result as Eventually<QueryResult<R>>)
+  return result === undefined ? otherwise(compiled) : rowsOf<R>(result)
 }
 
 /** Kysely's `executeQuery` over {@link viaShortcut}: always a promise, and a throw becomes a rejection. */

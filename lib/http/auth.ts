@@ -26,6 +26,11 @@ declare module 'fastify' {
 /**
  * Name of the OAuth2 security scheme that protected operations reference in OpenAPI
  * (`security: [{ OAuth2: [] }]`). Declare it under this name when you register @fastify/swagger yourself.
+ *
+ * @example
+ * ```ts
+ * const components = { securitySchemes: { [securitySchemeName]: { type: 'http', scheme: 'bearer' } } }
+ * ```
  */
 export const securitySchemeName = 'OAuth2'
 
@@ -210,8 +215,7 @@ async function verifiedToken (
   if (typeof claims !== 'object' || claims === null) {
     throw unauthorized(reply, 'The token is not valid', 'invalid_token')
   }
-  // an object from the verifier: @fastify/jwt's user type, or what the app's authenticate returned
-  return claims as ViewsetToken
+  return claims as ViewsetToken // an object from the verifier: @fastify/jwt's user type, or authenticate's
 }
 
 /**

@@ -7,10 +7,24 @@ import type { AnsweredProblem } from './problem-code.js'
 // Fastify's `tracing:fastify.request.handler`, mysql2): instrumentations (fastify-viewsets/otel, the metrics plugin,
 // your own) subscribe, and nothing is built while nobody does (each trace point checks `hasSubscribers` first).
 
-/** The databases a statement runs on. */
+/**
+ * The databases a statement runs on.
+ *
+ * @example
+ * ```ts
+ * statementChannel.subscribe({ start (context) { if (context.dialect === 'postgres') count++ }, ... })
+ * ```
+ */
 export type StatementDialect = 'sqlite' | 'postgres' | 'mysql'
 
-/** What a statement does: transaction control and raw SQL (the catalog, session settings) are not statement events. */
+/**
+ * What a statement does: transaction control and raw SQL (the catalog, session settings) are not statement events.
+ *
+ * @example
+ * ```ts
+ * const writes = new Set<StatementOperation>(['insert', 'update', 'delete'])
+ * ```
+ */
 export type StatementOperation = 'select' | 'insert' | 'update' | 'delete'
 
 /**
@@ -47,7 +61,14 @@ export interface StatementContext {
   pending?: boolean
 }
 
-/** The context of one event on the `fastify-viewsets:handler` channel: one per run of a viewset route's handler. */
+/**
+ * The context of one event on the `fastify-viewsets:handler` channel: one per run of a viewset route's handler.
+ *
+ * @example
+ * ```ts
+ * handlerChannel.subscribe({ ..., asyncEnd (context: HandlerContext) { console.log(context.method, context.route) } })
+ * ```
+ */
 export interface HandlerContext {
   /** The viewset's table. */
   readonly viewset: string
@@ -71,11 +92,25 @@ export interface HandlerContext {
   pending?: boolean
 }
 
-/** The channel of each SQL statement a viewset runs. */
+/**
+ * The channel of each SQL statement a viewset runs (`fastify-viewsets:statement`).
+ *
+ * @example
+ * ```ts
+ * statementChannel.start.subscribe((context) => { console.log(context.operation, context.table) })
+ * ```
+ */
 export const statementChannel: TracingChannel<unknown, StatementContext> =
   diagnosticsChannel.tracingChannel<unknown, StatementContext>('fastify-viewsets:statement')
 
-/** The channel of each viewset handler run. */
+/**
+ * The channel of each viewset handler run (`fastify-viewsets:handler`).
+ *
+ * @example
+ * ```ts
+ * handlerChannel.error.subscribe((context) => { console.log(context.problem?.code) })
+ * ```
+ */
 export const handlerChannel: TracingChannel<unknown, HandlerContext> =
   diagnosticsChannel.tracingChannel<unknown, HandlerContext>('fastify-viewsets:handler')
 

@@ -4,7 +4,14 @@ import { handlerChannel, statementChannel } from './channels.js'
 import type { HandlerContext, StatementContext } from './channels.js'
 import { countStatements } from './request-statements.js'
 
-/** {@link viewsetMetrics}'s options. */
+/**
+ * {@link viewsetMetrics}'s options.
+ *
+ * @example
+ * ```ts
+ * await app.register(viewsetMetrics, { registry: promClient.register, path: false })
+ * ```
+ */
 export interface ViewsetMetricsOptions {
   /** The prom-client registry the metrics join. Default: a registry of their own. */
   readonly registry?: Registry

@@ -9,7 +9,14 @@ import type { HandlerContext, StatementContext, StatementDialect } from './chann
 // span); a statement span is a child of its handler's span, found through a store bound to the handler channel, or of
 // the active span outside handlers (a custom route's queries).
 
-/** What {@link instrumentViewsets} makes spans with. */
+/**
+ * What {@link instrumentViewsets} makes spans with.
+ *
+ * @example
+ * ```ts
+ * instrumentViewsets({ tracer: trace.getTracer('shop-api') })
+ * ```
+ */
 export interface InstrumentViewsetsOptions {
   /** Default: `trace.getTracer('fastify-viewsets')` of the global tracer provider. */
   readonly tracer?: Tracer
@@ -20,7 +27,7 @@ const systems: Readonly<Record<StatementDialect, string>> = { sqlite: 'sqlite', 
 /** A problem `code` (`FST_VIEWSET_CONFLICT`), a driver's error code (`23505`), else the error's class name. */
 function errorType (error: unknown): string {
   if (typeof error === 'object' && error !== null) {
-    const { code } = error as { code?: unknown } // Fastify's errors and the drivers' carry a string code
+    const code = 'code' in error ? error.code : undefined // Fastify's errors and the drivers' carry a string code
     if (typeof code === 'string' && code !== '') return code
     return error.constructor.name
   }
@@ -102,8 +109,11 @@ export function instrumentViewsets (options: InstrumentViewsetsOptions = {}): ()
 }
 
 /** The span of a handler run, started as its channel's `start` fires: the context its statements' spans nest in. */
-function startHandlerSpan (tracer: Tracer, handlerSpans: WeakMap<HandlerContext, Span>, event: unknown): Context {
-  const context = event as HandlerContext // the handler channel publishes HandlerContext only
+function startHandlerSpan (
+  tracer: Tracer,
+  handlerSpans: WeakMap<HandlerContext, Span>,
+  context: HandlerContext
+): Context {
   const span = tracer.startSpan(`${context.method} ${context.viewset}`, {
     kind: SpanKind.INTERNAL,
     attributes: {
@@ -125,7 +135,7 @@ function endSpan<C extends object> (spans: WeakMap<C, Span>, context: C): void {
   const span = spans.get(context)
   if (span === undefined) return
   spans.delete(context)
-  const { rows } = context as { rows?: unknown } // a statement's context carries its rows at the end
+  const rows = 'rows' in context ? context.rows : undefined // a statement's context carries its rows at the end
   if (typeof rows === 'number') span.setAttribute('db.response.returned_rows', rows)
   span.end()
 }

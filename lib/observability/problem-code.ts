@@ -1,10 +1,18 @@
 import { faultProblem } from '../errors.js'
 import type { DatabaseFault } from '../errors.js'
 
-/** The problem a handler's error answers, as the viewset's problem handler (http/problem-handler.ts) decides it. */
+/**
+ * The problem a handler's error answers, as the viewset's problem handler (http/problem-handler.ts) decides it.
+ *
+ * @example
+ * ```ts
+ * handlerChannel.error.subscribe((context) => { if (context.problem?.fault === 'timeout') slowQueries++ })
+ * ```
+ */
 export interface AnsweredProblem {
   /** Its `code`: `FST_VIEWSET_CONFLICT`, ... */
   readonly code: string
+  /** Its HTTP status: 409, 503, ... */
   readonly status: number
   /** The database fault's kind (`unique`, `foreign-key`, `unavailable`, ...) when the database raised it. */
   readonly fault: DatabaseFault['kind'] | undefined
@@ -26,8 +34,9 @@ export function answeredProblem (
   method: string
 ): AnsweredProblem {
   // Fastify's errors and the drivers' carry a code and a status; anything else is a programming error.
-  const { code, statusCode } = (typeof error === 'object' && error !== null ? error : {}) as
-    { code?: unknown, statusCode?: unknown }
+  const fields: object = typeof error === 'object' && error !== null ? error : {}
+  const code = 'code' in fields ? fields.code : undefined
+  const statusCode = 'statusCode' in fields ? fields.statusCode : undefined
   const status = typeof statusCode === 'number' ? statusCode : 500
   if (typeof code === 'string' && code.startsWith('FST_VIEWSET_')) return { code, status, fault: undefined }
   const fault = classify(error)

@@ -7,6 +7,11 @@ import { countStatements } from './request-statements.js'
 /** The request and reply, as far as their loggers go. */
 interface Logged { log: FastifyBaseLogger }
 
+/** Whether a request or reply carries its logger (Fastify's both do). */
+function isLogged (value: object): value is Logged {
+  return 'log' in value && typeof value.log === 'object' && value.log !== null
+}
+
 /** Binds the handler run's fields to its request's logger, which Fastify's completion line is written with. */
 function annotate (context: HandlerContext): void {
   const { request, reply, problem } = context
@@ -17,9 +22,11 @@ function annotate (context: HandlerContext): void {
   }
   // A 5xx says which kind of database fault it was (never the driver's text, which may hold values).
   if (problem !== undefined && problem.status >= 500) bindings.dbFault = problem.fault ?? 'none'
-  const log = (request as Logged).log.child(bindings) // Fastify's request and reply both carry `log`
-  ;(request as Logged).log = log // the completion line is written with the reply's logger, errors with the request's
-  ;(reply as Logged).log = log // as above
+  if (!isLogged(request) || !isLogged(reply)) return
+  const log = request.log.child(bindings)
+  // The completion line is written with the reply's logger, errors with the request's.
+  request.log = log
+  reply.log = log
 }
 
 const logging = {

@@ -1,4 +1,13 @@
-import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult } from 'kysely'
+import { AliasNode, FromNode, SelectQueryNode, TableNode } from 'kysely'
+import type {
+  CompiledQuery,
+  DatabaseConnection,
+  Dialect,
+  Driver,
+  OperationNode,
+  QueryResult,
+  RootOperationNode,
+} from 'kysely'
 import type { AdoptedDatabase, DirectExecutor, DirectResult, OpenedDatabase } from '../dialect/shared/connection.js'
 import { statementChannel, traceEventually } from './channels.js'
 import type { StatementContext, StatementDialect, StatementOperation } from './channels.js'
@@ -16,19 +25,13 @@ const operations: Readonly<Record<string, StatementOperation>> = {
 }
 
 /** The name of the table an operation node names first (`FROM`, `INTO`, `UPDATE`), or `undefined`. */
-function tableOf (node: unknown): string | undefined {
-  if (typeof node !== 'object' || node === null) return undefined
-  // The nodes are Kysely's plain objects: walked by their documented shape, an alias or a table node.
-  const { kind, table, node: inner, froms } =
-    node as { kind?: string, table?: unknown, node?: unknown, froms?: unknown }
-  if (kind === 'TableNode') {
-    const identifier = (table as { identifier?: { name?: unknown } } | undefined)?.identifier // SchemableIdentifierNode
-    return typeof identifier?.name === 'string' ? identifier.name : undefined
-  }
-  if (kind === 'AliasNode') return tableOf(inner)
-  if (kind === 'FromNode' && Array.isArray(froms)) return tableOf(froms[0])
+function tableOf (node: OperationNode | undefined): string | undefined {
+  if (node === undefined) return undefined
+  if (TableNode.is(node)) return node.table.identifier.name
+  if (AliasNode.is(node)) return tableOf(node.node)
+  if (FromNode.is(node)) return tableOf(node.froms[0])
   // A LATERAL join's subquery (a limited relation on PostgreSQL): the table it reads.
-  if (kind === 'SelectQueryNode') return statementTable(node)
+  if (SelectQueryNode.is(node)) return statementTable(node)
   return undefined
 }
 
@@ -36,11 +39,18 @@ function tableOf (node: unknown): string | undefined {
  * The table of a statement: its `from` (SELECT, DELETE), `into` (INSERT) or `table` (UPDATE); when that is no table
  * (SQLite's batched relations read their keys from `json_each`), the first table it joins.
  */
-function statementTable (query: unknown): string | undefined {
-  // The four kinds' fields, as Kysely's nodes name them.
-  const { from, into, table, joins } = query as { from?: unknown, into?: unknown, table?: unknown, joins?: unknown }
-  const joined = Array.isArray(joins) ? (joins[0] as { table?: unknown } | undefined)?.table : undefined
-  return tableOf(from ?? into ?? table) ?? tableOf(joined)
+function statementTable (query: RootOperationNode): string | undefined {
+  switch (query.kind) {
+    case 'SelectQueryNode':
+    case 'DeleteQueryNode':
+      return tableOf(query.from) ?? tableOf(query.joins?.[0]?.table)
+    case 'InsertQueryNode':
+      return tableOf(query.into)
+    case 'UpdateQueryNode':
+      return tableOf(query.table) ?? tableOf(query.joins?.[0]?.table)
+    default:
+      return undefined
+  }
 }
 
 /** A statement's context, or `undefined` for raw SQL. */

@@ -30,7 +30,7 @@ export function tracedRoute (
     return traceEventually(
       handlerChannel,
       context,
-      () => handler.call(this, request, reply) as Eventually<unknown>,
+      (): Eventually<unknown> => handler.call(this, request, reply),
       undefined,
       (error) => { context.problem = answeredProblem(error, classify, request.method) }
     )

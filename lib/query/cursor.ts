@@ -178,8 +178,8 @@ export function keysetCondition (
     parameters,
     expression: (eb) => {
       const branches: Array<Expression<SqlBool>> = []
-      for (let i = 0; i < keys.length; i++) {
-        const after = afterTerm(eb, keys[i] as OrderKey, bound[i]) // i < keys.length
+      for (const [i, key] of keys.entries()) {
+        const after = afterTerm(eb, key, bound[i])
         if (after === undefined) continue
         const equal = keys
           .slice(0, i)

@@ -92,9 +92,19 @@ export function parseOrdering (
   return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys }
 }
 
-/** One key of an `order_by` that {@link parseOrderBy} read. */
+/**
+ * One key of an `order_by` that {@link parseOrderBy} read.
+ *
+ * @example
+ * ```ts
+ * const keys: Array<SortKey<'name' | 'id'>> = parseOrderBy('-name', ['name'], 'id')
+ * // [{ field: 'name', descending: true }, { field: 'id', descending: false }]
+ * ```
+ */
 export interface SortKey<F extends string> {
+  /** The field to order by, one of those allowed (or the tie-breaker). */
   readonly field: F
+  /** Whether it was written with a leading `-`. */
   readonly descending: boolean
 }
 

@@ -1,7 +1,14 @@
 import type { FastifyRequest } from 'fastify'
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
 
-/** What a relation's row rule knows of the request that reads the related rows (the outer request's context). */
+/**
+ * What a relation's row rule knows of the request that reads the related rows (the outer request's context).
+ *
+ * @example
+ * ```ts
+ * const rule = { scope: (eb, { token }: RelationRuleContext) => eb('owner', '=', token?.sub ?? null) }
+ * ```
+ */
 export interface RelationRuleContext {
   readonly request: FastifyRequest
   /** The claims of the request's verified bearer token, or `null`. */
@@ -32,6 +39,11 @@ export interface RelationRule<DB = Record<string, unknown>> {
  * Where a relation's rows take their row rule from: by default, the one viewset of the app that serves the
  * table over the same Kysely instance; `rulesFrom` names another one (the viewset, or its full prefix such as
  * `'/projects'`), or declares the rule of a table no viewset serves.
+ *
+ * @example
+ * ```ts
+ * { project: { table: 'projects', foreignKey: 'project_id', rulesFrom: '/admin/projects' } }
+ * ```
  */
 export type RulesFrom<DB = Record<string, unknown>> = RelationRule<DB> | string
 
@@ -86,7 +98,17 @@ export interface PrefetchRelated<DB> {
   rulesFrom?: RulesFrom<DB>
 }
 
-/** How to eager-load the relation fields of a schema, keyed by field name. */
+/**
+ * How to eager-load the relation fields of a schema, keyed by field name.
+ *
+ * @example
+ * ```ts
+ * const relatedConfig: RelatedConfig<DB> = {
+ *   selectRelated: { author: { table: 'authors', foreignKey: 'author_id' } },
+ *   prefetchRelated: { reviews: { table: 'reviews', foreignKey: 'book_id' } },
+ * }
+ * ```
+ */
 export interface RelatedConfig<DB = Record<string, unknown>> {
   selectRelated?: Record<string, SelectRelated<DB>>
   prefetchRelated?: Record<string, PrefetchRelated<DB>>

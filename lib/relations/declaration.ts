@@ -72,8 +72,7 @@ function rulesFromOf (path: string, value: unknown): RulesFrom<unknown> | undefi
   if (value === undefined) return undefined
   if (typeof value === 'string' && value !== '') return value
   if (typeof value === 'object' && value !== null && 'scope' in value && typeof value.scope === 'function') {
-    // checked just above: an object whose scope is a function, called as a RelationRule's
-    return value as RulesFrom<unknown>
+    return value as RulesFrom<unknown> // checked above: an object whose scope is a function, called as a rule's
   }
   return invalidOption(path, 'expected a viewset, its prefix (such as "/projects"), or { scope: (eb, context) => … }')
 }

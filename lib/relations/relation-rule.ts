@@ -49,8 +49,7 @@ export class RelationRuleSlot {
   /** Sets the rule (`undefined`: the table has none); once. */
   resolve (rule: RelationRule<unknown> | undefined): void {
     if (this.#resolved) throw new Error(`${this.path}: its row rule is already resolved`)
-    // A rule's `scope` is called with an expression builder over the relation's table, whatever DB it was typed for.
-    this.#rule = rule as AnyRule | undefined
+    this.#rule = rule as AnyRule | undefined // its scope is called over the relation's table, whatever DB it typed
     this.#resolved = true
   }
 

@@ -10,7 +10,8 @@ export type JsonSchema = Record<string, unknown>
 
 /** Copies a TypeBox schema to plain JSON Schema (TypeBox adds symbol keys that Ajv and OpenAPI do not need). */
 export function plain<T extends TSchema | JsonSchema> (schema: T): JsonSchema {
-  return JSON.parse(JSON.stringify(schema)) as JsonSchema // a copy of an object schema is an object
+  const copy: unknown = JSON.parse(JSON.stringify(schema))
+  return isJsonSchema(copy) ? copy : {} // a copy of an object schema is an object
 }
 
 function isSchemaLike (value: unknown): value is Record<PropertyKey, unknown> {

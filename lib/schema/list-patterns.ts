@@ -23,6 +23,10 @@ export function escapePattern (text: string): string {
 }
 
 /** One of `names`, as a pattern group. */
+function isString (value: unknown): value is string {
+  return typeof value === 'string'
+}
+
 function alternation (names: readonly string[]): string {
   return `(?:${[...names].sort((a, b) => b.length - a.length).map(escapePattern).join('|')})`
 }
@@ -70,8 +74,9 @@ export function elementListPattern (element: JsonSchema): string | undefined {
 
 /** One element of an `__in` list as an unanchored pattern group. */
 function elementPattern (element: JsonSchema): string | undefined {
-  if (Array.isArray(element.enum) && element.enum.every((value) => typeof value === 'string' && !value.includes(','))) {
-    return alternation(element.enum as string[]) // checked just above: strings only
+  const values: unknown = element.enum
+  if (Array.isArray(values) && values.every(isString) && !values.some((value) => value.includes(','))) {
+    return alternation(values)
   }
   if (element.type === 'integer') return integerPattern(element)
   const anchored = element.pattern

@@ -4,7 +4,14 @@ import type { JsonSchema } from './derive.js'
 /** `$id` of the shared problem-details schema. */
 export const problemSchemaId = 'ViewsetProblem'
 
-/** RFC 9457 problem details, as every error of a viewset is sent. */
+/**
+ * RFC 9457 problem details, as every error of a viewset is sent.
+ *
+ * @example
+ * ```ts
+ * app.get('/health', { schema: { response: { 503: problemSchema } } }, health)
+ * ```
+ */
 export const problemSchema: JsonSchema = {
   $id: problemSchemaId,
   type: 'object',

@@ -7,10 +7,8 @@ export type Serializer = (value: unknown) => string
 
 // The same function, typed on plain JSON Schema: its own types spell out each keyword, and ours are built by
 // derive.ts from a TypeBox object schema; the serializer it returns writes any value.
-const compile = fastJson as unknown as (
-  schema: JsonSchema,
-  options: { schema: Record<string, JsonSchema> },
-) => Serializer // plain JSON Schema in, any value out
+type PlainCompile = (schema: JsonSchema, options: { schema: Record<string, JsonSchema> }) => Serializer
+const compile = fastJson as unknown as PlainCompile // plain JSON Schema in, any value out
 
 /**
  * Compiles a fast-json-stringify serializer from plain JSON Schema, `$ref`s resolved in `externals`
@@ -76,9 +74,10 @@ function lazily (schema: JsonSchema, externals: Record<string, JsonSchema>): Sha
 /**
  * {@link compileSerializer} for the schemas of routes, shared by every route and viewset that writes by the
  * same schema (the same JSON, with the same `externals` it reaches). Not for schemas built per request
- * (`?fields=`), which have a cache of their own. Compiled on first use: a compilation took 1.3 ms of startup,
- * for every status of every route, most of which (a 412, a 503) are seldom written. `'now'` compiles it at once,
- * so that a schema fast-json-stringify cannot write (a `$ref` it cannot resolve) fails at startup.
+ * (`?fields=`), which have a cache of their own. Compiled on first use: compiling every status of every route
+ * was most of startup (benchmarks/analysis.md#serializer-compile), and most of them (a 412, a 503) are seldom
+ * written. `'now'` compiles it at once, so that a schema fast-json-stringify cannot write (a `$ref` it cannot
+ * resolve) fails at startup.
  *
  * @example
  * ```ts

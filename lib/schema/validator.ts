@@ -6,8 +6,8 @@ import { LruCache } from '../execution/lru-cache.js'
 import { documentingPatterns } from './list-patterns.js'
 import { isRecord } from './object-schema.js'
 
-// CommonJS: under ESM its default export arrives wrapped
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+// CommonJS: under ESM its default import is module.exports, which sets `default` to the same plugin
+const addFormats = addFormatsModule.default
 
 const common: Options = {
   allErrors: true, // list every failing field, not only the first
@@ -108,7 +108,7 @@ function canonicalIntegers (schema: Record<string, unknown>, compiled: StringVal
  * types: no coercion, so that an explicit `null` stays `null`. Path and query values (`'strings'`) are strings
  * and are coerced to the schema's types. The two instances are shared by every viewset. Every schema is
  * checked against JSON Schema's meta-schema by the bodies' instance only: each instance compiles a validator of
- * the meta-schema on its first check, which took about 50 ms of startup.
+ * the meta-schema on its first check, a startup cost paid once (benchmarks/analysis.md#ajv-meta-schema).
  *
  * @example
  * ```ts

@@ -8,11 +8,11 @@ import ts from 'typescript'
 // The size limits the style guide sets for lib/, checked with TypeScript's own parser so that they stay true:
 // a function (method, arrow or function expression, nested closures counted in their parent) spans at most 60
 // lines, a file at most 400, and lib/ holds no more type assertions than today (`as const` is not one): a ratchet,
-// lowered as casts leave (issue 33 aims at 25).
+// lowered as casts leave, never raised.
 const maxFunctionLines = 60
 const maxFileLines = 400
-// 54 after the policies, observability and input work merged (38 before it); issue 33 still aims at 25.
-const maxCasts = 54
+// 16 once issue 33's pass replaced the drivers' method casts with replaceMethod and the rest with guards (54 before).
+const maxCasts = 16
 
 const lib = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'lib')
 

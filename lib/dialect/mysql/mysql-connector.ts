@@ -1,9 +1,10 @@
 import { CompiledQuery, MysqlDialect } from 'kysely'
-import type { DatabaseConnection, MysqlPool } from 'kysely'
+import type { DatabaseConnection, MysqlPool, MysqlPoolConnection } from 'kysely'
 import { invalidOption, ViewsetErrors } from '../../errors.js'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
 import { keepAliveDelay, readTimeout, redact } from '../shared/connection.js'
 import { errorProperty } from '../../sql.js'
+import { replaceMethod } from '../shared/replace-method.js'
 
 async function openMysql (url: string, settings: ConnectionSettings): Promise<MysqlPool> {
   const mysql = await import('mysql2').catch(() => {
@@ -29,12 +30,6 @@ async function openMysql (url: string, settings: ConnectionSettings): Promise<My
   return withAcquireTimeout(pool, timeout, readTimeout(settings.statementTimeout))
 }
 
-/** The part of a pooled mysql2 connection that {@link guardConnection} uses. */
-interface GuardedConnection {
-  query: (...args: never[]) => unknown
-  destroy: () => void
-}
-
 /** The connections whose `query` is guarded. */
 const guarded = new WeakSet<object>()
 
@@ -45,27 +40,26 @@ const guarded = new WeakSet<object>()
  * 503 FST_VIEWSET_TIMEOUT. Only a half-open connection gets there: the server stops a statement at its
  * own timeout. MySQL 8 bounds only SELECTs on the server: a longer write ends here too, and may still commit.
  */
-function guardConnection (connection: object, timeout: number): void {
-  if (guarded.has(connection) || !isGuardable(connection)) return
+function guardConnection (connection: MysqlPoolConnection, timeout: number): void {
+  if (guarded.has(connection)) return
   guarded.add(connection)
-  // mysql2's overloads, forwarded as they come
-  const query = connection.query.bind(connection) as (sql: unknown, values?: unknown, callback?: unknown) => unknown
-  connection.query = ((sql: unknown, values?: unknown, callback?: unknown) => {
+  // mysql2's overloads, forwarded as they come but for Kysely's (SQL text, values, callback)
+  replaceMethod(connection, 'query', (query) => (sql, values, callback) => {
     if (typeof sql !== 'string' || typeof callback !== 'function') return query(sql, values, callback)
-    return query({ sql, values, timeout }, (error: unknown, ...results: unknown[]) => {
+    return query({ sql, values, timeout }, (error: unknown, rows: unknown, fields: unknown) => {
       if (errorProperty(error, 'code') !== 'PROTOCOL_SEQUENCE_TIMEOUT') {
-        callback(error, ...results) // mysql2's callback: (error, rows, fields)
+        callback(error, rows, fields) // mysql2's callback: (error, rows, fields)
         return
       }
-      connection.destroy()
+      destroy(connection)
       callback(new ViewsetErrors.Timeout())
     })
-  }) as GuardedConnection['query'] // the same overloads as the method it replaces
+  })
 }
 
-function isGuardable (connection: object): connection is GuardedConnection {
-  return 'query' in connection && typeof connection.query === 'function' &&
-    'destroy' in connection && typeof connection.destroy === 'function'
+/** Destroys a mysql2 connection (Kysely's type of it leaves `destroy` out). */
+function destroy (connection: object): void {
+  if ('destroy' in connection && typeof connection.destroy === 'function') connection.destroy()
 }
 
 /** The mysql2 subset of a column's metadata that {@link mysqlTypeCast} reads. */
@@ -121,8 +115,8 @@ function withAcquireTimeout (pool: MysqlPool, timeout: number, queryTimeout: num
       let waiting = true
       const timer = setTimeout(() => {
         waiting = false
-        // mysql2's callback types no connection beside an error
-        callback(new ViewsetErrors.Unavailable(), undefined as never)
+        // Kysely types the callback with a connection always; its driver reads one only when no error came.
+        callback(new ViewsetErrors.Unavailable(), undefined as never) // an error comes with no connection
       }, timeout)
       pool.getConnection((error, connection) => {
         clearTimeout(timer)

@@ -1,11 +1,11 @@
 import { connect } from 'node:net'
 import { currentCancellation } from '../../execution/cancellation.js'
-import type { CancellationContext } from '../../execution/cancellation.js'
-import type { QueryCallback } from './postgres-statements.js'
+import type { CancellationContext, RequestCancellation } from '../../execution/cancellation.js'
+import { replaceMethod } from '../shared/replace-method.js'
 
 // Cancelling the PostgreSQL query of a request whose client went away. A request runs inside its cancellation context
 // (runWithCancellation, execution/cancellation.ts); each pg client of a pool opened by createDatabase records which
-// context's query it is running (cancelOnClientGone): the context its checkout was asked for in
+// context's query it is running (queryCancellation): the context its checkout was asked for in
 // (carryCancellationToCheckouts), else the one its query starts in. Kysely asks for a checkout synchronously from
 // `execute()` or `transaction()`, then awaits: its queries would start with no context unless the promise hooks carried
 // it. When the response closes before it was sent, the queries still running for that context get a CancelRequest on a
@@ -18,14 +18,16 @@ import type { QueryCallback } from './postgres-statements.js'
 const checkoutCancellation = Symbol('fastify-viewsets.checkoutCancellation')
 
 /** A pg client, with the context of its checkout. */
-interface CheckedOutClient { [checkoutCancellation]?: CancellationContext }
-
-/** pg-pool's checkout callback. */
-type CheckoutCallback = (error: Error | undefined, client: CheckedOutClient | undefined, release?: unknown) => void
+export interface CheckedOutClient { [checkoutCancellation]?: CancellationContext }
 
 /** The part of a pg `Pool` whose checkouts carry a cancellation context: `connect`, callback and promise forms. */
 export interface CheckoutPool {
   connect: (...args: never[]) => unknown
+}
+
+/** Sets the context of a checkout on the client pg-pool answered it with, if it is an object. */
+function markCheckout (client: unknown, context: CancellationContext): void {
+  if (typeof client === 'object' && client !== null) Reflect.set(client, checkoutCancellation, context)
 }
 
 /**
@@ -33,28 +35,27 @@ export interface CheckoutPool {
  * releases it first and whatever awaits come between (Kysely's driver awaits the checkout, then the query).
  */
 export function carryCancellationToCheckouts (pool: CheckoutPool): void {
-  const connect = pool.connect.bind(pool) as (callback: CheckoutCallback) => void // pg-pool's callback form
-  const checkout = (callback: CheckoutCallback | undefined): unknown => {
+  replaceMethod(pool, 'connect', (connect) => (callback) => {
     const context = currentCancellation()
-    if (callback !== undefined) {
-      connect((error, client, release) => {
-        if (client !== undefined) client[checkoutCancellation] = context
+    // pg-pool's callback form: (error, client, release)
+    if (typeof callback === 'function') {
+      connect((error: unknown, client: unknown, release: unknown) => {
+        markCheckout(client, context)
         callback(error, client, release)
       })
       return undefined
     }
     return new Promise((resolve, reject) => {
-      connect((error, client) => {
+      connect((error: unknown, client: unknown) => {
         if (client === undefined) {
           reject(error ?? new Error('pg-pool answered a checkout without a client'))
           return
         }
-        client[checkoutCancellation] = context
+        markCheckout(client, context)
         resolve(client)
       })
     })
-  }
-  pool.connect = checkout as CheckoutPool['connect'] // both of pg-pool's forms, as the method it replaces
+  })
 }
 
 /** How long a CancelRequest may take before the connection stops waiting for it. */
@@ -62,7 +63,6 @@ const cancelTimeout = 2000
 
 /** The part of a pg `Client` read here (its backend's `processID` and `secretKey` are read with guards: untyped). */
 export interface CancellableClient extends CheckedOutClient {
-  query: (...args: never[]) => unknown
   readonly host: string
   readonly port: number
 }
@@ -98,17 +98,42 @@ async function sendCancel (host: string, port: number, processID: number, secret
   })
 }
 
+/** A client's queries as cancellation sees them (see {@link queryCancellation}). */
+export interface QueryCancellation {
+  /** A CancelRequest on its way: the client's next query waits for it. */
+  readonly pending: () => Promise<void> | undefined
+  /** Records a query starting: the request it belongs to, or `undefined` outside any. */
+  readonly start: () => RequestCancellation | undefined
+  /** Records that a query of `context` settled. */
+  readonly settle: (context: RequestCancellation) => void
+  /** Cancels the running query of a request already gone when it started. */
+  readonly cancelIfGone: (context: RequestCancellation) => void
+}
+
+/** For a pool whose server cannot cancel (or with `cancelOnDisconnect: false`): no query is ever tracked. */
+export const noCancellation: QueryCancellation = {
+  pending: () => undefined,
+  start: () => undefined,
+  settle: () => {},
+  cancelIfGone: () => {},
+}
+
 /**
- * Makes a pg client record which cancellation context's queries it runs, so that `runWithCancellation` can cancel
- * them. A CancelRequest stops whatever the backend runs when it arrives, so a client never starts another
- * query while one is on its way: a query of the next request to use the connection waits until the server
- * has taken the cancel (a backend that is idle by then ignores it), and can never be the one cancelled.
+ * Tracks which cancellation context's queries a pg client runs (the query wrapper of postgres-client-query.ts
+ * calls it), so that `runWithCancellation` can cancel them. A CancelRequest stops whatever the backend runs
+ * when it arrives, so a client never starts another query while one is on its way: a query of the next
+ * request to use the connection waits until the server has taken the cancel (a backend that is idle by then
+ * ignores it), and can never be the one cancelled.
+ *
+ * @example
+ * ```ts
+ * const cancellation = queryCancellation(client)
+ * const context = cancellation.start()
+ * client.query(text, values, (error, result) => { if (context) cancellation.settle(context); done(error, result) })
+ * ```
  */
-export function cancelOnClientGone (client: CancellableClient): void {
+export function queryCancellation (client: CancellableClient): QueryCancellation {
   client[checkoutCancellation] = undefined // declared before the first checkout: one shape for the client's life
-  // pg's overloads: (text or config or submittable, values?, callback?), or (text or config, callback). Named
-  // parameters, not rest arguments: this runs for every query.
-  const query = client.query.bind(client) as (config: unknown, values?: unknown, callback?: unknown) => unknown
   let running = 0
   let pending: Promise<void> | undefined
   const cancel = () => {
@@ -117,36 +142,22 @@ export function cancelOnClientGone (client: CancellableClient): void {
     if (running === 0 || pending !== undefined || processID === undefined || secretKey === undefined) return
     pending = sendCancel(client.host, client.port, processID, secretKey).finally(() => { pending = undefined })
   }
-  const run = (config: unknown, values: unknown, callback: unknown): unknown => {
-    // The checkout's first: a checkout answered from another request's release runs in that request's context.
-    const context = client[checkoutCancellation] ?? currentCancellation()
-    if (context === undefined) return query(config, values, callback)
-    running++
-    context.running.add(cancel)
-    const settle = () => {
+  return {
+    pending: () => pending,
+    start: () => {
+      // The checkout's first: a checkout answered from another request's release runs in that request's context.
+      const context = client[checkoutCancellation] ?? currentCancellation()
+      if (context === undefined) return undefined
+      running++
+      context.running.add(cancel)
+      return context
+    },
+    settle: (context) => {
       running--
       if (running === 0) context.running.delete(cancel)
-    }
-    if (typeof callback === 'function' || typeof values === 'function') {
-      const done = (typeof callback === 'function' ? callback : values) as QueryCallback<unknown> // pg's callback form
-      const settled: QueryCallback<unknown> = (error, result) => {
-        settle()
-        done(error, result)
-      }
-      return typeof callback === 'function' ? query(config, values, settled) : query(config, settled)
-    }
-    const result = query(config, values)
-    if (result instanceof Promise) result.then(settle, settle)
-    else settle()
-    // A request gone before its query started: cancel it as soon as it runs.
-    if (context.gone) cancel()
-    return result
+    },
+    cancelIfGone: (context) => {
+      if (context.gone) cancel()
+    },
   }
-  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
-    // A submittable (a pg Query or Cursor) is returned as it is, never wrapped: pass it through.
-    const submittable = typeof config === 'object' && config !== null && 'submit' in config
-    if (pending === undefined || submittable) return run(config, values, callback)
-    const waited = pending.then(() => run(config, values, callback))
-    return typeof callback === 'function' || typeof values === 'function' ? undefined : waited
-  }) as CancellableClient['query'] // the same overloads as the method it replaces
 }

@@ -3,9 +3,8 @@ import { ViewsetErrors } from '../../errors.js'
 // What a pooled pg client's failures mean to a request, decided where pg reports them: a query with no answer
 // past pg's `query_timeout` (a half-open connection) and the prepared-statement mix-ups of a pooler.
 
-/** The part of a pg `Client` the guard uses. */
-export interface GuardedClient {
-  query: (...args: never[]) => unknown
+/** The part of a pg `Client` the translation uses: ended once its connection is lost. */
+export interface EndableClient {
   end: () => Promise<void>
 }
 
@@ -24,18 +23,21 @@ function failureOf (error: unknown): { code: unknown, message: unknown } {
 }
 
 /**
- * Guards a pg client for its whole life (installed before any other patch of its `query`, so it sees pg's own
- * callback forms). Past `query_timeout`, pg fails the query but keeps the connection, whose next query would
- * queue behind the lost one: the guard ends it instead, so the pool drops it at release and opens a new one,
+ * How a pg client's query failures reach a request (the query wrapper of postgres-client-query.ts calls it for
+ * each failure). Past `query_timeout`, pg fails the query but keeps the connection, whose next query would
+ * queue behind the lost one: the client is ended instead, so the pool drops it at release and opens a new one,
  * and the request answers 503 FST_VIEWSET_TIMEOUT. A named statement of ours that the server lost or already
  * had (a pooler handing the client another server connection) answers FST_VIEWSET_POOLER_STATEMENTS.
+ *
+ * @example
+ * ```ts
+ * const translate = failureTranslator(client)
+ * client.query(text, values, (error, result) => callback(error == null ? error : translate(error), result))
+ * ```
  */
-export function guardClient (client: GuardedClient): void {
-  // pg's overloads: (text or config, values?, callback?) or (text or config, callback). Named parameters, not
-  // rest arguments: this runs for every query.
-  const query = client.query.bind(client) as (config: unknown, values?: unknown, callback?: unknown) => unknown
+export function failureTranslator (client: EndableClient): (error: unknown) => unknown {
   let ended = false
-  const translate = (error: unknown): unknown => {
+  return (error) => {
     const { code, message } = failureOf(error)
     if (message === readTimeoutMessage && !ended) {
       ended = true
@@ -50,17 +52,4 @@ export function guardClient (client: GuardedClient): void {
     if (code === '08P01' && mismatchedStatement.test(message)) return new ViewsetErrors.PoolerStatements()
     return error
   }
-  const guarded = (callback: (error: unknown, result: unknown) => void) => (error: unknown, result: unknown) => {
-    callback(error === null || error === undefined ? error : translate(error), result)
-  }
-  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
-    // pg's callback types: (error, result)
-    if (typeof callback === 'function') {
-      return query(config, values, guarded(callback as (e: unknown, r: unknown) => void))
-    }
-    // pg's callback types: (error, result)
-    if (typeof values === 'function') return query(config, guarded(values as (e: unknown, r: unknown) => void))
-    const result = query(config, values)
-    return result instanceof Promise ? result.catch((error: unknown) => { throw translate(error) }) : result
-  }) as GuardedClient['query'] // the same overloads as the method it replaces
 }

@@ -1,13 +1,13 @@
 import { PostgresDialect } from 'kysely'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
 import { keepAliveDelay, readTimeout } from '../shared/connection.js'
-import { cancelOnClientGone, carryCancellationToCheckouts } from './postgres-cancel.js'
+import { carryCancellationToCheckouts } from './postgres-cancel.js'
 import { enableCancellation } from '../../execution/cancellation.js'
 import { invalidOption } from '../../errors.js'
 import { isPgPool, markPreparable, postgresHandle, queryDirect, patchClientQuery } from './postgres-statements.js'
 import type { PostgresHandle } from './postgres-statements.js'
 import type { DirectExecutor } from '../shared/connection.js'
-import { guardClient } from './postgres-client-guard.js'
+import { wrapClientQuery } from './postgres-client-query.js'
 import { checkServer } from './postgres-server-check.js'
 
 async function openPostgres (url: string, settings: ConnectionSettings, handle: PostgresHandle) {
@@ -19,7 +19,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
     // a connection runs unbounded. pg leaves it out when it is 0.
     statement_timeout: settings.statementTimeout,
     // A half-open connection (a failover, a partition) is found: idle, by keepalive probes; busy, by
-    // query_timeout (guardClient then drops it). pg leaves query_timeout out when it is 0.
+    // query_timeout (the client's query wrapper then ends it). pg leaves query_timeout out when it is 0.
     keepAlive: true,
     keepAliveInitialDelayMillis: keepAliveDelay,
     query_timeout: readTimeout(settings.statementTimeout),
@@ -32,10 +32,9 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   // the server goes away (a restart, a failover): without this listener the process would crash.
   pool.on('connect', (client) => {
     client.on('error', () => {})
-    guardClient(client)
+    wrapClientQuery(client, cancelOnDisconnect)
   })
   if (cancelOnDisconnect) {
-    pool.on('connect', cancelOnClientGone)
     carryCancellationToCheckouts(pool)
     enableCancellation()
   }
@@ -49,7 +48,8 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
  * sent when each connection opens and checked on the first (postgres-server-check.ts); compiled queries
  * become named statements (postgres-statements.ts) unless a pooler is named; unless `cancelOnDisconnect` is
  * off, a query whose client hung up is cancelled (postgres-cancel.ts); a connection with no answer past the
- * statement timeout is dropped (postgres-client-guard.ts).
+ * statement timeout is dropped (postgres-client-guard.ts): one wrapper of each client's query does both
+ * (postgres-client-query.ts).
  */
 export const postgresConnector: DatabaseConnector = {
   urls: ['postgres://', 'postgresql://'],

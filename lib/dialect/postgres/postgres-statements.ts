@@ -1,5 +1,6 @@
 import type { CompiledQuery, KyselyConfig, RootOperationNode } from 'kysely'
 import { LruCache } from '../../execution/lru-cache.js'
+import { replaceMethod } from '../shared/replace-method.js'
 import { compiledStatementKinds } from '../shared/connection.js'
 import type { DirectResult } from '../shared/connection.js'
 import type { Row } from '../../sql.js'
@@ -49,8 +50,8 @@ export interface PgPool {
 
 /**
  * Runs a pg query in its callback form, under a promise of our own. pg's promise form (8.23) keeps results
- * reachable for longer: under load, LIST 100 promoted 14.6 KB per request to the old generation against
- * 11 B this way, and a loop of pooled queries ran 20% slower.
+ * reachable for longer, which under load promotes them to the old generation and slows a loop of pooled
+ * queries (benchmarks/analysis.md#pg-callback-form).
  */
 function viaCallback<R> (send: (callback: QueryCallback<R>) => void): Promise<R> {
   return new Promise((resolve, reject) => {
@@ -84,7 +85,7 @@ export function isPgPool (value: unknown): value is UserPgPool {
  * Runs one query on a pooled client, all in callbacks under one promise of our own (an awaited
  * `pool.connect()` costs pg-pool's promise and its reactions besides, and on PostgreSQL the cancel hooks run
  * for each). Like `pool.query`; the checkout keeps the caller's request scope for the cancel on client
- * disconnect (carryCancellationToCheckouts in dialect/postgres-cancel.ts). The client goes back healthy after an error.
+ * disconnect (carryCancellationToCheckouts in postgres-cancel.ts). The client goes back healthy after an error.
  */
 function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<DirectResult> {
   return new Promise((resolve, reject) => {
@@ -178,9 +179,9 @@ export interface PgClient {
 
 /** pg's transaction status of a client: 'I' when idle outside a transaction (pg 8.16+; `undefined` before). */
 function transactionStatus (client: object): unknown {
-  return 'getTransactionStatus' in client && typeof client.getTransactionStatus === 'function'
-    ? (client.getTransactionStatus() as unknown)
-    : undefined // a Function's result is any: keep it unknown
+  if (!('getTransactionStatus' in client) || typeof client.getTransactionStatus !== 'function') return undefined
+  const status: unknown = client.getTransactionStatus() // an untyped method's result, kept unknown
+  return status
 }
 
 /** pg's own record of the statements a connection parsed, which it checks before sending a Parse. */
@@ -207,35 +208,37 @@ export function patchClientQuery (client: PgClient, named: boolean): void {
   // A pool a user opened has clients of its own: each is patched on its first checkout, once.
   if (patched.has(client)) return
   patched.add(client)
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown // pg's overloads, forwarded as they come
   let counter = 0
   let evicted: string[] = []
   const names = new LruCache<string, string>(maxNamedStatements, (name) => {
     evicted.push(name)
   })
-  const deallocate = () => {
-    const stale = evicted
-    evicted = []
-    const forget = () => {
-      const parsed = parsedStatements(client)
-      if (parsed !== undefined) for (const name of stale) Reflect.deleteProperty(parsed, name)
+  replaceMethod(client, 'query', (query) => {
+    const deallocate = () => {
+      const stale = evicted
+      evicted = []
+      const forget = () => {
+        const parsed = parsedStatements(client)
+        if (parsed !== undefined) for (const name of stale) Reflect.deleteProperty(parsed, name)
+      }
+      const done = query(stale.map((name) => `deallocate "${name}"`).join('; '))
+      if (done instanceof Promise) done.then(forget, forget)
     }
-    const done = query(stale.map((name) => `deallocate "${name}"`).join('; '))
-    if (done instanceof Promise) done.then(forget, forget)
-  }
-  client.query = ((text: unknown, values: unknown, ...rest: unknown[]) => {
-    if (typeof text !== 'string' || !Array.isArray(values) || rest.length > 1) return query(text, values, ...rest)
-    let name = names.get(text)
-    if (name === undefined && named && preparableTexts.get(text) === true) {
-      name = `fastify_viewsets_${++counter}`
-      names.set(text, name)
+    // pg's overloads, forwarded as they come but for Kysely's (SQL text, values), and its callback form.
+    return (text, values, callback) => {
+      if (typeof text !== 'string' || !Array.isArray(values)) return query(text, values, callback)
+      let name = names.get(text)
+      if (name === undefined && named && preparableTexts.get(text) === true) {
+        name = `fastify_viewsets_${++counter}`
+        names.set(text, name)
+      }
+      if (evicted.length > 0 && transactionStatus(client) === 'I') deallocate()
+      const config = name === undefined ? { text, values } : { name, text, values }
+      return typeof callback === 'function'
+        ? query(config, callback)
+        : viaCallback((done) => {
+          query(config, done)
+        })
     }
-    if (evicted.length > 0 && transactionStatus(client) === 'I') deallocate()
-    const config = name === undefined ? { text, values } : { name, text, values }
-    return rest.length === 1
-      ? query(config, rest[0])
-      : viaCallback((done) => {
-        query(config, done)
-      })
-  }) as PgClient['query'] // the same overloads as the method it replaces
+  })
 }

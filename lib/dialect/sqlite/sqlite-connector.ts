@@ -16,8 +16,7 @@ async function openSqlite (path: string, settings: ConnectionSettings, handle: S
   database.pragma('journal_mode = WAL')
   database.pragma(`busy_timeout = ${settings.busyTimeout}`)
   database.pragma('foreign_keys = ON')
-  // its rows are declared unknown; they are objects (nothing turns .raw() on)
-  const typed: BetterSqliteDatabase = database as BetterSqliteDatabase
+  const typed: BetterSqliteDatabase = database as BetterSqliteDatabase // rows are objects: nothing turns .raw() on
   return attachSqlite(handle, typed)
 }
 

@@ -13,11 +13,11 @@ import type { KyselyPlugin, OperationNode, QueryId } from 'kysely'
 // SQLite built with STAT4 (better-sqlite3 is) reads a bound value that an index constraint compares with to
 // estimate how many rows match, and then marks the statement to be prepared again whenever that value is
 // bound anew: every run of a filtered LIST on an analyzed table (ANALYZE, or `PRAGMA optimize`) was parsed and
-// planned again, 14 µs against 7 µs per run of `where author_id = ? order by year desc limit 10` with
-// better-sqlite3 12. Written `+?`, the value is the same (unary plus is a no-op in SQLite, and a parameter has no
-// affinity either way), the index still serves the term, and the planner no longer reads the value: one plan
-// per statement, as `SQLITE_DBCONFIG_ENABLE_QPSG` would give (better-sqlite3 does not expose it). The
-// trade-off is QPSG's: on skewed data the plan no longer changes with the value compared.
+// planned again, twice the cost of a run (benchmarks/analysis.md#sqlite-stable-plans). Written `+?`, the value
+// is the same (unary plus is a no-op in SQLite, and a parameter has no affinity either way), the index still
+// serves the term, and the planner no longer reads the value: one plan per statement, as
+// `SQLITE_DBCONFIG_ENABLE_QPSG` would give (better-sqlite3 does not expose it). The trade-off is QPSG's: on
+// skewed data the plan no longer changes with the value compared.
 
 /** The operators SQLite answers from an index (its WO_EQ, WO_IS, WO_IN and the ranges): those whose value STAT4 reads.
  * */

@@ -175,7 +175,7 @@ function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
   // `.get()` resets the statement after its first row: enough for a SELECT by primary key, the only statements
   // marked (one-row.ts). A write is stepped to its end whatever it answers: SQLite runs its WAL hook, the
   // auto-checkpoint, only when a statement returns SQLITE_DONE, so writes reset after their first row grew the
-  // WAL without bound (200 MB after 50,000 INSERTs, and every read slowed as it grew).
+  // WAL without bound, every read slower as it grew (benchmarks/analysis.md#sqlite-wal-growth).
   if (!answersOneRow(compiled.query)) return statement.all(compiled.parameters)
   const row = statement.get(compiled.parameters)
   return row === undefined ? [] : [row]
