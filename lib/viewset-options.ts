@@ -4,100 +4,12 @@ import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from 'kysely'
 import type { RelatedConfig } from './relations/config.js'
+import type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
+import type { ViewsetToken } from './tokens.js'
 
-/**
- * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`.
- *
- * @example
- * ```ts
- * viewsetMethods.filter((method) => method !== 'DELETE') // every method but DELETE, for `methods`
- * ```
- */
-export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
-/**
- * One of the logical methods a viewset serves: `LIST` (`GET {prefix}`), `GET`, `POST`, `BULK`
- * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`). What `methods`, `protectedMethods`,
- * `authorize` and `scope` name, never the HTTP verb.
- *
- * @example
- * ```ts
- * const readOnly: ViewsetMethod[] = ['LIST', 'GET']
- * createViewset({ db, table: 'items', schema: Item, methods: readOnly })
- * ```
- */
-export type ViewsetMethod = (typeof viewsetMethods)[number]
-
-/** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request. */
-export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((method) => method !== 'BULK')
-
-/**
- * Filter operators of `filterFields`. `eq` is also the bare `?field=value`.
- *
- * @example
- * ```ts
- * createViewset({ db, table: 'items', schema: Item, filterFields: { price: [...filterOperators] } })
- * ```
- */
-export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
-/**
- * An operator of `filterFields`, sent as `?field__op=value`: `eq` (also `?field=value`), `ne`, `gt`, `gte`,
- * `lt`, `lte`, `in` (comma-separated values), `contains` (case-insensitive substring), `isnull` (`true`/`false`).
- *
- * @example
- * ```ts
- * const filterFields: Record<string, FilterOperator[]> = { price: ['gte', 'lte'], name: ['contains'] }
- * // GET /items?price__gte=10&name__contains=lamp
- * ```
- */
-export type FilterOperator = (typeof filterOperators)[number]
-
-/**
- * The claims of a token when the app declares no user type: whatever claims it carries, `sub` a string when present.
- *
- * @example
- * ```ts
- * const claims: TokenClaims = { sub: 'alice', role: 'admin' }
- * const owner = claims.sub ?? null
- * ```
- */
-export interface TokenClaims {
-  /** The subject: who the token was issued to. */
-  sub?: string
-  [claim: string]: unknown
-}
-
-/**
- * What @fastify/jwt puts on `request.user`: the app's `FastifyJWT['user']` when it declares one, else a
- * payload type that is not only objects. Read through Fastify's request type, which @fastify/jwt augments,
- * so that nothing here imports @fastify/jwt (an optional peer).
- */
-type JwtUser = FastifyRequest extends { user: infer User } ? User : undefined
-
-/**
- * The decoded claims of a verified token, as handed to handlers: the app's @fastify/jwt user type where
- * the app declares one (`declare module '@fastify/jwt' { interface FastifyJWT { user: ... } }`), else
- * {@link TokenClaims}. Either way `token.sub` is a string when present.
- *
- * @example
- * ```ts
- * override async createElement (
- *   request: CreateRequest<typeof Item>, _reply: FastifyReply, token: ViewsetToken | null,
- * ) {
- *   return await this.insert({ ...this.writable(request.body), owner: token?.sub ?? null })
- * }
- * ```
- */
-export type ViewsetToken = [JwtUser] extends [object] ? JwtUser & { sub?: string } : TokenClaims
-
-/**
- * What `authorize` is asked about: a generated method, or `'CUSTOM'` for a protected custom route.
- *
- * @example
- * ```ts
- * authorize: (token, method: AuthorizedMethod) => method === 'LIST' || method === 'GET' || token.role === 'admin'
- * ```
- */
-export type AuthorizedMethod = ViewsetMethod | 'CUSTOM'
+export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
+export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
+export type { TokenClaims, ViewsetToken } from './tokens.js'
 
 /**
  * The base of every derived method: a derived method is protected whenever its base is (`protectedMethods`),

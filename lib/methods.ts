@@ -1,0 +1,57 @@
+// The logical methods a viewset serves and the filter operators a LIST accepts: the names options, `authorize`
+// and `scope` speak in.
+/**
+ * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`.
+ *
+ * @example
+ * ```ts
+ * viewsetMethods.filter((method) => method !== 'DELETE') // every method but DELETE, for `methods`
+ * ```
+ */
+export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
+/**
+ * One of the logical methods a viewset serves: `LIST` (`GET {prefix}`), `GET`, `POST`, `BULK`
+ * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`). What `methods`, `protectedMethods`,
+ * `authorize` and `scope` name, never the HTTP verb.
+ *
+ * @example
+ * ```ts
+ * const readOnly: ViewsetMethod[] = ['LIST', 'GET']
+ * createViewset({ db, table: 'items', schema: Item, methods: readOnly })
+ * ```
+ */
+export type ViewsetMethod = (typeof viewsetMethods)[number]
+
+/** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request. */
+export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((method) => method !== 'BULK')
+
+/**
+ * Filter operators of `filterFields`. `eq` is also the bare `?field=value`.
+ *
+ * @example
+ * ```ts
+ * createViewset({ db, table: 'items', schema: Item, filterFields: { price: [...filterOperators] } })
+ * ```
+ */
+export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
+/**
+ * An operator of `filterFields`, sent as `?field__op=value`: `eq` (also `?field=value`), `ne`, `gt`, `gte`,
+ * `lt`, `lte`, `in` (comma-separated values), `contains` (case-insensitive substring), `isnull` (`true`/`false`).
+ *
+ * @example
+ * ```ts
+ * const filterFields: Record<string, FilterOperator[]> = { price: ['gte', 'lte'], name: ['contains'] }
+ * // GET /items?price__gte=10&name__contains=lamp
+ * ```
+ */
+export type FilterOperator = (typeof filterOperators)[number]
+
+/**
+ * What `authorize` is asked about: a generated method, or `'CUSTOM'` for a protected custom route.
+ *
+ * @example
+ * ```ts
+ * authorize: (token, method: AuthorizedMethod) => method === 'LIST' || method === 'GET' || token.role === 'admin'
+ * ```
+ */
+export type AuthorizedMethod = ViewsetMethod | 'CUSTOM'
