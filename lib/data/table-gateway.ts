@@ -371,6 +371,13 @@ export class TableGateway {
     return db.isTransaction ? await run(db) : await db.transaction().execute(run)
   }
 
+  /** The table, its key and the `conflictFields` upserts merge on (data/upsert-branches.ts). */
+  get upsertKey (): { table: string; primaryKey: string; conflictFields: readonly string[] } {
+    const conflictFields = this.#conflictFields
+    if (conflictFields === undefined) throw new Error('upsert needs conflictFields')
+    return { table: this.#target.table, primaryKey: this.#target.primaryKey, conflictFields }
+  }
+
   /** Whether the row's tag is one of `tags` (strong comparison: a weak `W/` tag never matches). */
   async #matches (db: AnyDatabase, row: Row, { tags, reader }: Precondition & { kind: 'match' }): Promise<boolean> {
     if (tags === '*') return true

@@ -202,6 +202,11 @@ function servedRowRules ({ rowRules, overridden }: ViewsetDeclaration): ViewsetD
   return { ...rowRules, beforeWrite: (values, context) => serving(context.request, () => beforeWrite(values, context)) }
 }
 
+/** What the default POST and BULK read to upsert: the key they merge on, and whether an update needs If-Match. */
+function upsertOptions ({ conflictFields, requireIfMatch }: ResolvedOptions) {
+  return { conflictFields, requireIfMatch }
+}
+
 /** The data layer of a viewset and what its routes read, built once the catalog is checked. */
 function buildViewset (
   fastify: FastifyInstance,
@@ -231,7 +236,7 @@ function buildViewset (
     db,
     readDb,
     writable: writableFields(entity),
-    conflictFields: resolved.conflictFields,
+    ...upsertOptions(resolved),
   })
   const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
     relations: relations?.fields ?? new Set(),
