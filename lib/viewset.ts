@@ -147,8 +147,8 @@ export class Viewset<
   /**
    * POST: inserts what `beforeWrite` makes of the writable fields sent, and returns the row as stored (201,
    * with `Location`). With `conflictFields` and `Prefer: resolution=merge-duplicates`, an upsert: the row
-   * with the same values in `conflictFields` gets the fields the body sent (in the PATCH `scope`), and the
-   * answer is 200 when it was updated; either way with `Preference-Applied`.
+   * with the same values in `conflictFields` is updated as PATCH updates it (`beforeWrite` told `'PATCH'`, its
+   * `scope`, If-Match), and the answer is 200 then; either way with `Preference-Applied`.
    */
   async createElement (request: CreateRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
     return asServed(await preparedOf(this).defaults.createElement(request, reply, token))
