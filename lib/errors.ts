@@ -109,6 +109,14 @@ export const ViewsetErrors = {
     500,
     TypeError
   ),
+  // a helper of a viewset with a row rule (`this.query()` …) called where no request is served: it cannot run open
+  OutsideRequest: createError(
+    'FST_VIEWSET_OUTSIDE_REQUEST',
+    'this.%s() of the viewset of "%s" applies the row rule (scope) of the request it serves, and no request is ' +
+      'being served: trusted code (a script, a job) that may reach every row calls this.unscoped.%s()',
+    500,
+    TypeError
+  ),
   // a connection pooler between the app and PostgreSQL (createDatabase's `pooler`)
   PoolerStatements: createError(
     'FST_VIEWSET_POOLER_STATEMENTS',

@@ -1,15 +1,21 @@
 import type { Static, TObject } from '@sinclair/typebox'
+import type { FastifyRequest } from 'fastify'
 import type { Expression, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
 import type { Precondition } from './data/precondition.js'
 import type { DatabaseFault } from './errors.js'
 import type { AnyDatabase, Row } from './sql.js'
 import { containsPattern } from './sql.js'
 import { ViewsetErrors } from './errors.js'
+import { servedRequest } from './execution/served-request.js'
 import type { PreparedViewset } from './mount/mount-viewset.js'
+import type { ScopedMethod, ViewsetToken } from './options.js'
+import type { ScopeCondition } from './query/scope.js'
 import type { IdOf } from './requests.js'
 
 // The helpers an override calls to read and write its table, each through the table gateway its viewset
-// prepared at mounting. `Viewset` extends this class: they are its methods.
+// prepared at mounting. `Viewset` extends this class: they are its methods. On a viewset with a row rule they
+// apply the rule of the request they serve (execution/served-request.ts); `unscoped` holds the same helpers
+// without it, for trusted code.
 
 /** Rows read through the schema's columns, typed as the schema types them: the serializer writes them by it. */
 export function asServed<T> (rows: Row | Row[]): T {
@@ -38,6 +44,21 @@ export function preparedOf (viewset: object): PreparedViewset {
   return found
 }
 
+/** A viewset's row rule as its helpers apply it: its `scope` for one request and method, compiled. */
+export type HelperRule = (
+  request: FastifyRequest,
+  token: ViewsetToken | null,
+  method: ScopedMethod
+) => ScopeCondition | undefined
+
+// The row rule of each viewset that has one (a `scope`): its helpers apply it.
+const helperRules = new WeakMap<object, HelperRule>()
+
+/** Records the row rule `viewset`'s helpers apply: called by a viewset with a `scope` when it is created. */
+export function setHelperRule (viewset: object, rule: HelperRule): void {
+  helperRules.set(viewset, rule)
+}
+
 /** Where a viewset's table is: what its helpers read. */
 export interface TableOptions<DB, TB extends keyof DB & string, S extends TObject> {
   readonly db: Kysely<DB>
@@ -47,15 +68,47 @@ export interface TableOptions<DB, TB extends keyof DB & string, S extends TObjec
 }
 
 /**
+ * The row helpers of a viewset: a typed query of the schema's columns, and reads and writes by key that answer
+ * rows as stored. `this.query()` … apply the rule of the request they serve; `this.unscoped` has the same
+ * helpers without it.
+ */
+export interface TableHelpers<DB, TB extends keyof DB & string, S extends TObject> {
+  /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
+  query(db?: Kysely<DB>): SelectQueryBuilder<DB, TB, Static<S>>
+  /** The row with this primary key, or `undefined`. */
+  findById(id: IdOf<S>, db?: Kysely<DB>): Promise<Static<S> | undefined>
+  /** Inserts values and returns the row as stored (generated key and database defaults included). */
+  insert(values: Insertable<DB[TB]>, db?: Kysely<DB>): Promise<Static<S>>
+  /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
+  update(
+    id: IdOf<S>,
+    values: Updateable<DB[TB]>,
+    db?: Kysely<DB>,
+    precondition?: Precondition
+  ): Promise<Static<S> | undefined>
+  /** Deletes one row; false when there was none. */
+  deleteById(id: IdOf<S>, db?: Kysely<DB>, precondition?: Precondition): Promise<boolean>
+}
+
+/** Which rule a helper applies, by method (`undefined`: none). */
+type RuleOf = (method: ScopedMethod) => ScopeCondition | undefined
+
+/**
  * The table helpers of a viewset, for its overrides: a typed query of the schema's columns, transactions,
  * and reads and writes by key that answer rows as stored. See `Viewset`.
+ *
+ * On a viewset with a `scope`, `query` and `findById` apply its `'LIST'` and `'GET'` rule for the request the
+ * calling code serves (an overridden handler, `beforeWrite`, a custom route), `update` its `'PATCH'` rule (as
+ * the target and as the row written must be in), `deleteById` its `'DELETE'` rule, and `insert` checks the row
+ * stored against the `'GET'` rule (a 403, nothing written); called where no request is served (a startup
+ * script, a job), they throw `FST_VIEWSET_OUTSIDE_REQUEST` rather than reach every row.
  *
  * @example
  * ```ts
  * const item = (await this.findById(request.params.id)) ?? this.notFound(request.params.id)
  * ```
  */
-export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> {
+export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> implements TableHelpers<DB, TB, S> {
   /** The database written to. */
   readonly db: Kysely<DB>
   /** The database LIST and GET read from (`readDb`, else `db`). */
@@ -65,6 +118,17 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> {
   readonly primaryKey: string
   /** The schema fields that are columns (relation fields excluded): the only columns ever selected. */
   readonly columns: readonly string[]
+  /**
+   * The same helpers without the row rule: every row of the table, whatever the request. For trusted code
+   * only (a script, a job, an admin route that checks its caller itself): a client's input must never choose
+   * what it reaches.
+   *
+   * @example
+   * ```ts
+   * const all = await viewset.unscoped.query().execute() // in a startup script: every tenant's rows
+   * ```
+   */
+  readonly unscoped: TableHelpers<DB, TB, S>
 
   constructor (options: TableOptions<DB, TB, S>, primaryKey: string, columns: readonly string[]) {
     this.db = options.db
@@ -73,12 +137,46 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> {
     this.schema = options.schema
     this.primaryKey = primaryKey
     this.columns = Object.freeze([...columns])
+    this.unscoped = Object.freeze(this.#helpers(() => undefined))
   }
 
-  /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
+  /** The helpers applying `ruleOf`, read when each is called. */
+  #helpers (ruleOf: RuleOf): TableHelpers<DB, TB, S> {
+    return {
+      query: (db = this.readDb) => this.#query(db, ruleOf('LIST')),
+      findById: async (id, db = this.readDb) => await this.#findById(id, db, ruleOf('GET')),
+      insert: async (values, db = this.db) => await this.#insert(values, db, ruleOf('GET')),
+      update: async (id, values, db = this.db, precondition = undefined) =>
+        await this.#update(id, values, db, precondition, ruleOf('PATCH')),
+      deleteById: async (id, db = this.db, precondition = undefined) =>
+        await this.#deleteById(id, db, precondition, ruleOf('DELETE')),
+    }
+  }
+
+  /**
+   * The rule `helper` applies for `method`: the viewset's `scope` for the request being served; `undefined` without
+   * a `scope`; thrown outside any request, where running open would reach every row.
+   */
+  #rule (method: ScopedMethod, helper: string): ScopeCondition | undefined {
+    const rule = helperRules.get(this)
+    if (rule === undefined) return undefined
+    const request = servedRequest()
+    if (request === undefined) throw new ViewsetErrors.OutsideRequest(helper, this.table, helper)
+    return rule(request, request.viewsetToken, method)
+  }
+
+  /**
+   * `SELECT <schema columns> FROM <table>`, typed, to refine and execute; on a viewset with a `scope`, only the
+   * rows its `'LIST'` rule admits for the request being served.
+   */
   query (db: Kysely<DB> = this.readDb): SelectQueryBuilder<DB, TB, Static<S>> {
+    return this.#query(db, this.#rule('LIST', 'query'))
+  }
+
+  #query (db: Kysely<DB>, rule: ScopeCondition | undefined): SelectQueryBuilder<DB, TB, Static<S>> {
     const table: string = this.table
-    const query = untyped(db).selectFrom(table).select(this.columns)
+    const select = untyped(db).selectFrom(table).select(this.columns)
+    const query = rule === undefined ? select : select.where(rule.where)
     return query as unknown as SelectQueryBuilder<DB, TB, Static<S>> // the schema's columns, checked at mounting
   }
 
@@ -87,14 +185,19 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> {
     return await this.db.transaction().execute(work)
   }
 
-  /** The row with this primary key, or `undefined`. */
+  /** The row with this primary key, or `undefined` (also when the `'GET'` rule of the request leaves it out). */
   async findById (id: IdOf<S>, db: Kysely<DB> = this.readDb): Promise<Static<S> | undefined> {
-    const row = await preparedOf(this).resource.find(untyped(db), id)
+    return await this.#findById(id, db, this.#rule('GET', 'findById'))
+  }
+
+  async #findById (id: IdOf<S>, db: Kysely<DB>, rule: ScopeCondition | undefined): Promise<Static<S> | undefined> {
+    const row = await preparedOf(this).resource.find(untyped(db), id, { scope: rule })
     return row === undefined ? undefined : asServed(row)
   }
 
   /**
-   * Inserts values and returns the row as stored (generated key and database defaults included).
+   * Inserts values and returns the row as stored (generated key and database defaults included); on a viewset
+   * with a `scope`, the row stored must be in the request's `'GET'` rule, else a 403 and nothing is written.
    *
    * @example
    * ```ts
@@ -102,11 +205,16 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> {
    * ```
    */
   async insert (values: Insertable<DB[TB]>, db: Kysely<DB> = this.db): Promise<Static<S>> {
-    return asServed(await preparedOf(this).resource.insert(untyped(db), { ...values }))
+    return await this.#insert(values, db, this.#rule('GET', 'insert'))
+  }
+
+  async #insert (values: Insertable<DB[TB]>, db: Kysely<DB>, check: ScopeCondition | undefined): Promise<Static<S>> {
+    return asServed(await preparedOf(this).resource.insert(untyped(db), { ...values }, check))
   }
 
   /**
-   * Updates one row and returns it as stored, or `undefined` when there is no such row. With a
+   * Updates one row and returns it as stored, or `undefined` when there is no such row (or none in the request's
+   * `'PATCH'` rule, on a viewset with a `scope`; the row as written must be in it too, else a 403). With a
    * `precondition` (`this.precondition(request)`: the request's If-Match), a stale tag throws the 412
    * and requireIfMatch's 428, checked with the write so that nothing changes.
    *
@@ -122,13 +230,35 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> {
     db: Kysely<DB> = this.db,
     precondition?: Precondition
   ): Promise<Static<S> | undefined> {
-    const row = await preparedOf(this).resource.update(untyped(db), id, { ...values }, undefined, precondition)
+    return await this.#update(id, values, db, precondition, this.#rule('PATCH', 'update'))
+  }
+
+  async #update (
+    id: IdOf<S>,
+    values: Updateable<DB[TB]>,
+    db: Kysely<DB>,
+    precondition: Precondition | undefined,
+    rule: ScopeCondition | undefined
+  ): Promise<Static<S> | undefined> {
+    const row = await preparedOf(this).resource.update(untyped(db), id, { ...values }, rule, precondition, rule)
     return row === undefined ? undefined : asServed(row)
   }
 
-  /** Deletes one row; false when there was none. A `precondition` is checked as `update` checks it. */
+  /**
+   * Deletes one row; false when there was none (or none in the request's `'DELETE'` rule, on a viewset with a
+   * `scope`). A `precondition` is checked as `update` checks it.
+   */
   async deleteById (id: IdOf<S>, db: Kysely<DB> = this.db, precondition?: Precondition): Promise<boolean> {
-    return await preparedOf(this).resource.delete(untyped(db), id, undefined, precondition)
+    return await this.#deleteById(id, db, precondition, this.#rule('DELETE', 'deleteById'))
+  }
+
+  async #deleteById (
+    id: IdOf<S>,
+    db: Kysely<DB>,
+    precondition: Precondition | undefined,
+    rule: ScopeCondition | undefined
+  ): Promise<boolean> {
+    return await preparedOf(this).resource.delete(untyped(db), id, rule, precondition)
   }
 
   /** A case-insensitive substring match that behaves the same on every dialect (`%` and `_` match themselves). */

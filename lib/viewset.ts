@@ -18,7 +18,7 @@ import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, SchemaOf
 import type { ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { scopeCondition } from './query/scope.js'
-import { asServed, preparedOf, setPrepared, untyped, ViewsetTable } from './viewset-table.js'
+import { asServed, preparedOf, setHelperRule, setPrepared, untyped, ViewsetTable } from './viewset-table.js'
 import type { RelatedConfig } from './relations/config.js'
 import { relatedConfigOf, relationFields } from './relations/loader.js'
 import type { CreateManyRequest, CreateRequest, ElementRequest, ListRequest } from './requests.js'
@@ -75,6 +75,11 @@ export class Viewset<
   readonly #relatedConfig: RelatedConfig<unknown> | undefined
   /** The expression builder handed to `scope`: stateless, so one serves every request. */
   readonly #eb = expressionBuilder<DB, TB>()
+  /** The `scope` of a request, compiled: what the routes and the helpers apply. */
+  readonly #scopeOf: ViewsetDeclaration['rowRules']['scopeOf'] = (request, token, method) => {
+    const expression = this.scope(this.#eb, { request, token, method })
+    return expression === undefined ? undefined : scopeCondition(untyped(this.db), this.table, expression)
+  }
 
   /**
    * Checks every option that needs no database, synchronously: a mistake throws a `TypeError` with code
@@ -93,6 +98,8 @@ export class Viewset<
     const given: ViewsetOptions<DB, TB, S, R> = options
     this.options = Object.freeze({ ...given })
     this.protect = authHook('CUSTOM', this.options)
+    // The helpers of a viewset with a rule apply it (viewset-table.ts).
+    if (overriddenMembers(this, Viewset.prototype, this.options).has('scope')) setHelperRule(this, this.#scopeOf)
   }
 
   /**
@@ -140,8 +147,8 @@ export class Viewset<
   /**
    * POST: inserts what `beforeWrite` makes of the writable fields sent, and returns the row as stored (201,
    * with `Location`). With `conflictFields` and `Prefer: resolution=merge-duplicates`, an upsert: the row
-   * with the same values in `conflictFields` gets the fields the body sent (in the PATCH `scope`), and the
-   * answer is 200 when it was updated; either way with `Preference-Applied`.
+   * with the same values in `conflictFields` is updated as PATCH updates it (`beforeWrite` told `'PATCH'`, its
+   * `scope`, If-Match), and the answer is 200 then; either way with `Preference-Applied`.
    */
   async createElement (request: CreateRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
     return asServed(await preparedOf(this).defaults.createElement(request, reply, token))
@@ -161,8 +168,7 @@ export class Viewset<
     return asServed(await preparedOf(this).defaults.createElements(request, reply, token))
   }
 
-  /** PUT (`partial` false) and PATCH (`partial` true): updates the row (in the scope) with what `beforeWrite`
-   * returns, if its If-Match holds, and returns it, or 404. */
+  /** PUT (`partial` false), PATCH (true): the row (in the scope) updated with `beforeWrite`'s values, or 404. */
   async updateElement (
     request: UpdateRequest<S>,
     _reply: FastifyReply,
@@ -173,8 +179,7 @@ export class Viewset<
     return asServed(await preparedOf(this).defaults.updateElement(request, token, partial, precondition))
   }
 
-  /** DELETE: removes the row (204) if its If-Match holds, or 404 when there is none in the scope (`params.id` as
-   * in `getElement`). */
+  /** DELETE: removes the row (204) if its If-Match holds, or 404 when none is in the scope. */
   deleteElement (request: ElementRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<void>
   deleteElement (request: ElementRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<void>
   async deleteElement (request: FastifyRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<void> {
@@ -251,10 +256,6 @@ export class Viewset<
   /** What mounting reads of this viewset: its checked options, and which handlers and hooks it overrides. */
   #declaration (): ViewsetDeclaration {
     const db = untyped(this.db)
-    const scopeOf: ViewsetDeclaration['rowRules']['scopeOf'] = (request, token, method) => {
-      const expression = this.scope(this.#eb, { request, token, method })
-      return expression === undefined ? undefined : scopeCondition(db, this.table, expression)
-    }
     return {
       viewset: this,
       resolved: this.#resolved,
@@ -268,7 +269,7 @@ export class Viewset<
       overridden: overriddenMembers(this, Viewset.prototype, this.options),
       handlers: this,
       rowRules: {
-        scopeOf,
+        scopeOf: this.#scopeOf,
         beforeWrite: (values, context) => this.beforeWrite(values as Updateable<DB[TB]>, context), // writable columns
         notFound: (id) => this.notFound(id),
       },

@@ -3,12 +3,6 @@ import type { CursorPosition } from '../query/cursor.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { Row } from '../sql.js'
 
-/** The rules an upserted row must be in once written: a created one (the GET rule), an updated one (PATCH's). */
-export interface UpsertChecks {
-  readonly created?: ScopeCondition | undefined
-  readonly updated?: ScopeCondition | undefined
-}
-
 /** A row an upsert wrote, and whether it was created (else updated). */
 export interface UpsertedRow {
   readonly row: Row

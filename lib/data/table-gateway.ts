@@ -1,12 +1,11 @@
 import { sql } from 'kysely'
 import type { RawBuilder, SelectQueryBuilder } from 'kysely'
-import type { UpsertElement, ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
+import type { ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
 import { ViewsetErrors } from '../errors.js'
-import { inOrderSent, keyOrder } from '../dialect/shared/upsert.js'
 import { retryOnDeadlock } from './retry-on-deadlock.js'
-import { checkRepeatedKeys, conflictingElement, duplicateMessage, elementConflict } from './bulk-conflicts.js'
+import { checkRepeatedKeys, conflictingElement } from './bulk-conflicts.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { Condition } from '../query/condition.js'
 import { cursorAlias, keysetCondition, positionOf, reversed } from '../query/cursor.js'
@@ -19,9 +18,9 @@ import { parametersOf, shapeOf } from './condition-shape.js'
 import type { Statements } from './statements.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import type { RuleRequest } from '../relations/relation-rule.js'
-import { checkedWrite, checkWritten, inTransaction } from './write-check.js'
+import { checkedWrite, checkWritten } from './write-check.js'
 import type { WrittenRows } from './write-check.js'
-import type { CursorPage, FindOptions, UpsertChecks, UpsertedRow } from './gateway-results.js'
+import type { CursorPage, FindOptions } from './gateway-results.js'
 
 /** What a resource is built from, once the catalog has been read at registration. */
 export interface TableGatewayConfig {
@@ -241,47 +240,6 @@ export class TableGateway {
   }
 
   /**
-   * Inserts each element, or updates the row with the same `conflictFields` (only the element's `update`
-   * columns, the version incremented, and only in `scope`), and returns the rows as stored, in the order
-   * given, each with whether it was created. A conflicting row outside the scope is a 409 and nothing
-   * changes. `bulk`: the elements of one `POST /bulk`, written all or none, an error naming its element.
-   * `checks`: the rules a created row and an updated one must be in once written (else a 403, nothing written).
-   */
-  async upsert (
-    db: AnyDatabase,
-    elements: readonly UpsertElement[],
-    scope: ScopeCondition | undefined,
-    bulk: boolean,
-    checks: UpsertChecks = {}
-  ): Promise<UpsertedRow[]> {
-    const conflictFields = this.#conflictFields
-    if (conflictFields === undefined) throw new Error('upsert needs conflictFields')
-    if (elements.length === 0) return []
-    const rule = { conflictFields, scope: scope?.where, versionField: this.#versioning?.versionField }
-    const detail = `A row with the same ${conflictFields.join(', ')} already exists`
-    const checked = checks.created !== undefined || checks.updated !== undefined
-    // Written in key order (no two bulks lock the same rows in opposite orders), answered in the order sent.
-    const order = keyOrder(elements, conflictFields, this.dialect.values.keyOf)
-    const write = async (on: AnyDatabase): Promise<UpsertedRow[]> => {
-      const result = await this.dialect.writes.upsert(on, this.#target, order.sorted, rule)
-      if (!('outside' in result)) {
-        const sent = inOrderSent(result.rows, order)
-        const ruleOf = (index: number) => (sent[index]?.created === true ? checks.created : checks.updated)
-        if (checked) await this.#check(on, sent.map((entry) => entry.row), ruleOf, bulk)
-        return sent
-      }
-      // Thrown inside the transaction, which rolls back what the other elements wrote.
-      throw bulk
-        ? elementConflict(detail, order.sent[result.outside] ?? result.outside, conflictFields, duplicateMessage)
-        : new ViewsetErrors.Conflict(detail)
-    }
-    if (bulk) return await this.#bulk(db, elements.map((element) => element.values), write)
-    // The check runs in the write's transaction: one of its own when it has one; a deadlock retries it whole.
-    const run = async (): Promise<UpsertedRow[]> => (checked ? await inTransaction(db, write) : await write(db))
-    return db.isTransaction ? await run() : await retryOnDeadlock(this.dialect, run)
-  }
-
-  /**
    * Runs a bulk write all or none (in a transaction, or the caller's), after checking that no two elements
    * repeat a unique key. A unique or foreign-key fault names its element by JSON pointer when the database
    * says which (see bulk-conflicts.ts); else it is answered like every other fault.
@@ -369,6 +327,13 @@ export class TableGateway {
       return await write(trx, row)
     }
     return db.isTransaction ? await run(db) : await db.transaction().execute(run)
+  }
+
+  /** The table, its key and the `conflictFields` upserts merge on (data/upsert-branches.ts). */
+  get upsertKey (): { table: string; primaryKey: string; conflictFields: readonly string[] } {
+    const conflictFields = this.#conflictFields
+    if (conflictFields === undefined) throw new Error('upsert needs conflictFields')
+    return { table: this.#target.table, primaryKey: this.#target.primaryKey, conflictFields }
   }
 
   /** Whether the row's tag is one of `tags` (strong comparison: a weak `W/` tag never matches). */

@@ -58,31 +58,6 @@ export interface WriteScope {
   readonly parameters: readonly unknown[]
 }
 
-/** One element of an upsert: the values to insert, and the columns its update branch writes (the fields the body sent).
- * */
-export interface UpsertElement {
-  readonly values: Row
-  readonly update: readonly string[]
-}
-
-/** How an upsert finds and updates the row it merges into. */
-export interface UpsertRule {
-  /** The columns of the unique key a row is matched on (checked at startup against the catalog). */
-  readonly conflictFields: readonly string[]
-  /** The update branch changes a row in this scope only (the viewset's rule for PATCH, already qualified). */
-  readonly scope?: Expression<SqlBool> | undefined
-  /** A version column, incremented by the update branch. */
-  readonly versionField?: string | undefined
-}
-
-/**
- * What an upsert did: each element's row as stored and whether it was created (else updated), in the
- * order given; or `outside`, the index of an element whose conflicting row is outside the scope, when
- * the caller must roll back whatever the other elements wrote.
- */
-export type UpsertResult =
-  { readonly rows: ReadonlyArray<{ readonly row: Row; readonly created: boolean }> } | { readonly outside: number }
-
 /**
  * A table of a batch's keys, bound as one parameter, that a relation's statement joins from (column `value`)
  * instead of testing an `IN` list.
@@ -95,7 +70,7 @@ export interface KeyTable {
   encode(keys: readonly unknown[]): unknown
 }
 
-/** The write statements that differ between databases (RETURNING, `ON CONFLICT`, `ON DUPLICATE KEY`). */
+/** The write statements that differ between databases (RETURNING, or a read-back where there is none). */
 export interface DialectWrites {
   /**
    * Inserts a row and returns it as stored, defaults and generated key included: at once where the database answered
@@ -107,18 +82,6 @@ export interface DialectWrites {
    * cut to {@link DialectCapabilities.maxParameters}. Returns the rows as stored, in the order given.
    */
   insertMany(db: AnyDatabase, target: WriteTarget, rows: readonly Row[]): Promise<Row[]>
-  /**
-   * Inserts each element, or updates the row with the same `conflictFields` (only the element's `update`
-   * columns, the version incremented, and only in `scope`), with one write statement per set of fields
-   * (`ON CONFLICT … DO UPDATE`, `ON DUPLICATE KEY UPDATE`), cut to {@link DialectCapabilities.maxParameters}.
-   * Whether a row was created is decided in the write's transaction (a transaction of its own when `db` is none).
-   */
-  upsert(
-    db: AnyDatabase,
-    target: WriteTarget,
-    elements: readonly UpsertElement[],
-    rule: UpsertRule,
-  ): Promise<UpsertResult>
   /**
    * Updates one row and returns it as stored, or `undefined` when there is none. With a `scope` (a
    * viewset's row rule, already qualified with the table), a row outside it is none, and nothing changes:

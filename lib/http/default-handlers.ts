@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Precondition } from '../data/precondition.js'
 import type { TableGateway } from '../data/table-gateway.js'
-import type { UpsertElement } from '../dialect/dialect.js'
+import { upsertBranches } from '../data/upsert-branches.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { invalidFields } from '../errors.js'
 import type { FieldError } from '../errors.js'
@@ -18,6 +18,7 @@ import type { ScopeCondition } from '../query/scope.js'
 import type { CountPreference } from '../query/count-plan.js'
 import { isRecord } from '../schema/object-schema.js'
 import { countPreference, mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
+import { preconditionOf } from './conditional-requests.js'
 
 // The default handlers: what LIST, GET, POST, BULK, PUT, PATCH and DELETE do when the viewset does not
 // override them. Each reads what its route parsed (the field selection, the If-Match condition) as an
@@ -49,6 +50,8 @@ export interface HandlerContext {
   /** The schema fields a body may write. */
   readonly writable: readonly string[]
   readonly conflictFields: readonly string[] | undefined
+  /** An upsert's updating branch needs If-Match (a 428 without it). */
+  readonly requireIfMatch: boolean
   /** The viewset's `scope` for this request, compiled; `undefined` for no restriction. */
   scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
   /** The viewset's `beforeWrite`: the values to write, or a promise of them. */
@@ -202,16 +205,34 @@ export class DefaultHandlers {
   /** POST with `Prefer: resolution=merge-duplicates`: the upsert of one element. */
   async #upsertOne (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, sent: Row): Promise<Row> {
     this.#checkConflictFields([sent], false)
-    const scope = currentCancellation()
-    const element = await this.#upsertElement(sent, { request, token, method: 'POST' })
-    const patchScope = this.#context.scopeOf(request, token, 'PATCH')
-    const checks = this.#upsertChecks(request, token, patchScope)
-    const [written] = await withCancellation(scope, () =>
-      this.#context.resource.upsert(this.#context.db, [element], patchScope, false, checks)
-    )
+    const [written] = await this.#upsert(request, token, [sent], false)
     if (written === undefined) throw new Error('an upsert of one element wrote no row')
     applyMerge(reply, written.created)
     return written.row
+  }
+
+  /**
+   * Upserts the elements, each on its branch (data/upsert-branches.ts): `beforeWrite` told `'POST'` (`'BULK'`) where
+   * one creates and `'PATCH'` where it updates, the update under PATCH's rule and the request's If-Match.
+   */
+  async #upsert (request: FastifyRequest, token: ViewsetToken | null, sent: readonly Row[], bulk: boolean) {
+    const { resource, db, requireIfMatch } = this.#context
+    const precondition = preconditionOf(request.headers['if-match'], requireIfMatch)
+    const created = bulk ? 'BULK' : 'POST'
+    // Each beforeWrite, then the write, in the request's cancellation scope (execution/cancellation.ts).
+    const scope = currentCancellation()
+    return await upsertBranches(resource, db, {
+      sent,
+      bulk,
+      prepare: async (fields, creates) => await withCancellation(scope, () =>
+        this.#beforeWrite(fields, { request, token, method: creates ? created : 'PATCH' })),
+      // The tag compared is of the row as this request's GET serves it: its relations under its rules.
+      precondition: precondition?.kind === 'match' ? { ...precondition, reader: { request, token } } : precondition,
+      rules: {
+        updated: this.#context.scopeOf(request, token, 'PATCH'),
+        created: this.#context.scopeOf(request, token, 'GET'),
+      },
+    })
   }
 
   /** BULK: inserts (or with Prefer merge-duplicates, upserts) every element, all or none, in element order. */
@@ -229,18 +250,9 @@ export class DefaultHandlers {
       return await withCancellation(scope, () => resource.insertMany(db, values, check))
     }
     this.#checkConflictFields(sent, true)
-    const elements: UpsertElement[] = []
-    for (const fields of sent) elements.push(await this.#upsertElement(fields, context))
-    const patchScope = this.#context.scopeOf(request, token, 'PATCH')
-    const checks = this.#upsertChecks(request, token, patchScope)
-    const written = await withCancellation(scope, () => resource.upsert(db, elements, patchScope, true, checks))
+    const written = await this.#upsert(request, token, sent, true)
     applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
     return written.map((entry) => entry.row)
-  }
-
-  /** What an upserted row must satisfy once written: a created one the GET rule, an updated one PATCH's. */
-  #upsertChecks (request: FastifyRequest, token: ViewsetToken | null, patchScope: ScopeCondition | undefined) {
-    return { created: this.#context.scopeOf(request, token, 'GET'), updated: patchScope }
   }
 
   /** Whether this request upserts: `conflictFields` is set and the client prefers `resolution=merge-duplicates` (else
@@ -265,15 +277,6 @@ export class DefaultHandlers {
       }
     })
     if (errors.length > 0) throw invalidFields(errors)
-  }
-
-  /**
-   * What an upsert writes of a body: `beforeWrite`'s values on insert; on update, only the fields the body
-   * sent (as `beforeWrite` left them), never the columns it added (such as an owner).
-   */
-  async #upsertElement (sent: Row, context: RowContext<WriteMethod>): Promise<UpsertElement> {
-    const values = await this.#beforeWrite(sent, context)
-    return { values, update: Object.keys(sent).filter((field) => Object.hasOwn(values, field)) }
   }
 
   /**

@@ -9,7 +9,7 @@ import { ViewsetErrors } from '../errors.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { notFoundHandler, problemHandler } from './problem-handler.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
-import { cancellable } from './routes.js'
+import { cancellable, servedBy } from './routes.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from '../schema/openapi.js'
 import { componentsValidatorCompiler } from '../schema/validator.js'
@@ -107,7 +107,8 @@ export function viewsetPlugin (
     fastify.addHook('onRoute', (route) => {
       // A custom route awaits where it likes before its queries: their cancellation scope rides on the promises.
       if (!isMethodRoute(route)) carryCancellationThroughUserCode()
-      route.handler = cancellable(route.handler)
+      // Its viewset helpers apply the rule of the request it serves (execution/served-request.ts).
+      route.handler = cancellable(servedBy(route.handler))
       if (protectCustomRoute(route, mounted.protect)) protectedRoutes++
       documentErrors(route)
     })

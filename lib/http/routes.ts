@@ -4,6 +4,7 @@ import type { AnyDatabase, Row } from '../sql.js'
 import { andThen } from '../execution/eventually.js'
 import { currentCancellation, withCancellation, runWithCancellation } from '../execution/cancellation.js'
 import type { CancellationContext } from '../execution/cancellation.js'
+import { serving } from '../execution/served-request.js'
 import type { ViewsetMethod } from '../options.js'
 import type { FieldSelection, FieldsPlan } from '../query/fields.js'
 import { offsetWithCursor, parsePagination } from '../query/list-query.js'
@@ -105,6 +106,16 @@ function sendWritten (scope: CancellationContext, context: RouteContext, reply: 
 export function cancellable (handler: RouteHandlerMethod): RouteHandlerMethod {
   return function (request, reply) {
     return runWithCancellation(reply.raw, () => handler.call(this, request, reply))
+  }
+}
+
+/**
+ * A custom route's handler, run serving its request: the viewset helpers it calls apply that request's rule
+ * (execution/served-request.ts). Not an async function, as {@link cancellable}.
+ */
+export function servedBy (handler: RouteHandlerMethod): RouteHandlerMethod {
+  return function (request, reply) {
+    return serving(request, () => handler.call(this, request, reply))
   }
 }
 

@@ -9,6 +9,7 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
+import { recordServedRequests, serving } from '../execution/served-request.js'
 import {
   canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier,
 } from '../http/auth.js'
@@ -194,6 +195,18 @@ function buildTableGateway (
   })
 }
 
+/** The row rules, with `beforeWrite` run serving its request: the helpers it calls apply that request's rule. */
+function servedRowRules ({ rowRules, overridden }: ViewsetDeclaration): ViewsetDeclaration['rowRules'] {
+  if (!overridden.has('beforeWrite')) return rowRules
+  const { beforeWrite } = rowRules
+  return { ...rowRules, beforeWrite: (values, context) => serving(context.request, () => beforeWrite(values, context)) }
+}
+
+/** What the default POST and BULK read to upsert: the key they merge on, and whether an update needs If-Match. */
+function upsertOptions ({ conflictFields, requireIfMatch }: ResolvedOptions) {
+  return { conflictFields, requireIfMatch }
+}
+
 /** The data layer of a viewset and what its routes read, built once the catalog is checked. */
 function buildViewset (
   fastify: FastifyInstance,
@@ -217,13 +230,13 @@ function buildViewset (
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
   const defaults = new DefaultHandlers({
-    ...declaration.rowRules,
+    ...servedRowRules(declaration),
     resource,
     listQuery: list.query,
     db,
     readDb,
     writable: writableFields(entity),
-    conflictFields: resolved.conflictFields,
+    ...upsertOptions(resolved),
   })
   const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
     relations: relations?.fields ?? new Set(),
@@ -299,6 +312,8 @@ export async function mountViewset (
   const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
+  // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
+  if (declaration.overridden.has('scope')) recordServedRequests()
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
   const { db, viewset } = declaration
   registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DefaultHandlers } from '../http/default-handlers.js'
 import type { RouteHandlers } from '../http/route-context.js'
 import type { ViewsetToken } from '../options.js'
+import { serving } from '../execution/served-request.js'
 
 /** The overridable handlers of a viewset, by name. */
 const overridableHandlers = [
@@ -54,7 +55,8 @@ export function overriddenMembers (
 
 /**
  * What the routes call: the default handler of each method, or the viewset's override of it. An override
- * is awaited (it may answer at once, or nothing): the route then always gets a promise from it.
+ * is awaited (it may answer at once, or nothing): the route then always gets a promise from it. It runs serving its
+ * request, so that the helpers it calls apply that request's rule (execution/served-request.ts).
  */
 export function overrideHandlers (
   defaults: DefaultHandlers,
@@ -64,23 +66,24 @@ export function overrideHandlers (
   const own = (name: OverridableName) => overridden.has(name)
   return {
     list: own('list')
-      ? async (request, reply, token) => ({ rows: await handlers.list(request, reply, token) })
+      ? async (request, reply, token) => ({ rows: await serving(request, () => handlers.list(request, reply, token)) })
       : (request, _reply, token) => defaults.list(request, token),
     getElement: own('getElement')
-      ? async (request, reply, token) => await handlers.getElement(request, reply, token)
+      ? async (request, reply, token) => await serving(request, () => handlers.getElement(request, reply, token))
       : (request, _reply, token, selection) => defaults.getElement(request, token, selection),
     createElement: own('createElement')
-      ? async (request, reply, token) => await handlers.createElement(request, reply, token)
+      ? async (request, reply, token) => await serving(request, () => handlers.createElement(request, reply, token))
       : (request, reply, token) => defaults.createElement(request, reply, token),
     createElements: own('createElements')
-      ? async (request, reply, token) => await handlers.createElements(request, reply, token)
+      ? async (request, reply, token) => await serving(request, () => handlers.createElements(request, reply, token))
       : async (request, reply, token) => await defaults.createElements(request, reply, token),
     updateElement: own('updateElement')
-      ? async (request, reply, token, partial) => await handlers.updateElement(request, reply, token, partial)
+      ? async (request, reply, token, partial) =>
+        await serving(request, () => handlers.updateElement(request, reply, token, partial))
       : (request, _reply, token, partial, precondition) =>
           defaults.updateElement(request, token, partial, precondition),
     deleteElement: own('deleteElement')
-      ? async (request, reply, token) => await handlers.deleteElement(request, reply, token)
+      ? async (request, reply, token) => await serving(request, () => handlers.deleteElement(request, reply, token))
       : (request, _reply, token, precondition) => defaults.deleteElement(request, token, precondition),
   }
 }

@@ -262,7 +262,7 @@ for (const dialect of dialects) {
       assert.equal((await db.selectFrom('people').selectAll().execute()).length, 0)
     })
 
-    test('ownership: beforeWrite sees POST, the update is scoped like PATCH, a row outside the scope is a 409 and unchanged', async (t) => {
+    test('ownership: beforeWrite sees POST or PATCH by branch, the update is scoped like PATCH, a row outside the scope is a 409 and unchanged', async (t) => {
       const seen: string[] = []
       const { app, db } = await peopleApp(t, dialect, {
         beforeWrite: (values, context) => {
@@ -283,8 +283,9 @@ for (const dialect of dialects) {
       })
       assert.equal(created.statusCode, 201)
       assert.equal(created.json<Stored>().owner, 'alice')
-      // The GET rule last: a created row must be one the caller can read (the write check).
-      assert.deepEqual(seen, ['beforeWrite POST', 'scope PATCH', 'scope GET'])
+      // The rules of both branches, then beforeWrite told the branch the row takes: it creates.
+      assert.deepEqual(seen, ['scope PATCH', 'scope GET', 'beforeWrite POST'])
+      seen.length = 0
       const again = await app.inject({
         method: 'POST',
         url: '/people',
@@ -292,6 +293,7 @@ for (const dialect of dialects) {
         payload: { email: 'ada@example.com', name: 'Ada L.' },
       })
       assert.equal(again.statusCode, 200)
+      assert.deepEqual(seen, ['scope PATCH', 'scope GET', 'beforeWrite PATCH'], 'an update is a PATCH to beforeWrite')
 
       const bob = await app.inject({
         method: 'POST',
@@ -306,8 +308,10 @@ for (const dialect of dialects) {
       assert.deepEqual(row, { name: 'Ada L.', owner: 'alice', version: 2 })
     })
 
-    test('the update branch never writes what beforeWrite added (the owner stays)', async (t) => {
-      const { app, db } = await peopleApp(t, dialect, { beforeWrite: owned.beforeWrite })
+    test('the update branch writes what beforeWrite returns for PATCH, as a PATCH does (an owner stamped on POST stays)', async (t) => {
+      const { app, db } = await peopleApp(t, dialect, {
+        beforeWrite: (values, context) => (context.method === 'PATCH' ? values : owned.beforeWrite(values, context)),
+      })
       await app.inject({
         method: 'POST',
         url: '/people',
@@ -326,7 +330,7 @@ for (const dialect of dialects) {
       assert.deepEqual(row, { name: 'Renamed', owner: 'alice' })
     })
 
-    test('bulk: 201 when one element creates a row, 200 when all update; rows in element order; beforeWrite sees BULK', async (t) => {
+    test('bulk: 201 when one element creates a row, 200 when all update; rows in element order; beforeWrite sees BULK or PATCH', async (t) => {
       const methods: string[] = []
       const { app, db } = await peopleApp(t, dialect, {
         beforeWrite: (values, { method }) => {
@@ -356,7 +360,7 @@ for (const dialect of dialects) {
           ['c@x', 'C', 'sea', 1],
         ]
       )
-      assert.ok(methods.slice(1).every((method) => method === 'BULK'))
+      assert.deepEqual(methods.slice(1), ['BULK', 'PATCH', 'BULK'], 'each element told its branch, once')
 
       const updates = await app.inject({
         method: 'POST',
@@ -368,6 +372,7 @@ for (const dialect of dialects) {
         ],
       })
       assert.equal(updates.statusCode, 200, updates.body)
+      assert.deepEqual(methods.slice(4), ['PATCH', 'PATCH'])
       assert.equal(updates.headers['preference-applied'], 'resolution=merge-duplicates')
       assert.deepEqual(
         updates.json<Stored[]>().map((row) => [row.email, row.name, row.nickname]),
@@ -430,11 +435,12 @@ for (const dialect of dialects) {
       )
     })
 
-    test('statements: one write per upsert (plus the read that tells created from updated where the database does not say)', async (t) => {
+    test('statements: a read decides each branch, then a locked read, the write and its check in one transaction', async (t) => {
       const { app, queries } = await peopleApp(t, dialect, owned)
       const alice = { ...merge, 'x-user': 'alice' }
       // Statements, not the transaction's begin and commit (logged by the drivers here).
-      const statements = () => queries.filter((text) => !/^(?:begin|commit|rollback)\b/i.test(text))
+      const statements = () => queries.filter((text) => !/^(?:begin|commit|rollback|start transaction)\b/i.test(text))
+      const counts: Record<string, number> = {}
       for (const [status, payload] of [
         [201, { email: 'ada@example.com', name: 'Ada' }],
         [200, { email: 'ada@example.com', name: 'Ada L.' }],
@@ -442,21 +448,20 @@ for (const dialect of dialects) {
         queries.length = 0
         const response = await app.inject({ method: 'POST', url: '/people', headers: alice, payload })
         assert.equal(response.statusCode, status, response.body)
-        const writes = statements().filter((text) => /^insert/i.test(text))
-        const reads = statements().filter((text) => /^select/i.test(text))
+        const [decide, locked] = statements()
+        assert.match(decide ?? '', /^select .* where [`"]?email[`"]? in/i, queries.join('\n'))
+        if (dialect.name !== 'sqlite') assert.match(locked ?? '', /for update$/i, queries.join('\n'))
+        const writes = statements().filter((text) => /^(insert|update)/i.test(text))
         assert.equal(writes.length, 1, queries.join('\n'))
-        assert.match(
-          writes[0] ?? '',
-          dialect.name === 'mysql' ? /on duplicate key update/i : /on conflict \("email"\) do update set .* where/i
-        )
-        // PostgreSQL: xmax in RETURNING; SQLite: the conflicting keys read first; MySQL: a locked read, and the
-        // read-back (no RETURNING); then, for the update (the PATCH rule is set, GET's is open), the write check of
-        // the row as written.
-        const check = status === 200 ? 1 : 0
-        assert.equal(reads.length, { postgres: 0, sqlite: 1, mysql: 2 }[dialect.name] + check, queries.join('\n'))
-        if (dialect.name === 'mysql') assert.match(reads[0] ?? '', /for update$/i)
-        assert.equal(statements().length, writes.length + reads.length, queries.join('\n'))
+        assert.match(writes[0] ?? '', status === 201 ? /^insert/i : /^update/i)
+        assert.doesNotMatch(writes[0] ?? '', /on conflict|on duplicate key/i, 'no merge statement: the branch is decided')
+        counts[status] = statements().length
       }
+      // 201: the two reads and the INSERT (MySQL: and its read-back). 200: the two reads, PATCH's locked read of the
+      // row (the version column), its UPDATE (MySQL: its scope's locked read and its read-back), and the write check of
+      // the PATCH rule: what a PATCH runs, plus the two reads.
+      const expected = { postgres: { 201: 3, 200: 5 }, sqlite: { 201: 3, 200: 5 }, mysql: { 201: 4, 200: 7 } }
+      assert.deepEqual(counts, expected[dialect.name], queries.join('\n'))
       queries.length = 0
       const bulk = await app.inject({
         method: 'POST',
@@ -466,7 +471,7 @@ for (const dialect of dialects) {
       })
       assert.equal(bulk.statusCode, 201, bulk.body)
       assert.equal(statements().filter((text) => /^insert/i.test(text)).length, 1, queries.join('\n'))
-      assert.equal(statements().length, { postgres: 1, sqlite: 2, mysql: 3 }[dialect.name], queries.join('\n'))
+      assert.equal(statements().length, { postgres: 3, sqlite: 3, mysql: 4 }[dialect.name], queries.join('\n'))
     })
 
     test('OpenAPI: Prefer on POST and /bulk, their 200, and Preference-Applied', async (t) => {

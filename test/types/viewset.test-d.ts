@@ -111,6 +111,12 @@ class ItemViewset extends Viewset<DB, 'items', typeof Item> {
     expectTypeOf(rows).toEqualTypeOf<Static<typeof Item>[]>()
     // @ts-expect-error the typed query builder knows the table's columns
     this.query().where('colour', '=', 'x')
+    // The helpers without the row rule are typed as the scoped ones.
+    expectTypeOf(await this.unscoped.query().execute()).toEqualTypeOf<Static<typeof Item>[]>()
+    expectTypeOf(await this.unscoped.findById(1)).toEqualTypeOf<Static<typeof Item> | undefined>()
+    expectTypeOf(await this.unscoped.deleteById(1)).toEqualTypeOf<boolean>()
+    // @ts-expect-error so is their query builder
+    this.unscoped.query().where('colour', '=', 'x')
     return rows
   }
 }

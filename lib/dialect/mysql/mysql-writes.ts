@@ -1,10 +1,8 @@
-import { sql } from 'kysely'
 import { chunks, fieldGroups, inElementOrder } from '../shared/bulk-insert.js'
-import type { DialectWrites, UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from '../dialect.js'
+import type { DialectWrites, WriteScope, WriteTarget } from '../dialect.js'
 import type { AnyDatabase, Row } from '../../sql.js'
-import { compositeKey, deletedAny, inTransaction, mapKey } from '../../sql.js'
+import { deletedAny, inTransaction, mapKey } from '../../sql.js'
 import { canonicalDateTime } from '../shared/date-time.js'
-import { byConflictKey, keyIn, updateAssignments, upsertGroups } from '../shared/upsert.js'
 import { inFieldOrder, keyAndScope, sentFields } from '../shared/write-shapes.js'
 
 // MySQL has no RETURNING, and MariaDB has none on UPDATE: every write is followed by a read of the
@@ -13,9 +11,6 @@ import { inFieldOrder, keyAndScope, sentFields } from '../shared/write-shapes.js
 
 /** Prepared statements count placeholders in 16 bits. */
 export const mysqlMaxParameters = 65_535
-
-// The column of the locked read that says whether a conflicting row is in the scope.
-const inScopeColumn = 'viewset:in_scope'
 
 const dateTimeTypes = new Set(['datetime', 'timestamp'])
 
@@ -150,97 +145,6 @@ async function insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly 
   })
 }
 
-/**
- * Reads the rows the elements conflict with, locked: affectedRows (1 inserted, 2 updated) says 0 or 1 for a row
- * left as it was, so they are read first. A key read as absent cannot be inserted by another writer before this
- * one (a gap lock), and a row read cannot leave the scope.
- */
-async function lockConflicting (
-  trx: AnyDatabase,
-  { table, primaryKey }: WriteTarget,
-  conflictFields: readonly string[],
-  stored: readonly Row[],
-  scope: UpsertRule['scope']
-): Promise<Row[]> {
-  const locked = trx
-    .selectFrom(table)
-    .select([primaryKey, ...conflictFields])
-    .where(keyIn(conflictFields, stored))
-  return await (
-    scope === undefined
-      ? locked
-      : locked.select(sql<number>`case when ${scope} then 1 else 0 end`.as(inScopeColumn))
-  )
-    .forUpdate()
-    .execute()
-}
-
-/** INSERT … ON DUPLICATE KEY UPDATE, one statement per group of elements that send the same fields. */
-async function writeUpsertGroups (
-  trx: AnyDatabase,
-  table: string,
-  elements: readonly UpsertElement[],
-  stored: readonly Row[],
-  rule: UpsertRule
-): Promise<void> {
-  for (const group of upsertGroups(elements, mysqlMaxParameters)) {
-    const set = updateAssignments(
-      group.update,
-      rule,
-      (column) => sql`values(${sql.ref(column)})`,
-      (column) => sql.ref(column)
-    )
-    for (const chunk of group.chunks) {
-      await trx
-        .insertInto(table)
-        .values(chunk.map((index) => stored[index] ?? {}))
-        .onDuplicateKeyUpdate(set)
-        .execute()
-    }
-  }
-}
-
-async function upsert (
-  db: AnyDatabase,
-  target: WriteTarget,
-  elements: readonly UpsertElement[],
-  rule: UpsertRule
-): Promise<UpsertResult> {
-  const { table, primaryKey, columns } = target
-  const { conflictFields, scope } = rule
-  const stored = elements.map(({ values }) => storable(target, values))
-  return await inTransaction(db, async (trx) => {
-    const existing = await lockConflicting(trx, target, conflictFields, stored, scope)
-    const outside = existing.find((row) => scope !== undefined && Number(row[inScopeColumn]) !== 1)
-    if (outside !== undefined) {
-      const key = compositeKey(outside, conflictFields, mapKey)
-      return {
-        outside: Math.max(
-          0,
-          stored.findIndex((values) => compositeKey(values, conflictFields, mapKey) === key)
-        ),
-      }
-    }
-    const updated = new Set(existing.map((row) => mapKey(row[primaryKey])))
-    await writeUpsertGroups(trx, table, elements, stored, rule)
-    const rows = byConflictKey(
-      stored,
-      await trx.selectFrom(table).select(columns).where(keyIn(conflictFields, stored)).execute(),
-      conflictFields,
-      mapKey
-    )
-    return {
-      rows: rows.map((row) => {
-        // The update branch wrote the key as sent, so only a value the server transforms (a trimmed pad) misses.
-        if (row === undefined) {
-          throw new Error(`An upserted row of "${table}" was not found by its ${conflictFields.join(', ')} as sent`)
-        }
-        return { row, created: !updated.has(mapKey(row[primaryKey])) }
-      }),
-    }
-  })
-}
-
 async function update (
   db: AnyDatabase,
   target: WriteTarget,
@@ -277,4 +181,4 @@ async function remove (db: AnyDatabase, target: WriteTarget, id: unknown, scope?
 }
 
 /** MySQL's and MariaDB's writes: each one followed by a read of its row, in its transaction. */
-export const mysqlWrites: DialectWrites = { insert, insertMany, upsert, update, delete: remove }
+export const mysqlWrites: DialectWrites = { insert, insertMany, update, delete: remove }

@@ -11,7 +11,6 @@ import {
   insertManyReturning,
   insertReturning,
   updateReturning,
-  upsertReturning,
 } from '../shared/returning-writes.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
@@ -106,15 +105,6 @@ export const postgresDialect: ViewsetDialect = {
     delete: deleteReturning,
     insertMany: async (db, target, rows) =>
       await insertManyReturning(db, target, rows.map(readable(target)), maxParameters, keyOf),
-    // A row version written by this statement's insert has no xmax; the update branch's new version carries the
-    // locking transaction's.
-    upsert: async (db, target, elements, rule) =>
-      await upsertReturning(db, target, elements, rule, {
-        maxParameters,
-        keyOf,
-        bind: readable(target),
-        created: sql<boolean>`(xmax = 0)`,
-      }),
   },
   values: {
     parameter: bindAsIs,

@@ -1,10 +1,7 @@
-import { sql } from 'kysely'
-import type { RawBuilder } from 'kysely'
 import { chunks, fieldGroups, inElementOrder } from './bulk-insert.js'
-import type { UpsertElement, UpsertResult, UpsertRule, WriteScope, WriteTarget } from '../dialect.js'
+import type { WriteScope, WriteTarget } from '../dialect.js'
 import type { AnyDatabase, Row } from '../../sql.js'
-import { deletedAny, firstRow, inTransaction } from '../../sql.js'
-import { byConflictKey, keyIn, updateAssignments, upsertGroups } from './upsert.js'
+import { deletedAny, firstRow } from '../../sql.js'
 import { inFieldOrder, keyAndScope, scopeShape, sentFields } from './write-shapes.js'
 import { andThen } from '../../execution/eventually.js'
 import type { Eventually } from '../../execution/eventually.js'
@@ -137,83 +134,4 @@ export async function insertManyReturning (
     }
   }
   return stored
-}
-
-/** How one dialect's `INSERT … ON CONFLICT DO UPDATE … RETURNING` tells a created row from an updated one. */
-export interface UpsertReturningOptions {
-  readonly maxParameters: number
-  readonly keyOf: (value: unknown) => unknown
-  /** Values as the driver binds them. */
-  readonly bind: (values: Row) => Row
-  /**
-   * A RETURNING expression true for a created row (PostgreSQL's `xmax = 0`). Without one, the keys of
-   * the rows the elements conflict with are read first, in the write's transaction.
-   */
-  readonly created?: RawBuilder<boolean>
-}
-
-// Selected beside the columns, and removed from the row: no schema field is named so.
-const createdAlias = 'viewset:created'
-
-/**
- * Upsert for the dialects with `ON CONFLICT (…) DO UPDATE … RETURNING` (SQLite, PostgreSQL): one
- * statement per group of elements. The update branch's `WHERE scope` leaves a row outside the scope
- * unchanged and unreturned, which is how such an element is told (`outside`).
- */
-export async function upsertReturning (
-  db: AnyDatabase,
-  target: WriteTarget,
-  elements: readonly UpsertElement[],
-  rule: UpsertRule,
-  options: UpsertReturningOptions
-): Promise<UpsertResult> {
-  const { table, primaryKey, columns } = target
-  const { conflictFields, scope } = rule
-  const { created, keyOf, bind } = options
-  const run = async (trx: AnyDatabase): Promise<UpsertResult> => {
-    const rows: Array<{ row: Row; created: boolean }> = []
-    for (const group of upsertGroups(elements, options.maxParameters)) {
-      for (const chunk of group.chunks) {
-        const sent = chunk.map((index) => bind(elements[index]?.values ?? {}))
-        // SQLite does not say whether a row was inserted: the keys that exist before the write were updated.
-        const existing =
-          created === undefined
-            ? new Set(
-              (await trx.selectFrom(table).select(primaryKey).where(keyIn(conflictFields, sent)).execute()).map(
-                (row) => keyOf(row[primaryKey])
-              )
-            )
-            : undefined
-        const set = updateAssignments(
-          group.update,
-          rule,
-          (column) => sql.ref(`excluded.${column}`),
-          (column) => sql.ref(`${table}.${column}`)
-        )
-        const answered = await trx
-          .insertInto(table)
-          .values(sent)
-          .onConflict((conflict) => {
-            const update = conflict.columns(conflictFields).doUpdateSet(set)
-            return scope === undefined ? update : update.where(scope)
-          })
-          .returning(created === undefined ? columns : [...columns, created.as(createdAlias)])
-          .execute()
-        const matched = byConflictKey(sent, answered, conflictFields, keyOf)
-        if (answered.length < sent.length) return { outside: chunk[Math.max(0, matched.indexOf(undefined))] ?? 0 }
-        // Every element got its row: one that did not match its key (a value the driver reads back in another form)
-        // takes RETURNING's order.
-        const ordered = matched.some((row) => row === undefined) ? answered : matched
-        ordered.forEach((row, at) => {
-          if (row === undefined) return
-          const isNew = existing === undefined ? row[createdAlias] === true : !existing.has(keyOf(row[primaryKey]))
-          delete row[createdAlias]
-          rows[chunk[at] ?? 0] = { row, created: isNew }
-        })
-      }
-    }
-    return { rows }
-  }
-  // One element and a database that reports creation: one statement, which needs no transaction of its own.
-  return elements.length === 1 && created !== undefined ? await run(db) : await inTransaction(db, run)
 }

@@ -11,7 +11,6 @@ import {
   insertManyReturning,
   insertReturning,
   updateReturning,
-  upsertReturning,
 } from '../shared/returning-writes.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
@@ -98,9 +97,6 @@ export const sqliteDialect: ViewsetDialect = {
     insert: (db, target, values) => insertReturning(db, target, bindable(target)(values)),
     insertMany: async (db, target, rows) =>
       await insertManyReturning(db, target, rows.map(bindable(target)), maxParameters, mapKey),
-    // SQLite does not report whether a row was inserted: the keys the elements conflict with are read first.
-    upsert: async (db, target, elements, rule) =>
-      await upsertReturning(db, target, elements, rule, { maxParameters, keyOf: mapKey, bind: bindable(target) }),
     update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(target)(values), scope),
     delete: deleteCounting,
   },

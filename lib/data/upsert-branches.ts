@@ -1,0 +1,185 @@
+import { keyIn } from '../dialect/shared/upsert.js'
+import { ViewsetErrors } from '../errors.js'
+import type { AnyDatabase, Row } from '../sql.js'
+import { compositeKey } from '../sql.js'
+import type { ScopeCondition } from '../query/scope.js'
+import { checkRepeatedKeys, duplicateMessage, elementConflict } from './bulk-conflicts.js'
+import type { UpsertedRow } from './gateway-results.js'
+import type { Precondition } from './precondition.js'
+import { retryOnDeadlock } from './retry-on-deadlock.js'
+import type { TableGateway } from './table-gateway.js'
+import { checkWritten, inTransaction } from './write-check.js'
+
+// An upsert is an insert where it creates and an update where it updates (issue 35, item 4): each element's branch
+// is decided by reading the rows with its conflict values, `beforeWrite` is told that branch (POST or BULK, else
+// PATCH), and the updating branch is a PATCH by key: its rule, If-Match and requireIfMatch (412, 428), its version
+// increment and write check. `beforeWrite` is user code that may query on the pool, so it runs before the write's
+// transaction; the transaction reads the rows again, locked (SELECT … FOR UPDATE; SQLite has one writer), and a
+// branch that a concurrent writer changed in between runs the whole upsert again.
+
+/** What an upsert writes, and what it must respect. */
+export interface BranchedUpsert {
+  /** The writable fields of each element, as sent. */
+  readonly sent: readonly Row[]
+  /** The elements of one `POST /bulk`: a 409 names its element. */
+  readonly bulk: boolean
+  /** What `beforeWrite` makes of an element on its branch (`created`: POST or BULK; else PATCH). */
+  readonly prepare: (sent: Row, created: boolean) => Promise<Row>
+  /** If-Match, or requireIfMatch's 428, of the updating branch; a match on a creating one is a 412. */
+  readonly precondition: Precondition | undefined
+  /** The rule an updated row must be in (PATCH's: the target and the row written) and a created one (GET's). */
+  readonly rules: { readonly updated: ScopeCondition | undefined; readonly created: ScopeCondition | undefined }
+}
+
+/** How many times a branch changed by a concurrent writer runs the upsert again before a 503. */
+const attempts = 3
+
+/** A branch decided before the transaction no longer holds in it: run the upsert again. */
+class BranchChanged extends Error {}
+
+/** The conflict values of a row, as one comparable key. */
+type KeyOf = (row: Row) => string
+
+/**
+ * Writes each element on its branch and returns the rows as stored, in the order sent, each with whether it was
+ * created: all or none. See the file's comment.
+ *
+ * @example
+ * ```ts
+ * await upsertBranches(resource, db, { sent, bulk: false, prepare, precondition, rules: { updated, created } })
+ * ```
+ */
+export async function upsertBranches (
+  resource: TableGateway,
+  db: AnyDatabase,
+  upsert: BranchedUpsert
+): Promise<UpsertedRow[]> {
+  const { conflictFields } = resource.upsertKey
+  const valueOf = resource.dialect.values.keyOf
+  const keyOf: KeyOf = (row) => compositeKey(row, conflictFields, valueOf)
+  if (upsert.bulk) checkRepeatedKeys(upsert.sent, [conflictFields], valueOf)
+  for (let attempt = 1; ; attempt++) {
+    const found = await existingKeys(resource, db, upsert.sent, keyOf, false)
+    const created = upsert.sent.map((row) => !found.has(keyOf(row)))
+    // RFC 9110 §13.1.1: no current representation matches an If-Match, `*` included.
+    if (upsert.precondition?.kind === 'match' && created.includes(true)) throw new ViewsetErrors.PreconditionFailed()
+    const values: Row[] = []
+    for (const [index, row] of upsert.sent.entries()) values.push(await upsert.prepare(row, created[index] === true))
+    const decided = { created, found, values, keyOf }
+    const write = async () =>
+      await inTransaction(db, async (trx) => await writeBranches(resource, trx, upsert, decided))
+    try {
+      return db.isTransaction ? await write() : await retryOnDeadlock(resource.dialect, write)
+    } catch (error) {
+      if (attempt >= attempts) throw error instanceof BranchChanged ? changedTooOften() : error
+      // A key that appeared since the read was created concurrently: the upsert updates it on its next run.
+      const duplicate = error instanceof ViewsetErrors.Conflict || resource.dialect.classify(error)?.kind === 'unique'
+      const changed = error instanceof BranchChanged ||
+        (duplicate && (await appeared(resource, db, upsert.sent, created, keyOf)))
+      if (!changed) throw error
+    }
+  }
+}
+
+/** The 503 of an upsert whose rows kept changing under it. */
+function changedTooOften (): InstanceType<typeof ViewsetErrors.Unavailable> {
+  return new ViewsetErrors.Unavailable('Concurrent writes kept changing the rows of this upsert, try again')
+}
+
+/** The primary key of the stored row with each element's conflict values, by {@link KeyOf}; locked with `lock`. */
+async function existingKeys (
+  resource: TableGateway,
+  db: AnyDatabase,
+  sent: readonly Row[],
+  keyOf: KeyOf,
+  lock: boolean
+): Promise<Map<string, unknown>> {
+  const { table, primaryKey, conflictFields } = resource.upsertKey
+  const select = db.selectFrom(table).select([primaryKey, ...conflictFields]).where(keyIn(conflictFields, sent))
+  const rows = await (lock && resource.dialect.capabilities.rowLocks ? select.forUpdate() : select).execute()
+  return new Map(rows.map((row) => [keyOf(row), row[primaryKey]]))
+}
+
+/** Whether a row now has the conflict values of an element that was to be created. */
+async function appeared (
+  resource: TableGateway,
+  db: AnyDatabase,
+  sent: readonly Row[],
+  created: readonly boolean[],
+  keyOf: KeyOf
+): Promise<boolean> {
+  const creating = sent.filter((_row, index) => created[index] === true)
+  if (creating.length === 0 || db.isTransaction) return false
+  return (await existingKeys(resource, db, creating, keyOf, false)).size > 0
+}
+
+/** The branches decided before the transaction: each element's, the keys read, and `beforeWrite`'s values. */
+interface Decided {
+  readonly created: readonly boolean[]
+  readonly found: ReadonlyMap<string, unknown>
+  readonly values: readonly Row[]
+  readonly keyOf: KeyOf
+}
+
+/**
+ * In the write's transaction: the rows read again and locked, then each updating element written as PATCH writes
+ * (in key order, so that two bulks lock rows alike), then the creating ones inserted in one statement, then every
+ * row checked against its rule.
+ */
+async function writeBranches (
+  resource: TableGateway,
+  trx: AnyDatabase,
+  upsert: BranchedUpsert,
+  { created, found, values, keyOf }: Decided
+): Promise<UpsertedRow[]> {
+  const { sent, bulk, precondition, rules } = upsert
+  const locked = await existingKeys(resource, trx, sent, keyOf, true)
+  const same = (key: string) => String(resource.dialect.values.keyOf(locked.get(key))) ===
+    String(resource.dialect.values.keyOf(found.get(key)))
+  if (!sent.every((row) => locked.has(keyOf(row)) === found.has(keyOf(row)) && same(keyOf(row)))) {
+    throw new BranchChanged()
+  }
+  const rows: Row[] = []
+  const updating = sent.flatMap((row, index) => (created[index] === true ? [] : [{ index, key: keyOf(row) }]))
+  updating.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+  for (const { index, key } of updating) {
+    const row = await resource.update(trx, locked.get(key), values[index] ?? {}, rules.updated, precondition)
+    // The conflicting row is outside the PATCH rule: the 409 of a duplicate, as without the header.
+    if (row === undefined) throw conflictOf(resource, bulk ? index : undefined)
+    rows[index] = row
+  }
+  const creating = sent.flatMap((_row, index) => (created[index] === true ? [index] : []))
+  const inserted = creating.map((index) => values[index] ?? {})
+  if (inserted.length > 0) {
+    const stored = bulk
+      ? await inElements(creating, resource.insertMany(trx, inserted))
+      : [await resource.insert(trx, inserted[0] ?? {})]
+    creating.forEach((index, position) => { rows[index] = stored[position] ?? {} })
+  }
+  // The write check of every row written, before the commit: a bulk's 403 names its first element outside its rule.
+  const ruleOf = (index: number) => (created[index] === true ? rules.created : rules.updated)
+  await checkWritten(trx, resource.upsertKey, resource.dialect.values.keyOf, { rows, ruleOf, bulk })
+  return rows.map((row, index) => ({ row, created: created[index] === true }))
+}
+
+/** The 409 of a conflicting row outside the rule (`element`: the bulk element it is about). */
+function conflictOf (resource: TableGateway, element: number | undefined): InstanceType<typeof ViewsetErrors.Conflict> {
+  const { conflictFields } = resource.upsertKey
+  const detail = `A row with the same ${conflictFields.join(', ')} already exists`
+  return element === undefined
+    ? new ViewsetErrors.Conflict(detail)
+    : elementConflict(detail, element, conflictFields, duplicateMessage)
+}
+
+/** A bulk insert of some elements, its 409 renamed to name them as the body numbers them (`/3/email`). */
+async function inElements (indexes: readonly number[], insert: Promise<Row[]>): Promise<Row[]> {
+  try {
+    return await insert
+  } catch (error) {
+    if (!(error instanceof ViewsetErrors.Conflict) || error.errors === undefined) throw error
+    const sentAt = (at: string) => String(indexes[Number(at)] ?? at)
+    const renumber = (text: string) => text.replace(/^\/(\d+)\//, (_all, at: string) => `/${sentAt(at)}/`)
+    const detail = error.message.replace(/\(element (\d+)\)$/, (_all, at: string) => `(element ${sentAt(at)})`)
+    throw new ViewsetErrors.Conflict(detail, error.errors.map((entry) => ({ ...entry, field: renumber(entry.field) })))
+  }
+}
