@@ -35,7 +35,7 @@ for (const dialect of dialects) {
       assert.equal(statement?.name, 'SELECT items')
       const handler = parent(statement)
       assert.equal(handler?.name, 'LIST items')
-      let root = handler
+      let root: ReadableSpan | undefined = handler
       while (parent(root) !== undefined) root = parent(root)
       assert.notEqual(root, handler, 'the handler span descends from @fastify/otel\'s request span')
       assert.equal(root?.parentSpanContext, undefined)
