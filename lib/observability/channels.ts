@@ -114,7 +114,14 @@ export const statementChannel: TracingChannel<unknown, StatementContext> =
 export const handlerChannel: TracingChannel<unknown, HandlerContext> =
   diagnosticsChannel.tracingChannel<unknown, HandlerContext>('fastify-viewsets:handler')
 
-/** What a named cache did: a lookup that found its entry, one that did not, or an entry pushed out by a newer one. */
+/**
+ * What a named cache did: a lookup that found its entry, one that did not, or an entry pushed out by a newer one.
+ *
+ * @example
+ * ```ts
+ * const kind: CacheEventKind = 'eviction'
+ * ```
+ */
 export type CacheEventKind = 'hit' | 'miss' | 'eviction'
 
 /**
@@ -149,10 +156,24 @@ export interface BulkheadEvent {
   readonly depth: number
 }
 
-/** The channel of the statement caches' hits, misses and evictions ({@link CacheEvent}). */
+/**
+ * The channel of the statement caches' hits, misses and evictions ({@link CacheEvent}).
+ *
+ * @example
+ * ```ts
+ * cacheChannel.subscribe((message) => { const { cache, event } = message as CacheEvent })
+ * ```
+ */
 export const cacheChannel: Channel = diagnosticsChannel.channel('fastify-viewsets:cache')
 
-/** The channel of the heavy-request queue ({@link BulkheadEvent}): published by the bulkhead, read by the metrics. */
+/**
+ * The channel of the heavy-request queue ({@link BulkheadEvent}): published by the bulkhead, read by the metrics.
+ *
+ * @example
+ * ```ts
+ * bulkheadChannel.subscribe((message) => { const { dialect, event, depth } = message as BulkheadEvent })
+ * ```
+ */
 export const bulkheadChannel: Channel = diagnosticsChannel.channel('fastify-viewsets:bulkhead')
 
 /**

@@ -3,7 +3,14 @@ import { Kysely, sql } from 'kysely'
 import { invalidOption, problem } from '../errors.js'
 import { viewsetsOf } from '../mount/registry.js'
 
-/** {@link viewsetReadiness}'s options. */
+/**
+ * {@link viewsetReadiness}'s options.
+ *
+ * @example
+ * ```ts
+ * const options: ViewsetReadinessOptions = { path: '/health/ready', timeout: 1000 }
+ * ```
+ */
 export interface ViewsetReadinessOptions {
   /** The route's path. Default: `'/ready'`. */
   readonly path?: string
