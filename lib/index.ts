@@ -24,9 +24,12 @@ export type { DatabaseFault } from './errors.js'
 export type { FieldError, Problem } from './errors.js'
 export { securitySchemeName } from './http/auth.js'
 export { problemSchema } from './schema/openapi.js'
-export { handlerChannel, statementChannel } from './observability/channels.js'
+export { bulkheadChannel, cacheChannel, handlerChannel, statementChannel } from './observability/channels.js'
 export { viewsetLogs } from './observability/request-log.js'
+export { viewsetServerTiming } from './observability/server-timing.js'
+export { viewsetReadiness } from './observability/health.js'
+export type { ViewsetReadinessOptions } from './observability/health.js'
 export type {
-  HandlerContext, StatementContext, StatementDialect, StatementOperation,
+  BulkheadEvent, CacheEvent, CacheEventKind, HandlerContext, StatementContext, StatementDialect, StatementOperation,
 } from './observability/channels.js'
 export type { AnsweredProblem } from './observability/problem-code.js'

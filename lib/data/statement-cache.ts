@@ -67,7 +67,7 @@ function equalParameters (left: readonly unknown[], right: readonly unknown[]): 
  * predicts, in that order, so a shape that binds differently is still answered correctly, just not cached.
  */
 export class StatementCache {
-  readonly #statements = new LruCache<string, CompiledQuery<Row>>(maxShapes)
+  readonly #statements = new LruCache<string, CompiledQuery<Row>>(maxShapes, undefined, 'compiled')
   readonly #plugin: KyselyPlugin | undefined
 
   /** `plugin`: the dialect's `statementPlugin`, which every statement is compiled with. */

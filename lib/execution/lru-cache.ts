@@ -1,8 +1,23 @@
+import { cacheChannel } from '../observability/channels.js'
+import type { CacheEvent } from '../observability/channels.js'
+
+/** A named cache's messages, built once: publishing allocates nothing. */
+interface CacheEvents { readonly hit: CacheEvent, readonly miss: CacheEvent, readonly eviction: CacheEvent }
+
+function eventsOf (cache: string): CacheEvents {
+  return Object.freeze({
+    hit: Object.freeze({ cache, event: 'hit' }),
+    miss: Object.freeze({ cache, event: 'miss' }),
+    eviction: Object.freeze({ cache, event: 'eviction' }),
+  })
+}
+
 /**
  * A map that holds at most `max` entries and drops the least recently used one first: the one bounded
  * cache of the library (compiled LIST shapes, `?fields=` serializers, SQLite statements, PostgreSQL statement names),
  * as the execution contract asks (eventually.ts, 5). A hit moves the entry to the back of the Map's insertion order;
- * a miss costs one lookup.
+ * a miss costs one lookup. A cache given a `name` publishes its hits, misses and evictions on `fastify-viewsets:cache`
+ * (channels.ts) while someone subscribes.
  *
  * @example
  * ```ts
@@ -17,11 +32,13 @@ export class LruCache<K, V> {
   readonly #onEvict: ((value: V, key: K) => void) | undefined
   /** The most recently used key: a hit on it has nothing to move (a Map delete and set cost more than the lookup). */
   #newest: K | undefined
+  readonly #events: CacheEvents | undefined
 
-  /** `onEvict` runs for each entry pushed out by {@link set} (not for {@link clear}). */
-  constructor (max: number, onEvict?: (value: V, key: K) => void) {
+  /** `onEvict` runs for each entry pushed out by {@link set} (not for {@link clear}); `name` labels its events. */
+  constructor (max: number, onEvict?: (value: V, key: K) => void, name?: string) {
     this.#max = Math.max(1, max)
     this.#onEvict = onEvict
+    this.#events = name === undefined ? undefined : eventsOf(name)
   }
 
   get size (): number {
@@ -30,6 +47,9 @@ export class LruCache<K, V> {
 
   get (key: K): V | undefined {
     const value = this.#entries.get(key)
+    if (this.#events !== undefined && cacheChannel.hasSubscribers) {
+      cacheChannel.publish(value === undefined ? this.#events.miss : this.#events.hit)
+    }
     if (value !== undefined && key !== this.#newest) {
       this.#entries.delete(key)
       this.#entries.set(key, value)
@@ -49,6 +69,7 @@ export class LruCache<K, V> {
         const [oldKey, oldValue] = oldest.value
         this.#entries.delete(oldKey)
         this.#onEvict?.(oldValue, oldKey)
+        if (this.#events !== undefined && cacheChannel.hasSubscribers) cacheChannel.publish(this.#events.eviction)
       }
     }
     this.#entries.set(key, value)

@@ -1,5 +1,5 @@
 import diagnosticsChannel from 'node:diagnostics_channel'
-import type { TracingChannel } from 'node:diagnostics_channel'
+import type { Channel, TracingChannel } from 'node:diagnostics_channel'
 import type { Eventually } from '../execution/eventually.js'
 import type { AnsweredProblem } from './problem-code.js'
 
@@ -113,6 +113,68 @@ export const statementChannel: TracingChannel<unknown, StatementContext> =
  */
 export const handlerChannel: TracingChannel<unknown, HandlerContext> =
   diagnosticsChannel.tracingChannel<unknown, HandlerContext>('fastify-viewsets:handler')
+
+/**
+ * What a named cache did: a lookup that found its entry, one that did not, or an entry pushed out by a newer one.
+ *
+ * @example
+ * ```ts
+ * const kind: CacheEventKind = 'eviction'
+ * ```
+ */
+export type CacheEventKind = 'hit' | 'miss' | 'eviction'
+
+/**
+ * A message on the `fastify-viewsets:cache` channel: one per lookup and eviction of the library's statement caches,
+ * published only while someone subscribes. `cache` is one of `compiled` (the statements viewsets compile once per
+ * shape), `sqlite-prepared` (better-sqlite3 statements), `postgres-prepared` (named statements on pooled clients).
+ *
+ * @example
+ * ```ts
+ * diagnosticsChannel.subscribe('fastify-viewsets:cache', (message) => { console.log(message) }) // { cache, event }
+ * ```
+ */
+export interface CacheEvent {
+  readonly cache: string
+  readonly event: CacheEventKind
+}
+
+/**
+ * A message on the `fastify-viewsets:bulkhead` channel, the hook of the heavy-request queue (issue 36): a heavy
+ * request `queued` for a connection, `admitted` to one, or `rejected` (503) past the queue's bound. `depth` is the
+ * queue's length after the event; `dialect` the database's kind. The metrics plugin turns it into
+ * `fastify_viewsets_heavy_queue_depth` and `fastify_viewsets_heavy_rejections_total`.
+ *
+ * @example
+ * ```ts
+ * if (bulkheadChannel.hasSubscribers) bulkheadChannel.publish({ dialect: 'postgres', event: 'rejected', depth: 8 })
+ * ```
+ */
+export interface BulkheadEvent {
+  readonly dialect: StatementDialect
+  readonly event: 'queued' | 'admitted' | 'rejected'
+  readonly depth: number
+}
+
+/**
+ * The channel of the statement caches' hits, misses and evictions ({@link CacheEvent}).
+ *
+ * @example
+ * ```ts
+ * cacheChannel.subscribe((message) => { const { cache, event } = message as CacheEvent })
+ * ```
+ */
+export const cacheChannel: Channel = diagnosticsChannel.channel('fastify-viewsets:cache')
+
+/**
+ * The channel of the heavy-request queue ({@link BulkheadEvent}): published by the bulkhead, read by the metrics.
+ *
+ * @example
+ * ```ts
+ * bulkheadChannel.subscribe((message) => { const { dialect, event, depth } = message as BulkheadEvent })
+ * ```
+ */
+export const bulkheadChannel: Channel = diagnosticsChannel.channel('fastify-viewsets:bulkhead')
 
 /**
  * Publishes `work`'s run on `channel`: `start`, then `end` (and `error` when it throws); for a promise, `asyncStart`

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import diagnosticsChannel from 'node:diagnostics_channel'
 import { test } from 'node:test'
 import { LruCache } from '../../lib/execution/lru-cache.js'
 
@@ -23,4 +24,26 @@ test('LruCache evicts the least recently used entry, hits on the newest one incl
   cache.set('e', 5)
   assert.equal(cache.get('e'), 5)
   assert.equal(cache.size, 1)
+})
+
+test('a named LruCache publishes its hits, misses and evictions on fastify-viewsets:cache; an unnamed one nothing', (t) => {
+  const seen: unknown[] = []
+  const listener = (message: unknown) => { seen.push(message) }
+  diagnosticsChannel.subscribe('fastify-viewsets:cache', listener)
+  t.after(() => diagnosticsChannel.unsubscribe('fastify-viewsets:cache', listener))
+  const unnamed = new LruCache<string, number>(1)
+  unnamed.set('a', 1)
+  unnamed.get('a')
+  unnamed.set('b', 2)
+  assert.deepEqual(seen, [])
+  const named = new LruCache<string, number>(1, undefined, 'compiled')
+  named.get('a')
+  named.set('a', 1)
+  named.get('a')
+  named.set('b', 2)
+  assert.deepEqual(seen, [
+    { cache: 'compiled', event: 'miss' },
+    { cache: 'compiled', event: 'hit' },
+    { cache: 'compiled', event: 'eviction' },
+  ])
 })

@@ -18,14 +18,29 @@ test('the packed package installs and imports from JavaScript and TypeScript', {
   assert.ok(tarball, 'npm pack made a tarball')
 
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }))
-  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', `./${tarball}`, 'fastify@5', 'pg@8', '@sinclair/typebox@0.34'], scratch)
+  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', `./${tarball}`, 'fastify@5', 'pg@8', '@sinclair/typebox@0.34', '@opentelemetry/api@1', 'prom-client@15'], scratch)
 
   writeFileSync(join(scratch, 'check.mjs'), `
 import Fastify from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { createDatabase, createViewset, viewsetDocs, Viewset, ViewsetErrors } from 'fastify-viewsets'
+import { createDatabase, createViewset, viewsetDocs, viewsetReadiness, viewsetServerTiming, Viewset, ViewsetErrors } from 'fastify-viewsets'
+import { instrumentViewsets } from 'fastify-viewsets/otel'
+import { viewsetMetrics } from 'fastify-viewsets/metrics'
 const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
 if (typeof createViewset !== 'function' || typeof Viewset !== 'function' || !ViewsetErrors.NotFound) throw new Error('exports missing')
+// The observability subpaths, over dist/ with their optional peers installed.
+const stopTracing = instrumentViewsets()
+const observed = Fastify()
+await observed.register(viewsetMetrics)
+await observed.register(viewsetReadiness)
+await observed.register(viewsetServerTiming)
+const scraped = await observed.inject('/metrics')
+const ready = await observed.inject('/ready')
+if (scraped.statusCode !== 200 || !scraped.body.includes('fastify_viewsets_request_duration_seconds') || ready.statusCode !== 200) {
+  throw new Error('observability exports do not work: ' + scraped.statusCode + ' ' + ready.statusCode)
+}
+await observed.close()
+stopTracing()
 const url = process.env.TEST_POSTGRES_URL
 const db = createDatabase(url ?? 'sqlite::memory:')
 if (url) {

@@ -5,6 +5,7 @@ import type { ConnectionSettings, DatabaseConnector } from '../shared/connection
 import { keepAliveDelay, readTimeout, redact } from '../shared/connection.js'
 import { errorProperty } from '../../sql.js'
 import { replaceMethod } from '../shared/replace-method.js'
+import { mysqlPoolFigures, watchPool } from '../../observability/pools.js'
 
 async function openMysql (url: string, settings: ConnectionSettings): Promise<MysqlPool> {
   const mysql = await import('mysql2').catch(() => {
@@ -27,6 +28,7 @@ async function openMysql (url: string, settings: ConnectionSettings): Promise<My
     enableKeepAlive: true,
     keepAliveInitialDelay: keepAliveDelay,
   })
+  watchPool('mysql', url, pool, mysqlPoolFigures)
   return withAcquireTimeout(pool, timeout, readTimeout(settings.statementTimeout))
 }
 

@@ -9,6 +9,7 @@ import type { PostgresHandle } from './postgres-statements.js'
 import type { DirectExecutor } from '../shared/connection.js'
 import { wrapClientQuery } from './postgres-client-query.js'
 import { checkServer } from './postgres-server-check.js'
+import { pgPoolFigures, watchPool } from '../../observability/pools.js'
 
 async function openPostgres (url: string, settings: ConnectionSettings, handle: PostgresHandle) {
   const { default: pg } = await import('pg')
@@ -26,6 +27,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   }
   const cancelOnDisconnect = await checkServer((options) => new pg.Client(options), config, settings)
   const pool = new pg.Pool({ ...config, max: settings.poolSize })
+  watchPool('postgres', url, pool, pgPoolFigures)
   // An idle client that loses its server emits 'error' on the pool; unhandled, it would crash the process.
   pool.on('error', () => {})
   // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when

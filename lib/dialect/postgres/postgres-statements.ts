@@ -210,9 +210,7 @@ export function patchClientQuery (client: PgClient, named: boolean): void {
   patched.add(client)
   let counter = 0
   let evicted: string[] = []
-  const names = new LruCache<string, string>(maxNamedStatements, (name) => {
-    evicted.push(name)
-  })
+  const names = new LruCache<string, string>(maxNamedStatements, (name) => { evicted.push(name) }, 'postgres-prepared')
   replaceMethod(client, 'query', (query) => {
     const deallocate = () => {
       const stale = evicted

@@ -114,7 +114,7 @@ export function sqliteHandle (log: KyselyConfig['log']): SqliteHandle {
  * recently used first out): Kysely's driver would prepare every statement again on each query.
  */
 export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDatabase, size = 256): SqliteDatabase {
-  const statements = new LruCache<string, CachedStatement>(size)
+  const statements = new LruCache<string, CachedStatement>(size, undefined, 'sqlite-prepared')
   const prepare = (sql: string): CachedStatement => {
     let statement = statements.get(sql)
     if (statement === undefined) {
