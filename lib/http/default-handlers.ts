@@ -41,7 +41,7 @@ export interface ListPage<Rows = unknown> {
 }
 
 /** What the default handlers read: the data layer, the options they apply, and the viewset's row rules. */
-export interface HandlerContext {
+export interface DefaultHandlerContext {
   readonly resource: TableGateway
   readonly listQuery: ListQueryPlan
   /** Where writes go (`db`) and where LIST and GET read (`readDb`). */
@@ -105,9 +105,9 @@ function writtenValues (written: unknown): Row {
  * (execution/eventually.ts), else with a promise; `createElements` always with a promise.
  */
 export class DefaultHandlers {
-  readonly #context: HandlerContext
+  readonly #context: DefaultHandlerContext
 
-  constructor (context: HandlerContext) {
+  constructor (context: DefaultHandlerContext) {
     this.#context = context
   }
 

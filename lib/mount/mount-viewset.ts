@@ -16,7 +16,7 @@ import {
 import { withDerivedMethods } from '../http/auth.js'
 import { representationTag, versionTag } from '../http/conditional-requests.js'
 import { DefaultHandlers } from '../http/default-handlers.js'
-import type { HandlerContext } from '../http/default-handlers.js'
+import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
@@ -84,7 +84,7 @@ export interface ViewsetDeclaration {
   readonly overridden: ReadonlySet<OverridableName | 'scope' | 'beforeWrite'>
   /** The viewset's handlers: the routes call those it overrides. */
   readonly handlers: ViewsetHandlers
-  readonly rowRules: Pick<HandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'>
+  readonly rowRules: Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'>
   readonly protect: onRequestAsyncHookHandler
   customRoutes(fastify: FastifyInstance): void | Promise<void>
 }
