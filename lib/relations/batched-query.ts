@@ -4,6 +4,8 @@ import type { KeyTable, StatementBuilder, ViewsetDialect } from '../dialect/dial
 import type { AnyDatabase, Row } from '../sql.js'
 import { compileWith, paddedLength, padList, withParameters } from '../data/statement-cache.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
+import { declareCost } from '../execution/cost-class.js'
+import type { CostClass } from '../execution/cost-class.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
 export const maxBatch = 1024
@@ -49,11 +51,13 @@ class Buckets {
     keyedFor: (size: number) => { readonly keyed: Keyed; readonly rows: KeyRows },
     parameters: (size: number) => number,
     plugin: KyselyPlugin | undefined,
-    extra: number
+    extra: number,
+    cost: CostClass | undefined
   ) {
     this.#compile = (size) => {
       const { keyed, rows } = keyedFor(size)
       const query = compileWith(build(keyed, size, rows), plugin)
+      if (cost !== undefined) declareCost(query, cost)
       if (query.parameters.length !== parameters(size) + extra) {
         throw new Error(
           `A batched relation query must have only its keys (then its ${extra} rule values) as parameters, ` +
@@ -132,23 +136,25 @@ export class BatchedQuery {
    * `extra`: how many values the statement binds after its keys (a row rule's), given to each {@link run}.
    * With `fallback`, `build`'s statement reads at most `rowsPerKey` rows per key of its bucket plus one: a batch that
    * gets more than that runs `fallback.build`'s statement instead (a cheap first try, an exact but slower second).
+   * `cost`: the statements' class, when their shape does not tell it (execution/cost-class.ts).
    */
   constructor (
     db: AnyDatabase,
     { syntax: { keyTable, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>,
     build: BatchBuilder,
     fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder },
-    extra = 0
+    extra = 0,
+    cost?: CostClass
   ) {
     type KeyedFor = (size: number) => { readonly keyed: Keyed; readonly rows: KeyRows }
     const statements = (keyedFor: KeyedFor, parameters: (size: number) => number): Statements => ({
-      first: new Buckets(build, keyedFor, parameters, statementPlugin, extra),
+      first: new Buckets(build, keyedFor, parameters, statementPlugin, extra, cost),
       exact:
         fallback === undefined
           ? undefined
           : {
               rowsPerKey: fallback.rowsPerKey,
-              buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin, extra),
+              buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin, extra, cost),
             },
     })
     this.#list = statements(

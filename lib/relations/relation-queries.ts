@@ -47,7 +47,9 @@ export function limitedQuery (
       rowsPerKey: limit,
       build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
     },
-    extra
+    extra,
+    // A parent may have any number of children: the cap reads them all before it keeps `limit` of each.
+    'heavy'
   )
 }
 
@@ -60,7 +62,7 @@ export function orderedQuery (
   extra = 0
 ): BatchedQuery {
   return new BatchedQuery(
-    db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra
+    db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra, 'heavy'
   )
 }
 
