@@ -20,6 +20,9 @@ import type { CancellationContext } from './cancellation.js'
  * ```
  */
 export interface BulkheadEvent {
+  /** The database (`sqlite` for its readers), and the queue's length after the event: what the metrics read. */
+  readonly dialect: string
+  readonly depth: number
   /** Which bulkhead: `'postgres'`, `'mysql'`, or `'sqlite-readers'` (the worker threads of SQLite's heavy reads). */
   readonly bulkhead: string
   readonly event: 'queued' | 'rejected' | 'timeout' | 'abandoned'
@@ -146,9 +149,12 @@ export class Bulkhead {
   #publish (event: BulkheadEvent['event']): void {
     if (!bulkheadChannel.hasSubscribers) return
     const { name, capacity, queueBound } = this.#limits
-    const message: BulkheadEvent = {
-      bulkhead: name, event, running: this.#running, queued: this.#queue.length, capacity, queueBound,
-    }
+    // `dialect` and `depth`: the fields observability/channels.ts's BulkheadEvent (the metrics) reads.
+    const dialect = name === 'sqlite-readers' ? 'sqlite' : name
+    const queued = this.#queue.length
+    const message = {
+      bulkhead: name, dialect, event, depth: queued, running: this.#running, queued, capacity, queueBound,
+    } satisfies BulkheadEvent
     bulkheadChannel.publish(message)
   }
 }

@@ -14,23 +14,45 @@ import { answersOneRow } from './one-row.js'
  */
 export type CostClass = 'cheap' | 'heavy'
 
+/**
+ * `learned`: cheap until the path that runs it finds that a run read many rows ({@link learnedHeavy}), heavy from
+ * then on. For a statement whose cost is in the data, not its shape: a to-many load reads every child of its
+ * parents, two for most, 250,000 for some.
+ */
+export type CostDeclaration = CostClass | 'learned'
+
 const declared = new WeakMap<RootOperationNode, CostClass>()
 const classified = new WeakMap<RootOperationNode, CostClass>()
+const learning = new WeakSet<RootOperationNode>()
 
 /**
  * Declares the class of a compiled statement, overriding its shape's, and returns it: the one line a path adds
- * when it knows better than its tree (a to-many load reads every child of its parents, a tree that looks like
- * a keyed read). A later path (a bulk write by filter, an aggregate) needs nothing more than this, or nothing
- * at all when its tree already says so.
+ * when it knows better than its tree (a to-many load, `learned`). A later path (a bulk write by filter, an
+ * aggregate) needs nothing more than this, or nothing at all when its tree already says so.
  *
  * @example
  * ```ts
- * const children = declareCost(db.selectFrom('books').selectAll().where('author_id', 'in', [0]).compile(), 'heavy')
+ * const children = declareCost(db.selectFrom('books').selectAll().where('author_id', 'in', [0]).compile(), 'learned')
  * ```
  */
-export function declareCost<Q extends CompiledQuery> (compiled: Q, cost: CostClass): Q {
-  declared.set(compiled.query, cost)
+export function declareCost<Q extends CompiledQuery> (compiled: Q, cost: CostDeclaration): Q {
+  if (cost === 'learned') learning.add(compiled.query)
+  else declared.set(compiled.query, cost)
   return compiled
+}
+
+/** Whether a statement is `learned` and not yet found heavy (its shape included). */
+export function learnsCost (query: RootOperationNode): boolean {
+  return learning.has(query) && costOf(query) === 'cheap'
+}
+
+/**
+ * Records that a run of a `learned` statement read many rows (a to-many load that found more children than its
+ * limit): heavy from now on, for every parent, in this process.
+ */
+export function learnedHeavy (query: RootOperationNode): void {
+  if (!learning.delete(query)) return
+  declared.set(query, 'heavy')
 }
 
 /** Operators no B-tree index answers: each row's text is read. */
@@ -78,7 +100,8 @@ function shapeCost (query: RootOperationNode): CostClass {
 }
 
 /**
- * The class of a compiled statement: declared ({@link declareCost}), else `cheap` for a SELECT by primary key
+ * The class of a compiled statement: declared ({@link declareCost}; a `learned` one is cheap until a run was
+ * slow), else `cheap` for a SELECT by primary key
  * (one-row.ts), else its tree's. Walked once per compiled node. A shape that reads as cheap may still scan for
  * want of an index: SQLite asks its query plan as well (dialect/sqlite/sqlite-readers.ts); PostgreSQL and MySQL
  * go by the shape, and `statementTimeout` bounds the rest.

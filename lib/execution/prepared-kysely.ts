@@ -113,10 +113,12 @@ export class PreparedKysely<DB> extends Kysely<DB> {
     this.#direct = direct
     const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => super.executeQuery(compiled)
     const now = <R>(compiled: CompiledQuery<R>): Eventually<QueryResult<R>> => viaShortcut(direct, compiled, viaKysely)
-    const heavy = <R>(compiled: CompiledQuery<R>): boolean => costOf(compiled.query) === 'heavy'
-    this.#now = bulkhead === undefined
-      ? now
-      : (compiled) => (heavy(compiled) ? bulkhead.run(async () => await now(compiled)) : now(compiled))
+    if (bulkhead === undefined) {
+      this.#now = now
+      return
+    }
+    this.#now = (compiled) =>
+      costOf(compiled.query) === 'heavy' ? bulkhead.run(async () => await now(compiled)) : now(compiled)
   }
 
   override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {

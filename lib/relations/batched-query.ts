@@ -4,11 +4,14 @@ import type { KeyTable, StatementBuilder, ViewsetDialect } from '../dialect/dial
 import type { AnyDatabase, Row } from '../sql.js'
 import { compileWith, paddedLength, padList, withParameters } from '../data/statement-cache.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
-import { declareCost } from '../execution/cost-class.js'
-import type { CostClass } from '../execution/cost-class.js'
+import { declareCost, learnedHeavy } from '../execution/cost-class.js'
+import type { CostDeclaration } from '../execution/cost-class.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
 export const maxBatch = 1024
+
+/** Children per parent past which a relation without a limit is a heavy statement (execution/cost-class.ts). */
+const manyRowsPerKey = 100
 
 /** A relation's SELECT: tables known at run time, every name checked against the catalog at registration. */
 export type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
@@ -52,7 +55,7 @@ class Buckets {
     parameters: (size: number) => number,
     plugin: KyselyPlugin | undefined,
     extra: number,
-    cost: CostClass | undefined
+    cost: CostDeclaration | undefined
   ) {
     this.#compile = (size) => {
       const { keyed, rows } = keyedFor(size)
@@ -144,7 +147,7 @@ export class BatchedQuery {
     build: BatchBuilder,
     fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder },
     extra = 0,
-    cost?: CostClass
+    cost?: CostDeclaration
   ) {
     type KeyedFor = (size: number) => { readonly keyed: Keyed; readonly rows: KeyRows }
     const statements = (keyedFor: KeyedFor, parameters: (size: number) => number): Statements => ({
@@ -202,8 +205,11 @@ export class BatchedQuery {
     const keyed = encoded === undefined ? padList(keys) : [encoded]
     const parameters = extra.length === 0 ? keyed : [...keyed, ...extra]
     const context = currentCancellation()
-    const { rows } = await db.executeQuery<Row>(withParameters(statements.first.for(keys.length), parameters))
+    const first = statements.first.for(keys.length)
+    const { rows } = await db.executeQuery<Row>(withParameters(first, parameters))
     const { exact } = statements
+    // More children than the cap: their parents may have any number, so this statement is heavy from now on.
+    if (rows.length > paddedLength(keys.length) * (exact?.rowsPerKey ?? manyRowsPerKey)) learnedHeavy(first.query)
     if (exact === undefined || rows.length <= paddedLength(keys.length) * exact.rowsPerKey) return rows
     const windowed = withParameters(exact.buckets.for(keys.length), parameters)
     return (await withCancellation(context, () => db.executeQuery<Row>(windowed))).rows

@@ -48,8 +48,8 @@ export function limitedQuery (
       build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
     },
     extra,
-    // A parent may have any number of children: the cap reads them all before it keeps `limit` of each.
-    'heavy'
+    // A parent may have any number of children, which the cap reads before it keeps `limit` of each: known by running.
+    'learned'
   )
 }
 
@@ -62,7 +62,7 @@ export function orderedQuery (
   extra = 0
 ): BatchedQuery {
   return new BatchedQuery(
-    db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra, 'heavy'
+    db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra, 'learned'
   )
 }
 

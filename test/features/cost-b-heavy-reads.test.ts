@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import type { TestContext } from 'node:test'
+import diagnosticsChannel from 'node:diagnostics_channel'
 import { Worker } from 'node:worker_threads'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
@@ -36,7 +37,7 @@ const Book = Type.Object({
   publisher: Type.Optional(Type.Union([Publisher, Type.Null()])),
 })
 
-async function seed (db: Kysely<any>, items: number): Promise<void> {
+async function seed (db: Kysely<any>, items: number, books: number): Promise<void> {
   await sql`create table cost_b_items (id integer primary key, title text not null, year integer not null,
     tenant text not null)`.execute(db)
   await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${sql.lit(items)})
@@ -47,9 +48,9 @@ async function seed (db: Kysely<any>, items: number): Promise<void> {
     publisher_id integer references cost_b_publishers (id))`.execute(db)
   await sql`create index cost_b_books_publisher on cost_b_books (publisher_id)`.execute(db)
   await sql`insert into cost_b_publishers (id, name) values (1, 'Penguin'), (2, 'Vintage'), (3, 'Faber')`.execute(db)
-  await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 40)
+  await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${sql.lit(books)})
     insert into cost_b_books (id, title, publisher_id)
-    select i, 'book ' || (41 - i), case when i % 4 = 0 then null else i % 3 + 1 end from n`.execute(db)
+    select i, 'book ' || (${sql.lit(books + 1)} - i), case when i % 4 = 0 then null else i % 3 + 1 end from n`.execute(db)
 }
 
 interface FileApp {
@@ -60,16 +61,16 @@ interface FileApp {
 /** An app over a fresh SQLite file with `items` generated rows. */
 async function fileApp (
   t: TestContext,
-  options: { readWorkers?: number, statementTimeout?: number, items?: number } = {}
+  options: { readWorkers?: number, statementTimeout?: number, items?: number, books?: number } = {}
 ): Promise<FileApp> {
   const directory = mkdtempSync(join(tmpdir(), 'cost-b-'))
-  const { items = 20_000, ...settings } = options
+  const { items = 20_000, books = 40, ...settings } = options
   const db = createDatabase<any>(`sqlite:${join(directory, 'heavy.db')}`, settings)
   t.after(async () => {
     await db.destroy()
     rmSync(directory, { recursive: true, force: true })
   })
-  await seed(db, items)
+  await seed(db, items, books)
   const app = testApp(t)
   await app.register(createViewset({
     db,
@@ -88,7 +89,7 @@ async function fileApp (
     db,
     table: 'cost_b_publishers',
     schema: PublisherWithBooks,
-    relatedConfig: { prefetchRelated: { books: { table: 'cost_b_books', foreignKey: 'publisher_id', orderBy: 'title', limit: 5 } } },
+    relatedConfig: { prefetchRelated: { books: { table: 'cost_b_books', foreignKey: 'publisher_id', orderBy: 'title', limit: 20 } } },
   }), { prefix: '/publishers' })
   await app.register(createViewset({
     db,
@@ -181,12 +182,13 @@ test('SQLite: a heavy statement past statementTimeout answers 503 FST_VIEWSET_TI
       '/books?publisher.name__contains=e', // a relation filter: a subquery per row
       '/books?order_by=publisher.name', // a relation ordering
       '/books?search=pen', // search: LIKE, and EXISTS through the relation
-      '/publishers/1', // a to-many load, declared heavy
     ]) {
       const answer = await app.inject(url)
       assert.equal(answer.statusCode, 503, url)
       assert.equal(problemOf(answer).code, 'FST_VIEWSET_TIMEOUT', url)
     }
+    // A to-many load of a few children stays on the main thread until one of its runs is slow.
+    assert.equal((await app.inject('/publishers/1')).statusCode, 200)
     // A write stays on the writer connection.
     const created = await app.inject({ method: 'POST', url: '/items', payload: { title: 't', year: 1, tenant: 'a' } })
     assert.equal(created.statusCode, 201)
@@ -240,6 +242,39 @@ test('SQLite: a row written on the writer connection is read at once by a reader
     const listed = await app.inject(heavyList)
     assert.equal(listed.headers['x-total-count'], String(round + 1))
   }
+})
+
+test('SQLite: a to-many load is cheap until a parent has more children than its limit, then heavy', async (t) => {
+  // 300,000 books over three publishers: a publisher's first 20 by title are sorted out of 75,000.
+  const { app, db } = await fileApp(t, { readWorkers: 1, items: 10, books: 300_000 })
+  const events: Array<{ sql: string, heavy: boolean | undefined }> = []
+  const channel = diagnosticsChannel.tracingChannel('fastify-viewsets:statement')
+  const subscriber = {
+    start () {},
+    end () {},
+    asyncStart () {},
+    asyncEnd () {},
+    error () {},
+  }
+  const start = (context: any) => { events.push({ sql: context.sql, heavy: context.heavy }) }
+  channel.subscribe({ ...subscriber, start })
+  t.after(() => channel.unsubscribe({ ...subscriber, start }))
+  const children = (): Array<{ sql: string, heavy: boolean | undefined }> =>
+    events.filter((event) => event.sql.includes('cost_b_books') && !event.sql.includes('row_number'))
+  await sql`insert into cost_b_publishers (id, name) values (4, 'Tiny')`.execute(db)
+  // The load of a publisher without books: cheap, on the main thread.
+  assert.deepEqual((await app.inject('/publishers/4')).json(), { id: 4, name: 'Tiny', books: [] })
+  assert.deepEqual(children().map((event) => event.heavy), [false])
+  // A publisher with more books than the limit (20): this run was on the main thread, and made the statement heavy.
+  const large = await app.inject('/publishers/2')
+  assert.equal(large.statusCode, 200)
+  assert.equal(large.json().books.length, 20)
+  assert.deepEqual(children().map((event) => event.heavy), [false, false])
+  // The same statement for any parent is heavy now: it runs on a reader, and answers the same.
+  assert.deepEqual((await app.inject('/publishers/4')).json(), { id: 4, name: 'Tiny', books: [] })
+  assert.deepEqual(children().map((event) => event.heavy), [false, false, true])
+  assert.deepEqual((await app.inject('/publishers/2')).json(), large.json())
+  assert.deepEqual(children().map((event) => event.heavy), [false, false, true, true])
 })
 
 /** A worker that spins forever on 'spin' and echoes anything else. */

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import { SelectQueryNode } from 'kysely'
 import type { CompiledQuery, RootOperationNode } from 'kysely'
-import { costOf } from '../../execution/cost-class.js'
+import { costOf, learnsCost } from '../../execution/cost-class.js'
 import { answersOneRow } from '../../execution/one-row.js'
 import { WorkerPool } from '../../execution/worker-pool.js'
 import type { DirectResult } from '../shared/connection.js'
@@ -122,6 +122,8 @@ export function sqliteReaders (file: string, limits: ReaderLimits, plan: PlanRea
     heavy (compiled) {
       let heavy = verdicts.get(compiled.query)
       if (heavy === undefined) {
+        // Not kept: cheap until a run read many rows (execution/cost-class.ts), then decided for good.
+        if (learnsCost(compiled.query)) return false
         heavy = decide(compiled)
         verdicts.set(compiled.query, heavy)
       }
