@@ -47,7 +47,7 @@ export interface CreateDatabaseOptions {
   statementTimeout?: number
   /**
    * SQLite file: how many worker threads run the heavy SELECTs (search, `contains`, relation filters and
-   * ordering, counts, scans and sorts for want of an index, to-many loads), each on its own read-only connection,
+   * ordering, counts, scans and sorts for want of an index, large to-many loads), each on its own read-only connection,
    * so that the event loop keeps serving key lookups and index-served pages (default: the CPUs less one, 1 to 4;
    * 0 runs everything on the main thread). A `:memory:` database has none.
    */
