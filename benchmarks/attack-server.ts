@@ -66,7 +66,11 @@ async function main (): Promise<void> {
   const seeder = createDatabase<any>(url, { statementTimeout: 0, readWorkers: 0 })
   await seed(seeder, rows)
   await seeder.destroy()
-  const db = createDatabase<any>(url, readWorkers === undefined ? {} : { readWorkers: Number(readWorkers) })
+  const heavyConnections = process.env.ATTACK_HEAVY_CONNECTIONS
+  const db = createDatabase<any>(url, {
+    ...(readWorkers === undefined ? {} : { readWorkers: Number(readWorkers) }),
+    ...(heavyConnections === undefined ? {} : { heavyConnections: Number(heavyConnections) }),
+  })
   const app = Fastify({ logger: false })
   await app.register(createViewset({
     db,
