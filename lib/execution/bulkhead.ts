@@ -33,7 +33,14 @@ export interface BulkheadEvent {
   readonly queueBound: number
 }
 
-/** The channel the bulkheads publish on. */
+/**
+ * The channel the bulkheads publish on (a plain diagnostics channel, one {@link BulkheadEvent} per message).
+ *
+ * @example
+ * ```ts
+ * bulkheadChannel.subscribe((message) => { if ((message as BulkheadEvent).event === 'rejected') refused.inc() })
+ * ```
+ */
 export const bulkheadChannel = diagnosticsChannel.channel('fastify-viewsets:bulkhead')
 
 /** A bulkhead's bounds. */
