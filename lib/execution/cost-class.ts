@@ -41,6 +41,11 @@ export function declareCost<Q extends CompiledQuery> (compiled: Q, cost: CostDec
   return compiled
 }
 
+/** The class declared for a statement ({@link declareCost}, or learned heavy), if any: no query plan overrides it. */
+export function declaredCost (query: RootOperationNode): CostClass | undefined {
+  return declared.get(query)
+}
+
 /** Whether a statement is `learned` and not yet found heavy (its shape included). */
 export function learnsCost (query: RootOperationNode): boolean {
   return learning.has(query) && costOf(query) === 'cheap'

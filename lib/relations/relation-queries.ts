@@ -34,7 +34,8 @@ export function limitedQuery (
 ): BatchedQuery {
   const perParent = perParentStatement(db, dialect, relation)
   if (perParent !== undefined) {
-    return new BatchedQuery(db, dialect, (_keyed, _count, keys) => perParent(keys), undefined, extra)
+    // Reads at most `limit` children of each parent, however many it has (relation-limit.ts).
+    return new BatchedQuery(db, dialect, (_keyed, _count, keys) => perParent(keys), undefined, extra, 'cheap')
   }
   const { order, limit, columns, partition } = relation
   const filtered = (keyed: Keyed): Builder => relation.from(keyed).select(relation.selection)

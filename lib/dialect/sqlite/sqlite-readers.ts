@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import { SelectQueryNode } from 'kysely'
 import type { CompiledQuery, RootOperationNode } from 'kysely'
-import { costOf, learnsCost } from '../../execution/cost-class.js'
+import { costOf, declaredCost, learnsCost } from '../../execution/cost-class.js'
 import { answersOneRow } from '../../execution/one-row.js'
 import { WorkerPool } from '../../execution/worker-pool.js'
 import type { DirectResult } from '../shared/connection.js'
@@ -114,6 +114,8 @@ export function sqliteReaders (file: string, limits: ReaderLimits, plan: PlanRea
   const decide = (compiled: CompiledQuery): boolean => {
     const { query } = compiled
     if (!SelectQueryNode.is(query)) return false
+    const declared = declaredCost(query)
+    if (declared !== undefined) return declared === 'heavy'
     if (costOf(query) === 'heavy') return true
     if (answersOneRow(query)) return false
     return heavyPlan(plan(compiled.sql, compiled.parameters), query.where !== undefined || query.joins !== undefined)
