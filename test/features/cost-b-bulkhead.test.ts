@@ -102,7 +102,14 @@ for (const dialect of dialects.filter((each) => each.name !== 'sqlite')) {
     assert.equal(problemOf(refused).code, 'FST_VIEWSET_UNAVAILABLE')
     assert.deepEqual(events.map((event) => event.event), ['queued', 'rejected'])
     assert.deepEqual(events[1], {
-      bulkhead: dialect.name, event: 'rejected', running: 1, queued: 1, capacity: 1, queueBound: 1,
+      bulkhead: dialect.name,
+      dialect: dialect.name,
+      event: 'rejected',
+      depth: 1,
+      running: 1,
+      queued: 1,
+      capacity: 1,
+      queueBound: 1,
     })
     assert.equal((await first).statusCode, 200)
     assert.equal((await second).statusCode, 200)
