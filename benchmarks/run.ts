@@ -498,6 +498,8 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   --report-from <file>    measure nothing: write results.md, the charts (and with a full run's file, the README) from a results.json
   --growth-rows <n>       rows of the growth table (default 1,000,000; kept in <data> and reused)
   --no-progress           no progress bars
+  --attack                the attack scenario instead (attack.ts): --attackers 0,1,8, --attack-seconds 10,
+                          --attack-rows 1000000, --attack-workers default,0 (readWorkers), --attack-url sqlite:…
 `)
     process.exit(0)
   }
@@ -533,7 +535,16 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   return defaultOptions(overrides)
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+const entry = process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)
+if (entry && process.argv.includes('--attack')) {
+  // The attack scenario of issue 36 (attack.ts): its own options, its own table.
+  import('./attack.js')
+    .then(async ({ runAttack }) => { await runAttack(process.argv.slice(2).filter((arg) => arg !== '--attack')) })
+    .catch((error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+      process.exitCode = 1
+    })
+} else if (entry) {
   const options = optionsFromArgs(process.argv.slice(2))
   const started = Date.now()
   runBenchmarks(options)

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { Kysely } from 'kysely'
 import type { KyselyConfig } from 'kysely'
 import { config as loadDotenv } from 'dotenv'
@@ -6,6 +7,7 @@ import type { ConnectionSettings } from './dialect/shared/connection.js'
 import { redact } from './dialect/shared/connection.js'
 import { connectorFor, connectorOf, knownUrls } from './dialect/pick-dialect.js'
 import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
+import { Bulkhead } from './execution/bulkhead.js'
 import { statementDialectOf, tracedAdopted, tracedDatabase } from './observability/traced-database.js'
 
 /**
@@ -38,9 +40,30 @@ export interface CreateDatabaseOptions {
    *   in `track_extra_parameters` (PgBouncer 1.20+) or `ignore_startup_parameters` and set it on the role
    *   instead (`ALTER ROLE app SET statement_timeout = '30s'`).
    * - MariaDB: `max_statement_time`. MySQL 8: `max_execution_time`, which bounds only SELECT statements.
-   * - SQLite cannot interrupt a statement: the option is ignored.
+   * - SQLite: applies to the heavy SELECTs, which run on reader threads (`readWorkers`), waiting for a reader
+   *   included; the reader is then terminated and replaced. SQLite cannot interrupt a statement on the main
+   *   thread: a cheap read, a write, any statement of a `:memory:` database or of withPreparedStatements' handle.
    */
   statementTimeout?: number
+  /**
+   * SQLite file: how many worker threads run the heavy SELECTs (search, `contains`, relation filters and
+   * ordering, counts, scans and sorts for want of an index, large to-many loads), each on its own read-only connection,
+   * so that the event loop keeps serving key lookups and index-served pages (default: the CPUs less one, 1 to 4;
+   * 0 runs everything on the main thread). A `:memory:` database has none.
+   */
+  readWorkers?: number
+  /**
+   * PostgreSQL / MySQL: how many of the pool's connections heavy statements may hold at once (default
+   * `poolSize − 1`, at least 1), so that a key lookup always finds one however many clients send expensive
+   * requests. The others wait, at most `connectionTimeout`, in a queue of `heavyQueue`.
+   */
+  heavyConnections?: number
+  /**
+   * How many heavy statements may wait for a connection (PostgreSQL / MySQL) or a reader thread (SQLite); past it
+   * they answer 503 `FST_VIEWSET_UNAVAILABLE` with `Retry-After` at once (default 50). Queue depth and refusals
+   * are published on the `fastify-viewsets:bulkhead` diagnostics channel.
+   */
+  heavyQueue?: number
   /** Passed to Kysely, for example to log or count queries. */
   log?: KyselyConfig['log']
   /**
@@ -129,9 +152,22 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
   const scheme = /^([a-z0-9+]+):/i.exec(target)?.[1]?.toLowerCase() ?? ''
   const connector = connectorFor(scheme)
   if (connector === undefined) throw new ViewsetErrors.InvalidDatabaseUrl(redact(target), `use ${knownUrls()}`)
-  const { dialect, direct } = tracedDatabase(connector.connect(target, settings), statementDialectOf(scheme))
+  const name = statementDialectOf(scheme)
+  const { dialect, direct } = tracedDatabase(connector.connect(target, settings), name)
   const config: KyselyConfig = options.log === undefined ? { dialect } : { dialect, log: options.log }
-  return direct === undefined ? new Kysely<DB>(config) : new PreparedKysely<DB>(config, direct)
+  // SQLite's heavy reads wait for its reader threads instead (sqlite-readers.ts).
+  const bulkhead = name === 'sqlite' ? undefined : poolBulkhead(name, settings, options.heavyConnections)
+  if (direct === undefined && bulkhead === undefined) return new Kysely<DB>(config)
+  return new PreparedKysely<DB>(config, direct ?? (() => undefined), bulkhead)
+}
+
+/** The bulkhead of a pool's heavy statements: `heavyConnections` of its connections (default all but one). */
+function poolBulkhead (name: string, settings: ConnectionSettings, heavyConnections: unknown): Bulkhead {
+  const capacity = heavyConnections ?? Math.max(1, settings.poolSize - 1)
+  if (typeof capacity !== 'number' || !Number.isInteger(capacity) || capacity < 1) {
+    invalidOption('heavyConnections', 'must be a whole number of connections, 1 or more')
+  }
+  return new Bulkhead({ name, capacity, queueBound: settings.heavyQueue, wait: settings.connectionTimeout })
 }
 
 /**
@@ -187,7 +223,18 @@ function connectionSettings (options: CreateDatabaseOptions): ConnectionSettings
     cancelOnDisconnect: options.cancelOnDisconnect,
     pooler: poolerOption(options.pooler),
     log: options.log,
+    readWorkers: count('readWorkers', options.readWorkers, Math.max(1, Math.min(4, availableParallelism() - 1))),
+    heavyQueue: count('heavyQueue', options.heavyQueue, 50),
   }
+}
+
+/** A count option, checked: a whole number, 0 or more. */
+function count (option: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    invalidOption(option, 'must be a whole number, 0 or more')
+  }
+  return value
 }
 
 /** The `pooler` option, checked: a JavaScript caller may pass anything. */

@@ -16,6 +16,8 @@ import type {
   TransactionBuilder,
 } from 'kysely'
 import type { Eventually } from './eventually.js'
+import type { Bulkhead } from './bulkhead.js'
+import { costOf } from './cost-class.js'
 import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
 import type { Row } from '../sql.js'
 
@@ -105,11 +107,18 @@ export class PreparedKysely<DB> extends Kysely<DB> {
   // Made once, not per statement: the shortcut, else Kysely's executor.
   readonly #now: <R>(compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
 
-  constructor (config: KyselyConfig, direct: DirectExecutor) {
+  /** `bulkhead`: where heavy statements (cost-class.ts) wait for one of the connections they may hold. */
+  constructor (config: KyselyConfig, direct: DirectExecutor, bulkhead?: Bulkhead) {
     super(config)
     this.#direct = direct
     const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => super.executeQuery(compiled)
-    this.#now = (compiled) => viaShortcut(direct, compiled, viaKysely)
+    const now = <R>(compiled: CompiledQuery<R>): Eventually<QueryResult<R>> => viaShortcut(direct, compiled, viaKysely)
+    if (bulkhead === undefined) {
+      this.#now = now
+      return
+    }
+    this.#now = (compiled) =>
+      costOf(compiled.query) === 'heavy' ? bulkhead.run(async () => await now(compiled)) : now(compiled)
   }
 
   override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {

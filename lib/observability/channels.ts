@@ -49,7 +49,7 @@ export interface StatementContext {
   readonly sql: string
   /** Whether it took the prepared fast path (a cached SQLite statement, a pooled PostgreSQL named statement). */
   prepared: boolean
-  /** Which side of the cost classification it ran on: `undefined` until the library classifies costs. */
+  /** Whether its shape classes it heavy (execution/cost-class.ts; SQLite also reads its plan), or `undefined`. */
   readonly heavy: boolean | undefined
   /** `performance.now()` when it started: the shortcut publishes `start` only once it knows it ran the statement. */
   readonly startTime: number

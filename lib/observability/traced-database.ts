@@ -10,6 +10,7 @@ import type {
 } from 'kysely'
 import type { AdoptedDatabase, DirectExecutor, DirectResult, OpenedDatabase } from '../dialect/shared/connection.js'
 import { statementChannel, traceEventually } from './channels.js'
+import { costOf } from '../execution/cost-class.js'
 import type { StatementContext, StatementDialect, StatementOperation } from './channels.js'
 
 // The two places every statement of a database from createDatabase passes through: its shortcut (the SQLite
@@ -63,7 +64,7 @@ function contextOf (compiled: CompiledQuery, dialect: StatementDialect, prepared
     table: statementTable(compiled.query),
     sql: compiled.sql,
     prepared,
-    heavy: undefined,
+    heavy: costOf(compiled.query) === 'heavy',
     startTime,
   }
   return context

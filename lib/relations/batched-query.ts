@@ -4,9 +4,14 @@ import type { KeyTable, StatementBuilder, ViewsetDialect } from '../dialect/dial
 import type { AnyDatabase, Row } from '../sql.js'
 import { compileWith, paddedLength, padList, withParameters } from '../data/statement-cache.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
+import { declareCost, learnedHeavy } from '../execution/cost-class.js'
+import type { CostDeclaration } from '../execution/cost-class.js'
 
 /** The most keys one statement carries; larger sets are split (every dialect allows far more parameters). */
 export const maxBatch = 1024
+
+/** Children per parent past which a relation without a limit is a heavy statement (execution/cost-class.ts). */
+const manyRowsPerKey = 100
 
 /** A relation's SELECT: tables known at run time, every name checked against the catalog at registration. */
 export type Builder = SelectQueryBuilder<Record<string, Row>, string, Row>
@@ -49,11 +54,13 @@ class Buckets {
     keyedFor: (size: number) => { readonly keyed: Keyed; readonly rows: KeyRows },
     parameters: (size: number) => number,
     plugin: KyselyPlugin | undefined,
-    extra: number
+    extra: number,
+    cost: CostDeclaration | undefined
   ) {
     this.#compile = (size) => {
       const { keyed, rows } = keyedFor(size)
       const query = compileWith(build(keyed, size, rows), plugin)
+      if (cost !== undefined) declareCost(query, cost)
       if (query.parameters.length !== parameters(size) + extra) {
         throw new Error(
           `A batched relation query must have only its keys (then its ${extra} rule values) as parameters, ` +
@@ -132,23 +139,25 @@ export class BatchedQuery {
    * `extra`: how many values the statement binds after its keys (a row rule's), given to each {@link run}.
    * With `fallback`, `build`'s statement reads at most `rowsPerKey` rows per key of its bucket plus one: a batch that
    * gets more than that runs `fallback.build`'s statement instead (a cheap first try, an exact but slower second).
+   * `cost`: the statements' class, when their shape does not tell it (execution/cost-class.ts).
    */
   constructor (
     db: AnyDatabase,
     { syntax: { keyTable, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>,
     build: BatchBuilder,
     fallback?: { readonly rowsPerKey: number; readonly build: BatchBuilder },
-    extra = 0
+    extra = 0,
+    cost?: CostDeclaration
   ) {
     type KeyedFor = (size: number) => { readonly keyed: Keyed; readonly rows: KeyRows }
     const statements = (keyedFor: KeyedFor, parameters: (size: number) => number): Statements => ({
-      first: new Buckets(build, keyedFor, parameters, statementPlugin, extra),
+      first: new Buckets(build, keyedFor, parameters, statementPlugin, extra, cost),
       exact:
         fallback === undefined
           ? undefined
           : {
               rowsPerKey: fallback.rowsPerKey,
-              buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin, extra),
+              buckets: new Buckets(fallback.build, keyedFor, parameters, statementPlugin, extra, cost),
             },
     })
     this.#list = statements(
@@ -196,8 +205,11 @@ export class BatchedQuery {
     const keyed = encoded === undefined ? padList(keys) : [encoded]
     const parameters = extra.length === 0 ? keyed : [...keyed, ...extra]
     const context = currentCancellation()
-    const { rows } = await db.executeQuery<Row>(withParameters(statements.first.for(keys.length), parameters))
+    const first = statements.first.for(keys.length)
+    const { rows } = await db.executeQuery<Row>(withParameters(first, parameters))
     const { exact } = statements
+    // More children than the cap: their parents may have any number, so this statement is heavy from now on.
+    if (rows.length > paddedLength(keys.length) * (exact?.rowsPerKey ?? manyRowsPerKey)) learnedHeavy(first.query)
     if (exact === undefined || rows.length <= paddedLength(keys.length) * exact.rowsPerKey) return rows
     const windowed = withParameters(exact.buckets.for(keys.length), parameters)
     return (await withCancellation(context, () => db.executeQuery<Row>(windowed))).rows

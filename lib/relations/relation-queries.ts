@@ -34,7 +34,8 @@ export function limitedQuery (
 ): BatchedQuery {
   const perParent = perParentStatement(db, dialect, relation)
   if (perParent !== undefined) {
-    return new BatchedQuery(db, dialect, (_keyed, _count, keys) => perParent(keys), undefined, extra)
+    // Reads at most `limit` children of each parent, however many it has (relation-limit.ts).
+    return new BatchedQuery(db, dialect, (_keyed, _count, keys) => perParent(keys), undefined, extra, 'cheap')
   }
   const { order, limit, columns, partition } = relation
   const filtered = (keyed: Keyed): Builder => relation.from(keyed).select(relation.selection)
@@ -47,7 +48,9 @@ export function limitedQuery (
       rowsPerKey: limit,
       build: (keyed) => firstChildren(db, dialect, filtered(keyed), columns, partition, order, limit),
     },
-    extra
+    extra,
+    // A parent may have any number of children, which the cap reads before it keeps `limit` of each: known by running.
+    'learned'
   )
 }
 
@@ -60,7 +63,7 @@ export function orderedQuery (
   extra = 0
 ): BatchedQuery {
   return new BatchedQuery(
-    db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra
+    db, dialect, (keyed) => applyOrdering(filtered(keyed), order, dialect, 't.'), undefined, extra, 'learned'
   )
 }
 

@@ -38,6 +38,8 @@ const connectionSettings: ConnectionSettings = {
   cancelOnDisconnect: undefined,
   pooler: undefined,
   log: undefined,
+  readWorkers: 0,
+  heavyQueue: 50,
 }
 
 /** One worker's rounds of POST, GET, LIST, PATCH and DELETE; the answers that were not the expected ones. */

@@ -26,6 +26,10 @@ export interface ConnectionSettings {
   readonly cancelOnDisconnect: boolean | undefined
   /** PostgreSQL: the connection pooler between the app and the server, if any. */
   readonly pooler: 'pgbouncer' | undefined
+  /** SQLite file: how many worker threads run heavy SELECTs (0: none, all on the main thread). */
+  readonly readWorkers: number
+  /** How many heavy statements may wait for a connection (or a SQLite reader) before a 503. */
+  readonly heavyQueue: number
   readonly log: KyselyConfig['log']
 }
 

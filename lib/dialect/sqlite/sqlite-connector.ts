@@ -3,11 +3,12 @@ import type { SqliteDatabase } from 'kysely'
 import { invalidOption, ViewsetErrors } from '../../errors.js'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
 import { BoundedSqliteDialect } from './sqlite-driver.js'
-import { attachSqlite, isBetterSqliteDatabase, runDirect, sqliteHandle } from './sqlite-statements.js'
+import { attachSqlite, isBetterSqliteDatabase, planReader, runDirect, sqliteHandle } from './sqlite-statements.js'
+import { sqliteReaders } from './sqlite-readers.js'
 import type { BetterSqliteDatabase, SqliteHandle } from './sqlite-statements.js'
 
-/** Opens the file: WAL journaling, the busy timeout, foreign keys on, and statements prepared once
- * (sqlite-statements.ts). */
+/** Opens the file: WAL journaling, the busy timeout, foreign keys on, statements prepared once
+ * (sqlite-statements.ts), and the reader threads of its heavy SELECTs (sqlite-readers.ts). */
 async function openSqlite (path: string, settings: ConnectionSettings, handle: SqliteHandle): Promise<SqliteDatabase> {
   const { default: Database } = await import('better-sqlite3')
   const file = path === ':memory:' || isAbsolute(path) ? path : resolve(process.cwd(), path)
@@ -17,12 +18,19 @@ async function openSqlite (path: string, settings: ConnectionSettings, handle: S
   database.pragma(`busy_timeout = ${settings.busyTimeout}`)
   database.pragma('foreign_keys = ON')
   const typed: BetterSqliteDatabase = database as BetterSqliteDatabase // rows are objects: nothing turns .raw() on
-  return attachSqlite(handle, typed)
+  const connection = attachSqlite(handle, typed)
+  // Heavy SELECTs read on worker threads, each with its own connection: a `:memory:` database has no other.
+  if (file !== ':memory:' && settings.readWorkers > 0) {
+    const { readWorkers: workers, heavyQueue: queueBound, statementTimeout, busyTimeout } = settings
+    handle.readers = sqliteReaders(file, { workers, queueBound, statementTimeout, busyTimeout }, planReader(typed))
+  }
+  return connection
 }
 
 /**
  * SQLite through better-sqlite3: `sqlite:path/to/file.db` (relative to the working directory, or absolute)
- * or `sqlite::memory:`. SQLite cannot interrupt a statement: `statementTimeout` is ignored.
+ * or `sqlite::memory:`. `statementTimeout` bounds the heavy SELECTs, which run on reader threads; SQLite cannot
+ * interrupt a statement on the main thread (a cheap read, a write, every statement of a `:memory:` database).
  */
 export const sqliteConnector: DatabaseConnector = {
   urls: ['sqlite:'],

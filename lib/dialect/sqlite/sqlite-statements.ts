@@ -1,91 +1,19 @@
-import type { CompiledQuery, KyselyConfig, LogEvent, SqliteDatabase, SqliteStatement } from 'kysely'
-import { LruCache } from '../../execution/lru-cache.js'
+import type { CompiledQuery, KyselyConfig, LogEvent, SqliteDatabase } from 'kysely'
+import { cachedStatements } from './sqlite-prepared.js'
+import type { BetterSqliteDatabase, CachedStatement } from './sqlite-prepared.js'
 import { compiledStatementKinds } from '../shared/connection.js'
 import type { DirectResult } from '../shared/connection.js'
 import { answersOneRow } from '../../execution/one-row.js'
 import type { Row } from '../../sql.js'
+export { isBetterSqliteDatabase } from './sqlite-prepared.js'
+export type { BetterSqliteDatabase, BetterSqliteStatement } from './sqlite-prepared.js'
+import type { PlanReader, SqliteReaders } from './sqlite-readers.js'
 
 // Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: better-sqlite3
 // statements are cached by SQL text, and a compiled SELECT or write runs straight on the
 // connection, skipping Kysely's executor (its connection mutex and promise chain cost as much as a short
 // read), whenever that cannot be told apart from going through Kysely.
-
-/** The part of a better-sqlite3 `Database` used here. */
-export interface BetterSqliteDatabase {
-  readonly inTransaction: boolean
-  readonly open: boolean
-  prepare: (sql: string) => BetterSqliteStatement
-  close: () => unknown
-}
-
-/** The part of a better-sqlite3 `Statement` used here; rows are plain objects (nothing turns `.raw()` on). */
-export interface BetterSqliteStatement extends SqliteStatement {
-  readonly busy: boolean
-  all: (parameters: readonly unknown[]) => Row[]
-  get: (parameters: readonly unknown[]) => Row | undefined
-  iterate: (parameters: readonly unknown[]) => IterableIterator<Row>
-  columns: () => Array<{ name: string; type: string | null }>
-  safeIntegers: (toggle: boolean) => unknown
-}
-
-/** A statement as the cache keeps it: rows are objects, and `busy` while a stream iterates it. */
-interface CachedStatement extends SqliteStatement {
-  readonly busy: boolean
-  all: (parameters: readonly unknown[]) => Row[]
-  get: (parameters: readonly unknown[]) => Row | undefined
-}
-
-/** An integer read with better-sqlite3's safe integers, as the other drivers give it: a number while exact, else its
- * digits. */
-function exactInteger (value: bigint): number | string {
-  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
-    ? Number(value)
-    : String(value)
-}
-
-/** Declared types that ask for 64-bit integers (BIGINT, INT8, UNSIGNED BIG INT); a plain INTEGER does not. */
-const wideInteger = /big|int8/i
-
-/**
- * better-sqlite3 reads every integer as a JavaScript number, so 2^53 + 1 comes back as 2^53. A statement
- * that reads a column declared as a 64-bit integer (BIGINT, INT8, UNSIGNED BIG INT) reads its integers as
- * bigints instead (every statement reading an INTEGER key would pay for converting each cell), then hands them on like
- * mysql2's `supportBigNumbers`: a number up to 2^53 - 1 (what a
- * `Type.Integer` field serializes), the exact digits beyond (what a `Type.String` field serializes).
- * Other statements, and other columns, are untouched.
- */
-function withExactIntegers (statement: BetterSqliteStatement): CachedStatement {
-  const wide = (column: { type: string | null }): boolean => column.type !== null && wideInteger.test(column.type)
-  if (!statement.reader || !statement.columns().some(wide)) {
-    return statement
-  }
-  statement.safeIntegers(true)
-  // Safe integers apply to every integer the statement reads (a BOOLEAN's 0 and 1, an expression), so every cell is
-  // checked.
-  const exact = (row: Row): Row => {
-    for (const name in row) {
-      const value = row[name]
-      if (typeof value === 'bigint') row[name] = exactInteger(value)
-    }
-    return row
-  }
-  return {
-    reader: true,
-    get busy () {
-      return statement.busy
-    },
-    all: (parameters) => statement.all(parameters).map(exact),
-    get: (parameters) => {
-      const row = statement.get(parameters)
-      return row === undefined ? undefined : exact(row)
-    },
-    run: (parameters) => statement.run(parameters),
-    * iterate (parameters) {
-      for (const row of statement.iterate(parameters)) yield exact(row)
-    },
-  }
-}
 
 /** One SQLite connection opened by createDatabase. */
 export interface SqliteHandle {
@@ -95,6 +23,8 @@ export interface SqliteHandle {
   busy: () => boolean
   prepare: (sql: string) => CachedStatement
   readonly log: KyselyConfig['log']
+  /** The worker threads that run heavy SELECTs (sqlite-readers.ts), once the file is open; none for `:memory:`. */
+  readers: SqliteReaders | undefined
 }
 
 /** A handle for a SQLite connection that a Kysely instance will open; `log` is the instance's. */
@@ -106,6 +36,7 @@ export function sqliteHandle (log: KyselyConfig['log']): SqliteHandle {
       throw new Error('SQLite is not open')
     },
     log,
+    readers: undefined,
   }
 }
 
@@ -114,20 +45,14 @@ export function sqliteHandle (log: KyselyConfig['log']): SqliteHandle {
  * recently used first out): Kysely's driver would prepare every statement again on each query.
  */
 export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDatabase, size = 256): SqliteDatabase {
-  const statements = new LruCache<string, CachedStatement>(size, undefined, 'sqlite-prepared')
-  const prepare = (sql: string): CachedStatement => {
-    let statement = statements.get(sql)
-    if (statement === undefined) {
-      statement = withExactIntegers(database.prepare(sql))
-      statements.set(sql, statement)
-    }
-    return statement
-  }
+  const { prepare, clear } = cachedStatements(database, size, 'sqlite-prepared')
   const connection: SqliteDatabase = {
     prepare,
     close () {
       handle.database = undefined
-      statements.clear()
+      clear()
+      void handle.readers?.close()
+      handle.readers = undefined
       database.close()
     },
   }
@@ -137,18 +62,16 @@ export function attachSqlite (handle: SqliteHandle, database: BetterSqliteDataba
   return connection
 }
 
-/** Whether a value is a better-sqlite3 `Database` (what a user hands SqliteDialect), open or not. */
-export function isBetterSqliteDatabase (value: unknown): value is BetterSqliteDatabase {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    'prepare' in value &&
-    typeof value.prepare === 'function' &&
-    'inTransaction' in value &&
-    typeof value.inTransaction === 'boolean' &&
-    'open' in value &&
-    typeof value.open === 'boolean'
-  )
+/** The plan of a statement on this connection, for sqlite-readers.ts: prepared once, not kept (read once per
+ * compiled statement); none when it does not prepare (the statement itself then reports why). */
+export function planReader (database: BetterSqliteDatabase): PlanReader {
+  return (sql, parameters) => {
+    try {
+      return database.prepare(`explain query plan ${sql}`).all(parameters).map((row) => String(row.detail))
+    } catch {
+      return []
+    }
+  }
 }
 
 /**
@@ -181,6 +104,25 @@ function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
   return row === undefined ? [] : [row]
 }
 
+/** A heavy SELECT on a reader thread, with the events Kysely's log would get. */
+async function offThread (
+  readers: SqliteReaders,
+  compiled: CompiledQuery,
+  log: ((event: LogEvent) => void | Promise<void>) | undefined
+): Promise<DirectResult> {
+  const start = performance.now()
+  try {
+    const result = await readers.run(compiled)
+    await log?.({ level: 'query', isStream: false, query: compiled, queryDurationMillis: performance.now() - start })
+    return result
+  } catch (error) {
+    void Promise.resolve()
+      .then(() => log?.({ level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start }))
+      .catch(() => {})
+    throw error
+  }
+}
+
 /**
  * Runs a compiled SELECT or write straight on a SQLite connection opened by createDatabase (or adopted by
  * withPreparedStatements) and answers as Kysely's driver would; `undefined` when it must go through Kysely
@@ -188,7 +130,8 @@ function rowsOf (statement: CachedStatement, compiled: CompiledQuery): Row[] {
  * ends; reading now would see its uncommitted rows, writing would join it), a stream iterating this very
  * statement, a write without RETURNING while any stream iterates, or an array-form `log`. A function `log`
  * gets the events Kysely would send. better-sqlite3 runs reads, and writes that read back (RETURNING), beside
- * other open iterators, so those need no waiting.
+ * other open iterators, so those need no waiting. A heavy SELECT (sqlite-readers.ts) runs on a reader thread
+ * when the file has readers.
  */
 export function runDirect (
   handle: SqliteHandle,
@@ -199,6 +142,8 @@ export function runDirect (
   }
   const { log } = handle
   if (log !== undefined && typeof log !== 'function') return undefined
+  const { readers } = handle
+  if (readers !== undefined && readers.heavy(compiled)) return offThread(readers, compiled, log)
   const statement = handle.prepare(compiled.sql)
   if (statement.busy) return undefined
   if (log === undefined) return resultOf(statement, compiled)

@@ -1,0 +1,146 @@
+import { Worker } from 'node:worker_threads'
+import { SelectQueryNode } from 'kysely'
+import type { CompiledQuery, RootOperationNode } from 'kysely'
+import { costOf, declaredCost, learnsCost } from '../../execution/cost-class.js'
+import { answersOneRow } from '../../execution/one-row.js'
+import { WorkerPool } from '../../execution/worker-pool.js'
+import type { DirectResult } from '../shared/connection.js'
+import type { Row } from '../../sql.js'
+
+// better-sqlite3 runs each statement on the thread that calls it: on the event loop, one expensive read
+// (a substring match over a million rows, a count, every child of a parent) held up every other request for
+// its whole run (issue 36 measured 9 s). Heavy SELECTs (execution/cost-class.ts, and below the query plan)
+// therefore run on a small pool of worker threads, each with its own read-only connection, which WAL lets read
+// beside the writer; cheap ones (a key lookup, an index-served page) stay on the connection's fast path.
+// Writes stay on the one writer connection. A `:memory:` database (one connection's own) and a better-sqlite3
+// handle the user opened (withPreparedStatements) have no readers: everything runs on the main thread.
+
+/** One job: a SELECT, its parameters, and whether it answers at most one row (read with `.get()`). */
+export interface ReadJob {
+  readonly sql: string
+  readonly parameters: readonly unknown[]
+  readonly oneRow: boolean
+}
+
+/** What the worker is started with. */
+export interface ReaderData {
+  readonly file: string
+  readonly busyTimeout: number
+}
+
+/** A plan line that reads every row: a table scan (or an index's, whole), a sort, a subquery per row. */
+function heavyPlan (details: readonly string[], filtered: boolean): boolean {
+  return details.some((detail) =>
+    /TEMP B-TREE|CORRELATED/.test(detail) ||
+    // A scan in an order the page wants stops at its LIMIT, unless a WHERE or join makes it skip rows.
+    (filtered && /^SCAN /.test(detail) && !detail.includes('VIRTUAL TABLE')))
+}
+
+/** Reads the query plan of a statement: the `detail` column of `EXPLAIN QUERY PLAN`. */
+export type PlanReader = (sql: string, parameters: readonly unknown[]) => string[]
+
+/** The heavy reads of one SQLite file, and the workers that run them. */
+export interface SqliteReaders {
+  /** Whether a compiled SELECT is heavy: by its shape, else by its plan; decided once per compiled node. */
+  heavy: (compiled: CompiledQuery) => boolean
+  /** Runs a SELECT on a worker, answering as the main connection would. */
+  run: (compiled: CompiledQuery) => Promise<DirectResult>
+  close: () => Promise<void>
+}
+
+/** What sets the readers' bounds: createDatabase's options. */
+export interface ReaderLimits {
+  readonly workers: number
+  readonly queueBound: number
+  readonly statementTimeout: number
+  readonly busyTimeout: number
+}
+
+/**
+ * Starts one reader. From the compiled package, `sqlite-read-worker.js` beside this file; from the TypeScript
+ * sources (run through tsx, as the tests and examples are), the `.ts` file, through tsx's loader, which a worker
+ * does not inherit from `--import tsx`.
+ */
+function startReader (data: ReaderData): Worker {
+  const here = import.meta.url
+  if (!here.endsWith('.ts')) return new Worker(new URL('./sqlite-read-worker.js', here), { workerData: data })
+  const script = new URL('./sqlite-read-worker.ts', here).href
+  const tsx = import.meta.resolve('tsx/esm/api')
+  const code = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); ` +
+    `return import(${JSON.stringify(script)}) })`
+  return new Worker(code, { eval: true, workerData: data })
+}
+
+/** A blob cell comes back from a worker as a Uint8Array (structured clone): a Buffer, as better-sqlite3 reads it. */
+function withBuffers (rows: Row[]): Row[] {
+  for (const row of rows) {
+    for (const name in row) {
+      const value = row[name]
+      if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
+        row[name] = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+      }
+    }
+  }
+  return rows
+}
+
+function isRows (value: unknown): value is Row[] {
+  return Array.isArray(value)
+}
+
+/**
+ * The readers of a SQLite file: up to `workers` worker threads, started on demand. `plan` reads a statement's
+ * plan on the main connection (once per compiled statement).
+ *
+ * @example
+ * ```ts
+ * const readers = sqliteReaders('/data/app.db', { workers: 2, queueBound: 50, statementTimeout: 30_000,
+ *   busyTimeout: 5000 }, plan)
+ * if (readers.heavy(compiled)) rows = await readers.run(compiled)
+ * ```
+ */
+export function sqliteReaders (file: string, limits: ReaderLimits, plan: PlanReader): SqliteReaders {
+  const data: ReaderData = { file, busyTimeout: limits.busyTimeout }
+  const pool = new WorkerPool({
+    name: 'sqlite-readers',
+    size: limits.workers,
+    queueBound: limits.queueBound,
+    timeout: limits.statementTimeout,
+    start: () => startReader(data),
+  })
+  // One reader starts with the connection: starting a thread and its connection takes longer than most reads.
+  pool.warm()
+  const verdicts = new WeakMap<RootOperationNode, boolean>()
+  const decide = (compiled: CompiledQuery): boolean => {
+    const { query } = compiled
+    if (!SelectQueryNode.is(query)) return false
+    const declared = declaredCost(query)
+    if (declared !== undefined) return declared === 'heavy'
+    if (costOf(query) === 'heavy') return true
+    if (answersOneRow(query)) return false
+    return heavyPlan(plan(compiled.sql, compiled.parameters), query.where !== undefined || query.joins !== undefined)
+  }
+  return {
+    heavy (compiled) {
+      let heavy = verdicts.get(compiled.query)
+      if (heavy === undefined) {
+        // Not kept: cheap until a run read many rows (execution/cost-class.ts), then decided for good.
+        if (learnsCost(compiled.query)) return false
+        heavy = decide(compiled)
+        verdicts.set(compiled.query, heavy)
+      }
+      return heavy
+    },
+    async run (compiled) {
+      const job: ReadJob = {
+        sql: compiled.sql,
+        parameters: compiled.parameters,
+        oneRow: answersOneRow(compiled.query),
+      }
+      const rows = await pool.run(job)
+      if (!isRows(rows)) throw new Error('fastify-viewsets: a SQLite reader answered something else than rows')
+      return { rows: withBuffers(rows) }
+    },
+    close: async () => { await pool.close() },
+  }
+}

@@ -1,0 +1,167 @@
+import diagnosticsChannel from 'node:diagnostics_channel'
+import { ViewsetErrors } from '../errors.js'
+import { currentCancellation, withCancellation } from './cancellation.js'
+import type { CancellationContext } from './cancellation.js'
+
+// A bulkhead: heavy statements (cost-class.ts) may hold at most `capacity` of a pool's connections, so that
+// however many clients send the most expensive request a key lookup still finds a connection. The rest wait
+// in a bounded queue, each at most `wait` milliseconds; past either bound the statement answers 503 at once
+// rather than queueing forever. A waiter whose client hangs up leaves the queue at once.
+
+/**
+ * One event on the `fastify-viewsets:bulkhead` channel: a heavy statement queued, refused (the queue was full),
+ * timed out in the queue, or left it because its client went away. Published only while someone subscribes.
+ *
+ * @example
+ * ```ts
+ * import diagnosticsChannel from 'node:diagnostics_channel'
+ * diagnosticsChannel.subscribe('fastify-viewsets:bulkhead', (message) => console.log(message))
+ * // { bulkhead: 'postgres', event: 'rejected', running: 9, queued: 50, capacity: 9, queueBound: 50 }
+ * ```
+ */
+export interface BulkheadEvent {
+  /** The database (`sqlite` for its readers), and the queue's length after the event: what the metrics read. */
+  readonly dialect: string
+  readonly depth: number
+  /** Which bulkhead: `'postgres'`, `'mysql'`, or `'sqlite-readers'` (the worker threads of SQLite's heavy reads). */
+  readonly bulkhead: string
+  readonly event: 'queued' | 'rejected' | 'timeout' | 'abandoned'
+  /** Heavy statements running (holding a slot) and waiting, after the event. */
+  readonly running: number
+  readonly queued: number
+  readonly capacity: number
+  readonly queueBound: number
+}
+
+/**
+ * The channel the bulkheads publish on (a plain diagnostics channel, one {@link BulkheadEvent} per message).
+ *
+ * @example
+ * ```ts
+ * bulkheadChannel.subscribe((message) => { if ((message as BulkheadEvent).event === 'rejected') refused.inc() })
+ * ```
+ */
+export const bulkheadChannel = diagnosticsChannel.channel('fastify-viewsets:bulkhead')
+
+/** A bulkhead's bounds. */
+export interface BulkheadLimits {
+  /** Its name on the channel. */
+  readonly name: string
+  /** How many heavy statements may run at once (at least 1). */
+  readonly capacity: number
+  /** How many may wait for a slot; past it, 503 `FST_VIEWSET_UNAVAILABLE`. */
+  readonly queueBound: number
+  /** Milliseconds one may wait for a slot before 503 (0: no limit but the queue's). */
+  readonly wait: number
+  /** The error of a wait past `wait` (default: FST_VIEWSET_UNAVAILABLE). */
+  readonly waitError?: () => Error
+}
+
+interface Waiter {
+  readonly admit: () => void
+}
+
+/**
+ * Admits at most `capacity` heavy statements at a time, queues at most `queueBound` more.
+ *
+ * @example
+ * ```ts
+ * const bulkhead = new Bulkhead({ name: 'postgres', capacity: 9, queueBound: 50, wait: 5000 })
+ * const rows = await bulkhead.run(async () => await db.executeQuery(count))
+ * ```
+ */
+export class Bulkhead {
+  readonly #limits: BulkheadLimits
+  readonly #queue: Waiter[] = []
+  #running = 0
+
+  constructor (limits: BulkheadLimits) {
+    this.#limits = { ...limits, capacity: Math.max(1, Math.floor(limits.capacity)) }
+  }
+
+  /** Heavy statements holding a slot, and waiting for one. */
+  get load (): { readonly running: number; readonly queued: number } {
+    return { running: this.#running, queued: this.#queue.length }
+  }
+
+  /** Runs `work` once a slot is free, and frees the slot when it settles. Rejects with a 503 past the bounds. */
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    // The request's context, which an await loses: its statement must still be cancellable once admitted.
+    const context = currentCancellation()
+    const release = await this.acquire()
+    try {
+      return await withCancellation(context, work)
+    } finally {
+      release()
+    }
+  }
+
+  /**
+   * Takes a slot, once one is free, and answers the function that gives it back (once; later calls do nothing):
+   * for work whose slot outlives its answer (a reader thread that runs on after its request timed out).
+   */
+  async acquire (): Promise<() => void> {
+    if (this.#running < this.#limits.capacity && this.#queue.length === 0) this.#running++
+    else await this.#wait(currentCancellation())
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      this.#release()
+    }
+  }
+
+  /** Waits for a slot, which the releasing statement hands over (the count of running ones stays the same). */
+  async #wait (context: CancellationContext): Promise<void> {
+    const { queueBound, wait } = this.#limits
+    if (this.#queue.length >= queueBound) {
+      this.#publish('rejected')
+      throw new ViewsetErrors.Unavailable()
+    }
+    if (context?.gone === true) throw new ViewsetErrors.Unavailable()
+    await new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined
+      const leave = (event: 'timeout' | 'abandoned', error: Error): void => {
+        const at = this.#queue.indexOf(waiter)
+        if (at === -1) return
+        this.#queue.splice(at, 1)
+        context?.running.delete(gone)
+        this.#publish(event)
+        reject(error)
+      }
+      const gone = (): void => { leave('abandoned', new ViewsetErrors.Unavailable()) }
+      const waiter: Waiter = {
+        admit: () => {
+          clearTimeout(timer)
+          context?.running.delete(gone)
+          resolve()
+        },
+      }
+      this.#queue.push(waiter)
+      context?.running.add(gone)
+      if (wait > 0) {
+        const error = this.#limits.waitError ?? (() => new ViewsetErrors.Unavailable())
+        timer = setTimeout(() => { leave('timeout', error()) }, wait)
+      }
+      this.#publish('queued')
+    })
+  }
+
+  #release (): void {
+    const next = this.#queue.shift()
+    if (next === undefined) this.#running--
+    else next.admit()
+  }
+
+  #publish (event: BulkheadEvent['event']): void {
+    if (!bulkheadChannel.hasSubscribers) return
+    const { name, capacity, queueBound } = this.#limits
+    // `dialect` and `depth`: the fields observability/channels.ts's BulkheadEvent (the metrics) reads.
+    const dialect = name === 'sqlite-readers' ? 'sqlite' : name
+    const queued = this.#queue.length
+    const message = {
+      bulkhead: name, dialect, event, depth: queued, running: this.#running, queued, capacity, queueBound,
+    } satisfies BulkheadEvent
+    bulkheadChannel.publish(message)
+  }
+}

@@ -1,0 +1,136 @@
+import { strict as assert } from 'node:assert'
+import diagnosticsChannel from 'node:diagnostics_channel'
+import { test } from 'node:test'
+import type { TestContext } from 'node:test'
+import { Type } from '@sinclair/typebox'
+import { sql } from 'kysely'
+import type { Kysely } from 'kysely'
+import { createDatabase, createViewset } from '../../lib/index.js'
+import type { BulkheadEvent } from '../../lib/execution/bulkhead.js'
+import { testApp, problemOf } from '../helpers/app.js'
+import { dialects, testDatabase } from '../helpers/database.js'
+import type { TestDialect } from '../helpers/database.js'
+
+// Issue 36 item 2 on PostgreSQL and MariaDB: heavy statements hold at most `heavyConnections` of the pool
+// (default poolSize − 1), so a key lookup finds a connection however many heavy requests wait; past `heavyQueue`
+// they answer 503 at once; a client that hangs up leaves the queue at once.
+
+const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), title: Type.String() })
+
+/** 100,000 rows, from a table of ten digits joined five times (the same SQL on both databases). */
+async function seed (db: Kysely<any>): Promise<void> {
+  await db.schema.createTable('cost_b_digits').addColumn('d', 'integer').execute()
+  await db.insertInto('cost_b_digits').values([...Array(10).keys()].map((d) => ({ d }))).execute()
+  await db.schema.createTable('cost_b_bulk_items')
+    .addColumn('id', 'integer', (column) => column.primaryKey())
+    .addColumn('title', 'varchar(64)', (column) => column.notNull())
+    .execute()
+  await sql`insert into cost_b_bulk_items (id, title)
+    select a.d * 10000 + b.d * 1000 + c.d * 100 + e.d * 10 + f.d + 1,
+      concat('title ', a.d, b.d, c.d, e.d, f.d)
+    from cost_b_digits a cross join cost_b_digits b cross join cost_b_digits c
+      cross join cost_b_digits e cross join cost_b_digits f`.execute(db)
+}
+
+/** An app on a pool of two connections over the seeded table. */
+async function bulkheadApp (t: TestContext, dialect: TestDialect, options: { heavyQueue?: number } = {}) {
+  const { url, db: setup } = await testDatabase(t, dialect)
+  await seed(setup)
+  const db = createDatabase<any>(url, { poolSize: 2, ...options })
+  t.after(() => db.destroy())
+  const app = testApp(t)
+  await app.register(createViewset({
+    db, table: 'cost_b_bulk_items', schema: Item, filterFields: { title: ['contains'] }, methods: ['LIST', 'GET'],
+  }), { prefix: '/items' })
+  await app.ready()
+  return app
+}
+
+/** The bulkhead's events while the test runs. */
+function bulkheadEvents (t: TestContext): BulkheadEvent[] {
+  const events: BulkheadEvent[] = []
+  const listener = (message: unknown) => { events.push(message as BulkheadEvent) }
+  diagnosticsChannel.subscribe('fastify-viewsets:bulkhead', listener)
+  t.after(() => diagnosticsChannel.unsubscribe('fastify-viewsets:bulkhead', listener))
+  return events
+}
+
+/** Resolves once `count` events of `kind` were published. */
+async function published (events: BulkheadEvent[], kind: BulkheadEvent['event'], count: number): Promise<void> {
+  const seen = (): number => events.filter((event) => event.event === kind).length
+  while (seen() < count) await new Promise((resolve) => setImmediate(resolve))
+}
+
+const heavy = '/items?title__contains=zzz&limit=5'
+
+for (const dialect of dialects.filter((each) => each.name !== 'sqlite')) {
+  test(`${dialect.name}: heavy requests hold one of two connections, and a key lookup passes them`, async (t) => {
+    const app = await bulkheadApp(t, dialect)
+    const events = bulkheadEvents(t)
+    assert.equal((await app.inject('/items/7')).statusCode, 200)
+    const order: string[] = []
+    const heavies = [1, 2, 3].map(async (n) => {
+      const response = await app.inject(heavy)
+      order.push(`heavy ${n}`)
+      return response
+    })
+    // The first holds the one heavy connection; the two others wait for it.
+    await published(events, 'queued', 2)
+    const lookup = await app.inject('/items/7')
+    order.push('lookup')
+    assert.equal(lookup.statusCode, 200)
+    assert.deepEqual(lookup.json(), { id: 7, title: 'title 00006' })
+    for (const response of await Promise.all(heavies)) {
+      assert.equal(response.statusCode, 200)
+      assert.deepEqual(response.json(), [])
+    }
+    // The lookup did not wait behind the queued heavy requests.
+    assert.ok(order.indexOf('lookup') < order.indexOf('heavy 2'), order.join(', '))
+    assert.ok(order.indexOf('lookup') < order.indexOf('heavy 3'), order.join(', '))
+    assert.ok(events.every((event) => event.running <= 1 && event.capacity === 1), JSON.stringify(events))
+  })
+
+  test(`${dialect.name}: past heavyQueue a heavy request answers 503 FST_VIEWSET_UNAVAILABLE at once`, async (t) => {
+    const app = await bulkheadApp(t, dialect, { heavyQueue: 1 })
+    const events = bulkheadEvents(t)
+    const first = app.inject(heavy)
+    const second = app.inject(heavy)
+    await published(events, 'queued', 1)
+    const refused = await app.inject(heavy)
+    assert.equal(refused.statusCode, 503)
+    assert.equal(refused.headers['retry-after'], '1')
+    assert.equal(problemOf(refused).code, 'FST_VIEWSET_UNAVAILABLE')
+    assert.deepEqual(events.map((event) => event.event), ['queued', 'rejected'])
+    assert.deepEqual(events[1], {
+      bulkhead: dialect.name,
+      dialect: dialect.name,
+      event: 'rejected',
+      depth: 1,
+      running: 1,
+      queued: 1,
+      capacity: 1,
+      queueBound: 1,
+    })
+    assert.equal((await first).statusCode, 200)
+    assert.equal((await second).statusCode, 200)
+    // Cheap statements never queue.
+    assert.equal((await app.inject('/items/1')).statusCode, 200)
+  })
+}
+
+for (const dialect of dialects.filter((each) => each.name === 'postgres')) {
+  test(`${dialect.name}: a heavy request whose client hangs up leaves the queue at once`, async (t) => {
+    const app = await bulkheadApp(t, dialect)
+    const events = bulkheadEvents(t)
+    const address = await app.listen({ port: 0, host: '127.0.0.1' })
+    const first = fetch(`${address}${heavy}`)
+    const aborted = new AbortController()
+    const second = fetch(`${address}${heavy}`, { signal: aborted.signal }).catch((error: unknown) => error)
+    await published(events, 'queued', 1)
+    aborted.abort()
+    await published(events, 'abandoned', 1)
+    assert.equal(events.at(-1)?.queued, 0)
+    assert.ok(await second instanceof Error)
+    assert.equal((await first).status, 200)
+  })
+}
