@@ -1,47 +1,13 @@
-import diagnosticsChannel from 'node:diagnostics_channel'
 import { ViewsetErrors } from '../errors.js'
 import { currentCancellation, withCancellation } from './cancellation.js'
 import type { CancellationContext } from './cancellation.js'
+import { bulkheadChannel } from '../observability/channels.js'
+import type { BulkheadEvent } from '../observability/channels.js'
 
 // A bulkhead: heavy statements (cost-class.ts) may hold at most `capacity` of a pool's connections, so that
 // however many clients send the most expensive request a key lookup still finds a connection. The rest wait
 // in a bounded queue, each at most `wait` milliseconds; past either bound the statement answers 503 at once
 // rather than queueing forever. A waiter whose client hangs up leaves the queue at once.
-
-/**
- * One event on the `fastify-viewsets:bulkhead` channel: a heavy statement queued, refused (the queue was full),
- * timed out in the queue, or left it because its client went away. Published only while someone subscribes.
- *
- * @example
- * ```ts
- * import diagnosticsChannel from 'node:diagnostics_channel'
- * diagnosticsChannel.subscribe('fastify-viewsets:bulkhead', (message) => console.log(message))
- * // { bulkhead: 'postgres', event: 'rejected', running: 9, queued: 50, capacity: 9, queueBound: 50 }
- * ```
- */
-export interface BulkheadEvent {
-  /** The database (`sqlite` for its readers), and the queue's length after the event: what the metrics read. */
-  readonly dialect: string
-  readonly depth: number
-  /** Which bulkhead: `'postgres'`, `'mysql'`, or `'sqlite-readers'` (the worker threads of SQLite's heavy reads). */
-  readonly bulkhead: string
-  readonly event: 'queued' | 'rejected' | 'timeout' | 'abandoned'
-  /** Heavy statements running (holding a slot) and waiting, after the event. */
-  readonly running: number
-  readonly queued: number
-  readonly capacity: number
-  readonly queueBound: number
-}
-
-/**
- * The channel the bulkheads publish on (a plain diagnostics channel, one {@link BulkheadEvent} per message).
- *
- * @example
- * ```ts
- * bulkheadChannel.subscribe((message) => { if ((message as BulkheadEvent).event === 'rejected') refused.inc() })
- * ```
- */
-export const bulkheadChannel = diagnosticsChannel.channel('fastify-viewsets:bulkhead')
 
 /** A bulkhead's bounds. */
 export interface BulkheadLimits {
@@ -156,7 +122,6 @@ export class Bulkhead {
   #publish (event: BulkheadEvent['event']): void {
     if (!bulkheadChannel.hasSubscribers) return
     const { name, capacity, queueBound } = this.#limits
-    // `dialect` and `depth`: the fields observability/channels.ts's BulkheadEvent (the metrics) reads.
     const dialect = name === 'sqlite-readers' ? 'sqlite' : name
     const queued = this.#queue.length
     const message = {

@@ -140,20 +140,29 @@ export interface CacheEvent {
 }
 
 /**
- * A message on the `fastify-viewsets:bulkhead` channel, the hook of the heavy-request queue (issue 36): a heavy
- * request `queued` for a connection, `admitted` to one, or `rejected` (503) past the queue's bound. `depth` is the
- * queue's length after the event; `dialect` the database's kind. The metrics plugin turns it into
- * `fastify_viewsets_heavy_queue_depth` and `fastify_viewsets_heavy_rejections_total`.
+ * A message on the `fastify-viewsets:bulkhead` channel, published by the heavy-statement queues
+ * (execution/bulkhead.ts): a heavy statement `queued` for a slot, `rejected` (503) past the queue's bound, `timeout`
+ * after waiting `connectionTimeout`, or `abandoned` when its client hung up. The metrics plugin turns `depth` and
+ * `rejected` into `fastify_viewsets_heavy_queue_depth` and `fastify_viewsets_heavy_rejections_total`.
  *
  * @example
  * ```ts
- * if (bulkheadChannel.hasSubscribers) bulkheadChannel.publish({ dialect: 'postgres', event: 'rejected', depth: 8 })
+ * bulkheadChannel.subscribe((message) => { if ((message as BulkheadEvent).event === 'rejected') refused.inc() })
+ * // { bulkhead: 'postgres', dialect: 'postgres', event: 'rejected', depth: 50, running: 9, queued: 50, ... }
  * ```
  */
 export interface BulkheadEvent {
-  readonly dialect: StatementDialect
-  readonly event: 'queued' | 'admitted' | 'rejected'
+  /** The database's kind (`sqlite` for its readers) and the queue's length after the event: what the metrics read. */
+  readonly dialect: string
   readonly depth: number
+  /** Which bulkhead: `'postgres'`, `'mysql'`, or `'sqlite-readers'` (the worker threads of SQLite's heavy reads). */
+  readonly bulkhead: string
+  readonly event: 'queued' | 'rejected' | 'timeout' | 'abandoned'
+  /** Heavy statements running (holding a slot) and waiting, after the event. */
+  readonly running: number
+  readonly queued: number
+  readonly capacity: number
+  readonly queueBound: number
 }
 
 /**
