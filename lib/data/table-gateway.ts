@@ -12,7 +12,7 @@ import { cursorAlias, keysetCondition, positionOf, reversed } from '../query/cur
 import type { ListQuery } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { Precondition, Versioning } from './precondition.js'
-import { applyOrdering } from '../query/ordering.js'
+import { applyOrdering, orderParameters, orderRulesShape } from '../query/ordering.js'
 import { StatementCache } from './statement-cache.js'
 import { parametersOf, shapeOf } from './condition-shape.js'
 import type { Statements } from './statements.js'
@@ -109,9 +109,12 @@ export class TableGateway {
     const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
     const parameters = parametersOf(conditions)
+    // A sort key through a ruled relation binds its rules' values in ORDER BY.
+    parameters.push(...orderParameters(ordering.keys, this.dialect))
     const limited = this.#limitShape(limit, parameters)
     parameters.push(offset)
-    const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${limited}`
+    const shape = `${ordering.shape}${orderRulesShape(ordering.keys)}|${fields?.shape ?? '*'}|${shapeOf(conditions)}` +
+      limited
     return this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       if (conditions.length > 0) {
@@ -144,9 +147,14 @@ export class TableGateway {
     const related = ordering.keys.flatMap((key, index) =>
       key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }]
     )
-    const parameters = parametersOf(where)
-    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}` +
-      this.#limitShape(limit + 1, parameters)
+    // Bound in the statement's order: the related values selected, the WHERE terms, ORDER BY, the LIMIT.
+    const parameters = [
+      ...ordering.keys.flatMap((key) => (key.expression === undefined ? [] : (key.ruled?.parameters ?? []))),
+      ...parametersOf(where),
+      ...orderParameters(ordering.keys, this.dialect),
+    ]
+    const shape = `cursor|${ordering.shape}${orderRulesShape(ordering.keys)}|${fields?.shape ?? '*'}|` +
+      `${shapeOf(where)}${this.#limitShape(limit + 1, parameters)}`
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       for (const { alias, expression } of related) select = select.select(sql`${expression}`.as(alias))

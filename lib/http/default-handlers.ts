@@ -136,7 +136,9 @@ export class DefaultHandlers {
   list (request: FastifyRequest, token: ViewsetToken | null): Eventually<ListPage<Row[]>> {
     const { resource, listQuery, readDb } = this.#context
     const preferred = countPreference(request.headers.prefer)
-    const query = parseListQuery(isRecord(request.query) ? request.query : {}, listQuery, preferred)
+    // Paths through relations read only the related rows their tables' rules admit for this request.
+    const rules = { db: readDb, request: { request, token } }
+    const query = parseListQuery(isRecord(request.query) ? request.query : {}, listQuery, preferred, rules)
     const scope = this.#context.scopeOf(request, token, 'LIST')
     if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope, preferred)
     return andThen(resource.list(readDb, query, scope), (rows) => ({ rows, query }))

@@ -7,8 +7,8 @@ import { LruCache } from '../execution/lru-cache.js'
 import { isList } from '../schema/object-schema.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
-import type { RelatedRoot } from './related-paths.js'
-import { relatedValue, resolvePath } from './related-paths.js'
+import type { PathRules, RelatedPath, RelatedRoot } from './related-paths.js'
+import { pathRules, relatedValue, resolvePath, rulesShape } from './related-paths.js'
 import { sortKeysPattern } from '../schema/list-patterns.js'
 import { maxShapes } from '../data/statement-cache.js'
 
@@ -20,6 +20,16 @@ export interface OrderKey {
   readonly nullable: boolean
   /** The value sorted on when it is not the column `field`: a related row's field (query/related-paths.ts). */
   readonly expression?: Expression<unknown>
+  /** A relation path's key: the path and the table it starts from, to apply each request's rules to it. */
+  readonly related?: RelatedKey
+  /** The rules `expression` applies for this request: their shape, and the values one `expression` binds. */
+  readonly ruled?: { readonly shape: string; readonly parameters: readonly unknown[] }
+}
+
+/** Where a relation path's sort key reads its value: the path, from the parent table. */
+export interface RelatedKey {
+  readonly path: RelatedPath
+  readonly table: string
 }
 
 /** What a sort key's value is in SQL: its expression, else its column (`prefix` qualifies the column). */
@@ -70,7 +80,7 @@ export interface OrderProblem {
  */
 export function parseOrdering (
   text: string | readonly string[],
-  fields: ReadonlyMap<string, { readonly nullable: boolean; readonly expression?: Expression<unknown> }>,
+  fields: ReadonlyMap<string, Pick<OrderKey, 'nullable' | 'expression' | 'related'>>,
   tieBreaker: string | undefined
 ): Ordering | OrderProblem {
   const keys: OrderKey[] = []
@@ -80,10 +90,13 @@ export function parseOrdering (
     const field = fields.get(name)
     if (field === undefined) return { part, field: name, reason: 'unknown' }
     if (keys.some((key) => key.field === name)) return { part, field: name, reason: 'twice' }
+    const { nullable, expression, related } = field
     keys.push(
-      field.expression === undefined
-        ? { field: name, descending, nullable: field.nullable }
-        : { field: name, descending, nullable: field.nullable, expression: field.expression }
+      expression === undefined
+        ? { field: name, descending, nullable }
+        : related === undefined
+          ? { field: name, descending, nullable, expression }
+          : { field: name, descending, nullable, expression, related }
     )
   }
   if (tieBreaker !== undefined && !keys.some((key) => key.field === tieBreaker)) {
@@ -153,6 +166,48 @@ export function orderByPattern (allowed: readonly string[]): string {
 
 function isProblem (parsed: Ordering | OrderProblem): parsed is OrderProblem {
   return 'reason' in parsed
+}
+
+/**
+ * `ordering` under the row rules of a request: each relation path's value read only from related rows the rules
+ * admit (a hidden row sorts as NULL), its shape unchanged (a cursor names the same order), the keys' `ruled` the
+ * rules' shapes and values. The same ordering when no path has a rule for the request.
+ */
+export function ruledOrdering (ordering: Ordering, rules: PathRules | undefined): Ordering {
+  if (rules === undefined || !ordering.keys.some((key) => key.related !== undefined)) return ordering
+  let changed = false
+  const keys = ordering.keys.map((key): OrderKey => {
+    if (key.related === undefined) return key
+    const ruled = pathRules(key.related.path, rules)
+    if (ruled.every((hop) => hop.length === 0)) return key
+    changed = true
+    // relatedValue nests the innermost relation's subquery first: its rules bind first.
+    const parameters = [...ruled].reverse().flatMap((hop) => hop.flatMap((rule) => rule.parameters))
+    const shape = ruled.map((hop) => rulesShape(hop)).join(':')
+    const expression = relatedValue(key.related.path, key.related.table, ruled)
+    return { ...key, expression, ruled: { shape, parameters } }
+  })
+  return changed ? { shape: ordering.shape, keys } : ordering
+}
+
+/** The rules' part of the shape of a statement ordered by `keys` ('' when none applies). */
+export function orderRulesShape (keys: readonly OrderKey[]): string {
+  let shape = ''
+  keys.forEach((key, index) => {
+    if (key.ruled !== undefined) shape += `|${index}:${key.ruled.shape}`
+  })
+  return shape
+}
+
+/** The values `keys` bind in ORDER BY ({@link orderTerms}): each ruled key's, as often as its value is written. */
+export function orderParameters (keys: readonly OrderKey[], dialect: Pick<ViewsetDialect, 'capabilities'>): unknown[] {
+  const parameters: unknown[] = []
+  for (const key of keys) {
+    if (key.ruled === undefined) continue
+    if (key.nullable && !dialect.capabilities.nullsSortLargest) parameters.push(...key.ruled.parameters)
+    parameters.push(...key.ruled.parameters)
+  }
+  return parameters
 }
 
 /** LIST's wording of an ordering it cannot use. */
@@ -254,7 +309,7 @@ export function planOrdering (
 }
 
 /** A field `order_by` may name: a scalar column, or a related value reached through a relation path. */
-type SortableField = ScalarField & { readonly expression?: Expression<unknown> }
+type SortableField = ScalarField & Pick<OrderKey, 'expression' | 'related'>
 
 /** Checks `orderingFields`: the fields `order_by` may name, each once. */
 function allowedFields (
@@ -268,7 +323,8 @@ function allowedFields (
   const sortable = (name: string): SortableField | undefined => {
     if (!name.includes('.') || related === undefined) return fields.get(name)
     const path = resolvePath('orderingFields', name, related, true)
-    return { ...path.field, name, nullable: true, expression: relatedValue(path, related.table) }
+    const expression = relatedValue(path, related.table)
+    return { ...path.field, name, nullable: true, expression, related: { path, table: related.table } }
   }
   if (!isList(orderingFields) || orderingFields.length === 0) {
     invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)
