@@ -270,7 +270,8 @@ export class TableGateway {
    * With a precondition (If-Match), or a version column to increment, the row is read and locked first,
    * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
    * the same tag get one write. Answered as {@link find} answers. With `check`, the row as written must be in
-   * it (in the same transaction), else a 403 and nothing changes.
+   * it (in the same transaction), else a 403 and nothing changes. `before` runs in the transaction once the row
+   * is found and its precondition holds, before the write (the foreign-key check: its 409 comes after the 404).
    */
   update (
     db: AnyDatabase,
@@ -278,7 +279,8 @@ export class TableGateway {
     values: Row,
     scope?: ScopeCondition,
     precondition?: Precondition,
-    check?: ScopeCondition
+    check?: ScopeCondition,
+    before?: (trx: AnyDatabase) => Promise<void>
   ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
     const write = (on: AnyDatabase, written: Row): Eventually<Row | undefined> =>
@@ -286,11 +288,14 @@ export class TableGateway {
         ? this.dialect.writes.update(on, this.#target, id, written, scope)
         : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, (trx) =>
           this.dialect.writes.update(trx, this.#target, id, written, scope))
-    if (precondition === undefined && versionField === undefined) return write(db, values)
+    if (precondition === undefined && versionField === undefined && before === undefined) return write(db, values)
     // The increment is computed from the locked row, so it is part of this one UPDATE.
     const next = (row: Row): Row =>
       (versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 })
-    return this.#guarded(db, id, scope, precondition, async (trx, row) => await write(trx, { ...values, ...next(row) }))
+    return this.#guarded(db, id, scope, precondition, async (trx, row) => {
+      await before?.(trx)
+      return await write(trx, { ...values, ...next(row) })
+    })
   }
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as

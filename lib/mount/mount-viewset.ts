@@ -1,5 +1,6 @@
 import type { TObject } from '@sinclair/typebox'
 import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
+import { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import { Statements } from '../data/statements.js'
 import { TableGateway } from '../data/table-gateway.js'
 import type { ColumnInfo, ViewsetDialect } from '../dialect/dialect.js'
@@ -25,7 +26,7 @@ import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
-import type { RelatedConfig } from '../relations/config.js'
+import type { RelatedConfig, RulesFrom } from '../relations/config.js'
 import { checkDefaultRelations } from '../relations/default-relations.js'
 import { relationLimits } from '../relations/declaration.js'
 import { createRelationLoader, relationFields } from '../relations/loader.js'
@@ -153,7 +154,22 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
     relations?.fields ?? new Set(),
     entity
   )
-  return { relations, entity, name, defaultRelations }
+  const { foreignKeys } = table.described
+  const keys = new ForeignKeyCheck(resolved.table, foreignKeys, keyRules(relatedConfig, foreignKeys), table.dialect)
+  return { relations, entity, name, defaultRelations, foreignKeys: keys }
+}
+
+/** The `rulesFrom` of each `selectRelated` relation declared over a foreign key, by column: the keys' rules. */
+function keyRules (
+  config: RelatedConfig<unknown> | undefined,
+  foreignKeys: TableCatalog['foreignKeys']
+): Record<string, RulesFrom<unknown> | undefined> {
+  const rules: Record<string, RulesFrom<unknown> | undefined> = {}
+  for (const relation of Object.values(config?.selectRelated ?? {})) {
+    const references = foreignKeys.some((key) => key.columns[0] === relation.foreignKey && key.table === relation.table)
+    if (references && relation.rulesFrom !== undefined) rules[relation.foreignKey] = relation.rulesFrom
+  }
+  return rules
 }
 
 /** The columns whose schema field is a `date-time` (or a nullable one). */
@@ -216,7 +232,7 @@ function buildViewset (
   planned: Awaited<ReturnType<typeof planEntity>>
 ): { context: RouteContext; defaults: DefaultHandlers } {
   const { resolved, options, columns, db, readDb } = declaration
-  const { relations, entity, name, defaultRelations } = planned
+  const { relations, entity, name, defaultRelations, foreignKeys } = planned
   // The loader may need keys the schema does not serve; they are selected, never serialized.
   const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
   const serialized = deriveSerializerSchema(entity)
@@ -233,8 +249,7 @@ function buildViewset (
     ...servedRowRules(declaration),
     resource,
     listQuery: list.query,
-    db,
-    readDb,
+    ...{ db, readDb, foreignKeys },
     writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
@@ -317,7 +332,7 @@ export async function mountViewset (
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
   const { db, viewset } = declaration
   registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })
-  const slots = planned.relations?.ruleSlots ?? []
+  const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
   if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
   const mounted: MountedViewset = {
     schemas: context.schemas.components.schemas,
