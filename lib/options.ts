@@ -3,6 +3,7 @@ import { invalidOption as fail } from './errors.js'
 import { isRecord } from './schema/object-schema.js'
 import { checkCountOptions } from './query/count-plan.js'
 import type { CountPlan } from './query/count-plan.js'
+import { checkScopeOption } from './query/scope-rules.js'
 import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 
@@ -20,8 +21,10 @@ export type {
   RelationPath,
   RowContext,
   SchemaOf,
+  DerivedScopedMethod,
   ScopedMethod,
   ScopeFunction,
+  ScopeRules,
   TokenClaims,
   ViewsetMethod,
   ViewsetOptions,
@@ -290,7 +293,8 @@ function checkShapes (options: Record<string, unknown>): void {
   if (options.filterFields !== undefined && !isRecord(options.filterFields)) {
     fail('filterFields', "expected an object such as { name: ['eq', 'contains'] }")
   }
-  for (const key of ['authenticate', 'authorize', 'scope', 'beforeWrite'] as const) {
+  checkScopeOption(options.scope)
+  for (const key of ['authenticate', 'authorize', 'beforeWrite'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
   for (const key of ['requireIfMatch', 'withoutTokens'] as const) {

@@ -26,6 +26,7 @@ import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
+import { checkScopeEntries } from '../query/scope-rules.js'
 import type { RelatedConfig, RulesFrom } from '../relations/config.js'
 import { checkDefaultRelations } from '../relations/default-relations.js'
 import { relationLimits } from '../relations/declaration.js'
@@ -291,7 +292,9 @@ function buildViewset (
 function ruleOf ({ viewset, options, overridden }: ViewsetDeclaration): RegisteredViewset['rule'] {
   if (!overridden.has('scope') || !hasScope(viewset)) return undefined
   const { scope } = options
-  return { source: viewset, identity: typeof scope === 'function' ? scope : viewset.scope }
+  // The option (either form) tells two viewsets' rules apart; without it, the class's method does.
+  const given = typeof scope === 'function' || (typeof scope === 'object' && scope !== null) ? scope : undefined
+  return { source: viewset, identity: given ?? viewset.scope }
 }
 
 /** Whether a viewset has the `scope` method a relation calls (every `Viewset` does). */
@@ -321,6 +324,7 @@ export async function mountViewset (
   checkProtectedMethods(resolved.protectedMethods, methods)
   checkVerifier(fastify, resolved.protectedMethods, options)
   checkRuleVerifier(fastify, declaration.overridden, options)
+  checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
