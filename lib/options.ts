@@ -72,6 +72,7 @@ const knownOptionKeys = {
     'versionField',
     'requireIfMatch',
     'withoutTokens',
+    'conflictDetail',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
@@ -203,6 +204,7 @@ export interface ResolvedOptions {
   readonly requireIfMatch: boolean
   /** `allowCount`, `alwaysCount`, `countEstimateThreshold` and `estimateWithRules`. */
   readonly counting: CountPlan
+  readonly conflictDetail: 'field' | 'none'
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -282,6 +284,12 @@ function checkConflictFields (value: unknown, properties: object): readonly stri
   return Object.freeze([...value])
 }
 
+/** `conflictDetail`: `'field'` (the default) or `'none'`. */
+function checkConflictDetail (value: unknown): 'field' | 'none' {
+  if (value === undefined || value === 'field' || value === 'none') return value ?? 'field'
+  return fail('conflictDetail', `expected 'field' or 'none', got ${JSON.stringify(value)}`)
+}
+
 /**
  * The shapes of the options whose fields are checked against the catalog at mounting: a wrong kind of value
  * fails here already, with the message mounting would give.
@@ -340,5 +348,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     versionField: checkVersionField(options.versionField, properties, primaryKey),
     requireIfMatch: options.requireIfMatch === true,
     counting: checkCountOptions(options),
+    conflictDetail: checkConflictDetail(options.conflictDetail),
   })
 }

@@ -193,6 +193,18 @@ export interface ViewsetOptions<
   versionField?: FieldOf<S>
   /** PUT, PATCH and DELETE without `If-Match` answer 428 (default false). POST never needs it. */
   requireIfMatch?: boolean
+  /**
+   * What a 409 `FST_VIEWSET_CONFLICT` says (default `'field'`): the constraint's field (`A row with the same email
+   * already exists`, `errors` naming a bulk element), or with `'none'` only `The request conflicts with the
+   * stored data`, for every conflict of the viewset. A unique value held by a row outside the caller's `scope`
+   * still answers 409 (the write cannot succeed), but no longer says which field it was about.
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'users', schema: User, scope, conflictDetail: 'none' })
+   * ```
+   */
+  conflictDetail?: 'field' | 'none'
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

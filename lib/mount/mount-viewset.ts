@@ -342,6 +342,7 @@ export async function mountViewset (
     schemas: context.schemas.components.schemas,
     routes,
     dialect: table.dialect,
+    conflictDetail: resolved.conflictDetail,
     protect: declaration.protect,
     customRoutes: async (instance) => {
       await declaration.customRoutes(instance)

@@ -127,6 +127,8 @@ export interface TenantsOptions {
   /** Options merged over the tasks viewset's (and the projects' ones). */
   tasks?: Record<string, unknown>
   projects?: Record<string, unknown>
+  /** Changes to the tables once seeded, before any viewset is registered (an index, say). */
+  prepare?: (db: Kysely<TenantsDB>) => Promise<void>
   /** More viewsets, registered before `ready()`. */
   extra?: (app: FastifyInstance, db: Kysely<TenantsDB>) => Promise<void>
 }
@@ -140,6 +142,7 @@ export async function tenantsApp (
   const database = await testDatabase(t, dialect)
   await seedTenants(database, dialect)
   const db = database.db as unknown as Kysely<TenantsDB>
+  await options.prepare?.(db)
   const app = testApp(t)
   await app.register(fastifyJwt, { secret })
   const create = (given: object) => createViewset({ db, ...given } as ViewsetOptions<TenantsDB, 'tasks', typeof Task>)
