@@ -12,7 +12,7 @@ import { cursorAlias, keysetCondition, positionOf, reversed } from '../query/cur
 import type { ListQuery } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { Precondition, Versioning } from './precondition.js'
-import { applyOrdering, orderParameters, orderRulesShape } from '../query/ordering.js'
+import { applyOrdering, orderBinding } from '../query/ordering.js'
 import { StatementCache } from './statement-cache.js'
 import { parametersOf, shapeOf } from './condition-shape.js'
 import type { Statements } from './statements.js'
@@ -108,13 +108,11 @@ export class TableGateway {
     if (query.pageOnly && scope === undefined) return this.#statements.page(db, limit, offset)
     const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
-    const parameters = parametersOf(conditions)
-    // A sort key through a ruled relation binds its rules' values in ORDER BY.
-    parameters.push(...orderParameters(ordering.keys, this.dialect))
+    const order = orderBinding(ordering, this.dialect)
+    const parameters = [...parametersOf(conditions), ...order.ordered]
     const limited = this.#limitShape(limit, parameters)
     parameters.push(offset)
-    const shape = `${ordering.shape}${orderRulesShape(ordering.keys)}|${fields?.shape ?? '*'}|${shapeOf(conditions)}` +
-      limited
+    const shape = `${order.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${limited}`
     return this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       if (conditions.length > 0) {
@@ -147,14 +145,10 @@ export class TableGateway {
     const related = ordering.keys.flatMap((key, index) =>
       key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }]
     )
-    // Bound in the statement's order: the related values selected, the WHERE terms, ORDER BY, the LIMIT.
-    const parameters = [
-      ...ordering.keys.flatMap((key) => (key.expression === undefined ? [] : (key.ruled?.parameters ?? []))),
-      ...parametersOf(where),
-      ...orderParameters(ordering.keys, this.dialect),
-    ]
-    const shape = `cursor|${ordering.shape}${orderRulesShape(ordering.keys)}|${fields?.shape ?? '*'}|` +
-      `${shapeOf(where)}${this.#limitShape(limit + 1, parameters)}`
+    const bound = orderBinding(ordering, this.dialect)
+    const parameters = [...bound.selected, ...parametersOf(where), ...bound.ordered]
+    const shape = `cursor|${bound.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}` +
+      this.#limitShape(limit + 1, parameters)
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       for (const { alias, expression } of related) select = select.select(sql`${expression}`.as(alias))
@@ -265,13 +259,11 @@ export class TableGateway {
   }
 
   /**
-   * Updates one row and returns it as stored, or `undefined` when there is no such row, or none in the
-   * scope: then nothing changes (the dialect checks the scope in the write itself, or in its transaction).
-   * With a precondition (If-Match), or a version column to increment, the row is read and locked first,
-   * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
-   * the same tag get one write. Answered as {@link find} answers. With `check`, the row as written must be in
-   * it (in the same transaction), else a 403 and nothing changes. `before` runs in the transaction once the row
-   * is found and its precondition holds, before the write (the foreign-key check: its 409 comes after the 404).
+   * Updates one row and returns it as stored, or `undefined` when there is no such row, or none in the scope:
+   * then nothing changes (the dialect checks the scope in the write itself, or in its transaction). With a
+   * precondition (If-Match), a version column to increment or a `before` (the foreign-key check), the row is read
+   * and locked first, in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two
+   * writers with the same tag get one write. With `check`, the row as written must be in it, else a 403.
    */
   update (
     db: AnyDatabase,
@@ -289,12 +281,11 @@ export class TableGateway {
         : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, (trx) =>
           this.dialect.writes.update(trx, this.#target, id, written, scope))
     if (precondition === undefined && versionField === undefined && before === undefined) return write(db, values)
-    // The increment is computed from the locked row, so it is part of this one UPDATE.
-    const next = (row: Row): Row =>
-      (versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 })
     return this.#guarded(db, id, scope, precondition, async (trx, row) => {
       await before?.(trx)
-      return await write(trx, { ...values, ...next(row) })
+      // The increment is computed from the locked row, so it is part of this one UPDATE.
+      const next = versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 }
+      return await write(trx, { ...values, ...next })
     })
   }
 

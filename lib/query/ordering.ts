@@ -190,6 +190,23 @@ export function ruledOrdering (ordering: Ordering, rules: PathRules | undefined)
   return changed ? { shape: ordering.shape, keys } : ordering
 }
 
+/**
+ * What a page statement ordered by `ordering` adds to its shape and values: its shape with its rules' shapes
+ * ({@link orderRulesShape}), the values its select list binds when it selects the related sort values (`selected`,
+ * bound first) and those its ORDER BY binds (`ordered`, after the WHERE terms).
+ */
+export function orderBinding (
+  ordering: Ordering,
+  dialect: Pick<ViewsetDialect, 'capabilities'>
+): { shape: string; selected: unknown[]; ordered: unknown[] } {
+  const selected = ordering.keys.flatMap((key) => (key.expression === undefined ? [] : (key.ruled?.parameters ?? [])))
+  return {
+    shape: `${ordering.shape}${orderRulesShape(ordering.keys)}`,
+    selected,
+    ordered: orderParameters(ordering.keys, dialect),
+  }
+}
+
 /** The rules' part of the shape of a statement ordered by `keys` ('' when none applies). */
 export function orderRulesShape (keys: readonly OrderKey[]): string {
   let shape = ''
