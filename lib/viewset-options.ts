@@ -86,7 +86,14 @@ export type ScopeFunction<DB, TB extends keyof DB> = (
   context: RowContext<ScopedMethod>,
 ) => Expression<SqlBool> | undefined
 
-/** The derived methods a row rule applies to: each one's rule is its own entry AND its base's ({@link baseMethods}). */
+/**
+ * The derived methods a row rule applies to: each one's rule is its own entry AND its base's ({@link baseMethods}).
+ *
+ * @example
+ * ```ts
+ * const history: DerivedScopedMethod = 'HISTORY' // its rule: scope.HISTORY AND scope.GET
+ * ```
+ */
 export type DerivedScopedMethod =
   'PATCH_MANY' | 'BULK_PATCH' | 'DELETE_MANY' | 'PURGE' | 'RESTORE' | 'HISTORY' | 'AGGREGATE'
 

@@ -8,7 +8,7 @@ import type { ScalarType } from './field-types.js'
 import type { FieldSelection, FieldsPlan } from './fields.js'
 import type { FilterPlan } from './filters.js'
 import type { Ordering, OrderingPlan } from './ordering.js'
-import { ruledOrdering } from './ordering.js'
+import { ruledOrdering } from './ordering-rules.js'
 import type { PathRules } from './related-paths.js'
 import type { SearchPlan } from './search.js'
 
