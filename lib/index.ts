@@ -9,8 +9,8 @@ export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'
 export type { ViewsetDocsOptions } from './docs.js'
 export { baseMethods, filterOperators, viewsetMethods } from './options.js'
 export type {
-  AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator, RowContext, ScopedMethod,
-  ScopeFunction, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
+  AuthorizedMethod, BeforeWriteFunction, CheckedSchema, DerivedScopedMethod, FieldOf, FilterOperator, RowContext,
+  ScopedMethod, ScopeFunction, ScopeRules, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
 } from './options.js'
 export type {
   PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,

@@ -3,6 +3,7 @@ import { invalidOption as fail } from './errors.js'
 import { isRecord } from './schema/object-schema.js'
 import { checkCountOptions } from './query/count-plan.js'
 import type { CountPlan } from './query/count-plan.js'
+import { checkScopeOption } from './query/scope-rules.js'
 import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 
@@ -20,8 +21,10 @@ export type {
   RelationPath,
   RowContext,
   SchemaOf,
+  DerivedScopedMethod,
   ScopedMethod,
   ScopeFunction,
+  ScopeRules,
   TokenClaims,
   ViewsetMethod,
   ViewsetOptions,
@@ -69,6 +72,7 @@ const knownOptionKeys = {
     'versionField',
     'requireIfMatch',
     'withoutTokens',
+    'conflictDetail',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
@@ -200,6 +204,7 @@ export interface ResolvedOptions {
   readonly requireIfMatch: boolean
   /** `allowCount`, `alwaysCount`, `countEstimateThreshold` and `estimateWithRules`. */
   readonly counting: CountPlan
+  readonly conflictDetail: 'field' | 'none'
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -279,6 +284,12 @@ function checkConflictFields (value: unknown, properties: object): readonly stri
   return Object.freeze([...value])
 }
 
+/** `conflictDetail`: `'field'` (the default) or `'none'`. */
+function checkConflictDetail (value: unknown): 'field' | 'none' {
+  if (value === undefined || value === 'field' || value === 'none') return value ?? 'field'
+  return fail('conflictDetail', `expected 'field' or 'none', got ${JSON.stringify(value)}`)
+}
+
 /**
  * The shapes of the options whose fields are checked against the catalog at mounting: a wrong kind of value
  * fails here already, with the message mounting would give.
@@ -290,7 +301,8 @@ function checkShapes (options: Record<string, unknown>): void {
   if (options.filterFields !== undefined && !isRecord(options.filterFields)) {
     fail('filterFields', "expected an object such as { name: ['eq', 'contains'] }")
   }
-  for (const key of ['authenticate', 'authorize', 'scope', 'beforeWrite'] as const) {
+  checkScopeOption(options.scope)
+  for (const key of ['authenticate', 'authorize', 'beforeWrite'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
   for (const key of ['requireIfMatch', 'withoutTokens'] as const) {
@@ -336,5 +348,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     versionField: checkVersionField(options.versionField, properties, primaryKey),
     requireIfMatch: options.requireIfMatch === true,
     counting: checkCountOptions(options),
+    conflictDetail: checkConflictDetail(options.conflictDetail),
   })
 }

@@ -87,6 +87,33 @@ export type ScopeFunction<DB, TB extends keyof DB> = (
 ) => Expression<SqlBool> | undefined
 
 /**
+ * The derived methods a row rule applies to: each one's rule is its own entry AND its base's ({@link baseMethods}).
+ *
+ * @example
+ * ```ts
+ * const history: DerivedScopedMethod = 'HISTORY' // its rule: scope.HISTORY AND scope.GET
+ * ```
+ */
+export type DerivedScopedMethod =
+  'PATCH_MANY' | 'BULK_PATCH' | 'DELETE_MANY' | 'PURGE' | 'RESTORE' | 'HISTORY' | 'AGGREGATE'
+
+/**
+ * A row rule per method, which fails closed: every registered method the rule applies to needs an entry (LIST,
+ * GET, PUT, PATCH, DELETE; GET too for POST and BULK, whose rows must be readable once written; PATCH too for
+ * an upsert's update), a function or `null` for "explicitly open", else the viewset fails at startup naming
+ * the missing ones. A derived method's entry is optional: its rule is its entry AND its base's.
+ *
+ * @example
+ * ```ts
+ * const mine: ScopeFunction<DB, 'items'> = (eb, { token }) => eb('owner', '=', token?.sub ?? null)
+ * scope: { LIST: null, GET: null, PUT: mine, PATCH: mine, DELETE: mine }
+ * ```
+ */
+export type ScopeRules<DB, TB extends keyof DB> = {
+  readonly [M in ScopedMethod | DerivedScopedMethod]?: ScopeFunction<DB, TB> | null
+}
+
+/**
  * Runs for POST, BULK (each element), PUT and PATCH after validation, before the statement: receives the writable
  * fields the body
  * sent and returns what is written, which may set read-only fields and columns outside the schema.
@@ -173,6 +200,18 @@ export interface ViewsetOptions<
   versionField?: FieldOf<S>
   /** PUT, PATCH and DELETE without `If-Match` answer 428 (default false). POST never needs it. */
   requireIfMatch?: boolean
+  /**
+   * What a 409 `FST_VIEWSET_CONFLICT` says (default `'field'`): the constraint's field (`A row with the same email
+   * already exists`, `errors` naming a bulk element), or with `'none'` only `The request conflicts with the
+   * stored data`, for every conflict of the viewset. A unique value held by a row outside the caller's `scope`
+   * still answers 409 (the write cannot succeed), but no longer says which field it was about.
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'users', schema: User, scope, conflictDetail: 'none' })
+   * ```
+   */
+  conflictDetail?: 'field' | 'none'
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */
@@ -262,10 +301,12 @@ export interface ViewsetOptions<
   relatedConfig?: R
 
   /**
-   * Row rule ANDed into every statement that reads or changes rows (default: none); see {@link ScopeFunction}.
-   * A subclass may override the `scope` method instead. Not applied to tables loaded through `relatedConfig`.
+   * Row rule ANDed into every statement that reads or changes rows (default: none): one function for every method
+   * ({@link ScopeFunction}; `undefined` is no restriction), or one entry per method ({@link ScopeRules}; a
+   * missing entry fails at startup). A subclass may override the `scope` method instead. It also applies where
+   * other viewsets read this table (relations, relation paths, foreign keys written).
    */
-  scope?: ScopeFunction<DB, TB>
+  scope?: ScopeFunction<DB, TB> | ScopeRules<DB, TB>
   /** What POST, PUT and PATCH write, from the body's writable fields (default: them as sent); see {@link
    * BeforeWriteFunction}. */
   beforeWrite?: BeforeWriteFunction<DB, TB>

@@ -18,6 +18,7 @@ import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, SchemaOf
 import type { ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { scopeCondition } from './query/scope.js'
+import { withBaseRule } from './query/scope-rules.js'
 import { asServed, preparedOf, setHelperRule, setPrepared, untyped, ViewsetTable } from './viewset-table.js'
 import type { RelatedConfig } from './relations/config.js'
 import { relatedConfigOf, relationFields } from './relations/loader.js'
@@ -77,7 +78,8 @@ export class Viewset<
   readonly #eb = expressionBuilder<DB, TB>()
   /** The `scope` of a request, compiled: what the routes and the helpers apply. */
   readonly #scopeOf: ViewsetDeclaration['rowRules']['scopeOf'] = (request, token, method) => {
-    const expression = this.scope(this.#eb, { request, token, method })
+    const rule = (of: ScopedMethod) => this.scope(this.#eb, { request, token, method: of })
+    const expression = withBaseRule(method, rule, (own, base) => this.#eb.and([own, base]))
     return expression === undefined ? undefined : scopeCondition(untyped(this.db), this.table, expression)
   }
 
@@ -187,12 +189,10 @@ export class Viewset<
   }
 
   /**
-   * The row rule of a request: a condition ANDed into every statement that reads or changes rows (LIST and
-   * its count, GET, the UPDATE of PUT and PATCH, DELETE), or `undefined` for none. A row outside it answers
-   * 404. Calls the `scope` option by default; override it in a subclass instead if you prefer. Bare column
-   * names are qualified with the table. `context.request.query` holds LIST's validated query string,
-   * `listQuery` parameters included.
-   *
+   * The row rule of a request: a condition ANDed into every statement that reads or changes rows (LIST and its
+   * count, GET, the UPDATE of PUT and PATCH, DELETE), or `undefined` for none; outside it, 404. Calls the `scope`
+   * option (its function, or its entry for the method) by default. Bare column names are qualified with the
+   * table. `context.request.query` holds LIST's validated query string, `listQuery` parameters included.
    * @example
    * ```ts
    * override scope (eb: ExpressionBuilder<DB, 'items'>, { token, method }: RowContext<ScopedMethod>) {
@@ -201,7 +201,8 @@ export class Viewset<
    * ```
    */
   scope (eb: ExpressionBuilder<DB, TB>, context: RowContext<ScopedMethod>): Expression<SqlBool> | undefined {
-    return this.options.scope?.(eb, context)
+    const rule = this.options.scope
+    return (typeof rule === 'function' ? rule : (rule?.[context.method] ?? undefined))?.(eb, context)
   }
 
   /**

@@ -13,6 +13,7 @@ import type { ListQuery } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { Precondition, Versioning } from './precondition.js'
 import { applyOrdering } from '../query/ordering.js'
+import { orderBinding } from '../query/ordering-rules.js'
 import { StatementCache } from './statement-cache.js'
 import { parametersOf, shapeOf } from './condition-shape.js'
 import type { Statements } from './statements.js'
@@ -108,10 +109,11 @@ export class TableGateway {
     if (query.pageOnly && scope === undefined) return this.#statements.page(db, limit, offset)
     const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
-    const parameters = parametersOf(conditions)
+    const order = orderBinding(ordering, this.dialect)
+    const parameters = [...parametersOf(conditions), ...order.ordered]
     const limited = this.#limitShape(limit, parameters)
     parameters.push(offset)
-    const shape = `${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${limited}`
+    const shape = `${order.shape}|${fields?.shape ?? '*'}|${shapeOf(conditions)}${limited}`
     return this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
       if (conditions.length > 0) {
@@ -144,8 +146,9 @@ export class TableGateway {
     const related = ordering.keys.flatMap((key, index) =>
       key.expression === undefined ? [] : [{ alias: cursorAlias(index), expression: key.expression }]
     )
-    const parameters = parametersOf(where)
-    const shape = `cursor|${ordering.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}` +
+    const bound = orderBinding(ordering, this.dialect)
+    const parameters = [...bound.selected, ...parametersOf(where), ...bound.ordered]
+    const shape = `cursor|${bound.shape}|${fields?.shape ?? '*'}|${shapeOf(where)}` +
       this.#limitShape(limit + 1, parameters)
     const fetched = await this.#pages.rows(db, shape, parameters, () => {
       let select = db.selectFrom(this.#target.table).select(read)
@@ -257,12 +260,11 @@ export class TableGateway {
   }
 
   /**
-   * Updates one row and returns it as stored, or `undefined` when there is no such row, or none in the
-   * scope: then nothing changes (the dialect checks the scope in the write itself, or in its transaction).
-   * With a precondition (If-Match), or a version column to increment, the row is read and locked first,
-   * in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two writers with
-   * the same tag get one write. Answered as {@link find} answers. With `check`, the row as written must be in
-   * it (in the same transaction), else a 403 and nothing changes.
+   * Updates one row and returns it as stored, or `undefined` when there is no such row, or none in the scope:
+   * then nothing changes (the dialect checks the scope in the write itself, or in its transaction). With a
+   * precondition (If-Match), a version column to increment or a `before` (the foreign-key check), the row is read
+   * and locked first, in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two
+   * writers with the same tag get one write. With `check`, the row as written must be in it, else a 403.
    */
   update (
     db: AnyDatabase,
@@ -270,7 +272,8 @@ export class TableGateway {
     values: Row,
     scope?: ScopeCondition,
     precondition?: Precondition,
-    check?: ScopeCondition
+    check?: ScopeCondition,
+    before?: (trx: AnyDatabase) => Promise<void>
   ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
     const write = (on: AnyDatabase, written: Row): Eventually<Row | undefined> =>
@@ -278,11 +281,13 @@ export class TableGateway {
         ? this.dialect.writes.update(on, this.#target, id, written, scope)
         : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, (trx) =>
           this.dialect.writes.update(trx, this.#target, id, written, scope))
-    if (precondition === undefined && versionField === undefined) return write(db, values)
-    // The increment is computed from the locked row, so it is part of this one UPDATE.
-    const next = (row: Row): Row =>
-      (versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 })
-    return this.#guarded(db, id, scope, precondition, async (trx, row) => await write(trx, { ...values, ...next(row) }))
+    if (precondition === undefined && versionField === undefined && before === undefined) return write(db, values)
+    return this.#guarded(db, id, scope, precondition, async (trx, row) => {
+      await before?.(trx)
+      // The increment is computed from the locked row, so it is part of this one UPDATE.
+      const next = versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 }
+      return await write(trx, { ...values, ...next })
+    })
   }
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import type { Precondition } from '../data/precondition.js'
 import type { TableGateway } from '../data/table-gateway.js'
 import { upsertBranches } from '../data/upsert-branches.js'
@@ -52,6 +53,8 @@ export interface DefaultHandlerContext {
   readonly conflictFields: readonly string[] | undefined
   /** An upsert's updating branch needs If-Match (a 428 without it). */
   readonly requireIfMatch: boolean
+  /** The foreign keys a write checks against the GET rule of the tables they reference. */
+  readonly foreignKeys: ForeignKeyCheck
   /** The viewset's `scope` for this request, compiled; `undefined` for no restriction. */
   scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
   /** The viewset's `beforeWrite`: the values to write, or a promise of them. */
@@ -136,7 +139,9 @@ export class DefaultHandlers {
   list (request: FastifyRequest, token: ViewsetToken | null): Eventually<ListPage<Row[]>> {
     const { resource, listQuery, readDb } = this.#context
     const preferred = countPreference(request.headers.prefer)
-    const query = parseListQuery(isRecord(request.query) ? request.query : {}, listQuery, preferred)
+    // Paths through relations read only the related rows their tables' rules admit for this request.
+    const rules = { db: readDb, request: { request, token } }
+    const query = parseListQuery(isRecord(request.query) ? request.query : {}, listQuery, preferred, rules)
     const scope = this.#context.scopeOf(request, token, 'LIST')
     if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope, preferred)
     return andThen(resource.list(readDb, query, scope), (rows) => ({ rows, query }))
@@ -198,7 +203,8 @@ export class DefaultHandlers {
     // The caller must be able to read what it creates: the row as stored must be in the GET rule.
     const check = this.#context.scopeOf(request, token, 'GET')
     return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
-      this.#context.resource.insert(this.#context.db, values, check)
+      this.#context.foreignKeys.around(this.#context.db, [values], { request, token }, false, (db) =>
+        this.#context.resource.insert(db, values, check))
     )
   }
 
@@ -247,7 +253,9 @@ export class DefaultHandlers {
       const values: Row[] = []
       for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
       const check = this.#context.scopeOf(request, token, 'GET')
-      return await withCancellation(scope, () => resource.insertMany(db, values, check))
+      return await withCancellation(scope, () =>
+        this.#context.foreignKeys.around(db, values, { request, token }, true, (on) =>
+          resource.insertMany(on, values, check)))
     }
     this.#checkConflictFields(sent, true)
     const written = await this.#upsert(request, token, sent, true)
@@ -293,10 +301,12 @@ export class DefaultHandlers {
     const id = idOf(request)
     const { resource, db } = this.#context
     const scope = this.#context.scopeOf(request, token, method)
+    // The foreign keys written are checked once the row is found in the scope and its precondition holds.
+    const keys = (values: Row) => this.#context.foreignKeys.checkOf(db, [values], { request, token }, false)
     return andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }), (values) =>
       // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing; then the
       // row as written must still be in the scope (else a 403, nothing changed).
-      andThen(resource.update(db, id, values, scope, precondition, scope), (row) =>
+      andThen(resource.update(db, id, values, scope, precondition, scope, keys(values)), (row) =>
         row === undefined ? this.#context.notFound(id) : row
       )
     )

@@ -25,6 +25,8 @@ export interface MountedViewset {
   readonly routes: readonly RouteOptions[]
   /** The dialect whose errors the plugin's error handler classifies. */
   readonly dialect: ViewsetDialect
+  /** The `conflictDetail` option: with `'none'`, a 409 conflict names no field. */
+  readonly conflictDetail: 'field' | 'none'
   /** Adds the subclass's own routes, after the generated ones. */
   customRoutes(fastify: FastifyInstance): void | Promise<void>
   /** The hook of protected custom routes (`config: { protected: true }` or `onRequest: protect`). */
@@ -78,7 +80,7 @@ export function viewsetPlugin (
     if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
     fastify.setValidatorCompiler(componentsValidatorCompiler(mounted.schemas))
-    fastify.setErrorHandler(problemHandler(() => mounted.dialect))
+    fastify.setErrorHandler(problemHandler(() => mounted.dialect, mounted.conflictDetail))
     // Filled once the routes are known (below): the not-found handler answers 405 on a served path.
     let allowOf: AllowOf = () => undefined
     fastify.setNotFoundHandler(notFoundHandler((path) => allowOf(path)))

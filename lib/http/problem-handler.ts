@@ -94,9 +94,10 @@ function unsupportedType (request: FastifyRequest): FastifyError {
 
 /**
  * The error handler of a viewset's scope: every error becomes RFC 9457 problem details with a
- * stable code. Nothing from the database (SQL, parameters, driver text) or a stack reaches the body.
+ * stable code. Nothing from the database (SQL, parameters, driver text) or a stack reaches the body. With
+ * `conflictDetail` `'none'`, every 409 conflict answers only its title-like default detail.
  */
-export function problemHandler (dialect: () => ViewsetDialect | undefined) {
+export function problemHandler (dialect: () => ViewsetDialect | undefined, conflictDetail: 'field' | 'none' = 'field') {
   return function handleError (this: unknown, error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     let known: FastifyError | undefined
     let errors: FieldError[] | undefined
@@ -121,6 +122,11 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined) {
       ) { known = error }
     }
 
+    // conflictDetail 'none': a conflict says nothing of the constraint, nor of the rows that hold its value.
+    if (conflictDetail === 'none' && known instanceof ViewsetErrors.Conflict) {
+      known = new ViewsetErrors.Conflict()
+      errors = undefined
+    }
     const status = known?.statusCode ?? 500
     if (known === undefined || status >= 500) request.log.error({ err: error }, 'viewset request failed')
     if (status === 503) reply.header('retry-after', '1')

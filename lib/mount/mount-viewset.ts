@@ -1,5 +1,6 @@
 import type { TObject } from '@sinclair/typebox'
 import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
+import { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import { Statements } from '../data/statements.js'
 import { TableGateway } from '../data/table-gateway.js'
 import type { ColumnInfo, ViewsetDialect } from '../dialect/dialect.js'
@@ -25,7 +26,8 @@ import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
-import type { RelatedConfig } from '../relations/config.js'
+import { checkScopeEntries } from '../query/scope-rules.js'
+import type { RelatedConfig, RulesFrom } from '../relations/config.js'
 import { checkDefaultRelations } from '../relations/default-relations.js'
 import { relationLimits } from '../relations/declaration.js'
 import { createRelationLoader, relationFields } from '../relations/loader.js'
@@ -153,7 +155,22 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
     relations?.fields ?? new Set(),
     entity
   )
-  return { relations, entity, name, defaultRelations }
+  const { foreignKeys } = table.described
+  const keys = new ForeignKeyCheck(resolved.table, foreignKeys, keyRules(relatedConfig, foreignKeys), table.dialect)
+  return { relations, entity, name, defaultRelations, foreignKeys: keys }
+}
+
+/** The `rulesFrom` of each `selectRelated` relation declared over a foreign key, by column: the keys' rules. */
+function keyRules (
+  config: RelatedConfig<unknown> | undefined,
+  foreignKeys: TableCatalog['foreignKeys']
+): Record<string, RulesFrom<unknown> | undefined> {
+  const rules: Record<string, RulesFrom<unknown> | undefined> = {}
+  for (const relation of Object.values(config?.selectRelated ?? {})) {
+    const references = foreignKeys.some((key) => key.columns[0] === relation.foreignKey && key.table === relation.table)
+    if (references && relation.rulesFrom !== undefined) rules[relation.foreignKey] = relation.rulesFrom
+  }
+  return rules
 }
 
 /** The columns whose schema field is a `date-time` (or a nullable one). */
@@ -216,7 +233,7 @@ function buildViewset (
   planned: Awaited<ReturnType<typeof planEntity>>
 ): { context: RouteContext; defaults: DefaultHandlers } {
   const { resolved, options, columns, db, readDb } = declaration
-  const { relations, entity, name, defaultRelations } = planned
+  const { relations, entity, name, defaultRelations, foreignKeys } = planned
   // The loader may need keys the schema does not serve; they are selected, never serialized.
   const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
   const serialized = deriveSerializerSchema(entity)
@@ -233,8 +250,7 @@ function buildViewset (
     ...servedRowRules(declaration),
     resource,
     listQuery: list.query,
-    db,
-    readDb,
+    ...{ db, readDb, foreignKeys },
     writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
@@ -276,7 +292,9 @@ function buildViewset (
 function ruleOf ({ viewset, options, overridden }: ViewsetDeclaration): RegisteredViewset['rule'] {
   if (!overridden.has('scope') || !hasScope(viewset)) return undefined
   const { scope } = options
-  return { source: viewset, identity: typeof scope === 'function' ? scope : viewset.scope }
+  // The option (either form) tells two viewsets' rules apart; without it, the class's method does.
+  const given = typeof scope === 'function' || (typeof scope === 'object' && scope !== null) ? scope : undefined
+  return { source: viewset, identity: given ?? viewset.scope }
 }
 
 /** Whether a viewset has the `scope` method a relation calls (every `Viewset` does). */
@@ -306,6 +324,7 @@ export async function mountViewset (
   checkProtectedMethods(resolved.protectedMethods, methods)
   checkVerifier(fastify, resolved.protectedMethods, options)
   checkRuleVerifier(fastify, declaration.overridden, options)
+  checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
@@ -317,12 +336,13 @@ export async function mountViewset (
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
   const { db, viewset } = declaration
   registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })
-  const slots = planned.relations?.ruleSlots ?? []
+  const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
   if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
   const mounted: MountedViewset = {
     schemas: context.schemas.components.schemas,
     routes,
     dialect: table.dialect,
+    conflictDetail: resolved.conflictDetail,
     protect: declaration.protect,
     customRoutes: async (instance) => {
       await declaration.customRoutes(instance)

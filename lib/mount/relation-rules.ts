@@ -37,7 +37,8 @@ function served (slot: RelationRuleSlot, entries: readonly RegisteredViewset[], 
     invalidOption(
       slot.path,
       `table "${slot.table}" is served by viewsets with different row rules (${prefixes}): choose the one whose ` +
-        `rule applies with rulesFrom (the viewset, or its prefix such as ${prefixes.split(', ')[0] ?? ''})`
+        `rule applies with rulesFrom (the viewset, or its prefix such as ${prefixes.split(', ')[0] ?? ''})` +
+        (slot.path.startsWith('the foreign key') ? ', on a selectRelated relation declared over the key' : '')
     )
   }
   return first.rule?.source

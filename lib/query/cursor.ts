@@ -168,14 +168,9 @@ export function keysetCondition (
     }
   }
   // The shape names which values are null: their terms are different SQL.
-  const parameters: unknown[] = []
-  for (let i = 0; i < keys.length; i++) {
-    for (let j = 0; j < i; j++) if (bound[j] !== null) parameters.push(bound[j])
-    if (bound[i] !== null) parameters.push(bound[i])
-  }
   return {
     shape: `keyset:${bound.map((value) => (value === null ? 'n' : 'v')).join('')}`,
-    parameters,
+    parameters: expandedParameters(keys, bound),
     expression: (eb) => {
       const branches: Array<Expression<SqlBool>> = []
       for (const [i, key] of keys.entries()) {
@@ -189,6 +184,28 @@ export function keysetCondition (
       return branches.length === 0 ? sql<SqlBool>`1 = 0` : eb.or(branches)
     },
   }
+}
+
+/**
+ * The values of the expanded keyset condition, in the order its SQL binds them: each branch's equal terms, then its
+ * after term ({@link afterTerm}), a ruled key's rule values (ordering.ts) wherever its value is written.
+ */
+function expandedParameters (keys: readonly OrderKey[], bound: readonly unknown[]): unknown[] {
+  const parameters: unknown[] = []
+  const value = (key: OrderKey | undefined): readonly unknown[] => key?.ruled?.parameters ?? []
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]
+    if (key === undefined || (bound[i] === null && !key.descending)) continue
+    for (let j = 0; j < i; j++) {
+      parameters.push(...value(keys[j]))
+      if (bound[j] !== null) parameters.push(bound[j])
+    }
+    parameters.push(...value(key))
+    if (bound[i] === null) continue
+    parameters.push(bound[i])
+    if (!key.descending && key.nullable) parameters.push(...value(key))
+  }
+  return parameters
 }
 
 /** Rows strictly after `value` on one key, or `undefined` when none can be (after NULL, ascending). */

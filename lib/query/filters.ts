@@ -19,7 +19,7 @@ import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
-import type { RelatedPath, RelatedRoot } from './related-paths.js'
+import type { PathRules, RelatedPath, RelatedRoot } from './related-paths.js'
 import { groupRelated, relatedColumn, resolvePath } from './related-paths.js'
 import { boundedTerm } from './search.js'
 import { elementListPattern, noNulPattern } from '../schema/list-patterns.js'
@@ -32,8 +32,11 @@ export const maxInValues = 100
 export interface FilterPlan {
   /** One query parameter per field and operator, typed like the field. */
   readonly properties: Record<string, JsonSchema>
-  /** The conditions of a request, in a fixed order (so that equal shapes compile to equal SQL). */
-  conditions(query: Record<string, unknown>): Condition[]
+  /**
+   * The conditions of a request, in a fixed order (so that equal shapes compile to equal SQL); those through
+   * relations under the request's `rules`.
+   */
+  conditions(query: Record<string, unknown>, rules?: PathRules): Condition[]
 }
 
 type Comparison = '=' | '<>' | '>' | '>=' | '<' | '<='
@@ -334,7 +337,7 @@ export function planFilters (
   }
   return {
     properties,
-    conditions: (query) => filterConditions(filters, query, root),
+    conditions: (query, rules) => filterConditions(filters, query, root, rules),
   }
 }
 
@@ -342,7 +345,8 @@ export function planFilters (
 function filterConditions (
   filters: readonly Filter[],
   query: Record<string, unknown>,
-  root: RelatedRoot | undefined
+  root: RelatedRoot | undefined,
+  rules: PathRules | undefined
 ): Condition[] {
   const conditions: Condition[] = []
   const related: Array<{ path: RelatedPath; condition: Condition }> = []
@@ -352,6 +356,6 @@ function filterConditions (
     if (filter.path === undefined) conditions.push(filter.condition(value))
     else related.push({ path: filter.path, condition: filter.condition(value) })
   }
-  if (related.length > 0 && root !== undefined) conditions.push(...groupRelated(related, root.table))
+  if (related.length > 0 && root !== undefined) conditions.push(...groupRelated(related, root.table, rules))
   return conditions
 }

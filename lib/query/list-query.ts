@@ -8,6 +8,8 @@ import type { ScalarType } from './field-types.js'
 import type { FieldSelection, FieldsPlan } from './fields.js'
 import type { FilterPlan } from './filters.js'
 import type { Ordering, OrderingPlan } from './ordering.js'
+import { ruledOrdering } from './ordering-rules.js'
+import type { PathRules } from './related-paths.js'
 import type { SearchPlan } from './search.js'
 
 /** A LIST request once parsed: plain data the data layer reads, with no HTTP in it. */
@@ -100,7 +102,8 @@ const pageParameters = new Set(['limit', 'offset'])
  * Parses a validated LIST query string into a {@link ListQuery}, with the count a `Prefer` header asked for
  * (`preferred`). Pure: it reads nothing but its arguments. Everything a client can get wrong (an unknown field,
  * sort key or operator, an offset past `maxOffset`, a count the viewset does not give) throws its 400 here,
- * before any SQL.
+ * before any SQL. Filters, search and ordering through relations apply the `rules` of the request (each related
+ * table's `'LIST'` rule).
  *
  * @example
  * ```ts
@@ -112,7 +115,8 @@ const pageParameters = new Set(['limit', 'offset'])
 export function parseListQuery (
   query: Record<string, unknown>,
   plan: ListQueryPlan,
-  preferred?: CountPreference
+  preferred?: CountPreference,
+  rules?: PathRules
 ): ListQuery {
   const { limit, offset } = parsePagination(query, plan.maxOffset, plan.pagination)
   const { count, estimate } = askedCount(plan.counting, query.count === true, preferred)
@@ -140,10 +144,10 @@ export function parseListQuery (
       cursor: undefined,
     }
   }
-  const conditions = plan.filters.conditions(query)
-  const searched = plan.search.condition(query)
+  const conditions = plan.filters.conditions(query, rules)
+  const searched = plan.search.condition(query, rules)
   if (searched !== undefined) conditions.unshift(searched)
-  const ordering = plan.ordering.ordering(query)
+  const ordering = ruledOrdering(plan.ordering.ordering(query), rules)
   const cursor =
     pagination === 'cursor' && typeof query.cursor === 'string'
       ? decodeCursor(query.cursor, ordering, plan.types)

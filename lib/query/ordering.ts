@@ -7,7 +7,7 @@ import { LruCache } from '../execution/lru-cache.js'
 import { isList } from '../schema/object-schema.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
-import type { RelatedRoot } from './related-paths.js'
+import type { RelatedPath, RelatedRoot } from './related-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
 import { sortKeysPattern } from '../schema/list-patterns.js'
 import { maxShapes } from '../data/statement-cache.js'
@@ -20,6 +20,16 @@ export interface OrderKey {
   readonly nullable: boolean
   /** The value sorted on when it is not the column `field`: a related row's field (query/related-paths.ts). */
   readonly expression?: Expression<unknown>
+  /** A relation path's key: the path and the table it starts from, to apply each request's rules to it. */
+  readonly related?: RelatedKey
+  /** The rules `expression` applies for this request: their shape, and the values one `expression` binds. */
+  readonly ruled?: { readonly shape: string; readonly parameters: readonly unknown[] }
+}
+
+/** Where a relation path's sort key reads its value: the path, from the parent table. */
+export interface RelatedKey {
+  readonly path: RelatedPath
+  readonly table: string
 }
 
 /** What a sort key's value is in SQL: its expression, else its column (`prefix` qualifies the column). */
@@ -70,7 +80,7 @@ export interface OrderProblem {
  */
 export function parseOrdering (
   text: string | readonly string[],
-  fields: ReadonlyMap<string, { readonly nullable: boolean; readonly expression?: Expression<unknown> }>,
+  fields: ReadonlyMap<string, Pick<OrderKey, 'nullable' | 'expression' | 'related'>>,
   tieBreaker: string | undefined
 ): Ordering | OrderProblem {
   const keys: OrderKey[] = []
@@ -80,10 +90,13 @@ export function parseOrdering (
     const field = fields.get(name)
     if (field === undefined) return { part, field: name, reason: 'unknown' }
     if (keys.some((key) => key.field === name)) return { part, field: name, reason: 'twice' }
+    const { nullable, expression, related } = field
     keys.push(
-      field.expression === undefined
-        ? { field: name, descending, nullable: field.nullable }
-        : { field: name, descending, nullable: field.nullable, expression: field.expression }
+      expression === undefined
+        ? { field: name, descending, nullable }
+        : related === undefined
+          ? { field: name, descending, nullable, expression }
+          : { field: name, descending, nullable, expression, related }
     )
   }
   if (tieBreaker !== undefined && !keys.some((key) => key.field === tieBreaker)) {
@@ -254,7 +267,7 @@ export function planOrdering (
 }
 
 /** A field `order_by` may name: a scalar column, or a related value reached through a relation path. */
-type SortableField = ScalarField & { readonly expression?: Expression<unknown> }
+type SortableField = ScalarField & Pick<OrderKey, 'expression' | 'related'>
 
 /** Checks `orderingFields`: the fields `order_by` may name, each once. */
 function allowedFields (
@@ -268,7 +281,8 @@ function allowedFields (
   const sortable = (name: string): SortableField | undefined => {
     if (!name.includes('.') || related === undefined) return fields.get(name)
     const path = resolvePath('orderingFields', name, related, true)
-    return { ...path.field, name, nullable: true, expression: relatedValue(path, related.table) }
+    const expression = relatedValue(path, related.table)
+    return { ...path.field, name, nullable: true, expression, related: { path, table: related.table } }
   }
   if (!isList(orderingFields) || orderingFields.length === 0) {
     invalidOption('orderingFields', `expected a non-empty array of fields (${nameList(fields.keys())})`)

@@ -1,8 +1,11 @@
 import { sql } from 'kysely'
 import type { Expression, SqlBool } from 'kysely'
 import { invalidOption } from '../errors.js'
+import type { AnyDatabase } from '../sql.js'
 import type { RelationLink } from '../relations/relation-link.js'
+import type { RuleRequest } from '../relations/relation-rule.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
+import type { ScopeCondition } from './scope.js'
 import type { ScalarField } from './field-types.js'
 import { nameList, scalarField } from './field-types.js'
 
@@ -29,6 +32,47 @@ export interface RelatedRoot {
 /** The alias of the related table `depth` hops away (1 is the parent's own relation). */
 function aliasAt (depth: number): string {
   return `viewset_r${depth}`
+}
+
+/** The alias of a many-to-many's join table `depth` hops away. */
+function joinAt (depth: number): string {
+  return `viewset_j${depth}`
+}
+
+/**
+ * The request whose row rules a relation path applies (each related table's `'LIST'` rule, as its loads do), and
+ * the database its rules are compiled for. Without one (a helper's query outside a request), no rule applies.
+ */
+export interface PathRules {
+  readonly db: AnyDatabase
+  readonly request: RuleRequest
+}
+
+/**
+ * The rules of the relation `depth` hops along a path, as its subquery aliases them, in the order its SQL binds
+ * them: the join table's, then the related table's. Empty when neither has a rule for the request.
+ */
+export function linkRules (link: RelationLink, depth: number, rules: PathRules | undefined): ScopeCondition[] {
+  if (rules === undefined) return []
+  const { db, request } = rules
+  const ruled: ScopeCondition[] = []
+  const through = link.rules.through?.condition(db, request, joinAt(depth))
+  if (through !== undefined) ruled.push(through)
+  const target = link.rules.target.condition(db, request, aliasAt(depth))
+  if (target !== undefined) ruled.push(target)
+  return ruled
+}
+
+/** The rules of every relation of `path`, hop by hop ({@link linkRules}). */
+export function pathRules (path: RelatedPath, rules: PathRules | undefined): ScopeCondition[][] {
+  return path.hops.map((link, index) => linkRules(link, index + 1, rules))
+}
+
+/** The shape of rules (their SQL, values apart): part of a statement's shape, as the rules change its SQL. */
+export function rulesShape (ruled: readonly ScopeCondition[]): string {
+  let shape = ''
+  for (const rule of ruled) shape += rule.shape
+  return shape
 }
 
 /** The column of the last relation of a path, as the innermost subquery names it. */
@@ -93,15 +137,17 @@ function equal (left: string, right: string): Expression<SqlBool> {
 }
 
 /**
- * `EXISTS` (a related row of `link`, reached from `outer`, for which every term holds): "has at least one",
- * which never repeats a parent however many children match. `depth` numbers the aliases of nested relations.
+ * `EXISTS` (a related row of `link`, reached from `outer`, admitted by `ruled` (its rules, {@link linkRules}), for
+ * which every term holds): "has at least one", which never repeats a parent however many children match. `depth`
+ * numbers the aliases of nested relations. The rules bind their values before the terms.
  */
 export function relatedExists (
   eb: AnyExpressionBuilder,
   link: RelationLink,
   outer: string,
   depth: number,
-  terms: readonly Expression<SqlBool>[]
+  terms: readonly Expression<SqlBool>[],
+  ruled: readonly ScopeCondition[] = []
 ): Expression<SqlBool> {
   const alias = aliasAt(depth)
   const { through } = link
@@ -113,7 +159,7 @@ export function relatedExists (
       .select(sql.lit(1).as('one'))
       .where(equal(`${alias}.${link.targetColumn}`, `${outer}.${link.parentColumn}`))
   } else {
-    const join = `viewset_j${depth}`
+    const join = joinAt(depth)
     query = eb
       .selectFrom(`${through.table} as ${join}`)
       .innerJoin(`${link.table} as ${alias}`, (on) =>
@@ -122,39 +168,53 @@ export function relatedExists (
       .select(sql.lit(1).as('one'))
       .where(equal(`${join}.${through.sourceKey}`, `${outer}.${link.parentColumn}`))
   }
+  for (const rule of ruled) query = query.where(rule.where)
   return eb.exists(terms.length === 0 ? query : query.where(eb.and([...terms])))
 }
 
-/** `EXISTS` through every relation of `path`, the innermost one holding `term` (of its column, {@link relatedColumn}).
- * */
+/**
+ * `EXISTS` through every relation of `path`, the innermost one holding `term` (of its column, {@link relatedColumn}),
+ * each under its rules (`ruled`, from {@link pathRules}: their values bind outermost first, then the term's).
+ */
 export function existsThrough (
   eb: AnyExpressionBuilder,
   path: RelatedPath,
   table: string,
-  term: Expression<SqlBool>
+  term: Expression<SqlBool>,
+  ruled: readonly (readonly ScopeCondition[])[] = []
 ): Expression<SqlBool> {
   let expression = term
   for (let depth = path.hops.length; depth >= 1; depth--) {
     const link = path.hops[depth - 1]
     if (link === undefined) continue
-    expression = relatedExists(eb, link, depth === 1 ? table : aliasAt(depth - 1), depth, [expression])
+    const outer = depth === 1 ? table : aliasAt(depth - 1)
+    expression = relatedExists(eb, link, outer, depth, [expression], ruled[depth - 1])
   }
   return expression
 }
 
 /**
  * The value of a many-to-one path for each parent row: a correlated scalar subquery, NULL when a relation
- * on the way is NULL. It sorts like a nullable column of the parent, and a cursor can read it back.
+ * on the way is NULL or a row its rules hide (`ruled`, from {@link pathRules}: their values bind innermost
+ * first). It sorts like a nullable column of the parent, and a cursor can read it back.
  */
-export function relatedValue (path: RelatedPath, table: string): Expression<unknown> {
+export function relatedValue (
+  path: RelatedPath,
+  table: string,
+  ruled: readonly (readonly ScopeCondition[])[] = []
+): Expression<unknown> {
   let value: Expression<unknown> = sql.ref(relatedColumn(path))
   for (let depth = path.hops.length; depth >= 1; depth--) {
     const link = path.hops[depth - 1]
     if (link === undefined) continue
     const alias = aliasAt(depth)
     const outer = depth === 1 ? table : aliasAt(depth - 1)
-    const match = equal(`${alias}.${link.targetColumn}`, `${outer}.${link.parentColumn}`)
-    value = sql`(select ${value} from ${sql.table(link.table)} as ${sql.id(alias)} where ${match})`
+    const terms = [
+      equal(`${alias}.${link.targetColumn}`, `${outer}.${link.parentColumn}`),
+      ...(ruled[depth - 1] ?? []).map((rule) => rule.where),
+    ]
+    const where = sql.join(terms, sql` and `)
+    value = sql`(select ${value} from ${sql.table(link.table)} as ${sql.id(alias)} where ${where})`
   }
   return value
 }
@@ -174,7 +234,8 @@ interface Group {
  */
 export function groupRelated (
   filters: ReadonlyArray<{ readonly path: RelatedPath; readonly condition: Condition }>,
-  table: string
+  table: string,
+  rules?: PathRules
 ): Condition[] {
   const root = new Map<string, Group>()
   for (const { path, condition } of filters) {
@@ -195,16 +256,19 @@ export function groupRelated (
       ...group.leaves,
       ...[...group.children.values()].map((child) => build(child, aliasAt(depth), depth + 1)),
     ]
+    // The relation's rules, bound before its terms: the subquery sees only the rows they admit.
+    const ruled = linkRules(group.link, depth, rules)
     return {
-      shape: `${group.link.field}(${inner.map((condition) => condition.shape).join('&')})`,
-      parameters: inner.flatMap((condition) => condition.parameters),
+      shape: `${group.link.field}[${rulesShape(ruled)}](${inner.map((condition) => condition.shape).join('&')})`,
+      parameters: [...ruled, ...inner].flatMap((condition) => condition.parameters),
       expression: (eb) =>
         relatedExists(
           eb,
           group.link,
           outer,
           depth,
-          inner.map((condition) => condition.expression(eb))
+          inner.map((condition) => condition.expression(eb)),
+          ruled
         ),
     }
   }

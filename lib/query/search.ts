@@ -7,16 +7,17 @@ import type { Condition } from './condition.js'
 import { checkedTerm, queryParameterError } from './condition.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
-import type { RelatedPath, RelatedRoot } from './related-paths.js'
+import type { PathRules, RelatedPath, RelatedRoot } from './related-paths.js'
+import type { ScopeCondition } from './scope.js'
 import { noNulPattern } from '../schema/list-patterns.js'
-import { existsThrough, relatedColumn, resolvePath } from './related-paths.js'
+import { existsThrough, pathRules, relatedColumn, resolvePath, rulesShape } from './related-paths.js'
 
 /** `?search=`, planned from the `searchFields` option. */
 export interface SearchPlan {
   /** The `search` query parameter, or none when search is off. */
   readonly properties: Record<string, JsonSchema>
-  /** The condition of a request, or `undefined` when it searches nothing. */
-  condition(query: Record<string, unknown>): Condition | undefined
+  /** The condition of a request, or `undefined` when it searches nothing; relation paths under its `rules`. */
+  condition(query: Record<string, unknown>, rules?: PathRules): Condition | undefined
 }
 
 /** Characters as Ajv's `maxLength` counts them: code points, a lone surrogate counting as one. */
@@ -69,13 +70,27 @@ export function planSearch (
   }
   return {
     properties,
-    condition (query) {
+    condition (query, rules) {
       const term = query.search
       if (typeof term !== 'string' || term === '') return undefined
       const pattern = containsPattern(boundedTerm('search', term, maxLength))
+      // A path searches only the related rows its tables' rules admit; their values bind before the pattern.
+      const ruled = new Map<string, ScopeCondition[][]>()
+      let shape = 'search'
+      const parameters: unknown[] = []
+      for (const name of names) {
+        const path = paths.get(name)
+        const hops = path === undefined ? [] : pathRules(path, rules)
+        ruled.set(name, hops)
+        for (const hop of hops) {
+          shape += `:${rulesShape(hop)}`
+          for (const rule of hop) parameters.push(...rule.parameters)
+        }
+        parameters.push(pattern)
+      }
       return {
-        shape: 'search',
-        parameters: names.map(() => pattern),
+        shape,
+        parameters,
         // A parent whose relation is NULL has no related row: its own fields are still searched.
         expression: (eb) =>
           eb.or(
@@ -83,7 +98,9 @@ export function planSearch (
               const path = paths.get(name)
               return path === undefined || related === undefined
                 ? dialect.syntax.ilike(eb.ref(name), pattern)
-                : existsThrough(eb, path, related.table, dialect.syntax.ilike(eb.ref(relatedColumn(path)), pattern))
+                : existsThrough(
+                  eb, path, related.table, dialect.syntax.ilike(eb.ref(relatedColumn(path)), pattern), ruled.get(name)
+                )
             })
           ),
       }

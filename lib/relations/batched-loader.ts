@@ -110,9 +110,11 @@ export class BatchedRelationLoader implements RelationLoader {
     this.parentColumns = Object.freeze([...new Set(relations.map((relation) => relation.parentKey))])
     this.keys = new Map(relations.map((relation) => [relation.field, relation.parentKey]))
     this.links = new Map(relations.map((relation) => [relation.field, relation.link]))
-    this.ruleSlots = Object.freeze(
-      relations.flatMap((relation) => [...relation.query.slots, ...(relation.nested?.ruleSlots ?? [])])
-    )
+    // The loads' rules, and those of the paths through each relation (filters, search, ordering), once each.
+    this.ruleSlots = Object.freeze([...new Set(relations.flatMap(({ query, link, nested }) => [
+      ...query.slots, link.rules.target, ...(link.rules.through === undefined ? [] : [link.rules.through]),
+      ...(nested?.ruleSlots ?? []),
+    ]))])
   }
 
   async load (db: AnyDatabase, rows: Row[], only?: ReadonlySet<string>, request?: RuleRequest): Promise<void> {

@@ -152,15 +152,20 @@ function qualified (columns: readonly string[]): string[] {
   return columns.map((column) => `t.${column}`)
 }
 
-/** How the relation of `site` meets its parent, for filters, search and ordering through it. */
+/**
+ * How the relation of `site` meets its parent, for filters, search and ordering through it, under `rules`: its
+ * table's `'LIST'` rule (and its join table's).
+ */
 function linkOf (
   site: RelationSite,
   parentColumn: string,
   targetColumn: string,
+  rules: RelationLink['rules'],
   through?: RelationLink['through']
 ): RelationLink {
   const { relation } = site
   return {
+    rules,
     field: relation.field,
     kind: relation.kind,
     table: relation.table,
@@ -180,6 +185,8 @@ function planManyToOne (site: RelationSite): BatchedRelation {
   const foreignKey = checkColumn(`${path}.foreignKey`, relation.foreignKey ?? '', parentTable, parentColumns)
   const references = checkColumn(`${path}.references`, relation.references ?? 'id', table, targetColumns)
   const columns = unique([...fields, references, ...extra])
+  // A path through a to-one relation reads it as a list does (`?project.owner=`): the 'LIST' rule, not the load's GET.
+  const pathRule = new RelationRuleSlot(path, table, 't', relation.rulesFrom, 'LIST')
   const query = new RuledQuery([targetSlot(relation)], (conditions) =>
     new BatchedQuery(
       db,
@@ -192,7 +199,7 @@ function planManyToOne (site: RelationSite): BatchedRelation {
   return {
     field: relation.field,
     kind: relation.kind,
-    link: linkOf(site, foreignKey, references),
+    link: linkOf(site, foreignKey, references, { target: pathRule, through: undefined }),
     parentKey: foreignKey,
     childKey: references,
     query,
@@ -212,7 +219,8 @@ async function planOneToMany (site: RelationSite): Promise<BatchedRelation> {
   const columns = unique([...fields, foreignKey, ...extra])
   const rowKey = await site.catalog.primaryKey(table)
   const keyType = keyTypeOf(site.described.get(foreignKey))
-  const query = new RuledQuery([targetSlot(relation)], (conditions) => {
+  const rule = targetSlot(relation)
+  const query = new RuledQuery([rule], (conditions) => {
     const from = (keyed: Keyed): Builder => restricted(keyed(table, 't', foreignKey), conditions)
     const extra = valuesOf(conditions)
     const selection = qualified(columns)
@@ -225,7 +233,7 @@ async function planOneToMany (site: RelationSite): Promise<BatchedRelation> {
   return {
     field: relation.field,
     kind: relation.kind,
-    link: linkOf(site, references, foreignKey),
+    link: linkOf(site, references, foreignKey, { target: rule, through: undefined }),
     parentKey: references,
     childKey: foreignKey,
     query,
@@ -251,7 +259,11 @@ async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
   const selection = [...qualified(columns), `j.${source} as ${alias}`]
   // The aliases keep schema-qualified names (`shop.tags`) and a self-join apart.
   // The targets take their table's rule, and the join table its own when it has one.
-  const slots = [targetSlot(relation), new RelationRuleSlot(`${path}.through`, through.table, 'j', undefined, 'LIST')]
+  const rules = {
+    target: targetSlot(relation),
+    through: new RelationRuleSlot(`${path}.through`, through.table, 'j', undefined, 'LIST'),
+  }
+  const slots = [rules.target, rules.through]
   const keyType = keyTypeOf((await site.catalog.described(through.table)).get(source))
   const query = new RuledQuery(slots, (conditions) => {
     const from = (keyed: Keyed): Builder =>
@@ -278,7 +290,7 @@ async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
   return {
     field: relation.field,
     kind: relation.kind,
-    link: linkOf(site, parentKey, references, { table: through.table, sourceKey: source, targetKey: target }),
+    link: linkOf(site, parentKey, references, rules, { table: through.table, sourceKey: source, targetKey: target }),
     parentKey,
     childKey: alias,
     query,

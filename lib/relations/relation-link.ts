@@ -1,5 +1,6 @@
 import type { TObject } from '@sinclair/typebox'
 import type { RelationKind } from './declaration.js'
+import type { RelationRuleSlot } from './relation-rule.js'
 
 /**
  * How one relation's rows meet their parent's, every name checked against the catalog: what a query needs
@@ -22,4 +23,9 @@ export interface RelationLink {
   readonly columns: readonly string[]
   /** The relations of the related rows. */
   readonly links: ReadonlyMap<string, RelationLink>
+  /**
+   * The `'LIST'` rules a filter, search or ordering through this relation applies: of its table, and of a
+   * many-to-many's join table. A path's subquery sees only the rows they admit, as a load does.
+   */
+  readonly rules: { readonly target: RelationRuleSlot; readonly through: RelationRuleSlot | undefined }
 }

@@ -54,14 +54,15 @@ export class RelationRuleSlot {
   }
 
   /**
-   * The rule for `request`, qualified with the alias, or `undefined` for none. Without a request (a helper's load
-   * outside one) no rule applies; with one, a rule not yet resolved is a programming error, never an open read.
+   * The rule for `request`, qualified with the alias (the slot's, or `alias` for a relation path's subquery), or
+   * `undefined` for none. Without a request (a helper's load outside one) no rule applies; with one, a rule not
+   * yet resolved is a programming error, never an open read.
    */
-  condition (db: AnyDatabase, request: RuleRequest | undefined): ScopeCondition | undefined {
+  condition (db: AnyDatabase, request: RuleRequest | undefined, alias = this.alias): ScopeCondition | undefined {
     if (request === undefined) return undefined
     if (!this.#resolved) throw new Error(`${this.path}: relation rules are resolved when the application is ready`)
     const expression: Expression<SqlBool> | undefined = this.#rule?.scope(eb, { ...request, method: this.method })
-    return expression === undefined ? undefined : scopeCondition(db, this.alias, expression)
+    return expression === undefined ? undefined : scopeCondition(db, alias, expression)
   }
 }
 

@@ -34,6 +34,18 @@ createViewset({ db, table: 'items', schema: Item, scope: (eb) => eb.ref('name') 
 // @ts-expect-error `owner` holds strings
 createViewset({ db, table: 'items', schema: Item, scope: (eb) => eb('owner', '=', 3) })
 
+// ---- scope per method (issue 35): an entry per method, a function or null --------------------------------
+createViewset({
+  db,
+  table: 'items',
+  schema: Item,
+  scope: { LIST: null, GET: null, PUT: (eb, { token }) => eb('owner', '=', token?.sub ?? null), PATCH: null, DELETE: null },
+})
+// @ts-expect-error POST is no method a row rule applies to
+createViewset({ db, table: 'items', schema: Item, scope: { POST: null } })
+// @ts-expect-error an entry's `eb` knows the table's columns only
+createViewset({ db, table: 'items', schema: Item, scope: { LIST: (eb) => eb('email', '=', 'a') } })
+
 // ---- beforeWrite: Updateable values of the table in and out, columns outside the schema included ------
 createViewset({
   db,
