@@ -29,6 +29,8 @@ export interface BranchedUpsert {
   readonly precondition: Precondition | undefined
   /** The rule an updated row must be in (PATCH's: the target and the row written) and a created one (GET's). */
   readonly rules: { readonly updated: ScopeCondition | undefined; readonly created: ScopeCondition | undefined }
+  /** The check of the foreign keys the elements write (data/foreign-key-check.ts), run in the write's transaction. */
+  readonly checkKeys?: (trx: AnyDatabase, values: readonly Row[]) => Promise<void>
 }
 
 /** How many times a branch changed by a concurrent writer runs the upsert again before a 503. */
@@ -139,6 +141,7 @@ async function writeBranches (
   if (!sent.every((row) => locked.has(keyOf(row)) === found.has(keyOf(row)) && same(keyOf(row)))) {
     throw new BranchChanged()
   }
+  await upsert.checkKeys?.(trx, values)
   const rows: Row[] = []
   const updating = sent.flatMap((row, index) => (created[index] === true ? [] : [{ index, key: keyOf(row) }]))
   updating.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))

@@ -238,6 +238,9 @@ export class DefaultHandlers {
         updated: this.#context.scopeOf(request, token, 'PATCH'),
         created: this.#context.scopeOf(request, token, 'GET'),
       },
+      checkKeys: async (trx, values) => {
+        await this.#context.foreignKeys.checkOf(trx, values, { request, token }, bulk)?.(trx)
+      },
     })
   }
 

@@ -92,3 +92,36 @@ for (const dialect of dialects) {
     })
   })
 }
+
+// An upsert writes its foreign keys too, on either branch (issue 35, items 2 and 4): the same 409 as a missing row.
+for (const dialect of dialects) {
+  describe(`foreign keys of an upsert under the target table's rule (${dialect.name})`, () => {
+    test("an upsert with another tenant's project is the 409 of a missing one, creating or updating", async (t) => {
+      const { app, alice, db } = await tenantsApp(t, dialect, {
+        prepare: async (db) => { await db.schema.createIndex('tasks_title_unique').on('tasks').column('title').unique().execute() },
+        tasks: { conflictFields: ['title'] },
+      })
+      const before = await taskRows(db)
+      const merge = { ...alice, prefer: 'resolution=merge-duplicates' }
+      for (const title of ['new-one', 'a-task-1']) { // creates, then updates alice's own task 1
+        const hidden = await app.inject({ method: 'POST', url: '/tasks', headers: merge, payload: { title, project_id: 2 } })
+        const missing = await app.inject({ method: 'POST', url: '/tasks', headers: merge, payload: { title, project_id: 2147483647 } })
+        assert.equal(hidden.statusCode, 409, hidden.body)
+        assert.equal(problemOf(hidden).code, 'FST_VIEWSET_CONFLICT')
+        assert.equal(hidden.body, missing.body)
+        assert.ok(!hidden.body.includes('b-proj'))
+      }
+      const bulk = await app.inject({
+        method: 'POST',
+        url: '/tasks/bulk',
+        headers: merge,
+        payload: [{ title: 'a-task-1', project_id: 3 }, { title: 'fresh', project_id: 2 }],
+      })
+      assert.equal(bulk.statusCode, 409, bulk.body)
+      assert.deepEqual(await taskRows(db), before)
+      const own = await app.inject({ method: 'POST', url: '/tasks', headers: merge, payload: { title: 'a-task-1', project_id: 3 } })
+      assert.equal(own.statusCode, 200, own.body)
+      assert.equal(own.json<{ project: { name: string } }>().project.name, 'z-proj')
+    })
+  })
+}
