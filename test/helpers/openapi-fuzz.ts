@@ -162,8 +162,8 @@ export class Fuzzer {
       const ids = this.#ids.get(collectionOf(ref.path)) ?? []
       const idParameter = ref.parameters.find((p) => p.in === 'path')
       const generated = idParameter === undefined ? fc.constant(1) : arbitraryOf(contract.document, idParameter.schema)
-      const known = { weight: 5, arbitrary: fc.constantFrom(...ids) }
-      const id = ids.length > 0 ? fc.oneof(known, { weight: 1, arbitrary: generated }) : generated
+      const known = () => ({ weight: 5, arbitrary: fc.constantFrom(...ids) })
+      const id = ids.length > 0 ? fc.oneof(known(), { weight: 1, arbitrary: generated }) : generated
       path = this.#path(ref, String(this.#one(id)))
     }
     const names = new Set(ref.parameters.filter((p) => p.in === 'header').map((p) => p.name.toLowerCase()))
@@ -199,7 +199,9 @@ export class Fuzzer {
       const request = this.#validRequest(ref)
       const answer = await this.#send(this.#options.strict, ref, request)
       if (answer === undefined) continue
-      if (answer.status === 400 || answer.status === 415) {
+      // RFC 6749 §5.2: wrong credentials at a token endpoint are a 400 `invalid_grant`, not a refused request.
+      const wrongCredentials = answer.status === 400 && answer.body.includes('"invalid_grant"')
+      if ((answer.status === 400 && !wrongCredentials) || answer.status === 415) {
         const query = new URLSearchParams(request.query ?? {}).toString()
         this.report.validRejected.push(`${request.method} ${request.path}?${query} ${request.body ?? ''} → ${answer.body.slice(0, 300)}`)
       }
