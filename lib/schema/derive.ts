@@ -64,8 +64,16 @@ const integerRanges: Record<string, [number, number]> = {
 }
 const safeRange: [number, number] = [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]
 
-/** The largest finite single-precision float: a larger value overflows a `real` (PostgreSQL) or `float` (MySQL). */
-const singleMax = 3.4028234663852886e38
+/**
+ * The largest magnitude a single-precision column takes and serves back, per database: MySQL refuses more than
+ * the largest float (3.4028234663852886e38), while PostgreSQL prints that float as `3.4028235e+38`, a larger
+ * double, which an answer then carries (Prism flagged it against the smaller bound); PostgreSQL reads it back.
+ */
+const singleMax: Record<DialectName, number> = {
+  sqlite: Number.MAX_VALUE,
+  postgres: 3.4028235e38,
+  mysql: 3.4028234663852886e38,
+}
 
 // The single-precision float columns of each database (SQLite's REAL and FLOAT are doubles, as are
 // PostgreSQL's float8 and MySQL's double): a number field over one of them is bounded by ±singleMax.
@@ -89,7 +97,7 @@ const singleUnderflow = 2 ** -150
  * `undefined` for other columns.
  */
 function underflow (column: ColumnInfo | undefined, dialect: DialectName | undefined): JsonSchema | undefined {
-  if (dialect !== 'postgres' || floatMax(column, dialect) !== singleMax) return undefined
+  if (dialect !== 'postgres' || floatMax(column, dialect) === Number.MAX_VALUE) return undefined
   return { minimum: -singleUnderflow, maximum: singleUnderflow, not: { enum: [0] } }
 }
 
@@ -97,7 +105,7 @@ function underflow (column: ColumnInfo | undefined, dialect: DialectName | undef
 function floatMax (column: ColumnInfo | undefined, dialect: DialectName | undefined): number {
   const type = column?.type.replace(/ unsigned$/, '')
   const single = type !== undefined && dialect !== undefined && singleFloats[dialect].has(type)
-  return single ? singleMax : Number.MAX_VALUE
+  return single ? singleMax[dialect] : Number.MAX_VALUE
 }
 
 /** Adds the column's bounds to an integer or number schema that declares none (nullable unions included). */

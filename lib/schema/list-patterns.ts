@@ -79,11 +79,28 @@ function elementPattern (element: JsonSchema): string | undefined {
     return alternation(values)
   }
   if (element.type === 'integer') return integerPattern(element)
+  const text = plainStringPattern(element)
+  if (text !== undefined) return text
   const anchored = element.pattern
   if (typeof anchored !== 'string' || !anchored.startsWith('^') || !anchored.endsWith('$')) return undefined
   // An anchored pattern whose body may not match a comma: then the split is the one the server makes.
   const body = anchored.slice(1, -1)
   return body.includes(',') || body.includes('[^') || body.includes('.') ? undefined : `(?:${body})`
+}
+
+/**
+ * A string with no format and no pattern of its own (PostgreSQL's no-NUL one aside) as an element: its lengths
+ * and no comma, so that `country__in=abc` over a `maxLength: 2` field is refused by the document as by the server
+ * (Prism found it). `undefined` when nothing bounds it.
+ */
+function plainStringPattern (element: JsonSchema): string | undefined {
+  const { minLength, maxLength, pattern } = element
+  if (element.type !== 'string' || element.format !== undefined) return undefined
+  if (pattern !== undefined && pattern !== storableTextPattern) return undefined
+  const min = typeof minLength === 'number' ? minLength : 0
+  const max = typeof maxLength === 'number' ? String(maxLength) : ''
+  if (min === 0 && max === '' && pattern === undefined) return undefined
+  return `[^,${pattern === undefined ? '' : '\\x00'}]{${min},${max}}`
 }
 
 /** The canonical integers from 0 to `max` (decimal digits, no leading zero), as a pattern group. */

@@ -21,14 +21,11 @@ import Fastify from 'fastify'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Kysely } from 'kysely'
 import { compileErrors, validate } from '@readme/openapi-parser'
-import { createConfig, lintFromString } from '@redocly/openapi-core'
 import openapiTS, { astToString } from 'openapi-typescript'
-import spectralCore from '@stoplight/spectral-core'
-import spectralParsers from '@stoplight/spectral-parsers'
-import { oas } from '@stoplight/spectral-rulesets'
 import { Contract, httpMethods } from '../helpers/contract.js'
 import type { MediaType, OpenApiDocument, OperationRef, Schema } from '../helpers/contract.js'
 import { dialects, testDatabase } from '../helpers/database.js'
+import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
 import type { TestDialect } from '../helpers/database.js'
 
 // ---- the examples -------------------------------------------------------------------------------
@@ -584,54 +581,6 @@ function documentChecks (contract: Contract, note: (key: string, message: string
       note(`doc-media-type ${where} application/merge-patch+json`, 'PATCH does not accept merge-patch')
     }
   }
-}
-
-// ---- the linter ---------------------------------------------------------------------------------
-
-interface LintProblem {
-  ruleId: string
-  severity: string
-  message: string
-  pointer: string
-}
-
-let redoclyConfig: Awaited<ReturnType<typeof createConfig>> | undefined
-
-/** Redocly's `recommended` ruleset over a document, offline. */
-async function redoclyProblems (document: OpenApiDocument): Promise<LintProblem[]> {
-  // security-defined is the issue's one exception: public operations may leave `security` out.
-  redoclyConfig ??= await createConfig({ extends: ['recommended'], rules: { 'security-defined': 'off' } })
-  const problems = await lintFromString({
-    source: JSON.stringify(document),
-    absoluteRef: 'openapi.json',
-    config: redoclyConfig,
-  })
-  return problems.map((problem) => ({
-    ruleId: problem.ruleId,
-    severity: problem.severity,
-    message: problem.message,
-    pointer: problem.location[0]?.pointer ?? '',
-  }))
-}
-
-let spectral: InstanceType<typeof spectralCore.Spectral> | undefined
-
-/** Spectral's `spectral:oas` ruleset (its recommended rules) over a document, offline. */
-async function spectralProblems (document: OpenApiDocument): Promise<LintProblem[]> {
-  if (spectral === undefined) {
-    spectral = new spectralCore.Spectral()
-    // The ruleset's declared type is Spectral's own RulesetDefinition, which the package's typings do not share.
-    spectral.setRuleset({ extends: [[oas as never, 'recommended']] })
-  }
-  const source = new spectralCore.Document(JSON.stringify(document), spectralParsers.Json, 'openapi.json')
-  const results = await spectral.run(source)
-  // DiagnosticSeverity: 0 error, 1 warning, 2 information, 3 hint.
-  return results.map((result) => ({
-    ruleId: String(result.code),
-    severity: result.severity === 0 ? 'error' : 'warning',
-    message: result.message,
-    pointer: `#/${result.path.join('/')}`,
-  }))
 }
 
 // ---- generated clients --------------------------------------------------------------------------

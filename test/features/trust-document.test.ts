@@ -23,6 +23,9 @@ const Note = Type.Object({
   shelf: Type.Optional(Type.Array(Book)),
 })
 
+/** The largest magnitude of a number over a single-precision column (SQLite's REAL is a double), as documented. */
+const singleMax = { sqlite: Number.MAX_VALUE, postgres: 3.4028235e38, mysql: 3.4028234663852886e38 }
+
 const partialType = 'application/json; charset=utf-8; profile="urn:fastify-viewsets:partial"'
 const json = { 'content-type': 'application/json' }
 
@@ -154,7 +157,7 @@ for (const dialect of dialects) {
       const { contract, send } = await notesApp(t, dialect)
       const ratio = propertiesOf(contract, 'Notes').ratio?.anyOf?.[0]
       const postgres = dialect.name === 'postgres'
-      const single = dialect.name === 'sqlite' ? Number.MAX_VALUE : 3.4028234663852886e38
+      const single = singleMax[dialect.name]
       assert.equal(ratio?.maximum, single)
       assert.equal(ratio?.minimum, -single)
       const underflow = { minimum: -(2 ** -150), maximum: 2 ** -150, not: { enum: [0] } }
@@ -174,6 +177,26 @@ for (const dialect of dialects) {
         const response = await send('POST', '/notes', `{"name":"small ${value}","ratio":${value}}`)
         assert.equal(response.statusCode, 201, `${value}: ${response.body}`)
       }
+    })
+
+    test('the bounds documented for a single-precision column hold for what it serves back (Prism, issue 34)', async (t) => {
+      // PostgreSQL prints the largest float as 3.4028235e+38, past 3.4028234663852886e38: documented as that bound,
+      // a row written at the bound came back breaking its own schema (Prism's validating proxy flagged every one).
+      const { send } = await notesApp(t, dialect)
+      const single = singleMax[dialect.name]
+      for (const value of [single, -single, 3.4028234663852886e38, 3.4e38]) {
+        const created = await send('POST', '/notes', JSON.stringify({ name: `bound ${value}`, ratio: value }))
+        assert.equal(created.statusCode, 201, `${value}: ${created.body}`)
+        const { id, ratio } = created.json()
+        assert.ok(Math.abs(ratio) <= single, `${value} answered as ${ratio}`)
+        assert.equal((await send('GET', `/notes/${id}`)).statusCode, 200)
+      }
+      if (dialect.name !== 'sqlite') {
+        const over = await send('POST', '/notes', JSON.stringify({ name: 'past the bound', ratio: single * (1 + 1e-7) }))
+        assert.equal(over.statusCode, 400, over.body)
+      }
+      // The first row and the four written, every one within the document.
+      assert.equal((await send('GET', '/notes?limit=100')).json().length, 5)
     })
 
     test('a to-many relation with a limit documents maxItems: limit; one without, none', async (t) => {
