@@ -116,7 +116,10 @@ export class Bulkhead {
   #release (): void {
     const next = this.#queue.shift()
     if (next === undefined) this.#running--
-    else next.admit()
+    else {
+      next.admit()
+      this.#publish('admitted')
+    }
   }
 
   #publish (event: BulkheadEvent['event']): void {

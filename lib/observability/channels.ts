@@ -141,8 +141,9 @@ export interface CacheEvent {
 
 /**
  * A message on the `fastify-viewsets:bulkhead` channel, published by the heavy-statement queues
- * (execution/bulkhead.ts): a heavy statement `queued` for a slot, `rejected` (503) past the queue's bound, `timeout`
- * after waiting `connectionTimeout`, or `abandoned` when its client hung up. The metrics plugin turns `depth` and
+ * (execution/bulkhead.ts): a heavy statement `queued` for a slot, `admitted` to one from the queue, `rejected` (503)
+ * past the queue's bound, `timeout` after waiting `connectionTimeout`, or `abandoned` when its client hung up. The
+ * metrics plugin turns `depth` and
  * `rejected` into `fastify_viewsets_heavy_queue_depth` and `fastify_viewsets_heavy_rejections_total`.
  *
  * @example
@@ -157,7 +158,7 @@ export interface BulkheadEvent {
   readonly depth: number
   /** Which bulkhead: `'postgres'`, `'mysql'`, or `'sqlite-readers'` (the worker threads of SQLite's heavy reads). */
   readonly bulkhead: string
-  readonly event: 'queued' | 'rejected' | 'timeout' | 'abandoned'
+  readonly event: 'queued' | 'admitted' | 'rejected' | 'timeout' | 'abandoned'
   /** Heavy statements running (holding a slot) and waiting, after the event. */
   readonly running: number
   readonly queued: number

@@ -62,7 +62,7 @@ for (const dialect of dialects) {
       const bulkhead = diagnosticsChannel.channel('fastify-viewsets:bulkhead')
       bulkhead.publish({ dialect: dialect.name, event: 'queued', depth: 2 })
       bulkhead.publish({ dialect: dialect.name, event: 'rejected', depth: 2 })
-      bulkhead.publish({ dialect: dialect.name, event: 'admitted', depth: 1 })
+      bulkhead.publish({ dialect: dialect.name, event: 'timeout', depth: 1 })
       const body = await db.transaction().execute(async (trx) => {
         await trx.selectFrom(table).select('id').execute() // holds a pooled connection while /metrics is scraped
         return (await app.inject({ method: 'GET', url: '/metrics' })).body
