@@ -6,8 +6,8 @@ import { ViewsetErrors } from '../errors.js'
  * `FST_VIEWSET_UNSUPPORTED_MEDIA_TYPE` with `Accept-Encoding: identity` (RFC 9110 §15.5.16, RFC 7694), before any of
  * it is read. A callback hook, not an async one: an async hook costs every request a promise and a microtask (see
  * benchmarks/analysis.md#patch-instructions). The body is refused rather than decoded: decompressing costs work
- * unbounded by `bodyLimit` (a small gzip
- * body inflates a thousandfold), and a body labelled gzip that is really plain JSON must not be stored.
+ * unbounded by `bodyLimit` (a small gzip body inflates a thousandfold), and a body labelled gzip that is really plain
+ * JSON must not be stored.
  *
  * @example
  * ```ts
