@@ -53,8 +53,13 @@ export function wellFormedJson (json: JsonParser) {
       return
     }
     const text = typeof body === 'string' ? body : body.toString('utf8')
+    // Without a surrogate escape the parsed strings are well-formed: Fastify's callback is handed on as it is.
+    if (!surrogateEscape.test(text)) {
+      json(request, text, done)
+      return
+    }
     json(request, text, (error, value) => {
-      if (error !== null || !surrogateEscape.test(text)) {
+      if (error !== null) {
         done(error, value)
         return
       }
