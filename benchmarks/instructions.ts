@@ -52,6 +52,14 @@ const systems = values.systems.split(',').map((name) => {
 const requests = Number(values.requests)
 const warmup = Number(values.warmup)
 
+/** Instructions TurboFan spent compiling in a dump: with --single-threaded it compiles on the main thread, so code
+ * still warming up lands in the count (analysis.md, "PATCH instructions against aa70cbd"). */
+function compileInstructions (file: string): number {
+  const text = execFileSync('callgrind_annotate', ['--inclusive=yes', file], { encoding: 'utf8', maxBuffer: 1 << 28 })
+  const line = /^\s*([\d,]+) .*Runtime_CompileOptimized\(/m.exec(text)
+  return Number(line?.[1]?.replaceAll(',', '') ?? 0)
+}
+
 /** The events callgrind counted in a dump, by name (Ir, I1mr, D1mr, Bcm, ...). */
 function eventTotals (file: string): Map<string, number> {
   const text = readFileSync(file, 'utf8')
@@ -76,11 +84,13 @@ async function count (system: SystemName, seeded: DatabaseTarget): Promise<Map<s
   await server.stop()
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${system}: ${result.non2xx} non-2xx answers and ${result.errors} errors`)
   // callgrind numbers each dump: the first one asked for is `.1`.
-  return eventTotals(`${out}.1`)
+  const totals = eventTotals(`${out}.1`)
+  totals.set('compile', compileInstructions(`${out}.1`))
+  return totals
 }
 
 const seeded = postgresUrl !== undefined && values.database === 'postgres' ? await seedPostgres(postgresUrl) : seedSqlite(join(values.data, 'instructions.db'))
-const shown: Array<[string, string]> = [['Ir', 'instructions'], ['I1mr', 'I1 misses'], ['D1mr', 'D1 read misses'], ['Bcm', 'mispredicted conditional branches'], ['Bim', 'mispredicted indirect branches']]
+const shown: Array<[string, string]> = [['Ir', 'instructions'], ['compile', 'of which TurboFan compiling'], ['I1mr', 'I1 misses'], ['D1mr', 'D1 read misses'], ['Bcm', 'mispredicted conditional branches'], ['Bim', 'mispredicted indirect branches']]
 console.log(`${values.method} ${values.path}: per request, over ${requests} requests after ${warmup} unmeasured ones`)
 for (const system of systems) {
   const totals = await count(system, seeded)

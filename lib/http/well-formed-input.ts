@@ -53,8 +53,13 @@ export function wellFormedJson (json: JsonParser) {
       return
     }
     const text = typeof body === 'string' ? body : body.toString('utf8')
+    // Without a surrogate escape the parsed strings are well-formed: Fastify's callback is handed on as it is.
+    if (!surrogateEscape.test(text)) {
+      json(request, text, done)
+      return
+    }
     json(request, text, (error, value) => {
-      if (error !== null || !surrogateEscape.test(text)) {
+      if (error !== null) {
         done(error, value)
         return
       }
@@ -84,14 +89,16 @@ function decodeQueryPart (part: string): string | undefined {
  * An `onRequest` hook of a viewset's scope: a query parameter whose name or value is not valid UTF-8 once
  * percent-decoded (`%FF`, an encoded surrogate `%ED%A0%80`) is a 400 `FST_VIEWSET_VALIDATION` naming it. Fastify's
  * query parser keeps such a value as it came, percent signs and all. A query string of plain ASCII with no `%`
- * is not looked at further.
+ * is not looked at further. A callback hook, as content-encoding.ts's.
  */
-export async function wellFormedQuery (request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+export function wellFormedQuery (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
   const start = request.url.indexOf('?')
-  if (start === -1) return
-  const query = request.url.slice(start + 1)
+  const query = start === -1 ? '' : request.url.slice(start + 1)
   // eslint-disable-next-line no-control-regex -- the test is for any character outside ASCII
-  if (!query.includes('%') && !/[^\u0000-\u007f]/.test(query)) return
+  if (!query.includes('%') && !/[^\u0000-\u007f]/.test(query)) {
+    done()
+    return
+  }
   const errors: FieldError[] = []
   for (const pair of query.split('&')) {
     const equals = pair.indexOf('=')
@@ -102,5 +109,5 @@ export async function wellFormedQuery (request: FastifyRequest, _reply: FastifyR
       errors.push({ in: 'querystring', field: name ?? rawName, message: 'is not valid UTF-8' })
     }
   }
-  if (errors.length > 0) throw invalidFields(errors)
+  done(errors.length > 0 ? invalidFields(errors) : undefined)
 }
