@@ -121,6 +121,12 @@ export interface DialectValues {
 export interface DialectSyntax {
   /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
   ilike(column: Expression<unknown>, pattern: string): Expression<SqlBool>
+  /**
+   * The value an ordering filter (`__gt`, `__lte`, …) compares an integer column with, where the driver binds a
+   * parameter as the column's own type: PostgreSQL would refuse a bound past an int4 column's range, which the
+   * document allows (an ordering bound need not be storable). Absent: the value is bound as it is.
+   */
+  integerBound?(value: unknown): Expression<unknown>
   /** Where the keys of a relation's batch come from, when not from an `IN` list (see relations/batched-query.ts). */
   readonly keyTable?: KeyTable
   /**

@@ -171,12 +171,15 @@ function planFilter (
   const comparison = comparisons[operator]
   if (comparison !== undefined) {
     const normalize = normalizer(field, parameter)
+    const { integerBound } = dialect.syntax
+    const ordering = field.type === 'integer' && integerBound !== undefined && operator !== 'eq' && operator !== 'ne'
     return {
       parameter,
       condition (raw) {
         // Through the dialect, which binds what its driver cannot (better-sqlite3 takes no booleans).
         const value = dialect.values.parameter(normalize(raw))
-        return { shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, value) }
+        const bound = ordering ? integerBound(value) : value
+        return { shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, bound) }
       },
     }
   }

@@ -110,17 +110,7 @@ async function tokenOf (origin: string, document: OpenApiDocument): Promise<stri
  * What the traffic finds today and the lead has not fixed yet, each with its reason: the test asserts the rest
  * is empty and prints how many each gap covered. Remove a line when its fix lands.
  */
-const knownGaps: Array<{ dialect: TestDialect['name']; list: 'validRejected'; match: RegExp; reason: string }> = [
-  {
-    dialect: 'postgres',
-    list: 'validRejected',
-    match: /__(gt|gte|lt|lte)=[^ ]* .*FST_VIEWSET_INVALID_VALUE/,
-    reason:
-      'an ordering filter on an int4 column documents the safe-integer range (lib/query/filters.ts: "an ordering ' +
-      'bound need not be a storable value"), but PostgreSQL compares with an int4 parameter and refuses a ' +
-      'larger one: `GET /authors?id__lt=5143917410664081` is a 400 FST_VIEWSET_INVALID_VALUE',
-  },
-]
+const knownGaps: Array<{ dialect: TestDialect['name']; list: 'validRejected'; match: RegExp; reason: string }> = []
 
 const counts = (map: Map<number, number>) =>
   [...map].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(' ')

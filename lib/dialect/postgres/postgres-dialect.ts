@@ -124,6 +124,8 @@ export const postgresDialect: ViewsetDialect = {
       // benchmarks/analysis.md#postgres-ilike-initplan).
       return sql<boolean>`lower(${column}::text) like (select lower(like_escape(${pattern}, '!')))`
     },
+    // int2, int4 and int8 compare with an int8 through one B-tree operator family: the index still serves it.
+    integerBound: (value) => sql`cast(${value} as bigint)`,
     literalLimit: false,
   },
   capabilities: {
