@@ -223,7 +223,9 @@ async function measureDatabase (
   const fastest = new Map<SystemName, number>()
   // Rows for `seconds` of load at twice the fastest rate seen, plus `requests` counted ones.
   const refill = async (system: SystemName, seconds: number, requests = 0) => {
-    const rate = fastest.get(system) ?? assumedRate[database]
+    // Never below the assumed rate: a GET measured over a handful of requests (the smoke test's `amount`) or on a busy
+    // machine reads far slower than a DELETE's time-bound warm-up may then go, which ran the batch out (404s).
+    const rate = Math.max(fastest.get(system) ?? 0, assumedRate[database])
     await doomedOf(system).refill(Math.ceil(rate * seconds * 2) + 200 + requests)
   }
   try {
