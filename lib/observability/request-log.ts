@@ -1,8 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger } from 'fastify'
-import { handlerChannel } from './channels.js'
 import type { HandlerContext } from './channels.js'
-import { countStatements } from './request-statements.js'
+import { whileOpen } from './request-statements.js'
 
 /** The request and reply, as far as their loggers go. */
 interface Logged { log: FastifyBaseLogger }
@@ -29,17 +28,6 @@ function annotate (context: HandlerContext): void {
   reply.log = log
 }
 
-const logging = {
-  start (): void {},
-  end (context: HandlerContext): void {
-    if (context.pending !== true) annotate(context)
-  },
-  asyncStart (): void {},
-  asyncEnd: annotate,
-  error (): void {},
-}
-let apps = 0
-
 /**
  * Adds `viewset`, `viewsetMethod` and `statements` (how many SQL statements it ran) to the log lines of each request a
  * viewset answers, Fastify's `request completed` line included; a request answered 5xx also gets `dbFault`, the kind of
@@ -55,12 +43,7 @@ let apps = 0
  */
 export const viewsetLogs = fp(
   async function viewsetLogs (fastify) {
-    const stopCounting = countStatements()
-    if (apps++ === 0) handlerChannel.subscribe(logging)
-    fastify.addHook('onClose', async () => {
-      stopCounting()
-      if (--apps === 0) handlerChannel.unsubscribe(logging)
-    })
+    whileOpen(fastify, annotate)
   },
   { fastify: '5.x', name: 'fastify-viewsets-logs' }
 )

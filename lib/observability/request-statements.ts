@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
+import type { FastifyInstance } from 'fastify'
 import { handlerChannel, statementChannel } from './channels.js'
 import type { HandlerContext, StatementContext } from './channels.js'
 
@@ -52,4 +53,46 @@ export function countStatements (): () => void {
       statementChannel.unsubscribe(counting)
     }
   }
+}
+
+/** The handler-channel subscriber that calls `done` once per handler run, when it has finished (sync or async). */
+type HandlerSubscriber = Parameters<typeof handlerChannel.subscribe>[0]
+const subscribers = new Map<(context: HandlerContext) => void, { subscriber: HandlerSubscriber; apps: number }>()
+
+/**
+ * Calls `done` with each handler run's context once it has finished, its statements counted (see above), while an
+ * application that registered it is open: the plugins of the request log and Server-Timing share this. Subscribed
+ * once per `done` however many applications register it; unsubscribed when the last one closes.
+ *
+ * @example
+ * ```ts
+ * whileOpen(fastify, (context) => { console.log(context.method, context.statements) })
+ * ```
+ */
+export function whileOpen (fastify: FastifyInstance, done: (context: HandlerContext) => void): void {
+  const stopCounting = countStatements()
+  let entry = subscribers.get(done)
+  if (entry === undefined) {
+    const subscriber = {
+      start (): void {},
+      end (context: HandlerContext): void {
+        if (context.pending !== true) done(context)
+      },
+      asyncStart (): void {},
+      asyncEnd: done,
+      error (): void {},
+    }
+    entry = { subscriber, apps: 0 }
+    subscribers.set(done, entry)
+    handlerChannel.subscribe(subscriber)
+  }
+  entry.apps++
+  const subscribed = entry
+  fastify.addHook('onClose', async () => {
+    stopCounting()
+    if (--subscribed.apps === 0) {
+      handlerChannel.unsubscribe(subscribed.subscriber)
+      subscribers.delete(done)
+    }
+  })
 }

@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin'
-import { handlerChannel } from './channels.js'
 import type { HandlerContext } from './channels.js'
-import { countStatements } from './request-statements.js'
+import { whileOpen } from './request-statements.js'
 
 /** The statements of a request's handler run: how many, and their milliseconds summed. */
 interface DatabaseTime { readonly statements: number, readonly milliseconds: number }
@@ -12,17 +11,6 @@ const times = new WeakMap<object, DatabaseTime>()
 function record (context: HandlerContext): void {
   times.set(context.request, { statements: context.statements ?? 0, milliseconds: context.statementTime ?? 0 })
 }
-
-const recording = {
-  start (): void {},
-  end (context: HandlerContext): void {
-    if (context.pending !== true) record(context)
-  },
-  asyncStart (): void {},
-  asyncEnd: record,
-  error (): void {},
-}
-let scopes = 0
 
 /**
  * The `Server-Timing` entry of a handler run: `db;dur=1.204;desc="3 statements"` (milliseconds, summed over its
@@ -54,12 +42,7 @@ export function serverTimingEntry (time: DatabaseTime): string {
  */
 export const viewsetServerTiming = fp(
   async function viewsetServerTiming (fastify) {
-    const stopCounting = countStatements()
-    if (scopes++ === 0) handlerChannel.subscribe(recording)
-    fastify.addHook('onClose', async () => {
-      stopCounting()
-      if (--scopes === 0) handlerChannel.unsubscribe(recording)
-    })
+    whileOpen(fastify, record)
     fastify.addHook('onSend', async (request, reply) => {
       const time = times.get(request)
       if (time === undefined) return
