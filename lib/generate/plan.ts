@@ -97,8 +97,10 @@ function keyOf (table: TableCatalog, servable: (column: string) => boolean): str
 function unkeyedReason (table: TableCatalog, dialect: DialectName, includeSecrets: boolean): string {
   const [primary] = table.primaryKey
   if (table.primaryKey.length > 1) {
+    const unique = table.unique.find((columns) => columns.length === 1 && isRowKey(table, columns[0] ?? ''))?.[0]
+    const hint = unique === undefined ? '' : `: --key ${table.name}=${unique} serves it by that unique column`
     return `its primary key (${table.primaryKey.join(', ')}) has more than one column, and a viewset needs a ` +
-      'single-column key'
+      `single-column key${hint}`
   }
   const column = table.columns.find((entry) => entry.name === primary)
   if (column !== undefined && mapColumn(dialect, column).kind === 'binary') {
@@ -169,7 +171,7 @@ function classifyTables (
 function addForeignKeyRelations (
   tables: readonly TableCatalog[],
   relationTarget: (name: string) => boolean,
-  hidden: (column: string) => boolean,
+  hidden: (table: string, column: string) => boolean,
   add: AddRelation
 ): void {
   for (const table of tables) {
@@ -177,7 +179,10 @@ function addForeignKeyRelations (
     for (const foreignKey of table.foreignKeys) {
       const key = single(foreignKey)
       // A relation joins through columns the schemas hold: a secret left out of them joins nothing.
-      if (key === undefined || !relationTarget(foreignKey.table) || hidden(key.column) || hidden(key.references)) {
+      if (
+        key === undefined || !relationTarget(foreignKey.table) ||
+        hidden(table.name, key.column) || hidden(foreignKey.table, key.references)
+      ) {
         continue
       }
       const fallback = `${key.column}_${foreignKey.table}`
@@ -289,7 +294,12 @@ export function planGeneration (
   const add: AddRelation = (table, relation) => {
     relations.set(table, [...(relations.get(table) ?? []), relation])
   }
-  const hidden = (column: string) => !includeSecrets && isSecretColumn(column)
+  // Columns the schemas leave out: secrets (unless included) and binary ones, which JSON cannot carry.
+  const hidden = (table: string, name: string) => {
+    const column = byName.get(table)?.columns.find((entry) => entry.name === name)
+    const binary = column !== undefined && mapColumn(dialect, column).kind === 'binary'
+    return binary || (!includeSecrets && isSecretColumn(name))
+  }
   addForeignKeyRelations(tables, relationTarget, hidden, add)
   const usedLinks = addLinkRelations(links, keyed, relationTarget, add, skipped)
   const served = servedTables(tables, keyed, relations)

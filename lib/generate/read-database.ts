@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
-import { sql } from 'kysely'
 import { isAbsolute, resolve } from 'node:path'
+import { sql } from 'kysely'
 import { createDatabase } from '../db.js'
 import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { dialectOf } from '../dialect/pick-dialect.js'
@@ -18,11 +18,18 @@ export interface DatabaseCatalog {
   readonly rows: ReadonlyMap<string, number>
 }
 
-/** Counts a table's rows, but reads no more than one past the threshold, so that a huge table costs no full scan. */
+/**
+ * Counts a table's rows, but reads no more than one past the threshold, so that a huge table costs no full scan. A
+ * table the connection may not read counts as large: the generated options then stay on the safe side.
+ */
 async function boundedRows (db: AnyDatabase, table: string): Promise<number> {
   const bounded = db.selectFrom(table).select(sql<number>`1`.as('one')).limit(largeTableRows + 1).as('bounded')
-  const row = await db.selectFrom(bounded).select((eb) => eb.fn.countAll().as('rows')).executeTakeFirst()
-  return Number(row?.rows ?? 0)
+  try {
+    const row = await db.selectFrom(bounded).select((eb) => eb.fn.countAll().as('rows')).executeTakeFirst()
+    return Number(row?.rows ?? 0)
+  } catch {
+    return largeTableRows + 1
+  }
 }
 
 // Kysely reads `a.b` as the table b of the schema a, so a viewset cannot address a table whose name holds a dot

@@ -203,6 +203,25 @@ test('relation names: fk column without _id, the other table, and <fk column>_<t
   ])
 })
 
+test('a composite-key table with a unique column is skipped with the --key that serves it, and served with it', () => {
+  const events = {
+    ...table('events', ['day', 'person_id', 'code'], [], ['day', 'person_id']),
+    unique: [['code']],
+  }
+  const code = events.columns.map((column) => (column.name === 'code' ? { ...column, nullable: false } : column))
+  const keyed = { ...events, columns: code }
+  const plan = planGeneration('sqlite', [keyed], new Map())
+  assert.deepEqual(plan.skipped, [
+    {
+      table: 'events',
+      reason: 'its primary key (day, person_id) has more than one column, and a viewset needs a single-column key: ' +
+        '--key events=code serves it by that unique column',
+    },
+  ])
+  const served = planGeneration('sqlite', [keyed], new Map([['events', 'code']]))
+  assert.deepEqual(served.served.map((entry) => [entry.catalog.name, entry.primaryKey]), [['events', 'code']])
+})
+
 for (const dialect of dialects) {
   describe(`generate on ${dialect.name}`, () => {
     test('writes typed code that serves every table, reruns identically and keeps edited files', async (t) => {
