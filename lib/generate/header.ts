@@ -24,7 +24,7 @@ function hashOf (body: string): string {
 export function withHeader (body: string, command: string): string {
   return [
     ...wrapped(`${marker} ${packageVersion()}. The code is yours to edit; ` +
-      'after an edit, rerunning the command needs --force to overwrite it.'),
+      'rerunning the command updates this file until you edit it, then writes its new version beside it as .new.'),
     ...wrapped(`// Command: ${command}`),
     `// Content hash: sha256:${hashOf(body)}`,
     '',

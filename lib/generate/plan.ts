@@ -1,6 +1,8 @@
 import type { CatalogForeignKey, TableCatalog } from '../dialect/shared/catalog.js'
 import { isRowKey } from '../dialect/shared/catalog.js'
 import type { DialectName } from './column-types.js'
+import { mapColumn } from './column-types.js'
+import { isSecretColumn } from './secrets.js'
 import type { TableIdentifier } from './naming.js'
 import { tableIdentifiers } from './naming.js'
 
@@ -37,7 +39,25 @@ export interface GeneratePlan {
   readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
   /** The identifier each table's generated names start with (`books` → `Books`, `BooksTable`). */
   readonly identifiers: ReadonlyMap<string, TableIdentifier>
+  /** `--include-secrets`: secret-looking columns stay in the schemas. */
+  readonly includeSecrets: boolean
+  /** Tables and views over {@link largeTableRows} rows: no substring search and no exact count on them. */
+  readonly large: ReadonlySet<string>
 }
+
+/** What planGeneration needs beyond the catalog. */
+export interface PlanSettings {
+  /** `--include-secrets`: serve secret-looking columns, and tables keyed by one. */
+  readonly includeSecrets?: boolean
+  /** The rows of each table, counted up to {@link largeTableRows} + 1. */
+  readonly rows?: ReadonlyMap<string, number>
+}
+
+/**
+ * Above this many rows a table is large: a substring match (`contains`, `search`) or an exact count scans it
+ * whole, since no B-tree index serves them, so generate leaves them out there.
+ */
+export const largeTableRows = 10_000
 
 function single (key: CatalogForeignKey): { column: string; references: string } | undefined {
   const [column] = key.columns
@@ -63,14 +83,46 @@ function linkEnds (table: TableCatalog): [CatalogForeignKey, CatalogForeignKey] 
   return keyed ? [first, second] : undefined
 }
 
-/** The single-column key of a table: its primary key, else a NOT NULL unique column. */
-function keyOf (table: TableCatalog): string | undefined {
+/** The single-column key of a table that JSON can carry: its primary key, else a NOT NULL unique column. */
+function keyOf (table: TableCatalog, servable: (column: string) => boolean): string | undefined {
   const [primary] = table.primaryKey
-  if (table.primaryKey.length === 1 && primary !== undefined) return primary
+  if (table.primaryKey.length === 1 && primary !== undefined && servable(primary)) return primary
   if (table.primaryKey.length > 1) return undefined
   return table.unique
-    .map((columns) => columns[0])
-    .find((column): column is string => column !== undefined && isRowKey(table, column))
+    .map((columns) => (columns.length === 1 ? columns[0] : undefined))
+    .find((column): column is string => column !== undefined && isRowKey(table, column) && servable(column))
+}
+
+/** Why a table gets no viewset: what its key lacks, and the flag or change that would serve it. */
+function unkeyedReason (table: TableCatalog, dialect: DialectName, includeSecrets: boolean): string {
+  const [primary] = table.primaryKey
+  if (table.primaryKey.length > 1) {
+    const unique = table.unique.find((columns) => columns.length === 1 && isRowKey(table, columns[0] ?? ''))?.[0]
+    const hint = unique === undefined ? '' : `: --key ${table.name}=${unique} serves it by that unique column`
+    return `its primary key (${table.primaryKey.join(', ')}) has more than one column, and a viewset needs a ` +
+      `single-column key${hint}`
+  }
+  const column = table.columns.find((entry) => entry.name === primary)
+  if (column !== undefined && mapColumn(dialect, column).kind === 'binary') {
+    return `its primary key ${column.name} is binary (${column.declared}), which JSON cannot carry, and no NOT NULL ` +
+      'unique column can stand for it'
+  }
+  if (column !== undefined && !includeSecrets && isSecretColumn(column.name)) {
+    return `its primary key ${column.name} looks like a secret: --include-secrets serves it`
+  }
+  return 'no primary key and no NOT NULL unique column'
+}
+
+/** The table with each foreign key once: a schema may declare the same one twice (tt-rss on MariaDB). */
+function withDistinctForeignKeys (table: TableCatalog): TableCatalog {
+  const seen = new Set<string>()
+  const foreignKeys = table.foreignKeys.filter((key) => {
+    const signature = JSON.stringify([key.columns, key.table, key.references])
+    if (seen.has(signature)) return false
+    seen.add(signature)
+    return true
+  })
+  return foreignKeys.length === table.foreignKeys.length ? table : { ...table, foreignKeys }
 }
 
 type Skipped = Array<{ table: string; reason: string }>
@@ -81,8 +133,10 @@ const withReference = (references: string) => (references === 'id' ? {} : { refe
 
 /** Sorts tables into keyed ones (they get a viewset), pure link tables, and skipped ones (with the reason). */
 function classifyTables (
+  dialect: DialectName,
   tables: readonly TableCatalog[],
   keys: ReadonlyMap<string, string>,
+  includeSecrets: boolean,
   skipped: Skipped
 ): { keyed: Map<string, string>; links: Map<string, [CatalogForeignKey, CatalogForeignKey]> } {
   const keyed = new Map<string, string>()
@@ -97,18 +151,17 @@ function classifyTables (
       } else keyed.set(table.name, key)
       continue
     }
+    const servable = (name: string) => {
+      const column = table.columns.find((entry) => entry.name === name)
+      return column !== undefined && mapColumn(dialect, column).kind !== 'binary' &&
+        (includeSecrets || !isSecretColumn(name))
+    }
     const given = keys.get(table.name)
-    const key = given !== undefined && isRowKey(table, given) ? given : keyOf(table)
+    const key = given !== undefined && isRowKey(table, given) && servable(given) ? given : keyOf(table, servable)
     const ends = linkEnds(table)
     if (ends !== undefined && key === undefined) links.set(table.name, ends)
     else if (key === undefined) {
-      skipped.push({
-        table: table.name,
-        reason:
-          table.primaryKey.length > 1
-            ? `its primary key (${table.primaryKey.join(', ')}) has more than one column`
-            : 'no primary key and no NOT NULL unique column',
-      })
+      skipped.push({ table: table.name, reason: unkeyedReason(table, dialect, includeSecrets) })
     } else keyed.set(table.name, key)
   }
   return { keyed, links }
@@ -118,13 +171,20 @@ function classifyTables (
 function addForeignKeyRelations (
   tables: readonly TableCatalog[],
   relationTarget: (name: string) => boolean,
+  hidden: (table: string, column: string) => boolean,
   add: AddRelation
 ): void {
   for (const table of tables) {
     if (!relationTarget(table.name)) continue
     for (const foreignKey of table.foreignKeys) {
       const key = single(foreignKey)
-      if (key === undefined || !relationTarget(foreignKey.table)) continue
+      // A relation joins through columns the schemas hold: a secret left out of them joins nothing.
+      if (
+        key === undefined || !relationTarget(foreignKey.table) ||
+        hidden(table.name, key.column) || hidden(foreignKey.table, key.references)
+      ) {
+        continue
+      }
       const fallback = `${key.column}_${foreignKey.table}`
       const name = key.column.endsWith('_id') && key.column.length > 3 ? key.column.slice(0, -3) : fallback
       add(table.name, {
@@ -219,12 +279,14 @@ function servedTables (
  */
 export function planGeneration (
   dialect: DialectName,
-  tables: readonly TableCatalog[],
+  catalogTables: readonly TableCatalog[],
   keys: ReadonlyMap<string, string>,
-  unreadable: ReadonlyArray<{ readonly table: string; readonly reason: string }> = []
+  unreadable: ReadonlyArray<{ readonly table: string; readonly reason: string }> = [],
+  { includeSecrets = false, rows = new Map() }: PlanSettings = {}
 ): GeneratePlan {
+  const tables = catalogTables.map(withDistinctForeignKeys)
   const skipped: Skipped = [...unreadable]
-  const { keyed, links } = classifyTables(tables, keys, skipped)
+  const { keyed, links } = classifyTables(dialect, tables, keys, includeSecrets, skipped)
   const byName = new Map(tables.map((table) => [table.name, table]))
   // Relations join tables that have viewsets; a view joins nothing (it has no foreign keys).
   const relationTarget = (name: string) => keyed.has(name) && byName.get(name)?.view === false
@@ -232,9 +294,16 @@ export function planGeneration (
   const add: AddRelation = (table, relation) => {
     relations.set(table, [...(relations.get(table) ?? []), relation])
   }
-  addForeignKeyRelations(tables, relationTarget, add)
+  // Columns the schemas leave out: secrets (unless included) and binary ones, which JSON cannot carry.
+  const hidden = (table: string, name: string) => {
+    const column = byName.get(table)?.columns.find((entry) => entry.name === name)
+    const binary = column !== undefined && mapColumn(dialect, column).kind === 'binary'
+    return binary || (!includeSecrets && isSecretColumn(name))
+  }
+  addForeignKeyRelations(tables, relationTarget, hidden, add)
   const usedLinks = addLinkRelations(links, keyed, relationTarget, add, skipped)
   const served = servedTables(tables, keyed, relations)
   const identifiers = tableIdentifiers(tables.map((table) => table.name))
-  return { dialect, tables, served, links: usedLinks, skipped, identifiers }
+  const large = new Set(tables.filter((table) => (rows.get(table.name) ?? 0) > largeTableRows).map(({ name }) => name))
+  return { dialect, tables, served, links: usedLinks, skipped, identifiers, includeSecrets, large }
 }

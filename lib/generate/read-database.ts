@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
+import { sql } from 'kysely'
 import { createDatabase } from '../db.js'
 import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { dialectOf } from '../dialect/pick-dialect.js'
 import type { AnyDatabase } from '../sql.js'
 import type { DialectName } from './column-types.js'
+import { largeTableRows } from './plan.js'
 
 /** The catalog of a database, as the dialect seam reads it. */
 export interface DatabaseCatalog {
@@ -12,6 +14,22 @@ export interface DatabaseCatalog {
   readonly tables: readonly TableCatalog[]
   /** Tables and views that cannot be served, and why. */
   readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
+  /** The rows of each table and view, counted up to one past {@link largeTableRows}. */
+  readonly rows: ReadonlyMap<string, number>
+}
+
+/**
+ * Counts a table's rows, but reads no more than one past the threshold, so that a huge table costs no full scan. A
+ * table the connection may not read counts as large: the generated options then stay on the safe side.
+ */
+async function boundedRows (db: AnyDatabase, table: string): Promise<number> {
+  const bounded = db.selectFrom(table).select(sql<number>`1`.as('one')).limit(largeTableRows + 1).as('bounded')
+  try {
+    const row = await db.selectFrom(bounded).select((eb) => eb.fn.countAll().as('rows')).executeTakeFirst()
+    return Number(row?.rows ?? 0)
+  } catch {
+    return largeTableRows + 1
+  }
 }
 
 // Kysely reads `a.b` as the table b of the schema a, so a viewset cannot address a table whose name holds a dot
@@ -44,13 +62,16 @@ export async function readDatabase (url: string, only: readonly string[] | undef
     const missing = names.filter((name) => !known.has(name))
     if (missing.length > 0) throw new Error(`--tables names tables that do not exist: ${missing.join(', ')}`)
     const tables: TableCatalog[] = []
+    const rows = new Map<string, number>()
     const skipped = names.filter((name) => name.includes('.')).sort().map((table) => ({ table, reason: dotted }))
     for (const name of names.filter((entry) => !entry.includes('.')).sort()) {
       const table = await dialect.catalog.table(untyped, name)
-      if (table !== undefined) tables.push(table)
+      if (table === undefined) continue
+      tables.push(table)
+      rows.set(name, await boundedRows(untyped, name))
     }
     if (tables.length === 0) throw new Error('the database has no tables or views to serve')
-    return { dialect: dialect.name, tables, skipped }
+    return { dialect: dialect.name, tables, skipped, rows }
   } finally {
     await db.destroy()
   }

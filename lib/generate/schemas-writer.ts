@@ -4,6 +4,8 @@ import { mapColumn } from './column-types.js'
 import { hasDefault, identifierOf } from './db-writer.js'
 import type { GeneratePlan } from './plan.js'
 import { commentText, propertyKey, renamedComment } from './naming.js'
+import { secretColumns, secretWordList } from './secrets.js'
+import { docComment } from './viewsets-writer.js'
 
 // Defaults that stamp the time of the write: the server owns such columns (created_at).
 const timeFunction = new RegExp(
@@ -61,7 +63,9 @@ export function writeSchemas (plan: GeneratePlan): string {
     .filter((table) => !plan.links.includes(table.name))
     .map((table) => {
       const primaryKey = keys.get(table.name) ?? (table.primaryKey.length === 1 ? table.primaryKey[0] : undefined)
+      const secrets = new Set(secretColumns(table, plan.includeSecrets))
       const properties = table.columns
+        .filter((column) => !secrets.has(column.name))
         .map((column) => columnSchema(plan.dialect, table, column, primaryKey))
         .filter((line) => line !== undefined)
       const skipped = table.columns
@@ -72,9 +76,13 @@ export function writeSchemas (plan: GeneratePlan): string {
       const left = skipped.length === 0
         ? ''
         : ` (binary columns, which JSON cannot carry, are left out: ${skipped.map(commentText).join(', ')})`
+      const hidden = secrets.size === 0
+        ? ''
+        : ` Left out as secret-looking (a name holding ${secretWordList}; --include-secrets keeps them): ` +
+          `${[...secrets].map(commentText).join(', ')}.`
       return [
         ...renamedComment(table.name, id),
-        `/** A row of ${commentText(table.name)}${left}. */`,
+        docComment(`A row of ${commentText(table.name)}${left}.${hidden}`),
         `export const ${name} = Type.Object({`,
         ...properties,
         '})',

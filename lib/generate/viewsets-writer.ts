@@ -4,6 +4,7 @@ import { mapColumn } from './column-types.js'
 import type { GeneratePlan, PlannedRelation, ServedTable } from './plan.js'
 import { identifierOf } from './db-writer.js'
 import { commentLine, commentText, literal, propertyKey, renamedComment, routeSegment } from './naming.js'
+import { requiredSecrets, secretColumns } from './secrets.js'
 
 // LIST's own query parameters: a filter on a column of that name would collide with them.
 const reserved = new Set(['limit', 'offset', 'search', 'order_by', 'count', 'fields'])
@@ -64,14 +65,22 @@ export function docComment (text: string, indent = ''): string {
   return lines.join('\n')
 }
 
-/** LIST options from the catalog: text columns are searched, indexed columns sort, and every scalar filters by type. */
-function listOptions (served: ServedTable, dialect: GeneratePlan['dialect']): string[] {
+/**
+ * LIST options from the catalog: text columns are searched, indexed columns sort, and every scalar filters by type.
+ * Secret columns are left out; on a large table, so are substring matches (`search`, `contains`) and exact counts,
+ * which no B-tree index serves.
+ */
+function listOptions (plan: GeneratePlan, served: ServedTable): string[] {
+  const secrets = new Set(secretColumns(served.catalog, plan.includeSecrets))
+  const large = plan.large.has(served.catalog.name)
   const scalar = (column: CatalogColumn) => {
-    const mapping = mapColumn(dialect, column)
-    return mapping.array || mapping.kind === 'json' || mapping.kind === 'binary' ? undefined : mapping.kind
+    const mapping = mapColumn(plan.dialect, column)
+    return mapping.array || mapping.kind === 'json' || mapping.kind === 'binary' || secrets.has(column.name)
+      ? undefined
+      : mapping.kind
   }
   const columns = served.catalog.columns
-  const search = columns.filter((column) => scalar(column) === 'string').map((column) => column.name)
+  const search = large ? [] : columns.filter((column) => scalar(column) === 'string').map((column) => column.name)
   const indexed = new Set([
     served.primaryKey,
     ...served.catalog.indexes.map((index) => index[0]).filter((name) => name !== undefined),
@@ -81,7 +90,7 @@ function listOptions (served: ServedTable, dialect: GeneratePlan['dialect']): st
     .map((column) => column.name)
   const filters = columns.flatMap((column) => {
     const kind = scalar(column)
-    const allowed = kind === undefined ? undefined : operators[kind]
+    const allowed = (kind === undefined ? undefined : operators[kind])?.filter((op) => !large || op !== 'contains')
     if (allowed === undefined || reserved.has(column.name)) return []
     return [`        ${propertyKey(column.name)}: ${list(column.nullable ? [...allowed, 'isnull'] : allowed)},`]
   })
@@ -89,6 +98,10 @@ function listOptions (served: ServedTable, dialect: GeneratePlan['dialect']): st
   if (search.length > 0) lines.push(`      searchFields: ${list(search)},`)
   if (ordering.length > 0) lines.push(`      orderingFields: ${list(ordering)},`)
   if (filters.length > 0) lines.push('      filterFields: {', ...filters, '      },')
+  if (large) {
+    // SQLite has no planner estimate to answer instead: its count would scan the table.
+    lines.push(`      allowCount: ${plan.dialect === 'sqlite' ? 'false' : "'estimated'"},`)
+  }
   return lines
 }
 
@@ -126,7 +139,18 @@ function registration (plan: GeneratePlan, served: ServedTable, schema: string):
     related.push('        prefetchRelated: {', ...prefetchRelated.map((entry) => `          ${entry},`), '        },')
   }
   const named = id.renamed !== undefined || !plainName.test(catalog.name)
+  // To-many relations load when `?fields=` names them: by default a GET costs one batched statement per to-one.
+  const toOne = relations.filter((relation) => relation.kind === 'many-to-one').map((relation) => relation.name)
+  const defaults = toOne.length === relations.length ? [] : [`      defaultRelations: ${list(toOne)},`]
+  const unwritable = requiredSecrets(catalog, plan.includeSecrets)
+  const methods = unwritable.length === 0
+    ? 'methods'
+    : "methods.filter((method) => method !== 'POST' && method !== 'BULK')"
   return [
+    ...(unwritable.length === 0
+      ? []
+      : [docComment(`No POST: ${unwritable.map(commentText).join(', ')} (NOT NULL, no default) left out as ` +
+          'secret-looking, so an insert could not set it; --include-secrets serves it.', '  ')]),
     '  await app.register(',
     '    createViewset({',
     '      db,',
@@ -135,11 +159,11 @@ function registration (plan: GeneratePlan, served: ServedTable, schema: string):
     ...(primaryKey === 'id' && !catalog.view ? [] : [`      primaryKey: ${literal(primaryKey)},`]),
     catalog.view
       ? "      ...access(['LIST', 'GET'], protectedMethods),"
-      : '      ...access(methods, protectedMethods),',
+      : `      ...access(${methods}, protectedMethods),`,
     ...(named ? [`      name: ${literal(id.identifier)},`] : []),
     `      tags: [${literal(catalog.name)}],`,
-    ...listOptions(served, plan.dialect),
-    ...(related.length === 0 ? [] : ['      relatedConfig: {', ...related, '      },']),
+    ...listOptions(plan, served),
+    ...(related.length === 0 ? [] : ['      relatedConfig: {', ...related, '      },', ...defaults]),
     '    }),',
     `    { prefix: prefix + ${literal(`/${routeSegment(catalog.name)}`)} }`,
     '  )',

@@ -196,8 +196,30 @@ test('relation names: fk column without _id, the other table, and <fk column>_<t
   ])
   assert.deepEqual(plan.links, ['pairs'])
   assert.deepEqual(plan.skipped, [
-    { table: 'events', reason: 'its primary key (day, person_id) has more than one column' },
+    {
+      table: 'events',
+      reason: 'its primary key (day, person_id) has more than one column, and a viewset needs a single-column key',
+    },
   ])
+})
+
+test('a composite-key table with a unique column is skipped with the --key that serves it, and served with it', () => {
+  const events = {
+    ...table('events', ['day', 'person_id', 'code'], [], ['day', 'person_id']),
+    unique: [['code']],
+  }
+  const code = events.columns.map((column) => (column.name === 'code' ? { ...column, nullable: false } : column))
+  const keyed = { ...events, columns: code }
+  const plan = planGeneration('sqlite', [keyed], new Map())
+  assert.deepEqual(plan.skipped, [
+    {
+      table: 'events',
+      reason: 'its primary key (day, person_id) has more than one column, and a viewset needs a single-column key: ' +
+        '--key events=code serves it by that unique column',
+    },
+  ])
+  const served = planGeneration('sqlite', [keyed], new Map([['events', 'code']]))
+  assert.deepEqual(served.served.map((entry) => [entry.catalog.name, entry.primaryKey]), [['events', 'code']])
 })
 
 for (const dialect of dialects) {
@@ -253,21 +275,34 @@ for (const dialect of dialects) {
         /TagsTable|PublishersTable/
       )
 
-      // The same database gives the same bytes; an edited file is kept unless --force.
-      await generate(url, out)
+      // The same database gives the same bytes; --check then finds nothing to do.
+      const same = await generate(url, out)
+      assert.match(same.stdout, /unchanged .*schemas\.ts/)
       assert.deepEqual(await filesOf(out), files)
+      assert.match((await generate(url, out, '--check')).stdout, /unchanged .*viewsets\.ts/)
+
+      // The database changes after the user edited schemas.ts: the untouched files are updated, the edited one is
+      // kept and its new version written beside it; --check lists both and exits 1; --force overwrites.
       await writeFile(join(out, 'schemas.ts'), `${files['schemas.ts'] ?? ''}\n// mine\n`)
-      await assert.rejects(generate(url, out), (error: { code?: number; stderr?: string }) => {
+      await sql.raw('create table shelves (id integer primary key, label varchar(20) not null)').execute(db)
+      await assert.rejects(generate(url, out, '--check'), (error: { code?: number; stdout?: string }) => {
         assert.equal(error.code, 1)
-        assert.match(
-          error.stderr ?? '',
-          /refusing to overwrite files edited since they were generated: .*schemas\.ts \(use --force/
-        )
+        assert.match(error.stdout ?? '', /differs, edited since generated: .*schemas\.ts/)
+        assert.match(error.stdout ?? '', /differs: .*db\.ts/)
         return true
       })
+      assert.doesNotMatch(await readFile(join(out, 'db.ts'), 'utf8'), /ShelvesTable/, '--check writes nothing')
+      const rerun = await generate(url, out)
+      assert.match(rerun.stdout, /kept .*schemas\.ts: edited since it was generated; its new version is .*schemas\.ts\.new/)
+      assert.match(rerun.stdout, /wrote .*db\.ts/)
+      assert.match(rerun.stdout, /served: authors, book_titles, books, publishers, reviews, shelves, tags/)
       assert.match(await readFile(join(out, 'schemas.ts'), 'utf8'), /\/\/ mine/)
+      assert.match(await readFile(join(out, 'schemas.ts.new'), 'utf8'), /export const Shelves = Type\.Object/)
+      assert.match(await readFile(join(out, 'db.ts'), 'utf8'), /export interface ShelvesTable \{/)
+      await sql.raw('drop table shelves').execute(db)
       await generate(url, out, '--force')
       assert.deepEqual(await filesOf(out), files)
+      await assert.rejects(readFile(join(out, 'schemas.ts.new'), 'utf8'), 'a stale new version is removed')
 
       // registerAll passes the startup checks and serves CRUD and relations on every table.
       const { registerAll } = (await import(pathToFileURL(join(out, 'viewsets.ts')).href)) as {
@@ -311,8 +346,12 @@ for (const dialect of dialects) {
       const review = await crud(app, '/api/reviews', { book_id: book.id, body: 'Ambiguous.' }, { stars: 4 })
       assert.equal(review.stars, 5, 'the default comes back')
 
-      // Relations: many-to-one, one-to-many and many-to-many.
-      const loaded = await app.inject({ method: 'GET', url: `/api/books/${book.id}` })
+      // Relations: many-to-one load by default; one-to-many and many-to-many when ?fields= names them.
+      const plain = await app.inject({ method: 'GET', url: `/api/books/${book.id}` })
+      assert.equal(plain.json().author.name, 'Ursula')
+      assert.equal(plain.json().tags, undefined, 'to-many relations are not loaded by default')
+      assert.equal(plain.json().reviews, undefined)
+      const loaded = await app.inject({ method: 'GET', url: `/api/books/${book.id}?fields=id,author,publisher,tags,reviews` })
       assert.equal(loaded.statusCode, 200, loaded.body)
       assert.equal(loaded.json().author.name, 'Ursula')
       assert.equal(loaded.json().publisher.name, 'Penguin')
@@ -324,12 +363,12 @@ for (const dialect of dialects) {
         loaded.json().reviews.map((entry: { stars: number }) => entry.stars),
         [4]
       )
-      const authors = await app.inject({ method: 'GET', url: `/api/authors/${author.id}` })
+      const authors = await app.inject({ method: 'GET', url: `/api/authors/${author.id}?fields=id,books` })
       assert.deepEqual(
         authors.json().books.map((entry: { title: string }) => entry.title),
         ['The Dispossessed']
       )
-      const tags = await app.inject({ method: 'GET', url: `/api/tags/${tag.id}` })
+      const tags = await app.inject({ method: 'GET', url: `/api/tags/${tag.id}?fields=id,books` })
       assert.deepEqual(
         tags.json().books.map((entry: { id: number }) => entry.id),
         [book.id]
@@ -408,7 +447,7 @@ test('examples/generated is what the command writes for the relations example, a
   }
   const app = await buildGenerated({ db })
   t.after(() => app.close())
-  const book = await app.inject({ method: 'GET', url: '/books/1' })
+  const book = await app.inject({ method: 'GET', url: '/books/1?fields=id,author,tags' })
   assert.equal(book.statusCode, 200, book.body)
   assert.equal(book.json().author.name, 'Ursula K. Le Guin')
   assert.deepEqual(
