@@ -18,7 +18,7 @@ for (const dialect of dialects) {
       void app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
       void app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/admin/items' })
       void app.register(viewsetDocs)
-      await assert.rejects(app.ready(), {
+      await assert.rejects(async () => { await app.ready() }, {
         code: 'FST_VIEWSET_DOCS_ORDER',
         message: /^viewsetDocs was registered after 2 viewsets \(\/items, \/admin\/items\): .*Register viewsetDocs before the viewsets$/,
       })
