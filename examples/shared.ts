@@ -1,13 +1,21 @@
 // What every example shares: migrations kept in code, the database an app owns, and how a server starts.
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
-import { Migrator, PostgresAdapter, sql } from 'kysely'
-import type { Kysely, Migration } from 'kysely'
+import * as kysely from 'kysely'
+import { PostgresAdapter, sql } from 'kysely'
+import type { Kysely, Migration, Migrator } from 'kysely'
 import { createDatabase, viewsetFrameworkErrors } from 'fastify-viewsets'
 
 export interface MigrateOptions {
   /** Kysely's migration table (default `kysely_migration`), so that examples can share one database. */
   tableName?: string
+}
+
+/** Kysely's Migrator: at the root of 'kysely' up to 0.28, in 'kysely/migration' from 0.29 (CI runs both). */
+async function migratorClass (): Promise<typeof Migrator> {
+  if ('Migrator' in kysely) return kysely.Migrator
+  const specifier = 'kysely/migration' // a variable: Kysely 0.28, which type-checks this file, has no such entry
+  return ((await import(specifier)) as { Migrator: typeof Migrator }).Migrator // 0.29's own export of the same class
 }
 
 /** Brings a database up to date with migrations kept in code; throws with the failing migration's error. */
@@ -22,7 +30,7 @@ export async function migrate (
     db.getExecutor().adapter instanceof PostgresAdapter
       ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
       : undefined
-  const migrator = new Migrator({
+  const migrator = new (await migratorClass())({
     db,
     provider: { getMigrations: async () => migrations },
     ...(tableName === undefined ? {} : { migrationTableName: tableName, migrationLockTableName: `${tableName}_lock` }),

@@ -6,6 +6,7 @@ import { invalidOption, ViewsetErrors } from './errors.js'
 import type { ConnectionSettings } from './dialect/shared/connection.js'
 import { redact } from './dialect/shared/connection.js'
 import { connectorFor, connectorOf, knownUrls } from './dialect/pick-dialect.js'
+import { checkKyselyCopy } from './dialect/shared/kysely-copy.js'
 import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
 import { Bulkhead } from './execution/bulkhead.js'
 import { statementDialectOf, tracedAdopted, tracedDatabase } from './observability/traced-database.js'
@@ -197,6 +198,7 @@ function poolBulkhead (name: string, settings: ConnectionSettings, heavyConnecti
  * ```
  */
 export function withPreparedStatements<DB> (db: Kysely<DB>, handle: object): Kysely<DB> {
+  checkKyselyCopy('db', db)
   // a boolean: narrowing would lose DB
   const prepared: boolean = db instanceof PreparedKysely || db instanceof AdoptedKysely
   if (prepared) return db

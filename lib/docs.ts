@@ -1,7 +1,10 @@
+import type { FastifyInstance } from 'fastify'
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { securitySchemeName } from './http/auth.js'
+import { ViewsetErrors } from './errors.js'
+import { viewsetsOf } from './mount/registry.js'
 import { isRecord } from './schema/object-schema.js'
 
 /**
@@ -108,9 +111,20 @@ export function viewsetSecuritySchemes (
   return { [securitySchemeName]: { type: 'oauth2', flows: { password: { tokenUrl, scopes: {} } } } }
 }
 
+/** Fails when viewsets were registered before the docs: @fastify/swagger would never see their routes. */
+function checkRegisteredFirst (fastify: FastifyInstance): void {
+  const earlier = viewsetsOf(fastify)
+  if (earlier.length === 0) return
+  const named = earlier.slice(0, 3).map((entry) => entry.prefix === '' ? entry.table : entry.prefix)
+  const more = earlier.length > named.length ? ` and ${String(earlier.length - named.length)} more` : ''
+  const viewsets = `${String(earlier.length)} viewset${earlier.length === 1 ? '' : 's'} (${named.join(', ')}${more})`
+  throw new ViewsetErrors.DocsAfterViewsets(viewsets)
+}
+
 /**
  * Registers @fastify/swagger (OpenAPI 3.1) and @fastify/swagger-ui. Register it before the viewsets:
- * @fastify/swagger collects routes as they are added.
+ * @fastify/swagger collects routes as they are added, so registered after one it fails with
+ * `FST_VIEWSET_DOCS_ORDER` (at `ready()`, or at once when its `register` is awaited).
  *
  * @example
  * ```ts
@@ -121,6 +135,7 @@ export function viewsetSecuritySchemes (
  */
 export const viewsetDocs = fp<ViewsetDocsOptions>(
   async function viewsetDocs (fastify, options) {
+    checkRegisteredFirst(fastify)
     const {
       title = 'API',
       version = '1.0.0',

@@ -103,6 +103,13 @@ export const ViewsetErrors = {
     500,
     TypeError
   ),
+  DocsAfterViewsets: createError(
+    'FST_VIEWSET_DOCS_ORDER',
+    'viewsetDocs was registered after %s: @fastify/swagger documents only the routes added after it, so the ' +
+      'document would leave them out. Register viewsetDocs before the viewsets',
+    500,
+    TypeError
+  ),
   InvalidDatabaseUrl: createError(
     'FST_VIEWSET_INVALID_DATABASE_URL',
     'Unsupported DATABASE_URL "%s": %s',

@@ -1,6 +1,8 @@
 import type { TObject } from '@sinclair/typebox'
 import { invalidOption as fail } from './errors.js'
 import { isRecord } from './schema/object-schema.js'
+import { checkTypeBoxCopy } from './schema/typebox-copy.js'
+import { checkKyselyCopy } from './dialect/shared/kysely-copy.js'
 import { checkCountOptions } from './query/count-plan.js'
 import type { CountPlan } from './query/count-plan.js'
 import { checkScopeOption } from './query/scope-rules.js'
@@ -217,6 +219,8 @@ function positiveInteger (option: string, value: unknown): number {
 /** `db`, `table` and `schema`: a Kysely instance, a table name and a TypeBox object. */
 function checkTarget (options: Record<string, unknown>): Record<string, unknown> & { properties: object } {
   const { db, table, schema } = options
+  checkKyselyCopy('db', db)
+  checkKyselyCopy('readDb', options.readDb)
   if (typeof db !== 'object' || db === null || !('selectFrom' in db) || typeof db.selectFrom !== 'function') {
     fail('db', 'expected a Kysely instance')
   }
@@ -224,6 +228,7 @@ function checkTarget (options: Record<string, unknown>): Record<string, unknown>
   if (!isRecord(schema) || schema.type !== 'object' || !isRecord(schema.properties)) {
     fail('schema', 'expected a TypeBox object schema (Type.Object)')
   }
+  checkTypeBoxCopy(schema)
   return { ...schema, properties: schema.properties }
 }
 

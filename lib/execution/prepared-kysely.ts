@@ -11,7 +11,6 @@ import type {
   KyselyConfig,
   KyselyPlugin,
   QueryExecutor,
-  QueryId,
   QueryResult,
   TransactionBuilder,
 } from 'kysely'
@@ -23,6 +22,12 @@ import type { Row } from '../sql.js'
 
 // The Kysely instances that give a database's compiled statements their shortcut: where a statement may answer
 // synchronously (the contract in eventually.ts, 2).
+
+/**
+ * The second parameter of Kysely's `executeQuery`: a deprecated query id on Kysely 0.28, `{ signal }` on 0.29.
+ * Given, the statement goes through Kysely, which alone knows what to do with it.
+ */
+type ExecuteOptions = Parameters<Kysely<unknown>['executeQuery']>[1]
 
 /** How the data layer runs its compiled statements on an instance with a shortcut: see {@link runCompiled}. */
 export const executeNow = Symbol('fastify-viewsets.executeNow')
@@ -121,11 +126,8 @@ export class PreparedKysely<DB> extends Kysely<DB> {
       costOf(compiled.query) === 'heavy' ? bulkhead.run(async () => await now(compiled)) : now(compiled)
   }
 
-  override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, queryId?: QueryId): Promise<QueryResult<R>> {
-    if (queryId === undefined) return promised(query, this.#now)
-    return promised(query, (compiled) =>
-      viaShortcut(this.#direct, compiled, (declined) => super.executeQuery(declined, queryId))
-    )
+  override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, options?: ExecuteOptions): Promise<QueryResult<R>> {
+    return options === undefined ? promised(query, this.#now) : super.executeQuery(query, options)
   }
 
   /** {@link runCompiled}: the shortcut, else Kysely's executor. */
@@ -200,8 +202,8 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
       bare && this.#logs === false ? viaShortcut(adopted.direct, compiled, viaKysely) : this.#executeQuery(compiled)
   }
 
-  override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>): Promise<QueryResult<R>> {
-    return promised(query, this.#now)
+  override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, options?: ExecuteOptions): Promise<QueryResult<R>> {
+    return options === undefined ? promised(query, this.#now) : this.#db.executeQuery(query, options)
   }
 
   /** {@link runCompiled}. */

@@ -7,6 +7,7 @@ import { storableTextPattern } from '../schema/list-patterns.js'
 
 interface AjvError {
   instancePath?: string
+  schemaPath?: string
   keyword?: string
   message?: string
   params?: Record<string, unknown>
@@ -28,10 +29,47 @@ function fieldError (error: AjvError, part: string, message?: string, pointer = 
   if (error.keyword === 'required') {
     return { in: part, field: join([path, String(params.missingProperty)]), message: 'is required' }
   }
+  if (error.keyword === 'const' || error.keyword === 'enum') {
+    const values = error.keyword === 'const' ? [params.allowedValue] : params.allowedValues
+    if (Array.isArray(values)) return { in: part, field: path, message: oneOf(values) }
+  }
   if (error.keyword === 'pattern' && params.pattern === storableTextPattern) {
     return { in: part, field: path, message: 'must not contain the NUL character, which the database cannot store' }
   }
   return { in: part, field: path, message: message ?? error.message ?? 'is not valid' }
+}
+
+/** `must be one of: open, closed`: strings as they are, other values as JSON (`null`, `3`). */
+function oneOf (values: readonly unknown[]): string {
+  const names = values.map((value) => (typeof value === 'string' ? value : JSON.stringify(value)))
+  return names.length === 1 ? `must be ${names.join('')}` : `must be one of: ${names.join(', ')}`
+}
+
+/**
+ * The values a failed union allows when each of its branches is a value (`Type.Literal`, `Type.Enum`, an
+ * `enum`) or `null`: Ajv reports each branch apart ("must be equal to constant" once per value), the answer
+ * names them together. `undefined` when a branch has another constraint, which is then reported as before.
+ */
+function unionValues (union: AjvError, branches: readonly AjvError[]): unknown[] | undefined {
+  const byBranch = new Map<string, AjvError[]>()
+  for (const branch of branches) {
+    const at = branch.schemaPath?.slice(0, branch.schemaPath.lastIndexOf('/')) ?? ''
+    byBranch.set(at, [...(byBranch.get(at) ?? []), branch])
+  }
+  const values: unknown[] = []
+  for (const errors of byBranch.values()) {
+    const value = errors.find((error) => error.keyword === 'const' || error.keyword === 'enum')
+    if (value !== undefined) {
+      const allowed = value.keyword === 'const' ? [value.params?.allowedValue] : value.params?.allowedValues
+      if (!Array.isArray(allowed)) return undefined
+      values.push(...allowed)
+    } else if (errors.every((error) => error.keyword === 'type' && error.params?.type === 'null')) {
+      values.push(null)
+    } else {
+      return undefined
+    }
+  }
+  return union.keyword === 'anyOf' && values.some((value) => value !== null) ? values : undefined
 }
 
 /**
@@ -52,7 +90,10 @@ function fieldErrors (validation: AjvError[], part: string, pointer: boolean): F
         (other) => other.instancePath === error.instancePath && other !== error && inUnion(other)
       )
       const constraints = branches.filter((branch) => branch.keyword !== 'type')
-      if (constraints.length > 0) {
+      const values = unionValues(error, branches)
+      if (values !== undefined) {
+        errors.push(fieldError(error, part, oneOf(values), pointer))
+      } else if (constraints.length > 0) {
         errors.push(...constraints.map((branch) => fieldError(branch, part, undefined, pointer)))
       } else {
         errors.push(

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { compileErrors, validate } from '@readme/openapi-parser'
+import { createViewset, viewsetDocs } from 'fastify-viewsets'
+import { dialects, testDatabase } from '../helpers/database.js'
+import { testApp } from '../helpers/app.js'
+import { createItemsTable, Item } from '../helpers/items.js'
+
+// viewsetDocs registers @fastify/swagger, which collects routes as they are added (issue 42, 5): registered after
+// viewsets it would document none of them, so it fails at startup saying to register it first.
+
+for (const dialect of dialects) {
+  describe(`viewsetDocs order on ${dialect.name}`, () => {
+    test('viewsetDocs registered after viewsets fails at ready(), naming them and saying to register it first', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createItemsTable(database)
+      const app = testApp(t)
+      void app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
+      void app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/admin/items' })
+      void app.register(viewsetDocs)
+      await assert.rejects(async () => { await app.ready() }, {
+        code: 'FST_VIEWSET_DOCS_ORDER',
+        message: /^viewsetDocs was registered after 2 viewsets \(\/items, \/admin\/items\): .*Register viewsetDocs before the viewsets$/,
+      })
+      assert.deepEqual(await database.db.selectFrom('items').selectAll().execute(), [])
+    })
+
+    test('awaited, the registration itself fails the same way', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createItemsTable(database)
+      const app = testApp(t)
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
+      await assert.rejects(async () => { await app.register(viewsetDocs) }, { code: 'FST_VIEWSET_DOCS_ORDER' })
+    })
+
+    test('registered first, it documents the viewsets registered after it, whether awaited or not', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createItemsTable(database)
+      const app = testApp(t)
+      void app.register(viewsetDocs)
+      void app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/admin/items' })
+      const created = await app.inject({ method: 'POST', url: '/items', payload: { name: 'documented' } })
+      assert.equal(created.statusCode, 201)
+      const response = await app.inject('/docs/json')
+      assert.equal(response.statusCode, 200)
+      assert.match(String(response.headers['content-type']), /application\/json/)
+      const document = response.json()
+      const result = await validate(structuredClone(document))
+      assert.equal(result.valid, true, result.valid ? '' : compileErrors(result))
+      assert.deepEqual(Object.keys(document.paths).sort(), ['/admin/items', '/admin/items/{id}', '/items', '/items/{id}'])
+      const stored = await database.db.selectFrom('items').select('name').execute()
+      assert.deepEqual(stored, [{ name: 'documented' }])
+    })
+  })
+}
