@@ -278,7 +278,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    *
    * @example
    * ```ts
-   * fastify.post('/:id/close', async (request: ElementRequest<typeof Issue>, reply) => {
+   * fastify.post<{ Params: { id: number } }>('/:id/close', async (request, reply) => {
    *   const closed = await this.update(request.params.id, { status: 'closed' }, this.db, this.precondition(request))
    *   return await this.represent(reply, closed ?? this.notFound(request.params.id))
    * })
@@ -295,7 +295,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    *
    * @example
    * ```ts
-   * fastify.get('/:id/latest', async (request: ElementRequest<typeof Issue>, reply) =>
+   * fastify.get<{ Params: { id: number } }>('/:id/latest', async (request, reply) =>
    *   await this.represent(reply, (await this.findById(request.params.id)) ?? this.notFound(request.params.id)))
    * ```
    */
@@ -326,7 +326,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * @example
    * ```ts
    * fastify.post('/:id/close', { schema: this.routeSchema('POST', { operationId: 'closeIssue', precondition: true }) },
-   *   async (request: ElementRequest<typeof Issue>, reply) => { … })
+   *   async (request, reply) => { … })
    * ```
    */
   routeSchema (method: string, options: CustomRouteSchemaOptions): Record<string, unknown> {

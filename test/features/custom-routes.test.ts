@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import { createViewset, Viewset, viewsetDocs, viewsetMethods } from 'fastify-viewsets'
-import type { ElementRequest, ViewsetOptions } from 'fastify-viewsets'
+import type { ViewsetOptions } from 'fastify-viewsets'
 import { dialects } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
@@ -31,9 +31,9 @@ const Issue = Type.Object({
 class TaskViewset extends Viewset<IssuesDB, 'tasks', typeof Issue> {
   override customRoutes (fastify: FastifyInstance) {
     const schema = this.routeSchema('POST', { operationId: 'closeTask', summary: 'Close a task', precondition: true })
-    fastify.post('/:id/close', { schema, config: { protected: true } },
-      async (request: FastifyRequest, reply: FastifyReply) => {
-        const { id } = (request as ElementRequest<typeof Issue>).params
+    fastify.post<{ Params: { id: number } }>('/:id/close', { schema, config: { protected: true } },
+      async (request, reply) => {
+        const { id } = request.params
         const closed = await this.transaction(async (trx) =>
           await this.update(id, { status: 'closed' }, trx, this.precondition(request)))
         return await this.represent(reply, closed ?? this.notFound(id))

@@ -31,11 +31,16 @@ class NestedTasks extends Viewset<TenantsDB, 'tasks', typeof Task> {
 async function nestedApp (
   t: TestContext,
   dialect: TestDialect,
-  { docs = false, tasks = {} }: { docs?: boolean; tasks?: Record<string, unknown> } = {}
+  { docs = false, tasks = {}, prepare }: {
+    docs?: boolean
+    tasks?: Record<string, unknown>
+    prepare?: (db: Kysely<TenantsDB>) => Promise<void>
+  } = {}
 ) {
   const database = await testDatabase(t, dialect)
   await seedTenants(database, dialect)
   const db = database.db as unknown as Kysely<TenantsDB>
+  await prepare?.(db)
   const app = testApp(t)
   await app.register(fastifyJwt, { secret })
   if (docs) await app.register(viewsetDocs, {})
@@ -45,7 +50,8 @@ async function nestedApp (
   const options = {
     db, ...owned('tasks', Task), relatedConfig: taskRelations, parent: { projectId: 'project_id' }, ...tasks,
   }
-  await app.register(new NestedTasks(options as unknown as Options).register(viewsetMethods),
+  const methods = (tasks.methods ?? viewsetMethods) as typeof viewsetMethods
+  await app.register(new NestedTasks(options as unknown as Options).register(methods),
     { prefix: '/projects/:projectId/tasks' })
   await app.ready()
   const bearer = (sub: string) => ({ authorization: `Bearer ${app.jwt.sign({ sub })}` })
@@ -183,6 +189,37 @@ for (const dialect of dialects) {
       const deleted = await app.inject({ method: 'DELETE', url: '/projects/3/tasks/5', headers: alice })
       assert.equal(deleted.statusCode, 204)
       assert.equal((await tasksOf(db)).some((row) => row.id === 5), false)
+    })
+
+    test('an upsert merges only into a row of the parent; another project\'s row is the 409 of a hidden one', async (t) => {
+      const { app, db, alice } = await nestedApp(t, dialect, {
+        tasks: { conflictFields: ['title'] },
+        prepare: async (on) => { await on.schema.createIndex('tasks_title').on('tasks').column('title').unique().execute() },
+      })
+      const merge = { ...alice, prefer: 'resolution=merge-duplicates' }
+      const before = await tasksOf(db)
+      const elsewhere = await app.inject({
+        method: 'POST', url: '/projects/1/tasks', payload: { title: 'a-task-5', secret: 'x' }, headers: merge,
+      })
+      assert.equal(elsewhere.statusCode, 409, 'task 5 is in project 3')
+      assert.deepEqual(await tasksOf(db), before)
+      const here = await app.inject({
+        method: 'POST', url: '/projects/1/tasks', payload: { title: 'a-task-1', secret: 'merged' }, headers: merge,
+      })
+      assert.equal(here.statusCode, 200)
+      assert.equal(here.json().id, 1)
+      assert.equal(here.json().secret, 'merged')
+      const moved = await app.inject({
+        method: 'POST', url: '/projects/1/tasks', payload: { title: 'a-task-1', project_id: 3 }, headers: merge,
+      })
+      assert.equal(moved.statusCode, 400)
+    })
+
+    test('a wrong method on a nested path is a 405 with Allow', async (t) => {
+      const { app, alice } = await nestedApp(t, dialect, { tasks: { methods: ['LIST', 'GET'], protectedMethods: ['LIST', 'GET'] } })
+      const response = await app.inject({ method: 'DELETE', url: '/projects/1/tasks/1', headers: alice })
+      assert.equal(response.statusCode, 405)
+      assert.match(String(response.headers.allow), /GET/)
     })
 
     test('the path parameter is typed from the column: not an integer is a 400', async (t) => {
