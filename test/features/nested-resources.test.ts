@@ -224,7 +224,13 @@ for (const dialect of dialects) {
 
     test('the path parameter is typed from the column: not an integer is a 400', async (t) => {
       const { app, alice } = await nestedApp(t, dialect)
-      for (const url of ['/projects/abc/tasks', '/projects/abc/tasks/1', '/projects/1.5/tasks']) {
+      const urls = [
+        '/projects/abc/tasks', '/projects/abc/tasks/1', '/projects/1.5/tasks',
+        // canonical and bounded, as :id is
+        '/projects/01/tasks', '/projects/1e0/tasks', '/projects/0x1/tasks', '/projects/%2B1/tasks/1',
+        '/projects/99999999999999999999/tasks',
+      ]
+      for (const url of urls) {
         const response = await app.inject({ method: 'GET', url, headers: alice })
         assert.equal(response.statusCode, 400, url)
         assert.equal(problemOf(response).code, 'FST_VIEWSET_VALIDATION')
