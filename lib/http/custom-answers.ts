@@ -8,7 +8,7 @@ import { isRecord } from '../schema/object-schema.js'
 import type { Row } from '../sql.js'
 import { preconditionOf } from './conditional-requests.js'
 import type { RouteContext } from './route-context.js'
-import { elementParams } from './route-schemas.js'
+import { collectionParams, elementParams } from './route-schemas.js'
 import { jsonType, loadRelations, tagRow } from './routes.js'
 
 // What a custom route (or any handler) answers with to be as first-class as a generated one: the If-Match
@@ -129,7 +129,7 @@ export function customRouteSchema (context: RouteContext, method: string, option
     summary: options.summary ?? options.operationId,
     ...(options.description === undefined ? {} : { description: options.description }),
     tags: [...schemas.tags],
-    params: element ? elementParams(context) : undefined,
+    params: element ? elementParams(context) : collectionParams(schemas),
     ...(options.body === undefined ? {} : { body: options.body }),
     response: { [status]: success, ...problemResponses([...statuses].sort((a, b) => a - b)) },
   }

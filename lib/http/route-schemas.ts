@@ -168,7 +168,7 @@ export function elementParams (context: Pick<RouteContext, 'schemas'>): JsonSche
 }
 
 /** The path parameters of a collection route: a nested viewset's parent parameters, or none. */
-function collectionParams ({ parentParams }: RouteSchemas): JsonSchema | undefined {
+export function collectionParams ({ parentParams }: RouteSchemas): JsonSchema | undefined {
   const names = Object.keys(parentParams)
   if (names.length === 0) return undefined
   return { type: 'object', properties: { ...parentParams }, required: names, additionalProperties: false }

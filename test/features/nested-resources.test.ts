@@ -23,7 +23,8 @@ type Options = ViewsetOptions<TenantsDB, 'tasks', typeof Task>
 /** A nested viewset whose custom route reads through the helpers: they keep to the request's parent. */
 class NestedTasks extends Viewset<TenantsDB, 'tasks', typeof Task> {
   override customRoutes (fastify: FastifyInstance) {
-    fastify.get('/titles', { config: { protected: true } }, async () =>
+    const schema = this.routeSchema('GET', { operationId: 'taskTitles', element: false, answer: 'none', status: 200 })
+    fastify.get('/titles', { config: { protected: true }, schema: { ...schema, response: undefined } }, async () =>
       (await this.query().orderBy('id').execute()).map((row) => row.title))
   }
 }
@@ -260,6 +261,8 @@ for (const dialect of dialects) {
       assert.deepEqual(pathParams(collection.post), [['projectId', 'integer', true]])
       assert.deepEqual(pathParams(element.patch), [['projectId', 'integer', true], ['id', 'integer', true]])
       assert.ok(collection.get.responses['404'], 'a hidden parent is documented')
+      // A custom route's schema from routeSchema has the parent's parameter too.
+      assert.deepEqual(pathParams(document.paths['/projects/{projectId}/tasks/titles'].get), [['projectId', 'integer', true]])
     })
   })
 
