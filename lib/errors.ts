@@ -124,6 +124,12 @@ export const ViewsetErrors = {
     500,
     TypeError
   ),
+  PreconditionNotApplicable: createError(
+    'FST_VIEWSET_PRECONDITION_NOT_APPLICABLE',
+    'this.precondition() cannot apply to %s %s: %s (it reads If-Match for a route that writes the row its :id names)',
+    500,
+    TypeError
+  ),
   // a connection pooler between the app and PostgreSQL (createDatabase's `pooler`)
   PoolerStatements: createError(
     'FST_VIEWSET_POOLER_STATEMENTS',

@@ -16,6 +16,7 @@ export type {
   PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,
 } from './relations/config.js'
 export type { Precondition } from './data/precondition.js'
+export type { CustomRouteSchemaOptions } from './http/custom-answers.js'
 export { orderByPattern, parseOrderBy } from './query/ordering.js'
 export type { SortKey } from './query/ordering.js'
 export { problem, ViewsetErrors } from './errors.js'

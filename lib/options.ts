@@ -75,6 +75,7 @@ const knownOptionKeys = {
     'requireIfMatch',
     'withoutTokens',
     'conflictDetail',
+    'parent',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
@@ -207,6 +208,8 @@ export interface ResolvedOptions {
   /** `allowCount`, `alwaysCount`, `countEstimateThreshold` and `estimateWithRules`. */
   readonly counting: CountPlan
   readonly conflictDetail: 'field' | 'none'
+  /** `parent`: each parameter of a nested prefix, and the column it binds (mount/parent-binding.ts). */
+  readonly parent: Readonly<Record<string, string>>
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -295,6 +298,17 @@ function checkConflictDetail (value: unknown): 'field' | 'none' {
   return fail('conflictDetail', `expected 'field' or 'none', got ${JSON.stringify(value)}`)
 }
 
+/** `parent`: `{ projectId: 'project_id' }`, a parameter name to a column name each (checked at mounting too). */
+function checkParent (value: unknown): Readonly<Record<string, string>> {
+  if (value === undefined) return Object.freeze({})
+  if (!isRecord(value)) return fail('parent', "expected an object such as { projectId: 'project_id' }")
+  for (const [param, column] of Object.entries(value)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(param)) fail('parent', `"${param}" is not a path parameter name`)
+    if (typeof column !== 'string' || column === '') fail(`parent.${param}`, 'expected a column name')
+  }
+  return Object.freeze(Object.fromEntries(Object.entries(value).map(([param, column]) => [param, String(column)])))
+}
+
 /**
  * The shapes of the options whose fields are checked against the catalog at mounting: a wrong kind of value
  * fails here already, with the message mounting would give.
@@ -354,5 +368,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     requireIfMatch: options.requireIfMatch === true,
     counting: checkCountOptions(options),
     conflictDetail: checkConflictDetail(options.conflictDetail),
+    parent: checkParent(options.parent),
   })
 }

@@ -212,6 +212,19 @@ export interface ViewsetOptions<
    * ```
    */
   conflictDetail?: 'field' | 'none'
+  /**
+   * Nested resources: binds each parameter of a prefix such as `/projects/:projectId/issues` to a column (a
+   * single-column foreign key), `{ projectId: 'project_id' }`. Every route then reads and writes only the rows
+   * whose column holds the parameter's value (typed as the column's field), writes set it, a body that sends
+   * another value is a 400, and a parent that does not exist or that the caller's rules hide is a 404.
+   *
+   * @example
+   * ```ts
+   * await app.register(createViewset({ db, table: 'issues', schema: Issue, parent: { projectId: 'project_id' } }),
+   *   { prefix: '/projects/:projectId/issues' })
+   * ```
+   */
+  parent?: Readonly<Record<string, keyof DB[TB] & string>>
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

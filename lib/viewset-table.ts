@@ -1,12 +1,15 @@
 import type { Static, TObject } from '@sinclair/typebox'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Expression, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
 import type { Precondition } from './data/precondition.js'
 import type { DatabaseFault } from './errors.js'
 import type { AnyDatabase, Row } from './sql.js'
 import { containsPattern } from './sql.js'
 import { ViewsetErrors } from './errors.js'
+import { isRecord } from './schema/object-schema.js'
 import { servedRequest } from './execution/served-request.js'
+import { customRouteSchema, representRow, representRows, requestPrecondition } from './http/custom-answers.js'
+import type { CustomRouteSchemaOptions } from './http/custom-answers.js'
 import type { PreparedViewset } from './mount/mount-viewset.js'
 import type { ScopedMethod, ViewsetToken } from './options.js'
 import type { ScopeCondition } from './query/scope.js'
@@ -20,6 +23,11 @@ import type { IdOf } from './requests.js'
 /** Rows read through the schema's columns, typed as the schema types them: the serializer writes them by it. */
 export function asServed<T> (rows: Row | Row[]): T {
   return rows as T // selected by the schema's own columns; the driver's value types are coerced on the way out
+}
+
+/** A row given to an answer helper: the schema's fields, written by the serializer (relations are loaded into it). */
+function asRow (row: unknown): Row {
+  return isRecord(row) ? row : {}
 }
 
 /** The viewset reaches tables by names checked at mounting, so it queries through an untyped view of `db`. */
@@ -259,6 +267,70 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
     rule: ScopeCondition | undefined
   ): Promise<boolean> {
     return await preparedOf(this).resource.delete(untyped(db), id, rule, precondition)
+  }
+
+  /**
+   * The If-Match condition of a request that writes the row its `:id` names (PUT, PATCH, DELETE, or a custom
+   * action route such as `POST /:id/close`), to pass to `update` or `deleteById`: a stale tag is then the 412 and,
+   * under `requireIfMatch`, a missing `If-Match` the 428, exactly as PATCH answers them (after the 404, nothing
+   * changed). `undefined` without `If-Match` and `requireIfMatch`. Throws `FST_VIEWSET_PRECONDITION_NOT_APPLICABLE`
+   * on a route without `:id` or a request that only reads, rather than ignore the header.
+   *
+   * @example
+   * ```ts
+   * fastify.post<{ Params: { id: number } }>('/:id/close', async (request, reply) => {
+   *   const closed = await this.update(request.params.id, { status: 'closed' }, this.db, this.precondition(request))
+   *   return await this.represent(reply, closed ?? this.notFound(request.params.id))
+   * })
+   * ```
+   */
+  precondition (request: FastifyRequest): Precondition | undefined {
+    return requestPrecondition(preparedOf(this).context, request)
+  }
+
+  /**
+   * Answers one row as GET and PATCH answer it: its default relations loaded under the request's rules (relation
+   * rules included), its `ETag` header set, and the body written by the resource's serializer (only the schema's
+   * fields). Return what it resolves to from the route's handler.
+   *
+   * @example
+   * ```ts
+   * fastify.get<{ Params: { id: number } }>('/:id/latest', async (request, reply) =>
+   *   await this.represent(reply, (await this.findById(request.params.id)) ?? this.notFound(request.params.id)))
+   * ```
+   */
+  async represent (reply: FastifyReply, row: Static<S>): Promise<string> {
+    return await representRow(preparedOf(this).context, reply, asRow(row))
+  }
+
+  /**
+   * Answers rows as LIST answers them (without its paging headers): their default relations loaded (one
+   * statement per relation), each row written by the resource's serializer.
+   *
+   * @example
+   * ```ts
+   * fastify.get('/open', async (_request, reply) =>
+   *   await this.representList(reply, await this.query().where('status', '=', 'open').limit(100).execute()))
+   * ```
+   */
+  async representList (reply: FastifyReply, rows: ReadonlyArray<Static<S>>): Promise<string> {
+    return await representRows(preparedOf(this).context, reply, rows.map(asRow))
+  }
+
+  /**
+   * The schema of a custom route, documented as the generated routes are: the viewset's tags, the key as a path
+   * parameter (`element`, the default; with a nested viewset's parent parameters), the row component as the answer
+   * with its `ETag`, and the error answers it can give (404, 412 and 428 with `precondition: true`, …). Call it in
+   * `customRoutes`, once the viewset is mounted.
+   *
+   * @example
+   * ```ts
+   * fastify.post('/:id/close', { schema: this.routeSchema('POST', { operationId: 'closeIssue', precondition: true }) },
+   *   async (request, reply) => { … })
+   * ```
+   */
+  routeSchema (method: string, options: CustomRouteSchemaOptions): Record<string, unknown> {
+    return customRouteSchema(preparedOf(this).context, method, options)
   }
 
   /** A case-insensitive substring match that behaves the same on every dialect (`%` and `_` match themselves). */

@@ -4,10 +4,8 @@ import type {
 } from 'fastify'
 import { expressionBuilder } from 'kysely'
 import type { Expression, ExpressionBuilder, Insertable, SqlBool, Updateable } from 'kysely'
-import type { Precondition } from './data/precondition.js'
 import type { Row } from './sql.js'
 import { authHook } from './http/auth.js'
-import { preconditionOf } from './http/conditional-requests.js'
 import { viewsetPlugin } from './http/plugin.js'
 import { selectFields } from './http/routes.js'
 import { mountViewset } from './mount/mount-viewset.js'
@@ -25,9 +23,6 @@ import { relatedConfigOf, relationFields } from './relations/loader.js'
 import type { CreateManyRequest, CreateRequest, ElementRequest, ListRequest } from './requests.js'
 import type { UpdateRequest, WritableOf } from './requests.js'
 import { isRecord } from './schema/object-schema.js'
-
-/** The methods whose requests carry If-Match for their write. */
-const conditionalMethods = new Set(['PUT', 'PATCH', 'DELETE'])
 
 /**
  * A REST resource over one table. Subclass it to override a handler, declare extra LIST query
@@ -228,17 +223,7 @@ export class Viewset<
   /** Adds routes next to the generated ones, in the same plugin: same prefix, error format and validation. */
   customRoutes (_fastify: FastifyInstance): void | Promise<void> {}
 
-  // ---- helpers for overrides ------------------------------------------------------------------
-
-  /**
-   * The If-Match condition of a PUT, PATCH or DELETE request, read from its header (`undefined` without
-   * one, unless `requireIfMatch`: then the 428 is raised by the write), for an overridden handler to pass to
-   * `update` or `deleteById`. `undefined` for a request of another method.
-   */
-  precondition (request: FastifyRequest): Precondition | undefined {
-    if (!conditionalMethods.has(request.method)) return undefined
-    return preconditionOf(request.headers['if-match'], this.#resolved.requireIfMatch)
-  }
+  // ---- helpers for overrides (more in viewset-table.ts) ------------------------------------------
 
   /**
    * The fields of a body that may be written: read-only fields and relations are dropped. A POST body
@@ -276,6 +261,7 @@ export class Viewset<
       },
       protect: this.protect,
       customRoutes: async (fastify) => await this.customRoutes(fastify),
+      setHelperRule: (rule) => { setHelperRule(this, rule) },
     }
   }
 }

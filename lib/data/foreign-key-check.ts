@@ -121,6 +121,27 @@ export class ForeignKeyCheck {
     return retryOnDeadlock(this.#dialect, async () => await db.transaction().execute(checked))
   }
 
+  /**
+   * Whether the row that `value` in `column` refers to exists and the caller's `'GET'` rule of its table admits it:
+   * the parent of a nested viewset (mount/parent-binding.ts), checked as a written key is. `undefined` when
+   * `column` is no single-column foreign key of the table.
+   */
+  async admits (db: AnyDatabase, column: string, value: unknown, request: RuleRequest): Promise<boolean | undefined> {
+    const key = this.#keys.find((candidate) => candidate.column === column)
+    if (key === undefined) return undefined
+    const condition = key.rule.condition(db, request, key.table)
+    const select = db.selectFrom(key.table).select(key.references)
+      .where(key.references, '=', this.#dialect.values.parameter(value))
+    const row = await (condition === undefined ? select : select.where(condition.where)).executeTakeFirst()
+    return row !== undefined
+  }
+
+  /** The table and column a single-column foreign key refers to, or `undefined` when `column` is none. */
+  referenceOf (column: string): { readonly table: string; readonly column: string } | undefined {
+    const key = this.#keys.find((candidate) => candidate.column === column)
+    return key === undefined ? undefined : { table: key.table, column: key.references }
+  }
+
   /** Throws the 409 of the first key (in the table's order) that some row points outside its rule, or to no row. */
   async #check (trx: AnyDatabase, rows: readonly Row[], ruled: readonly RuledKey[], bulk: boolean): Promise<void> {
     const { keyOf } = this.#dialect.values

@@ -1,4 +1,6 @@
-import type { FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
+import type {
+  FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, preHandlerAsyncHookHandler, RouteOptions,
+} from 'fastify'
 import fp from 'fastify-plugin'
 import { addMethodRoutes, collectMethods, isMethodRoute } from './allowed-methods.js'
 import type { AllowOf } from './allowed-methods.js'
@@ -31,6 +33,8 @@ export interface MountedViewset {
   customRoutes(fastify: FastifyInstance): void | Promise<void>
   /** The hook of protected custom routes (`config: { protected: true }` or `onRequest: protect`). */
   readonly protect: onRequestAsyncHookHandler
+  /** The check of a nested viewset's parent, run before the handler of every route (http/parent-binding.ts). */
+  readonly preHandler?: preHandlerAsyncHookHandler
   /** The startup checks that count protected custom routes, run once they are added. */
   checkProtectedRoutes(count: number): void
 }
@@ -55,6 +59,14 @@ function documentErrors (route: RouteOptions): void {
   const secured = 'security' in schema && Array.isArray(schema.security) && schema.security.length > 0
   const statuses = [...(validates ? [400] : []), ...(secured ? [401, 403] : []), 500, 503]
   route.schema = { ...schema, response: { ...response, ...problemResponses(statuses) } }
+}
+
+/** The route with `hook` run last before its handler, when there is one. */
+function withPreHandler (route: RouteOptions, hook: preHandlerAsyncHookHandler | undefined): RouteOptions {
+  if (hook === undefined) return route
+  const { preHandler } = route
+  const given = preHandler === undefined ? [] : Array.isArray(preHandler) ? preHandler : [preHandler]
+  return { ...route, preHandler: [...given, hook] }
 }
 
 /**
@@ -103,7 +115,7 @@ export function viewsetPlugin (
     fastify.addHook('onRequest', wellFormedQuery)
 
     const registered = collectMethods(fastify)
-    for (const route of mounted.routes) fastify.route(route)
+    for (const route of mounted.routes) fastify.route(withPreHandler(route, mounted.preHandler))
     // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
     let protectedRoutes = 0
     fastify.addHook('onRoute', (route) => {
@@ -113,6 +125,7 @@ export function viewsetPlugin (
       route.handler = cancellable(servedBy(route.handler))
       if (protectCustomRoute(route, mounted.protect)) protectedRoutes++
       documentErrors(route)
+      if (!isMethodRoute(route)) Object.assign(route, withPreHandler(route, mounted.preHandler))
     })
     await mounted.customRoutes(fastify)
     mounted.checkProtectedRoutes(protectedRoutes)

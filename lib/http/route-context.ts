@@ -60,6 +60,8 @@ export interface RouteSchemas {
   }
   /** Most elements of one `POST /bulk`. */
   readonly maxBulk: number
+  /** A nested viewset's prefix parameters (`parent`), each as its column's field: every route's path has them. */
+  readonly parentParams: Readonly<Record<string, JsonSchema>>
   /** The natural key of upserts: POST and BULK then document `Prefer`, the 200 of a merge and `Preference-Applied`. */
   readonly conflictFields: readonly string[] | undefined
 }

@@ -151,20 +151,41 @@ function baseSchema (
   }
   if (secured) schema.security = [{ [securitySchemeName]: [] }]
   else if (optional) schema.security = [{}, { [securitySchemeName]: [] }]
-  if (method !== 'LIST' && method !== 'POST' && method !== 'BULK') {
-    const params = deriveParams(schemas.entity, schemas.primaryKey)
-    // An example id, so that tools that call every operation (Dredd) have one.
-    const id = propertiesOf(params).id
-    const example = exampleOf(id)
-    if (id !== undefined && example !== undefined) id.examples = [example]
-    schema.params = params
-  }
   return schema
+}
+
+/** The path parameters of an element route (`/:id`): the key, typed as the schema types it, after the parent's. */
+export function elementParams (context: Pick<RouteContext, 'schemas'>): JsonSchema {
+  const { schemas } = context
+  const params = deriveParams(schemas.entity, schemas.primaryKey)
+  // An example id, so that tools that call every operation (Dredd) have one.
+  const id = propertiesOf(params).id
+  const example = exampleOf(id)
+  if (id !== undefined && example !== undefined) id.examples = [example]
+  const parent = Object.keys(schemas.parentParams)
+  if (parent.length === 0) return params
+  return { ...params, properties: { ...schemas.parentParams, ...propertiesOf(params) }, required: [...parent, 'id'] }
+}
+
+/** The path parameters of a collection route: a nested viewset's parent parameters, or none. */
+export function collectionParams ({ parentParams }: RouteSchemas): JsonSchema | undefined {
+  const names = Object.keys(parentParams)
+  if (names.length === 0) return undefined
+  return { type: 'object', properties: { ...parentParams }, required: names, additionalProperties: false }
 }
 
 /** The base schema of `method` in this viewset. */
 function baseOf (method: ViewsetMethod, context: RouteContext): RouteSchema {
-  return baseSchema(method, context.schemas, context.auth, context.versions.requireIfMatch)
+  const schema = baseSchema(method, context.schemas, context.auth, context.versions.requireIfMatch)
+  const params = method !== 'LIST' && method !== 'POST' && method !== 'BULK'
+    ? elementParams(context)
+    : collectionParams(context.schemas)
+  if (params !== undefined) schema.params = params
+  // A nested viewset's collection answers 404 for a parent that does not exist or that the caller may not read.
+  if (params !== undefined && schema.response[404] === undefined) {
+    schema.response = { ...schema.response, ...problemResponses([404]) }
+  }
+  return schema
 }
 
 /** The largest `limit` LIST's query string accepts (maxLimit), if it declares one. */

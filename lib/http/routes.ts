@@ -14,6 +14,7 @@ import { authHook, openTokenHook } from './auth.js'
 import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
 import type { ListPage } from './default-handlers.js'
 import { cursorLinkHeader, linkHeader } from './link.js'
+import { expandPrefix } from './parent-binding.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
 import { tracedRoute } from '../observability/traced-handler.js'
 import {
@@ -31,7 +32,7 @@ import {
 // If-Match), calls the handler (default-handlers.ts or an override) with it, loads the relations of what
 // the handler returns, and sets the headers from it (`Link`, `X-Total-Count`, `ETag`, `Location`).
 
-const jsonType = 'application/json; charset=utf-8'
+export const jsonType = 'application/json; charset=utf-8'
 
 /** The validated query string: its schema has type object. */
 function queryOf (request: FastifyRequest): Record<string, unknown> {
@@ -55,7 +56,7 @@ export function selectFields (
 }
 
 /** The ETag of a whole row and its serialized body (the version column's value, else a hash of the body). */
-function tagRow (context: RouteContext, row: Row): { etag: string; body: string } {
+export function tagRow (context: RouteContext, row: Row): { etag: string; body: string } {
   const { represent, versionField } = context.versions
   const body = represent(row)
   return { etag: versionField === undefined ? representationTag(body) : versionTag(row[versionField]), body }
@@ -75,7 +76,7 @@ function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): 
  * cancellation `scope` (taken before the handler's await: see execution/cancellation.ts). The routes call it
  * only when `resource.hasRelations`: without relations they await nothing more.
  */
-async function loadRelations (
+export async function loadRelations (
   scope: CancellationContext,
   request: FastifyRequest,
   resource: TableGateway,
@@ -266,7 +267,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
         const id = isRecord(row) ? row[primaryKey] : undefined
         // Only a created row has a new URL to point at (an upsert that updated answers 200).
         if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
-          reply.header('location', `${context.prefix}/${encodeURIComponent(String(id))}`)
+          reply.header('location', `${expandPrefix(context.prefix, request.params)}/${encodeURIComponent(String(id))}`)
         }
         return sendWritten(scope, context, reply, row)
       })

@@ -21,7 +21,9 @@ import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
-import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
+import type { ResolvedOptions, RowContext, ViewsetMethod, ViewsetOptions, WriteMethod } from '../options.js'
+import { bindParent } from '../http/parent-binding.js'
+import type { ParentBinding } from '../http/parent-binding.js'
 import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
@@ -89,6 +91,8 @@ export interface ViewsetDeclaration {
   readonly rowRules: Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'>
   readonly protect: onRequestAsyncHookHandler
   customRoutes(fastify: FastifyInstance): void | Promise<void>
+  /** Sets the rule the viewset's helpers apply (a nested viewset's keeps to the request's parent). */
+  setHelperRule(rule: ViewsetDeclaration['rowRules']['scopeOf']): void
 }
 
 /** What a mounted viewset serves its helpers from (`findById`, `insert`, `contains`…): frozen. */
@@ -97,6 +101,8 @@ export interface PreparedViewset {
   readonly defaults: DefaultHandlers
   /** `?fields=` of GET. */
   readonly fields: FieldsPlan
+  /** What the routes are declared from: the custom routes' answers and schemas read it too (http/custom-answers.ts). */
+  readonly context: RouteContext
 }
 
 /** The catalog facts mounting reads, once checked. */
@@ -131,7 +137,7 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
 }
 
 /** The entity as served and its relations, with `conflictFields` and `defaultRelations` checked against them. */
-async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable, name: string) {
+async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable, name: string, prefix: string) {
   const { db, schema, resolved, relatedConfig } = declaration
   const { primaryKey, versionField, conflictFields } = resolved
   const relations = await createRelationLoader(db, table.dialect, relatedConfig, schema, resolved.table, primaryKey)
@@ -157,7 +163,11 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   )
   const { foreignKeys } = table.described
   const keys = new ForeignKeyCheck(resolved.table, foreignKeys, keyRules(relatedConfig, foreignKeys), table.dialect)
-  return { relations, entity, name, defaultRelations, foreignKeys: keys }
+  const target = { table: resolved.table, prefix, columns: table.columns, entity, foreignKeys: keys }
+  const parent = bindParent(resolved.parent, target)
+  // A body need not send what the path says: the bound columns are optional in the bodies.
+  const served = parent === undefined ? entity : parent.optionalIn(entity)
+  return { relations, entity: served, name, defaultRelations, foreignKeys: keys, parent }
 }
 
 /** The `rulesFrom` of each `selectRelated` relation declared over a foreign key, by column: the keys' rules. */
@@ -212,11 +222,27 @@ function buildTableGateway (
   })
 }
 
-/** The row rules, with `beforeWrite` run serving its request: the helpers it calls apply that request's rule. */
-function servedRowRules ({ rowRules, overridden }: ViewsetDeclaration): ViewsetDeclaration['rowRules'] {
-  if (!overridden.has('beforeWrite')) return rowRules
-  const { beforeWrite } = rowRules
-  return { ...rowRules, beforeWrite: (values, context) => serving(context.request, () => beforeWrite(values, context)) }
+/**
+ * The row rules, with `beforeWrite` run serving its request (the helpers it calls apply that request's rule), and
+ * under a nested prefix the parent's terms ANDed into the rule and its values into every write.
+ */
+function servedRowRules (
+  { rowRules, overridden, db }: ViewsetDeclaration,
+  parent: ParentBinding | undefined
+): ViewsetDeclaration['rowRules'] {
+  const served = overridden.has('beforeWrite')
+    ? {
+        ...rowRules,
+        beforeWrite: (values: Row, context: RowContext<WriteMethod>) =>
+          serving(context.request, () => rowRules.beforeWrite(values, context))
+      }
+    : rowRules
+  if (parent === undefined) return served
+  return {
+    ...served,
+    scopeOf: parent.scoped(db, served.scopeOf),
+    beforeWrite: (values, context) => served.beforeWrite({ ...values, ...parent.values(context.request) }, context),
+  }
 }
 
 /** What the default POST and BULK read to upsert: the key they merge on, and whether an update needs If-Match. */
@@ -247,7 +273,7 @@ function buildViewset (
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
   const defaults = new DefaultHandlers({
-    ...servedRowRules(declaration),
+    ...servedRowRules(declaration, planned.parent),
     resource,
     listQuery: list.query,
     ...{ db, readDb, foreignKeys },
@@ -274,6 +300,7 @@ function buildViewset (
       list: mergeListQuery(list, declaration),
       maxBulk,
       conflictFields,
+      parentParams: planned.parent?.params ?? {},
     },
     auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
     versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
@@ -327,14 +354,17 @@ export async function mountViewset (
   checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
-  const planned = await planEntity(declaration, table, name)
+  const planned = await planEntity(declaration, table, name, fastify.prefix)
   const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
-  if (declaration.overridden.has('scope')) recordServedRequests()
+  if (declaration.overridden.has('scope') || planned.parent !== undefined) recordServedRequests()
+  // The helpers of a nested viewset reach the rows of the request's parent only.
+  const { db, readDb, viewset, rowRules } = declaration
+  const { parent } = planned
+  if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
-  const { db, viewset } = declaration
   registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
   if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
@@ -344,6 +374,14 @@ export async function mountViewset (
     dialect: table.dialect,
     conflictDetail: resolved.conflictDetail,
     protect: declaration.protect,
+    ...(parent === undefined
+      ? {}
+      : {
+          preHandler: async (request, reply) => {
+            const reads = request.method === 'GET' || request.method === 'HEAD'
+            await parent.check(request, reply, reads ? readDb : db)
+          },
+        }),
     customRoutes: async (instance) => {
       await declaration.customRoutes(instance)
     },
@@ -351,5 +389,5 @@ export async function mountViewset (
       checkProtectedRoutes(fastify, resolved.protectedMethods, count, options)
     },
   }
-  return { prepared: Object.freeze({ resource: context.resource, defaults, fields: context.fields }), mounted }
+  return { prepared: Object.freeze({ resource: context.resource, defaults, fields: context.fields, context }), mounted }
 }

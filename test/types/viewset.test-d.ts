@@ -124,3 +124,20 @@ expectTypeOf(new ItemViewset({ db, table: 'items', schema: Item }).register()).t
 
 // @ts-expect-error the class checks the table too
 void new Viewset<DB, 'orders', typeof Item>({ db, table: 'orders', schema: Item })
+
+const BookRow = Type.Object({ id: Type.Optional(Type.Integer()), title: Type.String(), author_id: Type.Integer() })
+// `parent` binds a prefix parameter to a column of the table (issue 42, item 3)
+createViewset({ db, table: 'books', schema: BookRow, parent: { authorId: 'author_id' } })
+// @ts-expect-error 'writer_id' is not a column of books
+createViewset({ db, table: 'books', schema: BookRow, parent: { authorId: 'writer_id' } })
+
+// the answer helpers of custom routes take rows of the schema and answer the body to return
+class BookViewset extends Viewset<DB, 'books', typeof BookRow> {
+  async answer (reply: FastifyReply, row: Static<typeof BookRow>): Promise<string> {
+    expectTypeOf(this.routeSchema('POST', { operationId: 'closeBook', precondition: true })).toBeObject()
+    // @ts-expect-error a row of another schema
+    await this.represent(reply, { name: 'x' })
+    return await this.representList(reply, [row])
+  }
+}
+void BookViewset
