@@ -25,6 +25,7 @@ import { relatedConfigOf, relationFields } from './relations/loader.js'
 import type { CreateManyRequest, CreateRequest, ElementRequest, ListRequest } from './requests.js'
 import type { UpdateRequest, WritableOf } from './requests.js'
 import { isRecord } from './schema/object-schema.js'
+import type { FieldAccess, FieldAccessContext } from './query/field-access.js'
 
 /** The methods whose requests carry If-Match for their write. */
 const conditionalMethods = new Set(['PUT', 'PATCH', 'DELETE'])
@@ -225,6 +226,18 @@ export class Viewset<
     return this.options.beforeWrite === undefined ? values : this.options.beforeWrite(values, context)
   }
 
+  /**
+   * The field rule of a request: the fields its caller may not read (`hidden`) or write (`readOnly`), `undefined` for
+   * none; also called with `'GET'`/`'LIST'` when other viewsets read this table. Calls the `fieldAccess` option.
+   * @example
+   * ```ts
+   * override fieldAccess ({ token }: FieldAccessContext) { return token?.role === 'admin' ? {} : { hidden: ['ssn'] } }
+   * ```
+   */
+  fieldAccess (context: FieldAccessContext): FieldAccess | undefined | Promise<FieldAccess | undefined> {
+    return this.options.fieldAccess?.(context)
+  }
+
   /** Adds routes next to the generated ones, in the same plugin: same prefix, error format and validation. */
   customRoutes (_fastify: FastifyInstance): void | Promise<void> {}
 
@@ -275,26 +288,8 @@ export class Viewset<
         notFound: (id) => this.notFound(id),
       },
       protect: this.protect,
+      fieldAccess: (context) => this.fieldAccess(context),
       customRoutes: async (fastify) => await this.customRoutes(fastify),
     }
   }
-}
-
-/**
- * Turns a table and a TypeBox schema into a REST resource: `createViewset(o)` is `new Viewset(o).register(o.methods)`.
- * Every option that needs no database is checked here, synchronously.
- *
- * @example
- * ```ts
- * const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
- * await app.register(createViewset({ db, table: 'items', schema: Item, tags: ['items'] }), { prefix: '/items' })
- * ```
- */
-export function createViewset<
-  DB,
-  TB extends keyof DB & string,
-  S extends SchemaOf<DB, TB, S>,
-  R extends RelatedConfig<DB> = Record<never, never>
-> (options: ViewsetOptions<DB, TB, S, R> & CheckedSchema<DB, TB, S, R>): FastifyPluginAsync {
-  return new Viewset<DB, TB, S, R>(options).register(options.methods)
 }
