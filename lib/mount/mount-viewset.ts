@@ -284,7 +284,7 @@ function buildViewset (
   })
   const relationNames = relations?.fields ?? new Set<string>()
   const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
-    relations: relationNames, loaded: defaultRelations,
+    relations: relationNames, loaded: defaultRelations, ruled,
   })
   const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods)
   const context: RouteContext = {

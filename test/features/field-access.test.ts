@@ -2,10 +2,12 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import { fieldAccessByRole } from 'fastify-viewsets'
-import { dialects } from '../helpers/database.js'
+import fastifyJwt from '@fastify/jwt'
+import { createViewset, fieldAccessByRole, viewsetDocs } from 'fastify-viewsets'
+import { testApp } from '../helpers/app.js'
+import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
-import { Task, tenantsApp } from '../helpers/tenants.js'
+import { secret, seedTenants, Task, tenantsApp } from '../helpers/tenants.js'
 
 // Field rules per request (issue 35, item 5): "support staff see tickets but not customer_email; only admins may
 // change priority". Tasks are the tickets: `secret` is the customer's e-mail, `priority` a column added here. Support
@@ -251,6 +253,27 @@ for (const dialect of dialects) {
       const typo = await app.inject({ url: '/tasks/3', headers: bob })
       assert.equal(typo.statusCode, 200)
       assert.deepEqual(typo.json(), { id: 3 })
+    })
+
+    test('OpenAPI documents the widest shape, requiring only the key', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await seedTenants(database, dialect)
+      await database.db.schema.alterTable('tasks').addColumn('priority', 'integer', (column) => column.notNull()
+        .defaultTo(0)).execute()
+      const app = testApp(t)
+      await app.register(fastifyJwt, { secret })
+      await app.register(viewsetDocs)
+      const Plain = Type.Object({
+        id: Type.Integer(), title: Type.String(), secret: Type.String(), owner: Type.String(), priority: Type.Integer(),
+      })
+      await app.register(createViewset({
+        db: database.db, table: 'tasks', schema: Plain, fieldAccess: ticketRules,
+      } as never), { prefix: '/tasks' })
+      const document = (await app.inject('/docs/json')).json()
+      const row = document.components.schemas.Tasks
+      assert.deepEqual(row.required, ['id'])
+      assert.deepEqual(Object.keys(row.properties), ['id', 'title', 'secret', 'owner', 'priority'])
+      assert.match(row.description, /depend on the caller/)
     })
   })
 }
