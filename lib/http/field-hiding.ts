@@ -97,6 +97,8 @@ export class FieldHiding {
   /** The relation rule slots along each dotted name, in the order of its segments. */
   readonly #pathSlots: ReadonlyMap<string, readonly RelationRuleSlot[]>
   readonly #slots: readonly RelationRuleSlot[]
+  /** The slots whose table has a field rule, once known. */
+  #ruled: readonly RelationRuleSlot[] | undefined
   readonly #restricted = new LruCache<string, Restricted>(maxPlans)
 
   constructor (plan: FieldHidingPlan) {
@@ -123,7 +125,9 @@ export class FieldHiding {
    */
   async prepare (request: FastifyRequest, method: ViewsetMethod): Promise<void> {
     const rules = this.#plan.rules
-    const ruled = this.#slots.filter((slot) => slot.hasFieldRule)
+    // The slots are resolved when the application is ready, before its first request: read once then.
+    this.#ruled ??= this.#slots.filter((slot) => slot.hasFieldRule)
+    const ruled = this.#ruled
     if (rules === undefined && ruled.length === 0) return
     const context = { request, token: request.viewsetToken, method }
     const view = rules === undefined ? allVisible : await rules.view(context)
