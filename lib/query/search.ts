@@ -68,8 +68,7 @@ export function planSearch (
       examples: ['bread'],
     },
   }
-  // The fields searched are part of the shape: a LIST narrowed by field rules searches fewer (http/field-hiding.ts).
-  const searchShape = `search(${names.join(',')})`
+  const searchShape = `search(${names.join(',')})` // its fields: a LIST narrowed by field rules searches fewer
   return {
     properties,
     condition (query, rules) {

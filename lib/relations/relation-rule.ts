@@ -69,7 +69,8 @@ export class RelationRuleSlot {
    */
   fieldView (request: RuleRequest | undefined): FieldView | Promise<FieldView> | undefined {
     if (request === undefined || this.#fields === undefined) return undefined
-    return this.#fields.view({ request: request.request, token: request.token, method: this.method })
+    // The request's own token, typed as the viewset's rules see it (the rule request's is the relations' looser type).
+    return this.#fields.view({ request: request.request, token: request.request.viewsetToken, method: this.method })
   }
 
   /**
