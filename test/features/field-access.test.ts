@@ -7,7 +7,8 @@ import { createViewset, fieldAccessByRole, viewsetDocs } from 'fastify-viewsets'
 import { testApp } from '../helpers/app.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
-import { secret, seedTenants, Task, tenantsApp } from '../helpers/tenants.js'
+import { ownerRule, secret, seedTenants, Tag, Task, tenantsApp } from '../helpers/tenants.js'
+import type { TenantsOptions } from '../helpers/tenants.js'
 
 // Field rules per request (issue 35, item 5): "support staff see tickets but not customer_email; only admins may
 // change priority". Tasks are the tickets: `secret` is the customer's e-mail, `priority` a column added here. Support
@@ -20,7 +21,12 @@ const ticketRules = fieldAccessByRole({ admin: {}, support: { hidden: ['secret']
 const projectRules = fieldAccessByRole({ admin: {}, support: { hidden: ['name'] } }, roleOf)
 
 /** The tenants' app with field rules on tasks and projects, and tokens per tenant and role. */
-async function ticketsApp (t: TestContext, dialect: TestDialect, tasks: Record<string, unknown> = {}) {
+async function ticketsApp (
+  t: TestContext,
+  dialect: TestDialect,
+  tasks: Record<string, unknown> = {},
+  extra?: TenantsOptions['extra']
+) {
   const tenants = await tenantsApp(t, dialect, {
     prepare: async (db) => {
       await db.schema.alterTable('tasks').addColumn('priority', 'integer', (column) => column.notNull().defaultTo(0))
@@ -37,6 +43,7 @@ async function ticketsApp (t: TestContext, dialect: TestDialect, tasks: Record<s
       ...tasks,
     },
     projects: { fieldAccess: projectRules },
+    ...(extra === undefined ? {} : { extra }),
   })
   const { app } = tenants
   const bearer = (sub: string, role: string) => ({ authorization: `Bearer ${app.jwt.sign({ sub, role })}` })
@@ -274,6 +281,28 @@ for (const dialect of dialects) {
       assert.deepEqual(row.required, ['id'])
       assert.deepEqual(Object.keys(row.properties), ['id', 'title', 'secret', 'owner', 'priority'])
       assert.match(row.description, /depend on the caller/)
+    })
+
+    test('startup: two viewsets of a table with different field rules, or no token verifier, fail ready()', async (t) => {
+      await assert.rejects(ticketsApp(t, dialect, {}, async (app, db) => {
+        await app.register(createViewset({
+          db,
+          table: 'projects',
+          schema: Type.Object({ id: Type.Integer(), name: Type.String() }),
+          methods: ['LIST'],
+          scope: ownerRule,
+          fieldAccess: () => ({}),
+        } as never), { prefix: '/all-projects' })
+      }), /different row or field rules \("\/projects", "\/all-projects"\): choose .* with rulesFrom/)
+      const database = await testDatabase(t, dialect)
+      await seedTenants(database, dialect)
+      const app = testApp(t)
+      await assert.rejects(async () => {
+        await app.register(createViewset({
+          db: database.db, table: 'tags', schema: Tag, fieldAccess: () => ({ hidden: ['owner'] }),
+        } as never), { prefix: '/tags' })
+        await app.ready()
+      }, /fieldAccess: nothing can verify a token here/)
     })
   })
 }
