@@ -8,6 +8,7 @@ import type { Precondition } from './data/precondition.js'
 import type { Row } from './sql.js'
 import { authHook } from './http/auth.js'
 import { preconditionOf } from './http/conditional-requests.js'
+import { narrowFieldsPlan } from './http/field-hiding.js'
 import { viewsetPlugin } from './http/plugin.js'
 import { selectFields } from './http/routes.js'
 import { mountViewset } from './mount/mount-viewset.js'
@@ -143,7 +144,8 @@ export class Viewset<
   getElement (request: ElementRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>>
   async getElement (request: FastifyRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
     const { defaults, fields } = preparedOf(this)
-    const selection = selectFields(isRecord(request.query) ? request.query : {}, fields, this.#resolved.versionField)
+    const plan = narrowFieldsPlan(request) ?? fields // `?fields=` as the caller's field rules narrow it
+    const selection = selectFields(isRecord(request.query) ? request.query : {}, plan, this.#resolved.versionField)
     return asServed(await defaults.getElement(request, token, selection))
   }
 

@@ -3,11 +3,11 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import fastifyJwt from '@fastify/jwt'
-import { createViewset, fieldAccessByRole, viewsetDocs } from 'fastify-viewsets'
+import { createViewset, fieldAccessByRole, Viewset, viewsetDocs } from 'fastify-viewsets'
 import { testApp } from '../helpers/app.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
-import { ownerRule, secret, seedTenants, Tag, Task, tenantsApp } from '../helpers/tenants.js'
+import { owned, ownerRule, secret, seedTenants, Tag, Task, taskRelations, tenantsApp } from '../helpers/tenants.js'
 import type { TenantsOptions } from '../helpers/tenants.js'
 
 // Field rules per request (issue 35, item 5): "support staff see tickets but not customer_email; only admins may
@@ -303,6 +303,29 @@ for (const dialect of dialects) {
         } as never), { prefix: '/tags' })
         await app.ready()
       }, /fieldAccess: nothing can verify a token here/)
+    })
+
+    test('an override calling super.getElement() reads ?fields= as the caller\'s rules narrow it', async (t) => {
+      class Tickets extends Viewset<any, any, any> {
+        override async getElement (request: any, reply: any, token: any) {
+          return await super.getElement(request, reply, token)
+        }
+      }
+      const { app, admin, support } = await ticketsApp(t, dialect, {}, async (app, db) => {
+        const options = {
+          db, ...owned('tasks', Ticket), fieldAccess: ticketRules, relatedConfig: taskRelations, protectedMethods: ['GET'],
+        }
+        await app.register(new Tickets(options as never).register(['GET']), { prefix: '/tickets' })
+      })
+      const hidden = await app.inject({ url: '/tickets/1?fields=id,secret', headers: support })
+      const unknown = await app.inject({ url: '/tickets/1?fields=id,sekret', headers: support })
+      assert.equal(hidden.statusCode, 400)
+      assert.equal(renamed(hidden.body, 'secret', 'sekret'), unknown.body)
+      const whole = await app.inject({ url: '/tickets/1', headers: support })
+      assert.equal(whole.statusCode, 200)
+      assert.equal('secret' in whole.json(), false)
+      assert.equal((await app.inject({ url: '/tickets/1?fields=id,secret', headers: admin })).json().secret,
+        'alice-secret-1')
     })
   })
 }
