@@ -1,4 +1,7 @@
-export { createViewset, Viewset } from './viewset.js'
+export { Viewset } from './viewset.js'
+export { createViewset } from './create-viewset.js'
+export { fieldAccessByRole } from './query/field-access.js'
+export type { FieldAccess, FieldAccessContext, FieldAccessFunction } from './query/field-access.js'
 export type {
   CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, PageParameters,
   PageParameters as Pagination, UpdateRequest, ValidatedListQuery,

@@ -71,6 +71,7 @@ const knownOptionKeys = {
     'defaultRelations',
     'scope',
     'beforeWrite',
+    'fieldAccess',
     'versionField',
     'requireIfMatch',
     'withoutTokens',
@@ -321,7 +322,7 @@ function checkShapes (options: Record<string, unknown>): void {
     fail('filterFields', "expected an object such as { name: ['eq', 'contains'] }")
   }
   checkScopeOption(options.scope)
-  for (const key of ['authenticate', 'authorize', 'beforeWrite'] as const) {
+  for (const key of ['authenticate', 'authorize', 'beforeWrite', 'fieldAccess'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
   for (const key of ['requireIfMatch', 'withoutTokens'] as const) {

@@ -6,6 +6,7 @@ import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from 
 import type { RelatedConfig } from './relations/config.js'
 import type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 import type { ViewsetToken } from './tokens.js'
+import type { FieldAccessFunction } from './query/field-access.js'
 
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
@@ -323,6 +324,9 @@ export interface ViewsetOptions<
   /** What POST, PUT and PATCH write, from the body's writable fields (default: them as sent); see {@link
    * BeforeWriteFunction}. */
   beforeWrite?: BeforeWriteFunction<DB, TB>
+  /** Field rules per request (default: none): the fields a caller may not read or write; see {@link
+   * FieldAccessFunction}. Also where other viewsets' relations and relation paths read this table. */
+  fieldAccess?: FieldAccessFunction
   /**
    * The relation fields loaded when a request names no `?fields=`, on LIST, GET and write responses
    * (default: every configured relation; `[]` for none). A relation not loaded is absent from the object;

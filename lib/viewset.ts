@@ -6,6 +6,7 @@ import { expressionBuilder } from 'kysely'
 import type { Expression, ExpressionBuilder, Insertable, SqlBool, Updateable } from 'kysely'
 import type { Row } from './sql.js'
 import { authHook } from './http/auth.js'
+import { narrowFieldsPlan } from './http/field-hiding.js'
 import { viewsetPlugin } from './http/plugin.js'
 import { selectFields } from './http/routes.js'
 import { mountViewset } from './mount/mount-viewset.js'
@@ -23,6 +24,7 @@ import { relatedConfigOf, relationFields } from './relations/loader.js'
 import type { CreateManyRequest, CreateRequest, ElementRequest, ListRequest } from './requests.js'
 import type { UpdateRequest, WritableOf } from './requests.js'
 import { isRecord } from './schema/object-schema.js'
+import type { FieldAccess, FieldAccessContext } from './query/field-access.js'
 
 /**
  * A REST resource over one table. Subclass it to override a handler, declare extra LIST query
@@ -137,7 +139,8 @@ export class Viewset<
   getElement (request: ElementRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>>
   async getElement (request: FastifyRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
     const { defaults, fields } = preparedOf(this)
-    const selection = selectFields(isRecord(request.query) ? request.query : {}, fields, this.#resolved.versionField)
+    const plan = narrowFieldsPlan(request) ?? fields // `?fields=` as the caller's field rules narrow it
+    const selection = selectFields(isRecord(request.query) ? request.query : {}, plan, this.#resolved.versionField)
     return asServed(await defaults.getElement(request, token, selection))
   }
 
@@ -220,6 +223,18 @@ export class Viewset<
     return this.options.beforeWrite === undefined ? values : this.options.beforeWrite(values, context)
   }
 
+  /**
+   * The field rule of a request: the fields its caller may not read (`hidden`) or write (`readOnly`), `undefined` for
+   * none; also called with `'GET'`/`'LIST'` when other viewsets read this table. Calls the `fieldAccess` option.
+   * @example
+   * ```ts
+   * override fieldAccess ({ token }: FieldAccessContext) { return token?.role === 'admin' ? {} : { hidden: ['ssn'] } }
+   * ```
+   */
+  fieldAccess (context: FieldAccessContext): FieldAccess | undefined | Promise<FieldAccess | undefined> {
+    return this.options.fieldAccess?.(context)
+  }
+
   /** Adds routes next to the generated ones, in the same plugin: same prefix, error format and validation. */
   customRoutes (_fastify: FastifyInstance): void | Promise<void> {}
 
@@ -260,27 +275,9 @@ export class Viewset<
         notFound: (id) => this.notFound(id),
       },
       protect: this.protect,
+      fieldAccess: (context) => this.fieldAccess(context),
       customRoutes: async (fastify) => await this.customRoutes(fastify),
       setHelperRule: (rule) => { setHelperRule(this, rule) },
     }
   }
-}
-
-/**
- * Turns a table and a TypeBox schema into a REST resource: `createViewset(o)` is `new Viewset(o).register(o.methods)`.
- * Every option that needs no database is checked here, synchronously.
- *
- * @example
- * ```ts
- * const Item = Type.Object({ id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String() })
- * await app.register(createViewset({ db, table: 'items', schema: Item, tags: ['items'] }), { prefix: '/items' })
- * ```
- */
-export function createViewset<
-  DB,
-  TB extends keyof DB & string,
-  S extends SchemaOf<DB, TB, S>,
-  R extends RelatedConfig<DB> = Record<never, never>
-> (options: ViewsetOptions<DB, TB, S, R> & CheckedSchema<DB, TB, S, R>): FastifyPluginAsync {
-  return new Viewset<DB, TB, S, R>(options).register(options.methods)
 }

@@ -348,7 +348,12 @@ export class TableGateway {
     if (versioning === undefined) return false
     // The representation includes the relations: load them as GET would, in this transaction.
     if (versioning.versionField === undefined) await this.load(db, [row], versioning.relations, reader)
-    return tags.includes(versioning.tagOf(row))
+    // Under a field rule, the tag of the row as GET served it to this caller: without the fields it hides.
+    const hidden = reader?.hidden
+    const served = hidden === undefined
+      ? row
+      : Object.fromEntries(Object.entries(row).filter(([name]) => !hidden.has(name)))
+    return tags.includes(versioning.tagOf(served))
   }
 
   /** Whether the rows have relation fields to load. */

@@ -126,7 +126,7 @@ export function checkRuleVerifier (
   rules: ReadonlySet<string>,
   options: AuthOptions & { readonly withoutTokens?: boolean | undefined }
 ): void {
-  const named = ['scope', 'beforeWrite'].filter((rule) => rules.has(rule))
+  const named = ['scope', 'beforeWrite', 'fieldAccess'].filter((rule) => rules.has(rule))
   if (named.length === 0 || options.withoutTokens === true || canVerifyTokens(fastify, options)) return
   throw new ViewsetErrors.InvalidOption(
     named.join(', '),

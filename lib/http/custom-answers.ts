@@ -9,6 +9,7 @@ import type { Row } from '../sql.js'
 import { preconditionOf } from './conditional-requests.js'
 import type { RouteContext } from './route-context.js'
 import { collectionParams, elementParams } from './route-schemas.js'
+import { hideFields } from './field-hiding.js'
 import { jsonType, loadRelations, tagRow } from './routes.js'
 
 // What a custom route (or any handler) answers with to be as first-class as a generated one: the If-Match
@@ -57,6 +58,11 @@ export async function representRow (context: RouteContext, reply: FastifyReply, 
   if (resource.hasRelations) {
     await loadRelations(scope, reply.request, resource, dbOf(context, reply.request), row, fields.defaultRelations)
   }
+  // Field rules hold here too: the caller's hidden fields are dropped before the tag and the body are made.
+  if (context.hiding !== undefined) {
+    await context.hiding.resolve(reply.request, 'GET')
+    hideFields(reply.request, row)
+  }
   const { etag, body } = tagRow(context, row)
   reply.header('etag', etag).type(jsonType)
   return body
@@ -68,6 +74,10 @@ export async function representRows (context: RouteContext, reply: FastifyReply,
   const scope = currentCancellation()
   if (resource.hasRelations) {
     await loadRelations(scope, reply.request, resource, dbOf(context, reply.request), rows, fields.defaultRelations)
+  }
+  if (context.hiding !== undefined) {
+    await context.hiding.resolve(reply.request, 'LIST')
+    hideFields(reply.request, rows)
   }
   reply.type(jsonType)
   return `[${rows.map((row) => versions.represent(row)).join(',')}]`

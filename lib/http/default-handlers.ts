@@ -45,6 +45,8 @@ export interface ListPage<Rows = unknown> {
 export interface DefaultHandlerContext {
   readonly resource: TableGateway
   readonly listQuery: ListQueryPlan
+  /** LIST's plan narrowed to what the request's caller may name (field rules), when it is not `listQuery`. */
+  readonly listPlanOf?: ((request: FastifyRequest) => ListQueryPlan | undefined) | undefined
   /** Where writes go (`db`) and where LIST and GET read (`readDb`). */
   readonly db: AnyDatabase
   readonly readDb: AnyDatabase
@@ -141,7 +143,8 @@ export class DefaultHandlers {
     const preferred = countPreference(request.headers.prefer)
     // Paths through relations read only the related rows their tables' rules admit for this request.
     const rules = { db: readDb, request: { request, token } }
-    const query = parseListQuery(isRecord(request.query) ? request.query : {}, listQuery, preferred, rules)
+    const plan = this.#context.listPlanOf?.(request) ?? listQuery
+    const query = parseListQuery(isRecord(request.query) ? request.query : {}, plan, preferred, rules)
     const scope = this.#context.scopeOf(request, token, 'LIST')
     if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope, preferred)
     return andThen(resource.list(readDb, query, scope), (rows) => ({ rows, query }))

@@ -9,6 +9,7 @@ import type { ViewsetComponents } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { Serializer } from '../schema/serializer.js'
 import type { ListPage } from './default-handlers.js'
+import type { FieldHiding } from './field-hiding.js'
 
 /**
  * The handlers a route calls: the default ones (http/default-handlers.ts), or the viewset's overrides
@@ -101,4 +102,6 @@ export interface RouteContext {
   readonly prefix: string
   /** The viewset's table, as the `table` option names it: what its traces and metrics are labelled with. */
   readonly table: string
+  /** The field rules its routes apply, or `undefined` when none can (http/field-hiding.ts). */
+  readonly hiding: FieldHiding | undefined
 }

@@ -13,6 +13,8 @@ import { partialContentType } from '../schema/openapi.js'
 import { authHook, openTokenHook } from './auth.js'
 import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
 import type { ListPage } from './default-handlers.js'
+import { fieldHooks, hiddenFromRead, hideFields, narrowFieldsPlan } from './field-hiding.js'
+import type { FieldHiding } from './field-hiding.js'
 import { cursorLinkHeader, linkHeader } from './link.js'
 import { expandPrefix } from './parent-binding.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
@@ -65,6 +67,7 @@ export function tagRow (context: RouteContext, row: Row): { etag: string; body: 
 /** Answers a whole row with its ETag, serialized once (the tag hashes the very bytes sent). */
 function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): unknown {
   if (!isRecord(row)) return row
+  if (context.hiding !== undefined) hideFields(reply.request, row)
   const { etag, body } = tagRow(context, row)
   // A string with a JSON type is sent as it is: the route's serializer does not run again.
   reply.header('etag', etag).type(jsonType)
@@ -145,12 +148,28 @@ function onRequestOf (method: ViewsetMethod, { auth }: RouteContext): Pick<Route
   return hooks.length > 0 ? { onRequest: hooks } : {}
 }
 
+/** The fields GET hides from the caller, under field rules: the tag an If-Match compares is of the row without them. */
+function readHidden (context: RouteContext, request: FastifyRequest): ReadonlySet<string> | undefined {
+  return context.hiding === undefined ? undefined : hiddenFromRead(request)
+}
+
+/** The hooks of a method's route: the bearer check, then (under field rules) the request's views, in this order. */
+function hooksOf (method: ViewsetMethod, context: RouteContext, before: RouteOptions['preValidation'] = []) {
+  const { preValidation, preHandler } = fieldHooks(context.hiding, method)
+  const first = Array.isArray(before) ? before : [before]
+  return {
+    ...onRequestOf(method, context),
+    ...(first.length + preValidation.length > 0 ? { preValidation: [...first, ...preValidation] } : {}),
+    ...(preHandler.length > 0 ? { preHandler } : {}),
+  }
+}
+
 /** The If-Match condition of a PUT, PATCH or DELETE (requireIfMatch: none is a 428 at the write). */
 function preconditionOfRequest (request: FastifyRequest, context: RouteContext) {
   const precondition = preconditionOf(request.headers['if-match'], context.versions.requireIfMatch)
   // The tag compared is of the row as this request's GET served it: its relations under its rules.
   return precondition?.kind === 'match'
-    ? { ...precondition, reader: { request, token: request.viewsetToken } }
+    ? { ...precondition, reader: { request, token: request.viewsetToken, hidden: readHidden(context, request) } }
     : precondition
 }
 
@@ -158,8 +177,14 @@ function preconditionOfRequest (request: FastifyRequest, context: RouteContext) 
  * Sends a LIST's rows, with what the default LIST read said in headers: `X-Total-Count`, `Link`, and the
  * `?fields=` serializer. Set last, so that an error thrown before is serialized as a problem, not as rows.
  */
-function sendPage (request: FastifyRequest, reply: FastifyReply, page: ListPage, maxOffset: number): unknown {
+function sendPage (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  page: ListPage,
+  { maxOffset, hiding }: { maxOffset: number, hiding: FieldHiding | undefined }
+): unknown {
   const { rows, query, total, cursors, counted } = page
+  if (hiding !== undefined) hideFields(request, rows)
   if (query === undefined) return rows
   if (total !== undefined) reply.header('x-total-count', String(total))
   if (counted !== undefined) reply.header('preference-applied', `count=${counted}`)
@@ -186,18 +211,17 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     url: '',
     schema: listSchema(context),
     serializerCompiler: wholeRowSerializer(context.schemas, true),
-    ...onRequestOf('LIST', context),
-    ...(pagination === 'cursor' ? { preValidation: refuseOffset } : {}),
+    ...hooksOf('LIST', context, pagination === 'cursor' ? [refuseOffset] : []),
     handler: cancellable((request, reply) => {
       const scope = currentCancellation()
       // An overridden list gets the same bound on offset as the default one.
       parsePagination(queryOf(request), maxOffset, pagination)
       return andThen(handlers.list(request, reply, request.viewsetToken), (page) => {
-        if (!resource.hasRelations) return sendPage(request, reply, page, maxOffset)
+        if (!resource.hasRelations) return sendPage(request, reply, page, { maxOffset, hiding: context.hiding })
         // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
         const only = page.query?.fields?.relations ?? fields.defaultRelations
         return loadRelations(scope, request, resource, readDb, page.rows, only).then(() =>
-          sendPage(request, reply, page, maxOffset)
+          sendPage(request, reply, page, { maxOffset, hiding: context.hiding })
         )
       })
     }),
@@ -213,6 +237,7 @@ function sendElement (
   selection: FieldSelection | undefined
 ): unknown {
   if (!isRecord(row)) return row
+  if (context.hiding !== undefined) hideFields(request, row)
   const { versionField } = context.versions
   // Without a version column, only the whole row has a tag (a hash of it).
   let body: unknown = row
@@ -237,10 +262,11 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
     url: '/:id',
     schema: getSchema(context),
     serializerCompiler: wholeRowSerializer(context.schemas, false),
-    ...onRequestOf('GET', context),
+    ...hooksOf('GET', context),
     handler: cancellable((request, reply) => {
       const scope = currentCancellation()
-      const selection = selectFields(queryOf(request), fields, context.versions.versionField)
+      const narrow = context.hiding === undefined ? undefined : narrowFieldsPlan(request)
+      const selection = selectFields(queryOf(request), narrow ?? fields, context.versions.versionField)
       return andThen(handlers.getElement(request, reply, request.viewsetToken, selection), (found) =>
         resource.hasRelations
           ? loadRelations(scope, request, resource, readDb, found, selection?.relations ?? fields.defaultRelations)
@@ -259,7 +285,7 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     url: '',
     schema: postSchema(context),
     serializerCompiler: serializerCompiler(context.schemas),
-    ...onRequestOf('POST', context),
+    ...hooksOf('POST', context),
     handler: cancellable((request, reply) => {
       const scope = currentCancellation()
       reply.code(201)
@@ -283,12 +309,14 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     url: '/bulk',
     schema: bulkSchema(context),
     serializerCompiler: serializerCompiler(context.schemas),
-    ...onRequestOf('BULK', context),
+    ...hooksOf('BULK', context),
     handler: cancellable(async (request, reply) => {
       const scope = currentCancellation()
       reply.code(201)
       const rows = await handlers.createElements(request, reply, request.viewsetToken)
-      return await loadRelations(scope, request, resource, db, rows)
+      await loadRelations(scope, request, resource, db, rows)
+      if (context.hiding !== undefined) hideFields(request, rows)
+      return rows
     }),
   }
 }
@@ -301,7 +329,7 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
     url: '/:id',
     schema: updateSchema(method, context),
     serializerCompiler: serializerCompiler(context.schemas),
-    ...onRequestOf(method, context),
+    ...hooksOf(method, context),
     handler: cancellable((request, reply) => {
       const scope = currentCancellation()
       const precondition = preconditionOfRequest(request, context)
@@ -319,7 +347,7 @@ function deleteRoute (handlers: RouteHandlers, context: RouteContext): RouteOpti
     url: '/:id',
     schema: deleteSchema(context),
     serializerCompiler: serializerCompiler(context.schemas),
-    ...onRequestOf('DELETE', context),
+    ...hooksOf('DELETE', context),
     handler: cancellable((request, reply) => {
       const precondition = preconditionOfRequest(request, context)
       return andThen(handlers.deleteElement(request, reply, request.viewsetToken, precondition), () =>

@@ -24,6 +24,9 @@ import { viewsetRoutes } from '../http/routes.js'
 import type { ResolvedOptions, RowContext, ViewsetMethod, ViewsetOptions, WriteMethod } from '../options.js'
 import { bindParent } from '../http/parent-binding.js'
 import type { ParentBinding } from '../http/parent-binding.js'
+import type { FieldAccessFunction, FieldRules } from '../query/field-access.js'
+import { narrowListPlan } from '../http/field-hiding.js'
+import { fieldRulesOf, servedSchema } from './field-rules.js'
 import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
@@ -44,7 +47,7 @@ import { columnTypesProblem } from './column-types-check.js'
 import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
-import type { OverridableName, ViewsetHandlers } from './override-handlers.js'
+import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import type { RegisteredViewset } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
@@ -65,6 +68,7 @@ export type MountOptions = Pick<
   | 'alwaysCount'
   | 'defaultRelations'
   | 'primaryKey'
+  | 'fieldAccess'
 > & {
   /** Only told apart from another viewset's (relations take the rule from the viewset's `scope` method). */
   readonly scope?: unknown
@@ -85,11 +89,13 @@ export interface ViewsetDeclaration {
   /** The `static listQuery` of the viewset's class. */
   readonly listQuery: JsonSchema | undefined
   /** The handlers and hooks the viewset overrides (`scope` and `beforeWrite` counted when given as options). */
-  readonly overridden: ReadonlySet<OverridableName | 'scope' | 'beforeWrite'>
+  readonly overridden: ReadonlySet<OverriddenName>
   /** The viewset's handlers: the routes call those it overrides. */
   readonly handlers: ViewsetHandlers
   readonly rowRules: Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'>
   readonly protect: onRequestAsyncHookHandler
+  /** The viewset's `fieldAccess` method: applied when `overridden` has it. */
+  readonly fieldAccess: FieldAccessFunction
   customRoutes(fastify: FastifyInstance): void | Promise<void>
   /** Sets the rule the viewset's helpers apply (a nested viewset's keeps to the request's parent). */
   setHelperRule(rule: ViewsetDeclaration['rowRules']['scopeOf']): void
@@ -250,6 +256,23 @@ function upsertOptions ({ conflictFields, requireIfMatch }: ResolvedOptions) {
   return { conflictFields, requireIfMatch }
 }
 
+/** What the routes document and validate, from the planned entity and the options. */
+function routeSchemas (
+  { primaryKey, tags, maxBulk, conflictFields }: ResolvedOptions,
+  planned: Pick<RouteContext['schemas'], 'entity' | 'serialized' | 'name' | 'components' | 'list'>,
+  parentParams: RouteContext['schemas']['parentParams']
+): RouteContext['schemas'] {
+  return { ...planned, primaryKey, tags, maxBulk, conflictFields, parentParams }
+}
+
+/** The viewset's field rule, when it has one (`fieldAccess` overridden or given), and what tells it apart. */
+function fieldRulesSource ({ overridden, fieldAccess, options, viewset }: ViewsetDeclaration) {
+  return {
+    fieldAccess: overridden.has('fieldAccess') ? fieldAccess : undefined,
+    identity: options.fieldAccess ?? viewset.constructor,
+  }
+}
+
 /** The data layer of a viewset and what its routes read, built once the catalog is checked. */
 function buildViewset (
   fastify: FastifyInstance,
@@ -257,12 +280,13 @@ function buildViewset (
   declaration: ViewsetDeclaration,
   table: CheckedTable,
   planned: Awaited<ReturnType<typeof planEntity>>
-): { context: RouteContext; defaults: DefaultHandlers } {
+): { context: RouteContext; defaults: DefaultHandlers; rules: FieldRules | undefined } {
   const { resolved, options, columns, db, readDb } = declaration
   const { relations, entity, name, defaultRelations, foreignKeys } = planned
   // The loader may need keys the schema does not serve; they are selected, never serialized.
   const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
-  const serialized = deriveSerializerSchema(entity)
+  const ruled = declaration.overridden.has('fieldAccess')
+  const serialized = servedSchema(deriveSerializerSchema(entity), resolved.primaryKey, ruled)
   // `?fields=` serializers are compiled from the serializer's entity too.
   const fields = planFields(serialized, columns, selected, relations?.keys ?? new Map(), defaultRelations)
   const related = { table: resolved.table, links: relations?.links ?? new Map() }
@@ -272,44 +296,40 @@ function buildViewset (
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
+  const listQuerystring = mergeListQuery(list, declaration)
+  const { rules, hiding } = fieldRulesOf({
+    ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list },
+    ...fieldRulesSource(declaration),
+    relationKeys: relations?.keys ?? new Map(),
+    listQuerystring: listQuerystring.querystring,
+  })
   const defaults = new DefaultHandlers({
+    listPlanOf: hiding === undefined ? undefined : narrowListPlan,
     ...servedRowRules(declaration, planned.parent),
-    resource,
-    listQuery: list.query,
-    ...{ db, readDb, foreignKeys },
-    writable: writableFields(entity),
+    ...{ resource, listQuery: list.query, db, readDb, foreignKeys, writable: writableFields(entity) },
     ...upsertOptions(resolved),
   })
+  const relationNames = relations?.fields ?? new Set<string>()
   const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
-    relations: relations?.fields ?? new Set(),
-    loaded: defaultRelations,
+    relations: relationNames, loaded: defaultRelations, ruled,
   })
-  const { primaryKey, tags, maxBulk, conflictFields } = resolved
   const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods)
   const context: RouteContext = {
     resource,
     readDb,
     db,
-    schemas: {
-      entity: { ...entity, $id: name },
-      serialized,
-      name,
-      primaryKey,
-      tags,
-      components,
-      list: mergeListQuery(list, declaration),
-      maxBulk,
-      conflictFields,
-      parentParams: planned.parent?.params ?? {},
-    },
+    schemas: routeSchemas(resolved, {
+      entity: { ...entity, $id: name }, serialized, name, components, list: listQuerystring,
+    }, planned.parent?.params ?? {}),
     auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
     versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
     paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
     fields,
     prefix: fastify.prefix,
     table: resolved.table,
+    hiding,
   }
-  return { context, defaults }
+  return { context, defaults, rules }
 }
 
 /**
@@ -355,7 +375,7 @@ export async function mountViewset (
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name, fastify.prefix)
-  const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)
+  const { context, defaults, rules } = buildViewset(fastify, methods, declaration, table, planned)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
@@ -365,7 +385,8 @@ export async function mountViewset (
   const { parent } = planned
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
-  registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })
+  const entry = { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration), fields: rules }
+  registerViewset(fastify, entry)
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
   if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
   const mounted: MountedViewset = {

@@ -14,6 +14,8 @@ const overridableHandlers = [
   'deleteElement',
 ] as const
 export type OverridableName = (typeof overridableHandlers)[number]
+/** The handlers and hooks a viewset may override. */
+export type OverriddenName = OverridableName | 'scope' | 'beforeWrite' | 'fieldAccess'
 
 /**
  * The viewset's public handlers, as the routes may call them. Method syntax on purpose: an override may
@@ -29,7 +31,9 @@ export interface ViewsetHandlers {
 }
 
 /** A viewset's members that mounting compares with the base class's, to tell its overrides. */
-type Overridable = ViewsetHandlers & { readonly scope: unknown; readonly beforeWrite: unknown }
+type Overridable = ViewsetHandlers & {
+  readonly scope: unknown; readonly beforeWrite: unknown; readonly fieldAccess: unknown
+}
 
 /**
  * The handlers and hooks `viewset` overrides (its members that are not `base`'s); `scope` and `beforeWrite`
@@ -43,13 +47,14 @@ type Overridable = ViewsetHandlers & { readonly scope: unknown; readonly beforeW
 export function overriddenMembers (
   viewset: Overridable,
   base: Overridable,
-  options: { readonly scope?: unknown; readonly beforeWrite?: unknown }
-): Set<OverridableName | 'scope' | 'beforeWrite'> {
-  const overridden = new Set<OverridableName | 'scope' | 'beforeWrite'>(
+  options: { readonly scope?: unknown; readonly beforeWrite?: unknown; readonly fieldAccess?: unknown }
+): Set<OverriddenName> {
+  const overridden = new Set<OverriddenName>(
     overridableHandlers.filter((name) => viewset[name] !== base[name])
   )
   if (viewset.scope !== base.scope || options.scope !== undefined) overridden.add('scope')
   if (viewset.beforeWrite !== base.beforeWrite || options.beforeWrite !== undefined) overridden.add('beforeWrite')
+  if (viewset.fieldAccess !== base.fieldAccess || options.fieldAccess !== undefined) overridden.add('fieldAccess')
   return overridden
 }
 

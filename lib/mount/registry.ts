@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import type { FieldRules } from '../query/field-access.js'
 import type { RelationRule } from '../relations/config.js'
 
 // The app-level registry of mounted viewsets: one list per application, filled as viewsets register and
@@ -20,6 +21,8 @@ export interface RegisteredViewset {
    * tells two rules apart (the `scope` option, or the class's `scope` method).
    */
   readonly rule: { readonly source: RelationRule<unknown>; readonly identity: object } | undefined
+  /** Its field rule (`fieldAccess`) as relations apply it, or `undefined` when it has none. */
+  readonly fields?: FieldRules | undefined
 }
 
 /** Work that needs every viewset of the app: run, in order, once the application is ready (a throw fails `ready()`). */

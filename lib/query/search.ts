@@ -68,6 +68,7 @@ export function planSearch (
       examples: ['bread'],
     },
   }
+  const searchShape = `search(${names.join(',')})` // its fields: a LIST narrowed by field rules searches fewer
   return {
     properties,
     condition (query, rules) {
@@ -76,7 +77,7 @@ export function planSearch (
       const pattern = containsPattern(boundedTerm('search', term, maxLength))
       // A path searches only the related rows its tables' rules admit; their values bind before the pattern.
       const ruled = new Map<string, ScopeCondition[][]>()
-      let shape = 'search'
+      let shape = searchShape
       const parameters: unknown[] = []
       for (const name of names) {
         const path = paths.get(name)

@@ -1,5 +1,6 @@
 import type { AnyDatabase, Row } from '../sql.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
+import { stripHidden } from '../query/field-access.js'
 import type { RelationRuleSlot, RuledQuery, RuleRequest } from './relation-rule.js'
 import type { RelationKind } from './declaration.js'
 import type { RelationLink } from './relation-link.js'
@@ -62,7 +63,7 @@ async function loadRelation (
   rows: Row[],
   request: RuleRequest | undefined
 ): Promise<void> {
-  const { field, parentKey, childKey, keyOf } = relation
+  const { parentKey, keyOf } = relation
   const keys = distinctKeys(rows, parentKey, keyOf)
   const context = currentCancellation()
   const children = keys.length === 0 ? [] : await relation.query.run(db, keys, request)
@@ -70,6 +71,16 @@ async function loadRelation (
   if (nested !== undefined && children.length > 0) {
     await withCancellation(context, () => nested.load(db, children, undefined, request))
   }
+  // The related table's field rule: its hidden fields leave the rows once attached (a key may be one of them).
+  const view = children.length === 0 ? undefined : relation.query.target?.fieldView(request)
+  const hidden = view === undefined ? undefined : (await view).hidden
+  attach(relation, rows, children)
+  if (hidden !== undefined) stripHidden(children, hidden)
+}
+
+/** Puts each parent's related rows (or row) in its relation field. */
+function attach (relation: BatchedRelation, rows: Row[], children: readonly Row[]): void {
+  const { field, parentKey, childKey, keyOf } = relation
   if (relation.kind === 'many-to-one') {
     const byKey = new Map<unknown, Row>()
     for (const child of children) byKey.set(keyOf(child[childKey]), child)

@@ -5,6 +5,7 @@ import type { AnyDatabase, Row } from '../sql.js'
 import { LruCache } from '../execution/lru-cache.js'
 import { scopeCondition } from '../query/scope.js'
 import type { ScopeCondition } from '../query/scope.js'
+import type { FieldRules, FieldView } from '../query/field-access.js'
 import type { BatchedQuery } from './batched-query.js'
 import type { RelationRule, RelationRuleContext, RulesFrom } from './config.js'
 
@@ -12,6 +13,8 @@ import type { RelationRule, RelationRuleContext, RulesFrom } from './config.js'
 export interface RuleRequest {
   readonly request: FastifyRequest
   readonly token: RelationRuleContext['token']
+  /** The fields of the row itself the request's GET hides: an If-Match compares the tag of what GET served. */
+  readonly hidden?: ReadonlySet<string> | undefined
 }
 
 /** A rule as the loader calls it: over any table, since each relation's table is known only at run time. */
@@ -34,6 +37,7 @@ export class RelationRuleSlot {
   /** `'GET'` for the target of a to-one relation, `'LIST'` for every other read. */
   readonly method: 'GET' | 'LIST'
   #rule: AnyRule | undefined
+  #fields: FieldRules | undefined
   #resolved = false
 
   constructor (
@@ -46,11 +50,27 @@ export class RelationRuleSlot {
     this.method = method
   }
 
-  /** Sets the rule (`undefined`: the table has none); once. */
-  resolve (rule: RelationRule<unknown> | undefined): void {
+  /** Sets the row rule and the field rule (`undefined`: the table has none); once. */
+  resolve (rule: RelationRule<unknown> | undefined, fields?: FieldRules): void {
     if (this.#resolved) throw new Error(`${this.path}: its row rule is already resolved`)
     this.#rule = rule as AnyRule | undefined // its scope is called over the relation's table, whatever DB it typed
+    this.#fields = fields
     this.#resolved = true
+  }
+
+  /** Whether the table has a field rule (known once resolved). */
+  get hasFieldRule (): boolean {
+    return this.#fields !== undefined
+  }
+
+  /**
+   * The fields of the table the request may not read here (its `fieldAccess` for the slot's method), or `undefined`
+   * when the table has no field rule or there is no request.
+   */
+  fieldView (request: RuleRequest | undefined): FieldView | Promise<FieldView> | undefined {
+    if (request === undefined || this.#fields === undefined) return undefined
+    // The request's own token, typed as the viewset's rules see it (the rule request's is the relations' looser type).
+    return this.#fields.view({ request: request.request, token: request.request.viewsetToken, method: this.method })
   }
 
   /**
@@ -84,6 +104,11 @@ export class RuledQuery {
     this.slots = slots
     this.#build = build
     this.#base = build([])
+  }
+
+  /** The slot of the table whose rows it reads (not a join table's): whose field rule its rows are served under. */
+  get target (): RelationRuleSlot | undefined {
+    return this.slots[0]
   }
 
   /** The statement with no rule: for tests and logs. */

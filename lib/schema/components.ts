@@ -153,6 +153,8 @@ function wholeRelated (schema: JsonSchema): JsonSchema {
 export interface ComponentRelations {
   readonly relations: ReadonlySet<string>
   readonly loaded: ReadonlySet<string> | undefined
+  /** The viewset has field rules (`fieldAccess`): which fields are served depends on the caller. */
+  readonly ruled?: boolean
 }
 
 /** The documented components of a viewset named `name` serving `methods` (see {@link ViewsetComponents}). */
@@ -161,23 +163,25 @@ export function viewsetComponents (
   name: string,
   primaryKey: string,
   methods: readonly ViewsetMethod[],
-  { relations, loaded }: ComponentRelations
+  { relations, loaded, ruled = false }: ComponentRelations
 ): ViewsetComponents {
   const properties = propertiesOf(entity)
   // A whole row is read with every column of the schema and serialized from it: each field is sent (a NULL as
   // null), so each is required, and so are the relations loaded by default.
+  // Under field rules, only the key is sure to be served: any other field may be hidden from the caller.
   const required = Object.keys(properties).filter(
-    (field) => !relations.has(field) || loaded === undefined || loaded.has(field)
+    (field) => !ruled && (!relations.has(field) || loaded === undefined || loaded.has(field))
   )
   if (!required.includes(primaryKey) && Object.hasOwn(properties, primaryKey)) required.push(primaryKey)
   const { required: _required, $id: _id, ...rest } = entity
   const rowProperties = Object.fromEntries(
     Object.entries(properties).map(([field, property]) => [
       field,
-      relations.has(field) ? wholeRelated(property) : property,
+      relations.has(field) && !ruled ? wholeRelated(property) : property,
     ])
   )
-  const row = { ...rest, properties: rowProperties, $id: name, required }
+  const depends = 'The fields served depend on the caller (field rules): only the key is always present.'
+  const row = { ...rest, properties: rowProperties, $id: name, required, ...(ruled ? { description: depends } : {}) }
   const partial = {
     ...rest,
     $id: `${name}Partial`,

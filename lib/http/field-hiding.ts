@@ -1,0 +1,281 @@
+import type {
+  FastifyRequest, FastifySchemaValidationError, preHandlerAsyncHookHandler, preValidationAsyncHookHandler,
+} from 'fastify'
+import { LruCache } from '../execution/lru-cache.js'
+import type { ViewsetMethod } from '../options.js'
+import { allVisible, stripHidden } from '../query/field-access.js'
+import type { FieldRules, FieldView } from '../query/field-access.js'
+import type { FieldsPlan } from '../query/fields.js'
+import type { ListQueryPlan } from '../query/list-query.js'
+import type { RelatedRoot } from '../query/related-paths.js'
+import type { RelationRuleSlot } from '../relations/relation-rule.js'
+import type { JsonSchema } from '../schema/derive.js'
+import { deriveBody, propertiesOf } from '../schema/derive.js'
+import { isRecord } from '../schema/object-schema.js'
+import { viewsetValidatorCompiler } from '../schema/validator.js'
+
+// Field rules at the edge of a request: ONE view of the fields a caller may name and read, computed before
+// validation (the token is known then), which every name lookup consults through `visibleName`. A name the caller
+// may not read is an unknown name: the query string and the body are validated against the schemas of a viewset
+// without it (derived once per view, kept in a bounded cache), so the 400 is the one a truly unknown name gets.
+// Responses lose the hidden fields before serialization (`hideFields`); relations do in their loader.
+
+/** What the field rules of one request resolved to: its own view, GET's (for If-Match), and its relations'. */
+interface RequestFields {
+  readonly hiding: FieldHiding
+  readonly view: FieldView
+  /** The view of GET, whose tag an If-Match compares; `undefined` when no If-Match is compared. */
+  readonly read: FieldView | undefined
+  readonly related: ReadonlyMap<RelationRuleSlot, FieldView>
+  /** The plans of a viewset without the hidden names, for this request's method; `undefined` when nothing is. */
+  readonly restricted: Restricted | undefined
+}
+
+/** What a request validates and parses against when some names are hidden from it. */
+interface Restricted {
+  readonly validate: Validator | undefined
+  readonly part: 'querystring' | 'body'
+  readonly list: ListQueryPlan | undefined
+  readonly fields: FieldsPlan | undefined
+}
+
+/** A validator as the routes' validator compiler makes it. */
+type Validator = ReturnType<typeof viewsetValidatorCompiler>
+
+const requests = new WeakMap<FastifyRequest, RequestFields>()
+
+/** Derived plans kept per viewset: one per method and distinct visibility. */
+const maxPlans = 64
+
+/** What a viewset's field hiding is built from, at mounting. */
+export interface FieldHidingPlan {
+  /** The viewset's own field rule, or `undefined` when only its relation paths reach tables with one. */
+  readonly rules: FieldRules | undefined
+  /** The entity as served. */
+  readonly entity: JsonSchema
+  /** The table and its relations, for dotted names. */
+  readonly root: RelatedRoot | undefined
+  /** The dotted names of `filterFields`, `orderingFields` and `searchFields`. */
+  readonly paths: readonly string[]
+  /** LIST's route query string as validated (with `listQuery`), and the part of it the LIST plan makes. */
+  readonly listQuerystring: JsonSchema
+  readonly planned: JsonSchema
+  /** LIST planned again for a narrower entity and options. */
+  readonly list: (entity: JsonSchema, visible: (name: string) => boolean) => NarrowList
+  /** `?fields=` planned again for a narrower entity. */
+  readonly fields: (entity: JsonSchema) => FieldsPlan
+  readonly maxBulk: number
+}
+
+/** LIST planned for a narrower entity: its query string and its parse plan. */
+export interface NarrowList {
+  readonly querystring: JsonSchema
+  readonly query: ListQueryPlan
+}
+
+/** The schema fields of an entity without `hidden`, and with `readOnly` marked read-only. */
+function narrowed (entity: JsonSchema, view: FieldView): JsonSchema {
+  const properties: Record<string, JsonSchema> = {}
+  for (const [name, property] of Object.entries(propertiesOf(entity))) {
+    if (view.hidden.has(name)) continue
+    properties[name] = view.readOnly.has(name) ? { ...property, readOnly: true } : property
+  }
+  const required: unknown[] = Array.isArray(entity.required) ? entity.required : []
+  return { ...entity, properties, required: required.filter((name) => typeof name === 'string' && name in properties) }
+}
+
+/** The error Fastify's validation raises, so that the problem handler answers it alike. */
+function validationError (errors: FastifySchemaValidationError[], part: string): Error {
+  return Object.assign(new Error(`${part} is not valid`), {
+    statusCode: 400, code: 'FST_ERR_VALIDATION', validation: errors, validationContext: part,
+  })
+}
+
+/** The field rules of one viewset's routes. */
+export class FieldHiding {
+  readonly #plan: FieldHidingPlan
+  /** The relation rule slots along each dotted name, in the order of its segments. */
+  readonly #pathSlots: ReadonlyMap<string, readonly RelationRuleSlot[]>
+  readonly #slots: readonly RelationRuleSlot[]
+  /** The slots whose table has a field rule, once known. */
+  #ruled: readonly RelationRuleSlot[] | undefined
+  readonly #restricted = new LruCache<string, Restricted>(maxPlans)
+
+  constructor (plan: FieldHidingPlan) {
+    this.#plan = plan
+    const pathSlots = new Map<string, RelationRuleSlot[]>()
+    for (const path of plan.paths) {
+      const slots: RelationRuleSlot[] = []
+      let links = plan.root?.links
+      for (const segment of path.split('.').slice(0, -1)) {
+        const link = links?.get(segment)
+        if (link === undefined) break
+        slots.push(link.rules.target)
+        links = link.links
+      }
+      pathSlots.set(path, slots)
+    }
+    this.#pathSlots = pathSlots
+    this.#slots = [...new Set([...pathSlots.values()].flat())]
+  }
+
+  /**
+   * Resolves the request's views (its own for `method`, GET's when an If-Match is compared, its relation paths'),
+   * then validates its query string or body against a viewset without the hidden names. A preValidation hook.
+   */
+  async prepare (request: FastifyRequest, method: ViewsetMethod): Promise<void> {
+    const rules = this.#plan.rules
+    // The slots are resolved when the application is ready, before its first request: read once then.
+    this.#ruled ??= this.#slots.filter((slot) => slot.hasFieldRule)
+    const ruled = this.#ruled
+    if (rules === undefined && ruled.length === 0) return
+    const context = { request, token: request.viewsetToken, method }
+    const view = rules === undefined ? allVisible : await rules.view(context)
+    const compared = (method === 'PUT' || method === 'PATCH' || method === 'DELETE') &&
+      request.headers['if-match'] !== undefined
+    const read = rules !== undefined && compared ? await rules.view({ ...context, method: 'GET' }) : undefined
+    const related = new Map<RelationRuleSlot, FieldView>()
+    for (const slot of method === 'LIST' ? ruled : []) {
+      const slotView = slot.fieldView({ request, token: request.viewsetToken })
+      if (slotView !== undefined) related.set(slot, await slotView)
+    }
+    const fields: RequestFields = { hiding: this, view, read, related, restricted: undefined }
+    const restricted = this.#restrictedFor(fields, method)
+    requests.set(request, { ...fields, restricted })
+    const validate = restricted?.validate
+    if (restricted === undefined || validate === undefined) return
+    // The query string is validated on a copy: Fastify's own validation coerces the request's.
+    const data = restricted.part === 'body' ? request.body : { ...(isRecord(request.query) ? request.query : {}) }
+    if (validate(data) !== true) throw validationError(validate.errors ?? [], restricted.part)
+  }
+
+  /** The caller's view for an answer no generated route prepared (a custom route's): resolved, nothing validated. */
+  async resolve (request: FastifyRequest, method: ViewsetMethod): Promise<void> {
+    const rules = this.#plan.rules
+    if (rules === undefined || requests.has(request)) return
+    const view = await rules.view({ request, token: request.viewsetToken, method })
+    requests.set(request, { hiding: this, view, read: undefined, related: new Map(), restricted: undefined })
+  }
+
+  /** Whether a name (a field, or a dotted path through relations) is one the request's caller may name. */
+  visible (fields: RequestFields, name: string): boolean {
+    const segments = name.split('.')
+    if (fields.view.hidden.has(segments[0] ?? name)) return false
+    const slots = this.#pathSlots.get(name) ?? []
+    return slots.every((slot, index) => !(fields.related.get(slot)?.hidden.has(segments[index + 1] ?? '') ?? false))
+  }
+
+  #restrictedFor (fields: RequestFields, method: ViewsetMethod): Restricted | undefined {
+    const { view, related } = fields
+    let key = `${method} ${view.key}`
+    for (const [slot, slotView] of related) key += ` ${slot.path}:${slotView.key}`
+    if (view === allVisible && [...related.values()].every((slotView) => slotView === allVisible)) return undefined
+    let restricted = this.#restricted.get(key)
+    if (restricted === undefined) {
+      restricted = this.#build(fields, method)
+      this.#restricted.set(key, restricted)
+    }
+    return restricted
+  }
+
+  /** The plans of a viewset whose entity and options lack what the request's views hide. */
+  #build (fields: RequestFields, method: ViewsetMethod): Restricted {
+    const plan = this.#plan
+    const entity = narrowed(plan.entity, fields.view)
+    if (method === 'LIST') {
+      const { querystring, query } = plan.list(entity, (name) => this.visible(fields, name))
+      const narrow = propertiesOf(querystring)
+      const planned = propertiesOf(plan.planned)
+      const properties: Record<string, JsonSchema> = {}
+      for (const [name, property] of Object.entries(propertiesOf(plan.listQuerystring))) {
+        const kept = name in planned ? narrow[name] : property
+        if (kept !== undefined) properties[name] = kept
+      }
+      for (const [name, property] of Object.entries(narrow)) properties[name] ??= property
+      const schema = { ...plan.listQuerystring, properties }
+      return { validate: compile(schema, 'querystring'), part: 'querystring', list: query, fields: query.fields }
+    }
+    if (method === 'GET') {
+      const selection = plan.fields(entity)
+      const schema = { type: 'object', properties: selection.properties, additionalProperties: false }
+      return { validate: compile(schema, 'querystring'), part: 'querystring', list: undefined, fields: selection }
+    }
+    const body = method === 'DELETE' ? undefined : deriveBody(entity, method === 'PATCH')
+    const schema = method === 'BULK' ? { type: 'array', items: body, maxItems: plan.maxBulk } : body
+    const validate = schema === undefined ? undefined : compile(schema, 'body')
+    return { validate, part: 'body', list: undefined, fields: undefined }
+  }
+}
+
+/** A validator as the routes' validator compiler makes it (and caches it, by schema text). */
+function compile (schema: JsonSchema, httpPart: 'querystring' | 'body'): Validator {
+  return viewsetValidatorCompiler({ schema, httpPart, method: 'GET', url: '' })
+}
+
+/** The field rules resolved for `request`, or `undefined` when its viewset has none that apply. */
+function fieldsOf (request: FastifyRequest): RequestFields | undefined {
+  return requests.get(request)
+}
+
+/**
+ * THE name lookup of field rules: whether the caller of `request` may name `name` (a schema field, or a dotted path
+ * through relations such as `project.secret`). Every surface that resolves a name a client sends (filters,
+ * ordering, `fields`, search, cursors, and any later one: OR groups, aggregates, JSON paths) asks it, or plans
+ * against the narrowed LIST plan built from it ({@link narrowListPlan}); a hidden name is then an unknown one.
+ *
+ * @example
+ * ```ts
+ * if (!visibleName(request, 'project.secret')) throw unknownParameter('project.secret__contains')
+ * ```
+ */
+export function visibleName (request: FastifyRequest, name: string): boolean {
+  const fields = fieldsOf(request)
+  return fields === undefined || fields.hiding.visible(fields, name)
+}
+
+/** LIST's parse plan for the request, narrowed to the names its caller may use; `undefined`: the viewset's own. */
+export function narrowListPlan (request: FastifyRequest): ListQueryPlan | undefined {
+  return fieldsOf(request)?.restricted?.list
+}
+
+/** GET's `?fields=` plan for the request, narrowed to the fields its caller may read; `undefined`: the viewset's. */
+export function narrowFieldsPlan (request: FastifyRequest): FieldsPlan | undefined {
+  return fieldsOf(request)?.restricted?.fields
+}
+
+/** Removes from a response's row (or rows) the fields the caller may not read, before serialization and ETag. */
+export function hideFields (request: FastifyRequest, result: unknown): void {
+  const hidden = fieldsOf(request)?.view.hidden
+  if (hidden === undefined || hidden.size === 0) return
+  stripHidden(Array.isArray(result) ? result : [result], hidden)
+}
+
+/** The fields GET hides from the caller of a write: its If-Match compares the tag of the row without them. */
+export function hiddenFromRead (request: FastifyRequest): ReadonlySet<string> | undefined {
+  const hidden = fieldsOf(request)?.read?.hidden
+  return hidden === undefined || hidden.size === 0 ? undefined : hidden
+}
+
+/** Drops from a write's body (each element of BULK's) the fields its caller may not write: accepted, ignored. */
+export function dropReadOnly (request: FastifyRequest): void {
+  const readOnly = fieldsOf(request)?.view.readOnly
+  if (readOnly === undefined || readOnly.size === 0) return
+  const { body } = request
+  stripHidden(Array.isArray(body) ? body : [body], readOnly)
+}
+
+/**
+ * The hooks of a route whose viewset has field rules (or relation paths into tables with them): the views resolved
+ * and the input validated before Fastify's validation, and the read-only fields dropped from a body after it.
+ */
+export function fieldHooks (
+  hiding: FieldHiding | undefined,
+  method: ViewsetMethod
+): { preValidation: preValidationAsyncHookHandler[], preHandler: preHandlerAsyncHookHandler[] } {
+  if (hiding === undefined) return { preValidation: [], preHandler: [] }
+  const writes = method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH'
+  return {
+    preValidation: [async (request) => { await hiding.prepare(request, method) }],
+    preHandler: writes ? [async (request) => { dropReadOnly(request) }] : [],
+  }
+}
