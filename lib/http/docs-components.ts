@@ -1,7 +1,8 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifySerializerCompiler } from 'fastify'
 import { rootOf } from '../mount/registry.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
+import { sharedSerializer } from '../schema/serializer.js'
 
 // The viewsets' components in the document viewsetDocs serves. @fastify/swagger resolves every route schema part
 // against every shared schema of the app (those added with `addSchema`), so the first `/docs/json` grew as the
@@ -44,6 +45,28 @@ export function documentComponents (fastify: FastifyInstance, schemas: readonly 
     if (typeof schema.$id === 'string') collected.set(schema.$id, schema)
   }
   return true
+}
+
+/**
+ * The serializer compiler of a viewset's scope whose components the docs took: a custom route's answer may still
+ * name them (`{ $ref: 'Items#' }`), and the scope's shared schemas, as Fastify's own compiler would let it.
+ *
+ * @example
+ * ```ts
+ * fastify.setSerializerCompiler(componentsSerializerCompiler(fastify, mounted.schemas))
+ * ```
+ */
+export function componentsSerializerCompiler (
+  fastify: FastifyInstance,
+  components: readonly JsonSchema[]
+): FastifySerializerCompiler<unknown> {
+  return ({ schema }) => {
+    const externals: Record<string, JsonSchema> = {}
+    for (const shared of [...Object.values(fastify.getSchemas()), ...components]) {
+      if (isRecord(shared) && typeof shared.$id === 'string') externals[shared.$id] = shared
+    }
+    return sharedSerializer(isRecord(schema) ? schema : {}, externals)
+  }
 }
 
 /** `schema` with each `$ref` to a collected component (`Items#`) made local (`#/components/schemas/Items`). */
