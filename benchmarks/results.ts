@@ -72,6 +72,18 @@ export interface Startup {
   /** createDatabase, the registrations and `app.ready()`. */
   readyMs: number
   runs: number
+  /** The first `GET /docs/json` with viewsetDocs, by number of viewsets (50 and 200). */
+  docs?: DocsStartup[]
+}
+
+/** The first `/docs/json` of an app with viewsetDocs and `viewsets` viewsets, in fresh processes, medians. */
+export interface DocsStartup {
+  viewsets: number
+  /** createDatabase, viewsetDocs, the registrations and `app.ready()`. */
+  readyMs: number
+  /** The first `GET /docs/json` after `ready()`: the document is built then, once. */
+  firstDocsMs: number
+  runs: number
 }
 
 /** How cost grows on a large table: in-process latencies (app.inject), medians. */

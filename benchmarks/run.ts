@@ -22,7 +22,7 @@ import { doomedRows } from './doomed-rows.js'
 import type { DoomedRows } from './doomed-rows.js'
 import { copySqlite, dropPostgres, seedPostgres, seedSqlite } from './seed.js'
 import type { DatabaseTarget } from './seed.js'
-import { measureStartup } from './startup.js'
+import { measureDocs, measureStartup } from './startup.js'
 
 // `npm run bench`: every system in its own process (plain node over dist/), measured in interleaved rounds
 // on the same data; then the startup of an app with 50 viewsets, and how cost grows on 1,000,000 rows.
@@ -398,6 +398,13 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
     options.log(
       `  ${results.startup.totalMs} ms (imports ${results.startup.importMs} ms, registrations and ready ${results.startup.readyMs} ms)`
     )
+    results.startup.docs = []
+    for (const viewsets of [50, 200]) {
+      options.log(`Startup with viewsetDocs: ${viewsets} viewsets, the first GET /docs/json…`)
+      const docs = await measureDocs(join(options.dataDir, `startup-docs-${viewsets}.db`), viewsets)
+      results.startup.docs.push(docs)
+      options.log(`  ${docs.firstDocsMs} ms (ready ${docs.readyMs} ms)`)
+    }
   }
   if (options.phases.includes('growth')) {
     results.growth = {}

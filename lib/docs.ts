@@ -1,11 +1,13 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifySchema } from 'fastify'
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { securitySchemeName } from './http/auth.js'
 import { ViewsetErrors } from './errors.js'
 import { viewsetsOf } from './mount/registry.js'
+import { collectComponents, openapiComponent, withLocalReferences } from './http/docs-components.js'
 import { isRecord } from './schema/object-schema.js'
+import type { JsonSchema } from './schema/derive.js'
 
 /**
  * Options of {@link viewsetDocs}.
@@ -82,6 +84,26 @@ function withDeclaredTags (document: OpenApiObject): OpenApiObject {
   return missing.length === 0 ? document : { ...document, tags: [...declared, ...missing.map((name) => ({ name }))] }
 }
 
+/** A route's schema whose references to the viewsets' components are local (docs-components.ts). */
+function routeSchemaWithLocalReferences (
+  schema: FastifySchema,
+  components: ReadonlyMap<string, JsonSchema>
+): FastifySchema {
+  // A route without a schema has none to rewrite: @fastify/swagger's types say otherwise.
+  if (components.size === 0 || !isRecord(schema)) return schema
+  const parts = Object.entries(schema).map(([part, value]) => [part, withLocalReferences(value, components)])
+  return Object.fromEntries(parts)
+}
+
+/** The document with the viewsets' components (docs-components.ts), each converted once, after its own. */
+function withComponents (document: OpenApiObject, components: ReadonlyMap<string, JsonSchema>): OpenApiObject {
+  if (components.size === 0) return document
+  const existing = isRecord(document.components) ? document.components : {}
+  const schemas = isRecord(existing.schemas) ? existing.schemas : {}
+  const added = Object.fromEntries([...components].map(([id, schema]) => [id, openapiComponent(schema)]))
+  return { ...document, components: { ...existing, schemas: { ...schemas, ...added } } }
+}
+
 /** The document without the viewsets' security scheme when no operation uses it: it would promise a token endpoint. */
 function withoutUnusedScheme (document: OpenApiObject): OpenApiObject {
   const components = document.components
@@ -136,6 +158,7 @@ function checkRegisteredFirst (fastify: FastifyInstance): void {
 export const viewsetDocs = fp<ViewsetDocsOptions>(
   async function viewsetDocs (fastify, options) {
     checkRegisteredFirst(fastify)
+    const components = collectComponents(fastify)
     const {
       title = 'API',
       version = '1.0.0',
@@ -162,10 +185,12 @@ export const viewsetDocs = fp<ViewsetDocsOptions>(
         // Only protected operations reference the scheme (`security` per operation, none globally).
         components: { securitySchemes: viewsetSecuritySchemes(tokenUrl) },
       },
+      // The viewsets' routes name their components by local references, added to the document once each.
+      transform: ({ schema, url }) => ({ schema: routeSchemaWithLocalReferences(schema, components), url }),
       // Which routes are protected is known only once they are all registered, so the scheme is dropped here.
       transformObject: (documents) =>
         'openapiObject' in documents
-          ? withDeclaredTags(withoutUnusedScheme(documents.openapiObject))
+          ? withDeclaredTags(withoutUnusedScheme(withComponents(documents.openapiObject, components)))
           : documents.swaggerObject,
       // Components keep their `$id` as name (Items, AdminItems, ViewsetProblem) instead of def-0, def-1, ...
       refResolver: {

@@ -15,6 +15,7 @@ import { cancellable, servedBy } from './routes.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { mergePatchType, problemResponses, problemSchema, problemSchemaId } from '../schema/openapi.js'
 import { componentsValidatorCompiler } from '../schema/validator.js'
+import { componentsSerializerCompiler, documentComponents } from './docs-components.js'
 
 /**
  * A viewset once mounted: what it hands its encapsulated plugin once the catalog is read and its data
@@ -88,7 +89,9 @@ export function viewsetPlugin (
 ): FastifyPluginAsync {
   const plugin: FastifyPluginAsync = async (fastify) => {
     const mounted = await mount(fastify)
-    for (const schema of mounted.schemas) fastify.addSchema(schema)
+    // Under viewsetDocs the document takes the components (docs-components.ts); else @fastify/swagger finds them here.
+    if (!documentComponents(fastify, mounted.schemas)) for (const schema of mounted.schemas) fastify.addSchema(schema)
+    else fastify.setSerializerCompiler(componentsSerializerCompiler(fastify, mounted.schemas))
     if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
     fastify.setValidatorCompiler(componentsValidatorCompiler(mounted.schemas))

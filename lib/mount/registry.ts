@@ -36,8 +36,13 @@ const readyWork = new WeakMap<FastifyInstance, ReadyWork[]>()
 /**
  * The application's root instance: Fastify makes each encapsulated child with `Object.create(parent)`, so
  * the root is the last instance up the prototype chain.
+ *
+ * @example
+ * ```ts
+ * rootOf(fastify) === app // from any encapsulated instance of `app`
+ * ```
  */
-function rootOf (fastify: FastifyInstance): FastifyInstance {
+export function rootOf (fastify: FastifyInstance): FastifyInstance {
   let root = fastify
   for (let parent: unknown = Object.getPrototypeOf(root); isInstance(parent); parent = Object.getPrototypeOf(parent)) {
     root = parent
