@@ -2,7 +2,7 @@ import type { ValidateFunction } from 'ajv'
 import type { Expression, SqlBool } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { canonicalDateTime } from '../dialect/shared/date-time.js'
-import { containsPattern } from '../sql.js'
+import { containsPattern, endsWithPattern, startsWithPattern } from '../sql.js'
 import { invalidOption } from '../errors.js'
 import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
@@ -25,7 +25,7 @@ import { boundedTerm } from './search.js'
 import { elementListPattern, noNulPattern } from '../schema/list-patterns.js'
 import { padList } from '../data/statement-cache.js'
 
-/** The most values one `__in` filter may list (each one is a bound parameter). */
+/** The most values one `__in` or `__nin` filter may list (each one is a bound parameter). */
 export const maxInValues = 100
 
 /** `?field__op=value` filters, planned from the `filterFields` option. */
@@ -56,14 +56,17 @@ const descriptions: Record<FilterOperator, string> = {
   lt: 'is less than this value',
   lte: 'is less than or equal to this value',
   in: `is one of these comma-separated values (at most ${maxInValues})`,
+  nin: `is none of these comma-separated values (at most ${maxInValues}; rows where it is null never match)`,
   contains: 'contains this substring, case-insensitive (`%`, `_` and `\\` match themselves)',
+  startswith: 'starts with this text, case-insensitive (`%`, `_` and `\\` match themselves)',
+  endswith: 'ends with this text, case-insensitive (`%`, `_` and `\\` match themselves)',
   isnull: 'is null (`true`) or is not null (`false`)',
 }
 // Ordering comparisons of booleans and substrings of non-strings mean nothing: refuse them at startup.
 const operatorsByType: Record<ScalarType, readonly FilterOperator[]> = {
   string: filterOperators,
-  number: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'isnull'],
-  integer: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'isnull'],
+  number: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'isnull'],
+  integer: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'isnull'],
   boolean: ['eq', 'ne', 'isnull'],
 }
 const numberBounds: Record<string, JsonSchema> = {
@@ -91,7 +94,8 @@ function valueSchema (
   maxSearchLength: number
 ): JsonSchema {
   switch (operator) {
-    case 'in': {
+    case 'in':
+    case 'nin': {
       const allowed = Array.isArray(field.schema.enum)
         ? ` Allowed values: ${field.schema.enum.map(String).join(', ')}.`
         : ''
@@ -104,6 +108,8 @@ function valueSchema (
       }
     }
     case 'contains':
+    case 'startswith':
+    case 'endswith':
       return {
         type: 'string',
         maxLength: maxSearchLength,
@@ -185,10 +191,13 @@ function planFilter (
   }
   switch (operator) {
     case 'contains':
+    case 'startswith':
+    case 'endswith': {
+      const like = likePatterns[operator]
       return {
         parameter,
         condition (value) {
-          const pattern = containsPattern(boundedTerm(parameter, String(value), maxSearchLength))
+          const pattern = like(boundedTerm(parameter, String(value), maxSearchLength))
           return {
             shape: parameter,
             parameters: [pattern],
@@ -196,6 +205,7 @@ function planFilter (
           }
         },
       }
+    }
     case 'isnull':
       return {
         parameter,
@@ -207,20 +217,31 @@ function planFilter (
         }),
       }
     default:
-      return inFilter(field, parameter, dialect, name)
+      return inFilter(field, parameter, dialect, name, operator === 'nin' ? 'not in' : 'in')
   }
 }
 
-/** `field__in`: a comma-separated list, each element checked like a value of the field, padded to a few lengths. */
-function inFilter (field: ScalarField, parameter: string, dialect: ViewsetDialect, name: string): Filter {
+/** The `LIKE` pattern of each substring operator. */
+const likePatterns = { contains: containsPattern, startswith: startsWithPattern, endswith: endsWithPattern }
+
+/**
+ * `field__in` and `field__nin`: a comma-separated list (or the elements of a group term's `(…)` list), each element
+ * checked like a value of the field, padded to a few lengths. `not in` never matches a NULL, as `ne` does.
+ */
+function inFilter (
+  field: ScalarField,
+  parameter: string,
+  dialect: ViewsetDialect,
+  name: string,
+  operator: 'in' | 'not in'
+): Filter {
   const validate = elementValidator(field.schema)
   const integers = admitsInteger(field.schema)
   const normalize = normalizer(field, parameter)
   return {
     parameter,
     condition (value) {
-      const values = String(value)
-        .split(',')
+      const values = (Array.isArray(value) ? value.map(String) : String(value).split(','))
         .map((element, index) => {
           if (integers && !isCanonicalInteger(element)) {
             throw queryParameterError(
@@ -245,11 +266,13 @@ function inFilter (field: ScalarField, parameter: string, dialect: ViewsetDialec
       return {
         shape: `${parameter}:${padded.length}`,
         parameters: padded,
-        expression: (eb) => eb(eb.ref(name), 'in', padded),
+        expression: (eb) => eb(eb.ref(name), operator, padded),
       }
     },
   }
 }
+
+const substringOperators: ReadonlySet<FilterOperator> = new Set(['contains', 'startswith', 'endswith'])
 
 /** The operators of one `filterFields` entry, checked: known, suited to the field's type, none listed twice. */
 function checkedOperators (name: string, field: ScalarField, operators: unknown): FilterOperator[] {
@@ -273,10 +296,10 @@ function checkedOperators (name: string, field: ScalarField, operators: unknown)
     }
     // A string field over an integer column (a BIGINT as Type.String()) holds numbers: a substring of one means
     // nothing.
-    if (op === 'contains' && field.schema.pattern === canonicalIntegerPattern) {
+    if (substringOperators.has(op) && field.schema.pattern === canonicalIntegerPattern) {
       invalidOption(
         'filterFields',
-        `"${name}": operator "contains" does not apply to a string field over an integer column`
+        `"${name}": operator "${op}" does not apply to a string field over an integer column`
       )
     }
     if (seen.has(op)) invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
