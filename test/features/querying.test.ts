@@ -639,7 +639,7 @@ for (const dialect of dialects) {
         [{ filterFields: { secret: ['eq'] } }, /filterFields: "secret" is not a filterable column/],
         [
           { filterFields: { name: ['like'] } },
-          /filterFields: "name": unknown operator "like"; operators: eq, ne, gt, gte, lt, lte, in, contains, isnull/,
+          /filterFields: "name": unknown operator "like"; operators: eq, ne, gt, gte, lt, lte, in, nin, contains, startswith, endswith, isnull/,
         ],
         [
           { filterFields: { price: ['contains'] } },
