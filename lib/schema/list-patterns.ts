@@ -45,12 +45,15 @@ export function namesPattern (names: readonly string[]): string {
 }
 
 /**
- * `order_by`: one or more of `names`, each with an optional leading `-`, none twice (the lookahead refuses a
- * name met again later in the list).
+ * `order_by`: one or more of `names`, each with an optional leading `-` (and, with `nulls`, an optional trailing
+ * `.nullsfirst` or `.nullslast`), none twice (the lookahead refuses a name met again later in the list).
  */
-export function sortKeysPattern (names: readonly string[]): string {
+export function sortKeysPattern (names: readonly string[], nulls = false): string {
   const name = alternation(names)
-  return documenting(`^(?!(?:[^,]*,)*-?(${name}),(?:[^,]*,)*-?\\1(?:,|$))-?${name}(?:,-?${name})*$`)
+  const suffix = nulls ? '(?:\\.nulls(?:first|last))?' : ''
+  return documenting(
+    `^(?!(?:[^,]*,)*-?(${name})${suffix},(?:[^,]*,)*-?\\1${suffix}(?:,|$))-?${name}${suffix}(?:,-?${name}${suffix})*$`
+  )
 }
 
 /** The pattern of a string without NUL: the databases refuse it in a LIKE term, and PostgreSQL in any text. */
