@@ -22,28 +22,41 @@ export interface GroupBounds {
 }
 
 /**
- * One term's pattern group, or `undefined` when no pattern says which of its values the server takes: the
- * document then lists fewer terms than the server reads, never more.
+ * The pattern of one term's value (after its `name.`), or `undefined` when no pattern says which of its values the
+ * server takes: the document then lists fewer terms than the server reads, never more.
  */
-function termPattern (term: GroupTerm, bounds: GroupBounds): string | undefined {
-  const name = escapePattern(term.parameter)
+function valuePattern (term: GroupTerm, bounds: GroupBounds): string | undefined {
   switch (term.operator) {
     case 'isnull':
-      return `${name}\\.(?:true|false)`
+      return '(?:true|false)'
     case 'contains':
     case 'startswith':
     case 'endswith':
-      return `${name}\\.[^,()"\\\\\\x00]{0,${Math.min(bounds.maxSearchLength, 40)}}`
+      return `[^,()"\\\\\\x00]{0,${Math.min(bounds.maxSearchLength, 40)}}`
     case 'in':
     case 'nin': {
       const element = termValuePattern(term.field, false)
-      return element === undefined ? undefined : `${name}\\.\\(${element}(?:,${element}){0,3}\\)`
+      return element === undefined ? undefined : `\\(${element}(?:,${element}){0,3}\\)`
     }
-    default: {
-      const value = termValuePattern(term.field, !['eq', 'ne'].includes(term.operator))
-      return value === undefined ? undefined : `${name}\\.${value}`
-    }
+    default:
+      return termValuePattern(term.field, !['eq', 'ne'].includes(term.operator))
   }
+}
+
+/** Every term as one pattern group: names that share a value pattern are written once with it (a short document). */
+function termsPattern (terms: readonly GroupTerm[], bounds: GroupBounds): string {
+  const byValue = new Map<string, string[]>()
+  for (const term of terms) {
+    const value = valuePattern(term, bounds)
+    if (value === undefined) continue
+    byValue.set(value, [...(byValue.get(value) ?? []), term.parameter])
+  }
+  if (byValue.size === 0) return '(?!)'
+  const alternatives = [...byValue].map(([value, names]) => {
+    const sorted = [...names].sort((a, b) => b.length - a.length).map(escapePattern)
+    return `(?:${sorted.join('|')})\\.${value}`
+  })
+  return `(?:not\\.)?(?:${alternatives.join('|')})`
 }
 
 /**
@@ -54,8 +67,7 @@ function termPattern (term: GroupTerm, bounds: GroupBounds): string | undefined 
  */
 export function groupSchema (terms: readonly GroupTerm[], bounds: GroupBounds): Record<string, JsonSchema> {
   if (terms.length === 0) return {}
-  const patterns = terms.flatMap((term) => termPattern(term, bounds) ?? [])
-  const term = `(?:not\\.)?(?:${patterns.length === 0 ? '(?!)' : patterns.join('|')})`
+  const term = termsPattern(terms, bounds)
   const nested = `(?:not\\.)?(?:and|or)\\(${term}(?:,${term})?\\)`
   const item = `(?:${term}|${nested})`
   const group = documenting(`^\\(${item}(?:,${item})?\\)$`)

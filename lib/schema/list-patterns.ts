@@ -168,10 +168,7 @@ export function termValuePattern (field: JsonSchema, bound: boolean): string | u
     case 'boolean':
       return '(?:true|false)'
     case 'integer':
-      if (free) return '(?:0|-?[1-9][0-9]{0,8})'
-      return integerPattern(field) ?? (typeof minimum === 'number' && minimum === 1 && maximum === undefined
-        ? '[1-9][0-9]{0,8}'
-        : undefined)
+      return bound ? shortIntegers : integerValues(field)
     case 'number': {
       const fraction = '(?:\\.[0-9]{1,3})?'
       const unbounded = bound || (free && field.exclusiveMaximum === undefined && maximum === undefined)
@@ -187,6 +184,21 @@ export function termValuePattern (field: JsonSchema, bound: boolean): string | u
     default:
       return undefined
   }
+}
+
+/** Integers of up to nine digits, either sign: within every integer column's range, and short to document. */
+const shortIntegers = '(?:0|-?[1-9][0-9]{0,8})'
+
+/** An integer field's values as a short pattern when its bounds hold those of up to nine digits it allows. */
+function integerValues (field: JsonSchema): string | undefined {
+  const { minimum, maximum } = field
+  if (field.exclusiveMinimum !== undefined || field.exclusiveMaximum !== undefined) return integerPattern(field)
+  const low = typeof minimum === 'number' ? minimum : -Infinity
+  const high = typeof maximum === 'number' ? maximum : Infinity
+  if (high < 999_999_999) return integerPattern(field)
+  if (low <= -999_999_999) return shortIntegers
+  if (low === 0) return '(?:0|[1-9][0-9]{0,8})'
+  return low === 1 ? '[1-9][0-9]{0,8}' : integerPattern(field)
 }
 
 /** The canonical integer pattern of validator.ts, restated (validator.ts imports this file). */
