@@ -134,6 +134,7 @@ const blocks: ReadonlyArray<readonly ScenarioId[]> = [
   ['list10'],
   ['list100'],
   ['filter'],
+  ['or-filter'],
   ['eager', 'eager-n1'],
   ['post'],
   ['patch'],

@@ -33,10 +33,13 @@ export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((m
  * createViewset({ db, table: 'items', schema: Item, filterFields: { price: [...filterOperators] } })
  * ```
  */
-export const filterOperators = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'isnull'] as const
+export const filterOperators = [
+  'eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'contains', 'startswith', 'endswith', 'isnull',
+] as const
 /**
  * An operator of `filterFields`, sent as `?field__op=value`: `eq` (also `?field=value`), `ne`, `gt`, `gte`,
- * `lt`, `lte`, `in` (comma-separated values), `contains` (case-insensitive substring), `isnull` (`true`/`false`).
+ * `lt`, `lte`, `in` and `nin` (comma-separated values), `contains`, `startswith` and `endswith` (case-insensitive),
+ * `isnull` (`true`/`false`).
  *
  * @example
  * ```ts

@@ -45,7 +45,22 @@ export function bindAsIs (value: unknown): unknown {
 
 /** Escapes `%`, `_` and the escape character itself, for a substring `LIKE` with `ESCAPE '!'`. */
 export function containsPattern (term: string): string {
-  return `%${term.replace(/[!%_]/g, '!$&')}%`
+  return `%${escapeLike(term)}%`
+}
+
+/** `term` with `%`, `_` and `!` escaped for `LIKE … ESCAPE '!'`. */
+function escapeLike (term: string): string {
+  return term.replace(/[!%_]/g, '!$&')
+}
+
+/** A `LIKE` pattern (`ESCAPE '!'`) of the values that start with `term` (`%` and `_` match themselves). */
+export function startsWithPattern (term: string): string {
+  return `${escapeLike(term)}%`
+}
+
+/** A `LIKE` pattern (`ESCAPE '!'`) of the values that end with `term` (`%` and `_` match themselves). */
+export function endsWithPattern (term: string): string {
+  return `%${escapeLike(term)}`
 }
 
 /** Runs `work` in a transaction, or in the caller's when `db` already is one (Kysely does not nest them). */

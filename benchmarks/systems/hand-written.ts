@@ -31,6 +31,8 @@ export const ListQuery = Type.Object(
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
     offset: Type.Integer({ minimum: 0, default: 0 }),
     author_id: Type.Optional(Type.Integer()),
+    /** Two author ids, `3,7`: the books of either (the OR-filter scenario; viewsets spell it `or=(…)`). */
+    authors: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,8},[1-9][0-9]{0,8}$' })),
     order_by: Type.Optional(
       Type.Union(orderingFields.flatMap((field) => [Type.Literal(field), Type.Literal(`-${field}`)]))
     ),

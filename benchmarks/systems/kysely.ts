@@ -23,6 +23,8 @@ function kyselyStore (db: Kysely<BenchDB>): BookStore {
       const { field, descending } = orderOf(query.order_by)
       let select = books()
       if (query.author_id !== undefined) select = select.where('author_id', '=', query.author_id)
+      const either = query.authors?.split(',').map(Number)
+      if (either !== undefined) select = select.where((eb) => eb.or(either.map((id) => eb('author_id', '=', id))))
       select = select.orderBy(field, descending ? 'desc' : 'asc')
       if (field !== 'id') select = select.orderBy('id', 'asc')
       return await select.limit(query.limit).offset(query.offset).execute()

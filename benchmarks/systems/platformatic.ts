@@ -22,6 +22,7 @@ export async function build (target: DatabaseTarget): Promise<SystemServer> {
     app,
     unsupported: {
       eager: 'sql-openapi has no embedding of relations in REST (only nested routes)',
+      'or-filter': 'sql-openapi has no OR of two conditions on a field in REST (only `in`)',
       'eager-n1': naiveOnce,
       ...etagCostOnRaw,
     },

@@ -53,8 +53,19 @@ function sqliteStore (file: string): BookStore {
     versionedById: (id) => versionedById.get(id),
     remove: (id) => remove.run(id).changes > 0,
     list (query: ListQuery) {
-      if (query.author_id === undefined && query.order_by === undefined) return page(query.limit).all(query.offset)
+      if (query.author_id === undefined && query.order_by === undefined && query.authors === undefined) {
+        return page(query.limit).all(query.offset)
+      }
       const { field, descending } = orderOf(query.order_by)
+      const order = `order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'}`
+      if (query.authors !== undefined) {
+        const [a, b] = query.authors.split(',').map(Number)
+        const either = shaped(
+          `or:${field}:${String(descending)}:${query.limit}`,
+          () => `select ${columns} from books where (author_id = +@a or author_id = +@b) ${order} limit ${query.limit} offset @offset`
+        )
+        return either.all({ a, b, offset: query.offset }) as Book[]
+      }
       const filtered = query.author_id !== undefined
       const statement = shaped(
         `list:${String(filtered)}:${field}:${String(descending)}:${query.limit}`,
@@ -105,13 +116,21 @@ function postgresStore (url: string): BookStore {
       ((await pool.query({ name: 'book_delete', text: 'delete from books where id = $1', values: [id] })).rowCount ??
         0) > 0,
     async list (query: ListQuery) {
-      if (query.author_id === undefined && query.order_by === undefined) {
+      if (query.author_id === undefined && query.order_by === undefined && query.authors === undefined) {
         return await run<Book>('book_page', `select ${columns} from books order by id limit $1 offset $2`, [
           query.limit,
           query.offset,
         ])
       }
       const { field, descending } = orderOf(query.order_by)
+      if (query.authors !== undefined) {
+        const order = `order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'}`
+        return await run<Book>(
+          `book_or_${field}_${String(descending)}`,
+          `select ${columns} from books where (author_id = $3 or author_id = $4) ${order} limit $1 offset $2`,
+          [query.limit, query.offset, ...query.authors.split(',').map(Number)]
+        )
+      }
       const filtered = query.author_id !== undefined
       const name = `book_list_${String(filtered)}_${field}_${String(descending)}`
       const text = `select ${columns} from books${filtered ? ' where author_id = $3' : ''} order by ${field} ${descending ? 'desc' : 'asc'}${field === 'id' ? '' : ', id asc'} limit $1 offset $2`

@@ -60,11 +60,16 @@ export function learnedHeavy (query: RootOperationNode): void {
   declared.set(query, 'heavy')
 }
 
-/** Operators no B-tree index answers: each row's text is read. */
-const scanningOperators = new Set(['like', 'not like', 'ilike', 'not ilike', 'regexp', '~', '~*', '!~', '!~*'])
+/** Operators no B-tree index answers: each row's text is read (or every row but a few, for `not in`). */
+const scanningOperators = new Set([
+  'like', 'not like', 'ilike', 'not ilike', 'regexp', '~', '~*', '!~', '!~*', 'not in',
+])
 
-/** A raw fragment that matches text (SQLite's `lower(x) like lower(?)`, an `EXISTS`). */
-const scanningFragment = /\b(?:like|exists|over)\b/i
+/**
+ * A raw fragment that matches text (SQLite's `lower(x) like lower(?)`, an `EXISTS`), or a filter group's `or` and
+ * `not` (query/filter-groups.ts), which no single index range answers.
+ */
+const scanningFragment = /\b(?:like|exists|over|or|not)\b/i
 
 /** Whether a value is an operation node (an object with a string `kind`). */
 function isNode (value: unknown): value is { readonly kind: string } {

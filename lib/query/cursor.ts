@@ -8,7 +8,7 @@ import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { expressionOf } from './condition.js'
 import type { ScalarType } from './field-types.js'
 import type { OrderKey, Ordering } from './ordering.js'
-import { orderValue } from './ordering.js'
+import { keyText, nullsPosition, orderValue } from './ordering.js'
 
 /**
  * A position in an ordering, and which side of it a page reads: `after` (the `next` link) or `before`
@@ -125,17 +125,22 @@ export function decodeCursor (
   return { direction: directions[tag], values }
 }
 
-/** The same ordering read backwards: every key's direction flipped (NULL stays the largest value, so the order reverses
- * exactly). */
+/** The same ordering read backwards: every key's direction flipped, and a chosen NULLs position with it (a default one
+ * flips with the direction), so the order reverses exactly. */
 export function reversed (ordering: Ordering): Ordering {
-  const keys = ordering.keys.map((key) => ({ ...key, descending: !key.descending }))
-  return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys }
+  const keys = ordering.keys.map((key): OrderKey => {
+    const flipped = { ...key, descending: !key.descending }
+    if (key.nulls === undefined) return flipped
+    return { ...flipped, nulls: key.nulls === 'first' ? 'last' : 'first' }
+  })
+  return { shape: keys.map(keyText).join(','), keys }
 }
 
 /**
  * The keyset `WHERE` of a page after a position, in `ordering` (pass the reversed ordering for a page
- * before it). NULL is the largest value (last ascending, first descending), as ORDER BY sorts it
- * (ordering.ts). When every key goes the same way and none is nullable it is one row-value comparison,
+ * before it). NULLs come where ORDER BY puts them (ordering.ts): by default NULL is the largest value (last
+ * ascending, first descending), else where the key's `.nullsfirst`/`.nullslast` chose. When every key goes the
+ * same way and none is nullable it is one row-value comparison,
  * `(a, id) > (?, ?)`, which an index on `(a, id)` serves directly; else its expansion
  * `a > ? OR (a = ? AND id > ?)`, with the NULL cases spelled out.
  */
@@ -195,7 +200,7 @@ function expandedParameters (keys: readonly OrderKey[], bound: readonly unknown[
   const value = (key: OrderKey | undefined): readonly unknown[] => key?.ruled?.parameters ?? []
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]
-    if (key === undefined || (bound[i] === null && !key.descending)) continue
+    if (key === undefined || (bound[i] === null && nullsPosition(key) === 'last')) continue
     for (let j = 0; j < i; j++) {
       parameters.push(...value(keys[j]))
       if (bound[j] !== null) parameters.push(bound[j])
@@ -203,15 +208,19 @@ function expandedParameters (keys: readonly OrderKey[], bound: readonly unknown[
     parameters.push(...value(key))
     if (bound[i] === null) continue
     parameters.push(bound[i])
-    if (!key.descending && key.nullable) parameters.push(...value(key))
+    if (nullsPosition(key) === 'last' && key.nullable) parameters.push(...value(key))
   }
   return parameters
 }
 
-/** Rows strictly after `value` on one key, or `undefined` when none can be (after NULL, ascending). */
+/**
+ * Rows strictly after `value` on one key, or `undefined` when none can be (after NULL, where NULLs come last): the
+ * values past it, and the NULLs when they come last.
+ */
 function afterTerm (eb: AnyExpressionBuilder, key: OrderKey, value: unknown): Expression<SqlBool> | undefined {
   const column = orderValue(key)
-  if (value === null) return key.descending ? eb(column, 'is not', null) : undefined
-  if (key.descending) return eb(column, '<', value)
-  return key.nullable ? eb.or([eb(column, '>', value), eb(column, 'is', null)]) : eb(column, '>', value)
+  const last = nullsPosition(key) === 'last'
+  if (value === null) return last ? undefined : eb(column, 'is not', null)
+  const past = eb(column, key.descending ? '<' : '>', value)
+  return key.nullable && last ? eb.or([past, eb(column, 'is', null)]) : past
 }

@@ -2,7 +2,7 @@ import type { ValidateFunction } from 'ajv'
 import type { Expression, SqlBool } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { canonicalDateTime } from '../dialect/shared/date-time.js'
-import { containsPattern } from '../sql.js'
+import { containsPattern, endsWithPattern, startsWithPattern } from '../sql.js'
 import { invalidOption } from '../errors.js'
 import type { FilterOperator } from '../options.js'
 import { filterOperators } from '../options.js'
@@ -17,16 +17,22 @@ import {
 } from '../schema/validator.js'
 import type { AnyExpressionBuilder, Condition } from './condition.js'
 import { queryParameterError } from './condition.js'
-import type { ScalarField, ScalarType } from './field-types.js'
+import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { PathRules, RelatedPath, RelatedRoot } from './related-paths.js'
 import { groupRelated, relatedColumn, resolvePath } from './related-paths.js'
 import { boundedTerm } from './search.js'
-import { elementListPattern, noNulPattern } from '../schema/list-patterns.js'
+import { descriptions, maxInValues, operatorsByType, valueSchema } from './filter-values.js'
 import { padList } from '../data/statement-cache.js'
+import { FilterGroups, groupParameters } from './filter-groups.js'
+import type { GroupFilter } from './filter-groups.js'
+import { groupSchema } from '../schema/group-patterns.js'
+import type { GroupTerm } from '../schema/group-patterns.js'
+import { maxGroupDepth, maxGroupLength, maxGroupTerms } from './filter-grammar.js'
 
-/** The most values one `__in` filter may list (each one is a bound parameter). */
-export const maxInValues = 100
+const groupBounds = { maxTerms: maxGroupTerms, maxDepth: maxGroupDepth, maxLength: maxGroupLength }
+
+export { maxInValues } from './filter-values.js'
 
 /** `?field__op=value` filters, planned from the `filterFields` option. */
 export interface FilterPlan {
@@ -48,29 +54,6 @@ const comparisons: Partial<Record<FilterOperator, Comparison>> = {
   lt: '<',
   lte: '<=',
 }
-const descriptions: Record<FilterOperator, string> = {
-  eq: 'equals this value',
-  ne: 'differs from this value (rows where it is null never match)',
-  gt: 'is greater than this value',
-  gte: 'is greater than or equal to this value',
-  lt: 'is less than this value',
-  lte: 'is less than or equal to this value',
-  in: `is one of these comma-separated values (at most ${maxInValues})`,
-  contains: 'contains this substring, case-insensitive (`%`, `_` and `\\` match themselves)',
-  isnull: 'is null (`true`) or is not null (`false`)',
-}
-// Ordering comparisons of booleans and substrings of non-strings mean nothing: refuse them at startup.
-const operatorsByType: Record<ScalarType, readonly FilterOperator[]> = {
-  string: filterOperators,
-  number: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'isnull'],
-  integer: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'isnull'],
-  boolean: ['eq', 'ne', 'isnull'],
-}
-const numberBounds: Record<string, JsonSchema> = {
-  integer: { minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
-  number: { minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE },
-}
-
 /** Validates and coerces one element of an `__in` list with the field's schema, as Fastify does a query value. */
 function elementValidator (schema: JsonSchema): ValidateFunction {
   // Wrapped in an object: Ajv coerces a value in place, which it can do only inside a parent.
@@ -81,56 +64,6 @@ const operatorNames: ReadonlySet<unknown> = new Set(filterOperators)
 
 function isFilterOperator (value: unknown): value is FilterOperator {
   return operatorNames.has(value)
-}
-
-/** The schema a value of this operator must match. */
-function valueSchema (
-  field: ScalarField,
-  operator: FilterOperator,
-  description: string,
-  maxSearchLength: number
-): JsonSchema {
-  switch (operator) {
-    case 'in': {
-      const allowed = Array.isArray(field.schema.enum)
-        ? ` Allowed values: ${field.schema.enum.map(String).join(', ')}.`
-        : ''
-      const pattern = elementListPattern(field.schema)
-      return {
-        type: 'string',
-        minLength: 1,
-        ...(pattern === undefined ? {} : { pattern }),
-        description: `${description}.${allowed}`,
-      }
-    }
-    case 'contains':
-      return {
-        type: 'string',
-        maxLength: maxSearchLength,
-        // A NUL is refused (checkedTerm): the document says so.
-        pattern: noNulPattern,
-        description: `${description}, at most ${maxSearchLength} characters`,
-      }
-    case 'isnull':
-      return { type: 'boolean', description }
-    case 'gt':
-    case 'gte':
-    case 'lt':
-    case 'lte': {
-      // An ordering bound need not be a storable value (`price__gte=-1` is fine): keep the type, not the limits.
-      const { type, format, pattern } = field.schema
-      // The pattern stays: it is what makes a string over an integer column a canonical integer.
-      return {
-        ...(type === undefined ? { type: field.type } : { type }),
-        ...(format === undefined ? {} : { format }),
-        ...(pattern === undefined ? {} : { pattern }),
-        ...numberBounds[field.type],
-        description,
-      }
-    }
-    default:
-      return { ...field.schema, description }
-  }
 }
 
 /**
@@ -185,10 +118,13 @@ function planFilter (
   }
   switch (operator) {
     case 'contains':
+    case 'startswith':
+    case 'endswith': {
+      const like = likePatterns[operator]
       return {
         parameter,
         condition (value) {
-          const pattern = containsPattern(boundedTerm(parameter, String(value), maxSearchLength))
+          const pattern = like(boundedTerm(parameter, String(value), maxSearchLength))
           return {
             shape: parameter,
             parameters: [pattern],
@@ -196,6 +132,7 @@ function planFilter (
           }
         },
       }
+    }
     case 'isnull':
       return {
         parameter,
@@ -207,20 +144,31 @@ function planFilter (
         }),
       }
     default:
-      return inFilter(field, parameter, dialect, name)
+      return inFilter(field, parameter, dialect, name, operator === 'nin' ? 'not in' : 'in')
   }
 }
 
-/** `field__in`: a comma-separated list, each element checked like a value of the field, padded to a few lengths. */
-function inFilter (field: ScalarField, parameter: string, dialect: ViewsetDialect, name: string): Filter {
+/** The `LIKE` pattern of each substring operator. */
+const likePatterns = { contains: containsPattern, startswith: startsWithPattern, endswith: endsWithPattern }
+
+/**
+ * `field__in` and `field__nin`: a comma-separated list (or the elements of a group term's `(…)` list), each element
+ * checked like a value of the field, padded to a few lengths. `not in` never matches a NULL, as `ne` does.
+ */
+function inFilter (
+  field: ScalarField,
+  parameter: string,
+  dialect: ViewsetDialect,
+  name: string,
+  operator: 'in' | 'not in'
+): Filter {
   const validate = elementValidator(field.schema)
   const integers = admitsInteger(field.schema)
   const normalize = normalizer(field, parameter)
   return {
     parameter,
     condition (value) {
-      const values = String(value)
-        .split(',')
+      const values = (Array.isArray(value) ? value.map(String) : String(value).split(','))
         .map((element, index) => {
           if (integers && !isCanonicalInteger(element)) {
             throw queryParameterError(
@@ -245,11 +193,13 @@ function inFilter (field: ScalarField, parameter: string, dialect: ViewsetDialec
       return {
         shape: `${parameter}:${padded.length}`,
         parameters: padded,
-        expression: (eb) => eb(eb.ref(name), 'in', padded),
+        expression: (eb) => eb(eb.ref(name), operator, padded),
       }
     },
   }
 }
+
+const substringOperators: ReadonlySet<FilterOperator> = new Set(['contains', 'startswith', 'endswith'])
 
 /** The operators of one `filterFields` entry, checked: known, suited to the field's type, none listed twice. */
 function checkedOperators (name: string, field: ScalarField, operators: unknown): FilterOperator[] {
@@ -273,10 +223,10 @@ function checkedOperators (name: string, field: ScalarField, operators: unknown)
     }
     // A string field over an integer column (a BIGINT as Type.String()) holds numbers: a substring of one means
     // nothing.
-    if (op === 'contains' && field.schema.pattern === canonicalIntegerPattern) {
+    if (substringOperators.has(op) && field.schema.pattern === canonicalIntegerPattern) {
       invalidOption(
         'filterFields',
-        `"${name}": operator "contains" does not apply to a string field over an integer column`
+        `"${name}": operator "${op}" does not apply to a string field over an integer column`
       )
     }
     if (seen.has(op)) invalidOption('filterFields', `"${name}": operator "${op}" is listed twice`)
@@ -305,6 +255,8 @@ export function planFilters (
   }
   const properties: Record<string, JsonSchema> = {}
   const filters: Filter[] = []
+  const terms = new Map<string, GroupFilter>()
+  const documented: GroupTerm[] = []
   for (const [name, operators] of Object.entries(option)) {
     // A dotted name is a path through relations (`author.name`), typed by the related schema.
     const path = name.includes('.') && root !== undefined ? resolvePath('filterFields', name, root, false) : undefined
@@ -325,7 +277,8 @@ export function planFilters (
           path === undefined
             ? name
             : `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`
-        properties[parameter] = valueSchema(field, op, `Rows whose ${subject} ${descriptions[op]}`, maxSearchLength)
+        const schema = valueSchema(field, op, `Rows whose ${subject} ${descriptions[op]}`, maxSearchLength)
+        properties[parameter] = schema
         const filter = planFilter(
           field,
           op,
@@ -334,13 +287,44 @@ export function planFilters (
           maxSearchLength,
           path === undefined ? field.name : relatedColumn(path)
         )
-        filters.push(path === undefined ? filter : { ...filter, path })
+        const planned = path === undefined ? filter : { ...filter, path }
+        filters.push(planned)
+        terms.set(parameter, { ...planned, list: op === 'in' || op === 'nin', schema })
+        documented.push({ parameter, operator: op, field: field.schema })
       }
     }
   }
+  return withGroups({ properties, filters, terms, documented }, reserved, maxSearchLength, root)
+}
+
+/** The filters planned from `filterFields`, as the plain parameters and the groups' terms read them. */
+interface PlannedFilters {
+  readonly properties: Record<string, JsonSchema>
+  readonly filters: readonly Filter[]
+  readonly terms: ReadonlyMap<string, GroupFilter>
+  readonly documented: readonly GroupTerm[]
+}
+
+/** The plan of the plain filters and of the group parameters (`or`, `and`, `not.or`, `not.and`) over them. */
+function withGroups (
+  { properties, filters, terms, documented }: PlannedFilters,
+  reserved: readonly string[],
+  maxSearchLength: number,
+  root: RelatedRoot | undefined
+): FilterPlan {
+  // A group's terms are the same filters, by the same parameter names: a filter the list lacks is no term either.
+  const groups = new FilterGroups(terms)
+  for (const parameter of Object.keys(groupParameters)) {
+    if (reserved.includes(parameter) || parameter in properties) {
+      invalidOption('filterFields', `the filter parameter "${parameter}" collides with the group parameter`)
+    }
+  }
   return {
-    properties,
-    conditions: (query, rules) => filterConditions(filters, query, root, rules),
+    properties: { ...properties, ...groupSchema(documented, { ...groupBounds, maxSearchLength, maxInValues }) },
+    conditions: (query, rules) => [
+      ...filterConditions(filters, query, root, rules),
+      ...groups.conditions(query, root?.table, rules),
+    ],
   }
 }
 

@@ -1,5 +1,6 @@
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import type { OrderKey, Ordering } from './ordering.js'
+import { sortsNullsApart } from './ordering.js'
 import type { PathRules } from './related-paths.js'
 import { pathRules, relatedValue, rulesShape } from './related-paths.js'
 
@@ -59,7 +60,7 @@ export function orderParameters (keys: readonly OrderKey[], dialect: Pick<Viewse
   const parameters: unknown[] = []
   for (const key of keys) {
     if (key.ruled === undefined) continue
-    if (key.nullable && !dialect.capabilities.nullsSortLargest) parameters.push(...key.ruled.parameters)
+    if (sortsNullsApart(key, dialect)) parameters.push(...key.ruled.parameters)
     parameters.push(...key.ruled.parameters)
   }
   return parameters

@@ -18,6 +18,11 @@ export interface OrderKey {
   readonly field: string
   readonly descending: boolean
   readonly nullable: boolean
+  /**
+   * Where NULLs go, when `order_by` chose it (`.nullsfirst`, `.nullslast`) and it differs from the default rule
+   * (NULL the largest value: last ascending, first descending); only on a nullable key.
+   */
+  readonly nulls?: 'first' | 'last'
   /** The value sorted on when it is not the column `field`: a related row's field (query/related-paths.ts). */
   readonly expression?: Expression<unknown>
   /** A relation path's key: the path and the table it starts from, to apply each request's rules to it. */
@@ -35,6 +40,28 @@ export interface RelatedKey {
 /** What a sort key's value is in SQL: its expression, else its column (`prefix` qualifies the column). */
 export function orderValue (key: OrderKey, prefix = ''): Expression<unknown> {
   return key.expression ?? sql.ref(`${prefix}${key.field}`)
+}
+
+/** Where a key's NULLs come in its order: chosen, else the default rule (NULL the largest value). */
+export function nullsPosition (key: Pick<OrderKey, 'nulls' | 'descending'>): 'first' | 'last' {
+  return key.nulls ?? (key.descending ? 'first' : 'last')
+}
+
+/** Whether a key sorts NULL as larger than every value (last ascending, first descending). */
+function nullsLargest (key: Pick<OrderKey, 'nulls' | 'descending'>): boolean {
+  return (nullsPosition(key) === 'last') !== key.descending
+}
+
+/** A key as `order_by` writes it: `-price`, `name`, `-price.nullslast`. */
+export function keyText (key: Pick<OrderKey, 'field' | 'nulls' | 'descending'>): string {
+  return `${key.descending ? '-' : ''}${key.field}${key.nulls === undefined ? '' : `.nulls${key.nulls}`}`
+}
+
+/** `-price.nullslast` read: the name, and the NULLs position when the part chose one. */
+function nullsChoice (part: string, nulls: boolean): { name: string; choice?: 'first' | 'last' } {
+  if (nulls && part.endsWith('.nullsfirst')) return { name: part.slice(0, -'.nullsfirst'.length), choice: 'first' }
+  if (nulls && part.endsWith('.nullslast')) return { name: part.slice(0, -'.nullslast'.length), choice: 'last' }
+  return { name: part }
 }
 
 /** A complete ordering: the keys asked for, then the primary key so that no two rows tie. */
@@ -81,28 +108,30 @@ export interface OrderProblem {
 export function parseOrdering (
   text: string | readonly string[],
   fields: ReadonlyMap<string, Pick<OrderKey, 'nullable' | 'expression' | 'related'>>,
-  tieBreaker: string | undefined
+  tieBreaker: string | undefined,
+  nulls = false
 ): Ordering | OrderProblem {
   const keys: OrderKey[] = []
   for (const part of typeof text === 'string' ? text.split(',') : text) {
     const descending = part.startsWith('-')
-    const name = descending ? part.slice(1) : part
+    const { name, choice } = nullsChoice(descending ? part.slice(1) : part, nulls)
     const field = fields.get(name)
     if (field === undefined) return { part, field: name, reason: 'unknown' }
     if (keys.some((key) => key.field === name)) return { part, field: name, reason: 'twice' }
     const { nullable, expression, related } = field
-    keys.push(
-      expression === undefined
-        ? { field: name, descending, nullable }
-        : related === undefined
-          ? { field: name, descending, nullable, expression }
-          : { field: name, descending, nullable, expression, related }
-    )
+    const key: OrderKey = expression === undefined
+      ? { field: name, descending, nullable }
+      : related === undefined
+        ? { field: name, descending, nullable, expression }
+        : { field: name, descending, nullable, expression, related }
+    // A choice that is the default rule's (`-price.nullsfirst`), or on a key with no NULL, is the same order.
+    const chosen = choice !== undefined && nullable && choice !== nullsPosition(key)
+    keys.push(chosen ? { ...key, nulls: choice } : key)
   }
   if (tieBreaker !== undefined && !keys.some((key) => key.field === tieBreaker)) {
     keys.push({ field: tieBreaker, descending: false, nullable: false })
   }
-  return { shape: keys.map((key) => `${key.descending ? '-' : ''}${key.field}`).join(','), keys }
+  return { shape: keys.map(keyText).join(','), keys }
 }
 
 /**
@@ -173,8 +202,13 @@ function describe (problem: OrderProblem): string {
   return problem.reason === 'twice' ? `"${problem.field}" (listed twice)` : `"${problem.part}"`
 }
 
+/** Whether a key needs an `x is null` key in front: its NULLs go where the dialect would not put them. */
+export function sortsNullsApart (key: OrderKey, dialect: Pick<ViewsetDialect, 'capabilities'>): boolean {
+  return key.nullable && nullsLargest(key) !== dialect.capabilities.nullsSortLargest
+}
+
 /** The terms of ORDER BY: each key's column and direction, after the key that sorts its NULLs where the dialect would
- * not. */
+ * not (by the default rule, or as the key's `.nullsfirst`/`.nullslast` chose). */
 export function orderTerms (
   keys: readonly OrderKey[],
   dialect: Pick<ViewsetDialect, 'capabilities'>,
@@ -182,10 +216,13 @@ export function orderTerms (
 ): Array<readonly [Expression<unknown>, 'asc' | 'desc']> {
   const terms: Array<readonly [Expression<unknown>, 'asc' | 'desc']> = []
   for (const key of keys) {
-    const { descending, nullable } = key
+    const { descending } = key
     const direction = descending ? 'desc' : 'asc'
     const column = orderValue(key, prefix)
-    if (nullable && !dialect.capabilities.nullsSortLargest) terms.push([sql`${column} is null`, direction])
+    // `x is null` (0 before 1) puts NULLs where the dialect would not: last ascending, or first with `desc`.
+    if (sortsNullsApart(key, dialect)) {
+      terms.push([sql`${column} is null`, nullsLargest(key) === descending ? 'desc' : 'asc'])
+    }
     terms.push([column, direction])
   }
   return terms
@@ -258,7 +295,7 @@ export function planOrdering (
       if (typeof text !== 'string') return defaultOrdering
       const known = parsedTexts.get(text)
       if (known !== undefined) return known
-      const parsed = parseOrdering(text, allowed, primaryKey)
+      const parsed = parseOrdering(text, allowed, primaryKey, true)
       if (isProblem(parsed)) throw new ViewsetErrors.UnsupportedOrdering(describe(parsed), allowedList)
       parsedTexts.set(text, parsed)
       return parsed
@@ -314,7 +351,7 @@ function plannedDefaultOrder (
   if (typeof defaultOrder !== 'string' || defaultOrder === '') {
     invalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
   }
-  const parsed = parseOrdering(defaultOrder, new Map([...fields, ...allowed]), primaryKey)
+  const parsed = parseOrdering(defaultOrder, new Map([...fields, ...allowed]), primaryKey, true)
   if (isProblem(parsed)) {
     invalidOption(
       'defaultOrder',
@@ -336,9 +373,11 @@ function orderByProperties (
       type: 'string',
       minLength: 1,
       // Only the allowed fields, each once: the document allows no value the server refuses.
-      pattern: sortKeysPattern([...allowed.keys()]),
+      pattern: sortKeysPattern([...allowed.keys()], true),
       description:
-        `Comma-separated sort keys; a leading \`-\` sorts descending. Allowed fields: ${nameList(allowed.keys())}. ` +
+        'Comma-separated sort keys; a leading `-` sorts descending, a trailing `.nullsfirst` or `.nullslast` puts ' +
+        'NULLs first or last (default: last ascending, first descending). ' +
+        `Allowed fields: ${nameList(allowed.keys())}. ` +
         `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. Ties are broken by ${primaryKey}.`,
       examples: [[...allowed.keys()].map((name, index) => (index === 0 ? `-${name}` : name)).join(',')],
     },

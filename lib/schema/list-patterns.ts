@@ -12,7 +12,7 @@ type JsonSchema = Record<string, unknown>
 export const documentingPatterns = new Set<string>()
 
 /** `pattern`, remembered in {@link documentingPatterns}. */
-function documenting (pattern: string): string {
+export function documenting (pattern: string): string {
   documentingPatterns.add(pattern)
   return pattern
 }
@@ -45,12 +45,15 @@ export function namesPattern (names: readonly string[]): string {
 }
 
 /**
- * `order_by`: one or more of `names`, each with an optional leading `-`, none twice (the lookahead refuses a
- * name met again later in the list).
+ * `order_by`: one or more of `names`, each with an optional leading `-` (and, with `nulls`, an optional trailing
+ * `.nullsfirst` or `.nullslast`), none twice (the lookahead refuses a name met again later in the list).
  */
-export function sortKeysPattern (names: readonly string[]): string {
+export function sortKeysPattern (names: readonly string[], nulls = false): string {
   const name = alternation(names)
-  return documenting(`^(?!(?:[^,]*,)*-?(${name}),(?:[^,]*,)*-?\\1(?:,|$))-?${name}(?:,-?${name})*$`)
+  const suffix = nulls ? '(?:\\.nulls(?:first|last))?' : ''
+  return documenting(
+    `^(?!(?:[^,]*,)*-?(${name})${suffix},(?:[^,]*,)*-?\\1${suffix}(?:,|$))-?${name}${suffix}(?:,-?${name}${suffix})*$`
+  )
 }
 
 /** The pattern of a string without NUL: the databases refuse it in a LIKE term, and PostgreSQL in any text. */
@@ -139,4 +142,71 @@ function integerPattern (element: JsonSchema): string | undefined {
         : undefined
   if (low === undefined || high === undefined || low > 0 || high < 0) return undefined
   return `(?:-${upTo(String(-low))}|${upTo(String(high))})`
+}
+
+/** A value of a group term: no character that ends one (`,`, `(`, `)`, `"`), nor `\\` or NUL. */
+const termText = '[^,()"\\\\\\x00]'
+const dateTime =
+  '[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{3})?Z'
+
+/**
+ * One unquoted value of a group term (issue 37) of a field of this schema, as an unanchored pattern group, when a
+ * pattern can say exactly which values the server takes; `undefined` otherwise. `bound`: an ordering bound
+ * (`gt gte lt lte`), which keeps the type but not the field's limits.
+ */
+export function termValuePattern (field: JsonSchema, bound: boolean): string | undefined {
+  const values: unknown = field.enum
+  if (Array.isArray(values)) {
+    const plain = values
+      .filter(isString)
+      .filter((value) => value !== '' && !/[,()"\\]/.test(value) && !value.includes('\u0000'))
+    return plain.length === 0 || bound ? undefined : alternation(plain)
+  }
+  const { type, format, pattern, minimum, maximum } = field
+  const free = bound || (minimum === undefined && maximum === undefined && field.exclusiveMinimum === undefined)
+  switch (type) {
+    case 'boolean':
+      return '(?:true|false)'
+    case 'integer':
+      return bound ? shortIntegers : integerValues(field)
+    case 'number': {
+      const fraction = '(?:\\.[0-9]{1,3})?'
+      const unbounded = bound || (free && field.exclusiveMaximum === undefined && maximum === undefined)
+      if (unbounded) return `(?:0|-?[1-9][0-9]{0,5})${fraction}`
+      return minimum === 0 && maximum === undefined ? `(?:0|[1-9][0-9]{0,5})${fraction}` : undefined
+    }
+    case 'string':
+      if (format === 'date-time') return pattern === undefined ? dateTime : undefined
+      if (format !== undefined) return undefined
+      if (pattern === canonicalInteger) return '(?:0|-?[1-9][0-9]{0,8})'
+      if (pattern !== undefined && pattern !== storableTextPattern) return undefined
+      return `${termText}{${textLengths(field)}}`
+    default:
+      return undefined
+  }
+}
+
+/** Integers of up to nine digits, either sign: within every integer column's range, and short to document. */
+const shortIntegers = '(?:0|-?[1-9][0-9]{0,8})'
+
+/** An integer field's values as a short pattern when its bounds hold those of up to nine digits it allows. */
+function integerValues (field: JsonSchema): string | undefined {
+  const { minimum, maximum } = field
+  if (field.exclusiveMinimum !== undefined || field.exclusiveMaximum !== undefined) return integerPattern(field)
+  const low = typeof minimum === 'number' ? minimum : -Infinity
+  const high = typeof maximum === 'number' ? maximum : Infinity
+  if (high < 999_999_999) return integerPattern(field)
+  if (low <= -999_999_999) return shortIntegers
+  if (low === 0) return '(?:0|[1-9][0-9]{0,8})'
+  return low === 1 ? '[1-9][0-9]{0,8}' : integerPattern(field)
+}
+
+/** The canonical integer pattern of validator.ts, restated (validator.ts imports this file). */
+const canonicalInteger = '^-?(0|[1-9][0-9]*)$'
+
+/** `min,max` of a string's length, at most 40 (what the document lets a generator produce). */
+function textLengths ({ minLength, maxLength }: JsonSchema): string {
+  const min = typeof minLength === 'number' ? minLength : 0
+  const max = Math.min(typeof maxLength === 'number' ? maxLength : 40, 40)
+  return `${min},${Math.max(min, max)}`
 }

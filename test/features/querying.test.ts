@@ -561,6 +561,7 @@ for (const dialect of dialects) {
           })
       )
       assert.deepEqual(Object.keys(parameters).sort(), [
+        'and',
         'count',
         'description__contains',
         'description__isnull',
@@ -574,7 +575,10 @@ for (const dialect of dialects) {
         'name__eq',
         'name__in',
         'name__ne',
+        'not.and',
+        'not.or',
         'offset',
+        'or',
         'order_by',
         'price__gt',
         'price__gte',
@@ -588,6 +592,12 @@ for (const dialect of dialects) {
       ])
       assert.equal(parameters.price__gte.schema.type, 'number')
       assert.equal(parameters.in_stock.schema.type, 'boolean')
+      // The groups (issue 37): a pattern over the filter parameters, which admits what the server takes.
+      const group = new RegExp(parameters.or.schema.pattern, 'u')
+      assert.match('(price__gte.1.5,and(name.x,not.status.draft))', group)
+      assert.doesNotMatch('(price__gte.abc)', group)
+      assert.doesNotMatch('(secret.x)', group)
+      assert.deepEqual(parameters['not.and'].schema.type, ['string', 'array'])
       assert.equal(parameters.description__isnull.schema.type, 'boolean')
       assert.equal(parameters.id__in.schema.type, 'string')
       assert.deepEqual(parameters.status.schema, { type: 'string', enum: ['draft', 'published'] })
@@ -639,7 +649,7 @@ for (const dialect of dialects) {
         [{ filterFields: { secret: ['eq'] } }, /filterFields: "secret" is not a filterable column/],
         [
           { filterFields: { name: ['like'] } },
-          /filterFields: "name": unknown operator "like"; operators: eq, ne, gt, gte, lt, lte, in, contains, isnull/,
+          /filterFields: "name": unknown operator "like"; operators: eq, ne, gt, gte, lt, lte, in, nin, contains, startswith, endswith, isnull/,
         ],
         [
           { filterFields: { price: ['contains'] } },

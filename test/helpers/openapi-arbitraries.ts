@@ -39,7 +39,7 @@ export const dateTime: Arbitrary<string> = fc
 
 /** A lookahead (order_by's "no key twice") is beyond fast-check's stringMatching: generate without it. */
 function generatorPattern (pattern: string): RegExp {
-  return new RegExp(pattern.replace(/^\^\(\?!.*?\\1\(\?:,\|\$\)\)/, '^'), 'u')
+  return new RegExp(pattern.replace(/^\^\(\?!.*?\\1(?:\(\?:\\\.nulls\(\?:first\|last\)\)\?)?\(\?:,\|\$\)\)/, '^'), 'u')
 }
 
 function stringArbitrary (schema: Schema): Arbitrary<unknown> {

@@ -52,7 +52,8 @@ interface Request {
   label: string
   method: string
   path: string
-  query?: Record<string, string>
+  /** A list is sent as repeated keys (OpenAPI's form style, exploded: the default of a query parameter). */
+  query?: Record<string, string | string[]>
   headers?: Record<string, string>
   body?: string
 }
@@ -150,12 +151,13 @@ export class Fuzzer {
   #validRequest (ref: OperationRef): Request {
     const { contract } = this.#options
     const headers: Record<string, string> = { ...this.#auth(ref) }
-    const query: Record<string, string> = {}
+    const query: Record<string, string | string[]> = {}
     const optional = ref.parameters.filter((p) => p.in === 'query')
     for (const parameter of this.#one(fc.subarray(optional, { maxLength: Math.min(3, optional.length) }))) {
       const pointer = parameterPointer(ref, parameter)
       const arbitrary = arbitraryOf(contract.document, parameter.schema)
-      query[parameter.name] = text(this.#one(validOf(contract, pointer, arbitrary)))
+      const value = this.#one(validOf(contract, pointer, arbitrary))
+      query[parameter.name] = Array.isArray(value) ? value.map(text) : text(value)
     }
     let path = ref.path
     if (isElement(ref)) {
@@ -202,7 +204,7 @@ export class Fuzzer {
       // RFC 6749 §5.2: wrong credentials at a token endpoint are a 400 `invalid_grant`, not a refused request.
       const wrongCredentials = answer.status === 400 && answer.body.includes('"invalid_grant"')
       if ((answer.status === 400 && !wrongCredentials) || answer.status === 415) {
-        const query = new URLSearchParams(request.query ?? {}).toString()
+        const query = searchOf(request.query)
         this.report.validRejected.push(`${request.method} ${request.path}?${query} ${request.body ?? ''} → ${answer.body.slice(0, 300)}`)
       }
       await this.#follow(ref, request, answer)
@@ -322,7 +324,7 @@ export class Fuzzer {
 
   /** Sends through a proxy and checks the answer; undefined when Prism answered itself. */
   async #send (proxy: PrismProxy, ref: OperationRef | undefined, request: Request): Promise<Answer | undefined> {
-    const search = new URLSearchParams(request.query ?? {}).toString()
+    const search = searchOf(request.query)
     const url = `${proxy.origin}${request.path}${search === '' ? '' : `?${search}`}`
     const response = await fetch(url, {
       method: request.method,
@@ -371,3 +373,10 @@ interface Answer {
 }
 
 export { Contract }
+
+/** The query string of a request's parameters, a list as repeated keys. */
+function searchOf (query: Record<string, string | string[]> | undefined): string {
+  const entries = Object.entries(query ?? {}).flatMap(([key, value]) =>
+    (Array.isArray(value) ? value : [value]).map((item): [string, string] => [key, item]))
+  return new URLSearchParams(entries).toString()
+}
