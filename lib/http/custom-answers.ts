@@ -9,7 +9,7 @@ import type { Row } from '../sql.js'
 import { preconditionOf } from './conditional-requests.js'
 import type { RouteContext } from './route-context.js'
 import { collectionParams, elementParams } from './route-schemas.js'
-import { hideFields } from './field-hiding.js'
+import { hiddenFromRead, hideFields } from './field-hiding.js'
 import { jsonType, loadRelations, tagRow } from './routes.js'
 
 // What a custom route (or any handler) answers with to be as first-class as a generated one: the If-Match
@@ -39,8 +39,13 @@ export function requestPrecondition (context: RouteContext, request: FastifyRequ
   const precondition = preconditionOf(request.headers['if-match'], context.versions.requireIfMatch)
   // The tag compared is of the row as this request's GET serves it: its relations under its rules.
   return precondition?.kind === 'match'
-    ? { ...precondition, reader: { request, token: request.viewsetToken } }
+    ? { ...precondition, reader: { request, token: request.viewsetToken, hidden: hiddenOf(context, request) } }
     : precondition
+}
+
+/** The fields the caller's GET hides (resolved before the handler, see `customPreHandler`): the tag is without them. */
+function hiddenOf (context: RouteContext, request: FastifyRequest): ReadonlySet<string> | undefined {
+  return context.hiding === undefined ? undefined : hiddenFromRead(request)
 }
 
 /** Where the relations of an answer are read: the replica for a read, the primary after a write. */
@@ -60,7 +65,7 @@ export async function representRow (context: RouteContext, reply: FastifyReply, 
   }
   // Field rules hold here too: the caller's hidden fields are dropped before the tag and the body are made.
   if (context.hiding !== undefined) {
-    await context.hiding.resolve(reply.request, 'GET')
+    await context.hiding.resolve(reply.request)
     hideFields(reply.request, row)
   }
   const { etag, body } = tagRow(context, row)
@@ -76,7 +81,7 @@ export async function representRows (context: RouteContext, reply: FastifyReply,
     await loadRelations(scope, reply.request, resource, dbOf(context, reply.request), rows, fields.defaultRelations)
   }
   if (context.hiding !== undefined) {
-    await context.hiding.resolve(reply.request, 'LIST')
+    await context.hiding.resolve(reply.request)
     hideFields(reply.request, rows)
   }
   reply.type(jsonType)

@@ -149,12 +149,15 @@ export class FieldHiding {
     if (validate(data) !== true) throw validationError(validate.errors ?? [], restricted.part)
   }
 
-  /** The caller's view for an answer no generated route prepared (a custom route's): resolved, nothing validated. */
-  async resolve (request: FastifyRequest, method: ViewsetMethod): Promise<void> {
+  /**
+   * The views of a request no generated route prepared (a custom route's): GET's, which its answers (`represent`)
+   * and the tag its `If-Match` compares (`precondition`) follow. Nothing is validated: the route validates its input.
+   */
+  async resolve (request: FastifyRequest): Promise<void> {
     const rules = this.#plan.rules
     if (rules === undefined || requests.has(request)) return
-    const view = await rules.view({ request, token: request.viewsetToken, method })
-    requests.set(request, { hiding: this, view, read: undefined, related: new Map(), restricted: undefined })
+    const view = await rules.view({ request, token: request.viewsetToken, method: 'GET' })
+    requests.set(request, { hiding: this, view, read: view, related: new Map(), restricted: undefined })
   }
 
   /** Whether a name (a field, or a dotted path through relations) is one the request's caller may name. */

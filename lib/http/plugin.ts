@@ -36,6 +36,8 @@ export interface MountedViewset {
   readonly protect: onRequestAsyncHookHandler
   /** The check of a nested viewset's parent, run before the handler of every route (http/parent-binding.ts). */
   readonly preHandler?: preHandlerAsyncHookHandler
+  /** Run before a custom route's handler only: the caller's field views, which its answers and If-Match follow. */
+  readonly customPreHandler?: preHandlerAsyncHookHandler
   /** The startup checks that count protected custom routes, run once they are added. */
   checkProtectedRoutes(count: number): void
 }
@@ -128,7 +130,9 @@ export function viewsetPlugin (
       route.handler = cancellable(servedBy(route.handler))
       if (protectCustomRoute(route, mounted.protect)) protectedRoutes++
       documentErrors(route)
-      if (!isMethodRoute(route)) Object.assign(route, withPreHandler(route, mounted.preHandler))
+      if (!isMethodRoute(route)) {
+        Object.assign(route, withPreHandler(withPreHandler(route, mounted.preHandler), mounted.customPreHandler))
+      }
     })
     await mounted.customRoutes(fastify)
     mounted.checkProtectedRoutes(protectedRoutes)

@@ -1,5 +1,5 @@
 import type { TObject } from '@sinclair/typebox'
-import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
+import type { FastifyInstance, onRequestAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify'
 import { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import { Statements } from '../data/statements.js'
 import { TableGateway } from '../data/table-gateway.js'
@@ -26,6 +26,7 @@ import { bindParent } from '../http/parent-binding.js'
 import type { ParentBinding } from '../http/parent-binding.js'
 import type { FieldAccessFunction, FieldRules } from '../query/field-access.js'
 import { narrowListPlan } from '../http/field-hiding.js'
+import type { FieldHiding } from '../http/field-hiding.js'
 import { fieldRulesOf, servedSchema } from './field-rules.js'
 import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
@@ -403,6 +404,7 @@ export async function mountViewset (
             await parent.check(request, reply, reads ? readDb : db)
           },
         }),
+    ...(context.hiding === undefined ? {} : { customPreHandler: fieldViewsOf(context.hiding) }),
     customRoutes: async (instance) => {
       await declaration.customRoutes(instance)
     },
@@ -411,4 +413,9 @@ export async function mountViewset (
     },
   }
   return { prepared: Object.freeze({ resource: context.resource, defaults, fields: context.fields, context }), mounted }
+}
+
+/** A custom route's hook under field rules: the caller's views, resolved before its handler reads or writes. */
+function fieldViewsOf (hiding: FieldHiding): preHandlerAsyncHookHandler {
+  return async (request) => { await hiding.resolve(request) }
 }

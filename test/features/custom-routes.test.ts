@@ -58,7 +58,7 @@ class TaskViewset extends Viewset<IssuesDB, 'tasks', typeof Issue> {
 async function issuesApp (
   t: TestContext,
   dialect: TestDialect,
-  { docs = false, ...options }: { requireIfMatch?: boolean; docs?: boolean } = {}
+  { docs = false, ...options }: { requireIfMatch?: boolean; docs?: boolean; fieldAccess?: unknown } = {}
 ) {
   const database = await testDatabase(t, dialect)
   await seedTenants(database, dialect)
@@ -87,6 +87,27 @@ async function statusOf (db: Kysely<IssuesDB>, id: number): Promise<string | und
 
 for (const dialect of dialects) {
   describe(`custom action routes answer as PATCH does (${dialect.name})`, () => {
+    test('represent and representList hide the fields the caller\'s field rules hide, as GET and LIST do', async (t) => {
+      const fieldAccess = () => ({ hidden: ['secret'] })
+      const { app, db, alice } = await issuesApp(t, dialect, { fieldAccess })
+      const got = await app.inject({ method: 'GET', url: '/tasks/1', headers: alice })
+      assert.equal('secret' in got.json(), false)
+      const closed = await app.inject({
+        method: 'POST', url: '/tasks/1/close', headers: { ...alice, 'if-match': String(got.headers.etag) },
+      })
+      assert.equal(closed.statusCode, 200)
+      assert.equal('secret' in closed.json(), false)
+      assert.equal(closed.body.includes('alice-secret'), false)
+      assert.equal(await statusOf(db, 1), 'closed')
+      const after = await app.inject({ method: 'GET', url: '/tasks/1', headers: alice })
+      assert.equal(closed.body, after.body)
+      assert.equal(closed.headers.etag, after.headers.etag)
+      const listed = await app.inject({ method: 'GET', url: '/tasks/closed', headers: alice })
+      assert.equal(listed.statusCode, 200)
+      assert.deepEqual(listed.json().map((row: { id: number }) => row.id), [1])
+      assert.equal(listed.body.includes('alice-secret'), false)
+    })
+
     test('a stale If-Match is a 412 and changes nothing; a good one closes, with relations and the new ETag',
       async (t) => {
         const { app, db, alice } = await issuesApp(t, dialect)

@@ -121,6 +121,39 @@ for (const dialect of dialects) {
       assert.equal((await ask('/tasks?search=a-task')).json().length, 3)
     })
 
+    test('a hidden name is unknown inside or/and/not groups and to the new operators (issue 37 terms)', async (t) => {
+      const { app, admin, support } = await ticketsApp(t, dialect, {
+        filterFields: { title: ['eq', 'startswith'], secret: ['eq', 'nin', 'startswith', 'endswith'] },
+      })
+      const ask = async (url: string, headers = support) => await app.inject({ url, headers })
+      for (const [hidden, unknown] of [
+        ['/tasks?or=(title.a-task-1,secret.alice-secret-1)', '/tasks?or=(title.a-task-1,sekret.alice-secret-1)'],
+        ['/tasks?not.and=(secret__startswith.alice)', '/tasks?not.and=(sekret__startswith.alice)'],
+        ['/tasks?and=(title__startswith.a,or(secret__endswith.1))', '/tasks?and=(title__startswith.a,or(sekret__endswith.1))'],
+      ] as const) {
+        const refused = await ask(hidden)
+        assert.equal(refused.statusCode, 400, hidden)
+        assert.equal(refused.json().code, 'FST_VIEWSET_VALIDATION')
+        assert.equal(refused.body.includes('alice-secret'), false)
+        assert.equal(renamed(refused.body, 'secret', 'sekret'), (await ask(unknown)).body, hidden)
+        assert.equal((await ask(hidden, admin)).statusCode, 200, hidden)
+      }
+      for (const [hidden, unknown] of [
+        ['/tasks?secret__startswith=alice', '/tasks?sekret__startswith=alice'],
+        ['/tasks?secret__nin=x', '/tasks?sekret__nin=x'],
+      ] as const) {
+        const refused = await ask(hidden)
+        assert.equal(refused.statusCode, 400, hidden)
+        assert.equal(renamed(refused.body, 'secret', 'sekret'), (await ask(unknown)).body, hidden)
+      }
+      // the admin's group finds alice's first ticket by its secret; support's visible terms still work
+      const found = await ask('/tasks?or=(secret.alice-secret-1,title.none)', admin)
+      assert.deepEqual(found.json<Array<{ id: number }>>().map((row) => row.id), [1])
+      const visible = await ask('/tasks?or=(title.a-task-1,title.none)')
+      assert.deepEqual(visible.json<Array<{ id: number }>>().map((row) => row.id), [1])
+      assert.equal(visible.body.includes('secret'), false)
+    })
+
     test('relations of other viewsets apply the related table\'s field rule (GET to-one, LIST to-many)', async (t) => {
       const { app, admin, support } = await ticketsApp(t, dialect)
       // projects → tasks (to-many): the tasks' 'LIST' rule hides secret from support
