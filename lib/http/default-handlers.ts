@@ -1,15 +1,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import type { Precondition } from '../data/precondition.js'
+import { inElement } from '../data/bulk-conflicts.js'
+import type { AfterRow } from '../data/gateway-results.js'
 import type { TableGateway } from '../data/table-gateway.js'
 import { upsertBranches } from '../data/upsert-branches.js'
+import { inTransaction } from '../data/write-check.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { invalidFields } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import { andThen } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
-import type { RowContext, ScopedMethod, ViewsetToken, WriteMethod } from '../options.js'
+import type { AfterWriteMethod, RowChange, RowContext, ScopedMethod, ViewsetToken, WriteMethod } from '../options.js'
 import type { CursorPosition } from '../query/cursor.js'
 import { encodeCursor } from '../query/cursor.js'
 import type { FieldSelection } from '../query/fields.js'
@@ -61,6 +64,10 @@ export interface DefaultHandlerContext {
   beforeWrite(values: Row, context: RowContext<WriteMethod>): unknown
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
+  /** The viewset's `afterWrite`, run in the write's transaction after each row written; `undefined` without one. */
+  readonly afterWrite?:
+    | ((trx: AnyDatabase, context: RowContext<AfterWriteMethod>, change: RowChange<Row>) => Promise<void>)
+    | undefined
 }
 
 /** A LIST's count, and whether it is the planner's estimate. */
@@ -122,6 +129,38 @@ export class DefaultHandlers {
     return isRecord(written) && typeof written.then === 'function'
       ? Promise.resolve(written).then(writtenValues)
       : writtenValues(written)
+  }
+
+  /** The viewset's `afterWrite` for the rows this request writes with `method`, or `undefined` without one. */
+  #afterRow (request: FastifyRequest, token: ViewsetToken | null, method: AfterWriteMethod): AfterRow | undefined {
+    const { afterWrite } = this.#context
+    if (afterWrite === undefined) return undefined
+    return async (trx, before, after) => { await afterWrite(trx, { request, token, method }, { before, after }) }
+  }
+
+  /**
+   * Runs `write` (of new rows) as it is without `afterWrite`; with one, in a transaction (`db`'s, or its own), then
+   * `afterWrite` of each row it created, in order.
+   */
+  #creating<T extends Row | Row[]> (
+    after: AfterRow | undefined,
+    write: (db: AnyDatabase) => Eventually<T>
+  ): Eventually<T> {
+    if (after === undefined) return write(this.#context.db)
+    return inTransaction(this.#context.db, async (trx) => {
+      const written = await write(trx)
+      for (const row of Array.isArray(written) ? written : [written]) await after(trx, null, row)
+      return written
+    })
+  }
+
+  /** `beforeWrite`'s values for element `index` of a bulk body: an error it throws names the element (`/3/field`). */
+  async #inElement (index: number, values: () => Eventually<Row>): Promise<Row> {
+    try {
+      return await values()
+    } catch (error) {
+      throw inElement(error, index)
+    }
   }
 
   /** The fields of a body that may be written: read-only fields and relations are dropped. */
@@ -203,8 +242,9 @@ export class DefaultHandlers {
     // The caller must be able to read what it creates: the row as stored must be in the GET rule.
     const check = this.#context.scopeOf(request, token, 'GET')
     return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
-      this.#context.foreignKeys.around(this.#context.db, [values], { request, token }, false, (db) =>
-        this.#context.resource.insert(db, values, check))
+      this.#creating(this.#afterRow(request, token, 'POST'), (on) =>
+        this.#context.foreignKeys.around(on, [values], { request, token }, false, (db) =>
+          this.#context.resource.insert(db, values, check)))
     )
   }
 
@@ -230,8 +270,10 @@ export class DefaultHandlers {
     return await upsertBranches(resource, db, {
       sent,
       bulk,
-      prepare: async (fields, creates) => await withCancellation(scope, () =>
-        this.#beforeWrite(fields, { request, token, method: creates ? created : 'PATCH' })),
+      prepare: async (fields, creates, index) => await withCancellation(scope, () => {
+        const values = () => this.#beforeWrite(fields, { request, token, method: creates ? created : 'PATCH' })
+        return bulk ? this.#inElement(index, values) : values()
+      }),
       // The tag compared is of the row as this request's GET serves it: its relations under its rules.
       precondition: precondition?.kind === 'match' ? { ...precondition, reader: { request, token } } : precondition,
       rules: {
@@ -241,7 +283,18 @@ export class DefaultHandlers {
       checkKeys: async (trx, values) => {
         await this.#context.foreignKeys.checkOf(trx, values, { request, token }, bulk)?.(trx)
       },
+      afterWrite: this.#afterUpserted(request, token, created),
     })
+  }
+
+  /** An upsert's `afterWrite`: told the method `beforeWrite` was told on each element's branch. */
+  #afterUpserted (request: FastifyRequest, token: ViewsetToken | null, created: 'POST' | 'BULK') {
+    const afterCreated = this.#afterRow(request, token, created)
+    const afterUpdated = this.#afterRow(request, token, 'PATCH')
+    if (afterCreated === undefined || afterUpdated === undefined) return undefined
+    return async (trx: AnyDatabase, creates: boolean, before: Row | null, after: Row) => {
+      await (creates ? afterCreated : afterUpdated)(trx, before, after)
+    }
   }
 
   /** BULK: inserts (or with Prefer merge-duplicates, upserts) every element, all or none, in element order. */
@@ -249,16 +302,19 @@ export class DefaultHandlers {
     const bodies: unknown[] = Array.isArray(request.body) ? request.body : []
     const sent = bodies.map((body) => this.writable(body))
     const context = { request, token, method: 'BULK' } as const
-    const { resource, db } = this.#context
+    const { resource } = this.#context
     // The write starts after beforeWrite's awaits: in the request's cancellation scope (execution/cancellation.ts).
     const scope = currentCancellation()
     if (!this.#mergesDuplicates(request)) {
       const values: Row[] = []
-      for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
+      for (const [index, fields] of sent.entries()) {
+        values.push(await this.#inElement(index, () => this.#beforeWrite(fields, context)))
+      }
       const check = this.#context.scopeOf(request, token, 'GET')
       return await withCancellation(scope, () =>
-        this.#context.foreignKeys.around(db, values, { request, token }, true, (on) =>
-          resource.insertMany(on, values, check)))
+        this.#creating(this.#afterRow(request, token, 'BULK'), (trx) =>
+          this.#context.foreignKeys.around(trx, values, { request, token }, true, (on) =>
+            resource.insertMany(on, values, check))))
     }
     this.#checkConflictFields(sent, true)
     const written = await this.#upsert(request, token, sent, true)
@@ -306,10 +362,11 @@ export class DefaultHandlers {
     const scope = this.#context.scopeOf(request, token, method)
     // The foreign keys written are checked once the row is found in the scope and its precondition holds.
     const keys = (values: Row) => this.#context.foreignKeys.checkOf(db, [values], { request, token }, false)
+    const after = this.#afterRow(request, token, method)
     return andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }), (values) =>
       // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing; then the
       // row as written must still be in the scope (else a 403, nothing changed).
-      andThen(resource.update(db, id, values, scope, precondition, scope, keys(values)), (row) =>
+      andThen(resource.update(db, id, values, scope, precondition, scope, keys(values), after), (row) =>
         row === undefined ? this.#context.notFound(id) : row
       )
     )
@@ -323,7 +380,8 @@ export class DefaultHandlers {
   ): Eventually<void> {
     const scope = this.#context.scopeOf(request, token, 'DELETE')
     const id = idOf(request)
-    return andThen(this.#context.resource.delete(this.#context.db, id, scope, precondition), (deleted) => {
+    const after = this.#afterRow(request, token, 'DELETE')
+    return andThen(this.#context.resource.delete(this.#context.db, id, scope, precondition, after), (deleted) => {
       if (!deleted) this.#context.notFound(id)
     })
   }

@@ -21,7 +21,9 @@ import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
-import type { ResolvedOptions, RowContext, ViewsetMethod, ViewsetOptions, WriteMethod } from '../options.js'
+import type {
+  AfterWriteMethod, ResolvedOptions, RowChange, RowContext, ViewsetMethod, ViewsetOptions, WriteMethod,
+} from '../options.js'
 import { bindParent } from '../http/parent-binding.js'
 import type { ParentBinding } from '../http/parent-binding.js'
 import { scalarField } from '../query/field-types.js'
@@ -85,10 +87,11 @@ export interface ViewsetDeclaration {
   /** The `static listQuery` of the viewset's class. */
   readonly listQuery: JsonSchema | undefined
   /** The handlers and hooks the viewset overrides (`scope` and `beforeWrite` counted when given as options). */
-  readonly overridden: ReadonlySet<OverridableName | 'scope' | 'beforeWrite'>
+  readonly overridden: ReadonlySet<OverridableName | 'scope' | 'beforeWrite' | 'afterWrite'>
   /** The viewset's handlers: the routes call those it overrides. */
   readonly handlers: ViewsetHandlers
-  readonly rowRules: Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'>
+  readonly rowRules: Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'> &
+    { readonly afterWrite: NonNullable<DefaultHandlerContext['afterWrite']> }
   readonly protect: onRequestAsyncHookHandler
   customRoutes(fastify: FastifyInstance): void | Promise<void>
   /** Sets the rule the viewset's helpers apply (a nested viewset's keeps to the request's parent). */
@@ -223,20 +226,32 @@ function buildTableGateway (
 }
 
 /**
- * The row rules, with `beforeWrite` run serving its request (the helpers it calls apply that request's rule), and
- * under a nested prefix the parent's terms ANDed into the rule and its values into every write.
+ * The row rules, with `beforeWrite` and `afterWrite` run serving their request (the helpers they call apply that
+ * request's rule; no `afterWrite` unless the viewset has one, so that its writes run no statement for it), and under
+ * a nested prefix the parent's terms ANDed into the rule and its values into every write.
  */
 function servedRowRules (
-  { rowRules, overridden, db }: ViewsetDeclaration,
+  { rowRules, overridden, db, columns }: ViewsetDeclaration,
   parent: ParentBinding | undefined
-): ViewsetDeclaration['rowRules'] {
+): Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound' | 'afterWrite'> {
+  const { afterWrite } = rowRules
+  // The hook sees the schema's columns only: the loader's extra keys are selected, never served.
+  const shown = (row: Row | null) => row && Object.fromEntries(columns.map((column) => [column, row[column]]))
+  const hooked = {
+    ...rowRules,
+    afterWrite: overridden.has('afterWrite')
+      ? async (trx: AnyDatabase, context: RowContext<AfterWriteMethod>, { before, after }: RowChange<Row>) => {
+        await serving(context.request, () => afterWrite(trx, context, { before: shown(before), after: shown(after) }))
+      }
+      : undefined,
+  }
   const served = overridden.has('beforeWrite')
     ? {
-        ...rowRules,
+        ...hooked,
         beforeWrite: (values: Row, context: RowContext<WriteMethod>) =>
           serving(context.request, () => rowRules.beforeWrite(values, context))
       }
-    : rowRules
+    : hooked
   if (parent === undefined) return served
   return {
     ...served,

@@ -29,7 +29,8 @@ export interface ViewsetHandlers {
 }
 
 /** A viewset's members that mounting compares with the base class's, to tell its overrides. */
-type Overridable = ViewsetHandlers & { readonly scope: unknown; readonly beforeWrite: unknown }
+type Overridable = ViewsetHandlers &
+  { readonly scope: unknown; readonly beforeWrite: unknown; readonly afterWrite: unknown }
 
 /**
  * The handlers and hooks `viewset` overrides (its members that are not `base`'s); `scope` and `beforeWrite`
@@ -43,13 +44,14 @@ type Overridable = ViewsetHandlers & { readonly scope: unknown; readonly beforeW
 export function overriddenMembers (
   viewset: Overridable,
   base: Overridable,
-  options: { readonly scope?: unknown; readonly beforeWrite?: unknown }
-): Set<OverridableName | 'scope' | 'beforeWrite'> {
-  const overridden = new Set<OverridableName | 'scope' | 'beforeWrite'>(
+  options: { readonly scope?: unknown; readonly beforeWrite?: unknown; readonly afterWrite?: unknown }
+): Set<OverridableName | 'scope' | 'beforeWrite' | 'afterWrite'> {
+  const overridden = new Set<OverridableName | 'scope' | 'beforeWrite' | 'afterWrite'>(
     overridableHandlers.filter((name) => viewset[name] !== base[name])
   )
   if (viewset.scope !== base.scope || options.scope !== undefined) overridden.add('scope')
   if (viewset.beforeWrite !== base.beforeWrite || options.beforeWrite !== undefined) overridden.add('beforeWrite')
+  if (viewset.afterWrite !== base.afterWrite || options.afterWrite !== undefined) overridden.add('afterWrite')
   return overridden
 }
 
