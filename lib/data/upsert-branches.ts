@@ -23,6 +23,8 @@ export interface BranchedUpsert {
   readonly sent: readonly Row[]
   /** The elements of one `POST /bulk`: a 409 names its element. */
   readonly bulk: boolean
+  /** `resolution=ignore-duplicates`: an element whose row exists is left out (not prepared, written or answered). */
+  readonly ignore?: boolean
   /** What `beforeWrite` makes of an element on its branch (`created`: POST or BULK; else PATCH). */
   readonly prepare: (sent: Row, created: boolean, index: number) => Promise<Row>
   /** If-Match, or requireIfMatch's 428, of the updating branch; a match on a creating one is a 412. */
@@ -71,7 +73,8 @@ export async function upsertBranches (
     if (upsert.precondition?.kind === 'match' && created.includes(true)) throw new ViewsetErrors.PreconditionFailed()
     const values: Row[] = []
     for (const [index, row] of upsert.sent.entries()) {
-      values.push(await upsert.prepare(row, created[index] === true, index))
+      const creates = created[index] === true
+      values.push(creates || upsert.ignore !== true ? await upsert.prepare(row, creates, index) : {})
     }
     const decided = { created, found, values, keyOf }
     const write = async () =>
@@ -149,7 +152,8 @@ async function writeBranches (
   }
   await upsert.checkKeys?.(trx, values)
   const rows: Row[] = []
-  const updating = sent.flatMap((row, index) => (created[index] === true ? [] : [{ index, key: keyOf(row) }]))
+  const updating = sent.flatMap((row, index) =>
+    (created[index] === true || upsert.ignore === true ? [] : [{ index, key: keyOf(row) }]))
   updating.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   // With afterWrite, each updated row is read (locked) before its write: the `before` it is told.
   const before: Array<Row | null> = []
@@ -174,13 +178,13 @@ async function writeBranches (
   // The write check of every row written, before the commit: a bulk's 403 names its first element outside its rule.
   const ruleOf = (index: number) => (created[index] === true ? rules.created : rules.updated)
   await checkWritten(trx, resource.upsertKey, resource.dialect.values.keyOf, { rows, ruleOf, bulk })
-  if (upsert.afterWrite !== undefined) {
-    for (const [index, row] of rows.entries()) {
-      const creates = created[index] === true
-      await upsert.afterWrite(trx, creates, creates ? null : (before[index] ?? null), row)
-    }
+  // Ignoring duplicates, the rows written are the created ones; else every element's.
+  const written = upsert.ignore === true ? creating : sent.map((_row, index) => index)
+  for (const index of upsert.afterWrite === undefined ? [] : written) {
+    const creates = created[index] === true
+    await upsert.afterWrite?.(trx, creates, creates ? null : (before[index] ?? null), rows[index] ?? {})
   }
-  return rows.map((row, index) => ({ row, created: created[index] === true }))
+  return written.map((index) => ({ row: rows[index] ?? {}, created: created[index] === true }))
 }
 
 /** The 409 of a conflicting row outside the rule (`element`: the bulk element it is about). */

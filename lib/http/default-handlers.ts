@@ -21,7 +21,7 @@ import type { ListQuery, ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { CountPreference } from '../query/count-plan.js'
 import { isRecord } from '../schema/object-schema.js'
-import { countPreference, mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
+import { countPreference, ignoreDuplicates, mergeDuplicates, resolutionPreference } from './prefer-header.js'
 import { preconditionOf } from './conditional-requests.js'
 
 // The default handlers: what LIST, GET, POST, BULK, PUT, PATCH and DELETE do when the viewset does not
@@ -96,8 +96,8 @@ function idOf (request: FastifyRequest): unknown {
 }
 
 /** Answers an applied merge: 201 when a row was created, else 200, and says so in `Preference-Applied` (RFC 7240). */
-function applyMerge (reply: FastifyReply, created: boolean): void {
-  reply.code(created ? 201 : 200).header('preference-applied', mergeDuplicates)
+function applyMerge (reply: FastifyReply, created: boolean, ignore = false): void {
+  reply.code(created ? 201 : 200).header('preference-applied', ignore ? ignoreDuplicates : mergeDuplicates)
 }
 
 /** The values `beforeWrite` returned, when they are values. */
@@ -238,7 +238,8 @@ export class DefaultHandlers {
   /** POST: inserts what `beforeWrite` makes of the writable fields sent; with Prefer merge-duplicates, upserts. */
   createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<Row> {
     const sent = this.writable(request.body)
-    if (this.#mergesDuplicates(request)) return this.#upsertOne(request, reply, token, sent)
+    const resolution = this.#resolution(request)
+    if (resolution !== undefined) return this.#upsertOne(request, reply, token, sent, resolution === ignoreDuplicates)
     // The caller must be able to read what it creates: the row as stored must be in the GET rule.
     const check = this.#context.scopeOf(request, token, 'GET')
     return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
@@ -248,20 +249,23 @@ export class DefaultHandlers {
     )
   }
 
-  /** POST with `Prefer: resolution=merge-duplicates`: the upsert of one element. */
-  async #upsertOne (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, sent: Row): Promise<Row> {
+  /** POST with `Prefer: resolution=merge-duplicates` (or `ignore-duplicates`: a 204 when ignored): one element. */
+  async #upsertOne (
+    request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, sent: Row, ignore: boolean
+  ): Promise<Row> {
     this.#checkConflictFields([sent], false)
-    const [written] = await this.#upsert(request, token, [sent], false)
-    if (written === undefined) throw new Error('an upsert of one element wrote no row')
-    applyMerge(reply, written.created)
-    return written.row
+    const [written] = await this.#upsert(request, token, [sent], false, ignore)
+    applyMerge(reply, written?.created ?? false, ignore)
+    if (written === undefined) reply.code(204) // the row was ignored: nothing to answer (the route sends no body)
+    return written?.row ?? {}
   }
 
   /**
    * Upserts the elements, each on its branch (data/upsert-branches.ts): `beforeWrite` told `'POST'` (`'BULK'`) where
    * one creates and `'PATCH'` where it updates, the update under PATCH's rule and the request's If-Match.
    */
-  async #upsert (request: FastifyRequest, token: ViewsetToken | null, sent: readonly Row[], bulk: boolean) {
+  async #upsert (request: FastifyRequest, token: ViewsetToken | null, sent: readonly Row[], bulk: boolean,
+    ignore: boolean) {
     const { resource, db, requireIfMatch } = this.#context
     const precondition = preconditionOf(request.headers['if-match'], requireIfMatch)
     const created = bulk ? 'BULK' : 'POST'
@@ -270,6 +274,7 @@ export class DefaultHandlers {
     return await upsertBranches(resource, db, {
       sent,
       bulk,
+      ignore,
       prepare: async (fields, creates, index) => await withCancellation(scope, () => {
         const values = () => this.#beforeWrite(fields, { request, token, method: creates ? created : 'PATCH' })
         return bulk ? this.#inElement(index, values) : values()
@@ -305,7 +310,8 @@ export class DefaultHandlers {
     const { resource } = this.#context
     // The write starts after beforeWrite's awaits: in the request's cancellation scope (execution/cancellation.ts).
     const scope = currentCancellation()
-    if (!this.#mergesDuplicates(request)) {
+    const resolution = this.#resolution(request)
+    if (resolution === undefined) {
       const values: Row[] = []
       for (const [index, fields] of sent.entries()) {
         values.push(await this.#inElement(index, () => this.#beforeWrite(fields, context)))
@@ -317,15 +323,18 @@ export class DefaultHandlers {
             resource.insertMany(on, values, check))))
     }
     this.#checkConflictFields(sent, true)
-    const written = await this.#upsert(request, token, sent, true)
-    applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
+    const ignore = resolution === ignoreDuplicates
+    const written = await this.#upsert(request, token, sent, true, ignore)
+    // Ignoring, only created rows are answered: 201 when there is one, else 200 `[]`.
+    const created = ignore ? written.length > 0 : written.length === 0 || written.some((entry) => entry.created)
+    applyMerge(reply, created, ignore)
     return written.map((entry) => entry.row)
   }
 
-  /** Whether this request upserts: `conflictFields` is set and the client prefers `resolution=merge-duplicates` (else
-   * the header is ignored, as RFC 7240 says). */
-  #mergesDuplicates (request: FastifyRequest): boolean {
-    return this.#context.conflictFields !== undefined && prefersMergeDuplicates(request.headers.prefer)
+  /** How this request resolves duplicates: with `conflictFields`, the `resolution` the client prefers (merge or ignore
+   * them); else none, and the header is ignored, as RFC 7240 says. */
+  #resolution (request: FastifyRequest) {
+    return this.#context.conflictFields === undefined ? undefined : resolutionPreference(request.headers.prefer)
   }
 
   /** A body that merges must send every conflict field, with a value: else a 400 naming each one missing (`email`, or

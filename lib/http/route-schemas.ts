@@ -16,7 +16,7 @@ import {
 import { sharedSerializer } from '../schema/serializer.js'
 import { isRecord } from '../schema/object-schema.js'
 import { securitySchemeName } from './auth.js'
-import { mergeDuplicates, returnMinimal } from './prefer-header.js'
+import { ignoreDuplicates, mergeDuplicates, returnMinimal } from './prefer-header.js'
 import type { RouteAuth, RouteContext, RouteSchemas } from './route-context.js'
 
 // The schema of each generated route: what it validates, and what OpenAPI says of it (operationId, bodies,
@@ -227,6 +227,13 @@ export function getSchema (context: RouteContext): RouteSchema {
   return schema
 }
 
+/** What `resolution=ignore-duplicates` leaves out, as the Prefer parameter says it. */
+function ignored (bulk: boolean): string {
+  return bulk
+    ? 'each element whose row exists (only created rows are answered: 200 [] when none)'
+    : 'the body when its row exists (then 204, no body)'
+}
+
 /**
  * With `conflictFields`: the `Prefer` request header, and the 200 a merge into an existing row answers
  * (`answer`: the answer's schema), both answers carrying `Preference-Applied` when the merge was applied.
@@ -243,7 +250,8 @@ function documentMerge (schema: RouteSchema, schemas: RouteSchemas, answer: Json
         type: 'string',
         description: `RFC 7240 preferences. \`${mergeDuplicates}\` upserts: ${each} the row with the same ${fields} ` +
           '(only the fields sent; a row outside your scope is a 409), else is inserted. ' +
-          `Every ${bulk ? 'element' : 'body'} must then send ${fields}.`,
+          `Every ${bulk ? 'element' : 'body'} must then send ${fields}. \`${ignoreDuplicates}\` leaves out ` +
+          `${ignored(bulk)}, that row unchanged.`,
         examples: [mergeDuplicates],
       },
     },

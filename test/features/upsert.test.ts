@@ -171,7 +171,7 @@ for (const dialect of dialects) {
       })
       assert.equal(created.statusCode, 201)
       assert.equal(created.headers['preference-applied'], undefined)
-      for (const headers of [{}, { prefer: 'return=minimal' }, { prefer: 'resolution=ignore-duplicates' }]) {
+      for (const headers of [{}, { prefer: 'return=minimal' }, { prefer: 'resolution=other' }]) {
         const duplicate = await app.inject({
           method: 'POST',
           url: '/people',
