@@ -10,7 +10,7 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
-import { recordServedRequests, serving } from '../execution/served-request.js'
+import { recordServedRequests } from '../execution/served-request.js'
 import {
   canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier,
 } from '../http/auth.js'
@@ -21,11 +21,8 @@ import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
-import type {
-  AfterWriteMethod, ResolvedOptions, RowChange, RowContext, ViewsetMethod, ViewsetOptions, WriteMethod,
-} from '../options.js'
+import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
 import { bindParent } from '../http/parent-binding.js'
-import type { ParentBinding } from '../http/parent-binding.js'
 import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
@@ -43,6 +40,7 @@ import { deriveEntity, deriveSerializerSchema, withChildLimits, writableFields }
 import { nameFromPrefix } from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
 import { columnTypesProblem } from './column-types-check.js'
+import { servedRowRules } from './served-row-rules.js'
 import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
@@ -223,41 +221,6 @@ function buildTableGateway (
     uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],
     conflictFields,
   })
-}
-
-/**
- * The row rules, with `beforeWrite` and `afterWrite` run serving their request (the helpers they call apply that
- * request's rule; no `afterWrite` unless the viewset has one, so that its writes run no statement for it), and under
- * a nested prefix the parent's terms ANDed into the rule and its values into every write.
- */
-function servedRowRules (
-  { rowRules, overridden, db, columns }: ViewsetDeclaration,
-  parent: ParentBinding | undefined
-): Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound' | 'afterWrite'> {
-  const { afterWrite } = rowRules
-  // The hook sees the schema's columns only: the loader's extra keys are selected, never served.
-  const shown = (row: Row | null) => row && Object.fromEntries(columns.map((column) => [column, row[column]]))
-  const hooked = {
-    ...rowRules,
-    afterWrite: overridden.has('afterWrite')
-      ? async (trx: AnyDatabase, context: RowContext<AfterWriteMethod>, { before, after }: RowChange<Row>) => {
-        await serving(context.request, () => afterWrite(trx, context, { before: shown(before), after: shown(after) }))
-      }
-      : undefined,
-  }
-  const served = overridden.has('beforeWrite')
-    ? {
-        ...hooked,
-        beforeWrite: (values: Row, context: RowContext<WriteMethod>) =>
-          serving(context.request, () => rowRules.beforeWrite(values, context))
-      }
-    : hooked
-  if (parent === undefined) return served
-  return {
-    ...served,
-    scopeOf: parent.scoped(db, served.scopeOf),
-    beforeWrite: (values, context) => served.beforeWrite({ ...values, ...parent.values(context.request) }, context),
-  }
 }
 
 /** What the default POST and BULK read to upsert: the key they merge on, and whether an update needs If-Match. */
