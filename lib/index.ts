@@ -12,8 +12,9 @@ export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'
 export type { ViewsetDocsOptions } from './docs.js'
 export { baseMethods, filterOperators, viewsetMethods } from './options.js'
 export type {
-  AuthorizedMethod, BeforeWriteFunction, CheckedSchema, DerivedScopedMethod, FieldOf, FilterOperator, RowContext,
-  ScopedMethod, ScopeFunction, ScopeRules, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
+  AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, DerivedScopedMethod,
+  FieldOf, FilterOperator, RowChange, RowContext, ScopedMethod, ScopeFunction, ScopeRules, TokenClaims, ViewsetMethod,
+  ViewsetOptions, ViewsetToken, WriteMethod,
 } from './options.js'
 export type {
   PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,

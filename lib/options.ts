@@ -15,12 +15,15 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 
 export { baseMethods, defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js'
 export type {
+  AfterWriteFunction,
+  AfterWriteMethod,
   AuthorizedMethod,
   BeforeWriteFunction,
   CheckedSchema,
   FieldOf,
   FilterOperator,
   RelationPath,
+  RowChange,
   RowContext,
   SchemaOf,
   DerivedScopedMethod,
@@ -72,6 +75,7 @@ const knownOptionKeys = {
     'scope',
     'beforeWrite',
     'fieldAccess',
+    'afterWrite',
     'versionField',
     'requireIfMatch',
     'withoutTokens',
@@ -322,7 +326,7 @@ function checkShapes (options: Record<string, unknown>): void {
     fail('filterFields', "expected an object such as { name: ['eq', 'contains'] }")
   }
   checkScopeOption(options.scope)
-  for (const key of ['authenticate', 'authorize', 'beforeWrite', 'fieldAccess'] as const) {
+  for (const key of ['authenticate', 'authorize', 'beforeWrite', 'afterWrite', 'fieldAccess'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
   for (const key of ['requireIfMatch', 'withoutTokens'] as const) {

@@ -2,15 +2,19 @@
 // are in options.ts (phase 1, no database) and mount/ (phase 2, against the catalog).
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
-import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from 'kysely'
+import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely'
 import type { RelatedConfig } from './relations/config.js'
 import type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 import type { ViewsetToken } from './tokens.js'
 import type { FieldAccessFunction } from './query/field-access.js'
+import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 export type { TokenClaims, ViewsetToken } from './tokens.js'
+export type {
+  AfterWriteFunction, AfterWriteMethod, BeforeWriteFunction, RowChange, RowContext, WriteMethod,
+} from './write-hooks.js'
 
 /**
  * The base of every derived method: a derived method is protected whenever its base is (`protectedMethods`),
@@ -43,34 +47,6 @@ export const baseMethods: Readonly<Record<string, ViewsetMethod>> = Object.freez
  * ```
  */
 export type ScopedMethod = Exclude<ViewsetMethod, 'POST' | 'BULK'>
-/**
- * The viewset methods that write a body, and so run `beforeWrite`.
- *
- * @example
- * ```ts
- * const stamp = (values: Updateable<DB['items']>, { method }: RowContext<WriteMethod>) =>
- *   method === 'POST' ? { ...values, version: 1 } : values
- * ```
- */
-export type WriteMethod = 'POST' | 'BULK' | 'PUT' | 'PATCH'
-
-/**
- * What `scope` and `beforeWrite` know of a request: the request itself, the claims of the verified bearer
- * token (`null` when no valid token was sent), and the viewset method (never the HTTP verb).
- *
- * @example
- * ```ts
- * function ownerOf ({ token, request }: RowContext): string {
- *   return token?.sub ?? request.ip
- * }
- * ```
- */
-export interface RowContext<M extends ViewsetMethod = ViewsetMethod> {
-  readonly request: FastifyRequest
-  readonly token: ViewsetToken | null
-  readonly method: M
-}
-
 /**
  * A row rule: the condition every statement that reads or changes rows of this request is restricted to
  * (LIST and its count, GET, the UPDATE of PUT and PATCH, DELETE), or `undefined` for no restriction.
@@ -113,21 +89,6 @@ export type DerivedScopedMethod =
 export type ScopeRules<DB, TB extends keyof DB> = {
   readonly [M in ScopedMethod | DerivedScopedMethod]?: ScopeFunction<DB, TB> | null
 }
-
-/**
- * Runs for POST, BULK (each element), PUT and PATCH after validation, before the statement: receives the writable
- * fields the body
- * sent and returns what is written, which may set read-only fields and columns outside the schema.
- *
- * @example
- * ```ts
- * beforeWrite: (values, { token }) => ({ ...values, owner: token?.sub })
- * ```
- */
-export type BeforeWriteFunction<DB, TB extends keyof DB> = (
-  values: Updateable<DB[TB]>,
-  context: RowContext<WriteMethod>,
-) => Updateable<DB[TB]> | Promise<Updateable<DB[TB]>>
 
 /**
  * Field names of a schema.
@@ -327,6 +288,8 @@ export interface ViewsetOptions<
   /** Field rules per request (default: none): the fields a caller may not read or write; see {@link
    * FieldAccessFunction}. Also where other viewsets' relations and relation paths read this table. */
   fieldAccess?: FieldAccessFunction
+  /** What runs after each row written, in the write's transaction (default: nothing): {@link AfterWriteFunction}. */
+  afterWrite?: AfterWriteFunction<DB, Static<S>>
   /**
    * The relation fields loaded when a request names no `?fields=`, on LIST, GET and write responses
    * (default: every configured relation; `[]` for none). A relation not loaded is absent from the object;

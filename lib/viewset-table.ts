@@ -30,9 +30,19 @@ function asRow (row: unknown): Row {
   return isRecord(row) ? row : {}
 }
 
+/** The same Kysely instance (or transaction) under another type: DB is a compile-time map of tables. */
+function retyped<To> (db: object): To {
+  return db as To // the instance is the same; only the map of tables its type names differs
+}
+
 /** The viewset reaches tables by names checked at mounting, so it queries through an untyped view of `db`. */
 export function untyped<DB> (db: Kysely<DB>): AnyDatabase {
-  return db as unknown as AnyDatabase // DB is a compile-time map of tables; the instance is the same
+  return retyped<AnyDatabase>(db)
+}
+
+/** A write's transaction as the hooks a user writes take it: typed with the app's `DB`. */
+export function typedTransaction<DB> (trx: AnyDatabase): Transaction<DB> {
+  return retyped<Transaction<DB>>(trx)
 }
 
 // What each viewset prepared when it was mounted; a viewset not mounted yet has none.

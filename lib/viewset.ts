@@ -14,11 +14,12 @@ import type { ViewsetDeclaration } from './mount/mount-viewset.js'
 import { listQueryOf } from './mount/list-querystring.js'
 import { overriddenMembers } from './mount/override-handlers.js'
 import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, SchemaOf, ViewsetMethod } from './options.js'
-import type { ViewsetOptions, ViewsetToken, WriteMethod } from './options.js'
+import type { ViewsetOptions, ViewsetToken } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { scopeCondition } from './query/scope.js'
 import { withBaseRule } from './query/scope-rules.js'
-import { asServed, preparedOf, setHelperRule, setPrepared, untyped, ViewsetTable } from './viewset-table.js'
+import { asServed, preparedOf, setHelperRule, setPrepared, typedTransaction, untyped } from './viewset-table.js'
+import { ViewsetHooks } from './viewset-hooks.js'
 import type { RelatedConfig } from './relations/config.js'
 import { relatedConfigOf, relationFields } from './relations/loader.js'
 import type { CreateManyRequest, CreateRequest, ElementRequest, ListRequest } from './requests.js'
@@ -50,7 +51,7 @@ export class Viewset<
   TB extends keyof DB & string,
   S extends SchemaOf<DB, TB, S>,
   R extends RelatedConfig<DB> = RelatedConfig<DB>
-> extends ViewsetTable<DB, TB, S> {
+> extends ViewsetHooks<DB, TB, S> {
   /** Extra query parameters of LIST, merged over the defaults; validated and documented. */
   static listQuery: TObject | undefined = undefined
 
@@ -204,26 +205,6 @@ export class Viewset<
   }
 
   /**
-   * What POST, PUT and PATCH write: receives the writable fields the body sent (for PATCH only those;
-   * read-only fields never) after validation, and returns the values to write, which may set read-only
-   * fields and columns that are not in the schema. Throw a `ViewsetErrors` error to answer it; nothing is
-   * written then. Calls the `beforeWrite` option by default (else returns the values as they are).
-   *
-   * @example
-   * ```ts
-   * override beforeWrite (values: Updateable<DB['items']>, { token }: RowContext<WriteMethod>) {
-   *   return { ...values, owner: token?.sub }
-   * }
-   * ```
-   */
-  beforeWrite (
-    values: Updateable<DB[TB]>,
-    context: RowContext<WriteMethod>
-  ): Updateable<DB[TB]> | Promise<Updateable<DB[TB]>> {
-    return this.options.beforeWrite === undefined ? values : this.options.beforeWrite(values, context)
-  }
-
-  /**
    * The field rule of a request: the fields its caller may not read (`hidden`) or write (`readOnly`), `undefined` for
    * none; also called with `'GET'`/`'LIST'` when other viewsets read this table. Calls the `fieldAccess` option.
    * @example
@@ -272,6 +253,10 @@ export class Viewset<
       rowRules: {
         scopeOf: this.#scopeOf,
         beforeWrite: (values, context) => this.beforeWrite(values as Updateable<DB[TB]>, context), // writable columns
+        afterWrite: async (trx, context, { before, after }) => {
+          const change = { before: before && asServed<Static<S>>(before), after: after && asServed<Static<S>>(after) }
+          await this.afterWrite(context, change, typedTransaction(trx))
+        },
         notFound: (id) => this.notFound(id),
       },
       protect: this.protect,

@@ -21,6 +21,29 @@ export function elementConflict (
   )
 }
 
+/**
+ * An error a hook (`beforeWrite`) threw for one element of a bulk body, made to name it: each field it lists by JSON
+ * pointer under the element (`project_id` → `/3/project_id`, none → `/3`), and its detail ends `(element 3)`.
+ * Anything but an error is left as it is.
+ */
+export function inElement (error: unknown, index: number): unknown {
+  if (!(error instanceof Error)) return error
+  const listed = 'errors' in error && Array.isArray(error.errors) ? error.errors : undefined
+  if (listed !== undefined) {
+    for (const entry of listed) {
+      if (!isFieldEntry(entry)) continue
+      entry.field = entry.field === '' ? `/${index}` : `/${index}/${entry.field.replace(/^\//, '')}`
+    }
+  }
+  error.message = `${error.message} (element ${index})`
+  return error
+}
+
+/** An entry of an error's `errors` list, whose field can be renamed. */
+function isFieldEntry (entry: unknown): entry is { field: string } {
+  return typeof entry === 'object' && entry !== null && 'field' in entry && typeof entry.field === 'string'
+}
+
 /** What a field error says of a unique fault. */
 export const duplicateMessage = 'a row with the same value already exists'
 

@@ -1,7 +1,7 @@
 /** What TableGateway's reads and upserts take and answer, apart from the class itself. */
 import type { CursorPosition } from '../query/cursor.js'
 import type { ScopeCondition } from '../query/scope.js'
-import type { Row } from '../sql.js'
+import type { AnyDatabase, Row } from '../sql.js'
 
 /** A row an upsert wrote, and whether it was created (else updated). */
 export interface UpsertedRow {
@@ -23,3 +23,9 @@ export interface FindOptions {
   readonly selection?: { readonly shape: string; readonly columns: readonly string[] } | undefined
   readonly scope?: ScopeCondition | undefined
 }
+
+/**
+ * What runs after one row a write changed, in the write's transaction (the viewset's `afterWrite`): `before` is
+ * `null` for a created row, `after` `null` for a deleted one.
+ */
+export type AfterRow = (trx: AnyDatabase, before: Row | null, after: Row | null) => Promise<void>

@@ -21,7 +21,7 @@ import type { RelationLoader } from '../relations/batched-loader.js'
 import type { RuleRequest } from '../relations/relation-rule.js'
 import { checkedWrite, checkWritten } from './write-check.js'
 import type { WrittenRows } from './write-check.js'
-import type { CursorPage, FindOptions } from './gateway-results.js'
+import type { AfterRow, CursorPage, FindOptions } from './gateway-results.js'
 
 /** What a resource is built from, once the catalog has been read at registration. */
 export interface TableGatewayConfig {
@@ -264,7 +264,8 @@ export class TableGateway {
    * then nothing changes (the dialect checks the scope in the write itself, or in its transaction). With a
    * precondition (If-Match), a version column to increment or a `before` (the foreign-key check), the row is read
    * and locked first, in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two
-   * writers with the same tag get one write. With `check`, the row as written must be in it, else a 403.
+   * writers with the same tag get one write. With `check`, the row as written must be in it, else a 403. With
+   * `after` (afterWrite), the row is read first too, and `after` runs with it and the row written, in the transaction.
    */
   update (
     db: AnyDatabase,
@@ -273,7 +274,8 @@ export class TableGateway {
     scope?: ScopeCondition,
     precondition?: Precondition,
     check?: ScopeCondition,
-    before?: (trx: AnyDatabase) => Promise<void>
+    before?: (trx: AnyDatabase) => Promise<void>,
+    after?: AfterRow
   ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
     const write = (on: AnyDatabase, written: Row): Eventually<Row | undefined> =>
@@ -281,21 +283,34 @@ export class TableGateway {
         ? this.dialect.writes.update(on, this.#target, id, written, scope)
         : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, (trx) =>
           this.dialect.writes.update(trx, this.#target, id, written, scope))
-    if (precondition === undefined && versionField === undefined && before === undefined) return write(db, values)
+    const plain = precondition === undefined && before === undefined && after === undefined
+    if (plain && versionField === undefined) return write(db, values)
     return this.#guarded(db, id, scope, precondition, async (trx, row) => {
       await before?.(trx)
       // The increment is computed from the locked row, so it is part of this one UPDATE.
       const next = versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 }
-      return await write(trx, { ...values, ...next })
+      const written = await write(trx, { ...values, ...next })
+      if (written !== undefined) await after?.(trx, row, written)
+      return written
     })
   }
 
   /** Deletes one row; false when there was none (in the scope, when one is given). A precondition is checked as
-   * `update` checks it. Answered as {@link find} answers. */
-  delete (db: AnyDatabase, id: unknown, scope?: ScopeCondition, precondition?: Precondition): Eventually<boolean> {
+   * `update` checks it, and `after` runs as `update` runs it. Answered as {@link find} answers. */
+  delete (
+    db: AnyDatabase,
+    id: unknown,
+    scope?: ScopeCondition,
+    precondition?: Precondition,
+    after?: AfterRow
+  ): Eventually<boolean> {
     const remove = (on: AnyDatabase) => this.dialect.writes.delete(on, this.#target, id, scope)
-    if (precondition === undefined) return remove(db)
-    return this.#guarded(db, id, scope, precondition, remove).then((deleted) => deleted ?? false)
+    if (precondition === undefined && after === undefined) return remove(db)
+    return this.#guarded(db, id, scope, precondition, async (trx, row) => {
+      const deleted = await remove(trx)
+      if (deleted) await after?.(trx, row, null)
+      return deleted
+    }).then((deleted) => deleted ?? false)
   }
 
   /**

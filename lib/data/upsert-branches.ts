@@ -23,14 +23,20 @@ export interface BranchedUpsert {
   readonly sent: readonly Row[]
   /** The elements of one `POST /bulk`: a 409 names its element. */
   readonly bulk: boolean
+  /** `resolution=ignore-duplicates`: an element whose row exists is left out (not prepared, written or answered). */
+  readonly ignore?: boolean
   /** What `beforeWrite` makes of an element on its branch (`created`: POST or BULK; else PATCH). */
-  readonly prepare: (sent: Row, created: boolean) => Promise<Row>
+  readonly prepare: (sent: Row, created: boolean, index: number) => Promise<Row>
   /** If-Match, or requireIfMatch's 428, of the updating branch; a match on a creating one is a 412. */
   readonly precondition: Precondition | undefined
   /** The rule an updated row must be in (PATCH's: the target and the row written) and a created one (GET's). */
   readonly rules: { readonly updated: ScopeCondition | undefined; readonly created: ScopeCondition | undefined }
   /** The check of the foreign keys the elements write (data/foreign-key-check.ts), run in the write's transaction. */
   readonly checkKeys?: (trx: AnyDatabase, values: readonly Row[]) => Promise<void>
+  /** The viewset's `afterWrite` of each element's row (`created`: on the creating branch), once all are checked. */
+  readonly afterWrite?:
+    | ((trx: AnyDatabase, created: boolean, before: Row | null, after: Row) => Promise<void>)
+    | undefined
 }
 
 /** How many times a branch changed by a concurrent writer runs the upsert again before a 503. */
@@ -66,7 +72,10 @@ export async function upsertBranches (
     // RFC 9110 §13.1.1: no current representation matches an If-Match, `*` included.
     if (upsert.precondition?.kind === 'match' && created.includes(true)) throw new ViewsetErrors.PreconditionFailed()
     const values: Row[] = []
-    for (const [index, row] of upsert.sent.entries()) values.push(await upsert.prepare(row, created[index] === true))
+    for (const [index, row] of upsert.sent.entries()) {
+      const creates = created[index] === true
+      values.push(creates || upsert.ignore !== true ? await upsert.prepare(row, creates, index) : {})
+    }
     const decided = { created, found, values, keyOf }
     const write = async () =>
       await inTransaction(db, async (trx) => await writeBranches(resource, trx, upsert, decided))
@@ -143,10 +152,17 @@ async function writeBranches (
   }
   await upsert.checkKeys?.(trx, values)
   const rows: Row[] = []
-  const updating = sent.flatMap((row, index) => (created[index] === true ? [] : [{ index, key: keyOf(row) }]))
+  const updating = sent.flatMap((row, index) =>
+    (created[index] === true || upsert.ignore === true ? [] : [{ index, key: keyOf(row) }]))
   updating.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+  // With afterWrite, each updated row is read (locked) before its write: the `before` it is told.
+  const before: Array<Row | null> = []
+  const remember = upsert.afterWrite === undefined
+    ? undefined
+    : (index: number) => async (_trx: AnyDatabase, row: Row | null) => { before[index] = row }
   for (const { index, key } of updating) {
-    const row = await resource.update(trx, locked.get(key), values[index] ?? {}, rules.updated, precondition)
+    const row = await resource.update(
+      trx, locked.get(key), values[index] ?? {}, rules.updated, precondition, undefined, undefined, remember?.(index))
     // The conflicting row is outside the PATCH rule: the 409 of a duplicate, as without the header.
     if (row === undefined) throw conflictOf(resource, bulk ? index : undefined)
     rows[index] = row
@@ -162,7 +178,13 @@ async function writeBranches (
   // The write check of every row written, before the commit: a bulk's 403 names its first element outside its rule.
   const ruleOf = (index: number) => (created[index] === true ? rules.created : rules.updated)
   await checkWritten(trx, resource.upsertKey, resource.dialect.values.keyOf, { rows, ruleOf, bulk })
-  return rows.map((row, index) => ({ row, created: created[index] === true }))
+  // Ignoring duplicates, the rows written are the created ones; else every element's.
+  const written = upsert.ignore === true ? creating : sent.map((_row, index) => index)
+  for (const index of upsert.afterWrite === undefined ? [] : written) {
+    const creates = created[index] === true
+    await upsert.afterWrite?.(trx, creates, creates ? null : (before[index] ?? null), rows[index] ?? {})
+  }
+  return written.map((index) => ({ row: rows[index] ?? {}, created: created[index] === true }))
 }
 
 /** The 409 of a conflicting row outside the rule (`element`: the bulk element it is about). */

@@ -1,15 +1,18 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import type { Precondition } from '../data/precondition.js'
+import { inElement } from '../data/bulk-conflicts.js'
+import type { AfterRow } from '../data/gateway-results.js'
 import type { TableGateway } from '../data/table-gateway.js'
 import { upsertBranches } from '../data/upsert-branches.js'
+import { inTransaction } from '../data/write-check.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { invalidFields } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import { andThen } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
-import type { RowContext, ScopedMethod, ViewsetToken, WriteMethod } from '../options.js'
+import type { AfterWriteMethod, RowChange, RowContext, ScopedMethod, ViewsetToken, WriteMethod } from '../options.js'
 import type { CursorPosition } from '../query/cursor.js'
 import { encodeCursor } from '../query/cursor.js'
 import type { FieldSelection } from '../query/fields.js'
@@ -18,7 +21,7 @@ import type { ListQuery, ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { CountPreference } from '../query/count-plan.js'
 import { isRecord } from '../schema/object-schema.js'
-import { countPreference, mergeDuplicates, prefersMergeDuplicates } from './prefer-header.js'
+import { countPreference, ignoreDuplicates, mergeDuplicates, resolutionPreference } from './prefer-header.js'
 import { preconditionOf } from './conditional-requests.js'
 
 // The default handlers: what LIST, GET, POST, BULK, PUT, PATCH and DELETE do when the viewset does not
@@ -63,6 +66,10 @@ export interface DefaultHandlerContext {
   beforeWrite(values: Row, context: RowContext<WriteMethod>): unknown
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
+  /** The viewset's `afterWrite`, run in the write's transaction after each row written; `undefined` without one. */
+  readonly afterWrite?:
+    | ((trx: AnyDatabase, context: RowContext<AfterWriteMethod>, change: RowChange<Row>) => Promise<void>)
+    | undefined
 }
 
 /** A LIST's count, and whether it is the planner's estimate. */
@@ -91,8 +98,8 @@ function idOf (request: FastifyRequest): unknown {
 }
 
 /** Answers an applied merge: 201 when a row was created, else 200, and says so in `Preference-Applied` (RFC 7240). */
-function applyMerge (reply: FastifyReply, created: boolean): void {
-  reply.code(created ? 201 : 200).header('preference-applied', mergeDuplicates)
+function applyMerge (reply: FastifyReply, created: boolean, ignore = false): void {
+  reply.code(created ? 201 : 200).header('preference-applied', ignore ? ignoreDuplicates : mergeDuplicates)
 }
 
 /** The values `beforeWrite` returned, when they are values. */
@@ -124,6 +131,38 @@ export class DefaultHandlers {
     return isRecord(written) && typeof written.then === 'function'
       ? Promise.resolve(written).then(writtenValues)
       : writtenValues(written)
+  }
+
+  /** The viewset's `afterWrite` for the rows this request writes with `method`, or `undefined` without one. */
+  #afterRow (request: FastifyRequest, token: ViewsetToken | null, method: AfterWriteMethod): AfterRow | undefined {
+    const { afterWrite } = this.#context
+    if (afterWrite === undefined) return undefined
+    return async (trx, before, after) => { await afterWrite(trx, { request, token, method }, { before, after }) }
+  }
+
+  /**
+   * Runs `write` (of new rows) as it is without `afterWrite`; with one, in a transaction (`db`'s, or its own), then
+   * `afterWrite` of each row it created, in order.
+   */
+  #creating<T extends Row | Row[]> (
+    after: AfterRow | undefined,
+    write: (db: AnyDatabase) => Eventually<T>
+  ): Eventually<T> {
+    if (after === undefined) return write(this.#context.db)
+    return inTransaction(this.#context.db, async (trx) => {
+      const written = await write(trx)
+      for (const row of Array.isArray(written) ? written : [written]) await after(trx, null, row)
+      return written
+    })
+  }
+
+  /** `beforeWrite`'s values for element `index` of a bulk body: an error it throws names the element (`/3/field`). */
+  async #inElement (index: number, values: () => Eventually<Row>): Promise<Row> {
+    try {
+      return await values()
+    } catch (error) {
+      throw inElement(error, index)
+    }
   }
 
   /** The fields of a body that may be written: read-only fields and relations are dropped. */
@@ -202,29 +241,34 @@ export class DefaultHandlers {
   /** POST: inserts what `beforeWrite` makes of the writable fields sent; with Prefer merge-duplicates, upserts. */
   createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<Row> {
     const sent = this.writable(request.body)
-    if (this.#mergesDuplicates(request)) return this.#upsertOne(request, reply, token, sent)
+    const resolution = this.#resolution(request)
+    if (resolution !== undefined) return this.#upsertOne(request, reply, token, sent, resolution === ignoreDuplicates)
     // The caller must be able to read what it creates: the row as stored must be in the GET rule.
     const check = this.#context.scopeOf(request, token, 'GET')
     return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
-      this.#context.foreignKeys.around(this.#context.db, [values], { request, token }, false, (db) =>
-        this.#context.resource.insert(db, values, check))
+      this.#creating(this.#afterRow(request, token, 'POST'), (on) =>
+        this.#context.foreignKeys.around(on, [values], { request, token }, false, (db) =>
+          this.#context.resource.insert(db, values, check)))
     )
   }
 
-  /** POST with `Prefer: resolution=merge-duplicates`: the upsert of one element. */
-  async #upsertOne (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, sent: Row): Promise<Row> {
+  /** POST with `Prefer: resolution=merge-duplicates` (or `ignore-duplicates`: a 204 when ignored): one element. */
+  async #upsertOne (
+    request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, sent: Row, ignore: boolean
+  ): Promise<Row> {
     this.#checkConflictFields([sent], false)
-    const [written] = await this.#upsert(request, token, [sent], false)
-    if (written === undefined) throw new Error('an upsert of one element wrote no row')
-    applyMerge(reply, written.created)
-    return written.row
+    const [written] = await this.#upsert(request, token, [sent], false, ignore)
+    applyMerge(reply, written?.created ?? false, ignore)
+    if (written === undefined) reply.code(204) // the row was ignored: nothing to answer (the route sends no body)
+    return written?.row ?? {}
   }
 
   /**
    * Upserts the elements, each on its branch (data/upsert-branches.ts): `beforeWrite` told `'POST'` (`'BULK'`) where
    * one creates and `'PATCH'` where it updates, the update under PATCH's rule and the request's If-Match.
    */
-  async #upsert (request: FastifyRequest, token: ViewsetToken | null, sent: readonly Row[], bulk: boolean) {
+  async #upsert (request: FastifyRequest, token: ViewsetToken | null, sent: readonly Row[], bulk: boolean,
+    ignore: boolean) {
     const { resource, db, requireIfMatch } = this.#context
     const precondition = preconditionOf(request.headers['if-match'], requireIfMatch)
     const created = bulk ? 'BULK' : 'POST'
@@ -233,8 +277,11 @@ export class DefaultHandlers {
     return await upsertBranches(resource, db, {
       sent,
       bulk,
-      prepare: async (fields, creates) => await withCancellation(scope, () =>
-        this.#beforeWrite(fields, { request, token, method: creates ? created : 'PATCH' })),
+      ignore,
+      prepare: async (fields, creates, index) => await withCancellation(scope, () => {
+        const values = () => this.#beforeWrite(fields, { request, token, method: creates ? created : 'PATCH' })
+        return bulk ? this.#inElement(index, values) : values()
+      }),
       // The tag compared is of the row as this request's GET serves it: its relations under its rules.
       precondition: precondition?.kind === 'match' ? { ...precondition, reader: { request, token } } : precondition,
       rules: {
@@ -244,7 +291,18 @@ export class DefaultHandlers {
       checkKeys: async (trx, values) => {
         await this.#context.foreignKeys.checkOf(trx, values, { request, token }, bulk)?.(trx)
       },
+      afterWrite: this.#afterUpserted(request, token, created),
     })
+  }
+
+  /** An upsert's `afterWrite`: told the method `beforeWrite` was told on each element's branch. */
+  #afterUpserted (request: FastifyRequest, token: ViewsetToken | null, created: 'POST' | 'BULK') {
+    const afterCreated = this.#afterRow(request, token, created)
+    const afterUpdated = this.#afterRow(request, token, 'PATCH')
+    if (afterCreated === undefined || afterUpdated === undefined) return undefined
+    return async (trx: AnyDatabase, creates: boolean, before: Row | null, after: Row) => {
+      await (creates ? afterCreated : afterUpdated)(trx, before, after)
+    }
   }
 
   /** BULK: inserts (or with Prefer merge-duplicates, upserts) every element, all or none, in element order. */
@@ -252,27 +310,34 @@ export class DefaultHandlers {
     const bodies: unknown[] = Array.isArray(request.body) ? request.body : []
     const sent = bodies.map((body) => this.writable(body))
     const context = { request, token, method: 'BULK' } as const
-    const { resource, db } = this.#context
+    const { resource } = this.#context
     // The write starts after beforeWrite's awaits: in the request's cancellation scope (execution/cancellation.ts).
     const scope = currentCancellation()
-    if (!this.#mergesDuplicates(request)) {
+    const resolution = this.#resolution(request)
+    if (resolution === undefined) {
       const values: Row[] = []
-      for (const fields of sent) values.push(await this.#beforeWrite(fields, context))
+      for (const [index, fields] of sent.entries()) {
+        values.push(await this.#inElement(index, () => this.#beforeWrite(fields, context)))
+      }
       const check = this.#context.scopeOf(request, token, 'GET')
       return await withCancellation(scope, () =>
-        this.#context.foreignKeys.around(db, values, { request, token }, true, (on) =>
-          resource.insertMany(on, values, check)))
+        this.#creating(this.#afterRow(request, token, 'BULK'), (trx) =>
+          this.#context.foreignKeys.around(trx, values, { request, token }, true, (on) =>
+            resource.insertMany(on, values, check))))
     }
     this.#checkConflictFields(sent, true)
-    const written = await this.#upsert(request, token, sent, true)
-    applyMerge(reply, written.length === 0 || written.some((entry) => entry.created))
+    const ignore = resolution === ignoreDuplicates
+    const written = await this.#upsert(request, token, sent, true, ignore)
+    // Ignoring, only created rows are answered: 201 when there is one, else 200 `[]`.
+    const created = ignore ? written.length > 0 : written.length === 0 || written.some((entry) => entry.created)
+    applyMerge(reply, created, ignore)
     return written.map((entry) => entry.row)
   }
 
-  /** Whether this request upserts: `conflictFields` is set and the client prefers `resolution=merge-duplicates` (else
-   * the header is ignored, as RFC 7240 says). */
-  #mergesDuplicates (request: FastifyRequest): boolean {
-    return this.#context.conflictFields !== undefined && prefersMergeDuplicates(request.headers.prefer)
+  /** How this request resolves duplicates: with `conflictFields`, the `resolution` the client prefers (merge or ignore
+   * them); else none, and the header is ignored, as RFC 7240 says. */
+  #resolution (request: FastifyRequest) {
+    return this.#context.conflictFields === undefined ? undefined : resolutionPreference(request.headers.prefer)
   }
 
   /** A body that merges must send every conflict field, with a value: else a 400 naming each one missing (`email`, or
@@ -309,10 +374,11 @@ export class DefaultHandlers {
     const scope = this.#context.scopeOf(request, token, method)
     // The foreign keys written are checked once the row is found in the scope and its precondition holds.
     const keys = (values: Row) => this.#context.foreignKeys.checkOf(db, [values], { request, token }, false)
+    const after = this.#afterRow(request, token, method)
     return andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }), (values) =>
       // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing; then the
       // row as written must still be in the scope (else a 403, nothing changed).
-      andThen(resource.update(db, id, values, scope, precondition, scope, keys(values)), (row) =>
+      andThen(resource.update(db, id, values, scope, precondition, scope, keys(values), after), (row) =>
         row === undefined ? this.#context.notFound(id) : row
       )
     )
@@ -326,7 +392,8 @@ export class DefaultHandlers {
   ): Eventually<void> {
     const scope = this.#context.scopeOf(request, token, 'DELETE')
     const id = idOf(request)
-    return andThen(this.#context.resource.delete(this.#context.db, id, scope, precondition), (deleted) => {
+    const after = this.#afterRow(request, token, 'DELETE')
+    return andThen(this.#context.resource.delete(this.#context.db, id, scope, precondition, after), (deleted) => {
       if (!deleted) this.#context.notFound(id)
     })
   }

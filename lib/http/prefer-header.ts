@@ -6,6 +6,12 @@ import type { CountPreference } from '../query/count-plan.js'
 /** The preference that makes POST merge into the row with the same `conflictFields`, as PostgREST spells it. */
 export const mergeDuplicates = 'resolution=merge-duplicates'
 
+/** The preference that makes POST skip the rows whose `conflictFields` values exist, as PostgREST spells it. */
+export const ignoreDuplicates = 'resolution=ignore-duplicates'
+
+/** The preference that answers a write without a body, as RFC 7240 spells it. */
+export const returnMinimal = 'return=minimal'
+
 /** Splits on `separator` outside quoted strings (a `\` escapes the next character inside one). */
 function splitOutsideQuotes (text: string, separator: string): string[] {
   const parts: string[] = []
@@ -62,7 +68,23 @@ export function preferences (header: string | readonly string[] | undefined): Ma
 /** Whether a Prefer header asks for `resolution=merge-duplicates` (names and this value compared case-insensitively).
  * */
 export function prefersMergeDuplicates (header: string | readonly string[] | undefined): boolean {
-  return preferences(header).get('resolution')?.toLowerCase() === 'merge-duplicates'
+  return resolutionPreference(header) === mergeDuplicates
+}
+
+/**
+ * The `resolution` a Prefer header asks for, `resolution=merge-duplicates` or `resolution=ignore-duplicates`
+ * (compared case-insensitively), else `undefined`.
+ *
+ * @example
+ * ```ts
+ * resolutionPreference('Resolution=Ignore-Duplicates') // 'resolution=ignore-duplicates'
+ * ```
+ */
+export function resolutionPreference (
+  header: string | readonly string[] | undefined
+): typeof mergeDuplicates | typeof ignoreDuplicates | undefined {
+  const value = `resolution=${preferences(header).get('resolution')?.toLowerCase() ?? ''}`
+  return value === mergeDuplicates || value === ignoreDuplicates ? value : undefined
 }
 
 /**
@@ -78,4 +100,9 @@ export function countPreference (header: string | readonly string[] | undefined)
   if (header === undefined) return undefined
   const value = preferences(header).get('count')?.toLowerCase()
   return value === 'exact' || value === 'estimated' ? value : undefined
+}
+
+/** Whether a Prefer header asks for `return=minimal`: a write answered without a body (compared case-insensitively). */
+export function prefersReturnMinimal (header: string | readonly string[] | undefined): boolean {
+  return header !== undefined && preferences(header).get('return')?.toLowerCase() === 'minimal'
 }

@@ -16,7 +16,7 @@ import {
 import { sharedSerializer } from '../schema/serializer.js'
 import { isRecord } from '../schema/object-schema.js'
 import { securitySchemeName } from './auth.js'
-import { mergeDuplicates } from './prefer-header.js'
+import { ignoreDuplicates, mergeDuplicates, returnMinimal } from './prefer-header.js'
 import type { RouteAuth, RouteContext, RouteSchemas } from './route-context.js'
 
 // The schema of each generated route: what it validates, and what OpenAPI says of it (operationId, bodies,
@@ -227,6 +227,13 @@ export function getSchema (context: RouteContext): RouteSchema {
   return schema
 }
 
+/** What `resolution=ignore-duplicates` leaves out, as the Prefer parameter says it. */
+function ignored (bulk: boolean): string {
+  return bulk
+    ? 'each element whose row exists (only created rows are answered: 200 [] when none)'
+    : 'the body when its row exists (then 204, no body)'
+}
+
 /**
  * With `conflictFields`: the `Prefer` request header, and the 200 a merge into an existing row answers
  * (`answer`: the answer's schema), both answers carrying `Preference-Applied` when the merge was applied.
@@ -243,7 +250,8 @@ function documentMerge (schema: RouteSchema, schemas: RouteSchemas, answer: Json
         type: 'string',
         description: `RFC 7240 preferences. \`${mergeDuplicates}\` upserts: ${each} the row with the same ${fields} ` +
           '(only the fields sent; a row outside your scope is a 409), else is inserted. ' +
-          `Every ${bulk ? 'element' : 'body'} must then send ${fields}. Other preferences are ignored.`,
+          `Every ${bulk ? 'element' : 'body'} must then send ${fields}. \`${ignoreDuplicates}\` leaves out ` +
+          `${ignored(bulk)}, that row unchanged.`,
         examples: [mergeDuplicates],
       },
     },
@@ -265,6 +273,21 @@ function documentMerge (schema: RouteSchema, schemas: RouteSchemas, answer: Json
   }
 }
 
+/**
+ * `Prefer: return=minimal` on a write, said in the operation's description (and the Prefer parameter's, when the
+ * operation has one): not as a 204 response, which would make every typed client's `data` optional.
+ */
+function documentMinimal (schema: RouteSchema, bulk: boolean): void {
+  const said = `With \`Prefer: ${returnMinimal}\` the answer has no body and no relation is loaded: 201 when a row ` +
+    `was created${bulk ? '' : ' (with Location and ETag)'}, else 204${bulk ? '' : ' with the ETag'}; ` +
+    'Preference-Applied says so.'
+  schema.description = typeof schema.description === 'string' ? `${schema.description} ${said}` : said
+  const headers = isRecord(schema.headers) ? propertiesOf(schema.headers) : {}
+  const prefer = headers.prefer
+  if (prefer === undefined) return
+  addHeader(schema, 'prefer', { ...prefer, description: `${String(prefer.description)} ${said}` })
+}
+
 /** POST `/`: the body, 201 with `Location` and ETag, and the merge of an upsert. */
 export function postSchema (context: RouteContext): RouteSchema {
   const { schemas } = context
@@ -276,6 +299,7 @@ export function postSchema (context: RouteContext): RouteSchema {
     headers: { Location: documentedHeaders.location, ...etagHeaders },
   }
   documentMerge(schema, schemas, ref(schemas.components.row.$id), false)
+  documentMinimal(schema, false)
   return schema
 }
 
@@ -297,6 +321,7 @@ export function bulkSchema (context: RouteContext): RouteSchema {
   const rows = { type: 'array', items: ref(schemas.components.row.$id) }
   schema.response[201] = { description: 'The rows as stored', ...rows }
   documentMerge(schema, schemas, rows, true)
+  documentMinimal(schema, true)
   return schema
 }
 
@@ -318,6 +343,7 @@ export function updateSchema (method: 'PUT' | 'PATCH', context: RouteContext): R
       'an optional field the body leaves out keeps its stored value (send null to clear a nullable one). ' +
       'Read-only fields are ignored.'
   }
+  documentMinimal(schema, false)
   const unsupported = schema.response[415]
   if (method === 'PATCH' && unsupported !== undefined) {
     schema.response[415] = {

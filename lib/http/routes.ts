@@ -17,6 +17,7 @@ import { fieldHooks, hiddenFromRead, hideFields, narrowFieldsPlan } from './fiel
 import type { FieldHiding } from './field-hiding.js'
 import { cursorLinkHeader, linkHeader } from './link.js'
 import { expandPrefix } from './parent-binding.js'
+import { prefersReturnMinimal, returnMinimal } from './prefer-header.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
 import { tracedRoute } from '../observability/traced-handler.js'
 import {
@@ -101,6 +102,30 @@ function sendWritten (scope: CancellationContext, context: RouteContext, reply: 
   return loadRelations(scope, reply.request, resource, db, row, fields.defaultRelations).then((loaded) =>
     sendTagged(context, reply, loaded)
   )
+}
+
+/** Says in `Preference-Applied` that `return=minimal` applied, after any preference already said (RFC 7240). */
+function applyMinimal (reply: FastifyReply): void {
+  const said = reply.getHeader('preference-applied')
+  reply.header('preference-applied', said === undefined ? returnMinimal : `${String(said)}, ${returnMinimal}`)
+}
+
+/**
+ * Answers a write with `Prefer: return=minimal`: no body, 201 when rows were created (with `Location`, set before),
+ * else 204; the row's ETag still, from its version column, or when there is none from the representation it would
+ * have been (its relations loaded only then: the tag hashes them).
+ */
+function sendMinimal (scope: CancellationContext, context: RouteContext, reply: FastifyReply, row: unknown): unknown {
+  applyMinimal(reply)
+  const empty = () => reply.code(reply.statusCode === 201 ? 201 : 204).send()
+  if (!isRecord(row)) return empty()
+  const { resource, db } = context
+  const tag = (loaded: Row) => {
+    reply.header('etag', tagRow(context, loaded).etag)
+    return empty()
+  }
+  if (context.versions.versionField !== undefined || !resource.hasRelations) return tag(row)
+  return loadRelations(scope, reply.request, resource, db, row, context.fields.defaultRelations).then(() => tag(row))
 }
 
 /**
@@ -290,11 +315,14 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       const scope = currentCancellation()
       reply.code(201)
       return andThen(handlers.createElement(request, reply, request.viewsetToken), (row) => {
+        // Prefer: resolution=ignore-duplicates ignored the row: no body, no Location.
+        if (reply.statusCode === 204) return reply.send()
         const id = isRecord(row) ? row[primaryKey] : undefined
         // Only a created row has a new URL to point at (an upsert that updated answers 200).
         if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
           reply.header('location', `${expandPrefix(context.prefix, request.params)}/${encodeURIComponent(String(id))}`)
         }
+        if (prefersReturnMinimal(request.headers.prefer)) return sendMinimal(scope, context, reply, row)
         return sendWritten(scope, context, reply, row)
       })
     }),
@@ -314,6 +342,10 @@ function bulkRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       const scope = currentCancellation()
       reply.code(201)
       const rows = await handlers.createElements(request, reply, request.viewsetToken)
+      if (prefersReturnMinimal(request.headers.prefer)) {
+        applyMinimal(reply)
+        return await reply.code(reply.statusCode === 201 ? 201 : 204).send()
+      }
       await loadRelations(scope, request, resource, db, rows)
       if (context.hiding !== undefined) hideFields(request, rows)
       return rows
@@ -334,7 +366,9 @@ function updateRoute (method: 'PUT' | 'PATCH', handlers: RouteHandlers, context:
       const scope = currentCancellation()
       const precondition = preconditionOfRequest(request, context)
       return andThen(handlers.updateElement(request, reply, request.viewsetToken, partial, precondition), (row) =>
-        sendWritten(scope, context, reply, row)
+        prefersReturnMinimal(request.headers.prefer)
+          ? sendMinimal(scope, context, reply, row)
+          : sendWritten(scope, context, reply, row)
       )
     }),
   }

@@ -10,7 +10,7 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
-import { recordServedRequests, serving } from '../execution/served-request.js'
+import { recordServedRequests } from '../execution/served-request.js'
 import {
   canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier,
 } from '../http/auth.js'
@@ -21,7 +21,7 @@ import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
-import type { ResolvedOptions, RowContext, ViewsetMethod, ViewsetOptions, WriteMethod } from '../options.js'
+import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
 import { bindParent } from '../http/parent-binding.js'
 import type { ParentBinding } from '../http/parent-binding.js'
 import type { FieldAccessFunction, FieldRules } from '../query/field-access.js'
@@ -45,6 +45,7 @@ import { deriveEntity, deriveSerializerSchema, withChildLimits, writableFields }
 import { nameFromPrefix } from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
 import { columnTypesProblem } from './column-types-check.js'
+import { servedRowRules } from './served-row-rules.js'
 import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
@@ -93,7 +94,8 @@ export interface ViewsetDeclaration {
   readonly overridden: ReadonlySet<OverriddenName>
   /** The viewset's handlers: the routes call those it overrides. */
   readonly handlers: ViewsetHandlers
-  readonly rowRules: Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'>
+  readonly rowRules: Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'> &
+    { readonly afterWrite: NonNullable<DefaultHandlerContext['afterWrite']> }
   readonly protect: onRequestAsyncHookHandler
   /** The viewset's `fieldAccess` method: applied when `overridden` has it. */
   readonly fieldAccess: FieldAccessFunction
@@ -227,29 +229,6 @@ function buildTableGateway (
     uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],
     conflictFields,
   })
-}
-
-/**
- * The row rules, with `beforeWrite` run serving its request (the helpers it calls apply that request's rule), and
- * under a nested prefix the parent's terms ANDed into the rule and its values into every write.
- */
-function servedRowRules (
-  { rowRules, overridden, db }: ViewsetDeclaration,
-  parent: ParentBinding | undefined
-): ViewsetDeclaration['rowRules'] {
-  const served = overridden.has('beforeWrite')
-    ? {
-        ...rowRules,
-        beforeWrite: (values: Row, context: RowContext<WriteMethod>) =>
-          serving(context.request, () => rowRules.beforeWrite(values, context))
-      }
-    : rowRules
-  if (parent === undefined) return served
-  return {
-    ...served,
-    scopeOf: parent.scoped(db, served.scopeOf),
-    beforeWrite: (values, context) => served.beforeWrite({ ...values, ...parent.values(context.request) }, context),
-  }
 }
 
 /** What the default POST and BULK read to upsert: the key they merge on, and whether an update needs If-Match. */

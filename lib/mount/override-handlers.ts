@@ -15,7 +15,7 @@ const overridableHandlers = [
 ] as const
 export type OverridableName = (typeof overridableHandlers)[number]
 /** The handlers and hooks a viewset may override. */
-export type OverriddenName = OverridableName | 'scope' | 'beforeWrite' | 'fieldAccess'
+export type OverriddenName = OverridableName | 'scope' | 'beforeWrite' | 'afterWrite' | 'fieldAccess'
 
 /**
  * The viewset's public handlers, as the routes may call them. Method syntax on purpose: an override may
@@ -32,7 +32,7 @@ export interface ViewsetHandlers {
 
 /** A viewset's members that mounting compares with the base class's, to tell its overrides. */
 type Overridable = ViewsetHandlers & {
-  readonly scope: unknown; readonly beforeWrite: unknown; readonly fieldAccess: unknown
+  readonly scope: unknown; readonly beforeWrite: unknown; readonly afterWrite: unknown; readonly fieldAccess: unknown
 }
 
 /**
@@ -47,7 +47,9 @@ type Overridable = ViewsetHandlers & {
 export function overriddenMembers (
   viewset: Overridable,
   base: Overridable,
-  options: { readonly scope?: unknown; readonly beforeWrite?: unknown; readonly fieldAccess?: unknown }
+  options: {
+    readonly scope?: unknown; readonly beforeWrite?: unknown; readonly afterWrite?: unknown; readonly fieldAccess?: unknown
+  }
 ): Set<OverriddenName> {
   const overridden = new Set<OverriddenName>(
     overridableHandlers.filter((name) => viewset[name] !== base[name])
@@ -55,6 +57,7 @@ export function overriddenMembers (
   if (viewset.scope !== base.scope || options.scope !== undefined) overridden.add('scope')
   if (viewset.beforeWrite !== base.beforeWrite || options.beforeWrite !== undefined) overridden.add('beforeWrite')
   if (viewset.fieldAccess !== base.fieldAccess || options.fieldAccess !== undefined) overridden.add('fieldAccess')
+  if (viewset.afterWrite !== base.afterWrite || options.afterWrite !== undefined) overridden.add('afterWrite')
   return overridden
 }
 

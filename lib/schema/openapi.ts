@@ -91,7 +91,7 @@ export const documentedHeaders = {
     type: 'string',
     description:
       'RFC 7240: `resolution=merge-duplicates` when the Prefer header merged the request into existing rows ' +
-        '(an upsert); absent when it did not apply.',
+        '(an upsert), `return=minimal` when the answer has no body (both, comma-separated); absent when none applied.',
   },
 } as const satisfies Record<string, JsonSchema>
 

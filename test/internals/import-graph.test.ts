@@ -8,7 +8,7 @@ import ts from 'typescript'
 // lib/'s layers, from the top: a file may import files of its own layer or of a lower one, never of a higher one,
 // and no import may close a cycle (type-only imports included: they tie the files' meanings together all the same).
 //   5  index.ts                                      re-exports
-//   4  viewset.ts, viewset-table.ts, requests.ts, mount/, http/, docs.ts, generate/
+//   4  viewset.ts, viewset-hooks.ts, viewset-table.ts, requests.ts, mount/, http/, docs.ts, generate/
 //                                                   the request flow, the docs plugin and the code generator
 //   3  data/, query/, relations/, schema/, options.ts, viewset-options.ts, db.ts
 //                                                   the table gateway and what it is built from, the checked
@@ -23,8 +23,8 @@ import ts from 'typescript'
 // the request flow imports it.
 const layers: ReadonlyArray<readonly [number, readonly string[]]> = [
   [5, ['index.ts', 'observability/metrics.ts', 'observability/health.ts']],
-  [4, ['viewset.ts', 'create-viewset.ts', 'viewset-table.ts', 'requests.ts', 'mount/', 'http/', 'docs.ts', 'generate/']],
-  [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'viewset-options.ts', 'methods.ts', 'tokens.ts', 'db.ts']],
+  [4, ['viewset.ts', 'create-viewset.ts', 'viewset-hooks.ts', 'viewset-table.ts', 'requests.ts', 'mount/', 'http/', 'docs.ts', 'generate/']],
+  [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'viewset-options.ts', 'write-hooks.ts', 'methods.ts', 'tokens.ts', 'db.ts']],
   [2, ['dialect/', 'execution/', 'observability/']],
   [1, ['sql.ts', 'errors.ts']],
 ]

@@ -1,10 +1,11 @@
 // Type tests of issue 14 (ownership): `npm run test:types` compiles this file. Every expected-error line
 // below must be an error; every other line must compile.
 import { Type } from '@sinclair/typebox'
-import type { ExpressionBuilder, Generated, Kysely, Updateable } from 'kysely'
+import type { Static } from '@sinclair/typebox'
+import type { ExpressionBuilder, Generated, Kysely, Transaction, Updateable } from 'kysely'
 import { expectTypeOf } from 'expect-type'
 import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
-import type { RowContext, ScopedMethod, ViewsetToken, WriteMethod } from 'fastify-viewsets'
+import type { AfterWriteMethod, RowChange, RowContext, ScopedMethod, ViewsetToken, WriteMethod } from 'fastify-viewsets'
 
 interface DB {
   items: { id: Generated<number>, name: string, owner: string | null }
@@ -77,3 +78,26 @@ class Wrong extends Viewset<DB, 'items', typeof Item> {
   override scope (eb: ExpressionBuilder<DB, 'items'>) { return eb('email', '=', 'a') }
 }
 void Wrong
+
+// ---- afterWrite (issue 38): the viewset method, the rows as the schema types them, the write's typed transaction --
+createViewset({
+  db,
+  table: 'items',
+  schema: Item,
+  afterWrite: async ({ method }, { before, after }, trx) => {
+    expectTypeOf(method).toEqualTypeOf<AfterWriteMethod>()
+    expectTypeOf(after).toEqualTypeOf<Static<typeof Item> | null>()
+    expectTypeOf(before?.name).toEqualTypeOf<string | undefined>()
+    await trx.insertInto('users').values({ email: `${method}:${after?.id ?? before?.id ?? 0}` }).execute()
+  },
+})
+// @ts-expect-error the transaction knows the tables of DB only
+createViewset({ db, table: 'items', schema: Item, afterWrite: async (_c, _r, trx) => { await trx.selectFrom('nope').execute() } })
+
+class Audited extends Viewset<DB, 'items', typeof Item> {
+  override async afterWrite (context: RowContext<AfterWriteMethod>, change: RowChange<Static<typeof Item>>,
+    trx: Transaction<DB>) {
+    await trx.insertInto('users').values({ email: `${context.method}:${change.after?.name ?? ''}` }).execute()
+  }
+}
+void Audited

@@ -1,0 +1,51 @@
+import type { ParentBinding } from '../http/parent-binding.js'
+import type { DefaultHandlerContext } from '../http/default-handlers.js'
+import { serving } from '../execution/served-request.js'
+import type { AfterWriteMethod, RowChange, RowContext, WriteMethod } from '../options.js'
+import type { AnyDatabase, Row } from '../sql.js'
+
+// The row rules and write hooks a mounted viewset's default handlers call, wrapped once at mounting.
+
+/** What a viewset declares of its rules and hooks (mount-viewset.ts's ViewsetDeclaration, in part). */
+interface DeclaredRules {
+  readonly rowRules: Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound'> &
+    { readonly afterWrite: NonNullable<DefaultHandlerContext['afterWrite']> }
+  readonly overridden: ReadonlySet<string>
+  readonly db: AnyDatabase
+  readonly columns: readonly string[]
+}
+
+/**
+ * The row rules, with `beforeWrite` and `afterWrite` run serving their request (the helpers they call apply that
+ * request's rule; no `afterWrite` unless the viewset has one, so that its writes run no statement for it), and under
+ * a nested prefix the parent's terms ANDed into the rule and its values into every write.
+ */
+export function servedRowRules (
+  { rowRules, overridden, db, columns }: DeclaredRules,
+  parent: ParentBinding | undefined
+): Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound' | 'afterWrite'> {
+  const { afterWrite } = rowRules
+  // The hook sees the schema's columns only: the loader's extra keys are selected, never served.
+  const shown = (row: Row | null) => row && Object.fromEntries(columns.map((column) => [column, row[column]]))
+  const hooked = {
+    ...rowRules,
+    afterWrite: overridden.has('afterWrite')
+      ? async (trx: AnyDatabase, context: RowContext<AfterWriteMethod>, { before, after }: RowChange<Row>) => {
+        await serving(context.request, () => afterWrite(trx, context, { before: shown(before), after: shown(after) }))
+      }
+      : undefined,
+  }
+  const served = overridden.has('beforeWrite')
+    ? {
+        ...hooked,
+        beforeWrite: (values: Row, context: RowContext<WriteMethod>) =>
+          serving(context.request, () => rowRules.beforeWrite(values, context))
+      }
+    : hooked
+  if (parent === undefined) return served
+  return {
+    ...served,
+    scopeOf: parent.scoped(db, served.scopeOf),
+    beforeWrite: (values, context) => served.beforeWrite({ ...values, ...parent.values(context.request) }, context),
+  }
+}
