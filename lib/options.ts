@@ -63,6 +63,7 @@ const knownOptionKeys = {
     'maxSearchLength',
     'maxOffset',
     'pagination',
+    'strictIndexes',
     'maxBulk',
     'conflictFields',
     'relatedConfig',
@@ -305,7 +306,7 @@ function checkShapes (options: Record<string, unknown>): void {
   for (const key of ['authenticate', 'authorize', 'beforeWrite'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
-  for (const key of ['requireIfMatch', 'withoutTokens'] as const) {
+  for (const key of ['requireIfMatch', 'withoutTokens', 'strictIndexes'] as const) {
     if (typeof (options[key] ?? false) !== 'boolean') fail(key, 'expected a boolean')
   }
 }

@@ -22,7 +22,7 @@ import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
 import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
-import { scalarField } from '../query/field-types.js'
+import { scalarField, scalarFields } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
@@ -35,7 +35,9 @@ import type { RelationRule } from '../relations/config.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import { viewsetComponents } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
-import { deriveEntity, deriveSerializerSchema, withChildLimits, writableFields } from '../schema/derive.js'
+import {
+  deriveEntity, deriveSerializerSchema, propertiesOf, withChildLimits, writableFields,
+} from '../schema/derive.js'
 import { nameFromPrefix } from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
 import { columnTypesProblem } from './column-types-check.js'
@@ -43,6 +45,8 @@ import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverridableName, ViewsetHandlers } from './override-handlers.js'
+import { checkStrictIndexes, indexReport } from './index-report.js'
+import type { IndexReportEntry } from './index-report.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import type { RegisteredViewset } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
@@ -63,6 +67,7 @@ export type MountOptions = Pick<
   | 'alwaysCount'
   | 'defaultRelations'
   | 'primaryKey'
+  | 'strictIndexes'
 > & {
   /** Only told apart from another viewset's (relations take the rule from the viewset's `scope` method). */
   readonly scope?: unknown
@@ -285,6 +290,34 @@ function buildViewset (
   return { context, defaults }
 }
 
+/** The viewset's index report (index-report.ts); with `strictIndexes`, a non-empty one fails the startup. */
+async function checkedIndexReport (
+  fastify: FastifyInstance,
+  declaration: ViewsetDeclaration,
+  table: CheckedTable,
+  entity: JsonSchema
+): Promise<readonly IndexReportEntry[]> {
+  const { db, resolved, options, relatedConfig, columns } = declaration
+  const fields = scalarFields(propertiesOf(entity), columns)
+  const nullable = new Set([...fields.values()].filter((field) => field.nullable).map((field) => field.name))
+  const { primaryKey, pagination } = resolved
+  const { filterFields, orderingFields, defaultOrder, searchFields } = options
+  const entries = await indexReport(db, table.dialect, {
+    viewset: fastify.prefix,
+    table: table.described,
+    primaryKey,
+    pagination,
+    nullable,
+    relatedConfig,
+    filterFields,
+    orderingFields,
+    defaultOrder,
+    searchFields,
+  })
+  if (options.strictIndexes === true) checkStrictIndexes(resolved.table, entries)
+  return Object.freeze(entries)
+}
+
 /**
  * The viewset's row rule as other viewsets' relations apply it, or `undefined` without a `scope`: its `scope`
  * method, told apart from another viewset's by the `scope` option it calls, else by its class's method.
@@ -329,13 +362,15 @@ export async function mountViewset (
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
   const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)
+  const report = await checkedIndexReport(fastify, declaration, table, planned.entity)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
   if (declaration.overridden.has('scope')) recordServedRequests()
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
   const { db, viewset } = declaration
-  registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })
+  const rule = ruleOf(declaration)
+  registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule, indexReport: report })
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
   if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
   const mounted: MountedViewset = {
