@@ -109,6 +109,8 @@ interface CheckedTable {
   readonly dialect: ViewsetDialect
   readonly described: TableCatalog
   readonly columns: ReadonlyMap<string, ColumnInfo>
+  /** The ordering fields no index serves (the index report): their pages are heavy statements. */
+  readonly unindexedOrder?: ReadonlySet<string>
 }
 
 /**
@@ -214,6 +216,7 @@ function buildTableGateway (
     versioning: { versionField, tagOf, relations: versioning.defaultRelations },
     uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],
     conflictFields,
+    unindexedOrder: table.unindexedOrder,
   })
 }
 
@@ -361,8 +364,10 @@ export async function mountViewset (
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
-  const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)
   const report = await checkedIndexReport(fastify, declaration, table, planned.entity)
+  const sorted = report.filter(({ use, field }) => (use === 'ordering' || use === 'cursor') && !field.includes('.'))
+  const unindexedOrder = new Set(sorted.map((entry) => entry.field))
+  const { context, defaults } = buildViewset(fastify, methods, declaration, { ...table, unindexedOrder }, planned)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).

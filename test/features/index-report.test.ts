@@ -133,6 +133,22 @@ for (const dialect of dialects) {
       assert.deepEqual(response.json().map((row: { name: string }) => row.name), ['lamp'])
       const stored = await database.db.selectFrom('ir_items').select('name').where('sku', '=', 'L-1').execute()
       assert.deepEqual(stored, [{ name: 'lamp' }])
+      // A page in an order no index gives is a heavy statement on every dialect; one an index gives is cheap.
+      const heavy: Record<string, boolean> = {}
+      const start = (context: StatementContext): void => {
+        const key = /order by [`"](\w+)/.exec(context.sql)?.[1]
+        if (key !== undefined) heavy[key] = context.heavy === true
+      }
+      statementChannel.start.subscribe(start as (message: unknown) => void)
+      try {
+        const byRank = await app.inject({ method: 'GET', url: '/items?order_by=-rank' })
+        assert.deepEqual(byRank.json().map((row: { name: string }) => row.name), ['lamp', 'desk'])
+        const byName = await app.inject({ method: 'GET', url: '/items?order_by=name&category=light' })
+        assert.deepEqual(byName.json().map((row: { name: string }) => row.name), ['lamp'])
+      } finally {
+        statementChannel.start.unsubscribe(start as (message: unknown) => void)
+      }
+      assert.deepEqual(heavy, { rank: true, name: false })
     })
 
     test('an index added is read at the next startup; cursor pagination reports its orderings as cursor', async (t) => {
