@@ -5,6 +5,9 @@ import { invalidOption } from '../errors.js'
 import type { OrderKey } from '../query/ordering.js'
 import type { PrefetchRelated, RelatedConfig } from '../relations/config.js'
 import { readsInOrder } from '../relations/relation-limit.js'
+import { scalarFields } from '../query/field-types.js'
+import { propertiesOf } from '../schema/derive.js'
+import type { JsonSchema } from '../schema/derive.js'
 
 // The index report (issue 36 item 8): which fields a viewset lets clients filter, sort, page or search on, and
 // which relations it loads, would make a statement read the whole table for want of an index. Built at mounting
@@ -249,4 +252,45 @@ export function checkStrictIndexes (table: string, entries: readonly IndexReport
   const fields = entries.map((entry) => `${entry.field} (${entry.use}: ${entry.reason})`).join('; ')
   invalidOption('strictIndexes', `"${table}" has fields whose statements would scan for want of an index: ${fields}. ` +
     'Add the indexes, or remove the fields from the options')
+}
+
+/** What mounting hands the report: the viewset's checked options and its entity as served. */
+export interface ReportedViewset extends Pick<IndexReportInput, 'primaryKey' | 'pagination'>,
+  Partial<Pick<IndexReportInput, 'filterFields' | 'orderingFields' | 'defaultOrder' | 'searchFields'>> {
+  readonly relatedConfig: RelatedConfig<unknown> | undefined
+  readonly db: CatalogDatabase
+  /** The schema fields that are columns. */
+  readonly columns: readonly string[]
+  readonly entity: JsonSchema
+  readonly strictIndexes?: boolean | undefined
+}
+
+/**
+ * The viewset's index report, and the ordering fields it lists (their pages are heavy statements); with
+ * `strictIndexes`, a non-empty report fails the startup.
+ */
+export async function checkedIndexReport (
+  prefix: string,
+  dialect: ViewsetDialect,
+  table: TableCatalog,
+  viewset: ReportedViewset
+): Promise<{ report: readonly IndexReportEntry[], unindexedOrder: ReadonlySet<string> }> {
+  const fields = scalarFields(propertiesOf(viewset.entity), viewset.columns)
+  const nullable = new Set([...fields.values()].filter((field) => field.nullable).map((field) => field.name))
+  const { primaryKey, pagination, filterFields, orderingFields, defaultOrder, searchFields, relatedConfig } = viewset
+  const entries = await indexReport(viewset.db, dialect, {
+    viewset: prefix,
+    table,
+    primaryKey,
+    pagination,
+    nullable,
+    relatedConfig,
+    filterFields,
+    orderingFields,
+    defaultOrder,
+    searchFields,
+  })
+  if (viewset.strictIndexes === true) checkStrictIndexes(table.name, entries)
+  const sorted = entries.filter(({ use, field }) => (use === 'ordering' || use === 'cursor') && !field.includes('.'))
+  return { report: Object.freeze(entries), unindexedOrder: new Set(sorted.map((entry) => entry.field)) }
 }

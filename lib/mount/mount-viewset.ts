@@ -22,7 +22,7 @@ import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
 import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
-import { scalarField, scalarFields } from '../query/field-types.js'
+import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
@@ -35,9 +35,7 @@ import type { RelationRule } from '../relations/config.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import { viewsetComponents } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
-import {
-  deriveEntity, deriveSerializerSchema, propertiesOf, withChildLimits, writableFields,
-} from '../schema/derive.js'
+import { deriveEntity, deriveSerializerSchema, withChildLimits, writableFields } from '../schema/derive.js'
 import { nameFromPrefix } from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
 import { columnTypesProblem } from './column-types-check.js'
@@ -45,8 +43,7 @@ import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverridableName, ViewsetHandlers } from './override-handlers.js'
-import { checkStrictIndexes, indexReport } from './index-report.js'
-import type { IndexReportEntry } from './index-report.js'
+import { checkedIndexReport } from './index-report.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import type { RegisteredViewset } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
@@ -293,34 +290,6 @@ function buildViewset (
   return { context, defaults }
 }
 
-/** The viewset's index report (index-report.ts); with `strictIndexes`, a non-empty one fails the startup. */
-async function checkedIndexReport (
-  fastify: FastifyInstance,
-  declaration: ViewsetDeclaration,
-  table: CheckedTable,
-  entity: JsonSchema
-): Promise<readonly IndexReportEntry[]> {
-  const { db, resolved, options, relatedConfig, columns } = declaration
-  const fields = scalarFields(propertiesOf(entity), columns)
-  const nullable = new Set([...fields.values()].filter((field) => field.nullable).map((field) => field.name))
-  const { primaryKey, pagination } = resolved
-  const { filterFields, orderingFields, defaultOrder, searchFields } = options
-  const entries = await indexReport(db, table.dialect, {
-    viewset: fastify.prefix,
-    table: table.described,
-    primaryKey,
-    pagination,
-    nullable,
-    relatedConfig,
-    filterFields,
-    orderingFields,
-    defaultOrder,
-    searchFields,
-  })
-  if (options.strictIndexes === true) checkStrictIndexes(resolved.table, entries)
-  return Object.freeze(entries)
-}
-
 /**
  * The viewset's row rule as other viewsets' relations apply it, or `undefined` without a `scope`: its `scope`
  * method, told apart from another viewset's by the `scope` option it calls, else by its class's method.
@@ -364,9 +333,9 @@ export async function mountViewset (
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
-  const report = await checkedIndexReport(fastify, declaration, table, planned.entity)
-  const sorted = report.filter(({ use, field }) => (use === 'ordering' || use === 'cursor') && !field.includes('.'))
-  const unindexedOrder = new Set(sorted.map((entry) => entry.field))
+  const { report, unindexedOrder } = await checkedIndexReport(fastify.prefix, table.dialect, table.described, {
+    ...declaration, ...declaration.options, ...declaration.resolved, entity: planned.entity,
+  })
   const { context, defaults } = buildViewset(fastify, methods, declaration, { ...table, unindexedOrder }, planned)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
