@@ -206,6 +206,7 @@ export interface ResolvedOptions {
   /** `allowCount`, `alwaysCount`, `countEstimateThreshold` and `estimateWithRules`. */
   readonly counting: CountPlan
   readonly conflictDetail: 'field' | 'none'
+  readonly strictIndexes: boolean
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -350,5 +351,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     requireIfMatch: options.requireIfMatch === true,
     counting: checkCountOptions(options),
     conflictDetail: checkConflictDetail(options.conflictDetail),
+    strictIndexes: options.strictIndexes === true,
   })
 }

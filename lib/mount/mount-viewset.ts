@@ -64,7 +64,6 @@ export type MountOptions = Pick<
   | 'alwaysCount'
   | 'defaultRelations'
   | 'primaryKey'
-  | 'strictIndexes'
 > & {
   /** Only told apart from another viewset's (relations take the rule from the viewset's `scope` method). */
   readonly scope?: unknown
@@ -106,8 +105,7 @@ interface CheckedTable {
   readonly dialect: ViewsetDialect
   readonly described: TableCatalog
   readonly columns: ReadonlyMap<string, ColumnInfo>
-  /** The ordering fields no index serves (the index report): their pages are heavy statements. */
-  readonly unindexedOrder?: ReadonlySet<string>
+  readonly unindexedOrder?: ReadonlySet<string> // the index report's orderings: their pages are heavy statements
 }
 
 /**
@@ -333,9 +331,8 @@ export async function mountViewset (
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
-  const { report, unindexedOrder } = await checkedIndexReport(fastify.prefix, table.dialect, table.described, {
-    ...declaration, ...declaration.options, ...declaration.resolved, entity: planned.entity,
-  })
+  const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }
+  const { report, unindexedOrder } = await checkedIndexReport(fastify.prefix, table.dialect, table.described, reported)
   const { context, defaults } = buildViewset(fastify, methods, declaration, { ...table, unindexedOrder }, planned)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
