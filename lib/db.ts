@@ -54,9 +54,11 @@ export interface CreateDatabaseOptions {
    */
   readWorkers?: number
   /**
-   * PostgreSQL / MySQL: how many of the pool's connections heavy statements may hold at once (default
-   * `poolSize − 1`, at least 1), so that a key lookup always finds one however many clients send expensive
-   * requests. The others wait, at most `connectionTimeout`, in a queue of `heavyQueue`.
+   * PostgreSQL / MySQL: how many of the pool's connections heavy statements may hold at once (default 2, or
+   * `poolSize − 1` when smaller, at least 1), so that a key lookup always finds one however many clients send
+   * expensive requests, and the database server's CPUs are not all taken by them: set it near the server's core
+   * count. A heavy statement also takes a connection only when no other statement waits for one. The others
+   * wait, at most `connectionTimeout`, in a queue of `heavyQueue`.
    */
   heavyConnections?: number
   /**
@@ -154,22 +156,30 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
   const connector = connectorFor(scheme)
   if (connector === undefined) throw new ViewsetErrors.InvalidDatabaseUrl(redact(target), `use ${knownUrls()}`)
   const name = statementDialectOf(scheme)
-  const { dialect, direct } = tracedDatabase(connector.connect(target, settings), name)
-  const config: KyselyConfig = options.log === undefined ? { dialect } : { dialect, log: options.log }
   // SQLite's heavy reads wait for its reader threads instead (sqlite-readers.ts).
   const bulkhead = name === 'sqlite' ? undefined : poolBulkhead(name, settings, options.heavyConnections)
+  const lent = bulkhead === undefined ? settings : { ...settings, lending: bulkhead.lendFrom.bind(bulkhead) }
+  const { dialect, direct } = tracedDatabase(connector.connect(target, lent), name)
+  const config: KyselyConfig = options.log === undefined ? { dialect } : { dialect, log: options.log }
   if (direct === undefined && bulkhead === undefined) return new Kysely<DB>(config)
   return new PreparedKysely<DB>(config, direct ?? (() => undefined), bulkhead)
 }
 
-/** The bulkhead of a pool's heavy statements: `heavyConnections` of its connections (default all but one). */
+/**
+ * The bulkhead of a pool's heavy statements: `heavyConnections` of its connections (default 2, or all but one of a
+ * smaller pool). Heavy statements are bound by the database server's CPU, not its connections: more at once than
+ * it has cores adds no throughput, only latency for every request (benchmarks/analysis.md, the PostgreSQL attack).
+ */
 function poolBulkhead (name: string, settings: ConnectionSettings, heavyConnections: unknown): Bulkhead {
-  const capacity = heavyConnections ?? Math.max(1, settings.poolSize - 1)
+  const capacity = heavyConnections ?? Math.max(1, Math.min(defaultHeavyConnections, settings.poolSize - 1))
   if (typeof capacity !== 'number' || !Number.isInteger(capacity) || capacity < 1) {
     invalidOption('heavyConnections', 'must be a whole number of connections, 1 or more')
   }
   return new Bulkhead({ name, capacity, queueBound: settings.heavyQueue, wait: settings.connectionTimeout })
 }
+
+/** PostgreSQL already gives one heavy statement up to three processes (`max_parallel_workers_per_gather` 2). */
+const defaultHeavyConnections = 2
 
 /**
  * Your own Kysely instance, made as fast under viewsets as one from {@link createDatabase}: the statements

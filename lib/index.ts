@@ -33,6 +33,8 @@ export { bulkheadChannel, cacheChannel, handlerChannel, statementChannel } from 
 export { viewsetLogs } from './observability/request-log.js'
 export { viewsetServerTiming } from './observability/server-timing.js'
 export { viewsetReadiness } from './observability/health.js'
+export { viewsetIndexReport } from './mount/viewset-index-report.js'
+export type { IndexReportEntry, IndexUse } from './mount/index-report.js'
 export type { ViewsetReadinessOptions } from './observability/health.js'
 export type {
   BulkheadEvent, CacheEvent, CacheEventKind, HandlerContext, StatementContext, StatementDialect, StatementOperation,

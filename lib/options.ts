@@ -68,6 +68,7 @@ const knownOptionKeys = {
     'maxSearchLength',
     'maxOffset',
     'pagination',
+    'strictIndexes',
     'maxBulk',
     'conflictFields',
     'relatedConfig',
@@ -215,6 +216,7 @@ export interface ResolvedOptions {
   readonly conflictDetail: 'field' | 'none'
   /** `parent`: each parameter of a nested prefix, and the column it binds (mount/parent-binding.ts). */
   readonly parent: Readonly<Record<string, string>>
+  readonly strictIndexes: boolean
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -329,7 +331,7 @@ function checkShapes (options: Record<string, unknown>): void {
   for (const key of ['authenticate', 'authorize', 'beforeWrite', 'afterWrite', 'fieldAccess'] as const) {
     if (options[key] !== undefined && typeof options[key] !== 'function') fail(key, 'expected a function')
   }
-  for (const key of ['requireIfMatch', 'withoutTokens'] as const) {
+  for (const key of ['requireIfMatch', 'withoutTokens', 'strictIndexes'] as const) {
     if (typeof (options[key] ?? false) !== 'boolean') fail(key, 'expected a boolean')
   }
 }
@@ -374,5 +376,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     counting: checkCountOptions(options),
     conflictDetail: checkConflictDetail(options.conflictDetail),
     parent: checkParent(options.parent),
+    strictIndexes: options.strictIndexes === true,
   })
 }

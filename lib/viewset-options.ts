@@ -271,6 +271,17 @@ export interface ViewsetOptions<
    * `Link` header's `next` and `prev`), costs the same on every page, and answers an `offset` with a 400.
    */
   pagination?: 'offset' | 'cursor'
+  /**
+   * Fail at startup when a filter, ordering, cursor ordering, search field or relation key would scan a table for
+   * want of an index (default false: `viewsetIndexReport(app)` lists them). `search`, `contains` and relation paths
+   * always scan, so a viewset with this option offers none of them. The message names the table and each field.
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'events', schema: Event, filterFields: { kind: ['eq'] }, strictIndexes: true })
+   * ```
+   */
+  strictIndexes?: boolean
 
   /** Eager loading of relation fields. */
   relatedConfig?: R

@@ -3,6 +3,7 @@ import type { StatementBuilder } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { resultRows } from '../sql.js'
 import { markOneRow } from '../execution/one-row.js'
+import { declareCost } from '../execution/cost-class.js'
 import { runCompiled } from '../execution/prepared-kysely.js'
 import { andThen } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
@@ -83,15 +84,17 @@ export class StatementCache {
     db: AnyDatabase,
     shape: string,
     parameters: readonly unknown[],
-    build: () => StatementBuilder
+    build: () => StatementBuilder,
+    heavy = false
   ): Eventually<Row[]> {
-    return andThen(this.execute(db, shape, parameters, build), resultRows)
+    return andThen(this.execute(db, shape, parameters, build, false, heavy), resultRows)
   }
 
   /**
    * Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert
    * id), at once where the database answered at once (eventually.ts). May throw. `oneRow`: a SELECT that answers
-   * at most one row (by primary key), see dialect/one-row.ts.
+   * at most one row (by primary key), see dialect/one-row.ts. `heavy`: the shape is known to read many rows, whatever
+   * its tree says (an ordering no index gives: execution/cost-class.ts).
    */
   // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
   execute (
@@ -99,12 +102,14 @@ export class StatementCache {
     shape: string,
     parameters: readonly unknown[],
     build: () => StatementBuilder,
-    oneRow = false
+    oneRow = false,
+    heavy = false
   ): Eventually<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
     if (cached !== undefined) return runCompiled(db, withParameters(cached, parameters))
     const compiled = compileWith(build(), this.#plugin)
     if (oneRow) markOneRow(compiled)
+    if (heavy) declareCost(compiled, 'heavy')
     if (equalParameters(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
     return runCompiled(db, compiled)
   }

@@ -39,6 +39,8 @@ export interface TableGatewayConfig {
   readonly uniqueKeys?: ReadonlyArray<readonly string[]>
   /** The unique key upserts merge on (`conflictFields`), checked against the catalog. */
   readonly conflictFields?: readonly string[] | undefined
+  /** The columns whose ordering no index gives (mount/index-report.ts): a page ordered by one sorts every row. */
+  readonly unindexedOrder?: ReadonlySet<string> | undefined
 }
 
 /** The `WHERE` terms of a query, the scope first when there is one. */
@@ -79,6 +81,7 @@ export class TableGateway {
   readonly #counts: StatementCache
   /** Whether a page's LIMIT is written into its SQL (DialectSyntax.literalLimit), decided once. */
   readonly #literalLimit: boolean
+  readonly #unindexedOrder: ReadonlySet<string>
 
   constructor (config: TableGatewayConfig) {
     const { dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields } = config
@@ -87,6 +90,7 @@ export class TableGateway {
     this.#conflictFields = conflictFields
     this.dialect = dialect
     this.#literalLimit = dialect.syntax.literalLimit
+    this.#unindexedOrder = config.unindexedOrder ?? new Set()
     this.#statements = statements
     this.#pages = new StatementCache(dialect.syntax.statementPlugin)
     this.#counts = new StatementCache(dialect.syntax.statementPlugin)
@@ -120,7 +124,12 @@ export class TableGateway {
         select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
       }
       return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit)).offset(offset)
-    })
+    }, this.#sorts(ordering))
+  }
+
+  /** Whether a page in this order sorts every row for want of an index: a heavy statement, on every dialect. */
+  #sorts (ordering: ListQuery['ordering']): boolean {
+    return ordering.keys.some((key) => this.#unindexedOrder.has(key.field))
   }
 
   /**
@@ -155,7 +164,7 @@ export class TableGateway {
       for (const { alias, expression } of related) select = select.select(sql`${expression}`.as(alias))
       if (where.length > 0) select = select.where((eb) => eb.and(where.map((condition) => condition.expression(eb))))
       return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit + 1))
-    })
+    }, this.#sorts(ordering))
     const more = fetched.length > limit
     const rows = fetched.slice(0, limit)
     if (backwards) rows.reverse()

@@ -3,11 +3,15 @@ import { currentCancellation, withCancellation } from './cancellation.js'
 import type { CancellationContext } from './cancellation.js'
 import { bulkheadChannel } from '../observability/channels.js'
 import type { BulkheadEvent } from '../observability/channels.js'
+import type { PoolLending } from '../dialect/shared/connection.js'
 
 // A bulkhead: heavy statements (cost-class.ts) may hold at most `capacity` of a pool's connections, so that
 // however many clients send the most expensive request a key lookup still finds a connection. The rest wait
 // in a bounded queue, each at most `wait` milliseconds; past either bound the statement answers 503 at once
-// rather than queueing forever. A waiter whose client hangs up leaves the queue at once.
+// rather than queueing forever. A waiter whose client hangs up leaves the queue at once. Given the pool's figures
+// (lendFrom), a heavy statement also waits here until the pool has a connection nobody waits for: queued in the
+// pool's own first-come queue, it would take the next free connection ahead of the key lookups behind it, and each
+// heavy statement that got it held it for seconds (benchmarks/analysis.md, the PostgreSQL attack).
 
 /** A bulkhead's bounds. */
 export interface BulkheadLimits {
@@ -40,6 +44,8 @@ export class Bulkhead {
   readonly #limits: BulkheadLimits
   readonly #queue: Waiter[] = []
   #running = 0
+  /** The pool's connections free of waiters (lendFrom); without it, every slot may go to the pool's queue. */
+  #free: () => number = () => Infinity
 
   constructor (limits: BulkheadLimits) {
     this.#limits = { ...limits, capacity: Math.max(1, Math.floor(limits.capacity)) }
@@ -48,6 +54,15 @@ export class Bulkhead {
   /** Heavy statements holding a slot, and waiting for one. */
   get load (): { readonly running: number; readonly queued: number } {
     return { running: this.#running, queued: this.#queue.length }
+  }
+
+  /**
+   * Reads the pool's free connections from now on: a slot is taken only with one free, and the queue is looked at
+   * again each time a connection goes back (once the pool has handed it to its own waiters).
+   */
+  lendFrom ({ free, onRelease }: PoolLending): void {
+    this.#free = free
+    onRelease(() => { setImmediate(() => { this.#drain() }) })
   }
 
   /** Runs `work` once a slot is free, and frees the slot when it settles. Rejects with a 503 past the bounds. */
@@ -67,7 +82,7 @@ export class Bulkhead {
    * for work whose slot outlives its answer (a reader thread that runs on after its request timed out).
    */
   async acquire (): Promise<() => void> {
-    if (this.#running < this.#limits.capacity && this.#queue.length === 0) this.#running++
+    if (this.#running < this.#limits.capacity && this.#queue.length === 0 && this.#free() > 0) this.#running++
     else await this.#wait(currentCancellation())
     let held = true
     return () => {
@@ -114,9 +129,18 @@ export class Bulkhead {
   }
 
   #release (): void {
-    const next = this.#queue.shift()
-    if (next === undefined) this.#running--
-    else {
+    this.#running--
+    this.#drain()
+  }
+
+  /** Admits waiters while a slot and a pool connection are free (each admitted one takes its connection at once). */
+  #drain (): void {
+    let free = this.#free()
+    while (this.#queue.length > 0 && this.#running < this.#limits.capacity && free > 0) {
+      const next = this.#queue.shift()
+      if (next === undefined) return
+      this.#running++
+      free--
       next.admit()
       this.#publish('admitted')
     }

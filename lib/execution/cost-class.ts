@@ -113,8 +113,9 @@ function shapeCost (query: RootOperationNode): CostClass {
  * The class of a compiled statement: declared ({@link declareCost}; a `learned` one is cheap until a run was
  * slow), else `cheap` for a SELECT by primary key
  * (one-row.ts), else its tree's. Walked once per compiled node. A shape that reads as cheap may still scan for
- * want of an index: SQLite asks its query plan as well (dialect/sqlite/sqlite-readers.ts); PostgreSQL and MySQL
- * go by the shape, and `statementTimeout` bounds the rest.
+ * want of an index: SQLite asks its query plan as well (dialect/sqlite/sqlite-readers.ts); on every dialect a LIST
+ * page ordered by a column no index orders is declared heavy from the catalog (mount/index-report.ts), and
+ * `statementTimeout` bounds the rest (an unindexed filter).
  *
  * @example
  * ```ts

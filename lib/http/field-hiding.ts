@@ -282,3 +282,8 @@ export function fieldHooks (
     preHandler: writes ? [async (request) => { dropReadOnly(request) }] : [],
   }
 }
+
+/** A custom route's hook under field rules: the caller's views, resolved before its handler reads or writes. */
+export function customRouteViews (hiding: FieldHiding): preHandlerAsyncHookHandler {
+  return async (request) => { await hiding.resolve(request) }
+}

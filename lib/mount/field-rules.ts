@@ -152,3 +152,16 @@ function optional (schema: JsonSchema): JsonSchema {
   }
   return relaxed
 }
+
+/** The viewset's field rule, when it has one (`fieldAccess` overridden or given), and what tells it apart. */
+export function fieldRulesSource ({ overridden, fieldAccess, options, viewset }: {
+  readonly overridden: ReadonlySet<string>
+  readonly fieldAccess: FieldAccessFunction
+  readonly options: Pick<ViewsetOptions<unknown, never, never>, 'fieldAccess'>
+  readonly viewset: object
+}) {
+  return {
+    fieldAccess: overridden.has('fieldAccess') ? fieldAccess : undefined,
+    identity: options.fieldAccess ?? viewset.constructor,
+  }
+}

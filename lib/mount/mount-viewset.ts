@@ -1,5 +1,5 @@
 import type { TObject } from '@sinclair/typebox'
-import type { FastifyInstance, onRequestAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify'
+import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
 import { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import { Statements } from '../data/statements.js'
 import { TableGateway } from '../data/table-gateway.js'
@@ -25,9 +25,8 @@ import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.
 import { bindParent } from '../http/parent-binding.js'
 import type { ParentBinding } from '../http/parent-binding.js'
 import type { FieldAccessFunction, FieldRules } from '../query/field-access.js'
-import { narrowListPlan } from '../http/field-hiding.js'
-import type { FieldHiding } from '../http/field-hiding.js'
-import { fieldRulesOf, servedSchema } from './field-rules.js'
+import { customRouteViews, narrowListPlan } from '../http/field-hiding.js'
+import { fieldRulesOf, fieldRulesSource, servedSchema } from './field-rules.js'
 import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
@@ -50,6 +49,7 @@ import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
+import { checkedIndexReport } from './index-report.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import type { RegisteredViewset } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
@@ -119,6 +119,7 @@ interface CheckedTable {
   readonly dialect: ViewsetDialect
   readonly described: TableCatalog
   readonly columns: ReadonlyMap<string, ColumnInfo>
+  readonly unindexedOrder?: ReadonlySet<string> // the index report's orderings: their pages are heavy statements
 }
 
 /**
@@ -228,6 +229,7 @@ function buildTableGateway (
     versioning: { versionField, tagOf, relations: versioning.defaultRelations },
     uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],
     conflictFields,
+    unindexedOrder: table.unindexedOrder,
   })
 }
 
@@ -243,14 +245,6 @@ function routeSchemas (
   parentParams: RouteContext['schemas']['parentParams']
 ): RouteContext['schemas'] {
   return { ...planned, primaryKey, tags, maxBulk, conflictFields, parentParams }
-}
-
-/** The viewset's field rule, when it has one (`fieldAccess` overridden or given), and what tells it apart. */
-function fieldRulesSource ({ overridden, fieldAccess, options, viewset }: ViewsetDeclaration) {
-  return {
-    fieldAccess: overridden.has('fieldAccess') ? fieldAccess : undefined,
-    identity: options.fieldAccess ?? viewset.constructor,
-  }
 }
 
 /** The data layer of a viewset and what its routes read, built once the catalog is checked. */
@@ -355,7 +349,10 @@ export async function mountViewset (
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name, fastify.prefix)
-  const { context, defaults, rules } = buildViewset(fastify, methods, declaration, table, planned)
+  const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }
+  const { report, unindexedOrder } = await checkedIndexReport(fastify.prefix, table.dialect, table.described, reported)
+  const checked = { ...table, unindexedOrder }
+  const { context, defaults, rules } = buildViewset(fastify, methods, declaration, checked, planned)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
@@ -365,7 +362,8 @@ export async function mountViewset (
   const { parent } = planned
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
-  const entry = { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration), fields: rules }
+  const rule = ruleOf(declaration)
+  const entry = { table: resolved.table, db, prefix: fastify.prefix, viewset, rule, fields: rules, indexReport: report }
   registerViewset(fastify, entry)
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
   if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
@@ -383,7 +381,7 @@ export async function mountViewset (
             await parent.check(request, reply, reads ? readDb : db)
           },
         }),
-    ...(context.hiding === undefined ? {} : { customPreHandler: fieldViewsOf(context.hiding) }),
+    ...(context.hiding === undefined ? {} : { customPreHandler: customRouteViews(context.hiding) }),
     customRoutes: async (instance) => {
       await declaration.customRoutes(instance)
     },
@@ -392,9 +390,4 @@ export async function mountViewset (
     },
   }
   return { prepared: Object.freeze({ resource: context.resource, defaults, fields: context.fields, context }), mounted }
-}
-
-/** A custom route's hook under field rules: the caller's views, resolved before its handler reads or writes. */
-function fieldViewsOf (hiding: FieldHiding): preHandlerAsyncHookHandler {
-  return async (request) => { await hiding.resolve(request) }
 }

@@ -48,7 +48,10 @@ export function overriddenMembers (
   viewset: Overridable,
   base: Overridable,
   options: {
-    readonly scope?: unknown; readonly beforeWrite?: unknown; readonly afterWrite?: unknown; readonly fieldAccess?: unknown
+    readonly scope?: unknown;
+    readonly beforeWrite?: unknown
+    readonly afterWrite?: unknown;
+    readonly fieldAccess?: unknown
   }
 ): Set<OverriddenName> {
   const overridden = new Set<OverriddenName>(

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { FieldRules } from '../query/field-access.js'
 import type { RelationRule } from '../relations/config.js'
+import type { IndexReportEntry } from './index-report.js'
 
 // The app-level registry of mounted viewsets: one list per application, filled as viewsets register and
 // frozen when the application is ready. Features that reach across viewsets (whose row rule applies to a
@@ -23,6 +24,8 @@ export interface RegisteredViewset {
   readonly rule: { readonly source: RelationRule<unknown>; readonly identity: object } | undefined
   /** Its field rule (`fieldAccess`) as relations apply it, or `undefined` when it has none. */
   readonly fields?: FieldRules | undefined
+  /** Its fields whose statements would scan a table for want of an index (index-report.ts). */
+  readonly indexReport?: readonly IndexReportEntry[]
 }
 
 /** Work that needs every viewset of the app: run, in order, once the application is ready (a throw fails `ready()`). */

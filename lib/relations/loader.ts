@@ -12,6 +12,7 @@ import type { DeclaredRelation } from './declaration.js'
 import { attachedConfig, declaredRelations } from './declaration.js'
 import type { RelationLink } from './relation-link.js'
 import { freeAlias, limitedQuery, orderedQuery } from './relation-queries.js'
+import { readsInOrder } from './relation-limit.js'
 import { RelationRuleSlot, RuledQuery } from './relation-rule.js'
 import type { ScopeCondition } from '../query/scope.js'
 import { parseOrdering } from '../query/ordering.js'
@@ -49,17 +50,18 @@ class Catalog {
 
   /** The columns of `table`, with their nullability: what `orderBy` needs to sort NULLs alike everywhere. */
   async described (table: string): Promise<ReadonlyMap<string, CatalogColumn>> {
-    const list = (await this.#table(table))?.columns ?? []
+    const list = (await this.table(table))?.columns ?? []
     if (list.length === 0) throw new ViewsetErrors.UnknownTable(table)
     return new Map(list.map((column) => [column.name, column]))
   }
 
   /** The primary key's columns of `table` (none for a view). */
   async primaryKey (table: string): Promise<readonly string[]> {
-    return (await this.#table(table))?.primaryKey ?? []
+    return (await this.table(table))?.primaryKey ?? []
   }
 
-  async #table (table: string): Promise<TableCatalog | undefined> {
+  /** `table` as the catalog describes it, read once per loader. */
+  async table (table: string): Promise<TableCatalog | undefined> {
     let described = this.#tables.get(table)
     if (described === undefined) {
       described = this.dialect.catalog.table(this.#db, table)
@@ -219,6 +221,7 @@ async function planOneToMany (site: RelationSite): Promise<BatchedRelation> {
   const columns = unique([...fields, foreignKey, ...extra])
   const rowKey = await site.catalog.primaryKey(table)
   const keyType = keyTypeOf(site.described.get(foreignKey))
+  const indexed = readsInOrder(dialect, await site.catalog.table(table), foreignKey, order)
   const rule = targetSlot(relation)
   const query = new RuledQuery([rule], (conditions) => {
     const from = (keyed: Keyed): Builder => restricted(keyed(table, 't', foreignKey), conditions)
@@ -227,7 +230,7 @@ async function planOneToMany (site: RelationSite): Promise<BatchedRelation> {
     return limit === undefined
       ? orderedQuery(db, dialect, (keyed) => from(keyed).select(selection), order, extra)
       : limitedQuery(db, dialect, {
-        table, from, selection, columns, partition: `t.${foreignKey}`, order, limit, rowKey, keyType,
+        table, from, selection, columns, partition: `t.${foreignKey}`, order, limit, rowKey, keyType, indexed,
       }, extra)
   })
   return {
@@ -265,6 +268,8 @@ async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
   }
   const slots = [rules.target, rules.through]
   const keyType = keyTypeOf((await site.catalog.described(through.table)).get(source))
+  // The join rows of one parent are found by an index; their targets are then sorted (a parent's links are few).
+  const indexed = readsInOrder(dialect, await site.catalog.table(through.table), source, [])
   const query = new RuledQuery(slots, (conditions) => {
     const from = (keyed: Keyed): Builder =>
       restricted(
@@ -285,6 +290,7 @@ async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
         through: { table: through.table, source, target, references },
         rowKey: [],
         keyType,
+        indexed,
       }, extra)
   })
   return {

@@ -1,6 +1,8 @@
 import { sql } from 'kysely'
 import type { StatementBuilder, ViewsetDialect } from '../dialect/dialect.js'
 import type { AnyDatabase } from '../sql.js'
+import { indexStartsWith } from '../dialect/shared/catalog.js'
+import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { applyOrdering } from '../query/ordering.js'
 import type { OrderKey } from '../query/ordering.js'
 import { keyRowsAlias } from './batched-query.js'
@@ -135,4 +137,20 @@ export function perParentStatement (
     default:
       return undefined
   }
+}
+
+/**
+ * Whether an index of `table` finds the rows of one `key` in `order` (its columns after `key`, one direction, NULLs
+ * where the dialect sorts them anyway): then a per-parent LIMIT reads only the children it keeps.
+ */
+export function readsInOrder (
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
+  table: TableCatalog | undefined,
+  key: string,
+  order: readonly OrderKey[]
+): boolean {
+  const oneDirection = order.every((entry) => entry.descending === order[0]?.descending)
+  if (table === undefined || !oneDirection) return false
+  if (order.some((entry) => entry.nullable && !dialect.capabilities.nullsSortLargest)) return false
+  return indexStartsWith(table, [key, ...order.map((entry) => entry.field)])
 }

@@ -29,13 +29,20 @@ export function freeAlias (alias: string, taken: readonly string[]): string {
 export function limitedQuery (
   db: AnyDatabase,
   dialect: ViewsetDialect,
-  relation: PerParentRelation & { readonly columns: readonly string[]; readonly partition: string },
+  relation: PerParentRelation & {
+    readonly columns: readonly string[]
+    readonly partition: string
+    /** An index finds each parent's children in order (Catalog.readsInOrder in loader.ts). */
+    readonly indexed: boolean
+  },
   extra = 0
 ): BatchedQuery {
   const perParent = perParentStatement(db, dialect, relation)
   if (perParent !== undefined) {
-    // Reads at most `limit` children of each parent, however many it has (relation-limit.ts).
-    return new BatchedQuery(db, dialect, (_keyed, _count, keys) => perParent(keys), undefined, extra, 'cheap')
+    // Reads at most `limit` children of each parent through an index in their order (relation-limit.ts); without
+    // one, every child of a parent is read and sorted to keep `limit`, whatever the LIMIT.
+    const cost = relation.indexed ? 'cheap' : 'heavy'
+    return new BatchedQuery(db, dialect, (_keyed, _count, keys) => perParent(keys), undefined, extra, cost)
   }
   const { order, limit, columns, partition } = relation
   const filtered = (keyed: Keyed): Builder => relation.from(keyed).select(relation.selection)

@@ -125,6 +125,58 @@ for (const dialect of dialects.filter((each) => each.name !== 'sqlite')) {
   })
 }
 
+/** Holds one of the pool's connections until `release` is called. */
+async function holdConnection (db: Kysely<any>): Promise<() => void> {
+  let release = (): void => {}
+  const held = new Promise<void>((resolve) => { release = resolve })
+  await new Promise<void>((resolve) => {
+    void db.connection().execute(async () => {
+      resolve()
+      await held
+    })
+  })
+  return release
+}
+
+for (const dialect of dialects.filter((each) => each.name !== 'sqlite')) {
+  test(`${dialect.name}: a heavy statement takes a connection only when no key lookup waits for one`, async (t) => {
+    const { url, db: setup } = await testDatabase(t, dialect)
+    await seed(setup)
+    // Two heavy slots of two connections: only the pool's free connections hold the heavy statements back.
+    const db = createDatabase<any>(url, { poolSize: 2, heavyConnections: 2 })
+    t.after(() => db.destroy())
+    const app = testApp(t)
+    await app.register(createViewset({
+      db, table: 'cost_b_bulk_items', schema: Item, filterFields: { title: ['contains'] }, methods: ['LIST', 'GET'],
+    }), { prefix: '/items' })
+    await app.ready()
+    assert.equal((await app.inject('/items/7')).statusCode, 200)
+    const events = bulkheadEvents(t)
+    const releases = [await holdConnection(db), await holdConnection(db)]
+    const order: string[] = []
+    // Both connections busy: the heavy request waits in the bulkhead (one of its two slots free), not in the pool.
+    const heavyRequest = app.inject(heavy).then((response) => { order.push('heavy'); return response })
+    await published(events, 'queued', 1)
+    assert.deepEqual(events.map(({ event, running, capacity }) => ({ event, running, capacity })),
+      [{ event: 'queued', running: 0, capacity: 2 }])
+    const lookupRequest = app.inject('/items/7').then((response) => { order.push('lookup'); return response })
+    // Let the lookup reach the pool's queue, then free one connection: the lookup gets it, then the heavy one.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    releases[0]?.()
+    const lookup = await lookupRequest
+    assert.equal(lookup.statusCode, 200)
+    assert.deepEqual(lookup.json(), { id: 7, title: 'title 00006' })
+    const answered = await heavyRequest
+    assert.equal(answered.statusCode, 200)
+    assert.deepEqual(answered.json(), [])
+    assert.deepEqual(order, ['lookup', 'heavy'])
+    assert.equal(events.at(-1)?.event, 'admitted')
+    releases[1]?.()
+    const stored = await db.selectFrom('cost_b_bulk_items').select('title').where('id', '=', 7).execute()
+    assert.deepEqual(stored, [{ title: 'title 00006' }])
+  })
+}
+
 for (const dialect of dialects.filter((each) => each.name === 'postgres')) {
   test(`${dialect.name}: a heavy request whose client hangs up leaves the queue at once`, async (t) => {
     const app = await bulkheadApp(t, dialect)

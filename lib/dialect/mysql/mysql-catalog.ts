@@ -19,16 +19,19 @@ function enumLabels (declared: string): string[] | undefined {
   return [...declared.matchAll(/'((?:[^']|'')*)'/g)].map((match) => (match[1] ?? '').replaceAll("''", "'"))
 }
 
-interface IndexRow { idx: string, is_unique: number | string, col: string | null }
+interface IndexRow { idx: string, is_unique: number | string, col: string | null, kind: string }
 interface KeyRow { fk: string, col: string, target: string, reference: string }
 interface Index { unique: boolean, columns: string[], expression: boolean }
 
-/** The table's indexes by name, from `information_schema.statistics` (a NULL column is an expression). */
+/**
+ * The table's indexes by name, from `information_schema.statistics` (a NULL column is an expression; a FULLTEXT or
+ * SPATIAL index orders nothing and is kept out like one).
+ */
 function indexesOf (statistics: readonly IndexRow[]): Map<string, Index> {
   const indexes = new Map<string, Index>()
   for (const row of statistics) {
     const index = indexes.get(row.idx) ?? { unique: Number(row.is_unique) === 1, columns: [], expression: false }
-    if (row.col === null) index.expression = true
+    if (row.col === null || row.kind === 'FULLTEXT' || row.kind === 'SPATIAL') index.expression = true
     else index.columns.push(row.col)
     indexes.set(row.idx, index)
   }
@@ -103,7 +106,8 @@ export const mysqlCatalog: CatalogReader = {
       from information_schema.columns where table_schema = database() and table_name = ${name}
       order by ordinal_position`.execute(db)
     const { rows: statistics } = await sql<IndexRow>`
-      select index_name as idx, non_unique = 0 as is_unique, column_name as col from information_schema.statistics
+      select index_name as idx, non_unique = 0 as is_unique, column_name as col, index_type as kind
+      from information_schema.statistics
       where table_schema = database() and table_name = ${name} order by index_name, seq_in_index`.execute(db)
     const { rows: keys } = await sql<KeyRow>`
       select constraint_name as fk, column_name as col, referenced_table_name as target,

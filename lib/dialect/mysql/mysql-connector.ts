@@ -29,6 +29,13 @@ async function openMysql (url: string, settings: ConnectionSettings): Promise<My
     keepAliveInitialDelay: keepAliveDelay,
   })
   watchPool('mysql', url, pool, mysqlPoolFigures)
+  settings.lending?.({
+    free: () => {
+      const figures = mysqlPoolFigures(pool)
+      return figures === null ? 0 : settings.poolSize - figures.inUse - figures.waiting
+    },
+    onRelease: (listener) => { pool.on('release', listener) },
+  })
   return withAcquireTimeout(pool, timeout, readTimeout(settings.statementTimeout))
 }
 

@@ -79,11 +79,13 @@ export const postgresCatalog: CatalogReader = {
       where a.attrelid = ${oid}::int8::oid and a.attnum > 0 and not a.attisdropped
       order by a.attnum`.execute(db)
     const { rows: indexRows } = await sql<{ primary: boolean, unique: boolean, plain: boolean, columns: string[] }>`
-      select i.indisprimary as primary, i.indisunique as unique, (i.indpred is null and i.indexprs is null) as plain,
+      select i.indisprimary as primary, i.indisunique as unique,
+        (i.indpred is null and i.indexprs is null and am.amname = 'btree') as plain,
         array(select a.attname::text from unnest(i.indkey::int2[]) with ordinality k(attnum, n)
               join pg_catalog.pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
               where k.n <= i.indnkeyatts order by k.n) as columns
       from pg_catalog.pg_index i join pg_catalog.pg_class c on c.oid = i.indexrelid
+      join pg_catalog.pg_am am on am.oid = c.relam
       where i.indrelid = ${oid}::int8::oid order by c.relname`.execute(db)
     const { rows: constraints } = await sql<ConstraintRow>`
       select k.contype as kind,

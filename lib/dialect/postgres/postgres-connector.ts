@@ -28,6 +28,10 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   const cancelOnDisconnect = await checkServer((options) => new pg.Client(options), config, settings)
   const pool = new pg.Pool({ ...config, max: settings.poolSize })
   watchPool('postgres', url, pool, pgPoolFigures)
+  settings.lending?.({
+    free: () => settings.poolSize - (pool.totalCount - pool.idleCount) - pool.waitingCount,
+    onRelease: (listener) => { pool.on('release', listener) },
+  })
   // An idle client that loses its server emits 'error' on the pool; unhandled, it would crash the process.
   pool.on('error', () => {})
   // A client in use has no pool listener, and pg emits 'error' on it as well as failing its query when

@@ -44,7 +44,8 @@ export interface TableCatalog {
   readonly primaryKey: readonly string[]
   /** Unique constraints and plain unique indexes (never partial or expression indexes), primary key excluded. */
   readonly unique: ReadonlyArray<readonly string[]>
-  /** Every plain index's columns (primary key and unique ones included), in index order. */
+  /** Every plain B-tree index's columns (primary key and unique ones included), in index order: what can serve a filter
+   * or an ordering by its leading column (no partial, expression, GIN, hash or FULLTEXT index). */
   readonly indexes: ReadonlyArray<readonly string[]>
   readonly foreignKeys: readonly CatalogForeignKey[]
 }
@@ -81,6 +82,15 @@ export function isRowKey (table: TableCatalog, column: string): boolean {
   const info = table.columns.find((entry) => entry.name === column)
   if (info === undefined || info.nullable) return false
   return table.unique.some((columns) => columns.length === 1 && columns[0] === column)
+}
+
+/**
+ * Whether an index of `table` (its primary key included) starts with exactly `columns`, in order: one that finds the
+ * rows of an equality on the first and gives them in the order of the others, so a LIMIT reads only what it keeps.
+ */
+export function indexStartsWith (table: TableCatalog, columns: readonly string[]): boolean {
+  const starts = (index: readonly string[]) => columns.every((column, at) => index[at] === column)
+  return columns.length > 0 && (starts(table.primaryKey) || table.indexes.some(starts))
 }
 
 /** The values of a `CHECK (column IN ('a', 'b'))` or `column = ANY (ARRAY['a', 'b'])` constraint, if it is one. */

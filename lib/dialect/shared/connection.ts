@@ -31,6 +31,19 @@ export interface ConnectionSettings {
   /** How many heavy statements may wait for a connection (or a SQLite reader) before a 503. */
   readonly heavyQueue: number
   readonly log: KyselyConfig['log']
+  /** PostgreSQL / MySQL: told the pool once it opens, so that heavy statements only take a free connection. */
+  readonly lending?: (lending: PoolLending) => void
+}
+
+/**
+ * What a pool can lend now without a wait, and when one of its connections comes back: read by the bulkhead of
+ * heavy statements (execution/bulkhead.ts), so that they never queue in the pool ahead of a key lookup.
+ */
+export interface PoolLending {
+  /** Connections idle or yet to open, less the callers already waiting for one (negative when they outnumber them). */
+  readonly free: () => number
+  /** Calls `listener` each time a connection goes back to the pool. */
+  readonly onRelease: (listener: () => void) => void
 }
 
 /**
