@@ -1,5 +1,7 @@
 import type { TObject } from '@sinclair/typebox'
 import { invalidOption as fail } from './errors.js'
+import { checkReplicaOptions } from './data/replica-options.js'
+import type { ReplicaPlan } from './data/replica-options.js'
 import { isRecord } from './schema/object-schema.js'
 import { checkTypeBoxCopy } from './schema/typebox-copy.js'
 import { checkKyselyCopy } from './dialect/shared/kysely-copy.js'
@@ -21,6 +23,7 @@ export type {
   FieldOf,
   FilterOperator,
   RelationPath,
+  ReplicaOptions,
   RowContext,
   SchemaOf,
   DerivedScopedMethod,
@@ -43,6 +46,7 @@ const knownOptionKeys = {
   options: [
     'db',
     'readDb',
+    'replica',
     'table',
     'schema',
     'primaryKey',
@@ -207,6 +211,8 @@ export interface ResolvedOptions {
   /** `allowCount`, `alwaysCount`, `countEstimateThreshold` and `estimateWithRules`. */
   readonly counting: CountPlan
   readonly conflictDetail: 'field' | 'none'
+  /** How reads choose between `readDb` and `db`; `undefined` without `readDb`. */
+  readonly replica: ReplicaPlan | undefined
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -354,5 +360,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     requireIfMatch: options.requireIfMatch === true,
     counting: checkCountOptions(options),
     conflictDetail: checkConflictDetail(options.conflictDetail),
+    replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
   })
 }

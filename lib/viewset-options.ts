@@ -145,6 +145,29 @@ export type FieldOf<S extends TObject> = keyof Static<S> & string
 export type RelationPath<S extends TObject> = `${ObjectFields<S> & string}.${string}`
 
 /**
+ * The `replica` option: how LIST and GET, and their relations, choose between `readDb` and `db`. Every figure is
+ * in milliseconds.
+ *
+ * @example
+ * ```ts
+ * const replica: ReplicaOptions = { readAfterWrite: 10_000, maxLag: 2000, checkInterval: 1000, retryAfter: 5000 }
+ * ```
+ */
+export interface ReplicaOptions {
+  /**
+   * After a write, its client reads from `db` for this long (default 5000), told by a `viewset-read-after-write`
+   * cookie; `false` for never. At least `maxLag + checkInterval`.
+   */
+  readAfterWrite?: number | false
+  /** Reads go to `db` while the replica is further behind than this (default 1000). */
+  maxLag?: number
+  /** The replica's lag is measured at most once per this interval, per process (default 1000). */
+  checkInterval?: number
+  /** A replica that failed to answer is asked again after this long; reads go to `db` meanwhile (default 5000). */
+  retryAfter?: number
+}
+
+/**
  * Options of {@link createViewset} and of the {@link Viewset} constructor.
  *
  * @example
@@ -162,6 +185,17 @@ export interface ViewsetOptions<
   db: Kysely<DB>
   /** Optional Kysely instance for LIST and GET, for example a read replica. Defaults to `db`. */
   readDb?: Kysely<DB>
+  /**
+   * How LIST and GET choose between `readDb` and `db` (with `readDb` only; see README "Read replicas"). Defaults:
+   * `{ readAfterWrite: 5000, maxLag: 1000, checkInterval: 1000, retryAfter: 5000 }`, all in milliseconds.
+   *
+   * @example
+   * ```ts
+   * const replica = { readAfterWrite: 10_000, maxLag: 2000 }
+   * createViewset({ db, readDb: replicaDb, replica, table: 'items', schema: Item })
+   * ```
+   */
+  replica?: ReplicaOptions
   /** The table, a key of the Kysely `DB` type. `schema.table` is allowed on PostgreSQL. */
   table: TB
   /** A TypeBox object: the request body and the response. Its fields must be columns or relations. */

@@ -1,5 +1,5 @@
 import type { TObject } from '@sinclair/typebox'
-import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import { Statements } from '../data/statements.js'
 import { TableGateway } from '../data/table-gateway.js'
@@ -21,6 +21,8 @@ import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
+import { ReadRouting } from '../data/read-routing.js'
+import { replicaFallback, readAfterWriteHook } from './replica-reads.js'
 import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
 import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
@@ -231,7 +233,7 @@ function buildViewset (
   declaration: ViewsetDeclaration,
   table: CheckedTable,
   planned: Awaited<ReturnType<typeof planEntity>>
-): { context: RouteContext; defaults: DefaultHandlers } {
+): { context: RouteContext; defaults: DefaultHandlers; routing: ReadRouting } {
   const { resolved, options, columns, db, readDb } = declaration
   const { relations, entity, name, defaultRelations, foreignKeys } = planned
   // The loader may need keys the schema does not serve; they are selected, never serialized.
@@ -246,11 +248,13 @@ function buildViewset (
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
+  const routing = new ReadRouting(db, readDb, dialect, resolved.replica)
+  const readerOf = (request: FastifyRequest) => routing.readerOf(request)
   const defaults = new DefaultHandlers({
     ...servedRowRules(declaration),
     resource,
     listQuery: list.query,
-    ...{ db, readDb, foreignKeys },
+    ...{ db, readDb, readerOf, foreignKeys },
     writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
@@ -263,6 +267,7 @@ function buildViewset (
   const context: RouteContext = {
     resource,
     readDb,
+    readerOf,
     db,
     schemas: {
       entity: { ...entity, $id: name },
@@ -282,7 +287,7 @@ function buildViewset (
     prefix: fastify.prefix,
     table: resolved.table,
   }
-  return { context, defaults }
+  return { context, defaults, routing }
 }
 
 /**
@@ -328,12 +333,14 @@ export async function mountViewset (
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
-  const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)
+  const { context, defaults, routing } = buildViewset(fastify, methods, declaration, table, planned)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
   if (declaration.overridden.has('scope')) recordServedRequests()
-  const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
+  const handlers = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
+  const routes = viewsetRoutes(methods, handlers, context)
+  if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
   const { db, viewset } = declaration
   registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]

@@ -36,6 +36,10 @@ async function names (db: Kysely<any>): Promise<string[]> {
   return (await db.selectFrom('items').select('name').orderBy('id').execute()).map((row) => row.name)
 }
 
+// The replica's lag, measured at most once a second (data/read-routing.ts), is not a read of rows.
+const statusQuery = /pg_is_in_recovery|pg_current_wal_lsn|show replica status|^select 1$/
+const rowQueries = (queries: string[]) => queries.filter((text) => !statusQuery.test(text.trim()))
+
 const verbs = (queries: string[]) => queries.map((text) => text.trim().split(/\s+/)[0]?.toLowerCase())
 
 for (const dialect of dialects) {
@@ -66,7 +70,7 @@ for (const dialect of dialects) {
       const got = await app.inject('/items/2')
       assert.equal(got.statusCode, 200)
       assert.equal(got.json().name, 'only on the replica')
-      assert.deepEqual(primary.queries, [], 'reads never reach the primary')
+      assert.deepEqual(rowQueries(primary.queries), [], 'reads never reach the primary')
 
       replica.queries.length = 0
       const created = await app.inject({ method: 'POST', url: '/items', payload: { name: 'new' } })
@@ -89,7 +93,7 @@ for (const dialect of dialects) {
       assert.equal(missing.statusCode, 404)
       assert.equal(problemOf(missing).code, 'FST_VIEWSET_NOT_FOUND')
 
-      assert.deepEqual(replica.queries, [], 'writes never reach the replica')
+      assert.deepEqual(rowQueries(replica.queries), [], 'writes never reach the replica')
       assert.ok(
         verbs(primary.queries).includes('insert') &&
           verbs(primary.queries).includes('update') &&
