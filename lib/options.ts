@@ -1,7 +1,7 @@
 import type { TObject } from '@sinclair/typebox'
 import { invalidOption as fail } from './errors.js'
 import { checkReplicaOptions } from './data/replica-options.js'
-import type { ReplicaPlan } from './data/replica-options.js'
+import type { ReplicaOptions, ReplicaPlan } from './data/replica-options.js'
 import { isRecord } from './schema/object-schema.js'
 import { checkTypeBoxCopy } from './schema/typebox-copy.js'
 import { checkKyselyCopy } from './dialect/shared/kysely-copy.js'
@@ -16,6 +16,7 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 // once. Phase 2, against the catalog, runs when the viewset is mounted (mount/mount-viewset.ts).
 
 export { baseMethods, defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js'
+export type { ReplicaOptions }
 export type {
   AuthorizedMethod,
   BeforeWriteFunction,
@@ -23,7 +24,6 @@ export type {
   FieldOf,
   FilterOperator,
   RelationPath,
-  ReplicaOptions,
   RowContext,
   SchemaOf,
   DerivedScopedMethod,

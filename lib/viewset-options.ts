@@ -6,6 +6,7 @@ import type { Expression, ExpressionBuilder, Kysely, SqlBool, Updateable } from 
 import type { RelatedConfig } from './relations/config.js'
 import type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 import type { ViewsetToken } from './tokens.js'
+import type { ReplicaOptions } from './data/replica-options.js'
 
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
@@ -145,29 +146,6 @@ export type FieldOf<S extends TObject> = keyof Static<S> & string
 export type RelationPath<S extends TObject> = `${ObjectFields<S> & string}.${string}`
 
 /**
- * The `replica` option: how LIST and GET, and their relations, choose between `readDb` and `db`. Every figure is
- * in milliseconds.
- *
- * @example
- * ```ts
- * const replica: ReplicaOptions = { readAfterWrite: 10_000, maxLag: 2000, checkInterval: 1000, retryAfter: 5000 }
- * ```
- */
-export interface ReplicaOptions {
-  /**
-   * After a write, its client reads from `db` for this long (default 5000), told by a `viewset-read-after-write`
-   * cookie; `false` for never. At least `maxLag + checkInterval`.
-   */
-  readAfterWrite?: number | false
-  /** Reads go to `db` while the replica is further behind than this (default 1000). */
-  maxLag?: number
-  /** The replica's lag is measured at most once per this interval, per process (default 1000). */
-  checkInterval?: number
-  /** A replica that failed to answer is asked again after this long; reads go to `db` meanwhile (default 5000). */
-  retryAfter?: number
-}
-
-/**
  * Options of {@link createViewset} and of the {@link Viewset} constructor.
  *
  * @example
@@ -185,16 +163,7 @@ export interface ViewsetOptions<
   db: Kysely<DB>
   /** Optional Kysely instance for LIST and GET, for example a read replica. Defaults to `db`. */
   readDb?: Kysely<DB>
-  /**
-   * How LIST and GET choose between `readDb` and `db` (with `readDb` only; see README "Read replicas"). Defaults:
-   * `{ readAfterWrite: 5000, maxLag: 1000, checkInterval: 1000, retryAfter: 5000 }`, all in milliseconds.
-   *
-   * @example
-   * ```ts
-   * const replica = { readAfterWrite: 10_000, maxLag: 2000 }
-   * createViewset({ db, readDb: replicaDb, replica, table: 'items', schema: Item })
-   * ```
-   */
+  /** With `readDb`: when LIST and GET read `db` instead (README "Read replicas"). */
   replica?: ReplicaOptions
   /** The table, a key of the Kysely `DB` type. `schema.table` is allowed on PostgreSQL. */
   table: TB

@@ -101,8 +101,8 @@ export class ReadRouting {
     return this.#health !== undefined
   }
 
-  /** The database this request reads from. */
-  readerOf (request: FastifyRequest): AnyDatabase {
+  /** The database this request reads from (a bound function: contexts hand it on). */
+  readonly readerOf = (request: FastifyRequest): AnyDatabase => {
     if (this.#health === undefined || this.#plan === undefined) return this.#replica
     const chosen = this.#chosen.get(request)
     if (chosen !== undefined) return chosen

@@ -1,5 +1,5 @@
 import type { TObject } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
 import { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import { Statements } from '../data/statements.js'
 import { TableGateway } from '../data/table-gateway.js'
@@ -232,8 +232,9 @@ function buildViewset (
   methods: readonly ViewsetMethod[],
   declaration: ViewsetDeclaration,
   table: CheckedTable,
-  planned: Awaited<ReturnType<typeof planEntity>>
-): { context: RouteContext; defaults: DefaultHandlers; routing: ReadRouting } {
+  planned: Awaited<ReturnType<typeof planEntity>>,
+  routing: ReadRouting
+): { context: RouteContext; defaults: DefaultHandlers } {
   const { resolved, options, columns, db, readDb } = declaration
   const { relations, entity, name, defaultRelations, foreignKeys } = planned
   // The loader may need keys the schema does not serve; they are selected, never serialized.
@@ -248,13 +249,11 @@ function buildViewset (
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
-  const routing = new ReadRouting(db, readDb, dialect, resolved.replica)
-  const readerOf = (request: FastifyRequest) => routing.readerOf(request)
   const defaults = new DefaultHandlers({
     ...servedRowRules(declaration),
     resource,
     listQuery: list.query,
-    ...{ db, readDb, readerOf, foreignKeys },
+    ...{ db, readDb, readerOf: routing.readerOf, foreignKeys },
     writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
@@ -266,9 +265,7 @@ function buildViewset (
   const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods)
   const context: RouteContext = {
     resource,
-    readDb,
-    readerOf,
-    db,
+    ...{ readDb, readerOf: routing.readerOf, db },
     schemas: {
       entity: { ...entity, $id: name },
       serialized,
@@ -287,7 +284,7 @@ function buildViewset (
     prefix: fastify.prefix,
     table: resolved.table,
   }
-  return { context, defaults, routing }
+  return { context, defaults }
 }
 
 /**
@@ -333,7 +330,8 @@ export async function mountViewset (
   const table = await checkTable(declaration, methods)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
-  const { context, defaults, routing } = buildViewset(fastify, methods, declaration, table, planned)
+  const routing = new ReadRouting(declaration.db, declaration.readDb, table.dialect, resolved.replica)
+  const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned, routing)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
