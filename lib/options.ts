@@ -46,7 +46,6 @@ const knownOptionKeys = {
   options: [
     'db',
     'readDb',
-    'replica',
     'table',
     'schema',
     'primaryKey',
@@ -79,6 +78,7 @@ const knownOptionKeys = {
     'requireIfMatch',
     'withoutTokens',
     'conflictDetail',
+    'replica',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
