@@ -1,5 +1,7 @@
 import type { TObject } from '@sinclair/typebox'
 import { invalidOption as fail } from './errors.js'
+import { checkReplicaOptions } from './data/replica-options.js'
+import type { ReplicaOptions, ReplicaPlan } from './data/replica-options.js'
 import { isRecord } from './schema/object-schema.js'
 import { checkTypeBoxCopy } from './schema/typebox-copy.js'
 import { checkKyselyCopy } from './dialect/shared/kysely-copy.js'
@@ -14,6 +16,7 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 // once. Phase 2, against the catalog, runs when the viewset is mounted (mount/mount-viewset.ts).
 
 export { baseMethods, defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js'
+export type { ReplicaOptions }
 export type {
   AfterWriteFunction,
   AfterWriteMethod,
@@ -82,6 +85,7 @@ const knownOptionKeys = {
     'withoutTokens',
     'conflictDetail',
     'parent',
+    'replica',
   ],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
@@ -217,6 +221,8 @@ export interface ResolvedOptions {
   /** `parent`: each parameter of a nested prefix, and the column it binds (mount/parent-binding.ts). */
   readonly parent: Readonly<Record<string, string>>
   readonly strictIndexes: boolean
+  /** How reads choose between `readDb` and `db`; `undefined` without `readDb`. */
+  readonly replica: ReplicaPlan | undefined
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -377,5 +383,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     conflictDetail: checkConflictDetail(options.conflictDetail),
     parent: checkParent(options.parent),
     strictIndexes: options.strictIndexes === true,
+    replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
   })
 }

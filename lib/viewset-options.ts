@@ -8,6 +8,7 @@ import type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.
 import type { ViewsetToken } from './tokens.js'
 import type { FieldAccessFunction } from './query/field-access.js'
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
+import type { ReplicaOptions } from './data/replica-options.js'
 
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
@@ -124,6 +125,8 @@ export interface ViewsetOptions<
   db: Kysely<DB>
   /** Optional Kysely instance for LIST and GET, for example a read replica. Defaults to `db`. */
   readDb?: Kysely<DB>
+  /** With `readDb`: when LIST and GET read `db` instead (README "Read replicas"). */
+  replica?: ReplicaOptions
   /** The table, a key of the Kysely `DB` type. `schema.table` is allowed on PostgreSQL. */
   table: TB
   /** A TypeBox object: the request body and the response. Its fields must be columns or relations. */

@@ -153,6 +153,15 @@ export interface DialectStatistics {
   estimateRows(db: AnyDatabase, query: CompiledQuery<Row>): Promise<number | undefined>
 }
 
+/** How far a read replica is behind its primary: PostgreSQL's and MySQL's replication status. */
+export interface DialectReplication {
+  /**
+   * Milliseconds the replica is behind `primary`: 0 when it has replayed all the primary wrote (or is no replica),
+   * `Infinity` when it cannot say (replication stopped). Rejects when the replica cannot be reached.
+   */
+  lag(primary: AnyDatabase, replica: AnyDatabase): Promise<number>
+}
+
 /** What the database does, or lacks, that changes what the data layer asks of it. */
 export interface DialectCapabilities {
   /** `SELECT … FOR UPDATE` locks the row until the transaction ends (SQLite has none: one writer at a time). */
@@ -201,6 +210,8 @@ export interface ViewsetDialect {
   readonly capabilities: DialectCapabilities
   /** Row estimates for `Prefer: count=estimated`; SQLite has none, and counts. */
   readonly statistics?: DialectStatistics
+  /** The lag of a `readDb` replica; SQLite has no replicas (a `readDb` is only checked to answer). */
+  readonly replication?: DialectReplication
   /** Recognises the driver errors a client can act on. */
   classify(error: unknown): DatabaseFault | undefined
 }

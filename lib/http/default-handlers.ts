@@ -53,6 +53,8 @@ export interface DefaultHandlerContext {
   /** Where writes go (`db`) and where LIST and GET read (`readDb`). */
   readonly db: AnyDatabase
   readonly readDb: AnyDatabase
+  /** The database this request's reads go to: `readDb`, or `db` after its client wrote (data/read-routing.ts). */
+  readerOf(request: FastifyRequest): AnyDatabase
   /** The schema fields a body may write. */
   readonly writable: readonly string[]
   readonly conflictFields: readonly string[] | undefined
@@ -178,14 +180,15 @@ export class DefaultHandlers {
 
   /** LIST: the query string parsed (every client mistake a 400 before the first query), then the page read. */
   list (request: FastifyRequest, token: ViewsetToken | null): Eventually<ListPage<Row[]>> {
-    const { resource, listQuery, readDb } = this.#context
+    const { resource, listQuery } = this.#context
+    const readDb = this.#context.readerOf(request)
     const preferred = countPreference(request.headers.prefer)
     // Paths through relations read only the related rows their tables' rules admit for this request.
     const rules = { db: readDb, request: { request, token } }
     const plan = this.#context.listPlanOf?.(request) ?? listQuery
     const query = parseListQuery(isRecord(request.query) ? request.query : {}, plan, preferred, rules)
     const scope = this.#context.scopeOf(request, token, 'LIST')
-    if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope, preferred)
+    if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope, preferred, readDb)
     return andThen(resource.list(readDb, query, scope), (rows) => ({ rows, query }))
   }
 
@@ -196,11 +199,12 @@ export class DefaultHandlers {
   async #listWithExtras (
     query: ListQuery,
     scope: ScopeCondition | undefined,
-    preferred: CountPreference | undefined
+    preferred: CountPreference | undefined,
+    readDb: AnyDatabase
   ): Promise<ListPage<Row[]>> {
-    const { resource, readDb } = this.#context
+    const { resource } = this.#context
     const context = currentCancellation()
-    const counted = async () => await withCancellation(context, () => this.#total(query, scope))
+    const counted = async () => await withCancellation(context, () => this.#total(query, scope, readDb))
     if (query.pagination === 'cursor') {
       const page = await resource.cursorPage(readDb, query, scope)
       const total = query.count ? await counted() : undefined
@@ -218,8 +222,8 @@ export class DefaultHandlers {
    * at least `countEstimateThreshold`; else counted. A request a row rule restricts is counted unless
    * `estimateWithRules`.
    */
-  async #total (query: ListQuery, scope: ScopeCondition | undefined): Promise<Total> {
-    const { resource, readDb, listQuery: { counting } } = this.#context
+  async #total (query: ListQuery, scope: ScopeCondition | undefined, readDb: AnyDatabase): Promise<Total> {
+    const { resource, listQuery: { counting } } = this.#context
     if (query.estimate && (scope === undefined || counting.withRules)) {
       const context = currentCancellation()
       const estimate = await resource.estimate(readDb, query, scope)
@@ -233,7 +237,7 @@ export class DefaultHandlers {
   getElement (request: FastifyRequest, token: ViewsetToken | null, selection?: FieldSelection): Eventually<Row> {
     const scope = this.#context.scopeOf(request, token, 'GET')
     const id = idOf(request)
-    return andThen(this.#context.resource.find(this.#context.readDb, id, { selection, scope }), (row) =>
+    return andThen(this.#context.resource.find(this.#context.readerOf(request), id, { selection, scope }), (row) =>
       row === undefined ? this.#context.notFound(id) : row
     )
   }

@@ -91,6 +91,8 @@ export interface RouteContext {
   readonly resource: TableGateway
   /** Where relations of LIST and GET rows are read (`readDb`), and of written rows (`db`). */
   readonly readDb: AnyDatabase
+  /** The database a request's reads go to: `readDb`, or `db` inside its client's read-after-write window. */
+  readerOf(request: FastifyRequest): AnyDatabase
   readonly db: AnyDatabase
   readonly schemas: RouteSchemas
   readonly auth: RouteAuth

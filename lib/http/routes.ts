@@ -225,7 +225,7 @@ function sendPage (
 
 /** LIST `/`: pagination checked, the handler's page, its relations, then `Link`, `X-Total-Count` and `?fields=`. */
 function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
-  const { resource, readDb, fields } = context
+  const { resource, fields } = context
   const { maxOffset, pagination } = context.paging
   // Before validation, which would only call `offset` unknown: the 400 says to page by cursor.
   const refuseOffset = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
@@ -245,7 +245,7 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
         if (!resource.hasRelations) return sendPage(request, reply, page, { maxOffset, hiding: context.hiding })
         // A relation the selection leaves out is not loaded at all; without one, `defaultRelations` load.
         const only = page.query?.fields?.relations ?? fields.defaultRelations
-        return loadRelations(scope, request, resource, readDb, page.rows, only).then(() =>
+        return loadRelations(scope, request, resource, context.readerOf(request), page.rows, only).then(() =>
           sendPage(request, reply, page, { maxOffset, hiding: context.hiding })
         )
       })
@@ -281,7 +281,7 @@ function sendElement (
 
 /** GET `/:id`: `?fields=` parsed and handed to the handler, the row, its relations, its ETag. */
 function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
-  const { resource, readDb, fields } = context
+  const { resource, fields } = context
   return {
     method: 'GET',
     url: '/:id',
@@ -294,7 +294,8 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
       const selection = selectFields(queryOf(request), narrow ?? fields, context.versions.versionField)
       return andThen(handlers.getElement(request, reply, request.viewsetToken, selection), (found) =>
         resource.hasRelations
-          ? loadRelations(scope, request, resource, readDb, found, selection?.relations ?? fields.defaultRelations)
+          ? loadRelations(scope, request, resource, context.readerOf(request), found,
+            selection?.relations ?? fields.defaultRelations)
             .then((loaded) => sendElement(context, request, reply, loaded, selection))
           : sendElement(context, request, reply, found, selection)
       )

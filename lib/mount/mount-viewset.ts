@@ -21,6 +21,8 @@ import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { viewsetRoutes } from '../http/routes.js'
+import { ReadRouting } from '../data/read-routing.js'
+import { replicaFallback, readAfterWriteHook } from './replica-reads.js'
 import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
 import { bindParent } from '../http/parent-binding.js'
 import type { FieldAccessFunction, FieldRules } from '../query/field-access.js'
@@ -252,7 +254,8 @@ function buildViewset (
   methods: readonly ViewsetMethod[],
   declaration: ViewsetDeclaration,
   table: CheckedTable,
-  planned: Awaited<ReturnType<typeof planEntity>>
+  planned: Awaited<ReturnType<typeof planEntity>>,
+  routing: ReadRouting
 ): { context: RouteContext; defaults: DefaultHandlers; rules: FieldRules | undefined } {
   const { resolved, options, columns, db, readDb } = declaration
   const { relations, entity, name, defaultRelations, foreignKeys } = planned
@@ -279,7 +282,8 @@ function buildViewset (
   const defaults = new DefaultHandlers({
     listPlanOf: hiding === undefined ? undefined : narrowListPlan,
     ...servedRowRules(declaration, planned.parent),
-    ...{ resource, listQuery: list.query, db, readDb, foreignKeys, writable: writableFields(entity) },
+    ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys },
+    writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
   const relationNames = relations?.fields ?? new Set<string>()
@@ -289,8 +293,7 @@ function buildViewset (
   const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods)
   const context: RouteContext = {
     resource,
-    readDb,
-    db,
+    ...{ readDb, readerOf: routing.readerOf, db },
     schemas: routeSchemas(resolved, {
       entity: { ...entity, $id: name }, serialized, name, components, list: listQuerystring,
     }, planned.parent?.params ?? {}),
@@ -350,17 +353,20 @@ export async function mountViewset (
   const planned = await planEntity(declaration, table, name, fastify.prefix)
   const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }
   const { report, unindexedOrder } = await checkedIndexReport(fastify.prefix, table.dialect, table.described, reported)
+  const routing = new ReadRouting(declaration.db, declaration.readDb, table.dialect, resolved.replica)
   const checked = { ...table, unindexedOrder }
-  const { context, defaults, rules } = buildViewset(fastify, methods, declaration, checked, planned)
+  const { context, defaults, rules } = buildViewset(fastify, methods, declaration, checked, planned, routing)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
   if (declaration.overridden.has('scope') || planned.parent !== undefined) recordServedRequests()
   // The helpers of a nested viewset reach the rows of the request's parent only.
-  const { db, readDb, viewset, rowRules } = declaration
+  const { db, viewset, rowRules } = declaration
   const { parent } = planned
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
-  const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
+  const handlers = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
+  const routes = viewsetRoutes(methods, handlers, context)
+  if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
   const rule = ruleOf(declaration)
   const entry = { table: resolved.table, db, prefix: fastify.prefix, viewset, rule, fields: rules, indexReport: report }
   registerViewset(fastify, entry)
@@ -377,7 +383,7 @@ export async function mountViewset (
       : {
           preHandler: async (request, reply) => {
             const reads = request.method === 'GET' || request.method === 'HEAD'
-            await parent.check(request, reply, reads ? readDb : db)
+            await parent.check(request, reply, reads ? routing.readerOf(request) : db)
           },
         }),
     ...(context.hiding === undefined ? {} : { customPreHandler: customRouteViews(context.hiding) }),

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import { mysqlStatistics } from './mysql-estimate.js'
+import { mysqlReplication } from './mysql-replication.js'
 import { mysqlCatalog } from './mysql-catalog.js'
 import { mysqlMaxParameters, mysqlWrites } from './mysql-writes.js'
 import type { ViewsetDialect } from '../dialect.js'
@@ -106,5 +107,6 @@ export const mysqlDialect: ViewsetDialect = {
     nullsSortLargest: false,
   },
   statistics: mysqlStatistics,
+  replication: mysqlReplication,
   classify,
 }

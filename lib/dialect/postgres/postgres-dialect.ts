@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import { postgresStatistics } from './postgres-estimate.js'
+import { postgresReplication } from './postgres-replication.js'
 import { postgresCatalog } from './postgres-catalog.js'
 import type { ViewsetDialect, WriteTarget } from '../dialect.js'
 import { convertDateTimes, readableOffset } from '../shared/date-time.js'
@@ -137,5 +138,6 @@ export const postgresDialect: ViewsetDialect = {
     limitPerParent: 'lateral',
   },
   statistics: postgresStatistics,
+  replication: postgresReplication,
   classify,
 }
