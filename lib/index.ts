@@ -10,7 +10,8 @@ export type { ViewsetDocsOptions } from './docs.js'
 export { baseMethods, filterOperators, viewsetMethods } from './options.js'
 export type {
   AuthorizedMethod, BeforeWriteFunction, CheckedSchema, DerivedScopedMethod, FieldOf, FilterOperator, RowContext,
-  ScopedMethod, ScopeFunction, ScopeRules, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
+  RowLevelSecurityOptions, ScopedMethod, ScopeFunction, ScopeRules, TokenClaims, ViewsetMethod, ViewsetOptions,
+  ViewsetToken, WriteMethod,
 } from './options.js'
 export type {
   PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,

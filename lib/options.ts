@@ -6,6 +6,7 @@ import type { CountPlan } from './query/count-plan.js'
 import { checkScopeOption } from './query/scope-rules.js'
 import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
+import type { RowLevelSecurityOptions } from './tokens.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
@@ -31,6 +32,7 @@ export type {
   ViewsetToken,
   WriteMethod,
 } from './viewset-options.js'
+export type { RowLevelSecurityOptions } from './tokens.js'
 
 /**
  * Every key an options object may hold, by where it appears. Unknown keys fail at construction (a typo
@@ -73,7 +75,9 @@ const knownOptionKeys = {
     'requireIfMatch',
     'withoutTokens',
     'conflictDetail',
+    'rowLevelSecurity',
   ],
+  rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
   prefetchRelated: ['table', 'foreignKey', 'through', 'references', 'orderBy', 'limit', 'relatedConfig', 'rulesFrom'],
@@ -205,6 +209,7 @@ export interface ResolvedOptions {
   /** `allowCount`, `alwaysCount`, `countEstimateThreshold` and `estimateWithRules`. */
   readonly counting: CountPlan
   readonly conflictDetail: 'field' | 'none'
+  readonly rowLevelSecurity: RowLevelSecurityOptions | undefined
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -290,6 +295,24 @@ function checkConflictDetail (value: unknown): 'field' | 'none' {
   return fail('conflictDetail', `expected 'field' or 'none', got ${JSON.stringify(value)}`)
 }
 
+/** `rowLevelSecurity`: role names, and no `readDb` (every statement of a request runs in its one transaction). */
+function checkRowLevelSecurity (options: Record<string, unknown>): RowLevelSecurityOptions | undefined {
+  const given = options.rowLevelSecurity
+  if (given === undefined) return undefined
+  if (!isRecord(given)) return fail('rowLevelSecurity', "expected { roles: ['app_user'], defaultRole: 'app_anon' }")
+  checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
+  const { roles, defaultRole } = given
+  const named = (value: unknown) => typeof value === 'string' && value !== ''
+  if (!Array.isArray(roles) || !roles.every(named)) fail('rowLevelSecurity.roles', 'expected an array of role names')
+  if (typeof defaultRole !== 'string' || defaultRole === '') {
+    fail('rowLevelSecurity.defaultRole', 'expected a role name')
+  }
+  if (options.readDb !== undefined && options.readDb !== options.db) {
+    fail('rowLevelSecurity', 'every statement of a request runs in one transaction on db: leave readDb out')
+  }
+  return Object.freeze({ roles: Object.freeze(roles.map(String)), defaultRole })
+}
+
 /**
  * The shapes of the options whose fields are checked against the catalog at mounting: a wrong kind of value
  * fails here already, with the message mounting would give.
@@ -349,5 +372,6 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     requireIfMatch: options.requireIfMatch === true,
     counting: checkCountOptions(options),
     conflictDetail: checkConflictDetail(options.conflictDetail),
+    rowLevelSecurity: checkRowLevelSecurity(options),
   })
 }

@@ -39,3 +39,18 @@ type JwtUser = FastifyRequest extends { user: infer User } ? User : undefined
  * ```
  */
 export type ViewsetToken = [JwtUser] extends [object] ? JwtUser & { sub?: string } : TokenClaims
+
+/**
+ * The `rowLevelSecurity` option: which roles a request may run as, by its token's `role` claim.
+ *
+ * @example
+ * ```ts
+ * const rowLevelSecurity: RowLevelSecurityOptions = { roles: ['app_user', 'app_admin'], defaultRole: 'app_anon' }
+ * ```
+ */
+export interface RowLevelSecurityOptions {
+  /** The roles a token's `role` claim may name. */
+  readonly roles: readonly string[]
+  /** The role of a request without a token, or whose token has no `role` claim. */
+  readonly defaultRole: string
+}

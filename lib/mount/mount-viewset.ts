@@ -10,6 +10,7 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
+import { underlyingDatabase } from '../execution/request-transaction.js'
 import { recordServedRequests, serving } from '../execution/served-request.js'
 import {
   canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier,
@@ -20,6 +21,7 @@ import { DefaultHandlers } from '../http/default-handlers.js'
 import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
+import { mountRowSecurity } from '../http/row-level-security.js'
 import { viewsetRoutes } from '../http/routes.js'
 import type { ResolvedOptions, ViewsetMethod, ViewsetOptions } from '../options.js'
 import { scalarField } from '../query/field-types.js'
@@ -323,9 +325,12 @@ export async function mountViewset (
   // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
   checkProtectedMethods(resolved.protectedMethods, methods)
   checkVerifier(fastify, resolved.protectedMethods, options)
-  checkRuleVerifier(fastify, declaration.overridden, options)
+  const { overridden } = declaration
+  const rules = resolved.rowLevelSecurity === undefined ? overridden : new Set([...overridden, 'rowLevelSecurity'])
+  checkRuleVerifier(fastify, rules, options)
   checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
   const table = await checkTable(declaration, methods)
+  await mountRowSecurity(fastify, resolved.rowLevelSecurity, declaration.db, table.dialect, resolved.table)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
   const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)
@@ -335,9 +340,12 @@ export async function mountViewset (
   if (declaration.overridden.has('scope')) recordServedRequests()
   const routes = viewsetRoutes(methods, overrideHandlers(defaults, declaration), context)
   const { db, viewset } = declaration
-  registerViewset(fastify, { table: resolved.table, db, prefix: fastify.prefix, viewset, rule: ruleOf(declaration) })
+  // Under the database a request transaction wraps: viewsets over one database find each other's rules.
+  const registered = underlyingDatabase(db)
+  const rule = ruleOf(declaration)
+  registerViewset(fastify, { table: resolved.table, db: registered, prefix: fastify.prefix, viewset, rule })
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
-  if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
+  if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, registered, slots) })
   const mounted: MountedViewset = {
     schemas: context.schemas.components.schemas,
     routes,
