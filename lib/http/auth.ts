@@ -34,7 +34,7 @@ declare module 'fastify' {
  */
 export const securitySchemeName = 'OAuth2'
 
-type AuthOptions = Pick<ViewsetOptions<unknown, never, never>, 'authenticate' | 'authorize'>
+export type AuthOptions = Pick<ViewsetOptions<unknown, never, never>, 'authenticate' | 'authorize'>
 type BearerError = 'invalid_request' | 'invalid_token'
 
 const realm = 'Bearer realm="api"'

@@ -1,4 +1,6 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
+import type {
+  FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, RouteHandlerMethod,
+} from 'fastify'
 import type { RowSecurity, ViewsetDialect } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { RequestTransaction, RequestTransactionDatabase } from '../execution/request-transaction.js'
@@ -6,6 +8,8 @@ import type { WrappedDatabase } from '../execution/request-transaction.js'
 import type { AnyDatabase } from '../sql.js'
 import type { RowLevelSecurityOptions, ViewsetToken } from '../tokens.js'
 import { isRecord } from '../schema/object-schema.js'
+import { openTokenHook } from './auth.js'
+import type { AuthOptions } from './auth.js'
 
 // `rowLevelSecurity`: every route of the viewset (generated and custom) runs its request in one transaction that
 // PostgreSQL's policies see the caller in (the claims and the role, transaction-local, so a pooled connection,
@@ -42,9 +46,12 @@ function inTransaction (
   handler: RouteHandlerMethod,
   options: RowLevelSecurityOptions,
   base: WrappedDatabase,
-  security: RowSecurity
+  security: RowSecurity,
+  verify: onRequestAsyncHookHandler
 ): RouteHandlerMethod {
   return async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+    // A custom route's token, when one is sent, is verified as on open methods (a generated route's already is).
+    if (request.viewsetToken === null) await verify.call(this, request, reply)
     const token = request.viewsetToken
     const role = roleOf(options, token)
     const claims = JSON.stringify(token ?? {})
@@ -74,7 +81,7 @@ function inTransaction (
  *
  * @example
  * ```ts
- * await mountRowSecurity(fastify, resolved.rowLevelSecurity, db, dialect, resolved.table)
+ * await mountRowSecurity(fastify, resolved.rowLevelSecurity, db, dialect, { table: resolved.table, auth: options })
  * ```
  */
 export async function mountRowSecurity (
@@ -82,7 +89,7 @@ export async function mountRowSecurity (
   options: RowLevelSecurityOptions | undefined,
   db: AnyDatabase,
   dialect: ViewsetDialect,
-  table: string
+  { table, auth }: { readonly table: string; readonly auth: AuthOptions }
 ): Promise<void> {
   if (options === undefined) return
   const security = dialect.rowSecurity
@@ -95,7 +102,7 @@ export async function mountRowSecurity (
   }
   const problem = await security.problem(db.base, table, [...new Set([options.defaultRole, ...options.roles])])
   if (problem !== undefined) throw new ViewsetErrors.InvalidOption('rowLevelSecurity', problem)
-  runInRowSecurity(fastify, options, db.base, security)
+  runInRowSecurity(fastify, options, db.base, security, openTokenHook(auth))
 }
 
 /**
@@ -105,17 +112,18 @@ export async function mountRowSecurity (
  *
  * @example
  * ```ts
- * runInRowSecurity(fastify, resolved.rowLevelSecurity, db.base, dialect.rowSecurity)
+ * runInRowSecurity(fastify, resolved.rowLevelSecurity, db.base, dialect.rowSecurity, openTokenHook(options))
  * ```
  */
 export function runInRowSecurity (
   fastify: FastifyInstance,
   options: RowLevelSecurityOptions,
   base: WrappedDatabase,
-  security: RowSecurity
+  security: RowSecurity,
+  verify: onRequestAsyncHookHandler
 ): void {
   fastify.addHook('onRoute', (route) => {
-    route.handler = inTransaction(route.handler, options, base, security)
+    route.handler = inTransaction(route.handler, options, base, security, verify)
   })
   // Before the answer leaves: a client told 201 finds the row written.
   fastify.addHook('onSend', async (request, reply, payload) => {

@@ -330,7 +330,8 @@ export async function mountViewset (
   checkRuleVerifier(fastify, rules, options)
   checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
   const table = await checkTable(declaration, methods)
-  await mountRowSecurity(fastify, resolved.rowLevelSecurity, declaration.db, table.dialect, resolved.table)
+  const security = { table: resolved.table, auth: options }
+  await mountRowSecurity(fastify, resolved.rowLevelSecurity, declaration.db, table.dialect, security)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name)
   const { context, defaults } = buildViewset(fastify, methods, declaration, table, planned)

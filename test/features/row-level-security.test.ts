@@ -7,7 +7,7 @@ import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
 import type { Kysely } from 'kysely'
-import { createDatabase, createViewset, viewsetMethods } from '../../lib/index.js'
+import { createDatabase, createViewset, Viewset, viewsetMethods } from '../../lib/index.js'
 import type { ViewsetOptions } from '../../lib/index.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
@@ -277,6 +277,39 @@ for (const dialect of dialects.filter(({ name }) => name === 'postgres')) {
       assert.equal(rows[0]?.role, 'postgres')
       assert.ok(rows[0]?.claims === null || rows[0]?.claims === '')
       assert.equal((await taskRows(db)).length, 5)
+    })
+  })
+
+  describe('rowLevelSecurity: overrides and custom routes (postgres)', () => {
+    test('an overridden list, a custom route and this.transaction() run in the request\'s transaction', async (t) => {
+      const { app: _unused, roles, db } = await rlsApp(t, dialect)
+      await _unused.close()
+      class Tasks extends Viewset<TenantsDB, 'tasks', typeof Task> {
+        override async list () {
+          return await this.query().orderBy('id').execute()
+        }
+
+        override customRoutes (fastify: FastifyInstance) {
+          fastify.get('/export', async () => await this.db.selectFrom('tasks').select(['id', 'owner']).orderBy('id').execute())
+          fastify.post('/rename', async () => await this.transaction(async (trx) =>
+            await trx.updateTable('tasks').set({ title: 'renamed' }).returning(['id']).execute()))
+        }
+      }
+      const app = testApp(t)
+      await app.register(fastifyJwt, { secret })
+      const rowLevelSecurity = { roles: [roles.user], defaultRole: roles.anon }
+      await app.register(new Tasks({ db, table: 'tasks', schema: Task, relatedConfig: taskRelations, rowLevelSecurity }).register(), { prefix: '/tasks' })
+      await app.ready()
+      const alice = { authorization: `Bearer ${app.jwt.sign({ sub: 'alice', role: roles.user })}` }
+      const list = await app.inject({ url: '/tasks', headers: alice })
+      assert.deepEqual(list.json<Array<{ id: number }>>().map((task) => task.id), [1, 2, 5])
+      const exported = await app.inject({ url: '/tasks/export', headers: alice })
+      assert.deepEqual(exported.json<Array<{ owner: string }>>().map((task) => task.owner), ['alice', 'alice', 'alice'])
+      const renamed = await app.inject({ method: 'POST', url: '/tasks/rename', headers: alice })
+      assert.equal(renamed.statusCode, 200, renamed.body)
+      assert.equal(renamed.json<unknown[]>().length, 3)
+      const titles = await db.selectFrom('tasks').select(['owner', 'title']).orderBy('id').execute()
+      assert.deepEqual(titles.filter((task) => task.title === 'renamed').map((task) => task.owner), ['alice', 'alice', 'alice'])
     })
   })
 
