@@ -8,6 +8,7 @@ import type { WrappedDatabase } from '../execution/request-transaction.js'
 import type { AnyDatabase } from '../sql.js'
 import type { RowLevelSecurityOptions, ViewsetToken } from '../tokens.js'
 import { isRecord } from '../schema/object-schema.js'
+import { isMethodRoute } from './allowed-methods.js'
 import { openTokenHook } from './auth.js'
 import type { AuthOptions } from './auth.js'
 
@@ -122,8 +123,12 @@ export function runInRowSecurity (
   security: RowSecurity,
   verify: onRequestAsyncHookHandler
 ): void {
+  const wrapped = new WeakSet<object>()
   fastify.addHook('onRoute', (route) => {
+    // OPTIONS and 405 answers run no SQL; a HEAD route Fastify derives from a GET may carry its wrapped handler.
+    if (isMethodRoute(route) || wrapped.has(route.handler)) return
     route.handler = inTransaction(route.handler, options, base, security, verify)
+    wrapped.add(route.handler)
   })
   // Before the answer leaves: a client told 201 finds the row written.
   fastify.addHook('onSend', async (request, reply, payload) => {

@@ -153,6 +153,10 @@ for (const dialect of dialects.filter(({ name }) => name === 'postgres')) {
       const hidden = await app.inject({ url: '/tasks/3', headers: alice })
       assert.equal(hidden.statusCode, 404)
       assert.equal(problemOf(hidden).code, 'FST_VIEWSET_NOT_FOUND')
+      // HEAD runs in one transaction as GET does; OPTIONS runs none
+      assert.equal((await app.inject({ method: 'HEAD', url: '/tasks/1', headers: alice })).statusCode, 200)
+      assert.equal((await app.inject({ method: 'HEAD', url: '/tasks/3', headers: alice })).statusCode, 404)
+      assert.equal((await app.inject({ method: 'OPTIONS', url: '/tasks/1' })).statusCode, 204)
     })
 
     test('relation filters, search and ordering see only rows the policies admit', async (t) => {
