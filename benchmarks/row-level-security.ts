@@ -6,7 +6,7 @@ import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
 import type { LogEvent } from 'kysely'
-import { createDatabase, createViewset } from '../lib/index.js'
+import { createDatabase, createViewset } from 'fastify-viewsets'
 
 // The cost of `rowLevelSecurity` per request (README, "Row-level security on PostgreSQL"): the same viewset of tasks
 // with its project (a to-one relation), served with the option and without it, over one PostgreSQL table whose
