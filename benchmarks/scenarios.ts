@@ -31,6 +31,9 @@ export const scenarioIds = [
   'or-filter',
   'eager',
   'eager-n1',
+  'get-scoped',
+  'list-author',
+  'list-author-scoped',
   'post',
   'patch',
   'delete',
@@ -115,6 +118,13 @@ const eagerCheck = (_system: SystemName, _request: ScenarioRequest, status: numb
   )
   return complete ? undefined : 'expected each book with its author and its tags'
 }
+
+const authorCheck = (system: SystemName, request: ScenarioRequest, status: number, body: unknown, headers: Headers) =>
+  listCheck(10)(system, request, status, body) ??
+  (isList(body) && body.every((book) => (book.author as Json | null)?.id === book.author_id)
+    ? undefined
+    : 'expected each book with its author') ??
+  (headers.has('content-type') ? undefined : 'expected a content type')
 
 // Every other system pages in key order (ties broken by the key) by default. Platformatic adds no ORDER BY
 // unless asked: its LIST would be `SELECT … LIMIT 10`, an unordered scan that returns books 1 to 10 only because
@@ -210,6 +220,26 @@ const scenarios: Scenario[] = [
     title: 'LIST 50 + author + tags, naive N+1',
     request: () => ({ method: 'GET', path: '/books-n1?limit=50' }),
     check: eagerCheck,
+  },
+  {
+    // The row rules' cost (issue 35): the same GET with a `scope` ANDed into its statement.
+    id: 'get-scoped',
+    title: 'GET by id, scoped',
+    request: (_system, { next }) => ({ method: 'GET', path: `/books-scoped/${pick(next, sizes.books)}` }),
+    check: getCheck,
+  },
+  {
+    id: 'list-author',
+    title: 'LIST 10 + author',
+    request: () => ({ method: 'GET', path: '/books-author?limit=10' }),
+    check: authorCheck,
+  },
+  {
+    // A scope on books, and on authors through the relation: the rule follows the rows into the relation load.
+    id: 'list-author-scoped',
+    title: 'LIST 10 + author, scoped',
+    request: () => ({ method: 'GET', path: '/books-author-scoped?limit=10' }),
+    check: authorCheck,
   },
   {
     id: 'post',

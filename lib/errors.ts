@@ -321,6 +321,8 @@ export type DatabaseFault =
   | { kind: 'unavailable'; rolledBack?: true }
   /** A statement ran past createDatabase's `statementTimeout` (or was cancelled). */
   | { kind: 'timeout' }
+  /** A row-level security policy's `WITH CHECK` refused the row written (`rowLevelSecurity`). */
+  | { kind: 'forbidden' }
 
 /** The problem a database fault answers; `method` is the HTTP method (a DELETE's foreign-key fault names nothing). */
 export function faultProblem (fault: DatabaseFault, method: string) {
@@ -348,5 +350,7 @@ export function faultProblem (fault: DatabaseFault, method: string) {
       return new ViewsetErrors.Unavailable()
     case 'timeout':
       return new ViewsetErrors.Timeout()
+    case 'forbidden':
+      return outsideRule()
   }
 }

@@ -13,8 +13,8 @@ export type { ViewsetDocsOptions } from './docs.js'
 export { baseMethods, filterOperators, viewsetMethods } from './options.js'
 export type {
   AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, DerivedScopedMethod,
-  FieldOf, FilterOperator, ReplicaOptions, RowChange, RowContext, ScopedMethod, ScopeFunction, ScopeRules, TokenClaims,
-  ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
+  FieldOf, FilterOperator, ReplicaOptions, RowChange, RowContext, RowLevelSecurityOptions, ScopedMethod, ScopeFunction,
+  ScopeRules, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
 } from './options.js'
 export type {
   PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,

@@ -10,6 +10,8 @@ import type { CountPlan } from './query/count-plan.js'
 import { checkScopeOption } from './query/scope-rules.js'
 import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
+import { checkRowLevelSecurity } from './tokens.js'
+import type { RowLevelSecurityOptions } from './tokens.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
@@ -39,6 +41,7 @@ export type {
   ViewsetToken,
   WriteMethod,
 } from './viewset-options.js'
+export type { RowLevelSecurityOptions } from './tokens.js'
 
 /**
  * Every key an options object may hold, by where it appears. Unknown keys fail at construction (a typo
@@ -86,7 +89,9 @@ const knownOptionKeys = {
     'conflictDetail',
     'parent',
     'replica',
+    'rowLevelSecurity',
   ],
+  rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
   selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
   prefetchRelated: ['table', 'foreignKey', 'through', 'references', 'orderBy', 'limit', 'relatedConfig', 'rulesFrom'],
@@ -223,6 +228,7 @@ export interface ResolvedOptions {
   readonly strictIndexes: boolean
   /** How reads choose between `readDb` and `db`; `undefined` without `readDb`. */
   readonly replica: ReplicaPlan | undefined
+  readonly rowLevelSecurity: RowLevelSecurityOptions | undefined
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -384,5 +390,8 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     parent: checkParent(options.parent),
     strictIndexes: options.strictIndexes === true,
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
+    rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
+      checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
+    }),
   })
 }

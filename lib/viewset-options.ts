@@ -9,6 +9,7 @@ import type { ViewsetToken } from './tokens.js'
 import type { FieldAccessFunction } from './query/field-access.js'
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
+import type { RowLevelSecurityOptions } from './tokens.js'
 
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
@@ -200,6 +201,18 @@ export interface ViewsetOptions<
    * every token would be ignored, and the rules would see `null`.
    */
   withoutTokens?: boolean
+  /**
+   * PostgreSQL only: PostgreSQL's row-level security policies enforce the rules, as PostgREST and Supabase run them.
+   * Each request's statements run in one transaction with `request.jwt.claims` set to the token's claims ('{}'
+   * without one) and the role of its `role` claim when in `roles`, else `defaultRole` (another claim is a 403).
+   * A row the policy's WITH CHECK refuses is a 403; see the README's "Row-level security on PostgreSQL".
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'tasks', schema: Task, rowLevelSecurity: { roles: ['app_user'], defaultRole: 'anon' } })
+   * ```
+   */
+  rowLevelSecurity?: RowLevelSecurityOptions
   /** Replaces `request.jwtVerify()`: returns the claims, or throws to answer 401. */
   authenticate?: (request: FastifyRequest) => Promise<ViewsetToken> | ViewsetToken
   /**

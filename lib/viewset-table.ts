@@ -14,6 +14,7 @@ import type { PreparedViewset } from './mount/mount-viewset.js'
 import type { ScopedMethod, ViewsetToken } from './options.js'
 import type { ScopeCondition } from './query/scope.js'
 import type { IdOf } from './requests.js'
+import { RequestTransactionDatabase } from './execution/request-transaction.js'
 
 // The helpers an override calls to read and write its table, each through the table gateway its viewset
 // prepared at mounting. `Viewset` extends this class: they are its methods. On a viewset with a row rule they
@@ -81,6 +82,8 @@ export function setHelperRule (viewset: object, rule: HelperRule): void {
 export interface TableOptions<DB, TB extends keyof DB & string, S extends TObject> {
   readonly db: Kysely<DB>
   readonly readDb?: Kysely<DB> | undefined
+  /** With it, every statement of a request runs in the request's transaction (http/row-level-security.ts). */
+  readonly rowLevelSecurity?: object | undefined
   readonly table: TB
   readonly schema: S
 }
@@ -149,8 +152,8 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   readonly unscoped: TableHelpers<DB, TB, S>
 
   constructor (options: TableOptions<DB, TB, S>, primaryKey: string, columns: readonly string[]) {
-    this.db = options.db
-    this.readDb = options.readDb ?? options.db
+    this.db = options.rowLevelSecurity === undefined ? options.db : new RequestTransactionDatabase(options.db)
+    this.readDb = options.rowLevelSecurity === undefined ? options.readDb ?? options.db : this.db
     this.table = options.table
     this.schema = options.schema
     this.primaryKey = primaryKey

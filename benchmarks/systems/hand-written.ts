@@ -22,6 +22,13 @@ export const etagCostOnRaw = {
   'get-untagged': 'the cost of the ETag is measured on raw (ours always sends one)',
 } as const
 
+/** The scenarios of the library's row rules (`scope`): measured on ours, scoped against unscoped. */
+export const rulesOnOurs = {
+  'get-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
+  'list-author': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
+  'list-author-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
+} as const
+
 /** Fields a client may sort by, with `-` for descending (`?order_by=-year`). */
 export const orderingFields = ['id', 'title', 'year', 'price'] as const
 export type OrderingField = (typeof orderingFields)[number]

@@ -4,7 +4,7 @@ import { bookColumns } from '../data.js'
 import type { Author, Book, BookWithRelations, Tag, VersionedBook } from '../data.js'
 import type { DatabaseTarget } from '../seed.js'
 import type { SystemServer } from '../server.js'
-import { handWrittenRoutes, naiveOnce, orderOf, stitch } from './hand-written.js'
+import { handWrittenRoutes, naiveOnce, orderOf, rulesOnOurs, stitch } from './hand-written.js'
 import type { BookPatch, BookStore, ListQuery, NewBook, PageQuery } from './hand-written.js'
 import { openPool, openSqlite } from './connections.js'
 
@@ -187,5 +187,5 @@ function postgresStore (url: string): BookStore {
 export async function build (target: DatabaseTarget): Promise<SystemServer> {
   const app = Fastify({ logger: false })
   handWrittenRoutes(app, target.kind === 'sqlite' ? sqliteStore(target.file) : postgresStore(target.url))
-  return { app, unsupported: { 'eager-n1': naiveOnce } }
+  return { app, unsupported: { 'eager-n1': naiveOnce, ...rulesOnOurs } }
 }

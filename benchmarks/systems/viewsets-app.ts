@@ -1,10 +1,11 @@
 import Fastify from 'fastify'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
-import type { Kysely } from 'kysely'
+import { Type } from '@sinclair/typebox'
+import type { ExpressionBuilder, Kysely } from 'kysely'
 // Types only: the library itself is passed in, so that one process loads one build of it (this commit's
 // dist/, or a baseline's).
 import type * as Library from 'fastify-viewsets'
-import { Book, BookWithRelations, VersionedBook } from '../data.js'
+import { Author, Book, BookWithRelations, sizes, VersionedBook } from '../data.js'
 import type { BenchDB } from '../data.js'
 import type { ScenarioId } from '../scenarios.js'
 import type { DatabaseTarget } from '../seed.js'
@@ -52,6 +53,53 @@ interface OptionalViewset {
   plugin: () => FastifyPluginAsync
   /** Proof that the build honours the option, for options an older build would ignore without a word. */
   check?: (scratch: FastifyInstance) => Promise<string | undefined>
+}
+
+/** A book with its author only. */
+const BookWithAuthor = Type.Object({ ...Book.properties, author: Type.Optional(Type.Union([Author, Type.Null()])) })
+
+/**
+ * The viewsets of the row-rule scenarios: `/books-scoped` (GET, a scope on books), `/books-author` (LIST with the
+ * author) and `/books-author-scoped` (the same with a scope on books, and one on authors through `rulesFrom`). The
+ * rules admit every seeded row, so that each answer is the unscoped one: the difference is the rules' cost alone.
+ */
+function scopedViewsets (
+  db: Kysely<BenchDB>,
+  createViewset: ViewsetsLibrary['createViewset']
+): OptionalViewset[] {
+  const books = (eb: ExpressionBuilder<BenchDB, 'books'>) => eb('author_id', '<=', sizes.authors)
+  const authors = { scope: (eb: ExpressionBuilder<BenchDB, 'authors'>) => eb('id', '<=', sizes.authors) }
+  const withAuthor = (rulesFrom?: typeof authors) => ({
+    selectRelated: { author: { table: 'authors', foreignKey: 'author_id', ...(rulesFrom === undefined ? {} : { rulesFrom }) } },
+  }) as const
+  return [
+    {
+      feature: 'scope',
+      scenarios: ['get-scoped'],
+      prefix: '/books-scoped',
+      plugin: () => createViewset({ db, table: 'books', schema: Book, methods: ['GET'], withoutTokens: true, scope: { GET: books } }),
+    },
+    {
+      feature: 'relatedConfig',
+      scenarios: ['list-author'],
+      prefix: '/books-author',
+      plugin: () => createViewset({ db, table: 'books', schema: BookWithAuthor, methods: ['LIST'], relatedConfig: withAuthor() }),
+    },
+    {
+      feature: 'scope',
+      scenarios: ['list-author-scoped'],
+      prefix: '/books-author-scoped',
+      plugin: () => createViewset({
+        db,
+        table: 'books',
+        schema: BookWithAuthor,
+        methods: ['LIST'],
+        withoutTokens: true,
+        scope: { LIST: books },
+        relatedConfig: withAuthor(authors),
+      }),
+    },
+  ]
 }
 
 /**
@@ -129,6 +177,7 @@ export async function registerViewsets (
           },
         }),
     },
+    ...scopedViewsets(db, createViewset),
   ]
   for (const viewset of optional) {
     const failure = await tryPlugin(viewset.plugin(), viewset.check)

@@ -1,5 +1,5 @@
 import type {
-  AliasedRawBuilder, Compilable, CompiledQuery, Expression, KyselyPlugin, QueryResult, SqlBool,
+  AliasedRawBuilder, Compilable, CompiledQuery, Expression, KyselyPlugin, QueryResult, RawBuilder, SqlBool,
 } from 'kysely'
 import type { DatabaseFault } from '../errors.js'
 import type { AnyDatabase, Row } from '../sql.js'
@@ -212,6 +212,26 @@ export interface ViewsetDialect {
   readonly statistics?: DialectStatistics
   /** The lag of a `readDb` replica; SQLite has no replicas (a `readDb` is only checked to answer). */
   readonly replication?: DialectReplication
+  /** Row-level security enforced by the database (`rowLevelSecurity`); PostgreSQL only. */
+  readonly rowSecurity?: RowSecurity
   /** Recognises the driver errors a client can act on. */
   classify(error: unknown): DatabaseFault | undefined
+}
+
+/**
+ * How a database enforces its own row-level security policies for a request: the settings each request's
+ * transaction starts with, and the startup check that the roles and the table make the policies bind.
+ *
+ * @example
+ * ```ts
+ * const problem = await dialect.rowSecurity?.problem(db, 'tasks', ['app_user', 'app_anon'])
+ * if (problem !== undefined) throw new ViewsetErrors.InvalidOption('rowLevelSecurity', problem)
+ * ```
+ */
+export interface RowSecurity {
+  /** The statement that sets the token's claims (JSON text) and switches to `role` until the transaction ends. */
+  settings(claims: string, role: string): RawBuilder<unknown>
+  /** The first reason the policies of `table` would not bind every one of `roles` (missing, bypassing, not
+   * grantable, row security disabled), or `undefined`. */
+  problem(db: AnyDatabase, table: string, roles: readonly string[]): Promise<string | undefined>
 }

@@ -34,7 +34,7 @@ declare module 'fastify' {
  */
 export const securitySchemeName = 'OAuth2'
 
-type AuthOptions = Pick<ViewsetOptions<unknown, never, never>, 'authenticate' | 'authorize'>
+export type AuthOptions = Pick<ViewsetOptions<unknown, never, never>, 'authenticate' | 'authorize'>
 type BearerError = 'invalid_request' | 'invalid_token'
 
 const realm = 'Bearer realm="api"'
@@ -118,7 +118,8 @@ export function withDerivedMethods (
 }
 
 /**
- * Fails at mounting when the viewset has row rules (`scope`, `beforeWrite`) and nothing can verify a token, unless
+ * Fails at mounting when the viewset has row rules (`scope`, `beforeWrite`, `rowLevelSecurity`) and nothing can
+ * verify a token, unless
  * `withoutTokens` states that they read none: every token would be ignored, and the rules would see `null`.
  */
 export function checkRuleVerifier (
@@ -126,7 +127,7 @@ export function checkRuleVerifier (
   rules: ReadonlySet<string>,
   options: AuthOptions & { readonly withoutTokens?: boolean | undefined }
 ): void {
-  const named = ['scope', 'beforeWrite', 'fieldAccess'].filter((rule) => rules.has(rule))
+  const named = ['scope', 'beforeWrite', 'fieldAccess', 'rowLevelSecurity'].filter((rule) => rules.has(rule))
   if (named.length === 0 || options.withoutTokens === true || canVerifyTokens(fastify, options)) return
   throw new ViewsetErrors.InvalidOption(
     named.join(', '),

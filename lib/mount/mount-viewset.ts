@@ -10,6 +10,7 @@ import type { TableCatalog } from '../dialect/shared/catalog.js'
 import { columnTypesOf, dialectOf } from '../dialect/pick-dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
+import { underlyingDatabase } from '../execution/request-transaction.js'
 import { recordServedRequests } from '../execution/served-request.js'
 import {
   canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier,
@@ -20,6 +21,7 @@ import { DefaultHandlers } from '../http/default-handlers.js'
 import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
+import { mountRowSecurity } from '../http/row-level-security.js'
 import { viewsetRoutes } from '../http/routes.js'
 import { ReadRouting } from '../data/read-routing.js'
 import { replicaFallback, readAfterWriteHook } from './replica-reads.js'
@@ -37,7 +39,6 @@ import type { RelatedConfig, RulesFrom } from '../relations/config.js'
 import { checkDefaultRelations } from '../relations/default-relations.js'
 import { relationLimits } from '../relations/declaration.js'
 import { createRelationLoader, relationFields } from '../relations/loader.js'
-import type { RelationRule } from '../relations/config.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import { viewsetComponents } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
@@ -45,14 +46,13 @@ import { deriveEntity, deriveSerializerSchema, withChildLimits, writableFields }
 import { nameFromPrefix } from '../schema/openapi.js'
 import { sharedSerializer } from '../schema/serializer.js'
 import { columnTypesProblem } from './column-types-check.js'
-import { servedRowRules } from './served-row-rules.js'
+import { ruleOf, servedRowRules } from './served-row-rules.js'
 import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
 import { checkedIndexReport } from './index-report.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
-import type { RegisteredViewset } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
@@ -309,23 +309,6 @@ function buildViewset (
 }
 
 /**
- * The viewset's row rule as other viewsets' relations apply it, or `undefined` without a `scope`: its `scope`
- * method, told apart from another viewset's by the `scope` option it calls, else by its class's method.
- */
-function ruleOf ({ viewset, options, overridden }: ViewsetDeclaration): RegisteredViewset['rule'] {
-  if (!overridden.has('scope') || !hasScope(viewset)) return undefined
-  const { scope } = options
-  // The option (either form) tells two viewsets' rules apart; without it, the class's method does.
-  const given = typeof scope === 'function' || (typeof scope === 'object' && scope !== null) ? scope : undefined
-  return { source: viewset, identity: given ?? viewset.scope }
-}
-
-/** Whether a viewset has the `scope` method a relation calls (every `Viewset` does). */
-function hasScope (viewset: object): viewset is RelationRule<unknown> {
-  return 'scope' in viewset && typeof viewset.scope === 'function'
-}
-
-/**
  * Mounts a viewset on its plugin's instance. First the checks that need the database or the app, in this
  * order: a verifier for the protected methods, the table and its key, the columns (checkTable), the
  * relations, `conflictFields` and `defaultRelations` (planEntity), the LIST options and `listQuery`
@@ -346,9 +329,13 @@ export async function mountViewset (
   // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
   checkProtectedMethods(resolved.protectedMethods, methods)
   checkVerifier(fastify, resolved.protectedMethods, options)
-  checkRuleVerifier(fastify, declaration.overridden, options)
+  const { overridden } = declaration
+  const ruled = resolved.rowLevelSecurity === undefined ? overridden : new Set([...overridden, 'rowLevelSecurity'])
+  checkRuleVerifier(fastify, ruled, options)
   checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
   const table = await checkTable(declaration, methods)
+  const security = { table: resolved.table, auth: options }
+  await mountRowSecurity(fastify, resolved.rowLevelSecurity, declaration.db, table.dialect, security)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name, fastify.prefix)
   const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }
@@ -368,10 +355,12 @@ export async function mountViewset (
   const routes = viewsetRoutes(methods, handlers, context)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
   const rule = ruleOf(declaration)
-  const entry = { table: resolved.table, db, prefix: fastify.prefix, viewset, rule, fields: rules, indexReport: report }
-  registerViewset(fastify, entry)
+  // Under the database a request transaction wraps: viewsets over one database find each other's rules.
+  const registered = underlyingDatabase(db)
+  const entry = { table: resolved.table, db: registered, prefix: fastify.prefix, viewset, rule, fields: rules }
+  registerViewset(fastify, { ...entry, indexReport: report })
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
-  if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, db, slots) })
+  if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, registered, slots) })
   const mounted: MountedViewset = {
     schemas: context.schemas.components.schemas,
     routes,

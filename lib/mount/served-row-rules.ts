@@ -3,6 +3,9 @@ import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import { serving } from '../execution/served-request.js'
 import type { AfterWriteMethod, RowChange, RowContext, WriteMethod } from '../options.js'
 import type { AnyDatabase, Row } from '../sql.js'
+import type { RelationRule } from '../relations/config.js'
+import type { ViewsetDeclaration } from './mount-viewset.js'
+import type { RegisteredViewset } from './registry.js'
 
 // The row rules and write hooks a mounted viewset's default handlers call, wrapped once at mounting.
 
@@ -48,4 +51,21 @@ export function servedRowRules (
     scopeOf: parent.scoped(db, served.scopeOf),
     beforeWrite: (values, context) => served.beforeWrite({ ...values, ...parent.values(context.request) }, context),
   }
+}
+
+/**
+ * The viewset's row rule as other viewsets' relations apply it, or `undefined` without a `scope`: its `scope`
+ * method, told apart from another viewset's by the `scope` option it calls, else by its class's method.
+ */
+export function ruleOf ({ viewset, options, overridden }: ViewsetDeclaration): RegisteredViewset['rule'] {
+  if (!overridden.has('scope') || !hasScope(viewset)) return undefined
+  const { scope } = options
+  // The option (either form) tells two viewsets' rules apart; without it, the class's method does.
+  const given = typeof scope === 'function' || (typeof scope === 'object' && scope !== null) ? scope : undefined
+  return { source: viewset, identity: given ?? viewset.scope }
+}
+
+/** Whether a viewset has the `scope` method a relation calls (every `Viewset` does). */
+function hasScope (viewset: object): viewset is RelationRule<unknown> {
+  return 'scope' in viewset && typeof viewset.scope === 'function'
 }

@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import { postgresStatistics } from './postgres-estimate.js'
 import { postgresReplication } from './postgres-replication.js'
 import { postgresCatalog } from './postgres-catalog.js'
+import { postgresRowSecurity } from './postgres-row-security.js'
 import type { ViewsetDialect, WriteTarget } from '../dialect.js'
 import { convertDateTimes, readableOffset } from '../shared/date-time.js'
 import type { DatabaseFault } from '../../errors.js'
@@ -85,6 +86,9 @@ function classify (error: unknown): DatabaseFault | undefined {
     if (code.startsWith('08') || unavailable.has(code)) return { kind: 'unavailable' }
     // query_canceled: statement_timeout, or the cancel sent when the client went away.
     if (code === '57014') return { kind: 'timeout' }
+    // A policy's WITH CHECK refused the row; any other insufficient_privilege is a missing grant, the app's fault.
+    const said = errorProperty(error, 'message') ?? ''
+    if (code === '42501' && /row-level security/.test(said)) return { kind: 'forbidden' }
   }
   if (isConnectionError(error)) return { kind: 'unavailable' }
   const message = errorProperty(error, 'message') ?? ''
@@ -139,5 +143,6 @@ export const postgresDialect: ViewsetDialect = {
   },
   statistics: postgresStatistics,
   replication: postgresReplication,
+  rowSecurity: postgresRowSecurity,
   classify,
 }

@@ -1,0 +1,146 @@
+import type { FastifyInstance } from 'fastify'
+import fastifyJwt from '@fastify/jwt'
+import { Type } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
+import type { Generated } from 'kysely'
+import { createViewset, Viewset, viewsetDocs, viewsetMethods, ViewsetErrors } from 'fastify-viewsets'
+import type { ListRequest, ScopeFunction, ViewsetToken } from 'fastify-viewsets'
+import { exampleApp } from '../shared.js'
+import type { BuildOptions as SharedOptions } from '../shared.js'
+import { migrate } from './migrations.js'
+
+// Two organisations share one database: every row carries its `org`, and a token's `org` claim says whose rows a
+// request may read and write. One rule per table (a per-method `scope` object, so that a method without an entry
+// fails at startup) follows the rows into every relation of every other viewset, relation filters and counts;
+// `beforeWrite` stamps the organisation; the overridden `list` and the custom route use the scoped helpers.
+
+export const Tag = Type.Object({ id: Type.Integer(), name: Type.String() })
+export const ProjectRow = Type.Object({ id: Type.Integer(), name: Type.String() })
+export const TaskRow = Type.Object({ id: Type.Integer(), title: Type.String(), tags: Type.Optional(Type.Array(Tag)) })
+
+/** A task with its project (to-one) and its tags (many-to-many). */
+export const Task = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  title: Type.String({ minLength: 1, maxLength: 255 }),
+  org: Type.Optional(Type.String({ readOnly: true })),
+  project_id: Type.Union([Type.Integer(), Type.Null()]),
+  project: Type.Optional(Type.Union([ProjectRow, Type.Null()])),
+  tags: Type.Optional(Type.Array(Tag)),
+})
+export type Task = Static<typeof Task>
+
+/** A project with its tasks (to-many), each with its tags (two levels deep). */
+export const Project = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  name: Type.String({ minLength: 1, maxLength: 255 }),
+  org: Type.Optional(Type.String({ readOnly: true })),
+  tasks: Type.Optional(Type.Array(TaskRow)),
+})
+
+export const TagRow = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  name: Type.String({ minLength: 1, maxLength: 64 }),
+  org: Type.Optional(Type.String({ readOnly: true })),
+})
+
+export interface DB {
+  projects: { id: Generated<number>; name: string; org: string }
+  tasks: { id: Generated<number>; title: string; org: string; project_id: number | null }
+  tags: { id: Generated<number>; name: string; org: string }
+  task_tags: { task_id: number; tag_id: number }
+}
+
+type Tenanted = 'projects' | 'tasks' | 'tags'
+
+/** The organisation of a token; a token without one reaches no row (`''` is no organisation's). */
+function orgOf (token: ViewsetToken | null): string {
+  return typeof token?.org === 'string' ? token.org : ''
+}
+
+/** The one rule of every table, for every method: a row is its organisation's. */
+function everyMethod<T extends Tenanted> (rule: ScopeFunction<DB, T>) {
+  return { LIST: rule, GET: rule, PUT: rule, PATCH: rule, DELETE: rule }
+}
+const projectsOfOrg: ScopeFunction<DB, 'projects'> = (eb, { token }) => eb('org', '=', orgOf(token))
+const tasksOfOrg: ScopeFunction<DB, 'tasks'> = (eb, { token }) => eb('org', '=', orgOf(token))
+const tagsOfOrg: ScopeFunction<DB, 'tags'> = (eb, { token }) => eb('org', '=', orgOf(token))
+
+/** What every write stores as the organisation: the token's, whatever the body says (`org` is read-only). */
+const stampOrg = <V extends object>(values: V, { token }: { token: ViewsetToken | null }) =>
+  ({ ...values, org: orgOf(token) })
+
+const through = { table: 'task_tags', sourceKey: 'task_id', targetKey: 'tag_id' } as const
+
+/**
+ * Tasks: the generated routes, an overridden `list` (`?project=` narrows it, newest first) and a custom route,
+ * `GET /tasks/summary`. `this.query()` applies the request's `'LIST'` rule, so neither sees another organisation.
+ */
+class TaskViewset extends Viewset<DB, 'tasks', typeof Task> {
+  static override listQuery = Type.Object({
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+    project: Type.Optional(Type.Integer()),
+  })
+
+  override async list (request: ListRequest<{ limit: number; offset: number; project?: number }>) {
+    const { limit, offset, project } = request.query
+    let query = this.query().orderBy('id', 'desc').limit(limit).offset(offset)
+    if (project !== undefined) query = query.where('project_id', '=', project)
+    return await query.execute()
+  }
+
+  override customRoutes (fastify: FastifyInstance) {
+    fastify.get('/summary', {
+      config: { protected: true },
+      schema: { response: { 200: Type.Object({ tasks: Type.Integer(), projects: Type.Integer() }) } },
+    }, async () => {
+      const rows = await this.query().execute()
+      return { tasks: rows.length, projects: new Set(rows.map((row) => row.project_id)).size }
+    })
+  }
+}
+
+/** Options of {@link build}: the shared ones, and the secret tokens are signed with. */
+export interface BuildOptions extends SharedOptions<DB> {
+  /** HS256 secret of the tokens (default JWT_SECRET from the environment; required, 32 characters or more). */
+  secret?: string
+}
+
+/** Builds the example app without listening, so tests can inject requests into it. */
+export async function build (options: BuildOptions = {}): Promise<FastifyInstance> {
+  const secret = options.secret ?? process.env.JWT_SECRET ?? ''
+  if (secret.length < 32) throw new ViewsetErrors.InvalidOption('secret', 'set JWT_SECRET to 32 characters or more')
+  const { app, db } = await exampleApp(options, migrate)
+  // Before the viewsets: their rules read the token, so something must verify it when they are registered.
+  await app.register(fastifyJwt, { secret })
+  await app.register(viewsetDocs, { title: 'Tenants API', version: '1.0.0' })
+  const common = { db, methods: viewsetMethods, protectedMethods: viewsetMethods, beforeWrite: stampOrg }
+  await app.register(createViewset({
+    ...common,
+    table: 'projects',
+    schema: Project,
+    scope: everyMethod(projectsOfOrg),
+    relatedConfig: {
+      prefetchRelated: {
+        tasks: {
+          table: 'tasks',
+          foreignKey: 'project_id',
+          orderBy: 'id',
+          relatedConfig: { prefetchRelated: { tags: { table: 'tags', through, orderBy: 'name' } } },
+        },
+      },
+    },
+  }), { prefix: '/projects' })
+  await app.register(new TaskViewset({
+    ...common,
+    table: 'tasks',
+    schema: Task,
+    scope: everyMethod(tasksOfOrg),
+    relatedConfig: {
+      selectRelated: { project: { table: 'projects', foreignKey: 'project_id' } },
+      prefetchRelated: { tags: { table: 'tags', through, orderBy: 'name' } },
+    },
+  }).register(), { prefix: '/tasks' })
+  await app.register(createViewset({ ...common, table: 'tags', schema: TagRow, scope: everyMethod(tagsOfOrg) }), { prefix: '/tags' })
+  return app
+}

@@ -1,0 +1,71 @@
+import { PostgresAdapter } from 'kysely'
+import type { ColumnDefinitionBuilder, Kysely, Migration } from 'kysely'
+import { migrate as runMigrations } from '../shared.js'
+
+/** An auto-incrementing integer key in each dialect's spelling. */
+function key (db: Kysely<any>): ['serial' | 'integer', (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder] {
+  return db.getExecutor().adapter instanceof PostgresAdapter
+    ? ['serial', (column) => column.primaryKey()]
+    : ['integer', (column) => column.primaryKey().autoIncrement()]
+}
+
+// Two organisations, each with its projects, tasks and tags: [org, project, tasks ([title, tags])].
+const seed: Array<[string, string, Array<[string, string[]]>]> = [
+  ['acme', 'Rocket skates', [['Order wheels', ['urgent']], ['Test on a cliff', ['urgent', 'outdoor']]]],
+  ['acme', 'Giant magnet', [['Find a magnet', []]]],
+  ['globex', 'Doomsday device', [['Hire henchmen', ['hiring']], ['Build a volcano lair', ['outdoor']]]],
+]
+
+/** The example's schema and seed data, as Kysely migrations kept in code. */
+const migrations: Record<string, Migration> = {
+  '2026-11-26-tenants': {
+    async up (db: Kysely<any>) {
+      const [idType, id] = key(db)
+      for (const table of ['projects', 'tags']) {
+        await db.schema.createTable(table)
+          .addColumn('id', idType, id)
+          .addColumn('name', 'varchar(255)', (column) => column.notNull())
+          // The organisation the row belongs to: the `org` claim of the token that created it.
+          .addColumn('org', 'varchar(64)', (column) => column.notNull())
+          .execute()
+      }
+      await db.schema.createTable('tasks')
+        .addColumn('id', idType, id)
+        .addColumn('title', 'varchar(255)', (column) => column.notNull())
+        .addColumn('org', 'varchar(64)', (column) => column.notNull())
+        .addColumn('project_id', 'integer', (column) => column.references('projects.id'))
+        .execute()
+      await db.schema.createTable('task_tags')
+        .addColumn('task_id', 'integer', (column) => column.notNull().references('tasks.id').onDelete('cascade'))
+        .addColumn('tag_id', 'integer', (column) => column.notNull().references('tags.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('task_tags_pk', ['task_id', 'tag_id'])
+        .execute()
+      const tags = new Map<string, number>()
+      for (const [org, project, tasks] of seed) {
+        const { id: projectId } = await db.insertInto('projects').values({ name: project, org })
+          .returning('id').executeTakeFirstOrThrow()
+        for (const [title, names] of tasks) {
+          const { id: taskId } = await db.insertInto('tasks').values({ title, org, project_id: projectId })
+            .returning('id').executeTakeFirstOrThrow()
+          for (const name of names) {
+            const tagKey = `${org}/${name}`
+            let tagId = tags.get(tagKey)
+            if (tagId === undefined) {
+              tagId = Number((await db.insertInto('tags').values({ name, org }).returning('id').executeTakeFirstOrThrow()).id)
+              tags.set(tagKey, tagId)
+            }
+            await db.insertInto('task_tags').values({ task_id: taskId, tag_id: tagId }).execute()
+          }
+        }
+      }
+    },
+    async down (db: Kysely<any>) {
+      for (const table of ['task_tags', 'tasks', 'tags', 'projects']) await db.schema.dropTable(table).execute()
+    },
+  },
+}
+
+/** Brings the database up to date (its own migration table, so that it can share a database with other examples). */
+export async function migrate (db: Kysely<any>): Promise<void> {
+  await runMigrations(db, migrations, { tableName: 'tenants_migration' })
+}

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { describe, test } from 'node:test'
+import type { TestContext } from 'node:test'
+import { build } from '../../examples/tenants/app.js'
+import { dialects, testDatabase } from '../helpers/database.js'
+import { problemOf } from '../helpers/app.js'
+
+// examples/tenants (issue 35): two organisations over one database, each reaching only its own rows through the
+// generated routes, the relations of every level, the overridden list and the custom route.
+
+const secret = randomBytes(32).toString('base64')
+
+async function tenants (t: TestContext, dialect: (typeof dialects)[number]) {
+  const database = await testDatabase(t, dialect)
+  const app = await build({ db: database.db, secret })
+  t.after(() => app.close())
+  await app.ready()
+  const bearer = (sub: string, org: string) => ({ authorization: `Bearer ${app.jwt.sign({ sub, org })}` })
+  return { app, db: database.db, acme: bearer('ada', 'acme'), globex: bearer('hank', 'globex') }
+}
+
+for (const dialect of dialects.filter(({ name }) => name !== 'mysql')) {
+  describe(`examples/tenants (${dialect.name})`, () => {
+    test('each organisation reads its own rows, relations two levels deep included', async (t) => {
+      const { app, acme, globex } = await tenants(t, dialect)
+      const projects = await app.inject({ url: '/projects', headers: acme })
+      assert.equal(projects.statusCode, 200, projects.body)
+      type Listed = Array<{ name: string; org: string; tasks: Array<{ tags: Array<{ name: string }> }> }>
+      const body = projects.json<Listed>()
+      assert.deepEqual(body.map((project) => project.name), ['Rocket skates', 'Giant magnet'])
+      assert.ok(body.every((project) => project.org === 'acme'))
+      assert.deepEqual(body[0]?.tasks.map((task) => task.tags.map((tag) => tag.name)), [['urgent'], ['outdoor', 'urgent']])
+      assert.ok(!projects.body.includes('globex') && !projects.body.includes('Doomsday'))
+      const hidden = await app.inject({ url: '/projects/1', headers: globex })
+      assert.equal(hidden.statusCode, 404)
+      const task = await app.inject({ url: '/tasks/1', headers: acme })
+      assert.equal(task.json<{ project: { name: string } }>().project.name, 'Rocket skates')
+      assert.equal((await app.inject({ url: '/tasks/1', headers: globex })).statusCode, 404)
+      assert.equal((await app.inject({ url: '/projects' })).statusCode, 401)
+    })
+
+    test('the overridden list and the custom route stay inside the rule', async (t) => {
+      const { app, acme, globex } = await tenants(t, dialect)
+      const list = await app.inject({ url: '/tasks', headers: acme })
+      assert.equal(list.statusCode, 200, list.body)
+      assert.deepEqual(list.json<Array<{ title: string }>>().map((task) => task.title),
+        ['Find a magnet', 'Test on a cliff', 'Order wheels'])
+      const narrowed = await app.inject({ url: '/tasks?project=3', headers: acme })
+      assert.deepEqual(narrowed.json(), [])
+      const theirs = await app.inject({ url: '/tasks/summary', headers: globex })
+      assert.equal(theirs.statusCode, 200, theirs.body)
+      assert.deepEqual(theirs.json(), { tasks: 2, projects: 1 })
+      assert.deepEqual((await app.inject({ url: '/tasks/summary', headers: acme })).json(), { tasks: 3, projects: 2 })
+      assert.equal((await app.inject({ url: '/tasks/summary' })).statusCode, 401)
+    })
+
+    test('writes are stamped with the organisation and never reach or point into another one', async (t) => {
+      const { app, db, acme, globex } = await tenants(t, dialect)
+      const created = await app.inject({
+        method: 'POST', url: '/tasks', headers: acme, payload: { title: 'Paint it', project_id: 2, org: 'globex' },
+      })
+      assert.equal(created.statusCode, 201, created.body)
+      assert.equal(created.json<{ org: string }>().org, 'acme')
+      const stored = await db.selectFrom('tasks').select(['org']).where('title', '=', 'Paint it').executeTakeFirst()
+      assert.equal(stored?.org, 'acme')
+      // globex's project 3: the 409 of a key to no project, and nothing written
+      const before = await db.selectFrom('tasks').select(['id', 'title', 'org', 'project_id']).orderBy('id').execute()
+      const pointed = await app.inject({ method: 'POST', url: '/tasks', headers: acme, payload: { title: 'Spy', project_id: 3 } })
+      assert.equal(pointed.statusCode, 409)
+      assert.equal(problemOf(pointed).detail, 'The project_id refers to a row that does not exist')
+      const moved = await app.inject({ method: 'PATCH', url: '/tasks/1', headers: globex, payload: { title: 'Mine now' } })
+      assert.equal(moved.statusCode, 404)
+      const removed = await app.inject({ method: 'DELETE', url: '/tags/1', headers: globex })
+      assert.equal(removed.statusCode, 404)
+      assert.deepEqual(await db.selectFrom('tasks').select(['id', 'title', 'org', 'project_id']).orderBy('id').execute(), before)
+      assert.equal((await db.selectFrom('tags').select('id').execute()).length, 4)
+    })
+  })
+}
