@@ -126,16 +126,18 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
 
 /**
  * Scenarios measured in the same rounds, so that their ratios compare measurements taken side by side:
- * GET beside the GETs that isolate the ETag's cost, eager beside N+1. DELETE comes last: the rows it
+ * GET beside the GETs that isolate the ETag's cost and the row rule's, eager beside N+1, a LIST with its relation
+ * beside the same under rules on both tables. DELETE comes last: the rows it
  * inserts and deletes never meet another scenario.
  */
 const blocks: ReadonlyArray<readonly ScenarioId[]> = [
-  ['get', 'get-versioned', 'get-untagged'],
+  ['get', 'get-versioned', 'get-untagged', 'get-scoped'],
   ['list10'],
   ['list100'],
   ['filter'],
   ['or-filter'],
   ['eager', 'eager-n1'],
+  ['list-author', 'list-author-scoped'],
   ['post'],
   ['patch'],
   ['delete'],
