@@ -102,13 +102,15 @@ class TaskViewset extends Viewset<DB, 'tasks', typeof Task> {
 
 /** Options of {@link build}: the shared ones, and the secret tokens are signed with. */
 export interface BuildOptions extends SharedOptions<DB> {
-  /** HS256 secret of the tokens (default JWT_SECRET from the environment; required, 32 characters or more). */
+  /** HS256 secret of the tokens (default `env.JWT_SECRET`; required, 32 characters or more). */
   secret?: string
+  /** Where JWT_SECRET is read (default `process.env`). */
+  env?: Record<string, string | undefined>
 }
 
 /** Builds the example app without listening, so tests can inject requests into it. */
 export async function build (options: BuildOptions = {}): Promise<FastifyInstance> {
-  const secret = options.secret ?? process.env.JWT_SECRET ?? ''
+  const secret = options.secret ?? (options.env ?? process.env).JWT_SECRET ?? ''
   if (secret.length < 32) throw new ViewsetErrors.InvalidOption('secret', 'set JWT_SECRET to 32 characters or more')
   const { app, db } = await exampleApp(options, migrate)
   // Before the viewsets: their rules read the token, so something must verify it when they are registered.

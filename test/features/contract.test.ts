@@ -569,7 +569,8 @@ function documentChecks (contract: Contract, note: (key: string, message: string
       const schema = media?.schema?.$ref === undefined ? media?.schema : resolve(document, String(media.schema.$ref))
       const required = new Set((schema?.required ?? []) as string[])
       for (const [name, property] of Object.entries((schema?.properties ?? {}) as Record<string, Schema>)) {
-        if (property.readOnly === true && !required.has(name)) {
+        // A relation outside `defaultRelations` is sent only when `?fields=` names it: optional is the truth.
+        if (property.readOnly === true && !required.has(name) && !isRelation(property)) {
           note(
             `doc-response-optional ${where} ${status} ${name}`,
             `read-only ${name} is always sent but optional in the ${status} schema`
@@ -581,6 +582,15 @@ function documentChecks (contract: Contract, note: (key: string, message: string
       note(`doc-media-type ${where} application/merge-patch+json`, 'PATCH does not accept merge-patch')
     }
   }
+}
+
+/** Whether a documented property is a relation: a nested object, or an array of them (relations are read-only). */
+function isRelation (property: Schema): boolean {
+  const items = property.items as Schema | undefined
+  const nested = (schema: Schema | undefined) =>
+    schema !== undefined && (schema.type === 'object' || schema.properties !== undefined)
+  return nested(items) || nested(property) ||
+    ((property.anyOf ?? []) as Schema[]).some((branch) => nested(branch) || nested(branch.items as Schema | undefined))
 }
 
 // ---- generated clients --------------------------------------------------------------------------
