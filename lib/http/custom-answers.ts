@@ -10,7 +10,7 @@ import { preconditionOf } from './conditional-requests.js'
 import type { RouteContext } from './route-context.js'
 import { collectionParams, elementParams } from './route-schemas.js'
 import { hiddenFromRead, hideFields } from './field-hiding.js'
-import { jsonType, loadRelations, tagRow } from './routes.js'
+import { jsonType, loadRelations, tagRow } from './row-answers.js'
 
 // What a custom route (or any handler) answers with to be as first-class as a generated one: the If-Match
 // condition of a row it writes (412/428 as PATCH answers them), a row or rows through the resource's serializer

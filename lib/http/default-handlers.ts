@@ -23,26 +23,11 @@ import type { CountPreference } from '../query/count-plan.js'
 import { isRecord } from '../schema/object-schema.js'
 import { countPreference, ignoreDuplicates, mergeDuplicates, resolutionPreference } from './prefer-header.js'
 import { preconditionOf } from './conditional-requests.js'
+import type { ListPage } from './route-context.js'
 
 // The default handlers: what LIST, GET, POST, BULK, PUT, PATCH and DELETE do when the viewset does not
 // override them. Each reads what its route parsed (the field selection, the If-Match condition) as an
 // argument and returns what its route answers; nothing travels back through the request.
-
-/**
- * What a LIST answers: its rows, and for the default LIST what its route says in headers (`Link`,
- * `X-Total-Count`, the `?fields=` serializer). An overridden `list` answers its rows only.
- */
-export interface ListPage<Rows = unknown> {
-  readonly rows: Rows
-  /** The parsed query of the default LIST; absent when an override answered. */
-  readonly query?: ListQuery
-  /** The number of matching rows, when counted. */
-  readonly total?: number | undefined
-  /** What `Preference-Applied` says of `total` (`count=exact` or `count=estimated`), when it is to say it. */
-  readonly counted?: CountPreference | undefined
-  /** With cursor pagination: the cursors of the `next` and `prev` links, absent when there is no such page. */
-  readonly cursors?: { readonly next: string | undefined; readonly prev: string | undefined }
-}
 
 /** What the default handlers read: the data layer, the options they apply, and the viewset's row rules. */
 export interface DefaultHandlerContext {

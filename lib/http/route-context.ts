@@ -8,8 +8,25 @@ import type { FieldSelection, FieldsPlan } from '../query/fields.js'
 import type { ViewsetComponents } from '../schema/components.js'
 import type { JsonSchema } from '../schema/derive.js'
 import type { Serializer } from '../schema/serializer.js'
-import type { ListPage } from './default-handlers.js'
+import type { ListQuery } from '../query/list-query.js'
+import type { CountPreference } from '../query/count-plan.js'
 import type { FieldHiding } from './field-hiding.js'
+
+/**
+ * What a LIST answers: its rows, and for the default LIST what its route says in headers (`Link`,
+ * `X-Total-Count`, the `?fields=` serializer). An overridden `list` answers its rows only.
+ */
+export interface ListPage<Rows = unknown> {
+  readonly rows: Rows
+  /** The parsed query of the default LIST; absent when an override answered. */
+  readonly query?: ListQuery
+  /** The number of matching rows, when counted. */
+  readonly total?: number | undefined
+  /** What `Preference-Applied` says of `total` (`count=exact` or `count=estimated`), when it is to say it. */
+  readonly counted?: CountPreference | undefined
+  /** With cursor pagination: the cursors of the `next` and `prev` links, absent when there is no such page. */
+  readonly cursors?: { readonly next: string | undefined; readonly prev: string | undefined }
+}
 
 /**
  * The handlers a route calls: the default ones (http/default-handlers.ts), or the viewset's overrides

@@ -1,9 +1,6 @@
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
-import type { TableGateway } from '../data/table-gateway.js'
-import type { AnyDatabase, Row } from '../sql.js'
 import { andThen } from '../execution/eventually.js'
-import { currentCancellation, withCancellation, runWithCancellation } from '../execution/cancellation.js'
-import type { CancellationContext } from '../execution/cancellation.js'
+import { currentCancellation, runWithCancellation } from '../execution/cancellation.js'
 import { serving } from '../execution/served-request.js'
 import type { ViewsetMethod } from '../options.js'
 import type { FieldSelection, FieldsPlan } from '../query/fields.js'
@@ -11,13 +8,14 @@ import { offsetWithCursor, parsePagination } from '../query/list-query.js'
 import { isRecord } from '../schema/object-schema.js'
 import { partialContentType } from '../schema/openapi.js'
 import { authHook, openTokenHook } from './auth.js'
-import { noneMatch, preconditionOf, representationTag, versionTag } from './conditional-requests.js'
-import type { ListPage } from './default-handlers.js'
+import { noneMatch, preconditionOf, versionTag } from './conditional-requests.js'
+import type { ListPage } from './route-context.js'
 import { fieldHooks, hiddenFromRead, hideFields, narrowFieldsPlan } from './field-hiding.js'
 import type { FieldHiding } from './field-hiding.js'
 import { cursorLinkHeader, linkHeader } from './link.js'
+import { applyMinimal, jsonType, loadRelations, sendMinimal, sendWritten, tagRow } from './row-answers.js'
 import { expandPrefix } from './parent-binding.js'
-import { prefersReturnMinimal, returnMinimal } from './prefer-header.js'
+import { prefersReturnMinimal } from './prefer-header.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
 import { tracedRoute } from '../observability/traced-handler.js'
 import {
@@ -34,8 +32,6 @@ import {
 // A request reads down this file's handlers: the route parses what HTTP says (pagination, `?fields=`,
 // If-Match), calls the handler (default-handlers.ts or an override) with it, loads the relations of what
 // the handler returns, and sets the headers from it (`Link`, `X-Total-Count`, `ETag`, `Location`).
-
-export const jsonType = 'application/json; charset=utf-8'
 
 /** The validated query string: its schema has type object. */
 function queryOf (request: FastifyRequest): Record<string, unknown> {
@@ -56,76 +52,6 @@ export function selectFields (
     return selection
   }
   return { ...selection, shape: `${selection.shape}|${versionField}`, columns: [...selection.columns, versionField] }
-}
-
-/** The ETag of a whole row and its serialized body (the version column's value, else a hash of the body). */
-export function tagRow (context: RouteContext, row: Row): { etag: string; body: string } {
-  const { represent, versionField } = context.versions
-  const body = represent(row)
-  return { etag: versionField === undefined ? representationTag(body) : versionTag(row[versionField]), body }
-}
-
-/** Answers a whole row with its ETag, serialized once (the tag hashes the very bytes sent). */
-function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): unknown {
-  if (!isRecord(row)) return row
-  if (context.hiding !== undefined) hideFields(reply.request, row)
-  const { etag, body } = tagRow(context, row)
-  // A string with a JSON type is sent as it is: the route's serializer does not run again.
-  reply.header('etag', etag).type(jsonType)
-  return body
-}
-
-/**
- * Loads the relations of a handler's result: a row, rows, or anything else (left alone), in the request's
- * cancellation `scope` (taken before the handler's await: see execution/cancellation.ts). The routes call it
- * only when `resource.hasRelations`: without relations they await nothing more.
- */
-export async function loadRelations (
-  scope: CancellationContext,
-  request: FastifyRequest,
-  resource: TableGateway,
-  db: AnyDatabase,
-  result: unknown,
-  only?: ReadonlySet<string>
-): Promise<unknown> {
-  const rows = Array.isArray(result) ? result.filter(isRecord) : isRecord(result) ? [result] : []
-  // The related rows are those the rules of their tables admit for this request (relations/relation-rule.ts).
-  const rules = { request, token: request.viewsetToken }
-  await withCancellation(scope, () => resource.load(db, rows, only, rules))
-  return result
-}
-
-/** Answers a written row with its relations (the default ones) and its ETag, as POST, PUT and PATCH do. */
-function sendWritten (scope: CancellationContext, context: RouteContext, reply: FastifyReply, row: unknown): unknown {
-  const { resource, db, fields } = context
-  if (!resource.hasRelations) return sendTagged(context, reply, row)
-  return loadRelations(scope, reply.request, resource, db, row, fields.defaultRelations).then((loaded) =>
-    sendTagged(context, reply, loaded)
-  )
-}
-
-/** Says in `Preference-Applied` that `return=minimal` applied, after any preference already said (RFC 7240). */
-function applyMinimal (reply: FastifyReply): void {
-  const said = reply.getHeader('preference-applied')
-  reply.header('preference-applied', said === undefined ? returnMinimal : `${String(said)}, ${returnMinimal}`)
-}
-
-/**
- * Answers a write with `Prefer: return=minimal`: no body, 201 when rows were created (with `Location`, set before),
- * else 204; the row's ETag still, from its version column, or when there is none from the representation it would
- * have been (its relations loaded only then: the tag hashes them).
- */
-function sendMinimal (scope: CancellationContext, context: RouteContext, reply: FastifyReply, row: unknown): unknown {
-  applyMinimal(reply)
-  const empty = () => reply.code(reply.statusCode === 201 ? 201 : 204).send()
-  if (!isRecord(row)) return empty()
-  const { resource, db } = context
-  const tag = (loaded: Row) => {
-    reply.header('etag', tagRow(context, loaded).etag)
-    return empty()
-  }
-  if (context.versions.versionField !== undefined || !resource.hasRelations) return tag(row)
-  return loadRelations(scope, reply.request, resource, db, row, context.fields.defaultRelations).then(() => tag(row))
 }
 
 /**
