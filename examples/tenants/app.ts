@@ -116,7 +116,10 @@ class TaskViewset extends Viewset<DB, 'tasks', typeof Task> {
   override customRoutes (fastify: FastifyInstance) {
     fastify.get('/summary', {
       config: { protected: true },
-      schema: { response: { 200: Type.Object({ tasks: Type.Integer(), projects: Type.Integer() }) } },
+      schema: {
+        summary: 'Count the caller\'s tasks and the projects they are in',
+        response: { 200: Type.Object({ tasks: Type.Integer(), projects: Type.Integer() }) },
+      },
     }, async () => {
       const rows = await this.query().execute()
       return { tasks: rows.length, projects: new Set(rows.map((row) => row.project_id)).size }
