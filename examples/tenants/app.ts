@@ -3,7 +3,7 @@ import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
 import type { Generated } from 'kysely'
-import { createViewset, Viewset, viewsetDocs, viewsetMethods, ViewsetErrors } from 'fastify-viewsets'
+import { createViewset, fieldAccessByRole, Viewset, viewsetDocs, viewsetMethods, ViewsetErrors } from 'fastify-viewsets'
 import type { ListRequest, ScopeFunction, ViewsetToken } from 'fastify-viewsets'
 import { exampleApp } from '../shared.js'
 import type { BuildOptions as SharedOptions } from '../shared.js'
@@ -12,17 +12,24 @@ import { migrate } from './migrations.js'
 // Two organisations share one database: every row carries its `org`, and a token's `org` claim says whose rows a
 // request may read and write. One rule per table (a per-method `scope` object, so that a method without an entry
 // fails at startup) follows the rows into every relation of every other viewset, relation filters and counts;
-// `beforeWrite` stamps the organisation; the overridden `list` and the custom route use the scoped helpers.
+// `beforeWrite` stamps the organisation; the overridden `list` and the custom route use the scoped helpers. A field
+// rule on tasks (`fieldAccess`) keeps a task's internal `note` from the `viewer` role, and its `priority` unchanged.
 
 export const Tag = Type.Object({ id: Type.Integer(), name: Type.String() })
 export const ProjectRow = Type.Object({ id: Type.Integer(), name: Type.String() })
-export const TaskRow = Type.Object({ id: Type.Integer(), title: Type.String(), tags: Type.Optional(Type.Array(Tag)) })
+export const TaskRow = Type.Object({
+  id: Type.Integer(), title: Type.String(), note: Type.String(), tags: Type.Optional(Type.Array(Tag)),
+})
 
 /** A task with its project (to-one) and its tags (many-to-many). */
 export const Task = Type.Object({
   id: Type.Optional(Type.Integer({ readOnly: true })),
   title: Type.String({ minLength: 1, maxLength: 255 }),
   org: Type.Optional(Type.String({ readOnly: true })),
+  /** Internal: hidden from the `viewer` role (the field rule). */
+  note: Type.Optional(Type.String({ maxLength: 255 })),
+  /** Read-only for the `viewer` role (the field rule). */
+  priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 9 })),
   project_id: Type.Union([Type.Integer(), Type.Null()]),
   project: Type.Optional(Type.Union([ProjectRow, Type.Null()])),
   tags: Type.Optional(Type.Array(Tag)),
@@ -45,7 +52,14 @@ export const TagRow = Type.Object({
 
 export interface DB {
   projects: { id: Generated<number>; name: string; org: string }
-  tasks: { id: Generated<number>; title: string; org: string; project_id: number | null }
+  tasks: {
+    id: Generated<number>
+    title: string
+    org: string
+    note: Generated<string>
+    priority: Generated<number>
+    project_id: number | null
+  }
   tags: { id: Generated<number>; name: string; org: string }
   task_tags: { task_id: number; tag_id: number }
 }
@@ -68,6 +82,16 @@ const tagsOfOrg: ScopeFunction<DB, 'tags'> = (eb, { token }) => eb('org', '=', o
 /** What every write stores as the organisation: the token's, whatever the body says (`org` is read-only). */
 const stampOrg = <V extends object>(values: V, { token }: { token: ViewsetToken | null }) =>
   ({ ...values, org: orgOf(token) })
+
+/**
+ * The field rule of tasks, by the token's `role` claim (none: `member`): a `viewer` never reads a task's `note` (in
+ * /tasks, and in the tasks of /projects) nor names it (`?fields=`, `/projects?tasks.note__contains=`), and the
+ * `priority` of its body is ignored.
+ */
+const taskFields = fieldAccessByRole(
+  { member: {}, viewer: { hidden: ['note'], readOnly: ['priority'] } },
+  (token) => (typeof token?.role === 'string' ? token.role : 'member')
+)
 
 const through = { table: 'task_tags', sourceKey: 'task_id', targetKey: 'tag_id' } as const
 
@@ -92,7 +116,10 @@ class TaskViewset extends Viewset<DB, 'tasks', typeof Task> {
   override customRoutes (fastify: FastifyInstance) {
     fastify.get('/summary', {
       config: { protected: true },
-      schema: { response: { 200: Type.Object({ tasks: Type.Integer(), projects: Type.Integer() }) } },
+      schema: {
+        summary: 'Count the caller\'s tasks and the projects they are in',
+        response: { 200: Type.Object({ tasks: Type.Integer(), projects: Type.Integer() }) },
+      },
     }, async () => {
       const rows = await this.query().execute()
       return { tasks: rows.length, projects: new Set(rows.map((row) => row.project_id)).size }
@@ -122,6 +149,8 @@ export async function build (options: BuildOptions = {}): Promise<FastifyInstanc
     table: 'projects',
     schema: Project,
     scope: everyMethod(projectsOfOrg),
+    // `?tasks.note__contains=`: through the tasks' field rule, an unknown name for a viewer.
+    filterFields: { name: ['eq', 'contains'], 'tasks.note': ['contains'] },
     relatedConfig: {
       prefetchRelated: {
         tasks: {
@@ -138,6 +167,7 @@ export async function build (options: BuildOptions = {}): Promise<FastifyInstanc
     table: 'tasks',
     schema: Task,
     scope: everyMethod(tasksOfOrg),
+    fieldAccess: taskFields,
     relatedConfig: {
       selectRelated: { project: { table: 'projects', foreignKey: 'project_id' } },
       prefetchRelated: { tags: { table: 'tags', through, orderBy: 'name' } },

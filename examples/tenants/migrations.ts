@@ -16,6 +16,12 @@ const seed: Array<[string, string, Array<[string, string[]]>]> = [
   ['globex', 'Doomsday device', [['Hire henchmen', ['hiring']], ['Build a volcano lair', ['outdoor']]]],
 ]
 
+// The internal notes of some tasks, by title: what the `viewer` role may not read.
+const notes: Array<[string, string]> = [
+  ['Order wheels', 'Supplier owes us a refund'],
+  ['Hire henchmen', 'Budget not approved yet'],
+]
+
 /** The example's schema and seed data, as Kysely migrations kept in code. */
 const migrations: Record<string, Migration> = {
   '2026-11-26-tenants': {
@@ -61,6 +67,19 @@ const migrations: Record<string, Migration> = {
     },
     async down (db: Kysely<any>) {
       for (const table of ['task_tags', 'tasks', 'tags', 'projects']) await db.schema.dropTable(table).execute()
+    },
+  },
+  // A field rule's columns: an internal note a viewer may not read, and a priority a viewer may not change.
+  '2026-11-26-tenants-notes': {
+    async up (db: Kysely<any>) {
+      await db.schema.alterTable('tasks').addColumn('note', 'varchar(255)', (column) => column.notNull().defaultTo(''))
+        .execute()
+      await db.schema.alterTable('tasks').addColumn('priority', 'integer', (column) => column.notNull().defaultTo(0))
+        .execute()
+      for (const [title, note] of notes) await db.updateTable('tasks').set({ note, priority: 1 }).where('title', '=', title).execute()
+    },
+    async down (db: Kysely<any>) {
+      for (const column of ['note', 'priority']) await db.schema.alterTable('tasks').dropColumn(column).execute()
     },
   },
 }

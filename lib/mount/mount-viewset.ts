@@ -41,6 +41,7 @@ import { relationLimits } from '../relations/declaration.js'
 import { createRelationLoader, relationFields } from '../relations/loader.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import { viewsetComponents } from '../schema/components.js'
+import { documentRelationRules } from './relation-docs.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { deriveEntity, deriveSerializerSchema, withChildLimits, writableFields } from '../schema/derive.js'
 import { nameFromPrefix } from '../schema/openapi.js'
@@ -361,6 +362,7 @@ export async function mountViewset (
   registerViewset(fastify, { ...entry, indexReport: report })
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
   if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, registered, slots) })
+  documentRelationRules(fastify, context.schemas.components, planned.relations?.links)
   const mounted: MountedViewset = {
     schemas: context.schemas.components.schemas,
     routes,

@@ -58,6 +58,11 @@ export class RelationRuleSlot {
     this.#resolved = true
   }
 
+  /** Whether the table has a row rule or a field rule (known once resolved): a to-one row may then be hidden. */
+  get hasRule (): boolean {
+    return this.#rule !== undefined || this.#fields !== undefined
+  }
+
   /** Whether the table has a field rule (known once resolved). */
   get hasFieldRule (): boolean {
     return this.#fields !== undefined

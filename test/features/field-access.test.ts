@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { compileErrors, validate } from '@readme/openapi-parser'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import fastifyJwt from '@fastify/jwt'
@@ -314,6 +315,51 @@ for (const dialect of dialects) {
       assert.deepEqual(row.required, ['id'])
       assert.deepEqual(Object.keys(row.properties), ['id', 'title', 'secret', 'owner', 'priority'])
       assert.match(row.description, /depend on the caller/)
+    })
+
+    test('OpenAPI: a to-one relation to a ruled table is nullable; a field-ruled related row requires nothing', async (t) => {
+      const { ProjectRow } = await import('../helpers/tenants.js')
+      const Tasks = Type.Object({ ...Task.properties, project: Type.Optional(ProjectRow) })
+      const documented = async (projects: Record<string, unknown>) => {
+        const database = await testDatabase(t, dialect)
+        await seedTenants(database, dialect)
+        const app = testApp(t)
+        await app.register(fastifyJwt, { secret })
+        await app.register(viewsetDocs)
+        const { db } = database
+        await app.register(createViewset({ db, ...owned('projects', ProjectRow), ...projects } as never),
+          { prefix: '/projects' })
+        await app.register(createViewset({ db, ...owned('tasks', Tasks), relatedConfig: taskRelations } as never),
+          { prefix: '/tasks' })
+        await app.register(createViewset({ db, ...owned('tags', Tag) } as never), { prefix: '/tags' })
+        const response = await app.inject('/docs/json')
+        assert.equal(response.statusCode, 200)
+        const document = response.json()
+        const result = await validate(structuredClone(document))
+        assert.equal(result.valid, true, result.valid ? '' : compileErrors(result))
+        return document.components.schemas
+      }
+      const nullable = (schema: { anyOf?: Array<{ type?: unknown }> }) =>
+        schema.anyOf?.some((member) => member.type === 'null') === true
+      // projects has a scope: a task's project may be hidden from the caller, so null.
+      const scoped = await documented({})
+      for (const component of [scoped.Tasks, scoped.TasksPartial]) {
+        assert.equal(nullable(component.properties.project), true)
+        assert.deepEqual(Object.keys(component.properties.project.anyOf[0].properties), ['id', 'name', 'owner'])
+      }
+      assert.deepEqual(scoped.Tasks.properties.project.anyOf[0].required, ['id', 'name', 'owner'])
+      assert.ok(scoped.Tasks.required.includes('project'))
+      // No rule on projects: every task's project is served as it is stored.
+      const open = await documented({ scope: undefined, beforeWrite: undefined, protectedMethods: [] })
+      assert.equal(nullable(open.Tasks.properties.project), false)
+      assert.equal(open.Tasks.properties.project.type, 'object')
+      assert.deepEqual(open.Tasks.properties.project.required, ['id', 'name', 'owner'])
+      // A field rule alone (no scope) hides fields, maybe all but the key: nullable, and no field required.
+      const fields = await documented({ scope: undefined, fieldAccess: projectRules })
+      const project = fields.Tasks.properties.project
+      assert.equal(nullable(project), true)
+      assert.equal('required' in project.anyOf[0], false)
+      assert.deepEqual(Object.keys(project.anyOf[0].properties), ['id', 'name', 'owner'])
     })
 
     test('startup: two viewsets of a table with different field rules, or no token verifier, fail ready()', async (t) => {

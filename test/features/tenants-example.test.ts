@@ -17,7 +17,8 @@ async function tenants (t: TestContext, dialect: (typeof dialects)[number]) {
   t.after(() => app.close())
   await app.ready()
   const bearer = (sub: string, org: string) => ({ authorization: `Bearer ${app.jwt.sign({ sub, org })}` })
-  return { app, db: database.db, acme: bearer('ada', 'acme'), globex: bearer('hank', 'globex') }
+  const viewer = { authorization: `Bearer ${app.jwt.sign({ sub: 'val', org: 'acme', role: 'viewer' })}` }
+  return { app, db: database.db, acme: bearer('ada', 'acme'), globex: bearer('hank', 'globex'), viewer }
 }
 
 for (const dialect of dialects.filter(({ name }) => name !== 'mysql')) {
@@ -75,6 +76,52 @@ for (const dialect of dialects.filter(({ name }) => name !== 'mysql')) {
       assert.equal(removed.statusCode, 404)
       assert.deepEqual(await db.selectFrom('tasks').select(['id', 'title', 'org', 'project_id']).orderBy('id').execute(), before)
       assert.equal((await db.selectFrom('tags').select('id').execute()).length, 4)
+    })
+
+    test('a viewer never reads a task\'s note, cannot filter on it, and cannot change its priority', async (t) => {
+      const { app, db, acme, viewer } = await tenants(t, dialect)
+      const full = await app.inject({ url: '/tasks/1', headers: acme })
+      assert.equal(full.json<{ note: string }>().note, 'Supplier owes us a refund')
+      const task = await app.inject({ url: '/tasks/1', headers: viewer })
+      assert.equal(task.statusCode, 200, task.body)
+      assert.deepEqual(Object.keys(task.json()).sort(), ['id', 'org', 'priority', 'project', 'project_id', 'tags', 'title'])
+      const list = await app.inject({ url: '/tasks', headers: viewer })
+      assert.equal(list.statusCode, 200, list.body)
+      assert.equal(list.json<unknown[]>().length, 3)
+      assert.ok(!list.body.includes('"note"') && !list.body.includes('refund'))
+      // The tasks of a project (another viewset's relation) follow the tasks' field rule.
+      const projects = await app.inject({ url: '/projects', headers: viewer })
+      assert.equal(projects.statusCode, 200, projects.body)
+      assert.ok(projects.body.includes('Order wheels') && !projects.body.includes('refund') && !projects.body.includes('"note"'))
+      const members = await app.inject({ url: '/projects', headers: acme })
+      assert.ok(members.body.includes('refund'))
+      // In a filter (through projects' tasks) and in ?fields=, note is an unknown name for a viewer: the same 400
+      // as a name no schema has.
+      const probed = await app.inject({ url: '/projects?tasks.note__contains=refund', headers: viewer })
+      const unknown = await app.inject({ url: '/projects?tasks.nope__contains=refund', headers: viewer })
+      assert.equal(probed.statusCode, 400)
+      assert.equal(probed.headers['content-type'], 'application/problem+json; charset=utf-8')
+      assert.equal(problemOf(probed).code, 'FST_VIEWSET_VALIDATION')
+      assert.equal(probed.body.replaceAll('note', 'nope'), unknown.body)
+      const filtered = await app.inject({ url: '/projects?tasks.note__contains=refund', headers: acme })
+      assert.equal(filtered.statusCode, 200, filtered.body)
+      assert.deepEqual(filtered.json<Array<{ name: string }>>().map((project) => project.name), ['Rocket skates'])
+      const fields = await app.inject({ url: '/tasks/1?fields=id,note', headers: viewer })
+      assert.equal(fields.statusCode, 400)
+      assert.equal(fields.body.replaceAll('note', 'nope'),
+        (await app.inject({ url: '/tasks/1?fields=id,nope', headers: viewer })).body)
+      // A viewer's priority is ignored (the title is written), and a note in its body is an unknown field.
+      const stored = () => db.selectFrom('tasks').select(['id', 'title', 'note', 'priority']).orderBy('id').execute()
+      const before = await stored()
+      const patched = await app.inject({
+        method: 'PATCH', url: '/tasks/1', headers: viewer, payload: { title: 'Order big wheels', priority: 9 },
+      })
+      assert.equal(patched.statusCode, 200, patched.body)
+      assert.equal(patched.json<{ priority: number }>().priority, 1)
+      assert.equal('note' in patched.json(), false)
+      const noted = await app.inject({ method: 'PATCH', url: '/tasks/1', headers: viewer, payload: { note: 'x' } })
+      assert.equal(noted.statusCode, 400)
+      assert.deepEqual(await stored(), before.map((row) => (row.id === 1 ? { ...row, title: 'Order big wheels' } : row)))
     })
   })
 }
