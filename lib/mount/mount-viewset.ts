@@ -309,6 +309,25 @@ function buildViewset (
   return { context, defaults, rules }
 }
 
+/** The checks that need the app or the database: the token verifiers, the scope's entries, the table, RLS's roles. */
+async function checkMount (
+  fastify: FastifyInstance,
+  methods: readonly ViewsetMethod[],
+  declaration: ViewsetDeclaration
+): Promise<CheckedTable> {
+  const { resolved, options, overridden } = declaration
+  // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
+  checkProtectedMethods(resolved.protectedMethods, methods)
+  checkVerifier(fastify, resolved.protectedMethods, options)
+  const ruled = resolved.rowLevelSecurity === undefined ? overridden : new Set([...overridden, 'rowLevelSecurity'])
+  checkRuleVerifier(fastify, ruled, options)
+  checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
+  const table = await checkTable(declaration, methods)
+  const security = { table: resolved.table, auth: options }
+  await mountRowSecurity(fastify, resolved.rowLevelSecurity, declaration.db, table.dialect, security)
+  return table
+}
+
 /**
  * Mounts a viewset on its plugin's instance. First the checks that need the database or the app, in this
  * order: a verifier for the protected methods, the table and its key, the columns (checkTable), the
@@ -327,16 +346,7 @@ export async function mountViewset (
   declaration: ViewsetDeclaration
 ): Promise<{ prepared: PreparedViewset; mounted: MountedViewset }> {
   const { resolved, options } = declaration
-  // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
-  checkProtectedMethods(resolved.protectedMethods, methods)
-  checkVerifier(fastify, resolved.protectedMethods, options)
-  const { overridden } = declaration
-  const ruled = resolved.rowLevelSecurity === undefined ? overridden : new Set([...overridden, 'rowLevelSecurity'])
-  checkRuleVerifier(fastify, ruled, options)
-  checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
-  const table = await checkTable(declaration, methods)
-  const security = { table: resolved.table, auth: options }
-  await mountRowSecurity(fastify, resolved.rowLevelSecurity, declaration.db, table.dialect, security)
+  const table = await checkMount(fastify, methods, declaration)
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name, fastify.prefix)
   const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }

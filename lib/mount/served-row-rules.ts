@@ -4,7 +4,6 @@ import { serving } from '../execution/served-request.js'
 import type { AfterWriteMethod, RowChange, RowContext, WriteMethod } from '../options.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { RelationRule } from '../relations/config.js'
-import type { ViewsetDeclaration } from './mount-viewset.js'
 import type { RegisteredViewset } from './registry.js'
 
 // The row rules and write hooks a mounted viewset's default handlers call, wrapped once at mounting.
@@ -57,7 +56,11 @@ export function servedRowRules (
  * The viewset's row rule as other viewsets' relations apply it, or `undefined` without a `scope`: its `scope`
  * method, told apart from another viewset's by the `scope` option it calls, else by its class's method.
  */
-export function ruleOf ({ viewset, options, overridden }: ViewsetDeclaration): RegisteredViewset['rule'] {
+export function ruleOf ({ viewset, options, overridden }: {
+  readonly viewset: object
+  readonly options: { readonly scope?: unknown }
+  readonly overridden: ReadonlySet<string>
+}): RegisteredViewset['rule'] {
   if (!overridden.has('scope') || !hasScope(viewset)) return undefined
   const { scope } = options
   // The option (either form) tells two viewsets' rules apart; without it, the class's method does.
