@@ -52,9 +52,11 @@ export function scopeCondition (db: AnyDatabase, table: string, expression: Expr
   let qualified: Expression<SqlBool> | undefined
   const where = (): Expression<SqlBool> => (qualified ??= qualify(table, node))
   // Compiled only for its text and values (a statement never run), once per spelling of the rule's tree.
-  const { sql, parameters } = compiledOnce(db, table, node, (unbound) =>
-    db.selectFrom(table).where(qualify(table, unbound)).compile())
-  return { shape: `scope:${sql.length}:${sql}`, parameters, expression: where, get where () { return where() } }
+  const { sql: shape, parameters } = compiledOnce(db, table, node, (unbound) => {
+    const { sql, parameters: bound } = db.selectFrom(table).where(qualify(table, unbound)).compile()
+    return { sql: `scope:${sql.length}:${sql}`, parameters: bound } // the shape, kept flat for the lookups that follow
+  })
+  return { shape, parameters, expression: where, get where () { return where() } }
 }
 
 function qualify (table: string, node: OperationNode): Expression<SqlBool> {
