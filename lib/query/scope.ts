@@ -1,8 +1,9 @@
 import { ColumnNode, OperationNodeTransformer, ReferenceNode, TableNode } from 'kysely'
-import type { Expression, SelectQueryNode, SqlBool } from 'kysely'
+import type { Expression, OperationNode, SelectQueryNode, SqlBool } from 'kysely'
 import type { AnyDatabase } from '../sql.js'
 import type { Condition } from './condition.js'
 import { expressionOf } from './condition.js'
+import { compiledOnce } from './scope-shape.js'
 
 /**
  * Qualifies the bare column references of a scope with its table (`owner` → `items.owner`), so that a join
@@ -47,8 +48,17 @@ export interface ScopeCondition extends Condition {
  * ```
  */
 export function scopeCondition (db: AnyDatabase, table: string, expression: Expression<SqlBool>): ScopeCondition {
-  const qualified = expressionOf(new QualifyColumns(table).transformNode(expression.toOperationNode()))
-  // Compiled only for its text and values: a statement never run.
-  const { sql, parameters } = db.selectFrom(table).where(qualified).compile()
-  return { shape: `scope:${sql.length}:${sql}`, parameters, expression: () => qualified, where: qualified }
+  const node = expression.toOperationNode()
+  let qualified: Expression<SqlBool> | undefined
+  const where = (): Expression<SqlBool> => (qualified ??= qualify(table, node))
+  // Compiled only for its text and values (a statement never run), once per spelling of the rule's tree.
+  const { sql: shape, parameters } = compiledOnce(db, table, node, (unbound) => {
+    const { sql, parameters: bound } = db.selectFrom(table).where(qualify(table, unbound)).compile()
+    return { sql: `scope:${sql.length}:${sql}`, parameters: bound } // the shape, kept flat for the lookups that follow
+  })
+  return { shape, parameters, expression: where, get where () { return where() } }
+}
+
+function qualify (table: string, node: OperationNode): Expression<SqlBool> {
+  return expressionOf(new QualifyColumns(table).transformNode(node))
 }
