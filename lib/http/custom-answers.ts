@@ -48,9 +48,22 @@ function hiddenOf (context: RouteContext, request: FastifyRequest): ReadonlySet<
   return context.hiding === undefined ? undefined : hiddenFromRead(request)
 }
 
-/** Where the relations of an answer are read: the replica for a read, the primary after a write. */
-function dbOf (context: RouteContext, request: FastifyRequest) {
-  return reads.has(request.method) ? context.readDb : context.db
+/**
+ * What a custom route answers, made ready as the generated routes make theirs: its default relations loaded under the
+ * request's rules (read where the request's reads go, the primary after a write), and the caller's hidden fields
+ * dropped before the tag and the body are made.
+ */
+async function prepare (context: RouteContext, request: FastifyRequest, rows: Row | Row[]): Promise<void> {
+  const { resource, fields } = context
+  const scope = currentCancellation()
+  if (resource.hasRelations) {
+    const db = reads.has(request.method) ? context.readerOf(request) : context.db
+    await loadRelations(scope, request, resource, db, rows, fields.defaultRelations)
+  }
+  if (context.hiding !== undefined) {
+    await context.hiding.resolve(request)
+    hideFields(request, rows)
+  }
 }
 
 /**
@@ -58,16 +71,7 @@ function dbOf (context: RouteContext, request: FastifyRequest) {
  * serialized by the resource's serializer (only the schema's fields), to return from the handler.
  */
 export async function representRow (context: RouteContext, reply: FastifyReply, row: Row): Promise<string> {
-  const { resource, fields } = context
-  const scope = currentCancellation()
-  if (resource.hasRelations) {
-    await loadRelations(scope, reply.request, resource, dbOf(context, reply.request), row, fields.defaultRelations)
-  }
-  // Field rules hold here too: the caller's hidden fields are dropped before the tag and the body are made.
-  if (context.hiding !== undefined) {
-    await context.hiding.resolve(reply.request)
-    hideFields(reply.request, row)
-  }
+  await prepare(context, reply.request, row)
   const { etag, body } = tagRow(context, row)
   reply.header('etag', etag).type(jsonType)
   return body
@@ -75,17 +79,9 @@ export async function representRow (context: RouteContext, reply: FastifyReply, 
 
 /** Rows as LIST serves them: their default relations loaded in one batch per relation, each row serialized. */
 export async function representRows (context: RouteContext, reply: FastifyReply, rows: Row[]): Promise<string> {
-  const { resource, fields, versions } = context
-  const scope = currentCancellation()
-  if (resource.hasRelations) {
-    await loadRelations(scope, reply.request, resource, dbOf(context, reply.request), rows, fields.defaultRelations)
-  }
-  if (context.hiding !== undefined) {
-    await context.hiding.resolve(reply.request)
-    hideFields(reply.request, rows)
-  }
+  await prepare(context, reply.request, rows)
   reply.type(jsonType)
-  return `[${rows.map((row) => versions.represent(row)).join(',')}]`
+  return `[${rows.map((row) => context.versions.represent(row)).join(',')}]`
 }
 
 /**
