@@ -22,7 +22,7 @@ export function tagRow (context: RouteContext, row: Row): { etag: string; body: 
 }
 
 /** Answers a whole row with its ETag, serialized once (the tag hashes the very bytes sent). */
-export function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): unknown {
+function sendTagged (context: RouteContext, reply: FastifyReply, row: unknown): unknown {
   if (!isRecord(row)) return row
   if (context.hiding !== undefined) hideFields(reply.request, row)
   const { etag, body } = tagRow(context, row)
