@@ -87,6 +87,8 @@ export function sendMinimal (
   if (!isRecord(row)) return empty()
   const { resource, db } = context
   const tag = (loaded: Row) => {
+    // The tag is of the row as the caller is served it: without the fields its field rules hide.
+    if (context.hiding !== undefined) hideFields(reply.request, loaded)
     reply.header('etag', tagRow(context, loaded).etag)
     return empty()
   }

@@ -122,6 +122,18 @@ for (const dialect of dialects) {
       assert.equal((await ask('/tasks?search=a-task')).json().length, 3)
     })
 
+    test('a return=minimal write tags the row as the caller is served it (its GET ETag)', async (t) => {
+      const { app, support } = await ticketsApp(t, dialect)
+      const patched = await app.inject({
+        method: 'PATCH', url: '/tasks/1', headers: { ...support, prefer: 'return=minimal' }, payload: { title: 'renamed' },
+      })
+      assert.equal(patched.statusCode, 204)
+      assert.equal(patched.body, '')
+      const got = await app.inject({ url: '/tasks/1', headers: support })
+      assert.equal(got.json().title, 'renamed')
+      assert.equal(patched.headers.etag, got.headers.etag)
+    })
+
     test('a hidden name is unknown inside or/and/not groups and to the new operators (issue 37 terms)', async (t) => {
       const { app, admin, support } = await ticketsApp(t, dialect, {
         filterFields: { title: ['eq', 'startswith'], secret: ['eq', 'nin', 'startswith', 'endswith'] },
