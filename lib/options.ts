@@ -11,6 +11,7 @@ import { checkScopeOption } from './query/scope-rules.js'
 import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
+import { checkIdempotency } from './data/idempotency-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
@@ -90,6 +91,7 @@ const knownOptionKeys = {
     'parent',
     'replica',
     'rowLevelSecurity',
+    'idempotency',
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
@@ -229,6 +231,7 @@ export interface ResolvedOptions {
   /** How reads choose between `readDb` and `db`; `undefined` without `readDb`. */
   readonly replica: ReplicaPlan | undefined
   readonly rowLevelSecurity: RowLevelSecurityOptions | undefined
+  readonly idempotency: ReturnType<typeof checkIdempotency>
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -271,8 +274,7 @@ function checkLimits (options: Record<string, unknown>) {
     fail('pagination', `expected 'offset' or 'cursor', got ${JSON.stringify(pagination)}`)
   }
   return {
-    maxLimit,
-    defaultLimit,
+    maxLimit, defaultLimit,
     maxOffset: positiveInteger('maxOffset', options.maxOffset ?? 10_000),
     maxSearchLength: positiveInteger('maxSearchLength', options.maxSearchLength ?? 100),
     maxBulk: positiveInteger('maxBulk', options.maxBulk ?? 1000),
@@ -390,6 +392,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     parent: checkParent(options.parent),
     strictIndexes: options.strictIndexes === true,
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
+    idempotency: checkIdempotency(options.idempotency),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),
