@@ -11,7 +11,7 @@ import { checkScopeOption } from './query/scope-rules.js'
 import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
-import { checkIdempotency } from './data/idempotency-options.js'
+import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
@@ -206,7 +206,7 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions {
+export interface ResolvedOptions extends IdempotencyResolution {
   readonly table: string
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
@@ -231,7 +231,6 @@ export interface ResolvedOptions {
   /** How reads choose between `readDb` and `db`; `undefined` without `readDb`. */
   readonly replica: ReplicaPlan | undefined
   readonly rowLevelSecurity: RowLevelSecurityOptions | undefined
-  readonly idempotency: ReturnType<typeof checkIdempotency>
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -274,7 +273,8 @@ function checkLimits (options: Record<string, unknown>) {
     fail('pagination', `expected 'offset' or 'cursor', got ${JSON.stringify(pagination)}`)
   }
   return {
-    maxLimit, defaultLimit,
+    maxLimit,
+    defaultLimit,
     maxOffset: positiveInteger('maxOffset', options.maxOffset ?? 10_000),
     maxSearchLength: positiveInteger('maxSearchLength', options.maxSearchLength ?? 100),
     maxBulk: positiveInteger('maxBulk', options.maxBulk ?? 1000),

@@ -30,6 +30,11 @@ export interface ResolvedIdempotency {
   readonly lease: number
 }
 
+/** The checked options' `idempotency`: `undefined` when it is off. */
+export interface IdempotencyResolution {
+  readonly idempotency: ResolvedIdempotency | undefined
+}
+
 /** The default table of keys. */
 export const defaultIdempotencyTable = 'viewset_idempotency_keys'
 
@@ -50,7 +55,7 @@ function milliseconds (option: string, value: unknown, fallback: number): number
  *
  * @example
  * ```ts
- * checkIdempotency(true) // { table: 'viewset_idempotency_keys', createTable: false, retention: 86400000, lease: 60000 }
+ * checkIdempotency(true) // { table: 'viewset_idempotency_keys', createTable: false, retention: 86400000, … }
  * ```
  */
 export function checkIdempotency (value: unknown): ResolvedIdempotency | undefined {

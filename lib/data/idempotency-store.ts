@@ -110,7 +110,8 @@ export class IdempotencyStore {
       if (found.owner !== null) {
         return { kind: 'busy', retryAfter: Math.max(1, Math.ceil((found.leaseUntil - now) / 1000)) }
       }
-      return { kind: 'stored', answer: { status: found.status ?? 200, headers: headersOf(found.headers), body: found.body ?? '' } }
+      const answer = { status: found.status ?? 200, headers: headersOf(found.headers), body: found.body ?? '' }
+      return { kind: 'stored', answer }
     }
     return { kind: 'busy', retryAfter: 1 }
   }
@@ -119,7 +120,7 @@ export class IdempotencyStore {
    * Stores the answer of the request holding key `id` through `trx` (the write's transaction) and frees the key;
    * false when `owner` no longer holds it (its lease ran out and another request took it): the write must roll back.
    */
-  async complete (trx: AnyDatabase, id: string, owner: string, answer: StoredAnswer, now = Date.now()): Promise<boolean> {
+  async complete (trx: AnyDatabase, id: string, owner: string, answer: StoredAnswer, now = Date.now()) {
     const result = await trx.updateTable(this.#options.table).set({
       owner: null,
       status: answer.status,
@@ -137,7 +138,8 @@ export class IdempotencyStore {
 
   async #insert (id: string, fingerprint: string, owner: string, now: number): Promise<boolean> {
     const until = now + this.#options.lease
-    const values = { id, fingerprint, owner, lease_until: until, expires_at: Math.max(until, now + this.#options.retention) }
+    const expires = Math.max(until, now + this.#options.retention)
+    const values = { id, fingerprint, owner, lease_until: until, expires_at: expires }
     try {
       await this.#db.insertInto(this.#options.table).values(values).execute()
       return true
@@ -156,9 +158,15 @@ export class IdempotencyStore {
   /** Takes over an expired key (its retention, or a crashed holder's lease, ran out) if no one else did first. */
   async #takeOver (id: string, found: KeyRow, fingerprint: string, owner: string, now: number): Promise<boolean> {
     const until = now + this.#options.lease
+    const expires = Math.max(until, now + this.#options.retention)
     const result = await this.#db.updateTable(this.#options.table).set({
-      fingerprint, owner, lease_until: until, expires_at: Math.max(until, now + this.#options.retention),
-      status: null, headers: null, body: null,
+      fingerprint,
+      owner,
+      lease_until: until,
+      expires_at: expires,
+      status: null,
+      headers: null,
+      body: null,
     }).where('id', '=', id).where('lease_until', '=', found.leaseUntil).where('expires_at', '=', found.expiresAt)
       .where('owner', found.owner === null ? 'is' : '=', found.owner).executeTakeFirst()
     return result.numUpdatedRows > 0n

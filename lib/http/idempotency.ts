@@ -7,7 +7,7 @@ import { ViewsetErrors } from '../errors.js'
 import { RequestTransaction } from '../execution/request-transaction.js'
 import type { RequestTransactionDatabase } from '../execution/request-transaction.js'
 import { isRecord } from '../schema/object-schema.js'
-import { problemResponses } from '../schema/openapi.js'
+import { documentedHeaders, problemResponses } from '../schema/openapi.js'
 import type { Row } from '../sql.js'
 
 // `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header) on a route: a request that carries one reserves
@@ -190,7 +190,7 @@ function documented (schema: NonNullable<RouteOptions['schema']>): NonNullable<R
         ...conflict,
         description: `${typeof conflict.description === 'string' ? `${conflict.description}, or a` : 'A'} request ` +
           'with the same Idempotency-Key in flight (FST_VIEWSET_IDEMPOTENCY_KEY_IN_USE, with Retry-After)',
-        headers: { ...conflictHeaders, 'Retry-After': { type: 'integer', minimum: 0, description: 'Seconds to wait.' } },
+        headers: { ...conflictHeaders, 'Retry-After': documentedHeaders.retryAfter },
       },
       422: problems[422],
     },

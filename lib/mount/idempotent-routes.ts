@@ -37,7 +37,9 @@ export async function mountIdempotency (
   if (resolved.rowLevelSecurity !== undefined) {
     invalidOption('idempotency', 'is not supported with rowLevelSecurity yet (both run the request in a transaction)')
   }
-  if (!(db instanceof RequestTransactionDatabase)) invalidOption('idempotency', 'the viewset\'s db is not wrapped for it')
+  if (!(db instanceof RequestTransactionDatabase)) {
+    invalidOption('idempotency', 'the viewset\'s db is not wrapped for it')
+  }
   const wrapped: RouteIdempotency['db'] = db
   await prepareKeyTable(wrapped.base, options, dialect.name)
   return { store: new IdempotencyStore(wrapped.base, options, (error) => dialect.classify(error)), db: wrapped }
