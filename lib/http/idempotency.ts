@@ -167,7 +167,13 @@ function idempotentHandler (handler: RouteHandlerMethod, idempotency: RouteIdemp
 function storeAnswer (idempotency: RouteIdempotency): onSendAsyncHookHandler {
   return async (request, reply, payload) => {
     if (!inFlight.has(request)) return payload
-    await settle(request, idempotency, reply.statusCode < 400 ? answerOf(reply, payload) : undefined)
+    try {
+      await settle(request, idempotency, reply.statusCode < 400 ? answerOf(reply, payload) : undefined)
+    } catch (error) {
+      // Its key is another request's now, whose answer will soon be stored: a retry then replays it.
+      if (error instanceof ViewsetErrors.IdempotencyKeyInUse) reply.header('retry-after', '1')
+      throw error
+    }
     return payload
   }
 }

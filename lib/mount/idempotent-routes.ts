@@ -19,16 +19,19 @@ function takesKey (route: RouteOptions): boolean {
 }
 
 /**
- * What a viewset's routes need to honour `Idempotency-Key`, once its table of keys is checked (created with
- * `createTable`); `undefined` when the option is off. Fails at startup naming the option.
+ * What routes need to honour `Idempotency-Key` (the viewset's, or the batch route's: `viewsetBatch({ idempotency })`
+ * checked by `checkIdempotency`), once the table of keys is checked (created with `createTable`); `undefined` when
+ * the option is off. Fails at startup naming the option. The statements a route's request runs join the request's
+ * transaction when they go through a {@link RequestTransactionDatabase} over `db` (or `db`'s own base).
  *
  * @example
  * ```ts
- * const idempotency = await mountIdempotency(resolved, db, dialect)
+ * const idempotency = await mountIdempotency({ idempotency: checkIdempotency(options.idempotency) }, db, dialect)
+ * fastify.route(withIdempotency(batchRoute, idempotency))
  * ```
  */
 export async function mountIdempotency (
-  resolved: Pick<ResolvedOptions, 'idempotency' | 'rowLevelSecurity'>,
+  resolved: Pick<ResolvedOptions, 'idempotency'> & Partial<Pick<ResolvedOptions, 'rowLevelSecurity'>>,
   db: AnyDatabase,
   dialect: ViewsetDialect
 ): Promise<RouteIdempotency | undefined> {
@@ -37,10 +40,8 @@ export async function mountIdempotency (
   if (resolved.rowLevelSecurity !== undefined) {
     invalidOption('idempotency', 'is not supported with rowLevelSecurity yet (both run the request in a transaction)')
   }
-  if (!(db instanceof RequestTransactionDatabase)) {
-    invalidOption('idempotency', 'the viewset\'s db is not wrapped for it')
-  }
-  const wrapped: RouteIdempotency['db'] = db
+  const wrapped: RouteIdempotency['db'] =
+    db instanceof RequestTransactionDatabase ? db : new RequestTransactionDatabase(db)
   await prepareKeyTable(wrapped.base, options, dialect.name)
   return { store: new IdempotencyStore(wrapped.base, options, (error) => dialect.classify(error)), db: wrapped }
 }
@@ -60,6 +61,10 @@ export async function idempotentRoutes (
   db: AnyDatabase,
   dialect: ViewsetDialect
 ): Promise<RouteOptions[]> {
+  // The viewset's own statements must join the request's transaction: viewset-table.ts wraps its db for the option.
+  if (resolved.idempotency !== undefined && !(db instanceof RequestTransactionDatabase)) {
+    invalidOption('idempotency', 'the viewset\'s db is not wrapped for it')
+  }
   const idempotency = await mountIdempotency(resolved, db, dialect)
   return routes.map((route) => (takesKey(route) ? withIdempotency(route, idempotency) : route))
 }

@@ -14,6 +14,8 @@ import type { ViewsetOptions } from 'fastify-viewsets'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
+import type { OpenApiDocument } from '../helpers/contract.js'
+import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
 import {
   owned, Project, projectRelations, secret, seedTenants, Tag, Task, taskRelations, tenantsApp,
 } from '../helpers/tenants.js'
@@ -292,6 +294,7 @@ for (const dialect of dialects) {
         const lost = await late
         assert.equal(lost.statusCode, 409)
         assert.equal(problemOf(lost).code, 'FST_VIEWSET_IDEMPOTENCY_KEY_IN_USE')
+        assert.equal(lost.headers['retry-after'], '1')
         assert.deepEqual((await tasksOf(database.db)).slice(5), [[6, 'lease', 'alice']])
         assert.deepEqual((await keyRows(database.db)).map((row) => row.status), [201])
       })
@@ -328,6 +331,10 @@ for (const dialect of dialects) {
         assert.ok(operation.responses[409].headers['Retry-After'], path)
         assert.match(operation.responses[422].description, /FST_VIEWSET_IDEMPOTENCY_KEY_REUSED/)
       }
+      const document = app.swagger() as unknown as OpenApiDocument
+      const errors = [...await redoclyProblems(document), ...await spectralProblems(document)]
+        .filter((problem) => problem.severity === 'error')
+      assert.deepEqual(errors, [])
       const put = paths['/tasks/{id}'].put
       assert.ok(!put.parameters.some((p: any) => p.name === 'idempotency-key'))
       const alice = { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` }
