@@ -320,6 +320,13 @@ for (const dialect of dialects) {
         return true
       })
       await assert.rejects(tenantsApp(t, dialect, { tasks: { idempotency: { tabel: 'x' } } }), /idempotency\.tabel/)
+      const unused = createDatabase('sqlite::memory:')
+      t.after(() => unused.destroy())
+      for (const [idempotency, named] of [['yes', /idempotency:/], [{ lease: 0 }, /idempotency\.lease/],
+        [{ table: 'a b' }, /idempotency\.table/], [{ createTable: 1 }, /idempotency\.createTable/]] as const) {
+        assert.throws(() => createViewset({ db: unused, ...owned('tasks', Task), idempotency } as
+          unknown as ViewsetOptions<TenantsDB, 'tasks', typeof Task>), named)
+      }
       const database = await testDatabase(t, dialect)
       await seedTenants(database, dialect)
       const app = testApp(t)
