@@ -178,6 +178,20 @@ function storeAnswer (idempotency: RouteIdempotency): onSendAsyncHookHandler {
   }
 }
 
+/** The success answers, each saying it may be a replay (`Idempotent-Replayed`). */
+function replayable (response: Record<string, unknown>): Record<string, unknown> {
+  const header = {
+    type: 'string',
+    enum: ['true'],
+    description: 'Sent on an answer replayed for a retry with the same Idempotency-Key: nothing was written again.',
+  }
+  return Object.fromEntries(Object.entries(response).map(([status, answer]) => {
+    if (!status.startsWith('2') || !isRecord(answer)) return [status, answer]
+    const headers = isRecord(answer.headers) ? answer.headers : {}
+    return [status, { ...answer, headers: { ...headers, 'Idempotent-Replayed': header } }]
+  }))
+}
+
 /** Documents `Idempotency-Key` and its 409 and 422 on a route's schema. */
 function documented (schema: NonNullable<RouteOptions['schema']>): NonNullable<RouteOptions['schema']> {
   const headers = isRecord(schema.headers) ? schema.headers : { type: 'object', properties: {} }
@@ -190,7 +204,7 @@ function documented (schema: NonNullable<RouteOptions['schema']>): NonNullable<R
     ...schema,
     headers: { ...headers, properties: { ...properties, 'idempotency-key': idempotencyKeyHeader } },
     response: {
-      ...response,
+      ...replayable(response),
       409: {
         ...problems[409],
         ...conflict,

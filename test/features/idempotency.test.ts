@@ -337,6 +337,8 @@ for (const dialect of dialects) {
         assert.ok(operation.parameters.some((p: any) => p.in === 'header' && p.name === 'idempotency-key'), path)
         assert.ok(operation.responses[409].headers['Retry-After'], path)
         assert.match(operation.responses[422].description, /FST_VIEWSET_IDEMPOTENCY_KEY_REUSED/)
+        const created = operation.responses[method === 'post' ? 201 : 200]
+        assert.ok(created.headers['Idempotent-Replayed'], path)
       }
       const document = app.swagger() as unknown as OpenApiDocument
       const errors = [...await redoclyProblems(document), ...await spectralProblems(document)]
