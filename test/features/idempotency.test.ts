@@ -16,6 +16,7 @@ import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 import type { OpenApiDocument } from '../helpers/contract.js'
 import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
+import { injections } from '../helpers/hostile-corpus.js'
 import {
   owned, Project, projectRelations, secret, seedTenants, Tag, Task, taskRelations, tenantsApp,
 } from '../helpers/tenants.js'
@@ -227,6 +228,24 @@ for (const dialect of dialects) {
       }
       assert.equal((await tasksOf(db)).length, 5)
       assert.deepEqual(await keyRows(db), [])
+    })
+
+    test('hostile keys: a 201 or a 400, never a 5xx; one row and one key per 201', async (t) => {
+      const { app, db, alice } = await idempotentApp(t, dialect)
+      let created = 0
+      for (const [index, key] of [...injections, ' padded ', 'a'.repeat(255), '"quoted, with comma"'].entries()) {
+        let response
+        try {
+          response = await post(app, alice, key, { title: `hostile-${index}`, project_id: 1 })
+        } catch {
+          continue // a header value HTTP cannot carry (a line break, a NUL): no server ever sees it
+        }
+        assert.ok(response.statusCode === 201 || response.statusCode === 400, `${response.statusCode} for ${key}`)
+        if (response.statusCode === 201) created++
+      }
+      assert.ok(created > 0)
+      assert.equal((await tasksOf(db)).length, 5 + created)
+      assert.equal((await keyRows(db)).length, created)
     })
 
     test('two processes: a retry in flight is a 409 with Retry-After; a lease that ran out is taken over, one row',
