@@ -79,6 +79,16 @@ export const ViewsetErrors = {
   InvalidValue: detailError('FST_VIEWSET_INVALID_VALUE', 'A value cannot be stored', 400),
   /** `errors` names the element of a bulk write, `/3/email`, when the database says which. */
   Conflict: listingError('FST_VIEWSET_CONFLICT', 'The request conflicts with the stored data', 409),
+  IdempotencyKeyInUse: detailError(
+    'FST_VIEWSET_IDEMPOTENCY_KEY_IN_USE',
+    'A request with this Idempotency-Key is still in flight: retry after the Retry-After seconds',
+    409
+  ),
+  IdempotencyKeyReused: detailError(
+    'FST_VIEWSET_IDEMPOTENCY_KEY_REUSED',
+    'This Idempotency-Key was used for a different request (method, path, query or body): use a new key',
+    422
+  ),
   PreconditionFailed: detailError(
     'FST_VIEWSET_PRECONDITION_FAILED',
     'If-Match does not name the stored version of the row: nothing was changed; read it again',
@@ -267,6 +277,7 @@ const titles: Record<number, string> = {
   413: 'Content Too Large',
   414: 'URI Too Long',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
   428: 'Precondition Required',
   500: 'Internal Server Error',
   503: 'Service Unavailable',

@@ -20,6 +20,7 @@ export type {
   PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,
 } from './relations/config.js'
 export type { Precondition } from './data/precondition.js'
+export type { IdempotencyOptions } from './data/idempotency-options.js'
 export type { CustomRouteSchemaOptions } from './http/custom-answers.js'
 export { orderByPattern, parseOrderBy } from './query/ordering.js'
 export type { SortKey } from './query/ordering.js'

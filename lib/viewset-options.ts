@@ -9,6 +9,7 @@ import type { ViewsetToken } from './tokens.js'
 import type { FieldAccessFunction } from './query/field-access.js'
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
+import type { IdempotencyOptions } from './data/idempotency-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
@@ -191,6 +192,16 @@ export interface ViewsetOptions<
    * ```
    */
   parent?: Readonly<Record<string, keyof DB[TB] & string>>
+  /**
+   * `Idempotency-Key` on POST, BULK, PATCH and the bulk updates (default off): a retry answers the first answer,
+   * stored in the write's transaction in a table of keys; see the README's "Idempotent retries".
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'orders', schema: Order, idempotency: { createTable: true } })
+   * ```
+   */
+  idempotency?: boolean | IdempotencyOptions
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

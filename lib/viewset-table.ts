@@ -84,6 +84,8 @@ export interface TableOptions<DB, TB extends keyof DB & string, S extends TObjec
   readonly readDb?: Kysely<DB> | undefined
   /** With it, every statement of a request runs in the request's transaction (http/row-level-security.ts). */
   readonly rowLevelSecurity?: object | undefined
+  /** With it (not false), too: the answer of a request with `Idempotency-Key` is stored in its transaction. */
+  readonly idempotency?: unknown
   readonly table: TB
   readonly schema: S
 }
@@ -152,8 +154,10 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   readonly unscoped: TableHelpers<DB, TB, S>
 
   constructor (options: TableOptions<DB, TB, S>, primaryKey: string, columns: readonly string[]) {
-    this.db = options.rowLevelSecurity === undefined ? options.db : new RequestTransactionDatabase(options.db)
-    this.readDb = options.rowLevelSecurity === undefined ? options.readDb ?? options.db : this.db
+    // Both run a request's statements in its transaction: `idempotency` stores the answer in the write's own.
+    const wrapped = options.rowLevelSecurity !== undefined || (options.idempotency ?? false) !== false
+    this.db = wrapped ? new RequestTransactionDatabase(options.db) : options.db
+    this.readDb = options.rowLevelSecurity === undefined ? options.readDb ?? this.db : this.db
     this.table = options.table
     this.schema = options.schema
     this.primaryKey = primaryKey

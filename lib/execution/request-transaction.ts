@@ -200,7 +200,7 @@ export class RequestTransaction {
   }
 
   /** Takes a connection of `base` (waiting as any query would), begins a transaction and runs `settings` in it. */
-  static async open (base: WrappedDatabase, settings: CompiledQuery): Promise<RequestTransaction> {
+  static async open (base: WrappedDatabase, settings?: CompiledQuery): Promise<RequestTransaction> {
     let release = () => {}
     const released = new Promise<void>((resolve) => { release = resolve })
     let held: Promise<void> = Promise.resolve()
@@ -220,7 +220,7 @@ export class RequestTransaction {
       throw error
     }
     try {
-      await connection.executeQuery(settings)
+      if (settings !== undefined) await connection.executeQuery(settings)
     } catch (error) {
       await trx.end(false)
       throw error

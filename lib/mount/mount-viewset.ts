@@ -53,6 +53,7 @@ import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
 import { checkedIndexReport } from './index-report.js'
+import { idempotentRoutes } from './idempotent-routes.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
 
@@ -363,7 +364,7 @@ export async function mountViewset (
   const { parent } = planned
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const handlers = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
-  const routes = viewsetRoutes(methods, handlers, context)
+  const routes = await idempotentRoutes(viewsetRoutes(methods, handlers, context), resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
   const rule = ruleOf(declaration)
   // Under the database a request transaction wraps: viewsets over one database find each other's rules.

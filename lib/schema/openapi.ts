@@ -53,6 +53,7 @@ const errorDescriptions: Record<number, string> = {
   413: 'The body is larger than the limit',
   414: 'A path parameter is longer than the limit (FST_VIEWSET_URI_TOO_LONG)',
   415: 'The body is not JSON, or is sent with a Content-Encoding other than identity',
+  422: 'The Idempotency-Key was used for a different request (FST_VIEWSET_IDEMPOTENCY_KEY_REUSED)',
   428: 'This operation needs an If-Match header (FST_VIEWSET_PRECONDITION_REQUIRED)',
   500: 'Unexpected error',
   503: 'The database is unavailable (FST_VIEWSET_UNAVAILABLE) ' +

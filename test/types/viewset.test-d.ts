@@ -5,7 +5,7 @@ import type { Static } from '@sinclair/typebox'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import type { Generated, Kysely } from 'kysely'
 import { expectTypeOf } from 'expect-type'
-import { createDatabase, createViewset, Viewset } from 'fastify-viewsets'
+import { createDatabase, createViewset, Viewset, ViewsetErrors } from 'fastify-viewsets'
 import type { ListRequest, ViewsetToken } from 'fastify-viewsets'
 
 interface DB {
@@ -141,3 +141,13 @@ class BookViewset extends Viewset<DB, 'books', typeof BookRow> {
   }
 }
 void BookViewset
+
+// idempotency (issue 38, item 5): true, or the table, createTable, retention and lease; nothing else
+createViewset({ db, table: 'items', schema: Item, idempotency: true })
+createViewset({ db, table: 'items', schema: Item, idempotency: { table: 'keys', createTable: true, retention: 60_000 } })
+// @ts-expect-error a misspelt key of the option
+createViewset({ db, table: 'items', schema: Item, idempotency: { tabel: 'keys' } })
+// @ts-expect-error the lease is milliseconds, a number
+createViewset({ db, table: 'items', schema: Item, idempotency: { lease: '1m' } })
+expectTypeOf(new ViewsetErrors.IdempotencyKeyInUse().statusCode).toEqualTypeOf<409>()
+expectTypeOf(new ViewsetErrors.IdempotencyKeyReused().code).toEqualTypeOf<'FST_VIEWSET_IDEMPOTENCY_KEY_REUSED'>()
