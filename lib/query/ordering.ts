@@ -139,8 +139,8 @@ export function parseOrdering (
  *
  * @example
  * ```ts
- * const keys: Array<SortKey<'name' | 'id'>> = parseOrderBy('-name', ['name'], 'id')
- * // [{ field: 'name', descending: true }, { field: 'id', descending: false }]
+ * const keys: Array<SortKey<'name' | 'id'>> = parseOrderBy('-name.nullslast', ['name'], 'id')
+ * // [{ field: 'name', descending: true, nulls: 'last' }, { field: 'id', descending: false }]
  * ```
  */
 export interface SortKey<F extends string> {
@@ -148,11 +148,17 @@ export interface SortKey<F extends string> {
   readonly field: F
   /** Whether it was written with a leading `-`. */
   readonly descending: boolean
+  /**
+   * Where NULLs go, when the key was written with `.nullsfirst` or `.nullslast`; absent, LIST's default rule holds
+   * (NULL the largest value: last ascending, first descending).
+   */
+  readonly nulls?: 'first' | 'last'
 }
 
 /**
  * Reads an overridden `list`'s `order_by` as the generated LIST reads its own: comma-separated fields among
- * `allowed`, each with an optional leading `-`, none twice, then `tieBreaker` (the primary key) unless listed.
+ * `allowed`, each with an optional leading `-` and an optional trailing `.nullsfirst` or `.nullslast` (kept as the
+ * key's `nulls`), none twice, then `tieBreaker` (the primary key) unless listed.
  * Anything else is a 400 `FST_VIEWSET_UNSUPPORTED_ORDERING` listing the allowed fields, so a request orders by at
  * most `allowed.length + 1` keys however long its `order_by`. Document the parameter with
  * {@link orderByPattern}.
@@ -160,8 +166,11 @@ export interface SortKey<F extends string> {
  * @example
  * ```ts
  * const fields = ['name', 'created_at'] as const
- * for (const { field, descending } of parseOrderBy(request.query.order_by, fields, 'id')) {
- *   query = query.orderBy(field, descending ? 'desc' : 'asc')
+ * for (const { field, descending, nulls } of parseOrderBy(request.query.order_by, fields, 'id')) {
+ *   query = query.orderBy(field, (order) => {
+ *     const directed = descending ? order.desc() : order.asc()
+ *     return nulls === undefined ? directed : nulls === 'first' ? directed.nullsFirst() : directed.nullsLast()
+ *   })
  * }
  * ```
  */
@@ -170,13 +179,17 @@ export function parseOrderBy<F extends string, K extends string = never> (
   allowed: readonly F[],
   tieBreaker?: K
 ): Array<SortKey<F | K>> {
-  const parsed = parseOrdering(text, new Map(allowed.map((name) => [name, { nullable: false }])), tieBreaker)
+  const parsed = parseOrdering(text, new Map(allowed.map((name) => [name, { nullable: false }])), tieBreaker, true)
   if (isProblem(parsed)) throw new ViewsetErrors.UnsupportedOrdering(describe(parsed), nameList(allowed))
   const named = (field: string): F | K | undefined =>
     field === tieBreaker ? tieBreaker : allowed.find((name) => name === field)
-  return parsed.keys.flatMap(({ field, descending }) => {
+  // The keys come in the order of the parts (the tie-breaker last): each part's written choice, as written.
+  const parts = text.split(',')
+  return parsed.keys.flatMap(({ field, descending }, index) => {
     const name = named(field)
-    return name === undefined ? [] : [{ field: name, descending }]
+    const nulls = nullsChoice(parts[index] ?? '', true).choice
+    if (name === undefined) return []
+    return [nulls === undefined ? { field: name, descending } : { field: name, descending, nulls }]
   })
 }
 
@@ -190,7 +203,7 @@ export function parseOrderBy<F extends string, K extends string = never> (
  * ```
  */
 export function orderByPattern (allowed: readonly string[]): string {
-  return sortKeysPattern(allowed)
+  return sortKeysPattern(allowed, true)
 }
 
 function isProblem (parsed: Ordering | OrderProblem): parsed is OrderProblem {
