@@ -8,6 +8,7 @@ import { isList } from '../schema/object-schema.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { RelatedPath, RelatedRoot } from './related-paths.js'
+import type { JsonPath } from './json-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
 import { sortKeysPattern } from '../schema/list-patterns.js'
 import { maxShapes } from '../data/statement-cache.js'
@@ -79,8 +80,7 @@ export interface OrderingPlan {
   readonly defaultOrdering: Ordering
   /** True when the default ordering is the primary key alone (the precompiled page statement's order). */
   readonly byPrimaryKey: boolean
-  /** The type of each relation path that may be sorted on (`author.name`: the related schema's): what a cursor's value
-   * of it must be. */
+  /** The type of each relation or JSON path that may be sorted on: what a cursor's value of it must be. */
   readonly relatedTypes: ReadonlyMap<string, ScalarType>
   /** The ordering of a request; an unknown field is a 400 that lists the allowed ones. */
   ordering(query: Record<string, unknown>): Ordering
@@ -167,10 +167,8 @@ export interface SortKey<F extends string> {
  * ```ts
  * const fields = ['name', 'created_at'] as const
  * for (const { field, descending, nulls } of parseOrderBy(request.query.order_by, fields, 'id')) {
- *   query = query.orderBy(field, (order) => {
- *     const directed = descending ? order.desc() : order.asc()
- *     return nulls === undefined ? directed : nulls === 'first' ? directed.nullsFirst() : directed.nullsLast()
- *   })
+ *   query = query.orderBy(field, (o) => (nulls === 'first' ? o.nullsFirst() : nulls === 'last' ? o.nullsLast() : o)
+ *     [descending ? 'desc' : 'asc']())
  * }
  * ```
  */
@@ -188,8 +186,7 @@ export function parseOrderBy<F extends string, K extends string = never> (
   return parsed.keys.flatMap(({ field, descending }, index) => {
     const name = named(field)
     const nulls = nullsChoice(parts[index] ?? '', true).choice
-    if (name === undefined) return []
-    return [nulls === undefined ? { field: name, descending } : { field: name, descending, nulls }]
+    return name === undefined ? [] : [{ field: name, descending, ...(nulls === undefined ? {} : { nulls }) }]
   })
 }
 
@@ -277,18 +274,20 @@ export function orderClause (
 
 /**
  * Checks `orderingFields` and `defaultOrder` and plans `?order_by=`. `defaultOrder` may use any scalar
- * column (it is the developer's choice); `order_by` only the `orderingFields`.
+ * column (it is the developer's choice); `order_by` only the `orderingFields`, where a JSON path (`meta->rank`) of
+ * `jsonPaths` sorts on its value, NULL when missing.
  */
 export function planOrdering (
   orderingFields: unknown,
   defaultOrder: unknown,
   fields: ReadonlyMap<string, ScalarField>,
   primaryKey: string,
-  related?: RelatedRoot
+  related?: RelatedRoot,
+  jsonPaths?: ReadonlyMap<string, JsonPath>
 ): OrderingPlan {
   const key = fields.get(primaryKey)
   if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
-  const allowed = allowedFields(orderingFields, fields, related)
+  const allowed = allowedFields(orderingFields, fields, related, jsonPaths)
   const defaultOrdering = plannedDefaultOrder(defaultOrder, fields, allowed, primaryKey)
   const byPrimaryKey = defaultOrdering.shape === primaryKey
   const allowedList = nameList(allowed.keys())
@@ -323,12 +322,15 @@ type SortableField = ScalarField & Pick<OrderKey, 'expression' | 'related'>
 function allowedFields (
   orderingFields: unknown,
   fields: ReadonlyMap<string, ScalarField>,
-  related: RelatedRoot | undefined
+  related: RelatedRoot | undefined,
+  jsonPaths: ReadonlyMap<string, JsonPath> | undefined
 ): Map<string, SortableField> {
   const allowed = new Map<string, SortableField>()
   if (orderingFields === undefined) return allowed
   // Relation paths sort on one related value per row: many-to-one only, NULL (no related row) sorting as nulls do.
   const sortable = (name: string): SortableField | undefined => {
+    const json = jsonPaths?.get(name)
+    if (json !== undefined) return { ...json.field, expression: json.value }
     if (!name.includes('.') || related === undefined) return fields.get(name)
     const path = resolvePath('orderingFields', name, related, true)
     const expression = relatedValue(path, related.table)

@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { sqliteJsonScalar } from './sqlite-json.js'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import { stablePlans } from './sqlite-stable-plans.js'
 import type { KeyTable, ViewsetDialect, WriteTarget } from '../dialect.js'
@@ -113,6 +114,7 @@ export const sqliteDialect: ViewsetDialect = {
       return sql<boolean>`lower(${column}) like lower(${pattern}) escape '!'`
     },
     keyTable: jsonKeys,
+    jsonScalar: sqliteJsonScalar,
     literalLimit: true,
     statementPlugin: stablePlans,
   },
