@@ -185,7 +185,7 @@ for (const dialect of dialects) {
         let url: string | undefined = `/gadgets?limit=1&${query}`
         let last = ''
         while (url !== undefined) {
-          const page = await json.app.inject({ method: 'GET', url, headers: json.alice })
+          const page: Awaited<ReturnType<typeof list>> = await json.app.inject({ method: 'GET', url, headers: json.alice })
           assert.equal(page.statusCode, 200, page.body)
           seen.push(...ids(page))
           last = url
@@ -196,7 +196,7 @@ for (const dialect of dialects) {
         const back: number[] = []
         let prev: string | undefined = last
         while (prev !== undefined) {
-          const page = await json.app.inject({ method: 'GET', url: prev, headers: json.alice })
+          const page: Awaited<ReturnType<typeof list>> = await json.app.inject({ method: 'GET', url: prev, headers: json.alice })
           back.unshift(...ids(page))
           prev = /<([^>]+)>; rel="prev"/.exec(String(page.headers.link ?? ''))?.[1]
         }
@@ -231,7 +231,7 @@ for (const dialect of dialects) {
 
     test('bad values and undeclared paths are 400s naming the parameter', async (t) => {
       const json = await jsonApp(t, dialect)
-      for (const [query, field] of [
+      for (const [query, field] of <Array<[string, string]>>[
         ['meta->rank__gt=abc', 'meta->rank__gt'],
         ['meta->active=maybe', 'meta->active'],
         ['meta->stock__gte=1.5', 'meta->stock__gte'],

@@ -22,10 +22,12 @@ const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
   SQLITE_CONSTRAINT_CHECK: 'check',
 }
 
-// better-sqlite3 binds numbers, strings, bigints, buffers and null only.
+// better-sqlite3 binds numbers, strings, bigints, buffers and null only: a JSON document (an object or an array a
+// JSON field holds) is stored as its text, which json_extract reads and data/json-text.ts parses back.
 function parameter (value: unknown): unknown {
   if (typeof value === 'boolean') return value ? 1 : 0
   if (value instanceof Date) return value.toISOString()
+  if (typeof value === 'object' && value !== null && !(value instanceof Uint8Array)) return JSON.stringify(value)
   return value
 }
 
