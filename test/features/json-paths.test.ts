@@ -6,7 +6,12 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
+import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely'
 import { createViewset, viewsetIndexReport } from 'fastify-viewsets'
+import { costOf } from '../../lib/execution/cost-class.js'
+import { sqliteDialect } from '../../lib/dialect/sqlite/sqlite-dialect.js'
+import { postgresDialect } from '../../lib/dialect/postgres/postgres-dialect.js'
+import { mysqlDialect } from '../../lib/dialect/mysql/mysql-dialect.js'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
@@ -314,4 +319,25 @@ test('SQLite: a JSON column declared text serves paths as one declared json does
   assert.deepEqual(await listIds(json, 'meta->active=false&order_by=-meta->rank'), [2, 6])
   const fields = await list(json.app, json.alice, 'fields=id,meta->size->unit&meta->size->width__gt=5')
   assert.deepEqual(fields.json(), [{ id: 1, meta: { size: { unit: 'cm' } } }, { id: 6, meta: { size: { unit: 'mm' } } }])
+})
+
+test('a statement that reads a JSON path is heavy on every dialect, a plain comparison cheap', () => {
+  const db = new Kysely<any>({
+    dialect: {
+      createAdapter: () => new SqliteAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
+      createQueryCompiler: () => new SqliteQueryCompiler(),
+    },
+  })
+  for (const dialect of [sqliteDialect, postgresDialect, mysqlDialect]) {
+    for (const type of ['string', 'number', 'integer', 'boolean'] as const) {
+      const value = dialect.syntax.jsonScalar('meta', ['size', 'width'], type)
+      const filtered = db.selectFrom('gadgets').selectAll().where((eb) => eb(value, '=', 1)).limit(10)
+      assert.equal(costOf(filtered.compile().query), 'heavy', `${dialect.name} ${type} filter`)
+      const ordered = db.selectFrom('gadgets').selectAll().orderBy(value).limit(10)
+      assert.equal(costOf(ordered.compile().query), 'heavy', `${dialect.name} ${type} order`)
+    }
+  }
+  assert.equal(costOf(db.selectFrom('gadgets').selectAll().where('name', '=', 'a').limit(10).compile().query), 'cheap')
 })
