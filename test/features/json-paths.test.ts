@@ -7,7 +7,7 @@ import type { TestContext } from 'node:test'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely'
-import { createViewset, viewsetIndexReport } from 'fastify-viewsets'
+import { createViewset, viewsetDocs, viewsetIndexReport } from 'fastify-viewsets'
 import { costOf } from '../../lib/execution/cost-class.js'
 import { sqliteDialect } from '../../lib/dialect/sqlite/sqlite-dialect.js'
 import { postgresDialect } from '../../lib/dialect/postgres/postgres-dialect.js'
@@ -87,6 +87,7 @@ async function jsonApp (
   await createTable(database, column)
   const app = testApp(t)
   await app.register(fastifyJwt, { secret })
+  await app.register(viewsetDocs)
   await app.register(createViewset({
     db: database.db,
     table: 'gadgets',
@@ -232,6 +233,49 @@ for (const dialect of dialects) {
       ])
       const filtered = await list(json.app, json.alice, 'fields=id,meta->active&meta->active=false&order_by=-meta->rank')
       assert.deepEqual(filtered.json(), [{ id: 2, meta: { active: false } }, { id: 6, meta: { active: false } }])
+    })
+
+    test('documents in writes and reads: stored as sent, answered parsed, found by their paths', async (t) => {
+      const json = await jsonApp(t, dialect, {
+        methods: ['LIST', 'GET', 'POST', 'PATCH'],
+        protectedMethods: ['LIST', 'GET', 'POST', 'PATCH'],
+        beforeWrite: (values: object, { token }: { token: { sub?: string } | null }) => ({ ...values, owner: token?.sub ?? '' }),
+      })
+      const meta = { color: 'teal', rank: 4.25, stock: 2, active: true, size: { width: 7, unit: 'in' }, tags: ['x'] }
+      const created = await json.app.inject({ method: 'POST', url: '/gadgets', headers: json.bob, payload: { name: 'g', meta } })
+      assert.equal(created.statusCode, 201, created.body)
+      assert.deepEqual(created.json(), { id: 7, name: 'g', owner: 'bob', meta })
+      const got = await json.app.inject({ method: 'GET', url: '/gadgets/7', headers: json.bob })
+      assert.deepEqual(got.json().meta, meta)
+      assert.deepEqual(await listIds(json, 'meta->color=teal&meta->size->unit=in', 'bob'), [7])
+      assert.deepEqual(await listIds(json, 'meta->color=teal'), [], 'alice never sees bob\'s document')
+      const patched = await json.app.inject({
+        method: 'PATCH', url: '/gadgets/7', headers: json.bob, payload: { meta: { ...meta, color: 'navy' } },
+      })
+      assert.equal(patched.statusCode, 200, patched.body)
+      assert.deepEqual(await listIds(json, 'meta->color=navy&order_by=-meta->rank', 'bob'), [7])
+      const stored = await json.db.selectFrom('gadgets').select('meta').where('id', '=', 7).executeTakeFirstOrThrow()
+      const document = typeof stored.meta === 'string' ? JSON.parse(stored.meta) : stored.meta
+      assert.deepEqual(document, { ...meta, color: 'navy' })
+      const all = await list(json.app, json.alice, 'order_by=name')
+      assert.deepEqual(all.json()[0], { id: 1, name: 'a', owner: 'alice', meta: seed[0]?.meta })
+    })
+
+    test('OpenAPI types each JSON path parameter by the column\'s schema', async (t) => {
+      const json = await jsonApp(t, dialect)
+      const document = (await json.app.inject('/docs/json')).json()
+      const parameters: Array<{ name: string, schema: Record<string, unknown> }> = document.paths['/gadgets'].get.parameters
+      const schemaOf = (name: string) => parameters.find((parameter) => parameter.name === name)?.schema
+      assert.equal(schemaOf('meta->rank__gt')?.type, 'number')
+      assert.equal(schemaOf('meta->stock__gte')?.type, 'integer')
+      assert.equal(schemaOf('meta->active')?.type, 'boolean')
+      assert.equal(schemaOf('meta->size->unit')?.type, 'string')
+      const orderBy = new RegExp(String(schemaOf('order_by')?.pattern), 'u')
+      assert.ok(orderBy.test('-meta->rank.nullslast,meta->size->width'))
+      assert.ok(!orderBy.test('meta->stock'))
+      const fields = new RegExp(String(schemaOf('fields')?.pattern), 'u')
+      assert.ok(fields.test('id,meta->color,meta->size->width'))
+      assert.ok(!fields.test('id,meta->secret'))
     })
 
     test('bad values and undeclared paths are 400s naming the parameter', async (t) => {
