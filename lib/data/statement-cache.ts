@@ -7,6 +7,7 @@ import { declareCost } from '../execution/cost-class.js'
 import { runCompiled } from '../execution/prepared-kysely.js'
 import { andThen } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
+import type { RowDecoder } from './json-text.js'
 import { LruCache } from '../execution/lru-cache.js'
 
 /** How many query shapes one LIST keeps compiled; the least recently used one goes first. */
@@ -70,10 +71,13 @@ function equalParameters (left: readonly unknown[], right: readonly unknown[]): 
 export class StatementCache {
   readonly #statements = new LruCache<string, CompiledQuery<Row>>(maxShapes, undefined, 'compiled')
   readonly #plugin: KyselyPlugin | undefined
+  readonly #decode: RowDecoder | undefined
 
-  /** `plugin`: the dialect's `statementPlugin`, which every statement is compiled with. */
-  constructor (plugin?: KyselyPlugin) {
+  /** `plugin`: the dialect's `statementPlugin`, which every statement is compiled with; `decode`: what parses the
+   * JSON text of the rows read (data/json-text.ts). */
+  constructor (plugin?: KyselyPlugin, decode?: RowDecoder) {
     this.#plugin = plugin
+    this.#decode = decode
   }
 
   /**
@@ -106,11 +110,16 @@ export class StatementCache {
     heavy = false
   ): Eventually<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
-    if (cached !== undefined) return runCompiled(db, withParameters(cached, parameters))
+    if (cached !== undefined) return this.#decoded(runCompiled(db, withParameters(cached, parameters)))
     const compiled = compileWith(build(), this.#plugin)
     if (oneRow) markOneRow(compiled)
     if (heavy) declareCost(compiled, 'heavy')
     if (equalParameters(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
-    return runCompiled(db, compiled)
+    return this.#decoded(runCompiled(db, compiled))
+  }
+
+  /** A result with its JSON text parsed, when the rows have any. */
+  #decoded (result: Eventually<QueryResult<Row>>): Eventually<QueryResult<Row>> {
+    return this.#decode === undefined ? result : andThen(result, this.#decode)
   }
 }

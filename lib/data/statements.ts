@@ -9,6 +9,7 @@ import { andThen } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { ScopeCondition } from '../query/scope.js'
 import { StatementCache, withParameters } from './statement-cache.js'
+import type { RowDecoder } from './json-text.js'
 
 /**
  * The SQL that never changes shape, compiled once at registration and executed with new parameters.
@@ -25,6 +26,8 @@ export class Statements {
   readonly #table: string
   readonly #primaryKey: string
   readonly #columns: readonly string[]
+  /** What parses the JSON text of the rows read (data/json-text.ts), for every statement of the table. */
+  readonly decode: RowDecoder | undefined
 
   /** The dialect's `syntax.literalLimit`: the page's LIMIT is written into its SQL; `syntax.statementPlugin`: what the
    * statements compile with. */
@@ -33,16 +36,18 @@ export class Statements {
     table: string,
     primaryKey: string,
     columns: readonly string[],
-    { syntax: { literalLimit, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>
+    { syntax: { literalLimit, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>,
+    decode?: RowDecoder
   ) {
+    this.decode = decode
     this.#table = table
     this.#primaryKey = primaryKey
     this.#columns = columns
     // The placeholder values only fix each parameter's position; every call passes its own.
     this.#byId = markOneRow(db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile())
-    this.#byIdSelecting = new StatementCache(statementPlugin)
+    this.#byIdSelecting = new StatementCache(statementPlugin, decode)
     this.#page = literalLimit
-      ? new StatementCache(statementPlugin)
+      ? new StatementCache(statementPlugin, decode)
       : db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
   }
 
@@ -82,7 +87,8 @@ export class Statements {
         firstRow
       )
     }
-    return andThen(runCompiled(db, withParameters(this.#byId, [id])), firstRow)
+    const found = runCompiled(db, withParameters(this.#byId, [id]))
+    return andThen(this.decode === undefined ? found : andThen(found, this.decode), firstRow)
   }
 
   /** One page of rows in primary-key order, as {@link findById} answers. */
@@ -93,6 +99,7 @@ export class Statements {
         db.selectFrom(this.#table).select(this.#columns).orderBy(this.#primaryKey).limit(sql.lit(limit)).offset(offset)
       )
     }
-    return andThen(runCompiled(db, withParameters(page, [limit, offset])), resultRows)
+    const read = runCompiled(db, withParameters(page, [limit, offset]))
+    return andThen(this.decode === undefined ? read : andThen(read, this.decode), resultRows)
   }
 }

@@ -92,10 +92,10 @@ export class TableGateway {
     this.#literalLimit = dialect.syntax.literalLimit
     this.#unindexedOrder = config.unindexedOrder ?? new Set()
     this.#statements = statements
-    this.#pages = new StatementCache(dialect.syntax.statementPlugin)
+    this.#pages = new StatementCache(dialect.syntax.statementPlugin, statements.decode)
     this.#counts = new StatementCache(dialect.syntax.statementPlugin)
     // The writes' statements, compiled once per set of fields sent and scope (dialect/write-shapes.ts).
-    this.#target = { ...target, statements: new StatementCache(dialect.syntax.statementPlugin) }
+    this.#target = { ...target, statements: new StatementCache(dialect.syntax.statementPlugin, statements.decode) }
     this.#relations = relations
     Object.freeze(this)
   }

@@ -127,6 +127,13 @@ export interface DialectSyntax {
    * document allows (an ordering bound need not be storable). Absent: the value is bound as it is.
    */
   integerBound?(value: unknown): Expression<unknown>
+  /**
+   * The scalar at `keys` inside the JSON column `column`, as SQL compares and sorts it (query/json-paths.ts): text for
+   * a string, a number for a number, the driver's boolean (or 0/1) for a boolean; NULL when the key is missing, holds
+   * JSON null, or the column is NULL. `keys` are identifiers checked at startup: they are written into the SQL.
+   */
+  jsonScalar(column: string, keys: readonly string[], type: 'string' | 'number' | 'integer' | 'boolean'):
+  Expression<unknown>
   /** Where the keys of a relation's batch come from, when not from an `IN` list (see relations/batched-query.ts). */
   readonly keyTable?: KeyTable
   /**

@@ -66,10 +66,11 @@ const scanningOperators = new Set([
 ])
 
 /**
- * A raw fragment that matches text (SQLite's `lower(x) like lower(?)`, an `EXISTS`), or a filter group's `or` and
- * `not` (query/filter-groups.ts), which no single index range answers.
+ * A raw fragment that matches text (SQLite's `lower(x) like lower(?)`, an `EXISTS`), a filter group's `or` and
+ * `not` (query/filter-groups.ts), which no single index range answers, or a JSON path's value (query/json-paths.ts),
+ * read from each row's document: no expression index is detected for it.
  */
-const scanningFragment = /\b(?:like|exists|over|or|not)\b/i
+const scanningFragment = /\b(?:like|exists|over|or|not|json_extract|json_value)\b|#>>/i
 
 /** Whether a value is an operation node (an object with a string `kind`). */
 function isNode (value: unknown): value is { readonly kind: string } {

@@ -160,10 +160,11 @@ export class FieldHiding {
     requests.set(request, { hiding: this, view, read: view, related: new Map(), restricted: undefined })
   }
 
-  /** Whether a name (a field, or a dotted path through relations) is one the request's caller may name. */
+  /** Whether a name (a field, a dotted path through relations, a JSON path) is one the request's caller may name. */
   visible (fields: RequestFields, name: string): boolean {
     const segments = name.split('.')
-    if (fields.view.hidden.has(segments[0] ?? name)) return false
+    // A JSON path (`meta->color`) is its column's: hidden with it.
+    if (fields.view.hidden.has((segments[0] ?? name).split('->')[0] ?? name)) return false
     const slots = this.#pathSlots.get(name) ?? []
     return slots.every((slot, index) => !(fields.related.get(slot)?.hidden.has(segments[index + 1] ?? '') ?? false))
   }

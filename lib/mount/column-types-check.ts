@@ -82,7 +82,9 @@ export function columnTypesProblem (
       return `field "${field}" does not allow null, but column "${described.name}.${field}" is nullable: ` +
         'add Type.Null() to the field (a union), or make the column NOT NULL'
     }
-    if (holdsText(column, columnTypes) && !types.has('string')) {
+    // A text column may hold a JSON document (SQLite's JSON is text): its text is parsed as read (data/json-text.ts).
+    const document = types.has('object') || types.has('array')
+    if (holdsText(column, columnTypes) && !types.has('string') && !document) {
       return `field "${field}" allows ${[...types].join(' or ')}, but column "${described.name}.${field}" ` +
         `(${column.declared}) holds text: make the field a string, or change the column's type`
     }

@@ -6,6 +6,7 @@ import type { OrderKey } from '../query/ordering.js'
 import type { PrefetchRelated, RelatedConfig } from '../relations/config.js'
 import { readsInOrder } from '../relations/relation-limit.js'
 import { scalarFields } from '../query/field-types.js'
+import { isJsonPath } from '../query/json-paths.js'
 import { propertiesOf } from '../schema/derive.js'
 import type { JsonSchema } from '../schema/derive.js'
 
@@ -72,6 +73,16 @@ function leadsAnIndex (table: TableCatalog, column: string): boolean {
   return indexStartsWith(table, [column])
 }
 
+/**
+ * Why a JSON path scans: its value is read from each row's document. An expression index could serve it (SQLite
+ * `json_extract(col, '$.key')`, PostgreSQL `(col #>> '{key}')`, MySQL a generated column), but the report does not
+ * read index expressions on any dialect: the path is listed, and its statements are heavy (execution/cost-class.ts).
+ */
+function jsonPathScan (table: TableCatalog, field: string, dialect: Pick<ViewsetDialect, 'name'>): string {
+  return `a JSON path is read from each row's document of "${table.name}"; expression indexes are not detected ` +
+    `(${dialect.name}), so its statements are classed heavy`
+}
+
 /** The strings of an option that lists fields, or none. */
 function names (value: unknown): string[] {
   return Array.isArray(value) ? value.filter((entry): entry is string => typeof entry === 'string') : []
@@ -84,14 +95,16 @@ function filterEntries (input: IndexReportInput, dialect: ViewsetDialect): Array
   const entries: Array<Omit<IndexReportEntry, 'viewset'>> = []
   for (const [field, operators] of Object.entries(filterFields)) {
     const listed = names(operators)
-    const reason = field.includes('.')
-      ? 'a relation path is tested on each row by a subquery'
-      : listed.includes('contains')
-        ? '`contains` is a substring match, which no B-tree index serves: every row\'s text is read'
-        // `ne` matches nearly every row: a page in key order finds its rows at once.
-        : listed.some((operator) => operator !== 'ne') && !leadsAnIndex(table, field)
-          ? `no index of "${table.name}" starts with "${field}" (${dialect.name})`
-          : undefined
+    const reason = isJsonPath(field)
+      ? jsonPathScan(table, field, dialect)
+      : field.includes('.')
+        ? 'a relation path is tested on each row by a subquery'
+        : listed.includes('contains')
+          ? '`contains` is a substring match, which no B-tree index serves: every row\'s text is read'
+          // `ne` matches nearly every row: a page in key order finds its rows at once.
+          : listed.some((operator) => operator !== 'ne') && !leadsAnIndex(table, field)
+            ? `no index of "${table.name}" starts with "${field}" (${dialect.name})`
+            : undefined
     if (reason !== undefined) entries.push({ table: table.name, field, use: 'filter', reason })
   }
   return entries
@@ -104,6 +117,7 @@ export function orderingScan (
   nullable: boolean,
   dialect: Pick<ViewsetDialect, 'name' | 'capabilities'>
 ): string | undefined {
+  if (isJsonPath(field)) return jsonPathScan(table, field, dialect)
   if (field.includes('.')) return 'a relation path sorts on a related value read by a subquery per row'
   // Where NULLs sort first, ordering.ts puts an `is null` key in front, which no plain index serves.
   if (nullable && !dialect.capabilities.nullsSortLargest) {

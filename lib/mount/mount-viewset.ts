@@ -2,6 +2,7 @@ import type { TObject } from '@sinclair/typebox'
 import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
 import { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import { Statements } from '../data/statements.js'
+import { jsonTextDecoder } from '../data/json-text.js'
 import { TableGateway } from '../data/table-gateway.js'
 import type { ColumnInfo, ViewsetDialect } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
@@ -220,7 +221,7 @@ function buildTableGateway (
   const { described } = table
   return new TableGateway({
     dialect: table.dialect,
-    statements: new Statements(db, resolved.table, primaryKey, selected, table.dialect),
+    statements: new Statements(db, resolved.table, primaryKey, selected, table.dialect, jsonTextDecoder(declaration)),
     target: {
       table: resolved.table,
       primaryKey,

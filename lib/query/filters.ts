@@ -29,6 +29,7 @@ import type { GroupFilter } from './filter-groups.js'
 import { groupSchema } from '../schema/group-patterns.js'
 import type { GroupTerm } from '../schema/group-patterns.js'
 import { maxGroupDepth, maxGroupLength, maxGroupTerms } from './filter-grammar.js'
+import type { JsonPath } from './json-paths.js'
 
 const groupBounds = { maxTerms: maxGroupTerms, maxDepth: maxGroupDepth, maxLength: maxGroupLength }
 
@@ -92,14 +93,22 @@ interface Filter {
   condition(value: unknown): Condition
 }
 
-/** `name`: the column the condition compares, `table.column` inside a relation's subquery. */
+/** What a filter compares: a column (`table.column` inside a relation's subquery), or a JSON path's value. */
+type Subject = string | Expression<unknown>
+
+/** The subject in SQL. */
+function subjectOf (eb: AnyExpressionBuilder, name: Subject): Expression<unknown> {
+  return typeof name === 'string' ? eb.ref(name) : name
+}
+
+/** `name`: the column the condition compares, `table.column` inside a relation's subquery, or a JSON path's value. */
 function planFilter (
   field: ScalarField,
   operator: FilterOperator,
   parameter: string,
   dialect: ViewsetDialect,
   maxSearchLength: number,
-  name = field.name
+  name: Subject = field.name
 ): Filter {
   const comparison = comparisons[operator]
   if (comparison !== undefined) {
@@ -112,7 +121,7 @@ function planFilter (
         // Through the dialect, which binds what its driver cannot (better-sqlite3 takes no booleans).
         const value = dialect.values.parameter(normalize(raw))
         const bound = ordering ? integerBound(value) : value
-        return { shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, bound) }
+        return { shape: parameter, parameters: [value], expression: (eb) => eb(subjectOf(eb, name), comparison, bound) }
       },
     }
   }
@@ -128,7 +137,7 @@ function planFilter (
           return {
             shape: parameter,
             parameters: [pattern],
-            expression: (eb) => dialect.syntax.ilike(eb.ref(name), pattern),
+            expression: (eb) => dialect.syntax.ilike(subjectOf(eb, name), pattern),
           }
         },
       }
@@ -140,7 +149,7 @@ function planFilter (
           shape: `${parameter}=${String(value)}`,
           parameters: [],
           expression: (eb: AnyExpressionBuilder): Expression<SqlBool> =>
-            eb(eb.ref(name), value === true ? 'is' : 'is not', null),
+            eb(subjectOf(eb, name), value === true ? 'is' : 'is not', null),
         }),
       }
     default:
@@ -159,7 +168,7 @@ function inFilter (
   field: ScalarField,
   parameter: string,
   dialect: ViewsetDialect,
-  name: string,
+  name: Subject,
   operator: 'in' | 'not in'
 ): Filter {
   const validate = elementValidator(field.schema)
@@ -193,7 +202,7 @@ function inFilter (
       return {
         shape: `${parameter}:${padded.length}`,
         parameters: padded,
-        expression: (eb) => eb(eb.ref(name), operator, padded),
+        expression: (eb) => eb(subjectOf(eb, name), operator, padded),
       }
     },
   }
@@ -239,7 +248,8 @@ function checkedOperators (name: string, field: ScalarField, operators: unknown)
  * Checks `filterFields` (scalar columns, known operators that suit the field's type) and plans one query
  * parameter per field and operator: `field` and `field__eq` for `eq`, `field__op` for the others.
  * `reserved` are the parameters LIST already has; a filter may not shadow them. A `__contains` value is at
- * most `maxSearchLength` characters, like `?search=`.
+ * most `maxSearchLength` characters, like `?search=`. A name in `jsonPaths` (`meta->color`) filters on that path's
+ * value inside its JSON column, typed by the column's schema (query/json-paths.ts).
  */
 export function planFilters (
   option: unknown,
@@ -247,7 +257,8 @@ export function planFilters (
   dialect: ViewsetDialect,
   reserved: readonly string[],
   maxSearchLength: number,
-  root?: RelatedRoot
+  root?: RelatedRoot,
+  jsonPaths?: ReadonlyMap<string, JsonPath>
 ): FilterPlan {
   if (option === undefined) return { properties: {}, conditions: () => [] }
   if (!isRecord(option)) {
@@ -258,9 +269,13 @@ export function planFilters (
   const terms = new Map<string, GroupFilter>()
   const documented: GroupTerm[] = []
   for (const [name, operators] of Object.entries(option)) {
-    // A dotted name is a path through relations (`author.name`), typed by the related schema.
-    const path = name.includes('.') && root !== undefined ? resolvePath('filterFields', name, root, false) : undefined
-    const field = path?.field ?? fields.get(name)
+    // A dotted name is a path through relations (`author.name`), typed by the related schema; `meta->color` a JSON
+    // path, typed by its column's.
+    const json = jsonPaths?.get(name)
+    const path = json === undefined && name.includes('.') && root !== undefined
+      ? resolvePath('filterFields', name, root, false)
+      : undefined
+    const field = json?.field ?? path?.field ?? fields.get(name)
     if (field === undefined) {
       invalidOption(
         'filterFields',
@@ -285,7 +300,7 @@ export function planFilters (
           parameter,
           dialect,
           maxSearchLength,
-          path === undefined ? field.name : relatedColumn(path)
+          path === undefined ? (json?.value ?? field.name) : relatedColumn(path)
         )
         const planned = path === undefined ? filter : { ...filter, path }
         filters.push(planned)

@@ -12,6 +12,8 @@ import type { ListQueryPlan } from './list-query.js'
 import { planOrdering } from './ordering.js'
 import type { RelatedRoot } from './related-paths.js'
 import { planSearch } from './search.js'
+import { declaredJsonPaths } from './json-paths.js'
+import { withJsonPaths } from './json-fields.js'
 
 /** What LIST needs to know, gathered once at registration. */
 export interface ListContext {
@@ -96,6 +98,8 @@ export function createListPlan (context: ListContext): ListPlan {
   const selected = context.selected ?? columns
   const fields = scalarFields(propertiesOf(entity), columns)
   const { counting } = resolved
+  // Paths inside JSON columns (`meta->color`), typed by the column's schema: filters, sort keys and `fields` names.
+  const jsonPaths = declaredJsonPaths(options, propertiesOf(entity), columns, dialect)
 
   const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength, context.related)
   const ordering = planOrdering(
@@ -103,9 +107,10 @@ export function createListPlan (context: ListContext): ListPlan {
     options.defaultOrder,
     fields,
     resolved.primaryKey,
-    context.related
+    context.related,
+    jsonPaths
   )
-  const selection = context.fieldsPlan ?? planFields(entity, columns, selected)
+  const selection = withJsonPaths(context.fieldsPlan ?? planFields(entity, columns, selected), jsonPaths, entity)
   const general = {
     ...paginationSchema(resolved),
     count: countSchema(counting),
@@ -119,7 +124,8 @@ export function createListPlan (context: ListContext): ListPlan {
     dialect,
     Object.keys(general),
     resolved.maxSearchLength,
-    context.related
+    context.related,
+    jsonPaths
   )
   return {
     querystring: { type: 'object', properties: { ...general, ...filters.properties }, additionalProperties: false },

@@ -8,6 +8,7 @@ import { isList } from '../schema/object-schema.js'
 import type { ScalarField, ScalarType } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { RelatedPath, RelatedRoot } from './related-paths.js'
+import type { JsonPath } from './json-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
 import { sortKeysPattern } from '../schema/list-patterns.js'
 import { maxShapes } from '../data/statement-cache.js'
@@ -79,8 +80,7 @@ export interface OrderingPlan {
   readonly defaultOrdering: Ordering
   /** True when the default ordering is the primary key alone (the precompiled page statement's order). */
   readonly byPrimaryKey: boolean
-  /** The type of each relation path that may be sorted on (`author.name`: the related schema's): what a cursor's value
-   * of it must be. */
+  /** The type of each relation or JSON path that may be sorted on: what a cursor's value of it must be. */
   readonly relatedTypes: ReadonlyMap<string, ScalarType>
   /** The ordering of a request; an unknown field is a 400 that lists the allowed ones. */
   ordering(query: Record<string, unknown>): Ordering
@@ -139,8 +139,8 @@ export function parseOrdering (
  *
  * @example
  * ```ts
- * const keys: Array<SortKey<'name' | 'id'>> = parseOrderBy('-name', ['name'], 'id')
- * // [{ field: 'name', descending: true }, { field: 'id', descending: false }]
+ * const keys: Array<SortKey<'name' | 'id'>> = parseOrderBy('-name.nullslast', ['name'], 'id')
+ * // [{ field: 'name', descending: true, nulls: 'last' }, { field: 'id', descending: false }]
  * ```
  */
 export interface SortKey<F extends string> {
@@ -148,11 +148,17 @@ export interface SortKey<F extends string> {
   readonly field: F
   /** Whether it was written with a leading `-`. */
   readonly descending: boolean
+  /**
+   * Where NULLs go, when the key was written with `.nullsfirst` or `.nullslast`; absent, LIST's default rule holds
+   * (NULL the largest value: last ascending, first descending).
+   */
+  readonly nulls?: 'first' | 'last'
 }
 
 /**
  * Reads an overridden `list`'s `order_by` as the generated LIST reads its own: comma-separated fields among
- * `allowed`, each with an optional leading `-`, none twice, then `tieBreaker` (the primary key) unless listed.
+ * `allowed`, each with an optional leading `-` and an optional trailing `.nullsfirst` or `.nullslast` (kept as the
+ * key's `nulls`), none twice, then `tieBreaker` (the primary key) unless listed.
  * Anything else is a 400 `FST_VIEWSET_UNSUPPORTED_ORDERING` listing the allowed fields, so a request orders by at
  * most `allowed.length + 1` keys however long its `order_by`. Document the parameter with
  * {@link orderByPattern}.
@@ -160,8 +166,9 @@ export interface SortKey<F extends string> {
  * @example
  * ```ts
  * const fields = ['name', 'created_at'] as const
- * for (const { field, descending } of parseOrderBy(request.query.order_by, fields, 'id')) {
- *   query = query.orderBy(field, descending ? 'desc' : 'asc')
+ * for (const { field, descending, nulls } of parseOrderBy(request.query.order_by, fields, 'id')) {
+ *   query = query.orderBy(field, (o) => (nulls === 'first' ? o.nullsFirst() : nulls === 'last' ? o.nullsLast() : o)
+ *     [descending ? 'desc' : 'asc']())
  * }
  * ```
  */
@@ -170,13 +177,16 @@ export function parseOrderBy<F extends string, K extends string = never> (
   allowed: readonly F[],
   tieBreaker?: K
 ): Array<SortKey<F | K>> {
-  const parsed = parseOrdering(text, new Map(allowed.map((name) => [name, { nullable: false }])), tieBreaker)
+  const parsed = parseOrdering(text, new Map(allowed.map((name) => [name, { nullable: false }])), tieBreaker, true)
   if (isProblem(parsed)) throw new ViewsetErrors.UnsupportedOrdering(describe(parsed), nameList(allowed))
   const named = (field: string): F | K | undefined =>
     field === tieBreaker ? tieBreaker : allowed.find((name) => name === field)
-  return parsed.keys.flatMap(({ field, descending }) => {
+  // The keys come in the order of the parts (the tie-breaker last): each part's written choice, as written.
+  const parts = text.split(',')
+  return parsed.keys.flatMap(({ field, descending }, index) => {
     const name = named(field)
-    return name === undefined ? [] : [{ field: name, descending }]
+    const nulls = nullsChoice(parts[index] ?? '', true).choice
+    return name === undefined ? [] : [{ field: name, descending, ...(nulls === undefined ? {} : { nulls }) }]
   })
 }
 
@@ -190,7 +200,7 @@ export function parseOrderBy<F extends string, K extends string = never> (
  * ```
  */
 export function orderByPattern (allowed: readonly string[]): string {
-  return sortKeysPattern(allowed)
+  return sortKeysPattern(allowed, true)
 }
 
 function isProblem (parsed: Ordering | OrderProblem): parsed is OrderProblem {
@@ -264,18 +274,20 @@ export function orderClause (
 
 /**
  * Checks `orderingFields` and `defaultOrder` and plans `?order_by=`. `defaultOrder` may use any scalar
- * column (it is the developer's choice); `order_by` only the `orderingFields`.
+ * column (it is the developer's choice); `order_by` only the `orderingFields`, where a JSON path (`meta->rank`) of
+ * `jsonPaths` sorts on its value, NULL when missing.
  */
 export function planOrdering (
   orderingFields: unknown,
   defaultOrder: unknown,
   fields: ReadonlyMap<string, ScalarField>,
   primaryKey: string,
-  related?: RelatedRoot
+  related?: RelatedRoot,
+  jsonPaths?: ReadonlyMap<string, JsonPath>
 ): OrderingPlan {
   const key = fields.get(primaryKey)
   if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
-  const allowed = allowedFields(orderingFields, fields, related)
+  const allowed = allowedFields(orderingFields, fields, related, jsonPaths)
   const defaultOrdering = plannedDefaultOrder(defaultOrder, fields, allowed, primaryKey)
   const byPrimaryKey = defaultOrdering.shape === primaryKey
   const allowedList = nameList(allowed.keys())
@@ -310,12 +322,15 @@ type SortableField = ScalarField & Pick<OrderKey, 'expression' | 'related'>
 function allowedFields (
   orderingFields: unknown,
   fields: ReadonlyMap<string, ScalarField>,
-  related: RelatedRoot | undefined
+  related: RelatedRoot | undefined,
+  jsonPaths: ReadonlyMap<string, JsonPath> | undefined
 ): Map<string, SortableField> {
   const allowed = new Map<string, SortableField>()
   if (orderingFields === undefined) return allowed
   // Relation paths sort on one related value per row: many-to-one only, NULL (no related row) sorting as nulls do.
   const sortable = (name: string): SortableField | undefined => {
+    const json = jsonPaths?.get(name)
+    if (json !== undefined) return { ...json.field, expression: json.value }
     if (!name.includes('.') || related === undefined) return fields.get(name)
     const path = resolvePath('orderingFields', name, related, true)
     const expression = relatedValue(path, related.table)

@@ -97,3 +97,20 @@ test('parseOrderBy reads keys as the generated LIST does, typed by the allowed f
   assert.ok(new RegExp(orderByPattern(orderingFields), 'u').test('-name,created_at'))
   assert.ok(!new RegExp(orderByPattern(orderingFields), 'u').test('name,-name'))
 })
+
+test('parseOrderBy reads the .nullsfirst/.nullslast suffix that order_by accepts, and its pattern documents it', () => {
+  assert.deepEqual(parseOrderBy('-created_at.nullslast,name.nullsfirst', orderingFields, 'id'), [
+    { field: 'created_at', descending: true, nulls: 'last' },
+    { field: 'name', descending: false, nulls: 'first' },
+    { field: 'id', descending: false },
+  ])
+  // A choice equal to the default rule is still reported as written.
+  assert.deepEqual(parseOrderBy('-name.nullsfirst', orderingFields), [{ field: 'name', descending: true, nulls: 'first' }])
+  for (const bad of ['name.nullsmiddle', 'name.nullsfirst.nullslast', 'name.nullsfirst,name.nullslast', '.nullsfirst']) {
+    assert.throws(() => parseOrderBy(bad, orderingFields, 'id'), { code: 'FST_VIEWSET_UNSUPPORTED_ORDERING' }, bad)
+  }
+  const pattern = new RegExp(orderByPattern(orderingFields), 'u')
+  assert.ok(pattern.test('-created_at.nullslast,name.nullsfirst'))
+  assert.ok(!pattern.test('name.nullsmiddle'))
+  assert.ok(!pattern.test('name.nullsfirst,-name'))
+})

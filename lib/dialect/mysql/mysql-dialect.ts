@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { mysqlJsonScalar } from './mysql-json.js'
 import { mysqlStatistics } from './mysql-estimate.js'
 import { mysqlReplication } from './mysql-replication.js'
 import { mysqlCatalog } from './mysql-catalog.js'
@@ -97,6 +98,7 @@ export const mysqlDialect: ViewsetDialect = {
       return sql<boolean>`lower(convert(${column} using utf8mb4))
         like lower(convert(${pattern} using utf8mb4)) collate utf8mb4_bin escape '!'`
     },
+    jsonScalar: mysqlJsonScalar,
     literalLimit: false,
   },
   capabilities: {

@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { postgresJsonScalar } from './postgres-json.js'
 import { postgresStatistics } from './postgres-estimate.js'
 import { postgresReplication } from './postgres-replication.js'
 import { postgresCatalog } from './postgres-catalog.js'
@@ -131,6 +132,7 @@ export const postgresDialect: ViewsetDialect = {
     },
     // int2, int4 and int8 compare with an int8 through one B-tree operator family: the index still serves it.
     integerBound: (value) => sql`cast(${value} as bigint)`,
+    jsonScalar: postgresJsonScalar,
     literalLimit: false,
   },
   capabilities: {

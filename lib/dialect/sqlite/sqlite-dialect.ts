@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { sqliteJsonScalar } from './sqlite-json.js'
 import { sqliteCatalog } from './sqlite-catalog.js'
 import { stablePlans } from './sqlite-stable-plans.js'
 import type { KeyTable, ViewsetDialect, WriteTarget } from '../dialect.js'
@@ -21,10 +22,12 @@ const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
   SQLITE_CONSTRAINT_CHECK: 'check',
 }
 
-// better-sqlite3 binds numbers, strings, bigints, buffers and null only.
+// better-sqlite3 binds numbers, strings, bigints, buffers and null only: a JSON document (an object or an array a
+// JSON field holds) is stored as its text, which json_extract reads and data/json-text.ts parses back.
 function parameter (value: unknown): unknown {
   if (typeof value === 'boolean') return value ? 1 : 0
   if (value instanceof Date) return value.toISOString()
+  if (typeof value === 'object' && value !== null && !(value instanceof Uint8Array)) return JSON.stringify(value)
   return value
 }
 
@@ -113,6 +116,7 @@ export const sqliteDialect: ViewsetDialect = {
       return sql<boolean>`lower(${column}) like lower(${pattern}) escape '!'`
     },
     keyTable: jsonKeys,
+    jsonScalar: sqliteJsonScalar,
     literalLimit: true,
     statementPlugin: stablePlans,
   },
