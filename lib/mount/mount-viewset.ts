@@ -31,12 +31,11 @@ import { bindParent } from '../http/parent-binding.js'
 import type { FieldAccessFunction, FieldRules } from '../query/field-access.js'
 import { customRouteViews, narrowListPlan } from '../http/field-hiding.js'
 import { fieldRulesOf, fieldRulesSource, servedSchema } from './field-rules.js'
-import { scalarField } from '../query/field-types.js'
 import { planFields } from '../query/fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
 import { checkScopeEntries } from '../query/scope-rules.js'
-import type { RelatedConfig, RulesFrom } from '../relations/config.js'
+import type { RelatedConfig } from '../relations/config.js'
 import { checkDefaultRelations } from '../relations/default-relations.js'
 import { relationLimits } from '../relations/declaration.js'
 import { createRelationLoader, relationFields } from '../relations/loader.js'
@@ -54,6 +53,7 @@ import { readBackProblem } from './read-back-check.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
 import { checkedIndexReport } from './index-report.js'
+import { dateTimes, keyRules } from './column-roles.js'
 import { idempotentRoutes } from './idempotent-routes.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
@@ -184,28 +184,6 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   return { relations, entity: served, name, defaultRelations, foreignKeys: keys, parent }
 }
 
-/** The `rulesFrom` of each `selectRelated` relation declared over a foreign key, by column: the keys' rules. */
-function keyRules (
-  config: RelatedConfig<unknown> | undefined,
-  foreignKeys: TableCatalog['foreignKeys']
-): Record<string, RulesFrom<unknown> | undefined> {
-  const rules: Record<string, RulesFrom<unknown> | undefined> = {}
-  for (const relation of Object.values(config?.selectRelated ?? {})) {
-    const references = foreignKeys.some((key) => key.columns[0] === relation.foreignKey && key.table === relation.table)
-    if (references && relation.rulesFrom !== undefined) rules[relation.foreignKey] = relation.rulesFrom
-  }
-  return rules
-}
-
-/** The columns whose schema field is a `date-time` (or a nullable one). */
-function dateTimes ({ schema, columns }: ViewsetDeclaration): ReadonlySet<string> {
-  const properties: Record<string, JsonSchema> = schema.properties
-  return new Set(columns.filter((column) => {
-    const property = properties[column]
-    return property !== undefined && scalarField(column, property)?.schema.format === 'date-time'
-  }))
-}
-
 /** The table gateway of the viewset: its statements, its write target and how it tags a row's version. */
 function buildTableGateway (
   declaration: ViewsetDeclaration,
@@ -227,7 +205,7 @@ function buildTableGateway (
       primaryKey,
       columns: selected,
       catalog: table.columns,
-      dateTimes: dateTimes(declaration),
+      dateTimes: dateTimes(declaration.schema, declaration.columns),
     },
     relations,
     versioning: { versionField, tagOf, relations: versioning.defaultRelations },
