@@ -5,6 +5,8 @@ import type { Static } from '@sinclair/typebox'
 import type { Generated } from 'kysely'
 import { createViewset, fieldAccessByRole, Viewset, viewsetDocs, viewsetMethods, ViewsetErrors } from 'fastify-viewsets'
 import type { ListRequest, ScopeFunction, ViewsetToken } from 'fastify-viewsets'
+import { passwordGrant } from '../auth/token.js'
+import { demoUsers } from '../auth/users.js'
 import { exampleApp } from '../shared.js'
 import type { BuildOptions as SharedOptions } from '../shared.js'
 import { migrate } from './migrations.js'
@@ -117,7 +119,10 @@ class TaskViewset extends Viewset<DB, 'tasks', typeof Task> {
     fastify.get('/summary', {
       config: { protected: true },
       schema: {
+        operationId: 'summarizeTasks',
+        tags: ['tasks'],
         summary: 'Count the caller\'s tasks and the projects they are in',
+        description: 'Counts only the rows of the caller\'s organisation: `this.query()` applies the LIST rule.',
         response: { 200: Type.Object({ tasks: Type.Integer(), projects: Type.Integer() }) },
       },
     }, async () => {
@@ -131,18 +136,43 @@ class TaskViewset extends Viewset<DB, 'tasks', typeof Task> {
 export interface BuildOptions extends SharedOptions<DB> {
   /** HS256 secret of the tokens (default `env.JWT_SECRET`; required, 32 characters or more). */
   secret?: string
-  /** Where JWT_SECRET is read (default `process.env`). */
+  /** Where JWT_SECRET and DEMO_PASSWORD are read (default `process.env`). */
   env?: Record<string, string | undefined>
+}
+
+/** Lifetime of a token from POST /token, in seconds. */
+const tokenLifetime = 3600
+
+/**
+ * With DEMO_PASSWORD set, `POST /token` (examples/auth's password grant) signs a token for the user `demo`, a
+ * member of the organisation `acme`, so that Swagger UI's Authorize button and tools that read the document's
+ * OAuth2 flow can call every route; without it there is no token endpoint and tokens are signed by hand.
+ */
+async function demoLogin (app: FastifyInstance, password: string | undefined): Promise<void> {
+  if (password === undefined || password === '') return
+  if (password.length < 15) throw new ViewsetErrors.InvalidOption('DEMO_PASSWORD', 'set it to 15 characters or more')
+  await app.register(passwordGrant, {
+    users: await demoUsers('demo', password),
+    expiresIn: tokenLifetime,
+    claims: () => ({ org: 'acme', role: 'member' }),
+  })
 }
 
 /** Builds the example app without listening, so tests can inject requests into it. */
 export async function build (options: BuildOptions = {}): Promise<FastifyInstance> {
-  const secret = options.secret ?? (options.env ?? process.env).JWT_SECRET ?? ''
+  const env = options.env ?? process.env
+  const secret = options.secret ?? env.JWT_SECRET ?? ''
   if (secret.length < 32) throw new ViewsetErrors.InvalidOption('secret', 'set JWT_SECRET to 32 characters or more')
   const { app, db } = await exampleApp(options, migrate)
   // Before the viewsets: their rules read the token, so something must verify it when they are registered.
-  await app.register(fastifyJwt, { secret })
-  await app.register(viewsetDocs, { title: 'Tenants API', version: '1.0.0' })
+  await app.register(fastifyJwt, { secret, sign: { expiresIn: tokenLifetime } })
+  const login = env.DEMO_PASSWORD
+  await app.register(viewsetDocs, {
+    title: 'Tenants API',
+    version: '1.0.0',
+    ...(login === undefined || login === '' ? {} : { tokenUrl: '/token' }),
+  })
+  await demoLogin(app, login)
   const common = { db, methods: viewsetMethods, protectedMethods: viewsetMethods, beforeWrite: stampOrg }
   await app.register(createViewset({
     ...common,

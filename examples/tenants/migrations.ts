@@ -9,6 +9,13 @@ function key (db: Kysely<any>): ['serial' | 'integer', (column: ColumnDefinition
     : ['integer', (column) => column.primaryKey().autoIncrement()]
 }
 
+/** The new row's key: by RETURNING where the database has it, by MySQL's insertId elsewhere. */
+async function insertedId (db: Kysely<any>, table: string, values: Record<string, unknown>): Promise<number> {
+  const insert = db.insertInto(table).values(values)
+  if (db.getExecutor().adapter.supportsReturning) return Number((await insert.returning('id').executeTakeFirstOrThrow()).id)
+  return Number((await insert.executeTakeFirstOrThrow()).insertId)
+}
+
 // Two organisations, each with its projects, tasks and tags: [org, project, tasks ([title, tags])].
 const seed: Array<[string, string, Array<[string, string[]]>]> = [
   ['acme', 'Rocket skates', [['Order wheels', ['urgent']], ['Test on a cliff', ['urgent', 'outdoor']]]],
@@ -48,16 +55,14 @@ const migrations: Record<string, Migration> = {
         .execute()
       const tags = new Map<string, number>()
       for (const [org, project, tasks] of seed) {
-        const { id: projectId } = await db.insertInto('projects').values({ name: project, org })
-          .returning('id').executeTakeFirstOrThrow()
+        const projectId = await insertedId(db, 'projects', { name: project, org })
         for (const [title, names] of tasks) {
-          const { id: taskId } = await db.insertInto('tasks').values({ title, org, project_id: projectId })
-            .returning('id').executeTakeFirstOrThrow()
+          const taskId = await insertedId(db, 'tasks', { title, org, project_id: projectId })
           for (const name of names) {
             const tagKey = `${org}/${name}`
             let tagId = tags.get(tagKey)
             if (tagId === undefined) {
-              tagId = Number((await db.insertInto('tags').values({ name, org }).returning('id').executeTakeFirstOrThrow()).id)
+              tagId = await insertedId(db, 'tags', { name, org })
               tags.set(tagKey, tagId)
             }
             await db.insertInto('task_tags').values({ task_id: taskId, tag_id: tagId }).execute()

@@ -67,7 +67,8 @@ export class Statements {
       return andThen(
         this.#byIdSelecting.execute(
           db,
-          `${selection?.shape ?? '*'}|${scope.shape}`,
+          // The scope's shape alone when every column is read: a key already hashed, not a new string per request.
+          selection === undefined ? scope.shape : `${selection.shape}|${scope.shape}`,
           [id, ...scope.parameters],
           () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where),
           true

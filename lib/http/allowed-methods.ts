@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { ViewsetErrors } from '../errors.js'
+import { isRecord } from '../schema/object-schema.js'
 import { acceptPatch } from '../schema/openapi.js'
 
 /** The handlers of the routes added here: they run no user code (see {@link isMethodRoute}). */
@@ -28,6 +29,16 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
     for (const method of methods) set.add(method.toUpperCase())
   })
   return byPath
+}
+
+/**
+ * The paths of a viewset whose unserved methods answer 405: the collection, the element and, where the key is an
+ * integer (so that no row can be named `bulk`), `/bulk`, whose GET would otherwise reach `/:id` and answer 400.
+ */
+export function methodPaths (routes: readonly RouteOptions[]): string[] {
+  const params = routes.find((route) => route.url === '/:id')?.schema?.params
+  const id = isRecord(params) && isRecord(params.properties) ? params.properties.id : undefined
+  return isRecord(id) && id.type === 'integer' ? ['', '/:id', '/bulk'] : ['', '/:id']
 }
 
 /** The `Allow` of a concrete path of the scope, or `undefined` when the viewset does not serve it. */

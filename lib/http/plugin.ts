@@ -2,7 +2,7 @@ import type {
   FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, preHandlerAsyncHookHandler, RouteOptions,
 } from 'fastify'
 import fp from 'fastify-plugin'
-import { addMethodRoutes, collectMethods, isMethodRoute } from './allowed-methods.js'
+import { addMethodRoutes, collectMethods, isMethodRoute, methodPaths } from './allowed-methods.js'
 import type { AllowOf } from './allowed-methods.js'
 import { protectCustomRoute } from './auth.js'
 import { identityBodies } from './content-encoding.js'
@@ -137,7 +137,7 @@ export function viewsetPlugin (
     await mounted.customRoutes(fastify)
     mounted.checkProtectedRoutes(protectedRoutes)
     // After the custom routes, so that a custom route on a generated path counts as allowed.
-    allowOf = addMethodRoutes(fastify, ['', '/:id'], registered)
+    allowOf = addMethodRoutes(fastify, methodPaths(mounted.routes), registered)
   }
   return fp(plugin, { fastify: '5.x', name: `fastify-viewsets:${table}`, encapsulate: true })
 }

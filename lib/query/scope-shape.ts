@@ -4,13 +4,18 @@ import { LruCache } from '../execution/lru-cache.js'
 
 // A scope is rebuilt by its rule on every request, and compiling it to learn its shape cost more than the rest of a
 // scoped GET. Its operation nodes spelled without their bound values name the SQL it compiles to, so the shape and
-// the order in which the compiler binds those values are learnt once per spelling and dialect, then reused.
+// the order in which the compiler binds those values are learnt once per spelling and dialect, then reused. A learnt
+// shape is named by a short key rather than its SQL: it goes into the statement caches' keys of every request, whose
+// hashing costs by length.
 
-/** What one spelling compiles to: the shape, and for each bound parameter the index of its value in walk order. */
+/** What one spelling compiles to: its key, and for each bound parameter the index of its value in walk order. */
 interface LearntShape {
-  readonly sql: string
+  readonly key: string
   readonly order: readonly number[]
 }
+
+/** Learnt shapes so far in this process: each key is new, so a key names one spelling's SQL for good. */
+let learntCount = 0
 
 /** A value stand-in while a spelling is compiled: where it lands among the parameters gives the binding order. */
 class Slot {
@@ -82,14 +87,15 @@ function isOperationNode (value: unknown): value is OperationNode {
 }
 
 /**
- * The SQL `node` compiles to through `compile`, and its parameters, learnt once per spelling on `db`'s dialect.
- * `compile` must compile the given node the same way whatever its values are; an instance with plugins (which
- * may rewrite values) compiles every time.
+ * The shape of `node` (a key that two nodes share only when they compile to the same SQL through `compile`: a short
+ * learnt key, or the SQL itself when it cannot be learnt) and its parameters, learnt once per spelling on `db`'s
+ * dialect. `compile` must compile the given node the same way whatever its values are; an instance with plugins
+ * (which may rewrite values) compiles every time.
  *
  * @example
  * ```ts
  * const compile = (n: OperationNode) => db.selectFrom('items').where(expressionOf(n)).compile()
- * const { sql, parameters } = compiledOnce(db, 'items', node, compile) // compiles once per spelling
+ * const { shape, parameters } = compiledOnce(db, 'items', node, compile) // compiles once per spelling
  * ```
  */
 export function compiledOnce (
@@ -97,11 +103,11 @@ export function compiledOnce (
   context: string,
   node: OperationNode,
   compile: (node: OperationNode) => { readonly sql: string, readonly parameters: readonly unknown[] }
-): { readonly sql: string, readonly parameters: readonly unknown[] } {
+): { readonly shape: string, readonly parameters: readonly unknown[] } {
   const executor = db.getExecutor()
   const values: unknown[] = []
   const spelled = executor.plugins.length === 0 ? spell(node, values) : undefined
-  if (spelled === undefined) return compile(node)
+  if (spelled === undefined) return compiledNow(node, compile)
   let shapes = learnt.get(executor.adapter)
   if (shapes === undefined) {
     shapes = new LruCache(maxSpellings)
@@ -113,10 +119,18 @@ export function compiledOnce (
     shape = learn(node, compile)
     shapes.set(key, shape)
   }
-  if (shape === null) return compile(node)
+  if (shape === null) return compiledNow(node, compile)
   const parameters: unknown[] = []
   for (const index of shape.order) parameters.push(values[index])
-  return { sql: shape.sql, parameters }
+  return { shape: shape.key, parameters }
+}
+
+function compiledNow (
+  node: OperationNode,
+  compile: (node: OperationNode) => { readonly sql: string, readonly parameters: readonly unknown[] }
+): { readonly shape: string, readonly parameters: readonly unknown[] } {
+  const { sql, parameters } = compile(node)
+  return { shape: sql, parameters }
 }
 
 /** Compiles the tree with slots for values; `null` when a parameter is not one of them (so it is not learnt). */
@@ -127,11 +141,11 @@ function learn (
   let count = 0
   const slotted = withSlots(node, () => new Slot(count++))
   if (!isOperationNode(slotted)) return null
-  const { sql, parameters } = compile(slotted)
+  const { parameters } = compile(slotted)
   const order: number[] = []
   for (const parameter of parameters) {
     if (!(parameter instanceof Slot)) return null
     order.push(parameter.index)
   }
-  return { sql, order }
+  return { key: `scope#${++learntCount};`, order } // the `;` ends it: a shape joined to others stays one
 }

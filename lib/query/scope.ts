@@ -37,9 +37,10 @@ export interface ScopeCondition extends Condition {
 
 /**
  * A viewset's `scope` as one more `WHERE` term of the statements of a request: its column references
- * qualified with the table, and its `shape` the SQL it compiles to (values apart), so that a scoped LIST
- * still shares one compiled statement per shape. The length prefix keeps two scopes from ever spelling
- * the same shape once joined with the other terms.
+ * qualified with the table, and its `shape` a key of the SQL it compiles to (values apart: a short key learnt once per
+ * spelling, else the SQL itself), so that a scoped LIST still shares one compiled statement per shape. The SQL's
+ * length prefix, and the learnt key's end mark, keep two scopes from ever spelling the same shape once joined with
+ * the other terms.
  *
  * @example
  * ```ts
@@ -52,7 +53,7 @@ export function scopeCondition (db: AnyDatabase, table: string, expression: Expr
   let qualified: Expression<SqlBool> | undefined
   const where = (): Expression<SqlBool> => (qualified ??= qualify(table, node))
   // Compiled only for its text and values (a statement never run), once per spelling of the rule's tree.
-  const { sql: shape, parameters } = compiledOnce(db, table, node, (unbound) => {
+  const { shape, parameters } = compiledOnce(db, table, node, (unbound) => {
     const { sql, parameters: bound } = db.selectFrom(table).where(qualify(table, unbound)).compile()
     return { sql: `scope:${sql.length}:${sql}`, parameters: bound } // the shape, kept flat for the lookups that follow
   })

@@ -129,11 +129,13 @@ export class RuledQuery {
       if (condition !== undefined) conditions.push(condition)
     }
     if (conditions.length === 0) return await this.#base.run(db, keys)
-    let shape = ''
-    const parameters: unknown[] = []
-    for (const condition of conditions) {
-      shape += condition.shape
-      parameters.push(...condition.parameters)
+    // One rule (the usual case): its shape and parameters as they are, no new key string to hash per request.
+    const [only] = conditions
+    let shape = only?.shape ?? ''
+    let parameters = only?.parameters ?? []
+    if (conditions.length > 1) {
+      shape = conditions.map((condition) => condition.shape).join('')
+      parameters = conditions.flatMap((condition) => condition.parameters)
     }
     let query = this.#shapes.get(shape)
     if (query === undefined) {

@@ -113,6 +113,23 @@ for (const dialect of dialects) {
       assert.deepEqual(methods, ['BULK', 'BULK'])
     })
 
+    test('with an integer key, /bulk is a path of its own: its other methods are 405s with Allow, and change nothing', async (t) => {
+      const { app, db } = await bulkApp(t, dialect, { methods: ['LIST', 'GET', 'POST', 'BULK', 'PATCH', 'DELETE'] })
+      await db.insertInto('items').values({ name: 'kept' }).execute()
+      for (const method of ['GET', 'PATCH', 'DELETE', 'PUT'] as const) {
+        const answer = await app.inject({ method, url: '/items/bulk', ...(method === 'PATCH' ? { payload: { name: 'x' } } : {}) })
+        assert.equal(answer.statusCode, 405, `${method}: ${answer.body}`)
+        assert.equal(answer.headers.allow, 'POST, OPTIONS')
+        assert.equal(problemOf(answer).code, 'FST_VIEWSET_METHOD_NOT_ALLOWED')
+      }
+      const options = await app.inject({ method: 'OPTIONS', url: '/items/bulk' })
+      assert.equal(options.statusCode, 204)
+      assert.equal(options.headers.allow, 'POST, OPTIONS')
+      assert.deepEqual((await db.selectFrom('items').select('name').execute()).map((row) => row.name), ['kept'])
+      // The element path is as before.
+      assert.equal((await app.inject({ method: 'GET', url: '/items/bulk2' })).statusCode, 400)
+    })
+
     test('BULK is registered only when listed, and documented as createMany{Name}', async (t) => {
       const plain = await bulkApp(t, dialect, {})
       const refused = await plain.app.inject({ method: 'POST', url: '/items/bulk', payload: [{ name: 'a' }] })

@@ -34,13 +34,11 @@ const examplesDir = fileURLToPath(new URL('../../examples/', import.meta.url))
 type Build = (options: { db: Kysely<any>; env: Record<string, string> }) => Promise<FastifyInstance>
 
 /**
- * Every example with an `app.ts` that exports `build()` (cluster has none: it runs basic in workers), but tenants:
- * every route needs a tenant's token and it serves no token endpoint to get one from (tenants-example.test.ts signs
- * its tokens and covers it).
+ * Every example with an `app.ts` that exports `build()` (cluster has none: it runs basic in workers). auth and tenants
+ * serve POST /token for the demo user when DEMO_PASSWORD is set, as it is below.
  */
 const examples = readdirSync(examplesDir, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(join(examplesDir, entry.name, 'app.ts')))
-  .filter((entry) => entry.name !== 'tenants')
   .map((entry) => entry.name)
   .sort()
 
@@ -71,8 +69,16 @@ interface KnownGap {
   dialects?: Array<TestDialect['name']>
 }
 
-// Empty: every issue-17 gap is closed. A new failure fails the test; add it here only with a reason.
-const knownGaps: KnownGap[] = []
+// Every issue-17 gap is closed. A new failure fails the test; add it here only with a reason.
+const knownGaps: KnownGap[] = [
+  {
+    key: 'tenants: doc-response-optional * /tasks* 20* org',
+    count: 3,
+    item: '2',
+    reason: 'a field rule (fieldAccess) may hide any field but the key, so the served schema of a ruled viewset ' +
+      'requires only the key (mount/field-rules.ts servedSchema); org is always sent to this example\'s callers',
+  },
+]
 
 const globRegex = (key: string) => new RegExp(`^${key.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`)
 
@@ -324,13 +330,13 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
     const payload = JSON.stringify(
       Object.fromEntries(strings.slice(0, 1).map(([name, property]) => [name, sample(contract, property, 1, true)]))
     )
-    const read = await app.inject({ method: 'GET', url })
+    const read = await app.inject({ method: 'GET', url, headers })
     const tag = typeof read.headers.etag === 'string' ? read.headers.etag : '"none"'
     await send(contract.find('GET', url), {
       label: 'If-None-Match',
       method: 'GET',
       url,
-      headers: { 'if-none-match': tag },
+      headers: { ...headers, 'if-none-match': tag },
       expect: 304,
       expectHeaders: ['etag'],
     })
@@ -345,7 +351,7 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
       )
     }
     const written = writes.find((write) => write.statusCode === 200)?.headers.etag
-    const after = (await app.inject({ method: 'GET', url })).headers.etag
+    const after = (await app.inject({ method: 'GET', url, headers })).headers.etag
     if (written !== undefined && written !== after) {
       note(
         `expected-header write etag PATCH ${where}`,
@@ -384,7 +390,8 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
 
     // valid: as documented, twice for creates (LIST then has a next page)
     await valid('valid', url, {
-      expectHeaders: ref.method === 'post' && !ref.path.endsWith('/token') ? ['location', 'etag'] : etag,
+      // A BULK creates many rows: no one Location, no one ETag.
+      expectHeaders: ref.method === 'post' && !/\/(token|bulk)$/.test(ref.path) ? ['location', 'etag'] : etag,
     })
     const again = ref.method === 'post' ? bodyOf(ref, true) : undefined // a new sample: unique columns
     if (again !== undefined) await valid('valid', url, { payload: again.payload })
@@ -447,7 +454,8 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
       if (ref.method === 'patch' && body !== undefined) await conditional(ref, url, headers)
     }
     if (body !== undefined) {
-      await invalid('bad body', url, { payload: '[]', expect: 400 })
+      // The other kind of JSON value: an array where an object is expected, and an object where an array is (BULK).
+      await invalid('bad body', url, { payload: body.payload.startsWith('[') ? '{}' : '[]', expect: 400 })
       await invalid('not JSON', url, { payload: '{"name":', expect: 400 })
       // A form endpoint (the OAuth2 token endpoint) answers RFC 6749's 400 invalid_request instead.
       if (body.type !== form) {
@@ -484,7 +492,11 @@ async function exercise (t: TestContext, app: FastifyInstance, example: string):
     const missing = httpMethods.find((method) => item[method] === undefined)
     if (missing === undefined) continue
     const url = path.replace(/\{[^}]+\}/g, () => ids.get(collectionOf(path)) ?? '1')
-    await send(undefined, { label: '405', method: missing.toUpperCase(), url, expect: 405 })
+    // With the token the path's operations take: a protected path answers 401 to anyone before it says 405.
+    const secured = httpMethods.some((method) =>
+      (item[method]?.security ?? []).some((requirement) => Object.keys(requirement).length > 0))
+    const headers = token !== undefined && secured ? { authorization: `Bearer ${token}` } : {}
+    await send(undefined, { label: '405', method: missing.toUpperCase(), url, headers, expect: 405 })
     // OPTIONS is HTTP's own, not an operation the document lists: only the issue's expectations apply.
     if (item.patch !== undefined) {
       await send(undefined, {
@@ -547,8 +559,11 @@ function documentChecks (contract: Contract, note: (key: string, message: string
         note(`doc-header-undeclared ${where} ${status} ${header}`, `${status} does not declare ${header}`)
       }
     }
-    want('201', 'location')
-    want('201', 'etag')
+    // A BULK creates many rows: no one Location, no one ETag.
+    if (!ref.path.endsWith('/bulk')) {
+      want('201', 'location')
+      want('201', 'etag')
+    }
     want('401', 'www-authenticate')
     want('403', 'www-authenticate')
     want('503', 'retry-after')

@@ -35,15 +35,23 @@ for (const dialect of dialects) {
           { id: 1, owner: 'alice', rank: 1 }, { id: 2, owner: 'alice', rank: 5 }, { id: 3, owner: 'bob', rank: 2 },
           { id: 4, owner: null, rank: 9 }, { id: 104, owner: 'bob', rank: 0 },
         ]).execute()
+        const shapes = new Set<string>()
+        const texts = new Set<string>()
         for (const [a, b] of [['alice', 2], ['bob', 4], ['alice', 4]] as const) {
           const learnt = scopeCondition(db, 'items', rule(a, b))
           const direct = db.selectFrom('items').where(learnt.where).compile() // the tree this call built, compiled now
-          assert.equal(learnt.shape, `scope:${direct.sql.length}:${direct.sql}`)
+          shapes.add(learnt.shape)
+          texts.add(direct.sql)
+          // A short learnt key, not the SQL: it is hashed into the statement caches' keys on every request.
+          assert.match(learnt.shape, /^scope#\d+;$/)
           assert.deepEqual(learnt.parameters, direct.parameters)
           const rows = await db.selectFrom('items').select('id').where(learnt.where).orderBy('id').execute()
           const expected = await db.selectFrom('items').select('id').where(rule(a, b)).orderBy('id').execute()
           assert.deepEqual(rows, expected)
         }
+        // One shape for the three calls, as they compile to one SQL text.
+        assert.equal(texts.size, 1)
+        assert.equal(shapes.size, 1)
       })
     }
     test('a spelling seen before is not compiled again; another one is', async (t) => {
@@ -57,9 +65,9 @@ for (const dialect of dialects) {
       const second = compiledOnce(db, 'items counted', eb('owner', '=', 'bob').toOperationNode(), compile)
       const other = compiledOnce(db, 'items counted', eb('owner', '<>', 'bob').toOperationNode(), compile)
       assert.equal(compiled, 2)
-      assert.equal(second.sql, first.sql)
+      assert.equal(second.shape, first.shape)
       assert.deepEqual([first.parameters, second.parameters, other.parameters], [['alice'], ['bob'], ['bob']])
-      assert.notEqual(other.sql, first.sql)
+      assert.notEqual(other.shape, first.shape)
     })
   })
 }

@@ -41,8 +41,6 @@ const only = process.env.OPENAPI_EXAMPLES?.split(',').map((name) => name.trim())
 const examples = [
   ...readdirSync(examplesDir, { withFileTypes: true })
     .filter((entry) => entry.isDirectory() && existsSync(join(examplesDir, entry.name, 'app.ts')))
-    // tenants: every route needs a tenant's token and it has no token endpoint (tenants-example.test.ts covers it).
-    .filter((entry) => entry.name !== 'tenants')
     .map((entry) => entry.name),
   'cluster',
 ]
