@@ -64,6 +64,7 @@ const knownOptionKeys = {
     'authenticate',
     'authorize',
     'searchFields',
+    'fullText',
     'orderingFields',
     'defaultOrder',
     'filterFields',

@@ -7,6 +7,7 @@ import type { RelatedConfig } from './relations/config.js'
 import type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 import type { ViewsetToken } from './tokens.js'
 import type { FieldAccessFunction } from './query/field-access.js'
+import type { FullTextOptions } from './query/full-text.js'
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
@@ -224,6 +225,8 @@ export interface ViewsetOptions<
   /** Fields matched by `?search=` (case-insensitive substring, OR-ed); also `selectRelated` paths such as
    * `'author.name'`. */
   searchFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
+  /** `?q=`: full-text search in these string fields through the database's own index (README "Full-text search"). */
+  fullText?: FullTextOptions<FieldOf<S>>
   /** Fields allowed in `?order_by=`; also `selectRelated` paths such as `'author.name'`. */
   orderingFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
   /** Order when `?order_by` is absent, such as `'-created_at'` or `'name,-id'`. */

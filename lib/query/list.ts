@@ -12,6 +12,7 @@ import type { ListQueryPlan } from './list-query.js'
 import { planOrdering } from './ordering.js'
 import type { RelatedRoot } from './related-paths.js'
 import { planSearch } from './search.js'
+import { planFullText } from './full-text.js'
 
 /** What LIST needs to know, gathered once at registration. */
 export interface ListContext {
@@ -19,7 +20,7 @@ export interface ListContext {
   readonly resolved: ResolvedOptions
   readonly options: Pick<
     ViewsetOptions<unknown, never, never>,
-    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields'
+    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields' | 'fullText'
   >
   /** The entity schema as served (plain JSON Schema). */
   readonly entity: JsonSchema
@@ -98,12 +99,14 @@ export function createListPlan (context: ListContext): ListPlan {
   const { counting } = resolved
 
   const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength, context.related)
+  const fullText = planFullText(options.fullText, fields, dialect, resolved)
   const ordering = planOrdering(
     options.orderingFields,
     options.defaultOrder,
     fields,
     resolved.primaryKey,
-    context.related
+    context.related,
+    fullText.orderKeys
   )
   const selection = context.fieldsPlan ?? planFields(entity, columns, selected)
   const general = {
@@ -111,6 +114,7 @@ export function createListPlan (context: ListContext): ListPlan {
     count: countSchema(counting),
     ...selection.properties,
     ...search.properties,
+    ...fullText.properties,
     ...ordering.properties,
   }
   const filters = planFilters(
@@ -127,6 +131,7 @@ export function createListPlan (context: ListContext): ListPlan {
     prefer: counting.allow === false ? undefined : preferSchema(counting),
     query: {
       search,
+      fullText,
       ordering,
       filters,
       fields: selection,

@@ -271,12 +271,15 @@ export function planOrdering (
   defaultOrder: unknown,
   fields: ReadonlyMap<string, ScalarField>,
   primaryKey: string,
-  related?: RelatedRoot
+  related?: RelatedRoot,
+  computed: ReadonlyMap<string, SortableField> = new Map()
 ): OrderingPlan {
   const key = fields.get(primaryKey)
   if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
   const allowed = allowedFields(orderingFields, fields, related)
   const defaultOrdering = plannedDefaultOrder(defaultOrder, fields, allowed, primaryKey)
+  // Values a request computes (`relevance` of q: query/full-text.ts) may be asked for, never be the default.
+  for (const [name, field] of computed) allowed.set(name, field)
   const byPrimaryKey = defaultOrdering.shape === primaryKey
   const allowedList = nameList(allowed.keys())
   // An ordering is plain immutable data and clients repeat a few `order_by` texts: each is parsed once
@@ -303,8 +306,8 @@ export function planOrdering (
   }
 }
 
-/** A field `order_by` may name: a scalar column, or a related value reached through a relation path. */
-type SortableField = ScalarField & Pick<OrderKey, 'expression' | 'related'>
+/** A field `order_by` may name: a scalar column, or a value computed in SQL (a relation path's, q's relevance). */
+export type SortableField = ScalarField & Pick<OrderKey, 'expression' | 'related'>
 
 /** Checks `orderingFields`: the fields `order_by` may name, each once. */
 function allowedFields (

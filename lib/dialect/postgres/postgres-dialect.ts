@@ -14,6 +14,7 @@ import {
   insertReturning,
   updateReturning,
 } from '../shared/returning-writes.js'
+import { postgresFullText } from './postgres-full-text.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -144,5 +145,6 @@ export const postgresDialect: ViewsetDialect = {
   statistics: postgresStatistics,
   replication: postgresReplication,
   rowSecurity: postgresRowSecurity,
+  fullText: postgresFullText,
   classify,
 }
