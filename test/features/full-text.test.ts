@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
-import { sql } from 'kysely'
-import type { Kysely } from 'kysely'
+import { DummyDriver, Kysely, sql, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely'
+import { costOf } from '../../lib/execution/cost-class.js'
+import type { Row } from '../../lib/sql.js'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import { createViewset, fieldAccessByRole, viewsetDocs } from 'fastify-viewsets'
@@ -218,12 +219,31 @@ for (const dialect of dialects) {
       await app.register(createViewset({ db, ...owned('tasks', Type.Omit(TaskRow, ['tags'])), fullText: { fields: ['title', 'secret'] } } as never),
         { prefix: '/tasks' })
       const document = (await app.inject('/docs/json')).json()
-      const parameters: Array<{ name: string, schema: Record<string, unknown> }> = document.paths['/tasks'].get.parameters
+      const parameters: Array<{ name: string, description?: string, schema: Record<string, unknown> }> = document.paths['/tasks'].get.parameters
       const q = parameters.find((parameter) => parameter.name === 'q')
       assert.equal(q?.schema.type, 'string')
-      assert.match(String(q?.schema.description), /every word must match/)
+      assert.match(String(q?.description ?? q?.schema.description), /every word must match/)
       const orderBy = parameters.find((parameter) => parameter.name === 'order_by')
       assert.ok(new RegExp(String(orderBy?.schema.pattern), 'u').test('-relevance'))
     })
   })
 }
+
+test('cost class: q and its relevance order are served by the index, not classed heavy by their shape', () => {
+  const db = new Kysely<Record<string, Row>>({
+    dialect: {
+      createAdapter: () => new SqliteAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
+      createQueryCompiler: () => new SqliteQueryCompiler(),
+    },
+  })
+  for (const seam of Object.values(seams)) {
+    const text = seam.text(['bread', 'rye'])
+    const select = db.selectFrom('tasks').selectAll().where(seam.matches(index, text))
+    assert.equal(costOf(select.orderBy('id').limit(10).compile().query), 'cheap')
+    assert.equal(costOf(select.orderBy(seam.relevance(index, text), 'desc').orderBy('id').limit(10).compile().query), 'cheap')
+  }
+  // A substring search, for comparison, reads every row.
+  assert.equal(costOf(db.selectFrom('tasks').selectAll().where('title', 'like', '%bread%').compile().query), 'heavy')
+})
