@@ -2,6 +2,7 @@ export { Viewset } from './viewset.js'
 export { createViewset } from './create-viewset.js'
 export { fieldAccessByRole } from './query/field-access.js'
 export type { FieldAccess, FieldAccessContext, FieldAccessFunction } from './query/field-access.js'
+export type { FullTextOptions } from './query/full-text.js'
 export type {
   CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, PageParameters,
   PageParameters as Pagination, UpdateRequest, ValidatedListQuery,

@@ -24,7 +24,8 @@ import { boundedTerm } from './search.js'
  *
  * @example
  * ```ts
- * createViewset({ db, table: 'articles', schema: Article, fullText: { fields: ['title', 'body'], language: 'english' } })
+ * const fullText = { fields: ['title', 'body'], language: 'english' }
+ * createViewset({ db, table: 'articles', schema: Article, fullText })
  * ```
  */
 export interface FullTextOptions<F extends string = string> {
@@ -86,7 +87,7 @@ function searchText (query: Record<string, unknown>, fullText: DialectFullText, 
   return fullText.text(words)
 }
 
-/** Checks `fullText` against the schema: its string fields, each once, PostgreSQL's configuration and SQLite's table. */
+/** Checks `fullText` against the schema: string fields, each once, PostgreSQL's configuration and SQLite's table. */
 export function fullTextIndex (
   option: unknown,
   fields: ReadonlyMap<string, ScalarField>,

@@ -123,7 +123,8 @@ for (const dialect of dialects) {
       const seen: number[] = []
       let url: string | undefined = '/tasks?q=bread&limit=1'
       while (url !== undefined) {
-        const page = await app.inject({ url, headers: alice })
+        const page: { statusCode: number, headers: Record<string, unknown>, json: () => any } =
+          await app.inject({ url, headers: alice })
         assert.equal(page.statusCode, 200)
         seen.push(...ids(page.json()))
         const next = /<([^>]+)>; rel="next"/.exec(String(page.headers.link ?? ''))?.[1]

@@ -66,7 +66,8 @@ export const sqliteFullText: DialectFullText = {
         const text = squeezed(row.sql)
         return row.type === 'trigger' && text.includes(`after${event}on`) && text.includes(`into${fts}(`)
       })
-      if (!kept) return `SQLite has no trigger AFTER ${event.toUpperCase()} ON "${index.table}" that writes "${index.ftsTable}"`
+      const writes = `writes "${index.ftsTable}"`
+      if (!kept) return `SQLite has no trigger AFTER ${event.toUpperCase()} ON "${index.table}" that ${writes}`
     }
     return undefined
   },
