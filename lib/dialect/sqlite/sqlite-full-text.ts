@@ -49,10 +49,15 @@ export const sqliteFullText: DialectFullText = {
   matches: ({ table, key, ftsTable }, text) =>
     sql<boolean>`${sql.ref(`${table}.${key}`)} in (select rowid from ${sql.table(ftsTable)} where ${
       sql.table(ftsTable)} match ${text})`,
-  // bm25 is smaller for a better match: negated, larger is more relevant, as on the other databases.
-  relevance: ({ table, key, ftsTable }, text) =>
-    sql<number>`(select -bm25(${sql.table(ftsTable)}) from ${sql.table(ftsTable)} where ${
-      sql.table(ftsTable)} match ${text} and rowid = ${sql.ref(`${table}.${key}`)})`,
+  // bm25 is smaller for a better match: negated, larger is more relevant, as on the other databases. Each bm25 reads
+  // its words' whole doclists: the ranks are read once per statement, into a subquery SQLite materializes and indexes
+  // (`limit -1` keeps it from being flattened), not once per row (quadratic: 232 ms against 10 ms for 677 matches of
+  // 100,000 rows, benchmarks/analysis.md#full-text-relevance).
+  relevance: ({ table, key, ftsTable }, text) => {
+    const fts = sql.table(ftsTable)
+    return sql<number>`(select s from (select rowid as r, -bm25(${fts}) as s from ${fts} where ${fts} match ${
+      text} limit -1) where r = ${sql.ref(`${table}.${key}`)})`
+  },
   async problem (db, index) {
     const { rows } = await sql<SchemaRow>`
       select type, name, sql from sqlite_schema
