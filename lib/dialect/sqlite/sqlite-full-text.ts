@@ -52,7 +52,7 @@ export const sqliteFullText: DialectFullText = {
   // bm25 is smaller for a better match: negated, larger is more relevant, as on the other databases. Each bm25 reads
   // its words' whole doclists: the ranks are read once per statement, into a subquery SQLite materializes and indexes
   // (`limit -1` keeps it from being flattened), not once per row (quadratic: 232 ms against 10 ms for 677 matches of
-  // 100,000 rows, benchmarks/analysis.md#full-text-relevance).
+  // 100,000 rows: benchmarks/analysis.md, "Full-text relevance").
   relevance: ({ table, key, ftsTable }, text) => {
     const fts = sql.table(ftsTable)
     return sql<number>`(select s from (select rowid as r, -bm25(${fts}) as s from ${fts} where ${fts} match ${
