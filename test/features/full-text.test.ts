@@ -207,6 +207,37 @@ for (const dialect of dialects) {
         tenantsApp(t, dialect, { tasks: { fullText: { fields: ['title', 'owner_id'] } } }),
         /fullText.*"owner_id" is not a string column/
       )
+      await assert.rejects(
+        tenantsApp(t, dialect, { tasks: { fullText: { fields: ['title'], lang: 'english' } } }),
+        /fullText.*unknown key "lang"/
+      )
+    })
+
+    test('language applies on PostgreSQL only; SQLite reads the FTS5 table fullText.table names', async (t) => {
+      const english = { ...index, language: 'english', ftsTable: 'task_search' }
+      const { app, alice } = await tenantsApp(t, dialect, {
+        prepare: async (db) => {
+          await reword(db)
+          for (const statement of seams[dialect.name].migration(english).split('\n')) {
+            await sql.raw(statement).execute(db)
+          }
+        },
+        tasks: { fullText: { fields: ['title', 'secret'], language: 'english', table: 'task_search' } },
+      })
+      // English stems "breads" to "bread" on PostgreSQL; elsewhere a word matches as written.
+      const stemmed = await app.inject({ url: '/tasks?q=breads', headers: alice })
+      assert.equal(stemmed.statusCode, 200)
+      assert.deepEqual(ids(stemmed.json()).sort(), dialect.name === 'postgres' ? [1, 2, 5] : [])
+      const plain = await app.inject({ url: '/tasks?q=bread', headers: alice })
+      assert.deepEqual(ids(plain.json()).sort(), [1, 2, 5])
+      if (dialect.name !== 'postgres') return
+      // An index on another configuration serves no statement of this one: startup says so.
+      await assert.rejects(tenantsApp(t, dialect, {
+        prepare: async (db) => {
+          for (const statement of postgresFullText.migration(english).split('\n')) await sql.raw(statement).execute(db)
+        },
+        tasks: { fullText: { fields: ['title', 'secret'] } },
+      }), /fullText.*no GIN index on to_tsvector\('simple'/s)
     })
 
     test('OpenAPI documents q and relevance', async (t) => {
