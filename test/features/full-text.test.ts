@@ -56,6 +56,7 @@ async function searchApp (t: TestContext, dialect: TestDialect, tasks: Record<st
     tasks: {
       fullText: { fields: ['title', 'secret'] },
       filterFields: { project_id: ['eq'] },
+      searchFields: ['title'],
       orderingFields: ['title'],
       fieldAccess: fieldAccessByRole({ admin: {}, support: { hidden: ['secret'] } }, roleOf, {}),
       ...tasks,
@@ -109,6 +110,9 @@ for (const dialect of dialects) {
       assert.deepEqual(ids(counted.json()), [1])
       const all = await app.inject({ url: '/tasks?q=bread&count=true', headers: alice })
       assert.equal(all.headers['x-total-count'], '3')
+      const estimated = await app.inject({ url: '/tasks?q=bread', headers: { ...alice, prefer: 'count=estimated' } })
+      assert.equal(estimated.statusCode, 200)
+      assert.equal(estimated.headers['x-total-count'], '3')
       const bobs = await app.inject({ url: '/tasks?q=rye&count=true', headers: bob })
       assert.equal(bobs.headers['x-total-count'], '1')
       assert.deepEqual(ids(bobs.json()), [3])
@@ -134,6 +138,25 @@ for (const dialect of dialects) {
       const whole = await app.inject({ url: '/tasks?q=bread&limit=10', headers: alice })
       assert.deepEqual(seen, ids(whole.json()))
       assert.deepEqual([...seen].sort(), [1, 2, 5])
+      // With search, a group, another key before relevance, and backwards through prev links.
+      const query = 'q=bread&search=e&or=(project_id.1,project_id.3,project_id.2)&order_by=title,-relevance'
+      const forward: number[] = []
+      let last: string | undefined
+      url = `/tasks?${query}&limit=1`
+      while (url !== undefined) {
+        const page: { statusCode: number, headers: Record<string, unknown>, json: () => any } =
+          await app.inject({ url, headers: alice })
+        assert.equal(page.statusCode, 200, url)
+        forward.push(...ids(page.json()))
+        last = url
+        const next = /<([^>]+)>; rel="next"/.exec(String(page.headers.link ?? ''))?.[1]
+        url = next === undefined ? undefined : next.slice(next.indexOf('/tasks'))
+      }
+      assert.deepEqual(forward, [2, 1, 5])
+      const back = await app.inject({ url: last ?? '', headers: alice })
+      const prev = /<([^>]+)>; rel="prev"/.exec(String(back.headers.link ?? ''))?.[1] ?? ''
+      const before = await app.inject({ url: prev.slice(prev.indexOf('/tasks')), headers: alice })
+      assert.deepEqual(ids(before.json()), [1])
     })
 
     test('bad q and relevance without q are 400s that change nothing', async (t) => {
