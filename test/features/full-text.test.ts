@@ -157,6 +157,16 @@ for (const dialect of dialects) {
       const prev = /<([^>]+)>; rel="prev"/.exec(String(back.headers.link ?? ''))?.[1] ?? ''
       const before = await app.inject({ url: prev.slice(prev.indexOf('/tasks')), headers: alice })
       assert.deepEqual(ids(before.json()), [1])
+      // Least relevant first: every key ascending, one row-value comparison.
+      const ascending: number[] = []
+      url = '/tasks?q=rye&order_by=relevance&limit=1'
+      while (url !== undefined) {
+        const page: { headers: Record<string, unknown>, json: () => any } = await app.inject({ url, headers: alice })
+        ascending.push(...ids(page.json()))
+        const next = /<([^>]+)>; rel="next"/.exec(String(page.headers.link ?? ''))?.[1]
+        url = next === undefined ? undefined : next.slice(next.indexOf('/tasks'))
+      }
+      assert.deepEqual(ascending, [1, 5])
     })
 
     test('bad q and relevance without q are 400s that change nothing', async (t) => {
