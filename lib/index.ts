@@ -2,6 +2,7 @@ export { Viewset } from './viewset.js'
 export { createViewset } from './create-viewset.js'
 export { fieldAccessByRole } from './query/field-access.js'
 export type { FieldAccess, FieldAccessContext, FieldAccessFunction } from './query/field-access.js'
+export type { FullTextOptions } from './query/full-text.js'
 export type {
   CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, PageParameters,
   PageParameters as Pagination, UpdateRequest, ValidatedListQuery,
@@ -13,8 +14,8 @@ export type { ViewsetDocsOptions } from './docs.js'
 export { baseMethods, filterOperators, viewsetMethods } from './options.js'
 export type {
   AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, DerivedScopedMethod,
-  FieldOf, FilterOperator, ReplicaOptions, RowChange, RowContext, RowLevelSecurityOptions, ScopedMethod, ScopeFunction,
-  ScopeRules, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
+  FieldOf, FilterOperator, ListOptions, ReplicaOptions, RowChange, RowContext, RowLevelSecurityOptions, ScopedMethod,
+  ScopeFunction, ScopeRules, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
 } from './options.js'
 export type {
   PrefetchRelated, RelatedConfig, RelationRule, RelationRuleContext, RulesFrom, SelectRelated,
@@ -22,8 +23,8 @@ export type {
 export type { Precondition } from './data/precondition.js'
 export type { IdempotencyOptions } from './data/idempotency-options.js'
 export type { CustomRouteSchemaOptions } from './http/custom-answers.js'
-export { orderByPattern, parseOrderBy } from './query/ordering.js'
-export type { SortKey } from './query/ordering.js'
+export { orderByPattern, parseOrderBy } from './query/order-by.js'
+export type { SortKey } from './query/order-by.js'
 export { problem, ViewsetErrors } from './errors.js'
 export { viewsetFrameworkErrors } from './http/problem-handler.js'
 export type { DatabaseFault } from './errors.js'

@@ -21,26 +21,9 @@ import type { RowLevelSecurityOptions } from './tokens.js'
 export { baseMethods, defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js'
 export type { ReplicaOptions }
 export type {
-  AfterWriteFunction,
-  AfterWriteMethod,
-  AuthorizedMethod,
-  BeforeWriteFunction,
-  CheckedSchema,
-  FieldOf,
-  FilterOperator,
-  RelationPath,
-  RowChange,
-  RowContext,
-  SchemaOf,
-  DerivedScopedMethod,
-  ScopedMethod,
-  ScopeFunction,
-  ScopeRules,
-  TokenClaims,
-  ViewsetMethod,
-  ViewsetOptions,
-  ViewsetToken,
-  WriteMethod,
+  AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator,
+  ListOptions, RelationPath, RowChange, RowContext, SchemaOf, DerivedScopedMethod, ScopedMethod, ScopeFunction,
+  ScopeRules, TokenClaims, ViewsetMethod, ViewsetOptions, ViewsetToken, WriteMethod,
 } from './viewset-options.js'
 export type { RowLevelSecurityOptions } from './tokens.js'
 
@@ -65,6 +48,7 @@ const knownOptionKeys = {
     'authenticate',
     'authorize',
     'searchFields',
+    'fullText',
     'orderingFields',
     'defaultOrder',
     'filterFields',

@@ -4,9 +4,10 @@ import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely'
 import type { RelatedConfig } from './relations/config.js'
-import type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
+import type { AuthorizedMethod, ViewsetMethod } from './methods.js'
 import type { ViewsetToken } from './tokens.js'
 import type { FieldAccessFunction } from './query/field-access.js'
+import type { FieldOf, ListOptions, ObjectFields } from './list-options.js'
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
@@ -15,6 +16,7 @@ import type { RowLevelSecurityOptions } from './tokens.js'
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 export type { TokenClaims, ViewsetToken } from './tokens.js'
+export type { FieldOf, ListOptions, RelationPath } from './list-options.js'
 export type {
   AfterWriteFunction, AfterWriteMethod, BeforeWriteFunction, RowChange, RowContext, WriteMethod,
 } from './write-hooks.js'
@@ -94,22 +96,6 @@ export type ScopeRules<DB, TB extends keyof DB> = {
 }
 
 /**
- * Field names of a schema.
- *
- * @example
- * ```ts
- * const sortable: Array<FieldOf<typeof Item>> = ['name', 'price'] // a name not in Item fails to compile
- * ```
- */
-export type FieldOf<S extends TObject> = keyof Static<S> & string
-
-/**
- * A dotted path through a relation field of the schema, such as `author.name`, `tags.name` or
- * `author.publisher.name`: the relations and the last field are checked against `relatedConfig` at registration.
- */
-export type RelationPath<S extends TObject> = `${ObjectFields<S> & string}.${string}`
-
-/**
  * Options of {@link createViewset} and of the {@link Viewset} constructor.
  *
  * @example
@@ -122,7 +108,7 @@ export interface ViewsetOptions<
   TB extends keyof DB & string,
   S extends TObject,
   R extends RelatedConfig<DB> = RelatedConfig<DB>
-> {
+> extends ListOptions<S> {
   /** The Kysely instance to query. The viewset never closes it. */
   db: Kysely<DB>
   /** Optional Kysely instance for LIST and GET, for example a read replica. Defaults to `db`. */
@@ -141,20 +127,6 @@ export interface ViewsetOptions<
   tags?: readonly string[]
   /** Base of operationIds and component names (default: from the full route prefix, `/admin/items` → `AdminItems`). */
   name?: string
-  /** Largest `limit` a client may ask for (default 100). */
-  maxLimit?: number
-  /** `limit` when the client sends none (default 20). */
-  defaultLimit?: number
-  /**
-   * Largest `offset` a client may ask for (default 10,000): a deep offset makes the database read and
-   * drop every row before it. Past it, LIST answers 400 and the `Link` header has no `next`.
-   */
-  maxOffset?: number
-  /**
-   * Longest `?search=` or `__contains` term, in characters (code points, after URL decoding; default 100).
-   * A substring match reads every row, and its cost grows with the term.
-   */
-  maxSearchLength?: number
   /**
    * An integer column that versions each row: every PUT and PATCH increments it with the write, and the
    * `ETag` is its value (`"3"`). It is read-only. Without it, the `ETag` is a hash of the row as GET sends it.
@@ -232,18 +204,6 @@ export interface ViewsetOptions<
    */
   authorize?: (token: ViewsetToken, method: AuthorizedMethod, request: FastifyRequest) => Promise<boolean> | boolean
 
-  /** Fields matched by `?search=` (case-insensitive substring, OR-ed); also `selectRelated` paths such as
-   * `'author.name'`. */
-  searchFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
-  /** Fields allowed in `?order_by=`; also `selectRelated` paths such as `'author.name'`. */
-  orderingFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
-  /** Order when `?order_by` is absent, such as `'-created_at'` or `'name,-id'`. */
-  defaultOrder?: string
-  /**
-   * Filterable fields and their operators. A relation path (`'author.name'`, `'tags.name'`, at most two
-   * relations) filters the rows that have at least one related row matching.
-   */
-  filterFields?: { readonly [K in FieldOf<S> | RelationPath<S>]?: readonly FilterOperator[] }
   /** Most elements of one `POST {prefix}/bulk` (default 1,000); more is a 400. */
   maxBulk?: number
   /**
@@ -260,55 +220,6 @@ export interface ViewsetOptions<
    * ```
    */
   conflictFields?: readonly FieldOf<S>[]
-  /** Always send `X-Total-Count` (default: only with `?count=true` or `Prefer: count=…`). */
-  alwaysCount?: boolean
-  /**
-   * Which counts LIST gives (default `true`): `true` counts with `?count=true` or `Prefer: count=exact`, and estimates
-   * with `Prefer: count=estimated` (see `countEstimateThreshold`); `'estimated'` gives estimates only (`?count=true`
-   * then estimates, `Prefer: count=exact` is a 400); `false` gives none (either is a 400 that names this option).
-   *
-   * @example
-   * ```ts
-   * createViewset({ db, table: 'events', schema: Event, allowCount: 'estimated' })
-   * ```
-   */
-  allowCount?: boolean | 'estimated'
-  /**
-   * With `Prefer: count=estimated`, a planner estimate (PostgreSQL, MySQL, MariaDB) at or above this is answered as
-   * `X-Total-Count`; below it the rows are counted (default 100,000). SQLite always counts.
-   *
-   * @example
-   * ```ts
-   * createViewset({ db, table: 'events', schema: Event, countEstimateThreshold: 10_000 })
-   * ```
-   */
-  countEstimateThreshold?: number
-  /**
-   * Estimate counts of requests a row rule restricts (default `false`: they are counted, since the planner's
-   * statistics span every tenant's rows).
-   *
-   * @example
-   * ```ts
-   * createViewset({ db, table: 'events', schema: Event, scope: byTenant, estimateWithRules: true })
-   * ```
-   */
-  estimateWithRules?: boolean
-  /**
-   * How LIST pages (default `'offset'`): `'offset'` takes `?offset=`; `'cursor'` takes `?cursor=` (from the
-   * `Link` header's `next` and `prev`), costs the same on every page, and answers an `offset` with a 400.
-   */
-  pagination?: 'offset' | 'cursor'
-  /**
-   * Fail at startup when a filter, ordering, cursor ordering, search field or relation key would scan a table for
-   * want of an index (default false: `viewsetIndexReport(app)` lists them). `search`, `contains` and relation paths
-   * always scan, so a viewset with this option offers none of them. The message names the table and each field.
-   *
-   * @example
-   * ```ts
-   * createViewset({ db, table: 'events', schema: Event, filterFields: { kind: ['eq'] }, strictIndexes: true })
-   * ```
-   */
-  strictIndexes?: boolean
 
   /** Eager loading of relation fields. */
   relatedConfig?: R
@@ -345,15 +256,6 @@ export interface ViewsetOptions<
 type RelationKeys<R> =
   | (R extends { selectRelated?: infer A } ? keyof A : never)
   | (R extends { prefetchRelated?: infer B } ? keyof B : never)
-
-/**
- * The fields that may be relations when the relatedConfig is not known to the type (a subclass names only
- * `Viewset<DB, TB, S>`): those whose values are objects or arrays. The loader checks at registration that
- * each one is declared; a scalar field that is not a column still fails to compile.
- */
-type ObjectFields<S extends TObject> = {
-  [K in keyof Static<S>]-?: NonNullable<Static<S>[K]> extends object ? K : never
-}[keyof Static<S>]
 
 /** The relation fields R declares; when R is any relatedConfig (not inferred), every object-valued field. */
 type DeclaredRelations<S extends TObject, R> = string extends RelationKeys<R> ? ObjectFields<S> : RelationKeys<R>

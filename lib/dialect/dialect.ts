@@ -4,6 +4,7 @@ import type {
 import type { DatabaseFault } from '../errors.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { CatalogColumn, CatalogReader } from './shared/catalog.js'
+import type { DialectFullText } from './shared/full-text-index.js'
 import type { Eventually } from '../execution/eventually.js'
 
 /** What the viewset reads of a catalog column: its name, its type's base name (`integer`, `int4`, `varchar`) and
@@ -221,6 +222,8 @@ export interface ViewsetDialect {
   readonly replication?: DialectReplication
   /** Row-level security enforced by the database (`rowLevelSecurity`); PostgreSQL only. */
   readonly rowSecurity?: RowSecurity
+  /** `?q=` served by the database's own full-text index (`fullText`). */
+  readonly fullText?: DialectFullText
   /** Recognises the driver errors a client can act on. */
   classify(error: unknown): DatabaseFault | undefined
 }

@@ -22,7 +22,8 @@ export interface FieldRulesSource {
   readonly dialect: ViewsetDialect
   readonly resolved: ResolvedOptions
   readonly options: Pick<
-    ViewsetOptions<unknown, never, never>, 'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields'
+    ViewsetOptions<unknown, never, never>,
+    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields' | 'fullText'
   >
   readonly entity: JsonSchema
   readonly columns: readonly string[]
@@ -63,7 +64,11 @@ function visibleOptions (
     defaultOrder.split(',').every((key) => visible(key.trim().replace(/^-/, '')))
   const orderingFields = kept(options.orderingFields)
   const searchFields = kept(options.searchFields)
+  // One index searches all its fields at once: q would tell a hidden field's words, so it is unknown to that caller.
+  const { fullText } = options
+  const searchable = fullText !== undefined && fullText.fields.every(visible)
   return {
+    ...(searchable ? { fullText } : {}),
     ...(filters === undefined ? {} : { filterFields: filters }),
     ...(orderingFields === undefined ? {} : { orderingFields }),
     ...(searchFields === undefined ? {} : { searchFields }),

@@ -57,6 +57,7 @@ import { dateTimes, keyRules } from './column-roles.js'
 import { idempotentRoutes } from './idempotent-routes.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
+import { checkFullText } from './full-text-check.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
 // in the order `mountViewset` reads, before any route exists. Phase 1 (no database) ran in the Viewset
@@ -74,7 +75,7 @@ export type MountOptions = Pick<
   | 'alwaysCount'
   | 'defaultRelations'
   | 'primaryKey'
-  | 'fieldAccess'
+  | 'fieldAccess' | 'fullText'
 > & {
   /** Only told apart from another viewset's (relations take the rule from the viewset's `scope` method). */
   readonly scope?: unknown
@@ -305,7 +306,7 @@ async function checkMount (
   const table = await checkTable(declaration, methods)
   const security = { table: resolved.table, auth: options }
   await mountRowSecurity(fastify, resolved.rowLevelSecurity, declaration.db, table.dialect, security)
-  return table
+  return await checkFullText(declaration, table)
 }
 
 /**

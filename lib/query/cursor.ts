@@ -157,7 +157,8 @@ export function keysetCondition (
     const op = first.descending ? '<' : '>'
     return {
       shape: `keyset:${op}`,
-      parameters: bound,
+      // A key computed from values (q's relevance) binds them where it is written, before the position's.
+      parameters: [...keys.flatMap((key) => key.ruled?.parameters ?? []), ...bound],
       // Kysely's tuple builders are typed for a fixed number of items: the row value is built from its nodes, a
       // comparison all the same to a plugin (the dialect's statementPlugin).
       expression: (eb) =>

@@ -11,12 +11,13 @@ import type { Ordering, OrderingPlan } from './ordering.js'
 import { ruledOrdering } from './ordering-rules.js'
 import type { PathRules } from './related-paths.js'
 import type { SearchPlan } from './search.js'
+import type { FullTextPlan } from './full-text.js'
 
 /** A LIST request once parsed: plain data the data layer reads, with no HTTP in it. */
 export interface ListQuery {
   readonly limit: number
   readonly offset: number
-  /** The `WHERE` terms: `?search=` first, then the filters. */
+  /** The `WHERE` terms: `?q=` first, then `?search=`, then the filters. */
   readonly conditions: readonly Condition[]
   readonly ordering: Ordering
   /** `?fields=`, or `undefined` for every field. */
@@ -40,6 +41,8 @@ export interface ListQuery {
 /** What {@link parseListQuery} checks a query string against; planned once at registration (query/list.ts). */
 export interface ListQueryPlan {
   readonly search: SearchPlan
+  /** `?q=` (query/full-text.ts); absent where a plan was made without it. */
+  readonly fullText?: FullTextPlan
   readonly ordering: OrderingPlan
   readonly filters: FilterPlan
   readonly fields: FieldsPlan
@@ -147,7 +150,10 @@ export function parseListQuery (
   const conditions = plan.filters.conditions(query, rules)
   const searched = plan.search.condition(query, rules)
   if (searched !== undefined) conditions.unshift(searched)
-  const ordering = ruledOrdering(plan.ordering.ordering(query), rules)
+  const matched = plan.fullText?.condition(query)
+  if (matched !== undefined) conditions.unshift(matched)
+  const asked = plan.ordering.ordering(query)
+  const ordering = ruledOrdering(plan.fullText === undefined ? asked : plan.fullText.ordering(query, asked), rules)
   const cursor =
     pagination === 'cursor' && typeof query.cursor === 'string'
       ? decodeCursor(query.cursor, ordering, plan.types)

@@ -14,6 +14,7 @@ import type { RelatedRoot } from './related-paths.js'
 import { planSearch } from './search.js'
 import { declaredJsonPaths } from './json-paths.js'
 import { withJsonPaths } from './json-fields.js'
+import { planFullText } from './full-text.js'
 
 /** What LIST needs to know, gathered once at registration. */
 export interface ListContext {
@@ -21,7 +22,7 @@ export interface ListContext {
   readonly resolved: ResolvedOptions
   readonly options: Pick<
     ViewsetOptions<unknown, never, never>,
-    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields'
+    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields' | 'fullText'
   >
   /** The entity schema as served (plain JSON Schema). */
   readonly entity: JsonSchema
@@ -102,13 +103,15 @@ export function createListPlan (context: ListContext): ListPlan {
   const jsonPaths = declaredJsonPaths(options, propertiesOf(entity), columns, dialect)
 
   const search = planSearch(options.searchFields, fields, dialect, resolved.maxSearchLength, context.related)
+  const fullText = planFullText(options.fullText, fields, dialect, resolved)
   const ordering = planOrdering(
     options.orderingFields,
     options.defaultOrder,
     fields,
     resolved.primaryKey,
     context.related,
-    jsonPaths
+    jsonPaths,
+    fullText.orderKeys
   )
   const selection = withJsonPaths(context.fieldsPlan ?? planFields(entity, columns, selected), jsonPaths, entity)
   const general = {
@@ -116,6 +119,7 @@ export function createListPlan (context: ListContext): ListPlan {
     count: countSchema(counting),
     ...selection.properties,
     ...search.properties,
+    ...fullText.properties,
     ...ordering.properties,
   }
   const filters = planFilters(
@@ -133,6 +137,7 @@ export function createListPlan (context: ListContext): ListPlan {
     prefer: counting.allow === false ? undefined : preferSchema(counting),
     query: {
       search,
+      fullText,
       ordering,
       filters,
       fields: selection,

@@ -59,7 +59,7 @@ export function keyText (key: Pick<OrderKey, 'field' | 'nulls' | 'descending'>):
 }
 
 /** `-price.nullslast` read: the name, and the NULLs position when the part chose one. */
-function nullsChoice (part: string, nulls: boolean): { name: string; choice?: 'first' | 'last' } {
+export function nullsChoice (part: string, nulls: boolean): { name: string; choice?: 'first' | 'last' } {
   if (nulls && part.endsWith('.nullsfirst')) return { name: part.slice(0, -'.nullsfirst'.length), choice: 'first' }
   if (nulls && part.endsWith('.nullslast')) return { name: part.slice(0, -'.nullslast'.length), choice: 'last' }
   return { name: part }
@@ -134,81 +134,12 @@ export function parseOrdering (
   return { shape: keys.map(keyText).join(','), keys }
 }
 
-/**
- * One key of an `order_by` that {@link parseOrderBy} read.
- *
- * @example
- * ```ts
- * const keys: Array<SortKey<'name' | 'id'>> = parseOrderBy('-name.nullslast', ['name'], 'id')
- * // [{ field: 'name', descending: true, nulls: 'last' }, { field: 'id', descending: false }]
- * ```
- */
-export interface SortKey<F extends string> {
-  /** The field to order by, one of those allowed (or the tie-breaker). */
-  readonly field: F
-  /** Whether it was written with a leading `-`. */
-  readonly descending: boolean
-  /**
-   * Where NULLs go, when the key was written with `.nullsfirst` or `.nullslast`; absent, LIST's default rule holds
-   * (NULL the largest value: last ascending, first descending).
-   */
-  readonly nulls?: 'first' | 'last'
-}
-
-/**
- * Reads an overridden `list`'s `order_by` as the generated LIST reads its own: comma-separated fields among
- * `allowed`, each with an optional leading `-` and an optional trailing `.nullsfirst` or `.nullslast` (kept as the
- * key's `nulls`), none twice, then `tieBreaker` (the primary key) unless listed.
- * Anything else is a 400 `FST_VIEWSET_UNSUPPORTED_ORDERING` listing the allowed fields, so a request orders by at
- * most `allowed.length + 1` keys however long its `order_by`. Document the parameter with
- * {@link orderByPattern}.
- *
- * @example
- * ```ts
- * const fields = ['name', 'created_at'] as const
- * for (const { field, descending, nulls } of parseOrderBy(request.query.order_by, fields, 'id')) {
- *   query = query.orderBy(field, (o) => (nulls === 'first' ? o.nullsFirst() : nulls === 'last' ? o.nullsLast() : o)
- *     [descending ? 'desc' : 'asc']())
- * }
- * ```
- */
-export function parseOrderBy<F extends string, K extends string = never> (
-  text: string,
-  allowed: readonly F[],
-  tieBreaker?: K
-): Array<SortKey<F | K>> {
-  const parsed = parseOrdering(text, new Map(allowed.map((name) => [name, { nullable: false }])), tieBreaker, true)
-  if (isProblem(parsed)) throw new ViewsetErrors.UnsupportedOrdering(describe(parsed), nameList(allowed))
-  const named = (field: string): F | K | undefined =>
-    field === tieBreaker ? tieBreaker : allowed.find((name) => name === field)
-  // The keys come in the order of the parts (the tie-breaker last): each part's written choice, as written.
-  const parts = text.split(',')
-  return parsed.keys.flatMap(({ field, descending }, index) => {
-    const name = named(field)
-    const nulls = nullsChoice(parts[index] ?? '', true).choice
-    return name === undefined ? [] : [{ field: name, descending, ...(nulls === undefined ? {} : { nulls }) }]
-  })
-}
-
-/**
- * The `pattern` of an `order_by` query parameter that {@link parseOrderBy} reads with these `allowed` fields: the
- * document then allows no value the parser refuses. Its failures are left to the parser's own 400.
- *
- * @example
- * ```ts
- * Type.String({ pattern: orderByPattern(['name', 'created_at']), default: '-created_at' })
- * ```
- */
-export function orderByPattern (allowed: readonly string[]): string {
-  return sortKeysPattern(allowed, true)
-}
-
-function isProblem (parsed: Ordering | OrderProblem): parsed is OrderProblem {
+export function isProblem (parsed: Ordering | OrderProblem): parsed is OrderProblem {
   return 'reason' in parsed
 }
 
 /** LIST's wording of an ordering it cannot use. */
-function describe (problem: OrderProblem): string {
+export function describe (problem: OrderProblem): string {
   return problem.reason === 'twice' ? `"${problem.field}" (listed twice)` : `"${problem.part}"`
 }
 
@@ -283,12 +214,15 @@ export function planOrdering (
   fields: ReadonlyMap<string, ScalarField>,
   primaryKey: string,
   related?: RelatedRoot,
-  jsonPaths?: ReadonlyMap<string, JsonPath>
+  jsonPaths?: ReadonlyMap<string, JsonPath>,
+  computed: ReadonlyMap<string, SortableField> = new Map()
 ): OrderingPlan {
   const key = fields.get(primaryKey)
   if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
   const allowed = allowedFields(orderingFields, fields, related, jsonPaths)
   const defaultOrdering = plannedDefaultOrder(defaultOrder, fields, allowed, primaryKey)
+  // Values a request computes (`relevance` of q: query/full-text.ts) may be asked for, never be the default.
+  for (const [name, field] of computed) allowed.set(name, field)
   const byPrimaryKey = defaultOrdering.shape === primaryKey
   const allowedList = nameList(allowed.keys())
   // An ordering is plain immutable data and clients repeat a few `order_by` texts: each is parsed once
@@ -315,8 +249,8 @@ export function planOrdering (
   }
 }
 
-/** A field `order_by` may name: a scalar column, or a related value reached through a relation path. */
-type SortableField = ScalarField & Pick<OrderKey, 'expression' | 'related'>
+/** A field `order_by` may name: a scalar column, or a value computed in SQL (a relation path's, q's relevance). */
+export type SortableField = ScalarField & Pick<OrderKey, 'expression' | 'related'>
 
 /** Checks `orderingFields`: the fields `order_by` may name, each once. */
 function allowedFields (

@@ -10,7 +10,7 @@ import ts from 'typescript'
 //   5  index.ts                                      re-exports
 //   4  viewset.ts, viewset-hooks.ts, viewset-table.ts, requests.ts, mount/, http/, docs.ts, generate/
 //                                                   the request flow, the docs plugin and the code generator
-//   3  data/, query/, relations/, schema/, options.ts, viewset-options.ts, db.ts
+//   3  data/, query/, relations/, schema/, options.ts, viewset-options.ts, list-options.ts, db.ts
 //                                                   the table gateway and what it is built from, the checked
 //                                                   options, the database module
 //   5  observability/ plugins (metrics, health)      read the app's registry of mounted viewsets
@@ -24,7 +24,7 @@ import ts from 'typescript'
 const layers: ReadonlyArray<readonly [number, readonly string[]]> = [
   [5, ['index.ts', 'observability/metrics.ts', 'observability/health.ts']],
   [4, ['viewset.ts', 'create-viewset.ts', 'viewset-hooks.ts', 'viewset-table.ts', 'requests.ts', 'mount/', 'http/', 'docs.ts', 'generate/']],
-  [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'viewset-options.ts', 'write-hooks.ts', 'methods.ts', 'tokens.ts', 'db.ts']],
+  [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'viewset-options.ts', 'list-options.ts', 'write-hooks.ts', 'methods.ts', 'tokens.ts', 'db.ts']],
   [2, ['dialect/', 'execution/', 'observability/']],
   [1, ['sql.ts', 'errors.ts']],
 ]

@@ -62,6 +62,11 @@ createViewset({ db, table: 'items', schema: Item, methods: ['FETCH'] })
 // @ts-expect-error searchFields are schema fields
 createViewset({ db, table: 'items', schema: Item, searchFields: ['title'] })
 
+// fullText fields are schema fields (the index is checked against the catalog at startup)
+createViewset({ db, table: 'items', schema: Item, fullText: { fields: ['name'], language: 'english' } })
+// @ts-expect-error fullText fields are schema fields
+createViewset({ db, table: 'items', schema: Item, fullText: { fields: ['title'] } })
+
 // conflictFields are schema fields (the unique key is checked against the catalog at startup)
 createViewset({ db, table: 'items', schema: Item, conflictFields: ['name'] })
 // @ts-expect-error conflictFields are schema fields

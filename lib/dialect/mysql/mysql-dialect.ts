@@ -7,6 +7,7 @@ import { mysqlMaxParameters, mysqlWrites } from './mysql-writes.js'
 import type { ViewsetDialect } from '../dialect.js'
 import type { DatabaseFault } from '../../errors.js'
 import { bindAsIs, countOf, errorProperty, isConnectionError, mapKey } from '../../sql.js'
+import { mysqlFullText } from './mysql-full-text.js'
 
 // Server error numbers: https://mariadb.com/kb/en/mariadb-error-code-reference/
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -110,5 +111,6 @@ export const mysqlDialect: ViewsetDialect = {
   },
   statistics: mysqlStatistics,
   replication: mysqlReplication,
+  fullText: mysqlFullText,
   classify,
 }

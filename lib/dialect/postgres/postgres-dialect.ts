@@ -15,6 +15,7 @@ import {
   insertReturning,
   updateReturning,
 } from '../shared/returning-writes.js'
+import { postgresFullText } from './postgres-full-text.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -146,5 +147,6 @@ export const postgresDialect: ViewsetDialect = {
   statistics: postgresStatistics,
   replication: postgresReplication,
   rowSecurity: postgresRowSecurity,
+  fullText: postgresFullText,
   classify,
 }

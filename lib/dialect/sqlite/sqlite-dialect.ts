@@ -13,6 +13,7 @@ import {
   insertReturning,
   updateReturning,
 } from '../shared/returning-writes.js'
+import { sqliteFullText } from './sqlite-full-text.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
 const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
@@ -129,5 +130,6 @@ export const sqliteDialect: ViewsetDialect = {
     nullsSortLargest: false,
     limitPerParent: 'correlated-in',
   },
+  fullText: sqliteFullText,
   classify,
 }
