@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { createViewset, viewsetBatch, ViewsetErrors } from 'fastify-viewsets'
 import type { AfterWriteFunction, ViewsetBatchOptions } from 'fastify-viewsets'
-import { dialects, testDatabase } from '../helpers/database.js'
+import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 import { Tag, tenantsApp } from '../helpers/tenants.js'
@@ -237,8 +237,9 @@ for (const dialect of dialects) {
     test('viewsets over several databases make ready() fail, naming them; unknown options fail at once', async (t) => {
       const one = await testDatabase(t, dialect)
       const other = await testDatabase(t, dialect)
+      const [idType, id] = autoIncrement(dialect.name)
       for (const database of [one, other]) {
-        await database.db.schema.createTable('tags').addColumn('id', 'integer', (column) => column.primaryKey())
+        await database.db.schema.createTable('tags').addColumn('id', idType as 'integer', id)
           .addColumn('name', 'varchar(64)', (column) => column.notNull())
           .addColumn('owner', 'varchar(64)', (column) => column.notNull()).execute()
       }
