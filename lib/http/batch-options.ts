@@ -46,7 +46,7 @@ const maxMaxOperations = 10_000
  */
 export function resolveBatchOptions (options: unknown): ResolvedBatchOptions {
   if (options === undefined) return { maxOperations: defaultMaxOperations }
-  if (!isRecord(options)) return invalidOption('viewsetBatch', 'expected an object of options, such as { maxOperations }')
+  if (!isRecord(options)) return invalidOption('viewsetBatch', 'expected an object, such as { maxOperations: 50 }')
   checkKeys('viewsetBatch', options, batchOptionKeys)
   const { maxOperations = defaultMaxOperations } = options
   if (typeof maxOperations !== 'number' || !Number.isInteger(maxOperations) || maxOperations < 1 ||

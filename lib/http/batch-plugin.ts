@@ -32,7 +32,7 @@ interface BatchPlan {
   readonly served: (path: string) => boolean
 }
 
-/** A viewset prefix as a pattern of the paths under it: `/authors/:author_id/books` → `^/authors/[^/]+/books(?:/|$)`. */
+/** A viewset prefix as a pattern of the paths under it: `/authors/:author_id/books` matches `/authors/7/books/3`. */
 function prefixPattern (prefix: string): RegExp {
   const segments = prefix.split('/').map((segment) =>
     segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))

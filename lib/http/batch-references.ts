@@ -48,7 +48,7 @@ function resolveOne (reference: Record<string, unknown>, where: string, index: n
     throw invalidFields([{ in: 'body', field: where, message }])
   }
   if (typeof target !== 'number' || !Number.isInteger(target) || target < 0 || target >= index) {
-    return fail(`refers to $result ${JSON.stringify(target)}: a reference names an earlier operation (0 to ${index - 1})`)
+    return fail(`refers to $result ${JSON.stringify(target)}: it must name an earlier operation (0 to ${index - 1})`)
   }
   if (typeof pointer !== 'string') return fail('has a pointer that is not a string (a JSON pointer such as /id)')
   const value = valueAt(results.bodies[target], pointer)

@@ -189,8 +189,8 @@ for (const dialect of dialects) {
       ])
       assert.equal(invalid.statusCode, 400)
       assert.deepEqual(problemOf(invalid).errors?.map((error) => error.field), ['/operations/1/body/title'])
-      for (const reference of [{ $result: 1, pointer: '/id' }, { $result: 0, pointer: '/nope' }, { $result: -1,
-        pointer: '/id' }]) {
+      const references = [{ $result: 1, pointer: '/id' }, { $result: 0, pointer: '/nope' }, { $result: -1, pointer: '/id' }]
+      for (const reference of references) {
         const response = await batch(app, [
           { method: 'POST', path: '/projects', body: { name: 'doomed' } },
           { method: 'POST', path: '/tasks', body: { title: 'x', project_id: reference } },
@@ -224,8 +224,9 @@ for (const dialect of dialects) {
 
     test('maxOperations defaults to 100', async (t) => {
       const app = await batchApp(t, dialect)
-      const operations = Array.from({ length: 101 }, (_, index) => ({ method: 'POST', path: '/projects',
-        body: { name: `t${index}` } }))
+      const operations = Array.from({ length: 101 }, (_, index) => ({
+        method: 'POST', path: '/projects', body: { name: `t${index}` },
+      }))
       const response = await batch(app, operations)
       assert.equal(response.statusCode, 400)
       assert.deepEqual(problemOf(response).errors?.map((error) => error.field), ['/operations'])
@@ -247,7 +248,7 @@ for (const dialect of dialects) {
       await app.register(createViewset({ db: one.db, table: 'tags', schema: Tag }), { prefix: '/one' })
       await app.register(createViewset({ db: other.db, table: 'tags', schema: Tag }), { prefix: '/other' })
       await app.register(viewsetBatch())
-      await assert.rejects(app.ready(), (error: Error & { code?: string }) => {
+      await assert.rejects(async () => { await app.ready() }, (error: Error & { code?: string }) => {
         assert.equal(error.code, 'FST_VIEWSET_INVALID_OPTION')
         assert.match(error.message, /\/one \(database 1\); \/other \(database 2\)/)
         return true
