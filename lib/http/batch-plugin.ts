@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import fp from 'fastify-plugin'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { dialectOf } from '../dialect/pick-dialect.js'
-import { invalidFields, invalidOption, problem } from '../errors.js'
+import { invalidFields, invalidOption, problem, ViewsetErrors } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import { RequestTransaction } from '../execution/request-transaction.js'
 import { rootOf, whenAllRegistered } from '../mount/registry.js'
@@ -16,7 +16,9 @@ import type { OperationFailure } from './batch-dispatch.js'
 import { resolveBatchOptions } from './batch-options.js'
 import type { ViewsetBatchOptions } from './batch-options.js'
 import { batchSchema } from './batch-schemas.js'
+import { identityBodies } from './content-encoding.js'
 import { problemHandler } from './problem-handler.js'
+import { wellFormedJson } from './well-formed-input.js'
 
 // POST /batch (issue 38 item 3): several writes on the app's viewsets in one transaction. The transaction is a
 // request transaction (execution/request-transaction.ts) on the one database every viewset writes to: each
@@ -68,6 +70,8 @@ function batchPlan (entries: readonly RegisteredViewset[]): BatchPlan {
     db,
     served: (path) => {
       const [route = ''] = path.split('?')
+      // A dot segment (`/authors/../batch`) would be resolved to another route: only plain paths are served.
+      if (route.includes('//') || route.split('/').some((segment) => /^(?:\.|%2e){1,2}$/i.test(segment))) return false
       return patterns.some((pattern) => pattern.test(route))
     },
   }
@@ -87,10 +91,12 @@ function bodyErrors (validation: ReadonlyArray<Record<string, unknown>>, maxOper
     if (error.keyword === 'required') {
       return { in: 'body', field: `${path}/${String(params.missingProperty)}`, message: 'is required' }
     }
-    const message = typeof error.message === 'string' ? error.message : 'is not valid'
-    const allowed = Array.isArray(params.allowedValues) ? `: ${params.allowedValues.join(', ')}` : ''
-    return { in: 'body', field: path, message: `${message}${allowed}` }
-  })
+    if (error.keyword === 'enum' && path.endsWith('/method')) {
+      return { in: 'body', field: path, message: 'is not the method of a write route (see the batch schema)' }
+    }
+    return { in: 'body', field: path, message: typeof error.message === 'string' ? error.message : 'is not valid' }
+  }).filter((error, index, all) =>
+    all.findIndex((other) => other.field === error.field && other.message === error.message) === index)
 }
 
 /** Answers the failing operation's status and problem: nothing was written. */
@@ -148,6 +154,11 @@ export function viewsetBatch (options?: ViewsetBatchOptions): FastifyPluginAsync
     fastify.setErrorHandler(problemHandler(() => dialect))
     // The viewsets' Ajv: an unknown key (a header other than If-Match) is a 400, never silently dropped.
     fastify.setValidatorCompiler(viewsetValidatorCompiler)
+    // JSON only, read and checked as the viewsets read theirs (plugin.ts): text is a 415, not a string body.
+    const json = wellFormedJson(fastify.getDefaultJsonParser('error', 'error'))
+    fastify.removeContentTypeParser(['application/json', 'text/plain'])
+    fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, json)
+    fastify.addHook('onRequest', identityBodies)
     fastify.route({
       method: 'POST',
       url: '/batch',
@@ -159,6 +170,8 @@ export function viewsetBatch (options?: ViewsetBatchOptions): FastifyPluginAsync
           throw invalidFields(bodyErrors(validationError.validation ?? [], maxOperations))
         }
         if (plan === undefined) throw new TypeError('viewsetBatch serves requests only once the app is ready')
+        // A batch inside a batch's transaction would hold a second transaction: refused, whatever path led here.
+        if (RequestTransaction.isOpen(plan.db)) throw new ViewsetErrors.BadRequest('A batch cannot run inside a batch')
         dialect ??= await dialectOf(plan.db)
         return await runBatch(rootOf(fastify), plan, request, reply)
       },

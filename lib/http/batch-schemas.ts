@@ -18,7 +18,8 @@ function operationSchema (): JsonSchema {
         type: 'string',
         minLength: 1,
         maxLength: 2048,
-        pattern: '^/[^#\\s]*$',
+        // RFC 3986's path and query characters (percent-encoded otherwise), never a fragment.
+        pattern: "^/[A-Za-z0-9\\-._~!$&'()*+,;=:@%/?]*$",
         description: 'The path of a viewset route, such as /authors or /authors/7 (the prefix included)',
       },
       body: {
@@ -28,7 +29,12 @@ function operationSchema (): JsonSchema {
       headers: {
         type: 'object',
         properties: {
-          'if-match': { type: 'string', maxLength: 1024, description: 'The If-Match header of the operation' },
+          'if-match': {
+            type: 'string',
+            maxLength: 1024,
+            pattern: '^[\\u0020-\\u007e]*$', // a header value's printable ASCII: anything else no request could carry
+            description: 'The If-Match header of the operation',
+          },
         },
         additionalProperties: false,
       },
