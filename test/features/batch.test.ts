@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
-import { createViewset, viewsetBatch, ViewsetErrors } from 'fastify-viewsets'
+import { createViewset, viewsetBatch, viewsetDocs, ViewsetErrors } from 'fastify-viewsets'
 import type { AfterWriteFunction, ViewsetBatchOptions } from 'fastify-viewsets'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
-import { Tag, tenantsApp } from '../helpers/tenants.js'
+import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
+import { seedTenants, Tag, tenantsApp } from '../helpers/tenants.js'
 import type { TenantsApp, TenantsDB } from '../helpers/tenants.js'
 
 // The atomic batch (issue 38 item 3): POST /batch runs writes on several viewsets in one transaction, each exactly as
@@ -222,6 +223,28 @@ for (const dialect of dialects) {
       assert.deepEqual(await state(app), before)
     })
 
+    test('batches and single requests at once: each batch whole, none waits for ever', async (t) => {
+      const app = await batchApp(t, dialect)
+      const pair = (name: string) => [
+        { method: 'POST', path: '/projects', body: { name } },
+        { method: 'POST', path: '/tasks', body: { title: name, project_id: { $result: 0, pointer: '/id' } } },
+      ]
+      const doomed = [...pair('doomed'), { method: 'DELETE', path: '/tasks/3' }]
+      const answers = await Promise.all([
+        batch(app, pair('first')),
+        batch(app, doomed),
+        app.app.inject({ method: 'POST', url: '/projects', headers: app.alice, payload: { name: 'single' } }),
+        app.app.inject({ url: '/projects', headers: app.alice }),
+        batch(app, pair('second')),
+      ])
+      assert.deepEqual(answers.map((answer) => answer.statusCode), [200, 404, 201, 200, 200])
+      const names = (await app.db.selectFrom('projects').select('name').execute()).map((row) => row.name).sort()
+      assert.deepEqual(names, ['a-proj', 'b-proj', 'first', 'second', 'single', 'z-proj'])
+      const tasks = await app.db.selectFrom('tasks').select('title').where('title', 'in', ['first', 'second', 'doomed'])
+        .execute()
+      assert.deepEqual(tasks.map((row) => row.title).sort(), ['first', 'second'])
+    })
+
     test('maxOperations defaults to 100', async (t) => {
       const app = await batchApp(t, dialect)
       const operations = Array.from({ length: 101 }, (_, index) => ({
@@ -259,3 +282,34 @@ for (const dialect of dialects) {
     })
   })
 }
+
+test('OpenAPI documents POST /batch: its operations, results and errors; Redocly and Spectral find no error', async (t) => {
+  const [dialect] = dialects
+  assert.ok(dialect)
+  const database = await testDatabase(t, dialect)
+  await seedTenants(database, dialect)
+  const app = testApp(t)
+  await app.register(viewsetDocs, { title: 'Batch', version: '1.0.0' })
+  await app.register(createViewset({ db: database.db, table: 'tags', schema: Tag }), { prefix: '/tags' })
+  await app.register(viewsetBatch({ maxOperations: 20 }))
+  await app.ready()
+  const document = (await app.inject('/docs/json')).json()
+  const batch = document.paths['/batch']?.post
+  assert.ok(batch, 'POST /batch is in the document')
+  assert.equal(batch.operationId, 'batch')
+  const body = batch.requestBody.content['application/json'].schema
+  assert.equal(body.properties.operations.maxItems, 20)
+  assert.deepEqual(body.properties.operations.items.properties.method.enum, ['POST', 'PUT', 'PATCH', 'DELETE'])
+  assert.deepEqual(Object.keys(body.properties.operations.items.properties.headers.properties), ['if-match'])
+  const result = batch.responses['200'].content['application/json'].schema.properties.results.items
+  assert.deepEqual(Object.keys(result.properties.headers.properties), ['location', 'etag'])
+  for (const status of ['400', '401', '403', '404', '409', '412', '428', '503']) {
+    assert.ok(batch.responses[status]?.content['application/problem+json'], `the ${status} problem`)
+  }
+  const errors = [...await redoclyProblems(document), ...await spectralProblems(document)]
+    .filter((problem) => problem.severity === 'error' || problem.severity === '0')
+  assert.deepEqual(errors, [])
+  const warnings = [...await redoclyProblems(document), ...await spectralProblems(document)]
+    .filter((problem) => problem.pointer.includes('batch'))
+  assert.deepEqual(warnings, [], 'no warning on /batch either')
+})
