@@ -121,12 +121,14 @@ export async function runOperations (
   operations: readonly BatchOperation[],
   authorization: string | undefined,
   served: (path: string) => boolean
-): Promise<{ results: OperationResult[] } | { failure: OperationFailure }> {
+): Promise<{ results: OperationResult[]; cookies: string[] } | { failure: OperationFailure }> {
   const unserved = operations.flatMap((operation, index) => served(operation.path)
     ? []
     : [{ in: 'body', field: `/operations/${index}/path`, message: 'is not the path of a viewset route' }])
   if (unserved.length > 0) throw invalidFields(unserved)
   const results: OperationResult[] = []
+  // The cookies the routes set (a replica's read-after-write window): the batch's answer sets them.
+  const cookies: string[] = []
   for (const [index, operation] of operations.entries()) {
     const bodies = results.map((result) => result.body)
     const body = 'body' in operation
@@ -145,6 +147,7 @@ export async function runOperations (
       return { failure: failureOf(index, operation, response.statusCode, answer, response.headers) }
     }
     const { location, etag } = response.headers
+    cookies.push(...[response.headers['set-cookie'] ?? []].flat())
     results.push({
       status: response.statusCode,
       headers: {
@@ -154,7 +157,7 @@ export async function runOperations (
       body: answer,
     })
   }
-  return { results }
+  return { results, cookies }
 }
 
 /** The method as inject types it: the schema admitted only these. */

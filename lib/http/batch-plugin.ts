@@ -123,6 +123,7 @@ async function runBatch (app: FastifyInstance, plan: BatchPlan, request: Fastify
       return sendFailure(reply, outcome.failure)
     }
     await end(true)
+    if (outcome.cookies.length > 0) reply.header('set-cookie', outcome.cookies)
     return { results: outcome.results }
   } finally {
     if (!ended) await trx.end(false)
@@ -176,6 +177,21 @@ export function viewsetBatch (options?: ViewsetBatchOptions): FastifyPluginAsync
         return await runBatch(rootOf(fastify), plan, request, reply)
       },
     })
+    otherMethods(fastify)
   }
   return fp(plugin, { fastify: '5.x', name: 'fastify-viewsets:batch', encapsulate: true })
+}
+
+/** Every other method on /batch: 405 with `Allow: POST` (OPTIONS: 204), as on a viewset's paths; undocumented. */
+function otherMethods (fastify: FastifyInstance): void {
+  fastify.route({
+    method: ['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '/batch',
+    schema: { hide: true },
+    handler: async (request, reply) => {
+      reply.header('allow', 'POST')
+      if (request.method === 'OPTIONS') return await reply.code(204).send()
+      throw new ViewsetErrors.MethodNotAllowed()
+    },
+  })
 }

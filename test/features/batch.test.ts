@@ -220,6 +220,19 @@ for (const dialect of dialects) {
         assert.deepEqual(problemOf(response).errors?.map((error) => error.field), [field])
       }
       assert.equal((await batch(app, [])).statusCode, 400)
+      const text = await app.app.inject({
+        method: 'POST',
+        url: '/batch',
+        headers: { 'content-type': 'text/plain' },
+        payload: 'operations'
+      })
+      assert.equal(text.statusCode, 415)
+      const get = await app.app.inject({ url: '/batch' })
+      assert.equal(get.statusCode, 405)
+      assert.equal(get.headers.allow, 'POST')
+      assert.equal(problemOf(get).code, 'FST_VIEWSET_METHOD_NOT_ALLOWED')
+      const options = await app.app.inject({ method: 'OPTIONS', url: '/batch' })
+      assert.deepEqual([options.statusCode, options.headers.allow], [204, 'POST'])
       assert.deepEqual(await state(app), before)
     })
 
