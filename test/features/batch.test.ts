@@ -7,7 +7,7 @@ import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
-import { seedTenants, Tag, tenantsApp } from '../helpers/tenants.js'
+import { owned, seedTenants, Tag, Task, taskRelations, tenantsApp } from '../helpers/tenants.js'
 import type { TenantsApp, TenantsDB } from '../helpers/tenants.js'
 
 // The atomic batch (issue 38 item 3): POST /batch runs writes on several viewsets in one transaction, each exactly as
@@ -258,6 +258,34 @@ for (const dialect of dialects) {
       assert.deepEqual(tasks.map((row) => row.title).sort(), ['first', 'second'])
     })
 
+    test('an operation on a nested viewset keeps to its parent, which must be the caller\'s', async (t) => {
+      const app = await tenantsApp(t, dialect, {
+        extra: async (instance, db) => {
+          const parent = { projectId: 'project_id' } as const
+          const nested = { db, ...owned('tasks', Task), relatedConfig: taskRelations, parent }
+          await instance.register(createViewset(nested as typeof nested & { table: 'tasks', schema: typeof Task }),
+            { prefix: '/projects/:projectId/tasks' })
+          await instance.register(viewsetBatch())
+        },
+      })
+      const response = await batch(app, [
+        { method: 'POST', path: '/projects/1/tasks', body: { title: 'nested' } },
+        { method: 'PATCH', path: '/projects/1/tasks/1', body: { title: 'nested-1' } },
+      ])
+      assert.equal(response.statusCode, 200, response.body)
+      const [created] = response.json().results
+      assert.equal(created.headers.location, `/projects/1/tasks/${created.body.id}`)
+      assert.equal(created.body.project_id, 1)
+      const before = await app.db.selectFrom('tasks').selectAll().orderBy('id').execute()
+      const bobs = await batch(app, [
+        { method: 'POST', path: '/projects/1/tasks', body: { title: 'doomed' } },
+        { method: 'POST', path: '/projects/2/tasks', body: { title: 'doomed' } },
+      ])
+      assert.equal(bobs.statusCode, 404)
+      assert.deepEqual(problemOf(bobs).errors?.map((error) => error.field), ['/operations/1'])
+      assert.deepEqual(await app.db.selectFrom('tasks').selectAll().orderBy('id').execute(), before)
+    })
+
     test('maxOperations defaults to 100', async (t) => {
       const app = await batchApp(t, dialect)
       const operations = Array.from({ length: 101 }, (_, index) => ({
@@ -325,4 +353,10 @@ test('OpenAPI documents POST /batch: its operations, results and errors; Redocly
   const warnings = [...await redoclyProblems(document), ...await spectralProblems(document)]
     .filter((problem) => problem.pointer.includes('batch'))
   assert.deepEqual(warnings, [], 'no warning on /batch either')
+})
+
+test('an app with no viewset fails ready() naming viewsetBatch', async (t) => {
+  const app = testApp(t)
+  await app.register(viewsetBatch())
+  await assert.rejects(async () => { await app.ready() }, /viewsetBatch: no viewset is registered/)
 })
