@@ -42,3 +42,5 @@ export type {
   BulkheadEvent, CacheEvent, CacheEventKind, HandlerContext, StatementContext, StatementDialect, StatementOperation,
 } from './observability/channels.js'
 export type { AnsweredProblem } from './observability/problem-code.js'
+export { viewsetBatch } from './http/batch-plugin.js'
+export type { ViewsetBatchOptions } from './http/batch-options.js'

@@ -105,7 +105,7 @@ function editDistance (a: string, b: string, limit: number): number {
 }
 
 /** Throws for the first key of `value` that is not in `known`, naming its path and the closest known key. */
-function checkKeys (path: string, value: object, known: readonly string[]): void {
+export function checkKeys (path: string, value: object, known: readonly string[]): void {
   for (const key of Object.keys(value)) {
     if (known.includes(key)) continue
     let best: string | undefined

@@ -154,10 +154,10 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   readonly unscoped: TableHelpers<DB, TB, S>
 
   constructor (options: TableOptions<DB, TB, S>, primaryKey: string, columns: readonly string[]) {
-    // Both run a request's statements in its transaction: `idempotency` stores the answer in the write's own.
-    const wrapped = options.rowLevelSecurity !== undefined || (options.idempotency ?? false) !== false
-    this.db = wrapped ? new RequestTransactionDatabase(options.db) : options.db
-    this.readDb = options.rowLevelSecurity === undefined ? options.readDb ?? this.db : this.db
+    // Wrapped whatever the options: a request transaction (rowLevelSecurity, a batch) reaches every statement.
+    this.db = new RequestTransactionDatabase(options.db)
+    const replica = options.rowLevelSecurity === undefined && options.readDb !== options.db ? options.readDb : undefined
+    this.readDb = replica ?? this.db
     this.table = options.table
     this.schema = options.schema
     this.primaryKey = primaryKey

@@ -90,9 +90,19 @@ function promised<R> (
  * ```
  */
 export function runCompiled<DB, R> (db: Kysely<DB>, compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
-  return db instanceof PreparedKysely || db instanceof AdoptedKysely
-    ? db[executeNow](compiled)
-    : db.executeQuery(compiled)
+  return hasShortcut(db) ? db[executeNow](compiled) : db.executeQuery(compiled)
+}
+
+/**
+ * An instance that runs compiled statements its own way: createDatabase's, withPreparedStatements', and the database a
+ * request transaction wraps (request-transaction.ts), which hands them to the one it wraps outside any transaction.
+ */
+interface WithShortcut {
+  [executeNow]<R>(compiled: CompiledQuery<R>): Eventually<QueryResult<R>>
+}
+
+function hasShortcut<DB> (db: Kysely<DB>): db is Kysely<DB> & WithShortcut {
+  return executeNow in db
 }
 
 /**

@@ -1,15 +1,19 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { CompiledQuery, Kysely } from 'kysely'
 import type {
-  ConnectionProvider, DatabaseConnection, DatabaseIntrospector, Dialect, Driver, TransactionSettings,
+  ConnectionProvider, DatabaseConnection, DatabaseIntrospector, Dialect, Driver, QueryResult, TransactionBuilder,
+  TransactionSettings,
 } from 'kysely'
+import type { Eventually } from './eventually.js'
+import { executeNow, runCompiled } from './prepared-kysely.js'
 
 // One transaction per request, on one connection, for every statement the request runs through a viewset's
-// database (`rowLevelSecurity`, http/row-level-security.ts): the settings that make PostgreSQL enforce its
-// policies are transaction-local, so a statement that ran beside the transaction would run without them.
-// The database a viewset with the option uses hands the request's connection to every query of the request,
-// found through an AsyncLocalStorage (which follows awaits, timers and callbacks), and turns a transaction
-// opened inside it into a savepoint; outside any request it is the database it wraps.
+// database (`rowLevelSecurity`, http/row-level-security.ts; the atomic batch, http/batch-plugin.ts): the settings
+// that make PostgreSQL enforce its policies are transaction-local, and a batch's operations commit or roll back
+// together, so a statement that ran beside the transaction would escape it. Every viewset's database hands the
+// request's connection to every query of the request, found through an AsyncLocalStorage (which follows awaits,
+// timers and callbacks), and turns a transaction opened inside it into a savepoint; outside any request
+// transaction it is the database it wraps (its shortcut and its own transactions included).
 
 /** A request's open transaction: its connection, and the savepoints opened in it one after another. */
 interface OpenTransaction {
@@ -161,6 +165,16 @@ export class RequestTransactionDatabase<DB> extends Kysely<DB> {
     super({ config: { dialect }, executor, driver, dialect })
     this.base = base
   }
+
+  /** Outside a request transaction, the wrapped database's own (its driver writes `begin` as its database reads it). */
+  override transaction (): TransactionBuilder<DB> {
+    return openOn(this.base) === undefined ? this.base.transaction() : super.transaction()
+  }
+
+  /** The data layer's compiled statements: in the request's transaction, else through the wrapped one's shortcut. */
+  [executeNow]<R>(compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
+    return openOn(this.base) === undefined ? runCompiled(this.base, compiled) : this.executeQuery(compiled)
+  }
 }
 
 /**
@@ -226,6 +240,11 @@ export class RequestTransaction {
       throw error
     }
     return trx
+  }
+
+  /** Whether a request transaction is open on `base` where this is called (a batch's operation runs in one). */
+  static isOpen (base: object): boolean {
+    return openOn(base) !== undefined
   }
 
   /** Runs `work` so that its statements, now or after any await, run in this transaction. */

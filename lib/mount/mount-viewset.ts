@@ -350,7 +350,7 @@ export async function mountViewset (
   // Under the database a request transaction wraps: viewsets over one database find each other's rules.
   const registered = underlyingDatabase(db)
   const entry = { table: resolved.table, db: registered, prefix: fastify.prefix, viewset, rule, fields: rules }
-  registerViewset(fastify, { ...entry, indexReport: report })
+  registerViewset(fastify, { ...entry, indexReport: report, rowLevelSecurity: Boolean(resolved.rowLevelSecurity) })
   const slots = [...(planned.relations?.ruleSlots ?? []), ...planned.foreignKeys.slots]
   if (slots.length > 0) whenAllRegistered(fastify, (entries) => { resolveRelationRules(entries, registered, slots) })
   documentRelationRules(fastify, context.schemas.components, planned.relations?.links)

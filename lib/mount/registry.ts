@@ -24,6 +24,8 @@ export interface RegisteredViewset {
   readonly rule: { readonly source: RelationRule<unknown>; readonly identity: object } | undefined
   /** Its field rule (`fieldAccess`) as relations apply it, or `undefined` when it has none. */
   readonly fields?: FieldRules | undefined
+  /** Whether its requests run in a transaction of their own (`rowLevelSecurity`): a batch cannot hold them. */
+  readonly rowLevelSecurity?: boolean
   /** Its fields whose statements would scan a table for want of an index (index-report.ts). */
   readonly indexReport?: readonly IndexReportEntry[]
 }

@@ -9,6 +9,7 @@ import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 import { createItemsTable, Item } from '../helpers/items.js'
 import type { ItemsDB } from '../helpers/items.js'
+import { underlyingDatabase } from '../../lib/execution/request-transaction.js'
 
 // readDb stands for a replica. Here it is a second, separate database, so every answer shows which
 // one it came from, and each database's query log shows what ran where.
@@ -219,7 +220,8 @@ for (const dialect of dialects) {
       })
       await app.register(fresh.register(), { prefix: '/fresh' })
       assert.equal(fresh.readDb, replica.db)
-      assert.equal(fresh.db, primary.db)
+      // Wrapped so that a request transaction (a batch) reaches its statements: over the same database.
+      assert.equal(underlyingDatabase(fresh.db), primary.db)
 
       assert.deepEqual(
         (await app.inject('/plain')).json().map((row: { name: string }) => row.name),

@@ -690,3 +690,58 @@ export function generatedCorpus (ids: readonly number[], runs: number, seed: num
     { numRuns: runs, seed }
   )
 }
+
+// ---- the atomic batch (issue 38 item 3): POST /batch, whose operations reach the same routes ---------------------
+
+/** A POST /batch request of these operations (or of this raw body). */
+function batchRequest (label: string, operations: unknown, expect?: number): HostileRequest {
+  const body = json({ operations })
+  return { label: `BATCH ${label}`, method: 'POST', url: '/batch', body, ...(expect === undefined ? {} : { expect }) }
+}
+
+/**
+ * Batches with injections in every part of an operation (method, path, body, If-Match, reference), malformed
+ * references, paths that try to leave the viewsets (the batch itself, dot segments), and fast-check operations.
+ */
+export function batchCorpus (ids: { product: number; bare: number }, runs: number, seed: number): HostileRequest[] {
+  const requests: HostileRequest[] = []
+  const add = (request: HostileRequest) => requests.push(request)
+  const create = (name: string) => ({ method: 'POST', path: '/products', body: { name } })
+  add(batchRequest('create and reference', [
+    create(uniqueName()),
+    { method: 'PATCH', path: `/products/${ids.product}`, body: { maker_id: null, description: { $result: 0, pointer: '/name' } } },
+  ], 200))
+  for (const payload of injections.slice(0, 40)) {
+    add(batchRequest(`path ${json(payload).slice(0, 30)}`, [create(uniqueName()), { method: 'DELETE', path: payload }], 400))
+    add(batchRequest(`method ${json(payload).slice(0, 30)}`, [create(uniqueName()), { method: payload, path: '/products' }], 400))
+    add(batchRequest(`body ${json(payload).slice(0, 30)}`, [create(uniqueName()), { method: 'POST', path: '/products', body: { name: uniqueName(), price: payload } }], 400))
+    add(batchRequest(`if-match ${json(payload).slice(0, 30)}`, [create(uniqueName()), { method: 'PATCH', path: `/products/${ids.product}`, body: { price: 1 }, headers: { 'if-match': payload } }]))
+    add(batchRequest(`pointer ${json(payload).slice(0, 30)}`, [create(uniqueName()), { method: 'POST', path: '/products', body: { name: { $result: 0, pointer: payload } } }], 400))
+  }
+  for (const path of ['/batch', '/products/../batch', '/products/%2e%2e/batch', '/products/./1', '//products', '/products\\..\\batch', '/elsewhere', '/']) {
+    add(batchRequest(`path ${path}`, [create(uniqueName()), { method: 'POST', path, body: { operations: [] } }], 400))
+  }
+  for (const reference of [{ $result: '0', pointer: '/id' }, { $result: 1e300, pointer: '/id' }, { $result: 0.5, pointer: '/id' }, { $result: 0, pointer: 7 }, { $result: 0, pointer: '/id', more: 1 }, { $result: 0 }]) {
+    add(batchRequest(`reference ${json(reference)}`, [create(uniqueName()), { method: 'POST', path: '/products', body: { name: uniqueName(), maker_id: reference } }], 400))
+  }
+  add(batchRequest('a missing row', [create(uniqueName()), { method: 'DELETE', path: '/products/999999' }], 404))
+  add(batchRequest('a referenced row', [create(uniqueName()), { method: 'DELETE', path: `/products/${ids.product}` }], 409))
+  add(batchRequest('no operations', [], 400))
+  add(batchRequest('101 operations', Array.from({ length: 101 }, () => create(uniqueName())), 400))
+  add(batchRequest('operations not an array', { 0: create(uniqueName()) }, 400))
+  add(batchRequest('an operation not an object', ['POST /products'], 400))
+  add(batchRequest('a header besides If-Match', [{ ...create(uniqueName()), headers: { authorization: 'Bearer x' } }], 400))
+  add({ label: 'BATCH not JSON', method: 'POST', url: '/batch', body: '{"operations":[', expect: 400 })
+  add({ label: 'BATCH an array', method: 'POST', url: '/batch', body: '[]', expect: 400 })
+  add({ label: 'BATCH text/plain', method: 'POST', url: '/batch', body: 'operations', contentType: 'text/plain', expect: 415 })
+  const reference = fc.record({ $result: fc.integer({ min: -1, max: 3 }), pointer: text })
+  const operation = fc.record({
+    method: fc.oneof(fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE'), text),
+    path: fc.oneof(fc.constantFrom('/products', `/products/${ids.product}`, `/products/${ids.bare}`), text),
+    body: fc.oneof(value, fc.record({ name: text, price: value, maker_id: fc.oneof(value, reference) })),
+    headers: fc.record({ 'if-match': text }, { requiredKeys: [] }),
+  }, { requiredKeys: ['method', 'path'] })
+  const generated = fc.array(operation, { minLength: 1, maxLength: 4 })
+    .map((operations) => batchRequest(json(operations).slice(0, 80), operations))
+  return [...requests, ...fc.sample(generated, { numRuns: runs, seed })]
+}
