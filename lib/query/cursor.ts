@@ -155,9 +155,11 @@ export function keysetCondition (
   const uniform = first !== undefined && keys.every((key) => !key.nullable && key.descending === first.descending)
   if (uniform) {
     const op = first.descending ? '<' : '>'
+    // A key computed under rules (a child count) binds its rules' values where its value is written, before `bound`.
+    const ruled = keys.flatMap((key) => key.ruled?.parameters ?? [])
     return {
       shape: `keyset:${op}`,
-      parameters: bound,
+      parameters: ruled.length === 0 ? bound : [...ruled, ...bound],
       // Kysely's tuple builders are typed for a fixed number of items: the row value is built from its nodes, a
       // comparison all the same to a plugin (the dialect's statementPlugin).
       expression: (eb) =>

@@ -15,8 +15,9 @@ import {
   isCanonicalInteger,
   nonCanonicalError,
 } from '../schema/validator.js'
-import type { AnyExpressionBuilder, Condition } from './condition.js'
-import { queryParameterError } from './condition.js'
+import type { AnyExpressionBuilder, Condition, Operand } from './condition.js'
+import { queryParameterError, withOperand } from './condition.js'
+import { countOperand, countPath, countOperators } from './child-counts.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { PathRules, RelatedPath, RelatedRoot } from './related-paths.js'
@@ -89,17 +90,24 @@ interface Filter {
   readonly parameter: string
   /** The relation path of a filter through relations, else `undefined`. */
   readonly path?: RelatedPath
-  condition(value: unknown): Condition
+  /** The condition of a value; a child count's under the request's `rules`. */
+  condition(value: unknown, rules?: PathRules): Condition
 }
 
-/** `name`: the column the condition compares, `table.column` inside a relation's subquery. */
+/** The operand of a column: `table.column` inside a relation's subquery. */
+function columnOperand (name: string): (rules?: PathRules) => Operand {
+  const column: Operand = { shape: '', parameters: [], value: (eb) => eb.ref(name) }
+  return () => column
+}
+
+/** `operand`: what the condition compares (a column, or a child count under the request's rules). */
 function planFilter (
   field: ScalarField,
   operator: FilterOperator,
   parameter: string,
   dialect: ViewsetDialect,
   maxSearchLength: number,
-  name = field.name
+  operand = columnOperand(field.name)
 ): Filter {
   const comparison = comparisons[operator]
   if (comparison !== undefined) {
@@ -108,11 +116,16 @@ function planFilter (
     const ordering = field.type === 'integer' && integerBound !== undefined && operator !== 'eq' && operator !== 'ne'
     return {
       parameter,
-      condition (raw) {
+      condition (raw, rules) {
         // Through the dialect, which binds what its driver cannot (better-sqlite3 takes no booleans).
         const value = dialect.values.parameter(normalize(raw))
         const bound = ordering ? integerBound(value) : value
-        return { shape: parameter, parameters: [value], expression: (eb) => eb(eb.ref(name), comparison, bound) }
+        const left = operand(rules)
+        return {
+          shape: parameter + left.shape,
+          parameters: withOperand(left, [value]),
+          expression: (eb) => eb(left.value(eb), comparison, bound),
+        }
       },
     }
   }
@@ -123,12 +136,13 @@ function planFilter (
       const like = likePatterns[operator]
       return {
         parameter,
-        condition (value) {
+        condition (value, rules) {
           const pattern = like(boundedTerm(parameter, String(value), maxSearchLength))
+          const left = operand(rules)
           return {
-            shape: parameter,
-            parameters: [pattern],
-            expression: (eb) => dialect.syntax.ilike(eb.ref(name), pattern),
+            shape: parameter + left.shape,
+            parameters: withOperand(left, [pattern]),
+            expression: (eb) => dialect.syntax.ilike(left.value(eb), pattern),
           }
         },
       }
@@ -136,15 +150,18 @@ function planFilter (
     case 'isnull':
       return {
         parameter,
-        condition: (value) => ({
-          shape: `${parameter}=${String(value)}`,
-          parameters: [],
-          expression: (eb: AnyExpressionBuilder): Expression<SqlBool> =>
-            eb(eb.ref(name), value === true ? 'is' : 'is not', null),
-        }),
+        condition: (value, rules) => {
+          const left = operand(rules)
+          return {
+            shape: `${parameter}${left.shape}=${String(value)}`,
+            parameters: left.parameters,
+            expression: (eb: AnyExpressionBuilder): Expression<SqlBool> =>
+              eb(left.value(eb), value === true ? 'is' : 'is not', null),
+          }
+        },
       }
     default:
-      return inFilter(field, parameter, dialect, name, operator === 'nin' ? 'not in' : 'in')
+      return inFilter(field, parameter, dialect, operand, operator === 'nin' ? 'not in' : 'in')
   }
 }
 
@@ -159,7 +176,7 @@ function inFilter (
   field: ScalarField,
   parameter: string,
   dialect: ViewsetDialect,
-  name: string,
+  operand: (rules?: PathRules) => Operand,
   operator: 'in' | 'not in'
 ): Filter {
   const validate = elementValidator(field.schema)
@@ -167,7 +184,7 @@ function inFilter (
   const normalize = normalizer(field, parameter)
   return {
     parameter,
-    condition (value) {
+    condition (value, rules) {
       const values = (Array.isArray(value) ? value.map(String) : String(value).split(','))
         .map((element, index) => {
           if (integers && !isCanonicalInteger(element)) {
@@ -190,10 +207,11 @@ function inFilter (
       }
       // Padded to a few lengths so that lists of any length share a few SQL texts (and cached statements).
       const padded = padList(values)
+      const left = operand(rules)
       return {
-        shape: `${parameter}:${padded.length}`,
-        parameters: padded,
-        expression: (eb) => eb(eb.ref(name), operator, padded),
+        shape: `${parameter}${left.shape}:${padded.length}`,
+        parameters: withOperand(left, padded),
+        expression: (eb) => eb(left.value(eb), operator, padded),
       }
     },
   }
@@ -258,35 +276,36 @@ export function planFilters (
   const terms = new Map<string, GroupFilter>()
   const documented: GroupTerm[] = []
   for (const [name, operators] of Object.entries(option)) {
-    // A dotted name is a path through relations (`author.name`), typed by the related schema.
-    const path = name.includes('.') && root !== undefined ? resolvePath('filterFields', name, root, false) : undefined
-    const field = path?.field ?? fields.get(name)
+    // A dotted name is a path through relations (`author.name`), typed by the related schema, or a child count.
+    const counted = countPath('filterFields', name, root)
+    const path = counted === undefined && name.includes('.') && root !== undefined
+      ? resolvePath('filterFields', name, root, false)
+      : undefined
+    const field = counted?.field ?? path?.field ?? fields.get(name)
     if (field === undefined) {
       invalidOption(
         'filterFields',
         `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`
       )
     }
+    if (counted !== undefined) countOperators(name, operators)
     for (const op of checkedOperators(name, field, operators)) {
       const parameters = op === 'eq' ? [name, `${name}__eq`] : [`${name}__${op}`]
       for (const parameter of parameters) {
         if (reserved.includes(parameter) || parameter in properties) {
           invalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
         }
-        const subject =
-          path === undefined
+        const subject = counted !== undefined
+          ? `number of ${counted.link.field} (the related rows the caller's rules admit)`
+          : path === undefined
             ? name
             : `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`
         const schema = valueSchema(field, op, `Rows whose ${subject} ${descriptions[op]}`, maxSearchLength)
         properties[parameter] = schema
-        const filter = planFilter(
-          field,
-          op,
-          parameter,
-          dialect,
-          maxSearchLength,
-          path === undefined ? field.name : relatedColumn(path)
-        )
+        const operand = counted !== undefined && root !== undefined
+          ? countOperand(counted.link, root.table)
+          : columnOperand(path === undefined ? field.name : relatedColumn(path))
+        const filter = planFilter(field, op, parameter, dialect, maxSearchLength, operand)
         const planned = path === undefined ? filter : { ...filter, path }
         filters.push(planned)
         terms.set(parameter, { ...planned, list: op === 'in' || op === 'nin', schema })
@@ -340,7 +359,7 @@ function filterConditions (
   for (const filter of filters) {
     const value = query[filter.parameter]
     if (value === undefined) continue
-    if (filter.path === undefined) conditions.push(filter.condition(value))
+    if (filter.path === undefined) conditions.push(filter.condition(value, rules))
     else related.push({ path: filter.path, condition: filter.condition(value) })
   }
   if (related.length > 0 && root !== undefined) conditions.push(...groupRelated(related, root.table, rules))
