@@ -224,13 +224,14 @@ export interface ViewsetOptions<
   /** Fields matched by `?search=` (case-insensitive substring, OR-ed); also `selectRelated` paths such as
    * `'author.name'`. */
   searchFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
-  /** Fields allowed in `?order_by=`; also `selectRelated` paths such as `'author.name'`. */
+  /** Fields allowed in `?order_by=`; also `selectRelated` paths (`'author.name'`) and counts (`'books.count'`). */
   orderingFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
   /** Order when `?order_by` is absent, such as `'-created_at'` or `'name,-id'`. */
   defaultOrder?: string
   /**
    * Filterable fields and their operators. A relation path (`'author.name'`, `'tags.name'`, at most two
-   * relations) filters the rows that have at least one related row matching.
+   * relations) filters the rows that have at least one related row matching; `'books.count'` the number of a to-many
+   * relation's rows the caller's rules admit (numeric operators).
    */
   filterFields?: { readonly [K in FieldOf<S> | RelationPath<S>]?: readonly FilterOperator[] }
   /** Most elements of one `POST {prefix}/bulk` (default 1,000); more is a 400. */
