@@ -132,21 +132,8 @@ function planFilter (
   switch (operator) {
     case 'contains':
     case 'startswith':
-    case 'endswith': {
-      const like = likePatterns[operator]
-      return {
-        parameter,
-        condition (value, rules) {
-          const pattern = like(boundedTerm(parameter, String(value), maxSearchLength))
-          const left = operand(rules)
-          return {
-            shape: parameter + left.shape,
-            parameters: withOperand(left, [pattern]),
-            expression: (eb) => dialect.syntax.ilike(left.value(eb), pattern),
-          }
-        },
-      }
-    }
+    case 'endswith':
+      return likeFilter(operator, parameter, dialect, maxSearchLength, operand)
     case 'isnull':
       return {
         parameter,
@@ -167,6 +154,29 @@ function planFilter (
 
 /** The `LIKE` pattern of each substring operator. */
 const likePatterns = { contains: containsPattern, startswith: startsWithPattern, endswith: endsWithPattern }
+
+/** `contains`, `startswith` and `endswith`: a case-insensitive LIKE whose value is bounded by `maxSearchLength`. */
+function likeFilter (
+  operator: keyof typeof likePatterns,
+  parameter: string,
+  dialect: ViewsetDialect,
+  maxSearchLength: number,
+  operand: (rules?: PathRules) => Operand
+): Filter {
+  const like = likePatterns[operator]
+  return {
+    parameter,
+    condition (value, rules) {
+      const pattern = like(boundedTerm(parameter, String(value), maxSearchLength))
+      const left = operand(rules)
+      return {
+        shape: parameter + left.shape,
+        parameters: withOperand(left, [pattern]),
+        expression: (eb) => dialect.syntax.ilike(left.value(eb), pattern),
+      }
+    },
+  }
+}
 
 /**
  * `field__in` and `field__nin`: a comma-separated list (or the elements of a group term's `(…)` list), each element
