@@ -315,15 +315,15 @@ export class DefaultHandlers {
     const resolution = this.#resolution(request)
     if (resolution === undefined) {
       const check = this.#context.scopeOf(request, token, 'GET')
-      return await withCancellation(scope, () => this.#inWrite(async (db) => {
+      return await this.#inWrite(async (db) => {
         const values: Row[] = []
         for (const [index, fields] of sent.entries()) {
           values.push(await this.#inElement(index, () => this.#beforeWrite(fields, context, db)))
         }
-        return await this.#creating(this.#afterRow(request, token, 'BULK'), (trx) =>
+        return await withCancellation(scope, () => this.#creating(this.#afterRow(request, token, 'BULK'), (trx) =>
           this.#context.foreignKeys.around(trx, values, { request, token }, true, (on) =>
-            resource.insertMany(on, values, check)), db)
-      }))
+            resource.insertMany(on, values, check)), db))
+      })
     }
     this.#checkConflictFields(sent, true)
     const ignore = resolution === ignoreDuplicates
