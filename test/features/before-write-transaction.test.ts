@@ -88,6 +88,12 @@ for (const dialect of dialects) {
       ])
       assert.equal(bulk.statusCode, 400)
       assert.deepEqual(problemOf(bulk).errors, [{ in: 'body', field: '/2/project_id', message: 'is full' }])
+      // A unique conflict in the write's transaction still names its element, on every dialect.
+      const duplicate = await send(app, 'POST', '/tasks/bulk', [
+        { title: 'u0', project_id: null }, { title: 'a-task-1', project_id: null },
+      ])
+      assert.equal(duplicate.statusCode, 409)
+      assert.deepEqual(problemOf(duplicate).errors?.map((error) => error.field), ['/1/title'])
       // Nothing of the refused writes is stored.
       assert.equal(await taskCount(app.db as Kysely<TenantsDB>, 3), 2)
       const titles = await app.db.selectFrom('tasks').select('title').where('title', 'in', ['full', 'b0']).execute()
