@@ -50,13 +50,14 @@ export interface ListOptions<S extends TObject> {
   searchFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
   /** `?q=`: full-text search in these string fields through the database's own index (README "Full-text search"). */
   fullText?: FullTextOptions<FieldOf<S>>
-  /** Fields allowed in `?order_by=`; also `selectRelated` paths such as `'author.name'`. */
+  /** Fields allowed in `?order_by=`; also `selectRelated` paths (`'author.name'`) and counts (`'books.count'`). */
   orderingFields?: ReadonlyArray<FieldOf<S> | RelationPath<S>>
   /** Order when `?order_by` is absent, such as `'-created_at'` or `'name,-id'`. */
   defaultOrder?: string
   /**
    * Filterable fields and their operators. A relation path (`'author.name'`, `'tags.name'`, at most two
-   * relations) filters the rows that have at least one related row matching.
+   * relations) filters the rows that have at least one related row matching; `'books.count'` the number of a to-many
+   * relation's rows the caller's rules admit (numeric operators).
    */
   filterFields?: { readonly [K in FieldOf<S> | RelationPath<S>]?: readonly FilterOperator[] }
   /** Always send `X-Total-Count` (default: only with `?count=true` or `Prefer: count=…`). */

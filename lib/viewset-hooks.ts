@@ -35,23 +35,29 @@ export class ViewsetHooks<DB, TB extends keyof DB & string, S extends TObject> e
   }
 
   /**
-   * What POST, PUT and PATCH write: receives the writable fields the body sent (for PATCH only those;
+   * What POST, BULK, PUT and PATCH write: receives the writable fields the body sent (for PATCH only those;
    * read-only fields never) after validation, and returns the values to write, which may set read-only
-   * fields and columns that are not in the schema. Throw a `ViewsetErrors` error to answer it; nothing is
-   * written then. Calls the `beforeWrite` option by default (else returns the values as they are).
+   * fields and columns that are not in the schema. Runs inside the write's transaction, `trx`: what it reads
+   * through it is consistent with the write, and the helpers it calls (`this.query()` …) read through it too.
+   * Throw a `ViewsetErrors` error to answer it; nothing is written then. Calls the `beforeWrite` option by default
+   * (else returns the values as they are).
    *
    * @example
    * ```ts
-   * override beforeWrite (values: Updateable<DB['items']>, { token }: RowContext<WriteMethod>) {
+   * override async beforeWrite (
+   *   values: Updateable<DB['items']>, { token }: RowContext<WriteMethod>, trx: Transaction<DB>
+   * ) {
+   *   await trx.selectFrom('owners').select('id').where('id', '=', token?.sub ?? '').forUpdate().execute()
    *   return { ...values, owner: token?.sub }
    * }
    * ```
    */
   beforeWrite (
     values: Updateable<DB[TB]>,
-    context: RowContext<WriteMethod>
+    context: RowContext<WriteMethod>,
+    trx: Transaction<DB>
   ): Updateable<DB[TB]> | Promise<Updateable<DB[TB]>> {
-    return this.#beforeWrite === undefined ? values : this.#beforeWrite(values, context)
+    return this.#beforeWrite === undefined ? values : this.#beforeWrite(values, context, trx)
   }
 
   /**

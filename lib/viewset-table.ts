@@ -15,6 +15,7 @@ import type { ScopedMethod, ViewsetToken } from './options.js'
 import type { ScopeCondition } from './query/scope.js'
 import type { IdOf } from './requests.js'
 import { RequestTransactionDatabase } from './execution/request-transaction.js'
+import { writeTransactionOn } from './execution/write-transaction.js'
 
 // The helpers an override calls to read and write its table, each through the table gateway its viewset
 // prepared at mounting. `Viewset` extends this class: they are its methods. On a viewset with a row rule they
@@ -168,14 +169,27 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   /** The helpers applying `ruleOf`, read when each is called. */
   #helpers (ruleOf: RuleOf): TableHelpers<DB, TB, S> {
     return {
-      query: (db = this.readDb) => this.#query(db, ruleOf('LIST')),
-      findById: async (id, db = this.readDb) => await this.#findById(id, db, ruleOf('GET')),
-      insert: async (values, db = this.db) => await this.#insert(values, db, ruleOf('GET')),
-      update: async (id, values, db = this.db, precondition = undefined) =>
+      query: (db = this.#reads()) => this.#query(db, ruleOf('LIST')),
+      findById: async (id, db = this.#reads()) => await this.#findById(id, db, ruleOf('GET')),
+      insert: async (values, db = this.#writes()) => await this.#insert(values, db, ruleOf('GET')),
+      update: async (id, values, db = this.#writes(), precondition = undefined) =>
         await this.#update(id, values, db, precondition, ruleOf('PATCH')),
-      deleteById: async (id, db = this.db, precondition = undefined) =>
+      deleteById: async (id, db = this.#writes(), precondition = undefined) =>
         await this.#deleteById(id, db, precondition, ruleOf('DELETE')),
     }
+  }
+
+  /** Where a helper reads by default: the write's transaction inside a `beforeWrite` (write-transaction.ts), else
+   * `readDb`. */
+  #reads (): Kysely<DB> {
+    const open = writeTransactionOn(this.db)
+    return open === undefined ? this.readDb : typedTransaction<DB>(open)
+  }
+
+  /** Where a helper writes by default: the write's transaction inside a `beforeWrite`, else `db`. */
+  #writes (): Kysely<DB> {
+    const open = writeTransactionOn(this.db)
+    return open === undefined ? this.db : typedTransaction<DB>(open)
   }
 
   /**
@@ -194,7 +208,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * `SELECT <schema columns> FROM <table>`, typed, to refine and execute; on a viewset with a `scope`, only the
    * rows its `'LIST'` rule admits for the request being served.
    */
-  query (db: Kysely<DB> = this.readDb): SelectQueryBuilder<DB, TB, Static<S>> {
+  query (db: Kysely<DB> = this.#reads()): SelectQueryBuilder<DB, TB, Static<S>> {
     return this.#query(db, this.#rule('LIST', 'query'))
   }
 
@@ -207,11 +221,13 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
 
   /** Runs `work` in a transaction; it commits when `work` resolves and rolls back when it throws. */
   async transaction<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-    return await this.db.transaction().execute(work)
+    // Inside a beforeWrite, the write's own transaction: a second one would wait for its connection on SQLite.
+    const open = writeTransactionOn(this.db)
+    return open === undefined ? await this.db.transaction().execute(work) : await work(typedTransaction<DB>(open))
   }
 
   /** The row with this primary key, or `undefined` (also when the `'GET'` rule of the request leaves it out). */
-  async findById (id: IdOf<S>, db: Kysely<DB> = this.readDb): Promise<Static<S> | undefined> {
+  async findById (id: IdOf<S>, db: Kysely<DB> = this.#reads()): Promise<Static<S> | undefined> {
     return await this.#findById(id, db, this.#rule('GET', 'findById'))
   }
 
@@ -229,7 +245,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * await this.insert({ ...this.writable(request.body), owner: token?.sub ?? null })
    * ```
    */
-  async insert (values: Insertable<DB[TB]>, db: Kysely<DB> = this.db): Promise<Static<S>> {
+  async insert (values: Insertable<DB[TB]>, db: Kysely<DB> = this.#writes()): Promise<Static<S>> {
     return await this.#insert(values, db, this.#rule('GET', 'insert'))
   }
 
@@ -252,7 +268,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   async update (
     id: IdOf<S>,
     values: Updateable<DB[TB]>,
-    db: Kysely<DB> = this.db,
+    db: Kysely<DB> = this.#writes(),
     precondition?: Precondition
   ): Promise<Static<S> | undefined> {
     return await this.#update(id, values, db, precondition, this.#rule('PATCH', 'update'))
@@ -273,7 +289,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * Deletes one row; false when there was none (or none in the request's `'DELETE'` rule, on a viewset with a
    * `scope`). A `precondition` is checked as `update` checks it.
    */
-  async deleteById (id: IdOf<S>, db: Kysely<DB> = this.db, precondition?: Precondition): Promise<boolean> {
+  async deleteById (id: IdOf<S>, db: Kysely<DB> = this.#writes(), precondition?: Precondition): Promise<boolean> {
     return await this.#deleteById(id, db, precondition, this.#rule('DELETE', 'deleteById'))
   }
 

@@ -252,7 +252,8 @@ export class Viewset<
       handlers: this,
       rowRules: {
         scopeOf: this.#scopeOf,
-        beforeWrite: (values, context) => this.beforeWrite(values as Updateable<DB[TB]>, context), // writable columns
+        beforeWrite: (values, context, trx) => // the writable columns, and the write's transaction
+          this.beforeWrite(values as Updateable<DB[TB]>, context, typedTransaction(trx)), // writable columns
         afterWrite: async (trx, context, { before, after }) => {
           const change = { before: before && asServed<Static<S>>(before), after: after && asServed<Static<S>>(after) }
           await this.afterWrite(context, change, typedTransaction(trx))

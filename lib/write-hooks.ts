@@ -33,18 +33,27 @@ export interface RowContext<M extends ViewsetMethod = ViewsetMethod> {
 }
 
 /**
- * Runs for POST, BULK (each element), PUT and PATCH after validation, before the statement: receives the writable
- * fields the body
- * sent and returns what is written, which may set read-only fields and columns outside the schema.
+ * Runs for POST, BULK (each element), PUT, PATCH and each branch of an upsert after validation, before the statement,
+ * inside the write's transaction (`trx`): receives the writable fields the body sent and returns what is written,
+ * which may set read-only fields and columns outside the schema. What it reads through `trx` is consistent with the
+ * write (lock what it counts, and two writers cannot both pass), and what it writes through `trx` commits or rolls back
+ * with it. The viewset's helpers it calls read through `trx` too; a query on the app's database (not `trx`) would
+ * wait for the connection the write holds on SQLite.
  *
  * @example
  * ```ts
- * beforeWrite: (values, { token }) => ({ ...values, owner: token?.sub })
+ * beforeWrite: async (values, { token }, trx) => {
+ *   const { n } = await trx.selectFrom('tasks').select((eb) => eb.fn.countAll<number>().as('n'))
+ *     .where('owner', '=', token?.sub ?? '').executeTakeFirstOrThrow()
+ *   if (Number(n) >= 100) throw new ViewsetErrors.Forbidden('Your quota of 100 tasks is used up')
+ *   return { ...values, owner: token?.sub }
+ * }
  * ```
  */
 export type BeforeWriteFunction<DB, TB extends keyof DB> = (
   values: Updateable<DB[TB]>,
   context: RowContext<WriteMethod>,
+  trx: Transaction<DB>,
 ) => Updateable<DB[TB]> | Promise<Updateable<DB[TB]>>
 
 /**

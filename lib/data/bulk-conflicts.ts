@@ -163,7 +163,8 @@ export async function conflictingElement (
   if (fault.value !== undefined) {
     matches = matchedByValue(dialect, fault.value, keys, rows)
   } else if (fault.kind === 'unique' && db !== undefined && named !== undefined && keys[0] === named) {
-    matches = await matchedByStoredKey(dialect, db, target.table, named, rows)
+    // A read that fails (in an aborted transaction) names no element: the fault is answered as it is.
+    matches = await matchedByStoredKey(dialect, db, target.table, named, rows).catch(() => [])
   }
   const [match] = matches
   if (match === undefined || matches.length > 1) return undefined

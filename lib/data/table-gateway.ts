@@ -262,9 +262,9 @@ export class TableGateway {
       if (db.isTransaction) return await write(db)
       return await retryOnDeadlock(this.dialect, async () => await db.transaction().execute(write))
     } catch (error) {
-      // After the rollback, unless the caller's transaction is still open (and, on PostgreSQL, aborted).
-      const on = db.isTransaction ? undefined : db
-      throw (await conflictingElement(this.dialect, this.#target, this.#uniqueKeys, on, error, rows)) ?? error
+      // After the rollback, or in the caller's transaction (a beforeWrite's, an afterWrite's), which SQLite and MySQL
+      // keep usable after a failed statement (PostgreSQL's is aborted, but its fault names the value).
+      throw (await conflictingElement(this.dialect, this.#target, this.#uniqueKeys, db, error, rows)) ?? error
     }
   }
 

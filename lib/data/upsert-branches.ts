@@ -11,11 +11,11 @@ import type { TableGateway } from './table-gateway.js'
 import { checkWritten, inTransaction } from './write-check.js'
 
 // An upsert is an insert where it creates and an update where it updates (issue 35, item 4): each element's branch
-// is decided by reading the rows with its conflict values, `beforeWrite` is told that branch (POST or BULK, else
-// PATCH), and the updating branch is a PATCH by key: its rule, If-Match and requireIfMatch (412, 428), its version
-// increment and write check. `beforeWrite` is user code that may query on the pool, so it runs before the write's
-// transaction; the transaction reads the rows again, locked (SELECT … FOR UPDATE; SQLite has one writer), and a
-// branch that a concurrent writer changed in between runs the whole upsert again.
+// is decided by reading the rows with its conflict values, locked (SELECT … FOR UPDATE; SQLite has one writer), in
+// the write's transaction; `beforeWrite` is told that branch (POST or BULK, else PATCH) and receives that transaction
+// (issue 38 item 8), and the updating branch is a PATCH by key: its rule, If-Match and requireIfMatch (412, 428), its
+// version increment and write check. A row a concurrent writer created in the meantime (a unique violation) runs the
+// whole upsert again.
 
 /** What an upsert writes, and what it must respect. */
 export interface BranchedUpsert {
@@ -25,8 +25,8 @@ export interface BranchedUpsert {
   readonly bulk: boolean
   /** `resolution=ignore-duplicates`: an element whose row exists is left out (not prepared, written or answered). */
   readonly ignore?: boolean
-  /** What `beforeWrite` makes of an element on its branch (`created`: POST or BULK; else PATCH). */
-  readonly prepare: (sent: Row, created: boolean, index: number) => Promise<Row>
+  /** What `beforeWrite` makes of an element on its branch (`created`: POST or BULK; else PATCH), in `trx`. */
+  readonly prepare: (sent: Row, created: boolean, index: number, trx: AnyDatabase) => Promise<Row>
   /** If-Match, or requireIfMatch's 428, of the updating branch; a match on a creating one is a 412. */
   readonly precondition: Precondition | undefined
   /** The rule an updated row must be in (PATCH's: the target and the row written) and a created one (GET's). */
@@ -41,9 +41,6 @@ export interface BranchedUpsert {
 
 /** How many times a branch changed by a concurrent writer runs the upsert again before a 503. */
 const attempts = 3
-
-/** A branch decided before the transaction no longer holds in it: run the upsert again. */
-class BranchChanged extends Error {}
 
 /** The conflict values of a row, as one comparable key. */
 type KeyOf = (row: Row) => string
@@ -67,27 +64,27 @@ export async function upsertBranches (
   const keyOf: KeyOf = (row) => compositeKey(row, conflictFields, valueOf)
   if (upsert.bulk) checkRepeatedKeys(upsert.sent, [conflictFields], valueOf)
   for (let attempt = 1; ; attempt++) {
-    const found = await existingKeys(resource, db, upsert.sent, keyOf, false)
-    const created = upsert.sent.map((row) => !found.has(keyOf(row)))
-    // RFC 9110 §13.1.1: no current representation matches an If-Match, `*` included.
-    if (upsert.precondition?.kind === 'match' && created.includes(true)) throw new ViewsetErrors.PreconditionFailed()
-    const values: Row[] = []
-    for (const [index, row] of upsert.sent.entries()) {
-      const creates = created[index] === true
-      values.push(creates || upsert.ignore !== true ? await upsert.prepare(row, creates, index) : {})
-    }
-    const decided = { created, found, values, keyOf }
-    const write = async () =>
-      await inTransaction(db, async (trx) => await writeBranches(resource, trx, upsert, decided))
+    let created: boolean[] = []
+    const write = async () => await inTransaction(db, async (trx) => {
+      const found = await existingKeys(resource, trx, upsert.sent, keyOf, true)
+      created = upsert.sent.map((row) => !found.has(keyOf(row)))
+      // RFC 9110 §13.1.1: no current representation matches an If-Match, `*` included.
+      if (upsert.precondition?.kind === 'match' && created.includes(true)) throw new ViewsetErrors.PreconditionFailed()
+      const values: Row[] = []
+      for (const [index, row] of upsert.sent.entries()) {
+        const creates = created[index] === true
+        values.push(creates || upsert.ignore !== true ? await upsert.prepare(row, creates, index, trx) : {})
+      }
+      return await writeBranches(resource, trx, upsert, { created, found, values, keyOf })
+    })
     try {
       return db.isTransaction ? await write() : await retryOnDeadlock(resource.dialect, write)
     } catch (error) {
-      if (attempt >= attempts) throw error instanceof BranchChanged ? changedTooOften() : error
       // A key that appeared since the read was created concurrently: the upsert updates it on its next run.
       const duplicate = error instanceof ViewsetErrors.Conflict || resource.dialect.classify(error)?.kind === 'unique'
-      const changed = error instanceof BranchChanged ||
-        (duplicate && (await appeared(resource, db, upsert.sent, created, keyOf)))
+      const changed = duplicate && (await appeared(resource, db, upsert.sent, created, keyOf))
       if (!changed) throw error
+      if (attempt >= attempts) throw changedTooOften()
     }
   }
 }
@@ -124,7 +121,7 @@ async function appeared (
   return (await existingKeys(resource, db, creating, keyOf, false)).size > 0
 }
 
-/** The branches decided before the transaction: each element's, the keys read, and `beforeWrite`'s values. */
+/** The branches decided in the transaction: each element's, the keys read (locked), and `beforeWrite`'s values. */
 interface Decided {
   readonly created: readonly boolean[]
   readonly found: ReadonlyMap<string, unknown>
@@ -133,9 +130,9 @@ interface Decided {
 }
 
 /**
- * In the write's transaction: the rows read again and locked, then each updating element written as PATCH writes
- * (in key order, so that two bulks lock rows alike), then the creating ones inserted in one statement, then every
- * row checked against its rule.
+ * In the write's transaction, the rows read and locked: each updating element written as PATCH writes (in key order,
+ * so that two bulks lock rows alike), then the creating ones inserted in one statement, then every row checked
+ * against its rule.
  */
 async function writeBranches (
   resource: TableGateway,
@@ -144,12 +141,6 @@ async function writeBranches (
   { created, found, values, keyOf }: Decided
 ): Promise<UpsertedRow[]> {
   const { sent, bulk, precondition, rules } = upsert
-  const locked = await existingKeys(resource, trx, sent, keyOf, true)
-  const same = (key: string) => String(resource.dialect.values.keyOf(locked.get(key))) ===
-    String(resource.dialect.values.keyOf(found.get(key)))
-  if (!sent.every((row) => locked.has(keyOf(row)) === found.has(keyOf(row)) && same(keyOf(row)))) {
-    throw new BranchChanged()
-  }
   await upsert.checkKeys?.(trx, values)
   const rows: Row[] = []
   const updating = sent.flatMap((row, index) =>
@@ -162,7 +153,7 @@ async function writeBranches (
     : (index: number) => async (_trx: AnyDatabase, row: Row | null) => { before[index] = row }
   for (const { index, key } of updating) {
     const row = await resource.update(
-      trx, locked.get(key), values[index] ?? {}, rules.updated, precondition, undefined, undefined, remember?.(index))
+      trx, found.get(key), values[index] ?? {}, rules.updated, precondition, undefined, undefined, remember?.(index))
     // The conflicting row is outside the PATCH rule: the 409 of a duplicate, as without the header.
     if (row === undefined) throw conflictOf(resource, bulk ? index : undefined)
     rows[index] = row

@@ -49,8 +49,10 @@ export interface DefaultHandlerContext {
   readonly foreignKeys: ForeignKeyCheck
   /** The viewset's `scope` for this request, compiled; `undefined` for no restriction. */
   scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
-  /** The viewset's `beforeWrite`: the values to write, or a promise of them. */
-  beforeWrite(values: Row, context: RowContext<WriteMethod>): unknown
+  /** The viewset's `beforeWrite`: the values to write, or a promise of them; `trx` is the write's transaction. */
+  beforeWrite(values: Row, context: RowContext<WriteMethod>, trx: AnyDatabase): unknown
+  /** The viewset has a `beforeWrite` of its own: every write runs in a transaction, which it receives. */
+  readonly beforeWriteInTransaction?: boolean
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
   /** The viewset's `afterWrite`, run in the write's transaction after each row written; `undefined` without one. */
@@ -112,8 +114,8 @@ export class DefaultHandlers {
 
   /** What `beforeWrite` makes of the values, checked: a promise only when it answered one (the default answers at
    * once, and POST and PATCH then await nothing). */
-  #beforeWrite (values: Row, context: RowContext<WriteMethod>): Eventually<Row> {
-    const written = this.#context.beforeWrite(values, context)
+  #beforeWrite (values: Row, context: RowContext<WriteMethod>, trx: AnyDatabase): Eventually<Row> {
+    const written = this.#context.beforeWrite(values, context, trx)
     // Any thenable is awaited, as `await` would; the answer is then a native promise.
     return isRecord(written) && typeof written.then === 'function'
       ? Promise.resolve(written).then(writtenValues)
@@ -133,14 +135,22 @@ export class DefaultHandlers {
    */
   #creating<T extends Row | Row[]> (
     after: AfterRow | undefined,
-    write: (db: AnyDatabase) => Eventually<T>
+    write: (db: AnyDatabase) => Eventually<T>,
+    db: AnyDatabase
   ): Eventually<T> {
-    if (after === undefined) return write(this.#context.db)
-    return inTransaction(this.#context.db, async (trx) => {
+    if (after === undefined) return write(db)
+    return inTransaction(db, async (trx) => {
       const written = await write(trx)
       for (const row of Array.isArray(written) ? written : [written]) await after(trx, null, row)
       return written
     })
+  }
+
+  /** Runs a write (`beforeWrite`, then its statements) in a transaction `beforeWrite` receives when the viewset has
+   * one (issue 38 item 8); else on `db` as it is, at once where the database answers at once. */
+  #inWrite<T> (work: (db: AnyDatabase) => Eventually<T>): Eventually<T> {
+    const { db, beforeWriteInTransaction } = this.#context
+    return beforeWriteInTransaction === true ? inTransaction(db, async (trx) => await work(trx)) : work(db)
   }
 
   /** `beforeWrite`'s values for element `index` of a bulk body: an error it throws names the element (`/3/field`). */
@@ -234,11 +244,11 @@ export class DefaultHandlers {
     if (resolution !== undefined) return this.#upsertOne(request, reply, token, sent, resolution === ignoreDuplicates)
     // The caller must be able to read what it creates: the row as stored must be in the GET rule.
     const check = this.#context.scopeOf(request, token, 'GET')
-    return andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }), (values) =>
+    return this.#inWrite((db) => andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }, db), (values) =>
       this.#creating(this.#afterRow(request, token, 'POST'), (on) =>
-        this.#context.foreignKeys.around(on, [values], { request, token }, false, (db) =>
-          this.#context.resource.insert(db, values, check)))
-    )
+        this.#context.foreignKeys.around(on, [values], { request, token }, false, (trx) =>
+          this.#context.resource.insert(trx, values, check)), db)
+    ))
   }
 
   /** POST with `Prefer: resolution=merge-duplicates` (or `ignore-duplicates`: a 204 when ignored): one element. */
@@ -267,8 +277,8 @@ export class DefaultHandlers {
       sent,
       bulk,
       ignore,
-      prepare: async (fields, creates, index) => await withCancellation(scope, () => {
-        const values = () => this.#beforeWrite(fields, { request, token, method: creates ? created : 'PATCH' })
+      prepare: async (fields, creates, index, trx) => await withCancellation(scope, () => {
+        const values = () => this.#beforeWrite(fields, { request, token, method: creates ? created : 'PATCH' }, trx)
         return bulk ? this.#inElement(index, values) : values()
       }),
       // The tag compared is of the row as this request's GET serves it: its relations under its rules.
@@ -304,15 +314,16 @@ export class DefaultHandlers {
     const scope = currentCancellation()
     const resolution = this.#resolution(request)
     if (resolution === undefined) {
-      const values: Row[] = []
-      for (const [index, fields] of sent.entries()) {
-        values.push(await this.#inElement(index, () => this.#beforeWrite(fields, context)))
-      }
       const check = this.#context.scopeOf(request, token, 'GET')
-      return await withCancellation(scope, () =>
-        this.#creating(this.#afterRow(request, token, 'BULK'), (trx) =>
+      return await this.#inWrite(async (db) => {
+        const values: Row[] = []
+        for (const [index, fields] of sent.entries()) {
+          values.push(await this.#inElement(index, () => this.#beforeWrite(fields, context, db)))
+        }
+        return await withCancellation(scope, () => this.#creating(this.#afterRow(request, token, 'BULK'), (trx) =>
           this.#context.foreignKeys.around(trx, values, { request, token }, true, (on) =>
-            resource.insertMany(on, values, check))))
+            resource.insertMany(on, values, check)), db))
+      })
     }
     this.#checkConflictFields(sent, true)
     const ignore = resolution === ignoreDuplicates
@@ -364,13 +375,13 @@ export class DefaultHandlers {
     // The foreign keys written are checked once the row is found in the scope and its precondition holds.
     const keys = (values: Row) => this.#context.foreignKeys.checkOf(db, [values], { request, token }, false)
     const after = this.#afterRow(request, token, method)
-    return andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }), (values) =>
+    return this.#inWrite((on) => andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }, on),
       // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing; then the
       // row as written must still be in the scope (else a 403, nothing changed).
-      andThen(resource.update(db, id, values, scope, precondition, scope, keys(values), after), (row) =>
+      (values) => andThen(resource.update(on, id, values, scope, precondition, scope, keys(values), after), (row) =>
         row === undefined ? this.#context.notFound(id) : row
       )
-    )
+    ))
   }
 
   /** DELETE: removes the row (in the scope) if `precondition` holds, or 404. */

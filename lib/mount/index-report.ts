@@ -225,6 +225,35 @@ async function relationEntries (
 }
 
 /**
+ * The entries of child counts (`books.count`: query/child-counts.ts) with their own reason: a subquery per row of the
+ * table, whether or not an index of the children's key of their parent serves each count (which the reason says).
+ */
+async function countReasons (
+  entries: Array<Omit<IndexReportEntry, 'viewset'>>,
+  input: IndexReportInput,
+  read: TableReader
+): Promise<Array<Omit<IndexReportEntry, 'viewset'>>> {
+  const counted = async (entry: Omit<IndexReportEntry, 'viewset'>): Promise<Omit<IndexReportEntry, 'viewset'>> => {
+    const relation = entry.field.endsWith('.count')
+      ? input.relatedConfig?.prefetchRelated?.[entry.field.slice(0, -'.count'.length)]
+      : undefined
+    const target = relation === undefined ? undefined : await read(String(relation.table))
+    // A related table with a `count` column: the name is that field's path, reported as one.
+    if (relation === undefined || target?.columns.some((column) => column.name === 'count') !== false) return entry
+    const keyed = relation.through === undefined
+      ? { table: target, column: relation.foreignKey }
+      : { table: await read(String(relation.through.table)), column: relation.through.sourceKey }
+    const { table, column = '' } = keyed
+    const name = table?.name ?? String(relation.table)
+    const served = table !== undefined && leadsAnIndex(table, column)
+      ? `an index of "${name}" starting with "${column}" serves each count`
+      : `no index of "${name}" starts with "${column}": each count scans it`
+    return { ...entry, reason: `a count of a to-many relation is computed for every row by a subquery (${served})` }
+  }
+  return await Promise.all(entries.map(counted))
+}
+
+/**
  * The index report of one viewset, from the catalog: every filter, ordering (`cursor` under cursor pagination),
  * search field and relation key whose statement would scan a table for want of an index. `search` and `contains`
  * are always listed (no B-tree index serves a substring match), and so are relation paths (a subquery per row).
@@ -252,8 +281,7 @@ export async function indexReport (
     reason: '`search` is a case-insensitive substring match, which no B-tree index serves: every row\'s text is read',
   }))
   const entries = [
-    ...filterEntries(input, dialect),
-    ...orderingEntries(input, dialect),
+    ...await countReasons([...filterEntries(input, dialect), ...orderingEntries(input, dialect)], input, read),
     ...searches,
     ...await relationEntries(input.relatedConfig, read, dialect),
   ]

@@ -1,6 +1,7 @@
 import type { ParentBinding } from '../http/parent-binding.js'
 import type { DefaultHandlerContext } from '../http/default-handlers.js'
 import { serving } from '../execution/served-request.js'
+import { inWrite } from '../execution/write-transaction.js'
 import type { AfterWriteMethod, RowChange, RowContext, WriteMethod } from '../options.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { RelationRule } from '../relations/config.js'
@@ -25,7 +26,7 @@ interface DeclaredRules {
 export function servedRowRules (
   { rowRules, overridden, db, columns }: DeclaredRules,
   parent: ParentBinding | undefined
-): Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound' | 'afterWrite'> {
+): Pick<DefaultHandlerContext, 'scopeOf' | 'beforeWrite' | 'notFound' | 'afterWrite' | 'beforeWriteInTransaction'> {
   const { afterWrite } = rowRules
   // The hook sees the schema's columns only: the loader's extra keys are selected, never served.
   const shown = (row: Row | null) => row && Object.fromEntries(columns.map((column) => [column, row[column]]))
@@ -37,18 +38,21 @@ export function servedRowRules (
       }
       : undefined,
   }
+  // A beforeWrite of the viewset's runs in the write's transaction, and the helpers it calls read through it.
   const served = overridden.has('beforeWrite')
     ? {
         ...hooked,
-        beforeWrite: (values: Row, context: RowContext<WriteMethod>) =>
-          serving(context.request, () => rowRules.beforeWrite(values, context))
+        beforeWrite: (values: Row, context: RowContext<WriteMethod>, trx: AnyDatabase) =>
+          serving(context.request, () => inWrite(db, trx, () => rowRules.beforeWrite(values, context, trx))),
+        beforeWriteInTransaction: true,
       }
     : hooked
   if (parent === undefined) return served
   return {
     ...served,
     scopeOf: parent.scoped(db, served.scopeOf),
-    beforeWrite: (values, context) => served.beforeWrite({ ...values, ...parent.values(context.request) }, context),
+    beforeWrite: (values, context, trx) =>
+      served.beforeWrite({ ...values, ...parent.values(context.request) }, context, trx),
   }
 }
 

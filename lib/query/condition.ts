@@ -15,6 +15,21 @@ export interface Condition {
   expression (eb: AnyExpressionBuilder): Expression<SqlBool>
 }
 
+/**
+ * What a filter compares with its value: a column, or a value computed under the request's rules (a child count,
+ * query/child-counts.ts), with the shape and the values it adds, bound before the filter's own.
+ */
+export interface Operand {
+  readonly shape: string
+  readonly parameters: readonly unknown[]
+  value (eb: AnyExpressionBuilder): Expression<unknown>
+}
+
+/** The values of a filter over `operand`: the operand's, then the filter's own. */
+export function withOperand (operand: Operand, values: readonly unknown[]): readonly unknown[] {
+  return operand.parameters.length === 0 ? values : [...operand.parameters, ...values]
+}
+
 /** An expression over an operation node that is already built. */
 export function expressionOf (node: OperationNode): Expression<SqlBool> {
   return {

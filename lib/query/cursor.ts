@@ -155,10 +155,12 @@ export function keysetCondition (
   const uniform = first !== undefined && keys.every((key) => !key.nullable && key.descending === first.descending)
   if (uniform) {
     const op = first.descending ? '<' : '>'
+    // A key computed from values (a child count under rules, q's relevance) binds them where it is written, before
+    // `bound`.
+    const ruled = keys.flatMap((key) => key.ruled?.parameters ?? [])
     return {
       shape: `keyset:${op}`,
-      // A key computed from values (q's relevance) binds them where it is written, before the position's.
-      parameters: [...keys.flatMap((key) => key.ruled?.parameters ?? []), ...bound],
+      parameters: ruled.length === 0 ? bound : [...ruled, ...bound],
       // Kysely's tuple builders are typed for a fixed number of items: the row value is built from its nodes, a
       // comparison all the same to a plugin (the dialect's statementPlugin).
       expression: (eb) =>

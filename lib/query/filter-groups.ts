@@ -28,7 +28,8 @@ export interface GroupFilter {
   /** Whether its value is a list (`in`, `nin`). */
   readonly list: boolean
   readonly schema: JsonSchema
-  condition(value: unknown): Condition
+  /** The condition of a value; a child count's under the request's `rules`. */
+  condition(value: unknown, rules?: PathRules): Condition
 }
 
 /** Where a group's relation terms start: the parent table, and the request's rules. */
@@ -112,7 +113,7 @@ export class FilterGroups implements TermNames {
       }
       const filter = this.#filters.get(item.name)
       if (filter === undefined) throw this.unknown(scope.group, item.name)
-      const condition = filter.condition(this.#checked(filter, item, scope.group))
+      const condition = filter.condition(this.#checked(filter, item, scope.group), scope.rules)
       if (filter.path === undefined) conditions.push(item.negated ? negation(condition) : condition)
       else if (group.operator === 'and' && !item.negated) together.push({ path: filter.path, condition })
       else conditions.push(this.#related(filter.path, condition, item.negated, scope))

@@ -15,8 +15,10 @@ import {
   isCanonicalInteger,
   nonCanonicalError,
 } from '../schema/validator.js'
-import type { AnyExpressionBuilder, Condition } from './condition.js'
-import { queryParameterError } from './condition.js'
+import type { AnyExpressionBuilder, Condition, Operand } from './condition.js'
+import { queryParameterError, withOperand } from './condition.js'
+import { countOperand, countPath, countOperators } from './child-counts.js'
+import type { JsonPath } from './json-paths.js'
 import type { ScalarField } from './field-types.js'
 import { nameList } from './field-types.js'
 import type { PathRules, RelatedPath, RelatedRoot } from './related-paths.js'
@@ -29,7 +31,6 @@ import type { GroupFilter } from './filter-groups.js'
 import { groupSchema } from '../schema/group-patterns.js'
 import type { GroupTerm } from '../schema/group-patterns.js'
 import { maxGroupDepth, maxGroupLength, maxGroupTerms } from './filter-grammar.js'
-import type { JsonPath } from './json-paths.js'
 
 const groupBounds = { maxTerms: maxGroupTerms, maxDepth: maxGroupDepth, maxLength: maxGroupLength }
 
@@ -90,25 +91,31 @@ interface Filter {
   readonly parameter: string
   /** The relation path of a filter through relations, else `undefined`. */
   readonly path?: RelatedPath
-  condition(value: unknown): Condition
+  /** The condition of a value; a child count's under the request's `rules`. */
+  condition(value: unknown, rules?: PathRules): Condition
 }
 
-/** What a filter compares: a column (`table.column` inside a relation's subquery), or a JSON path's value. */
-type Subject = string | Expression<unknown>
-
-/** The subject in SQL. */
-function subjectOf (eb: AnyExpressionBuilder, name: Subject): Expression<unknown> {
-  return typeof name === 'string' ? eb.ref(name) : name
+/** The operand of a column: `table.column` inside a relation's subquery. */
+function columnOperand (name: string): (rules?: PathRules) => Operand {
+  const column: Operand = { shape: '', parameters: [], value: (eb) => eb.ref(name) }
+  return () => column
 }
 
-/** `name`: the column the condition compares, `table.column` inside a relation's subquery, or a JSON path's value. */
+/** The operand of a value computed from the row alone: a JSON path's value inside its column. */
+function valueOperand (value: Expression<unknown>): (rules?: PathRules) => Operand {
+  const operand: Operand = { shape: '', parameters: [], value: () => value }
+  return () => operand
+}
+
+/** `operand`: what the condition compares (a column, a JSON path's value, or a child count under the request's
+ * rules). */
 function planFilter (
   field: ScalarField,
   operator: FilterOperator,
   parameter: string,
   dialect: ViewsetDialect,
   maxSearchLength: number,
-  name: Subject = field.name
+  operand = columnOperand(field.name)
 ): Filter {
   const comparison = comparisons[operator]
   if (comparison !== undefined) {
@@ -117,48 +124,67 @@ function planFilter (
     const ordering = field.type === 'integer' && integerBound !== undefined && operator !== 'eq' && operator !== 'ne'
     return {
       parameter,
-      condition (raw) {
+      condition (raw, rules) {
         // Through the dialect, which binds what its driver cannot (better-sqlite3 takes no booleans).
         const value = dialect.values.parameter(normalize(raw))
         const bound = ordering ? integerBound(value) : value
-        return { shape: parameter, parameters: [value], expression: (eb) => eb(subjectOf(eb, name), comparison, bound) }
+        const left = operand(rules)
+        return {
+          shape: parameter + left.shape,
+          parameters: withOperand(left, [value]),
+          expression: (eb) => eb(left.value(eb), comparison, bound),
+        }
       },
     }
   }
   switch (operator) {
     case 'contains':
     case 'startswith':
-    case 'endswith': {
-      const like = likePatterns[operator]
-      return {
-        parameter,
-        condition (value) {
-          const pattern = like(boundedTerm(parameter, String(value), maxSearchLength))
-          return {
-            shape: parameter,
-            parameters: [pattern],
-            expression: (eb) => dialect.syntax.ilike(subjectOf(eb, name), pattern),
-          }
-        },
-      }
-    }
+    case 'endswith':
+      return likeFilter(operator, parameter, dialect, maxSearchLength, operand)
     case 'isnull':
       return {
         parameter,
-        condition: (value) => ({
-          shape: `${parameter}=${String(value)}`,
-          parameters: [],
-          expression: (eb: AnyExpressionBuilder): Expression<SqlBool> =>
-            eb(subjectOf(eb, name), value === true ? 'is' : 'is not', null),
-        }),
+        condition: (value, rules) => {
+          const left = operand(rules)
+          return {
+            shape: `${parameter}${left.shape}=${String(value)}`,
+            parameters: left.parameters,
+            expression: (eb: AnyExpressionBuilder): Expression<SqlBool> =>
+              eb(left.value(eb), value === true ? 'is' : 'is not', null),
+          }
+        },
       }
     default:
-      return inFilter(field, parameter, dialect, name, operator === 'nin' ? 'not in' : 'in')
+      return inFilter(field, parameter, dialect, operand, operator === 'nin' ? 'not in' : 'in')
   }
 }
 
 /** The `LIKE` pattern of each substring operator. */
 const likePatterns = { contains: containsPattern, startswith: startsWithPattern, endswith: endsWithPattern }
+
+/** `contains`, `startswith` and `endswith`: a case-insensitive LIKE whose value is bounded by `maxSearchLength`. */
+function likeFilter (
+  operator: keyof typeof likePatterns,
+  parameter: string,
+  dialect: ViewsetDialect,
+  maxSearchLength: number,
+  operand: (rules?: PathRules) => Operand
+): Filter {
+  const like = likePatterns[operator]
+  return {
+    parameter,
+    condition (value, rules) {
+      const pattern = like(boundedTerm(parameter, String(value), maxSearchLength))
+      const left = operand(rules)
+      return {
+        shape: parameter + left.shape,
+        parameters: withOperand(left, [pattern]),
+        expression: (eb) => dialect.syntax.ilike(left.value(eb), pattern),
+      }
+    },
+  }
+}
 
 /**
  * `field__in` and `field__nin`: a comma-separated list (or the elements of a group term's `(…)` list), each element
@@ -168,7 +194,7 @@ function inFilter (
   field: ScalarField,
   parameter: string,
   dialect: ViewsetDialect,
-  name: Subject,
+  operand: (rules?: PathRules) => Operand,
   operator: 'in' | 'not in'
 ): Filter {
   const validate = elementValidator(field.schema)
@@ -176,7 +202,7 @@ function inFilter (
   const normalize = normalizer(field, parameter)
   return {
     parameter,
-    condition (value) {
+    condition (value, rules) {
       const values = (Array.isArray(value) ? value.map(String) : String(value).split(','))
         .map((element, index) => {
           if (integers && !isCanonicalInteger(element)) {
@@ -199,10 +225,11 @@ function inFilter (
       }
       // Padded to a few lengths so that lists of any length share a few SQL texts (and cached statements).
       const padded = padList(values)
+      const left = operand(rules)
       return {
-        shape: `${parameter}:${padded.length}`,
-        parameters: padded,
-        expression: (eb) => eb(subjectOf(eb, name), operator, padded),
+        shape: `${parameter}${left.shape}:${padded.length}`,
+        parameters: withOperand(left, padded),
+        expression: (eb) => eb(left.value(eb), operator, padded),
       }
     },
   }
@@ -269,39 +296,40 @@ export function planFilters (
   const terms = new Map<string, GroupFilter>()
   const documented: GroupTerm[] = []
   for (const [name, operators] of Object.entries(option)) {
-    // A dotted name is a path through relations (`author.name`), typed by the related schema; `meta->color` a JSON
-    // path, typed by its column's.
+    // A dotted name is a path through relations (`author.name`), typed by the related schema, or a child count;
+    // `meta->color` a JSON path, typed by its column's.
     const json = jsonPaths?.get(name)
-    const path = json === undefined && name.includes('.') && root !== undefined
+    const counted = json === undefined ? countPath('filterFields', name, root) : undefined
+    const path = json === undefined && counted === undefined && name.includes('.') && root !== undefined
       ? resolvePath('filterFields', name, root, false)
       : undefined
-    const field = json?.field ?? path?.field ?? fields.get(name)
+    const field = json?.field ?? counted?.field ?? path?.field ?? fields.get(name)
     if (field === undefined) {
       invalidOption(
         'filterFields',
         `"${name}" is not a filterable column of the schema; scalar columns: ${nameList(fields.keys())}`
       )
     }
+    if (counted !== undefined) countOperators(name, operators)
     for (const op of checkedOperators(name, field, operators)) {
       const parameters = op === 'eq' ? [name, `${name}__eq`] : [`${name}__${op}`]
       for (const parameter of parameters) {
         if (reserved.includes(parameter) || parameter in properties) {
           invalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
         }
-        const subject =
-          path === undefined
+        const subject = counted !== undefined
+          ? `number of ${counted.link.field} (the related rows the caller's rules admit)`
+          : path === undefined
             ? name
             : `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`
         const schema = valueSchema(field, op, `Rows whose ${subject} ${descriptions[op]}`, maxSearchLength)
         properties[parameter] = schema
-        const filter = planFilter(
-          field,
-          op,
-          parameter,
-          dialect,
-          maxSearchLength,
-          path === undefined ? (json?.value ?? field.name) : relatedColumn(path)
-        )
+        const operand = json !== undefined
+          ? valueOperand(json.value)
+          : counted !== undefined && root !== undefined
+            ? countOperand(counted.link, root.table)
+            : columnOperand(path === undefined ? field.name : relatedColumn(path))
+        const filter = planFilter(field, op, parameter, dialect, maxSearchLength, operand)
         const planned = path === undefined ? filter : { ...filter, path }
         filters.push(planned)
         terms.set(parameter, { ...planned, list: op === 'in' || op === 'nin', schema })
@@ -355,7 +383,7 @@ function filterConditions (
   for (const filter of filters) {
     const value = query[filter.parameter]
     if (value === undefined) continue
-    if (filter.path === undefined) conditions.push(filter.condition(value))
+    if (filter.path === undefined) conditions.push(filter.condition(value, rules))
     else related.push({ path: filter.path, condition: filter.condition(value) })
   }
   if (related.length > 0 && root !== undefined) conditions.push(...groupRelated(related, root.table, rules))

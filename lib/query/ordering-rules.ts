@@ -3,6 +3,7 @@ import type { OrderKey, Ordering } from './ordering.js'
 import { sortsNullsApart } from './ordering.js'
 import type { PathRules } from './related-paths.js'
 import { pathRules, relatedValue, rulesShape } from './related-paths.js'
+import { childCount } from './child-counts.js'
 
 // An ordering through relation paths under a request's row rules: each path's value read only from the related
 // rows its tables' rules admit, and what those rules add to a page statement's shape and values.
@@ -23,7 +24,11 @@ export function ruledOrdering (ordering: Ordering, rules: PathRules | undefined)
     // relatedValue nests the innermost relation's subquery first: its rules bind first.
     const parameters = [...ruled].reverse().flatMap((hop) => hop.flatMap((rule) => rule.parameters))
     const shape = ruled.map((hop) => rulesShape(hop)).join(':')
-    const expression = relatedValue(key.related.path, key.related.table, ruled)
+    const { path, table, count } = key.related
+    const [link] = path.hops
+    const expression = count === true && link !== undefined
+      ? childCount(link, table, ruled[0])
+      : relatedValue(path, table, ruled)
     return { ...key, expression, ruled: { shape, parameters } }
   })
   return changed ? { shape: ordering.shape, keys } : ordering

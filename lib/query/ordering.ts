@@ -10,6 +10,7 @@ import { nameList } from './field-types.js'
 import type { RelatedPath, RelatedRoot } from './related-paths.js'
 import type { JsonPath } from './json-paths.js'
 import { relatedValue, resolvePath } from './related-paths.js'
+import { childCount, countPath } from './child-counts.js'
 import { sortKeysPattern } from '../schema/list-patterns.js'
 import { maxShapes } from '../data/statement-cache.js'
 
@@ -36,6 +37,8 @@ export interface OrderKey {
 export interface RelatedKey {
   readonly path: RelatedPath
   readonly table: string
+  /** True for a count of a to-many relation (`books.count`, query/child-counts.ts) rather than a related field. */
+  readonly count?: boolean
 }
 
 /** What a sort key's value is in SQL: its expression, else its column (`prefix` qualifies the column). */
@@ -261,11 +264,17 @@ function allowedFields (
 ): Map<string, SortableField> {
   const allowed = new Map<string, SortableField>()
   if (orderingFields === undefined) return allowed
-  // Relation paths sort on one related value per row: many-to-one only, NULL (no related row) sorting as nulls do.
+  // Relation paths sort on one related value per row: many-to-one only, NULL (no related row) sorting as nulls do;
+  // or on a count of a to-many relation, never NULL.
   const sortable = (name: string): SortableField | undefined => {
     const json = jsonPaths?.get(name)
     if (json !== undefined) return { ...json.field, expression: json.value }
     if (!name.includes('.') || related === undefined) return fields.get(name)
+    const counted = countPath('orderingFields', name, related)
+    if (counted !== undefined) {
+      const expression = childCount(counted.link, related.table)
+      return { ...counted.field, name, expression, related: { path: counted.path, table: related.table, count: true } }
+    }
     const path = resolvePath('orderingFields', name, related, true)
     const expression = relatedValue(path, related.table)
     return { ...path.field, name, nullable: true, expression, related: { path, table: related.table } }

@@ -30,12 +30,12 @@ export interface RelatedRoot {
 }
 
 /** The alias of the related table `depth` hops away (1 is the parent's own relation). */
-function aliasAt (depth: number): string {
+export function aliasAt (depth: number): string {
   return `viewset_r${depth}`
 }
 
 /** The alias of a many-to-many's join table `depth` hops away. */
-function joinAt (depth: number): string {
+export function joinAt (depth: number): string {
   return `viewset_j${depth}`
 }
 

@@ -61,6 +61,20 @@ createViewset({
 // @ts-expect-error `owner` holds strings
 createViewset({ db, table: 'items', schema: Item, beforeWrite: (values) => ({ ...values, owner: 3 }) })
 
+// ---- beforeWrite's third argument: the write's transaction, typed with the app's DB (issue 38 item 8) ----------
+createViewset({
+  db,
+  table: 'items',
+  schema: Item,
+  beforeWrite: async (values, { token }, trx) => {
+    expectTypeOf(trx).toEqualTypeOf<Transaction<DB>>()
+    const mine = await trx.selectFrom('items').select('id').where('owner', '=', token?.sub ?? null).execute()
+    return { ...values, owner: mine.length < 100 ? token?.sub ?? null : null }
+  },
+})
+// @ts-expect-error the transaction knows the app's tables only
+createViewset({ db, table: 'items', schema: Item, beforeWrite: async (values, _c, trx) => { await trx.selectFrom('nope').execute(); return values } })
+
 // ---- the overridable methods ----------------------------------------------------------------------
 class Items extends Viewset<DB, 'items', typeof Item> {
   override scope (eb: ExpressionBuilder<DB, 'items'>, { token, method }: RowContext<ScopedMethod>) {
@@ -72,6 +86,14 @@ class Items extends Viewset<DB, 'items', typeof Item> {
   }
 }
 void Items
+
+class Counted extends Viewset<DB, 'items', typeof Item> {
+  override async beforeWrite (values: Updateable<DB['items']>, _context: RowContext<WriteMethod>, trx: Transaction<DB>) {
+    await trx.selectFrom('users').select('id').execute()
+    return values
+  }
+}
+void Counted
 
 class Wrong extends Viewset<DB, 'items', typeof Item> {
   // @ts-expect-error a column of another table

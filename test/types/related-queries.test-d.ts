@@ -32,6 +32,17 @@ createViewset({
   defaultRelations: ['author'],
 })
 
+// a count of a to-many relation is a path too (`tags.count`: checked at registration to be a prefetchRelated one)
+const Tagged = Type.Object({ id: Type.Integer(), title: Type.String(), tags: Type.Optional(Type.Array(Author)) })
+createViewset({
+  db,
+  table: 'books',
+  schema: Tagged,
+  relatedConfig: { prefetchRelated: { tags: { table: 'authors', foreignKey: 'id' } } },
+  filterFields: { 'tags.count': ['gte', 'in'] },
+  orderingFields: ['tags.count'],
+})
+
 // @ts-expect-error a path starts with a relation field: `title` holds no object
 createViewset({ db, table: 'books', schema: Book, relatedConfig, filterFields: { 'title.length': ['eq'] } })
 
