@@ -6,6 +6,7 @@ import type { AfterRow } from '../data/gateway-results.js'
 import type { TableGateway } from '../data/table-gateway.js'
 import { upsertBranches } from '../data/upsert-branches.js'
 import { inTransaction } from '../data/write-check.js'
+import { ambientDatabase } from '../data/ambient-transaction.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { invalidFields } from '../errors.js'
 import type { FieldError } from '../errors.js'
@@ -135,8 +136,9 @@ export class DefaultHandlers {
     after: AfterRow | undefined,
     write: (db: AnyDatabase) => Eventually<T>
   ): Eventually<T> {
-    if (after === undefined) return write(this.#context.db)
-    return inTransaction(this.#context.db, async (trx) => {
+    const db = ambientDatabase(this.#context.db)
+    if (after === undefined) return write(db)
+    return inTransaction(db, async (trx) => {
       const written = await write(trx)
       for (const row of Array.isArray(written) ? written : [written]) await after(trx, null, row)
       return written
@@ -258,7 +260,8 @@ export class DefaultHandlers {
    */
   async #upsert (request: FastifyRequest, token: ViewsetToken | null, sent: readonly Row[], bulk: boolean,
     ignore: boolean) {
-    const { resource, db, requireIfMatch } = this.#context
+    const { resource, requireIfMatch } = this.#context
+    const db = ambientDatabase(this.#context.db)
     const precondition = preconditionOf(request.headers['if-match'], requireIfMatch)
     const created = bulk ? 'BULK' : 'POST'
     // Each beforeWrite, then the write, in the request's cancellation scope (execution/cancellation.ts).
@@ -359,7 +362,8 @@ export class DefaultHandlers {
   ): Eventually<Row> {
     const method = partial ? 'PATCH' : 'PUT'
     const id = idOf(request)
-    const { resource, db } = this.#context
+    const { resource } = this.#context
+    const db = ambientDatabase(this.#context.db)
     const scope = this.#context.scopeOf(request, token, method)
     // The foreign keys written are checked once the row is found in the scope and its precondition holds.
     const keys = (values: Row) => this.#context.foreignKeys.checkOf(db, [values], { request, token }, false)
@@ -382,7 +386,8 @@ export class DefaultHandlers {
     const scope = this.#context.scopeOf(request, token, 'DELETE')
     const id = idOf(request)
     const after = this.#afterRow(request, token, 'DELETE')
-    return andThen(this.#context.resource.delete(this.#context.db, id, scope, precondition, after), (deleted) => {
+    const db = ambientDatabase(this.#context.db)
+    return andThen(this.#context.resource.delete(db, id, scope, precondition, after), (deleted) => {
       if (!deleted) this.#context.notFound(id)
     })
   }

@@ -149,7 +149,9 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined, confl
       known = invalidFields(errors)
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
-      if (error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict) errors = error.errors
+      // These may name the fields (or nested elements, by JSON pointer) they are about.
+      const listing = [ViewsetErrors.Validation, ViewsetErrors.Conflict, ViewsetErrors.NotFound, ViewsetErrors.Forbidden]
+      for (const kind of listing) if (error instanceof kind) errors = error.errors
     } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
       known = fastifyCodes[error.code]?.(request)
     } else {

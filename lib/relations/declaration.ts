@@ -32,6 +32,8 @@ export interface DeclaredRelation {
   readonly relatedConfig: RelatedConfig<unknown> | undefined
   /** Where the related rows' rule comes from, as declared (resolved once the app is ready: mount/relation-rules.ts). */
   readonly rulesFrom: RulesFrom<unknown> | undefined
+  /** Whether bodies may write it (`writable: true`; mount/writable-relations.ts). */
+  readonly writable: boolean
 }
 
 function name (path: string, value: unknown): string {
@@ -75,6 +77,12 @@ function rulesFromOf (path: string, value: unknown): RulesFrom<unknown> | undefi
     return value as RulesFrom<unknown> // checked above: an object whose scope is a function, called as a rule's
   }
   return invalidOption(path, 'expected a viewset, its prefix (such as "/projects"), or { scope: (eb, context) => … }')
+}
+
+/** A relation's `writable`: a boolean, false by default. */
+function writableOf (path: string, value: unknown): boolean {
+  if (value === undefined || typeof value === 'boolean') return value === true
+  return invalidOption(path, `expected true or false, got ${JSON.stringify(value)}`)
 }
 
 /** Children per parent when a to-many relation sets no `limit`. */
@@ -167,6 +175,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       target,
       relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
       rulesFrom: rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom),
+      writable: writableOf(`${where}.writable`, spec.writable),
     })
   }
   const prefetchPath = `${path}.prefetchRelated`
@@ -193,6 +202,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       target,
       relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
       rulesFrom: rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom),
+      writable: writableOf(`${where}.writable`, spec.writable),
     })
   }
   return declared
