@@ -150,8 +150,8 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined, confl
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
       // These may name the fields (or nested elements, by JSON pointer) they are about.
-      const listing = [ViewsetErrors.Validation, ViewsetErrors.Conflict, ViewsetErrors.NotFound, ViewsetErrors.Forbidden]
-      for (const kind of listing) if (error instanceof kind) errors = error.errors
+      const { Validation, Conflict, NotFound, Forbidden } = ViewsetErrors
+      for (const kind of [Validation, Conflict, NotFound, Forbidden]) if (error instanceof kind) errors = error.errors
     } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
       known = fastifyCodes[error.code]?.(request)
     } else {

@@ -9,9 +9,9 @@ import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
 import {
-  owned, Project, projectRelations, secret, seedTenants, Task, taskRelations, tenantsApp,
+  owned, Project, projectRelations, secret, seedTenants, taskRelations, tenantsApp,
 } from '../helpers/tenants.js'
-import type { TenantsApp, TenantsDB, TenantsOptions } from '../helpers/tenants.js'
+import type { TenantsApp, TenantsDB, TenantsOptions, Task } from '../helpers/tenants.js'
 
 // Nested writes (issue 38 item 2): a relation declared `writable: true` is written with its parent, in one
 // transaction: projects.tasks by its children (each through the tasks viewset, as POST /tasks or PATCH /tasks/:id
@@ -106,7 +106,7 @@ for (const dialect of dialects) {
       assert.deepEqual(await tasksOf(app), seededTasks)
     })
 
-    test("a child of another tenant, or of another parent, is a 404 naming its pointer; nothing written", async (t) => {
+    test('a child of another tenant, or of another parent, is a 404 naming its pointer; nothing written', async (t) => {
       const app = await nestedApp(t, dialect)
       const answers = []
       // Task 4 is bob's, planted in alice's project 1; task 3 is bob's in his own project 2; task 2 alice's in his.
