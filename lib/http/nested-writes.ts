@@ -1,17 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { ErrorObject } from 'ajv'
 import { inAmbientTransaction } from '../data/ambient-transaction.js'
 import { invalidFields, ViewsetErrors } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import { allVisible } from '../query/field-access.js'
 import type { FieldRules, FieldView } from '../query/field-access.js'
-import type { RelationRule } from '../relations/config.js'
 import type { RelationKind } from '../relations/declaration.js'
 import type { AnyDatabase, Row } from '../sql.js'
-import { expressionBuilder } from 'kysely'
-import type { ExpressionBuilder } from 'kysely'
-import { scopeCondition } from '../query/scope.js'
 import type { ScopeCondition } from '../query/scope.js'
+import type { RelationRuleSlot } from '../relations/relation-rule.js'
 import { propertiesOf } from '../schema/derive.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
@@ -33,13 +29,6 @@ export interface NestedTarget {
   readonly rules: FieldRules | undefined
 }
 
-/** What a writable relation writes through, once the application is ready (mount/writable-relations.ts). */
-export interface ResolvedRelation {
-  readonly target: NestedTarget
-  /** The row rule of the target table, as its relations read it (`'GET'` / `'LIST'`). */
-  readonly rule: RelationRule<unknown> | undefined
-}
-
 /** A relation declared `writable: true`, as a request writes it. */
 export interface WritableRelation {
   readonly field: string
@@ -52,8 +41,10 @@ export interface WritableRelation {
   /** one-to-many: the parent's column the children's foreign key holds; many-to-many: the parent's key. */
   readonly parentKey: string
   readonly through: { readonly table: string, readonly sourceKey: string, readonly targetKey: string } | undefined
-  /** Set when the application is ready. */
-  resolved: ResolvedRelation | undefined
+  /** The row rule of the related table, as the relation's loads apply it (`'GET'` to-one, `'LIST'` else). */
+  readonly rule: RelationRuleSlot
+  /** The viewset serving the related table, found when the application is ready. */
+  target: NestedTarget | undefined
 }
 
 /** The writable relation fields a body sends, each with its value. */
@@ -66,15 +57,9 @@ function isKey (value: unknown): value is string | number {
   return typeof value === 'string' || typeof value === 'number'
 }
 
-/** Stateless, so one serves every request (as the relation loaders' own). */
-const eb: ExpressionBuilder<Record<string, Row>, string> = expressionBuilder<Record<string, Row>, string>()
-
 /** The row rule of a relation's table for this request (`'GET'` to-one, `'LIST'` else), or `undefined` for none. */
 function ruleOf (trx: AnyDatabase, request: FastifyRequest, relation: WritableRelation): ScopeCondition | undefined {
-  const rule = relation.resolved?.rule as RelationRule<Record<string, Row>> | undefined // called over its own table
-  const method = relation.kind === 'many-to-one' ? 'GET' : 'LIST'
-  const expression = rule?.scope(eb, { request, token: request.viewsetToken, method })
-  return expression === undefined ? undefined : scopeCondition(trx, relation.table, expression)
+  return relation.rule.condition(trx, { request, token: request.viewsetToken }, relation.table)
 }
 
 /** Whether the related rows a body sends exist in `trx` for the caller, by key: the keys that are missing. */
@@ -93,12 +78,14 @@ async function invisibleKeys (
 /** A request for one child's write: its body and key, without the parent's preferences and preconditions. */
 function childRequest (request: FastifyRequest, body: Row, id: unknown): FastifyRequest {
   const { prefer: _prefer, 'if-match': _ifMatch, ...headers } = request.headers
-  return Object.create(request, {
+  // A view of the parent's request: the same connection, token and log.
+  const child: FastifyRequest = Object.create(request, {
     body: { value: body, writable: true },
     params: { value: id === undefined ? {} : { id } },
     headers: { value: headers },
     viewsetToken: { value: request.viewsetToken, writable: true },
-  }) as FastifyRequest // a view of the parent's request: the same connection, token and log
+  })
+  return child
 }
 
 /** An error of a child's write, renamed to its element: each listed field under `pointer`, the detail saying so. */
@@ -118,11 +105,11 @@ function pointed (error: unknown, pointer: string): unknown {
   return error
 }
 
-/** Ajv's errors of a child's body as field errors under `pointer`. */
-function schemaErrors (errors: readonly ErrorObject[], pointer: string): FieldError[] {
-  return errors.map((error) => {
-    const at = `${pointer}${error.instancePath}`
-    const { params } = error
+/** Ajv's errors of a child's body as field errors (JSON pointers). */
+function schemaErrors (errors: readonly unknown[]): FieldError[] {
+  return errors.filter(isRecord).map((error) => {
+    const at = typeof error.instancePath === 'string' ? error.instancePath : ''
+    const params = isRecord(error.params) ? error.params : {}
     if (error.keyword === 'additionalProperties') {
       const field = `${at}/${String(params.additionalProperty)}`
       return { in: 'body', field, message: 'is not a field of this resource' }
@@ -130,7 +117,7 @@ function schemaErrors (errors: readonly ErrorObject[], pointer: string): FieldEr
     if (error.keyword === 'required') {
       return { in: 'body', field: `${at}/${String(params.missingProperty)}`, message: 'is required' }
     }
-    return { in: 'body', field: at, message: error.message ?? 'is not valid' }
+    return { in: 'body', field: at, message: typeof error.message === 'string' ? error.message : 'is not valid' }
   })
 }
 
@@ -308,7 +295,7 @@ export class NestedWrites {
   /** One child's write, as the child's own POST or PATCH route would make it. */
   async #child (trx: AnyDatabase, request: FastifyRequest, reply: FastifyReply, relation: WritableRelation,
     element: Row, parent: unknown) {
-    const target = relation.resolved?.target
+    const target = relation.target
     if (target === undefined) return
     const key = element[relation.targetKey]
     const method = key === undefined ? 'POST' : 'PATCH'
@@ -330,7 +317,7 @@ export class NestedWrites {
       schema: childSchema(target, method, view, relation), httpPart: 'body', method, url: '',
     })
     if (validate(element) !== true) {
-      throw invalidFields(schemaErrors((validate.errors ?? []) as ErrorObject[], '')) // Ajv's errors, as compiled
+      throw invalidFields(schemaErrors(Array.isArray(validate.errors) ? validate.errors : []))
     }
     const body: Row = {}
     for (const [name, field] of Object.entries(element)) {

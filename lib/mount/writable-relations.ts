@@ -3,7 +3,8 @@ import { invalidOption } from '../errors.js'
 import { underlyingDatabase } from '../execution/request-transaction.js'
 import { NestedWrites } from '../http/nested-writes.js'
 import type { NestedTarget, WritableRelation } from '../http/nested-writes.js'
-import type { RouteHandlers } from '../http/route-context.js'
+import type { RouteContext, RouteHandlers } from '../http/route-context.js'
+import type { ViewsetComponents } from '../schema/components.js'
 import type { RelatedConfig } from '../relations/config.js'
 import { declaredRelations } from '../relations/declaration.js'
 import type { DeclaredRelation } from '../relations/declaration.js'
@@ -11,6 +12,8 @@ import type { JsonSchema } from '../schema/derive.js'
 import { propertiesOf, writableFields } from '../schema/derive.js'
 import type { TObject } from '@sinclair/typebox'
 import { isRecord } from '../schema/object-schema.js'
+import { RelationRuleSlot } from '../relations/relation-rule.js'
+import { resolveRelationRules } from './relation-rules.js'
 import { findViewsets, whenAllRegistered } from './registry.js'
 import type { RegisteredViewset } from './registry.js'
 
@@ -71,25 +74,50 @@ export function withNestedWrites (
   if (declared.length === 0) return handlers
   const { primaryKey, maxBulk, components } = context.schemas
   const writable = writableFields(context.schemas.entity)
-  const relations = declared.map((relation): WritableRelation => {
-    if (relation.kind === 'many-to-one' && !writable.includes(relation.foreignKey ?? '')) {
-      invalidOption(`${relation.path}.writable`,
-        `its foreignKey "${String(relation.foreignKey)}" must be a writable field of the schema`)
-    }
-    return {
-      field: relation.field,
-      kind: relation.kind,
-      table: relation.table,
-      foreignKey: relation.foreignKey ?? '',
-      targetKey: relation.kind === 'one-to-many' ? primaryKey : relation.references ?? 'id',
-      parentKey: relation.kind === 'one-to-many' ? relation.references ?? primaryKey : primaryKey,
-      through: relation.through,
-      resolved: undefined,
-    }
+  const relations = declared.map((relation) => writableRelation(relation, writable, primaryKey))
+  documentShapes(components.bodies, declared, maxBulk)
+  const db = underlyingDatabase(context.db)
+  whenAllRegistered(fastify, (entries) => {
+    resolveRelationRules(entries, db, relations.map(({ rule }) => rule))
+    declared.forEach((relation, index) => {
+      const written = relations[index]
+      if (written === undefined) return
+      const target = targetOf(fastify, relation, context, written.foreignKey)
+      written.target = target
+      if (relation.kind !== 'one-to-many') return
+      written.targetKey = target.context.schemas.primaryKey
+      documentChildren(fastify, components.bodies, relation.field, target, written.targetKey)
+    })
   })
-  // A to-one sent by reference sets its foreign key: a body sends either.
+  return new NestedWrites(relations, context.db, maxBulk).wrap(handlers)
+}
+
+/** A declared writable relation as requests write it; a to-one's foreign key must be a writable field. */
+function writableRelation (relation: DeclaredRelation, writable: readonly string[], primaryKey: string) {
+  if (relation.kind === 'many-to-one' && !writable.includes(relation.foreignKey ?? '')) {
+    invalidOption(`${relation.path}.writable`,
+      `its foreignKey "${String(relation.foreignKey)}" must be a writable field of the schema`)
+  }
+  const written: WritableRelation = {
+    field: relation.field,
+    kind: relation.kind,
+    table: relation.table,
+    foreignKey: relation.foreignKey ?? '',
+    // A child's key is its viewset's, known once the application is ready.
+    targetKey: relation.kind === 'one-to-many' ? primaryKey : relation.references ?? 'id',
+    parentKey: relation.kind === 'one-to-many' ? relation.references ?? primaryKey : primaryKey,
+    through: relation.through,
+    rule: new RelationRuleSlot(relation.path, relation.table, relation.table, relation.rulesFrom,
+      relation.kind === 'many-to-one' ? 'GET' : 'LIST'),
+    target: undefined,
+  }
+  return written
+}
+
+/** The writable relation fields of the bodies, by shape; a to-one's foreign key no longer required (either is sent). */
+function documentShapes (bodies: ViewsetComponents['bodies'], declared: readonly DeclaredRelation[], maxBulk: number) {
   const references = new Set(declared.flatMap(({ kind, foreignKey }) => kind === 'many-to-one' ? [foreignKey] : []))
-  for (const body of Object.values(components.bodies)) {
+  for (const body of Object.values(bodies)) {
     const properties = propertiesOf(body)
     for (const relation of declared) properties[relation.field] = shapeOf(relation, keyOf(relation), maxBulk)
     body.properties = properties
@@ -97,28 +125,20 @@ export function withNestedWrites (
     if (required.length > 0) body.required = required
     else delete body.required
   }
-  const db = underlyingDatabase(context.db)
-  whenAllRegistered(fastify, () => {
-    declared.forEach((relation, index) => {
-      const written = relations[index]
-      if (written === undefined) return
-      const entry = servingEntry(fastify, db, relation)
-      const target = targets.get(entry.viewset)
-      if (target === undefined || target.context.db !== context.db) {
-        invalidOption(`${relation.path}.writable`, `the viewset at ${entry.prefix} writes to another database`)
-      }
-      const childFields = writableFields(target.context.schemas.entity)
-      if (relation.kind === 'one-to-many' && !childFields.includes(written.foreignKey)) {
-        invalidOption(`${relation.path}.writable`,
-          `its foreignKey "${written.foreignKey}" must be a writable field of the viewset at ${entry.prefix}`)
-      }
-      written.resolved = { target, rule: entry.rule?.source }
-      if (relation.kind === 'one-to-many') written.targetKey = target.context.schemas.primaryKey
-      if (relation.kind !== 'one-to-many') return
-      documentChildren(fastify, components.bodies, relation.field, target, written.targetKey)
-    })
-  })
-  return new NestedWrites(relations, context.db, maxBulk).wrap(handlers)
+}
+
+/** The viewset a relation writes through, checked: over the parent's database, a child's foreign key writable. */
+function targetOf (fastify: FastifyInstance, relation: DeclaredRelation, parent: RouteContext, foreignKey: string) {
+  const entry = servingEntry(fastify, underlyingDatabase(parent.db), relation)
+  const target = targets.get(entry.viewset)
+  if (target === undefined || target.context.db !== parent.db) {
+    return invalidOption(`${relation.path}.writable`, `the viewset at ${entry.prefix} writes to another database`)
+  }
+  if (relation.kind === 'one-to-many' && !writableFields(target.context.schemas.entity).includes(foreignKey)) {
+    invalidOption(`${relation.path}.writable`,
+      `its foreignKey "${foreignKey}" must be a writable field of the viewset at ${entry.prefix}`)
+  }
+  return target
 }
 
 /** The viewset a writable relation writes through: the one serving its table, or the one `rulesFrom` names. */

@@ -79,10 +79,12 @@ function rulesFromOf (path: string, value: unknown): RulesFrom<unknown> | undefi
   return invalidOption(path, 'expected a viewset, its prefix (such as "/projects"), or { scope: (eb, context) => … }')
 }
 
-/** A relation's `writable`: a boolean, false by default. */
-function writableOf (path: string, value: unknown): boolean {
-  if (value === undefined || typeof value === 'boolean') return value === true
-  return invalidOption(path, `expected true or false, got ${JSON.stringify(value)}`)
+/** A relation's `rulesFrom`, and its `writable`: a boolean, false by default. */
+function rulesAndWrites (where: string, spec: Record<string, unknown>) {
+  const rulesFrom = rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom)
+  const { writable } = spec
+  if (writable === undefined || typeof writable === 'boolean') return { rulesFrom, writable: writable === true }
+  return invalidOption(`${where}.writable`, `expected true or false, got ${JSON.stringify(writable)}`)
 }
 
 /** Children per parent when a to-many relation sets no `limit`. */
@@ -174,8 +176,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       limit: undefined,
       target,
       relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
-      rulesFrom: rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom),
-      writable: writableOf(`${where}.writable`, spec.writable),
+      ...rulesAndWrites(where, spec),
     })
   }
   const prefetchPath = `${path}.prefetchRelated`
@@ -201,8 +202,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       limit: childLimit(`${where}.limit`, spec.limit),
       target,
       relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
-      rulesFrom: rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom),
-      writable: writableOf(`${where}.writable`, spec.writable),
+      ...rulesAndWrites(where, spec),
     })
   }
   return declared
