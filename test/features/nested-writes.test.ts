@@ -3,15 +3,16 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import fastifyJwt from '@fastify/jwt'
 import type { Kysely } from 'kysely'
-import { createViewset } from '../../lib/index.js'
+import { compileErrors, validate } from '@readme/openapi-parser'
+import { createViewset, viewsetDocs } from '../../lib/index.js'
 import type { ViewsetOptions } from '../../lib/index.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
 import {
-  owned, Project, projectRelations, secret, seedTenants, taskRelations, tenantsApp,
+  owned, Project, projectRelations, secret, seedTenants, Tag, Task, taskRelations, tenantsApp,
 } from '../helpers/tenants.js'
-import type { TenantsApp, TenantsDB, TenantsOptions, Task } from '../helpers/tenants.js'
+import type { TenantsApp, TenantsDB, TenantsOptions } from '../helpers/tenants.js'
 
 // Nested writes (issue 38 item 2): a relation declared `writable: true` is written with its parent, in one
 // transaction: projects.tasks by its children (each through the tasks viewset, as POST /tasks or PATCH /tasks/:id
@@ -230,6 +231,34 @@ for (const dialect of dialects) {
       assert.equal(response.json().code, 'FST_VIEWSET_VALIDATION')
       assert.deepEqual(await projectsOf(app), seededProjects)
       assert.deepEqual(await tasksOf(app), seededTasks)
+    })
+
+    test('OpenAPI documents the writable relation fields in the request bodies, from the child\'s bodies', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await seedTenants(database, dialect)
+      const db = database.db as unknown as Kysely<TenantsDB>
+      const app = testApp(t)
+      await app.register(fastifyJwt, { secret })
+      await app.register(viewsetDocs, { title: 'Tenants', version: '1.0.0' })
+      const create = (given: object) => createViewset({ db, ...given } as ViewsetOptions<TenantsDB, 'tasks', typeof Task>)
+      await app.register(create({ ...owned('projects', Project), relatedConfig: writableTasks }), { prefix: '/projects' })
+      await app.register(create({ ...owned('tasks', Task), relatedConfig: writableTaskRelations }), { prefix: '/tasks' })
+      await app.register(create(owned('tags', Tag)), { prefix: '/tags' })
+      const response = await app.inject('/docs/json')
+      assert.equal(response.statusCode, 200)
+      const document = response.json()
+      const result = await validate(structuredClone(document))
+      assert.equal(result.valid, true, result.valid ? '' : compileErrors(result))
+      const schemas = document.components.schemas
+      const children = schemas.ProjectsCreate.properties.tasks
+      assert.equal(children.type, 'array')
+      assert.deepEqual(Object.keys(children.items.properties).sort(), ['id', 'owner', 'project', 'project_id', 'secret',
+        'tags', 'title'])
+      assert.equal(children.items.properties.title.type, 'string')
+      assert.deepEqual(schemas.TasksCreate.properties.tags.items.required, ['id'])
+      assert.deepEqual(schemas.TasksPatch.properties.project.anyOf[0].required, ['id'])
+      // A body sends the foreign key or the reference: neither is required.
+      assert.deepEqual(schemas.TasksCreate.required, ['title'])
     })
 
     test('a writable relation whose table no viewset serves fails at startup, naming it', async (t) => {
