@@ -62,6 +62,16 @@ function ruleOf (trx: AnyDatabase, request: FastifyRequest, relation: WritableRe
   return relation.rule.condition(trx, { request, token: request.viewsetToken }, relation.table)
 }
 
+/** Throws a 400 naming each key (by its pointer) that is not one the target's key column can hold. */
+function checkKeys (relation: WritableRelation, keys: ReadonlyArray<readonly [string, unknown]>): void {
+  const entity = relation.target?.context.schemas.entity ?? {}
+  const { readOnly: _readOnly, ...schema } = propertiesOf(entity)[relation.targetKey] ?? {}
+  const validate = viewsetValidatorCompiler({ schema, httpPart: 'body', method: 'POST', url: '' })
+  const errors = keys.flatMap(([field, key]) =>
+    validate(key) === true ? [] : [{ in: 'body', field, message: `is not a valid ${relation.targetKey}` }])
+  if (errors.length > 0) throw invalidFields(errors)
+}
+
 /** Whether the related rows a body sends exist in `trx` for the caller, by key: the keys that are missing. */
 async function invisibleKeys (
   trx: AnyDatabase, request: FastifyRequest, relation: WritableRelation, keys: ReadonlyArray<string | number>
@@ -237,6 +247,7 @@ export class NestedWrites {
    * becomes the parent's foreign key. */
   async #reference (trx: AnyDatabase, request: FastifyRequest, relation: WritableRelation, value: unknown) {
     const key = isRecord(value) ? value[relation.targetKey] : null
+    if (key !== null) checkKeys(relation, [[`/${relation.field}/${relation.targetKey}`, key]])
     if (isKey(key) && (await invisibleKeys(trx, request, relation, [key])).size > 0) {
       const errors = [{ in: 'body', field: `/${relation.field}`, message: missing }]
       throw new ViewsetErrors.Conflict(`The row ${missing}`, errors)
@@ -253,6 +264,7 @@ export class NestedWrites {
     const through = relation.through
     if (through === undefined) return
     const keys = value.map((element) => (isRecord(element) ? element[relation.targetKey] : undefined)).filter(isKey)
+    checkKeys(relation, keys.map((key, index) => [`/${relation.field}/${index}/${relation.targetKey}`, key]))
     const invisible = await invisibleKeys(trx, request, relation, keys)
     if (invisible.size > 0) {
       const errors = keys.flatMap((key, index) => invisible.has(String(key))
@@ -302,14 +314,6 @@ export class NestedWrites {
     if (target.context.schemas.components.bodies[method] === undefined) {
       throw new ViewsetErrors.Forbidden(`${target.context.prefix} does not serve ${method}`)
     }
-    if (key !== undefined) {
-      // A child of another parent (or none) is not this parent's to change: the 404 of a missing one.
-      const owned = await trx.selectFrom(relation.table).select(relation.targetKey)
-        .where(relation.targetKey, '=', key).where(relation.foreignKey, '=', parent).executeTakeFirst()
-      if (owned === undefined) {
-        throw new ViewsetErrors.NotFound(`No ${relation.field} row with ${relation.targetKey} = ${String(key)}`)
-      }
-    }
     const child = childRequest(request, { ...element }, key)
     const token = await this.#authorized(target, method, child, reply)
     const view = target.rules === undefined ? allVisible : await target.rules.view({ request: child, token, method })
@@ -319,6 +323,10 @@ export class NestedWrites {
     if (validate(element) !== true) {
       throw invalidFields(schemaErrors(Array.isArray(validate.errors) ? validate.errors : []))
     }
+    // A child of another parent (or none) is not this parent's to change: the 404 of a missing one.
+    const owned = key === undefined || await trx.selectFrom(relation.table).select(relation.targetKey)
+      .where(relation.targetKey, '=', key).where(relation.foreignKey, '=', parent).executeTakeFirst() !== undefined
+    if (!owned) throw new ViewsetErrors.NotFound(`No ${relation.field} row with ${relation.targetKey} = ${String(key)}`)
     const body: Row = {}
     for (const [name, field] of Object.entries(element)) {
       if (!view.readOnly.has(name) && name !== relation.targetKey) body[name] = field
