@@ -173,6 +173,33 @@ for (const dialect of dialects) {
       assert.deepEqual(await tasksOf(app), seededTasks)
     })
 
+    test('the children\'s afterWrite rows commit with the nested write and roll back with it', async (t) => {
+      const app = await nestedApp(t, dialect, {
+        prepare: async (db) => {
+          await db.schema.createTable('audit').addColumn('note', 'varchar(64)').execute()
+        },
+        tasks: {
+          afterWrite: async (context: { method: string }, { after }: { after: { title?: string } | null },
+            trx: Kysely<Record<string, { note: string }>>) => {
+            await trx.insertInto('audit').values({ note: `${context.method} ${String(after?.title)}` }).execute()
+          },
+        },
+      })
+      const notes = async () =>
+        (await (app.db as unknown as Kysely<Record<string, { note: string }>>).selectFrom('audit').select('note')
+          .execute()).map((row) => row.note).sort()
+      const written = await app.app.inject({
+        method: 'POST', url: '/projects', headers: app.alice, payload: { name: 'p', tasks: [{ title: 'x' }, { title: 'y' }] },
+      })
+      assert.equal(written.statusCode, 201, written.body)
+      assert.deepEqual(await notes(), ['POST x', 'POST y'])
+      const failed = await app.app.inject({
+        method: 'POST', url: '/projects', headers: app.alice, payload: { name: 'q', tasks: [{ title: 'z' }, { title: 7 }] },
+      })
+      assert.equal(failed.statusCode, 400, failed.body)
+      assert.deepEqual(await notes(), ['POST x', 'POST y'])
+    })
+
     test('a many-to-many sets its link rows; links to rows the caller cannot read stay', async (t) => {
       const app = await nestedApp(t, dialect)
       await app.db.insertInto('tags').values({ name: 'a-tag-3', owner: 'alice' }).execute()
