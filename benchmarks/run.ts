@@ -138,7 +138,7 @@ const blocks: ReadonlyArray<readonly ScenarioId[]> = [
   ['or-filter'],
   ['eager', 'eager-n1'],
   ['list-author', 'list-author-scoped'],
-  ['post'],
+  ['post', 'nested-post'],
   ['patch'],
   ['delete'],
 ]

@@ -35,6 +35,7 @@ export const scenarioIds = [
   'list-author',
   'list-author-scoped',
   'post',
+  'nested-post',
   'patch',
   'delete',
 ] as const
@@ -261,6 +262,24 @@ const scenarios: Scenario[] = [
         ? undefined
         : 'expected the created book') ??
       etagCheck(system, request, headers),
+  },
+  {
+    // A nested write (issue 38 item 2): an author and three books in one transaction, answered with the books.
+    id: 'nested-post',
+    title: 'POST author + 3 books (nested)',
+    writes: true,
+    request: (_system, { next }) => {
+      const n = pick(next, 1e6)
+      const books = [1, 2, 3].map((i) => ({ title: `Nested ${n}.${i}`, year: 1950 + pick(next, 75), price: i }))
+      return { method: 'POST', path: '/authors-nested', body: { name: `Author ${n}`, email: `a${n}@x.org`, books } }
+    },
+    check: (_system, request, status, body) => {
+      if (status !== 201) return `status ${status}`
+      const books = (body as Json).books
+      return Array.isArray(books) && books.length === 3 && (body as Json).name === request.body?.name
+        ? undefined
+        : 'expected the created author with its three books'
+    },
   },
   {
     id: 'patch',

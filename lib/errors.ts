@@ -46,7 +46,7 @@ class InternalError extends createError('FST_VIEWSET_INTERNAL', 'An unexpected e
  */
 export const ViewsetErrors = {
   // request errors
-  NotFound: detailError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
+  NotFound: listingError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
   RouteNotFound: createError('FST_VIEWSET_ROUTE_NOT_FOUND', 'Route %s %s not found', 404),
   MethodNotAllowed: detailError(
     'FST_VIEWSET_METHOD_NOT_ALLOWED',
@@ -100,7 +100,7 @@ export const ViewsetErrors = {
     428
   ),
   Unauthorized: detailError('FST_VIEWSET_UNAUTHORIZED', 'This operation needs a valid bearer token', 401),
-  Forbidden: detailError('FST_VIEWSET_FORBIDDEN', 'The token does not allow this operation', 403),
+  Forbidden: listingError('FST_VIEWSET_FORBIDDEN', 'The token does not allow this operation', 403),
   Unavailable: detailError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
   Timeout: detailError('FST_VIEWSET_TIMEOUT', 'The database statement ran past the time limit, try again later', 503),
   Internal: InternalError,

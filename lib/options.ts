@@ -79,8 +79,10 @@ const knownOptionKeys = {
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
-  selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom'],
-  prefetchRelated: ['table', 'foreignKey', 'through', 'references', 'orderBy', 'limit', 'relatedConfig', 'rulesFrom'],
+  selectRelated: ['table', 'foreignKey', 'references', 'relatedConfig', 'rulesFrom', 'writable'],
+  prefetchRelated: [
+    'table', 'foreignKey', 'through', 'references', 'orderBy', 'limit', 'relatedConfig', 'rulesFrom', 'writable',
+  ],
   through: ['table', 'sourceKey', 'targetKey'],
 } as const satisfies Record<string, readonly string[]>
 

@@ -23,6 +23,11 @@ export const etagCostOnRaw = {
 } as const
 
 /** The scenarios of the library's row rules (`scope`): measured on ours, scoped against unscoped. */
+/** Nested writes are measured against the hand-written raw transaction only. */
+export const nestedOnRaw = {
+  'nested-post': 'nested writes: measured against the hand-written transaction of raw',
+} as const
+
 export const rulesOnOurs = {
   'get-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
   'list-author': 'row rules are the library\'s: measured as ours scoped against ours unscoped',

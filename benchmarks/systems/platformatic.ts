@@ -26,6 +26,7 @@ export async function build (target: DatabaseTarget): Promise<SystemServer> {
       'eager-n1': naiveOnce,
       ...etagCostOnRaw,
       ...rulesOnOurs,
+      'nested-post': 'sql-openapi has no nested writes in REST',
     },
   }
 }

@@ -1,7 +1,9 @@
 import type { Statement } from 'better-sqlite3'
 import Fastify from 'fastify'
-import { bookColumns } from '../data.js'
-import type { Author, Book, BookWithRelations, Tag, VersionedBook } from '../data.js'
+import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import { Author, Book, bookColumns } from '../data.js'
+import type { BookWithRelations, Tag, VersionedBook } from '../data.js'
 import type { DatabaseTarget } from '../seed.js'
 import type { SystemServer } from '../server.js'
 import { handWrittenRoutes, naiveOnce, orderOf, rulesOnOurs, stitch } from './hand-written.js'
@@ -184,8 +186,69 @@ function postgresStore (url: string): BookStore {
   }
 }
 
+/** A new author and its books, as the nested POST sends them. */
+interface NewAuthor { name: string; email: string; books: Array<Omit<NewBook, 'author_id'>> }
+
+const NestedAuthor = Type.Object({
+  name: Type.String({ maxLength: 200 }),
+  email: Type.String({ maxLength: 200 }),
+  books: Type.Array(Type.Omit(Book, ['id', 'author_id']), { maxItems: 1000 }),
+}, { additionalProperties: false })
+const AuthorWithBooks = Type.Object({ ...Author.properties, books: Type.Array(Book) })
+
+/** The nested POST written by hand: the author and its books inserted in one transaction, answered with the books. */
+function nestedRoute (app: FastifyInstance, target: DatabaseTarget): void {
+  let write: (body: NewAuthor) => Promise<Author & { books: Book[] }>
+  if (target.kind === 'sqlite') {
+    const db = openSqlite(target.file)
+    const author = db.prepare<[Omit<NewAuthor, 'books'>], Author>(
+      'insert into authors (name, email) values (@name, @email) returning id, name, email')
+    const book = db.prepare<[NewBook], Book>(
+      `insert into books (author_id, title, year, price) values (@author_id, @title, @year, @price) returning ${columns}`)
+    const transaction = db.transaction((body: NewAuthor) => {
+      const [row] = author.all({ name: body.name, email: body.email }) as [Author]
+      return { ...row, books: body.books.map((each) => book.all({ ...each, author_id: row.id })[0] as Book) }
+    })
+    write = async (body) => transaction(body)
+    app.addHook('onClose', async () => { db.close() })
+  } else {
+    const pool = openPool(target.url)
+    write = async (body) => {
+      const client = await pool.connect()
+      try {
+        await client.query('begin')
+        const row = (await client.query<Author>({
+          name: 'author_insert',
+          text: 'insert into authors (name, email) values ($1, $2) returning id, name, email',
+          values: [body.name, body.email],
+        })).rows[0] as Author
+        const books: Book[] = []
+        for (const each of body.books) {
+          books.push((await client.query<Book>({
+            name: 'book_insert',
+            text: `insert into books (author_id, title, year, price) values ($1, $2, $3, $4) returning ${columns}`,
+            values: [row.id, each.title, each.year, each.price],
+          })).rows[0] as Book)
+        }
+        await client.query('commit')
+        return { ...row, books }
+      } catch (error) {
+        await client.query('rollback')
+        throw error
+      } finally {
+        client.release()
+      }
+    }
+    app.addHook('onClose', async () => { await pool.end() })
+  }
+  app.post<{ Body: NewAuthor }>('/authors-nested', {
+    schema: { body: NestedAuthor, response: { 201: AuthorWithBooks } },
+  }, async (request, reply) => await reply.code(201).send(await write(request.body)))
+}
+
 export async function build (target: DatabaseTarget): Promise<SystemServer> {
   const app = Fastify({ logger: false })
   handWrittenRoutes(app, target.kind === 'sqlite' ? sqliteStore(target.file) : postgresStore(target.url))
+  nestedRoute(app, target)
   return { app, unsupported: { 'eager-n1': naiveOnce, ...rulesOnOurs } }
 }

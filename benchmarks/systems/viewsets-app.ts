@@ -106,6 +106,28 @@ function scopedViewsets (
   ]
 }
 
+/** An author with its books, written with it (`writable: true`). */
+const AuthorWithBooks = Type.Object({ ...Author.properties, books: Type.Optional(Type.Array(Book)) })
+
+/**
+ * The nested POST's viewsets (issue 38 item 2): `/authors-nested`, whose books are written through a books viewset
+ * of their own (named by `rulesFrom`, since other viewsets serve books too).
+ */
+function nestedViewsets (db: Kysely<BenchDB>, createViewset: ViewsetsLibrary['createViewset']): OptionalViewset {
+  return {
+    feature: 'writable',
+    scenarios: ['nested-post'],
+    prefix: '/authors-nested',
+    plugin: () => async (app) => {
+      await app.register(createViewset({ db, table: 'books', schema: Book, methods: ['POST'] }), { prefix: '/books' })
+      const books = { table: 'books', foreignKey: 'author_id', writable: true, rulesFrom: `${app.prefix}/books` } as const
+      await app.register(createViewset({
+        db, table: 'authors', schema: AuthorWithBooks, methods: ['POST'], relatedConfig: { prefetchRelated: { books } },
+      }))
+    },
+  }
+}
+
 /**
  * The viewsets of the benchmark over a Kysely instance, however it was made; returns the scenarios it cannot
  * serve, and notes on those it serves differently.
@@ -182,6 +204,7 @@ export async function registerViewsets (
         }),
     },
     ...scopedViewsets(db, createViewset),
+    nestedViewsets(db, createViewset),
   ]
   for (const viewset of optional) {
     const failure = await tryPlugin(viewset.plugin(), viewset.check)

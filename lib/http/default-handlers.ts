@@ -1,65 +1,33 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import type { Precondition } from '../data/precondition.js'
 import { inElement } from '../data/bulk-conflicts.js'
 import type { AfterRow } from '../data/gateway-results.js'
-import type { TableGateway } from '../data/table-gateway.js'
 import { upsertBranches } from '../data/upsert-branches.js'
 import { inTransaction } from '../data/write-check.js'
+import { ambientDatabase } from '../data/ambient-transaction.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { invalidFields } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import { andThen } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
-import type { AfterWriteMethod, RowChange, RowContext, ScopedMethod, ViewsetToken, WriteMethod } from '../options.js'
+import type { AfterWriteMethod, RowContext, ViewsetToken, WriteMethod } from '../options.js'
 import type { CursorPosition } from '../query/cursor.js'
 import { encodeCursor } from '../query/cursor.js'
 import type { FieldSelection } from '../query/fields.js'
 import { parseListQuery } from '../query/list-query.js'
-import type { ListQuery, ListQueryPlan } from '../query/list-query.js'
+import type { ListQuery } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { CountPreference } from '../query/count-plan.js'
 import { isRecord } from '../schema/object-schema.js'
 import { countPreference, ignoreDuplicates, mergeDuplicates, resolutionPreference } from './prefer-header.js'
 import { preconditionOf } from './conditional-requests.js'
 import type { ListPage } from './route-context.js'
+import type { DefaultHandlerContext } from './default-handler-context.js'
 
 // The default handlers: what LIST, GET, POST, BULK, PUT, PATCH and DELETE do when the viewset does not
 // override them. Each reads what its route parsed (the field selection, the If-Match condition) as an
 // argument and returns what its route answers; nothing travels back through the request.
-
-/** What the default handlers read: the data layer, the options they apply, and the viewset's row rules. */
-export interface DefaultHandlerContext {
-  readonly resource: TableGateway
-  readonly listQuery: ListQueryPlan
-  /** LIST's plan narrowed to what the request's caller may name (field rules), when it is not `listQuery`. */
-  readonly listPlanOf?: ((request: FastifyRequest) => ListQueryPlan | undefined) | undefined
-  /** Where writes go (`db`) and where LIST and GET read (`readDb`). */
-  readonly db: AnyDatabase
-  readonly readDb: AnyDatabase
-  /** The database this request's reads go to: `readDb`, or `db` after its client wrote (data/read-routing.ts). */
-  readerOf(request: FastifyRequest): AnyDatabase
-  /** The schema fields a body may write. */
-  readonly writable: readonly string[]
-  readonly conflictFields: readonly string[] | undefined
-  /** An upsert's updating branch needs If-Match (a 428 without it). */
-  readonly requireIfMatch: boolean
-  /** The foreign keys a write checks against the GET rule of the tables they reference. */
-  readonly foreignKeys: ForeignKeyCheck
-  /** The viewset's `scope` for this request, compiled; `undefined` for no restriction. */
-  scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
-  /** The viewset's `beforeWrite`: the values to write, or a promise of them; `trx` is the write's transaction. */
-  beforeWrite(values: Row, context: RowContext<WriteMethod>, trx: AnyDatabase): unknown
-  /** The viewset has a `beforeWrite` of its own: every write runs in a transaction, which it receives. */
-  readonly beforeWriteInTransaction?: boolean
-  /** Throws the 404 of this id. */
-  notFound(id: unknown): never
-  /** The viewset's `afterWrite`, run in the write's transaction after each row written; `undefined` without one. */
-  readonly afterWrite?:
-    | ((trx: AnyDatabase, context: RowContext<AfterWriteMethod>, change: RowChange<Row>) => Promise<void>)
-    | undefined
-}
 
 /** A LIST's count, and whether it is the planner's estimate. */
 interface Total {
@@ -149,8 +117,10 @@ export class DefaultHandlers {
   /** Runs a write (`beforeWrite`, then its statements) in a transaction `beforeWrite` receives when the viewset has
    * one (issue 38 item 8); else on `db` as it is, at once where the database answers at once. */
   #inWrite<T> (work: (db: AnyDatabase) => Eventually<T>): Eventually<T> {
-    const { db, beforeWriteInTransaction } = this.#context
-    return beforeWriteInTransaction === true ? inTransaction(db, async (trx) => await work(trx)) : work(db)
+    // Inside a nested write (data/ambient-transaction.ts), in its transaction.
+    const db = ambientDatabase(this.#context.db)
+    const transactional = this.#context.beforeWriteInTransaction === true
+    return transactional ? inTransaction(db, async (trx) => await work(trx)) : work(db)
   }
 
   /** `beforeWrite`'s values for element `index` of a bulk body: an error it throws names the element (`/3/field`). */
@@ -268,7 +238,8 @@ export class DefaultHandlers {
    */
   async #upsert (request: FastifyRequest, token: ViewsetToken | null, sent: readonly Row[], bulk: boolean,
     ignore: boolean) {
-    const { resource, db, requireIfMatch } = this.#context
+    const { resource, requireIfMatch } = this.#context
+    const db = ambientDatabase(this.#context.db)
     const precondition = preconditionOf(request.headers['if-match'], requireIfMatch)
     const created = bulk ? 'BULK' : 'POST'
     // Each beforeWrite, then the write, in the request's cancellation scope (execution/cancellation.ts).
@@ -370,15 +341,15 @@ export class DefaultHandlers {
   ): Eventually<Row> {
     const method = partial ? 'PATCH' : 'PUT'
     const id = idOf(request)
-    const { resource, db } = this.#context
+    const { resource, foreignKeys } = this.#context
     const scope = this.#context.scopeOf(request, token, method)
-    // The foreign keys written are checked once the row is found in the scope and its precondition holds.
-    const keys = (values: Row) => this.#context.foreignKeys.checkOf(db, [values], { request, token }, false)
     const after = this.#afterRow(request, token, method)
     return this.#inWrite((on) => andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }, on),
       // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing; then the
-      // row as written must still be in the scope (else a 403, nothing changed).
-      (values) => andThen(resource.update(on, id, values, scope, precondition, scope, keys(values), after), (row) =>
+      // row as written must still be in the scope (else a 403, nothing changed). The foreign keys written are checked
+      // once the row is found in the scope and its precondition holds.
+      (values) => andThen(resource.update(on, id, values, scope, precondition, scope,
+        foreignKeys.checkOf(on, [values], { request, token }, false), after), (row) =>
         row === undefined ? this.#context.notFound(id) : row
       )
     ))
@@ -393,7 +364,8 @@ export class DefaultHandlers {
     const scope = this.#context.scopeOf(request, token, 'DELETE')
     const id = idOf(request)
     const after = this.#afterRow(request, token, 'DELETE')
-    return andThen(this.#context.resource.delete(this.#context.db, id, scope, precondition, after), (deleted) => {
+    const db = ambientDatabase(this.#context.db)
+    return andThen(this.#context.resource.delete(db, id, scope, precondition, after), (deleted) => {
       if (!deleted) this.#context.notFound(id)
     })
   }

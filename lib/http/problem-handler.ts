@@ -149,7 +149,9 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined, confl
       known = invalidFields(errors)
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
-      if (error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict) errors = error.errors
+      // These may name the fields (or nested elements, by JSON pointer) they are about.
+      const { Validation, Conflict, NotFound, Forbidden } = ViewsetErrors
+      for (const kind of [Validation, Conflict, NotFound, Forbidden]) if (error instanceof kind) errors = error.errors
     } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
       known = fastifyCodes[error.code]?.(request)
     } else {

@@ -14,12 +14,11 @@ import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
 import { underlyingDatabase } from '../execution/request-transaction.js'
 import { recordServedRequests } from '../execution/served-request.js'
 import {
-  canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier,
+  canVerifyTokens, checkProtectedMethods, checkProtectedRoutes, checkRuleVerifier, checkVerifier, withDerivedMethods,
 } from '../http/auth.js'
-import { withDerivedMethods } from '../http/auth.js'
 import { representationTag, versionTag } from '../http/conditional-requests.js'
 import { DefaultHandlers } from '../http/default-handlers.js'
-import type { DefaultHandlerContext } from '../http/default-handlers.js'
+import type { DefaultHandlerContext } from '../http/default-handler-context.js'
 import type { MountedViewset } from '../http/plugin.js'
 import type { RouteContext } from '../http/route-context.js'
 import { mountRowSecurity } from '../http/row-level-security.js'
@@ -58,6 +57,7 @@ import { idempotentRoutes } from './idempotent-routes.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
+import { withNestedWrites } from './writable-relations.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
 // in the order `mountViewset` reads, before any route exists. Phase 1 (no database) ran in the Viewset
@@ -343,7 +343,8 @@ export async function mountViewset (
   const { db, viewset, rowRules } = declaration
   const { parent } = planned
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
-  const handlers = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
+  const served = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
+  const handlers = withNestedWrites(fastify, served, { declaration, defaults, context, rules })
   const routes = await idempotentRoutes(viewsetRoutes(methods, handlers, context), resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
   const rule = ruleOf(declaration)

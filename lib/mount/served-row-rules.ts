@@ -1,5 +1,5 @@
 import type { ParentBinding } from '../http/parent-binding.js'
-import type { DefaultHandlerContext } from '../http/default-handlers.js'
+import type { DefaultHandlerContext } from '../http/default-handler-context.js'
 import { serving } from '../execution/served-request.js'
 import { inWrite } from '../execution/write-transaction.js'
 import type { AfterWriteMethod, RowChange, RowContext, WriteMethod } from '../options.js'

@@ -65,6 +65,11 @@ export interface SelectRelated<DB> {
   relatedConfig?: RelatedConfig<DB>
   /** Where the related rows' row rule comes from (default: the one viewset serving `table`), see {@link RulesFrom}. */
   rulesFrom?: RulesFrom<DB>
+  /**
+   * POST, PUT and PATCH bodies may set the relation by reference, `"author": {"id": 3}` (or `null`), which writes
+   * `foreignKey` (default false: the field is read-only). The viewset serving `table` must exist.
+   */
+  writable?: boolean
 }
 
 /**
@@ -96,6 +101,13 @@ export interface PrefetchRelated<DB> {
   relatedConfig?: RelatedConfig<DB>
   /** Where the related rows' row rule comes from (default: the one viewset serving `table`), see {@link RulesFrom}. */
   rulesFrom?: RulesFrom<DB>
+  /**
+   * POST, PUT and PATCH bodies may write the relation (default false: the field is read-only): a one-to-many by its
+   * children (`[{"title": "new"}, {"id": 7, "title": "renamed"}]`: without a key created, with one updated, each
+   * through the viewset serving `table` as its own route would), a many-to-many by setting its link rows
+   * (`[{"id": 3}, {"id": 5}]`). All in the parent's transaction; children not sent are left as they are.
+   */
+  writable?: boolean
 }
 
 /**

@@ -32,6 +32,8 @@ export interface DeclaredRelation {
   readonly relatedConfig: RelatedConfig<unknown> | undefined
   /** Where the related rows' rule comes from, as declared (resolved once the app is ready: mount/relation-rules.ts). */
   readonly rulesFrom: RulesFrom<unknown> | undefined
+  /** Whether bodies may write it (`writable: true`; mount/writable-relations.ts). */
+  readonly writable: boolean
 }
 
 function name (path: string, value: unknown): string {
@@ -75,6 +77,14 @@ function rulesFromOf (path: string, value: unknown): RulesFrom<unknown> | undefi
     return value as RulesFrom<unknown> // checked above: an object whose scope is a function, called as a rule's
   }
   return invalidOption(path, 'expected a viewset, its prefix (such as "/projects"), or { scope: (eb, context) => … }')
+}
+
+/** A relation's `rulesFrom`, and its `writable`: a boolean, false by default. */
+function rulesAndWrites (where: string, spec: Record<string, unknown>) {
+  const rulesFrom = rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom)
+  const { writable } = spec
+  if (writable === undefined || typeof writable === 'boolean') return { rulesFrom, writable: writable === true }
+  return invalidOption(`${where}.writable`, `expected true or false, got ${JSON.stringify(writable)}`)
 }
 
 /** Children per parent when a to-many relation sets no `limit`. */
@@ -166,7 +176,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       limit: undefined,
       target,
       relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
-      rulesFrom: rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom),
+      ...rulesAndWrites(where, spec),
     })
   }
   const prefetchPath = `${path}.prefetchRelated`
@@ -192,7 +202,7 @@ export function declaredRelations (config: unknown, schema: TObject, path = 'rel
       limit: childLimit(`${where}.limit`, spec.limit),
       target,
       relatedConfig: relatedConfigOf(spec.relatedConfig) ?? attachedConfig(target),
-      rulesFrom: rulesFromOf(`${where}.rulesFrom`, spec.rulesFrom),
+      ...rulesAndWrites(where, spec),
     })
   }
   return declared

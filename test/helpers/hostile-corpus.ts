@@ -745,3 +745,41 @@ export function batchCorpus (ids: { product: number; bare: number }, runs: numbe
     .map((operations) => batchRequest(json(operations).slice(0, 80), operations))
   return [...requests, ...fc.sample(generated, { numRuns: runs, seed })]
 }
+
+/**
+ * Nested bodies (issue 38 item 2) against a products viewset whose `maker` (to-one) and `reviews` (one-to-many) are
+ * writable: injections as references, children, children's keys and fields, wrong shapes, and rows of another parent.
+ * `foreignReview` is a review of another product than `ids.product`.
+ */
+export function nestedCorpus (ids: { product: number; foreignReview: number }, maxBulk: number): HostileRequest[] {
+  const requests: HostileRequest[] = []
+  const add = (label: string, method: 'POST' | 'PATCH', sent: Record<string, unknown>, expect?: number) => {
+    const url = method === 'POST' ? '/products' : `/products/${ids.product}`
+    requests.push({ label, method, url, body: json(sent), sent, ...(expect === undefined ? {} : { expect }) })
+  }
+  for (const payload of injections) {
+    const short = json(payload).slice(0, 30)
+    add(`POST maker {id: ${short}}`, 'POST', { name: uniqueName(), maker: { id: payload } }, 400)
+    add(`POST maker ${short}`, 'POST', { name: uniqueName(), maker: payload }, 400)
+    add(`POST reviews ${short}`, 'POST', { name: uniqueName(), reviews: payload }, 400)
+    add(`POST reviews [${short}]`, 'POST', { name: uniqueName(), reviews: [payload] }, 400)
+    add(`POST reviews [{body: ${short}}]`, 'POST', { name: uniqueName(), reviews: [{ body: payload }] })
+    add(`PATCH reviews [{id: ${short}}]`, 'PATCH', { reviews: [{ id: payload, body: 'x' }] }, 400)
+    add(`PATCH reviews [{${short}: 1}]`, 'PATCH', { reviews: [{ [payload]: 1 }] }, 400)
+    add(`PATCH reviews [{product_id: ${short}}]`, 'PATCH', { reviews: [{ product_id: payload }] })
+  }
+  // Past 2^31 - 1 a key is a 400 where the column is a 32-bit integer, else a row that does not exist.
+  for (const id of [0, -1, 999999, 2 ** 31, Number.MAX_SAFE_INTEGER]) {
+    const small = id < 2 ** 31
+    add(`POST maker {id: ${id}}`, 'POST', { name: uniqueName(), maker: { id } }, small ? 409 : undefined)
+    add(`PATCH reviews [{id: ${id}}]`, 'PATCH', { reviews: [{ id, body: 'x' }] }, small ? 404 : undefined)
+  }
+  // A review of another product is not this product's to change.
+  add('PATCH reviews [{id: foreign}]', 'PATCH', { name: uniqueName(), reviews: [{ id: ids.foreignReview }] }, 404)
+  add('PATCH reviews past maxBulk', 'PATCH', { reviews: Array.from({ length: maxBulk + 1 }, () => ({})) }, 400)
+  add('POST reviews, one bad of many', 'POST', {
+    name: uniqueName(), reviews: [{ body: 'fine' }, { body: 'fine' }, { body: 7 }],
+  }, 400)
+  add('POST maker and reviews', 'POST', { name: uniqueName(), maker: { id: 1 }, reviews: [{ body: 'a' }] }, 201)
+  return requests
+}

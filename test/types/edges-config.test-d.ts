@@ -4,14 +4,17 @@ import { ViewsetErrors } from 'fastify-viewsets'
 
 // the detail constructors take one optional string: the problem's detail
 for (const Constructor of [
-  ViewsetErrors.NotFound,
-  ViewsetErrors.Forbidden,
   ViewsetErrors.Unauthorized,
   ViewsetErrors.BadRequest,
   ViewsetErrors.InvalidValue,
   ViewsetErrors.Unavailable,
 ]) {
   expectTypeOf(Constructor).constructorParameters.toEqualTypeOf<[detail?: string]>()
+}
+// NotFound and Forbidden may also list what they are about (a nested write names its child by JSON pointer)
+for (const Constructor of [ViewsetErrors.NotFound, ViewsetErrors.Forbidden]) {
+  expectTypeOf(Constructor).constructorParameters
+    .toEqualTypeOf<[detail?: string, errors?: ReadonlyArray<{ in: string; field: string; message: string }>]>()
 }
 // @ts-expect-error the old (field, value) form of NotFound is gone
 void new ViewsetErrors.NotFound('id', '5')
