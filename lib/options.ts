@@ -90,6 +90,8 @@ const knownOptionKeys = {
     'parent',
     'replica',
     'rowLevelSecurity',
+    'groupByFields',
+    'aggregateFields',
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],

@@ -10,6 +10,7 @@ import type { FieldAccessFunction } from './query/field-access.js'
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
+import type { AggregateOptions } from './query/aggregate-options.js'
 
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
@@ -121,7 +122,7 @@ export interface ViewsetOptions<
   TB extends keyof DB & string,
   S extends TObject,
   R extends RelatedConfig<DB> = RelatedConfig<DB>
-> {
+> extends AggregateOptions<FieldOf<S>, RelationPath<S>> {
   /** The Kysely instance to query. The viewset never closes it. */
   db: Kysely<DB>
   /** Optional Kysely instance for LIST and GET, for example a read replica. Defaults to `db`. */
