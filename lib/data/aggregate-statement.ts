@@ -86,9 +86,9 @@ function metricValue (metric: RequestedMetric): Expression<unknown> {
 function groupedSelect (db: AnyDatabase, query: AggregateQuery, target: AggregateTarget, where: readonly Condition[]) {
   const fields = [...new Set(query.metrics.map((metric) => metric.field.name))]
   const columns = rowColumns(query, target)
-  // A count alone reads no column: the rows still need one to be selected.
-  const from = db.selectFrom(target.table)
-  let rows = fields.length + columns.length === 0 ? from.select(sql.lit(1).as('viewset_one')) : from.select(fields)
+  // A count alone reads no column: the rows still select one.
+  let rows = db.selectFrom(target.table).select(sql.lit(1).as('viewset_one'))
+  if (fields.length > 0) rows = rows.select(fields)
   for (const column of columns) rows = rows.select(column)
   if (where.length > 0) rows = rows.where((eb) => eb.and(where.map((term) => term.expression(eb))))
   const keys = query.groups.flatMap((group) => [

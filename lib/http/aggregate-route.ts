@@ -55,7 +55,9 @@ function pageLink (
   maxOffset: number
 ): string | undefined {
   const { limit, offset } = query
-  if (query.pagination === 'offset') return linkHeader(request.url, { limit, offset, rows: page.rows.length, total: undefined, maxOffset })
+  if (query.pagination === 'offset') {
+    return linkHeader(request.url, { limit, offset, rows: page.rows.length, total: undefined, maxOffset })
+  }
   const cursor = (position: CursorPosition | undefined) =>
     position === undefined ? undefined : encodeCursor(query.ordering, position)
   return cursorLinkHeader(request.url, { limit, next: cursor(page.next), prev: cursor(page.prev) })

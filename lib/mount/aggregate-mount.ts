@@ -33,7 +33,9 @@ export function aggregatePlanOf (
   checkAggregateOptions(mount.options, registered)
   if (!registered) return undefined
   const types = columnTypesOf(mount.dialect.name)
-  const kinds = new Map<string, ColumnKind>(mount.described.columns.map((column) => [column.name, types.kindOf(column)]))
+  const kinds = new Map<string, ColumnKind>(
+    mount.described.columns.map((column) => [column.name, types.kindOf(column)])
+  )
   return planAggregate({ ...mount, kinds })
 }
 

@@ -112,7 +112,8 @@ function plannedMetrics (source: AggregateSource, fields: ReadonlyMap<string, Sc
     for (const fn of functions) {
       const known = aggregateFunctions.find((candidate) => candidate === fn)
       if (known === undefined) {
-        invalidOption('aggregateFields', `${name}: unknown function ${JSON.stringify(fn)} (${aggregateFunctions.join(', ')})`)
+        const allowed = aggregateFunctions.join(', ')
+        invalidOption('aggregateFields', `${name}: unknown function ${JSON.stringify(fn)} (${allowed})`)
       }
       if (metrics.has(`${known}.${name}`)) invalidOption('aggregateFields', `${name}: "${known}" is listed twice`)
       metrics.set(`${known}.${name}`, { fn: known, name, field, text: field.type === 'string' })

@@ -167,7 +167,8 @@ for (const dialect of dialects) {
       const seen: unknown[] = []
       let url: string | undefined = '/books/aggregate?group_by=author_id&order_by=-count&count=true&limit=1'
       while (url !== undefined) {
-        const response = await app.inject({ url, headers: alice })
+        const response: { statusCode: number; body: string; json: () => any; headers: Record<string, unknown> } =
+          await app.inject({ url, headers: alice })
         assert.equal(response.statusCode, 200, response.body)
         seen.push(...response.json())
         const next = /<([^>]+)>; rel="next"/.exec(String(response.headers.link ?? ''))
