@@ -11,10 +11,9 @@ import type { ListQueryPlan } from '../query/list-query.js'
 // AGGREGATE at mounting: its options checked against the catalog (which columns are numeric) and planned, when
 // `methods` lists it; else `groupByFields` and `aggregateFields` must be absent.
 
-/** What AGGREGATE is planned from at mounting: the source less the column kinds, which the catalog gives. */
-export type AggregateMount = Omit<AggregateSource, 'kinds'> & {
-  readonly dialect: ViewsetDialect
-  readonly described: TableCatalog
+/** What AGGREGATE is planned from at mounting: the source less the column kinds (the catalog's), with LIST's plan. */
+export type AggregateMount = Omit<AggregateSource, 'kinds' | 'listQuerystring'> & {
+  readonly list: { readonly querystring: AggregateSource['listQuerystring'] }
 }
 
 /**
@@ -22,21 +21,20 @@ export type AggregateMount = Omit<AggregateSource, 'kinds'> & {
  *
  * @example
  * ```ts
- * const aggregate = aggregatePlanOf(methods, { ...source, dialect, described })
+ * const aggregate = aggregatePlanOf(methods, { dialect, described }, { entity, columns, related, options, list })
  * ```
  */
 export function aggregatePlanOf (
   methods: readonly ViewsetMethod[],
-  mount: AggregateMount
+  { dialect, described }: { readonly dialect: ViewsetDialect; readonly described: TableCatalog },
+  { list, ...mount }: AggregateMount
 ): AggregatePlan | undefined {
   const registered = methods.includes('AGGREGATE')
   checkAggregateOptions(mount.options, registered)
   if (!registered) return undefined
-  const types = columnTypesOf(mount.dialect.name)
-  const kinds = new Map<string, ColumnKind>(
-    mount.described.columns.map((column) => [column.name, types.kindOf(column)])
-  )
-  return planAggregate({ ...mount, kinds })
+  const types = columnTypesOf(dialect.name)
+  const kinds = new Map<string, ColumnKind>(described.columns.map((column) => [column.name, types.kindOf(column)]))
+  return planAggregate({ ...mount, kinds, listQuerystring: list.querystring })
 }
 
 /** What the AGGREGATE route reads, once the row rules are known; `undefined` without a plan. */

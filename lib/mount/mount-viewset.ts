@@ -270,8 +270,7 @@ function buildViewset (
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
   const listQuerystring = mergeListQuery(list, declaration)
-  const source = { entity, columns, related, options, listQuerystring: list.querystring }
-  const aggregate = aggregatePlanOf(methods, { ...source, dialect, described: table.described })
+  const aggregate = aggregatePlanOf(methods, table, { entity, columns, related, options, list })
   const { rules, hiding } = fieldRulesOf({
     ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list, aggregate },
     ...fieldRulesSource(declaration),
@@ -286,9 +285,8 @@ function buildViewset (
     ...{ writable: writableFields(entity), conflictFields: resolved.conflictFields },
     requireIfMatch: resolved.requireIfMatch,
   })
-  const relationNames = relations?.fields ?? new Set<string>()
   const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
-    relations: relationNames, loaded: defaultRelations, ruled,
+    relations: relations?.fields ?? new Set<string>(), loaded: defaultRelations, ruled,
   })
   const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods)
   const context: RouteContext = {
