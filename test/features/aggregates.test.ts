@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import { createViewset } from 'fastify-viewsets'
+import { createViewset, viewsetIndexReport } from 'fastify-viewsets'
 import type { FastifyRequest } from 'fastify'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
@@ -229,6 +229,12 @@ for (const dialect of dialects) {
       assert.equal(response.statusCode, 200)
       const routes = app.printRoutes({ commonPrefix: false })
       assert.match(routes, /aggregate/)
+    })
+
+    test('the index report lists group keys no index serves', async (t) => {
+      const { app } = await booksApp(t, dialect)
+      const groups = viewsetIndexReport(app).filter((entry) => entry.use === 'group').map((entry) => entry.field)
+      assert.deepEqual(groups, ['status', 'author.name', 'author_id'])
     })
 
     test('startup fails naming a wrong option', async (t) => {
