@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import { createViewset, viewsetIndexReport } from 'fastify-viewsets'
+import { createViewset, viewsetDocs, viewsetIndexReport } from 'fastify-viewsets'
 import type { FastifyRequest } from 'fastify'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
@@ -59,7 +59,8 @@ async function booksApp (t: TestContext, dialect: TestDialect, options: Record<s
     { title: 'b1', status: 'open', price: '100.00', stock: 50, big: '1000', owner: 'bob', author_id: 3 },
     { title: 'b2', status: 'open', price: '200.00', stock: 60, big: '2000', owner: 'bob', author_id: 1 },
   ]).execute()
-  const app = testApp(t, process.env.DEBUG_AGG ? { logger: { level: 'error' } } : {})
+  const app = testApp(t)
+  await app.register(viewsetDocs)
   const common = { db, scope: tenantRule, authenticate, protectedMethods: ['LIST', 'GET'] }
   await app.register(createViewset({ ...common, table: 'authors', schema: Author, methods: ['LIST', 'GET'] } as any),
     { prefix: '/authors' })
@@ -223,12 +224,34 @@ for (const dialect of dialects) {
       assert.deepEqual(stock.json(), [{ sum: { stock: 110 } }])
     })
 
-    test('the static /aggregate wins over a key "aggregate"; OpenAPI documents the route', async (t) => {
+    test('the static /aggregate wins over a string key "aggregate"', async (t) => {
+      const { db } = await testDatabase(t, dialect)
+      await db.schema.createTable('codes').addColumn('code', 'varchar(32)', (column) => column.primaryKey())
+        .addColumn('label', 'varchar(32)', (column) => column.notNull()).execute()
+      await db.insertInto('codes').values([{ code: 'aggregate', label: 'a' }, { code: 'x', label: 'b' }]).execute()
+      const app = testApp(t)
+      const Code = Type.Object({ code: Type.String(), label: Type.String() })
+      await app.register(createViewset({ db, table: 'codes', schema: Code, primaryKey: 'code', methods: ['GET', 'AGGREGATE'] }),
+        { prefix: '/codes' })
+      assert.deepEqual((await app.inject('/codes/aggregate?count=true')).json(), [{ count: 2 }])
+      assert.equal((await app.inject('/codes/aggregate')).statusCode, 400, 'the aggregate route, not the row')
+      assert.deepEqual((await app.inject('/codes/x')).json(), { code: 'x', label: 'b' })
+    })
+
+    test('OpenAPI documents the route, its parameters and its groups', async (t) => {
       const { app } = await booksApp(t, dialect)
-      const response = await app.inject({ url: '/books/aggregate?count=true', headers: alice })
-      assert.equal(response.statusCode, 200)
-      const routes = app.printRoutes({ commonPrefix: false })
-      assert.match(routes, /aggregate/)
+      const document = app.swagger() as any
+      const operation = document.paths['/books/aggregate'].get
+      assert.equal(operation.operationId, 'aggregateBooks')
+      const parameters = operation.parameters.map((parameter: any) => parameter.name)
+      for (const name of ['group_by', 'count', 'sum', 'avg', 'min', 'max', 'order_by', 'status', 'search', 'limit']) {
+        assert.ok(parameters.includes(name), name)
+      }
+      assert.ok(!parameters.includes('fields'))
+      const groups = operation.responses['200'].content['application/json'].schema
+      assert.equal(groups.type, 'array')
+      assert.deepEqual(Object.keys(groups.items.properties), ['status', 'author_id', 'author', 'count', 'sum', 'avg', 'min', 'max'])
+      assert.ok(operation.responses['200'].headers.link)
     })
 
     test('the index report lists group keys no index serves', async (t) => {
