@@ -236,6 +236,9 @@ for (const dialect of dialects) {
       assert.deepEqual((await app.inject('/codes/aggregate?count=true')).json(), [{ count: 2 }])
       assert.equal((await app.inject('/codes/aggregate')).statusCode, 400, 'the aggregate route, not the row')
       assert.deepEqual((await app.inject('/codes/x')).json(), { code: 'x', label: 'b' })
+      const posted = await app.inject({ method: 'POST', url: '/codes/aggregate', payload: {} })
+      assert.equal(posted.statusCode, 405, posted.body)
+      assert.equal(posted.headers.allow, 'GET, HEAD, OPTIONS')
     })
 
     test('OpenAPI documents the route, its parameters and its groups', async (t) => {
