@@ -32,7 +32,12 @@ const authenticate = (request: FastifyRequest) => ({ sub: String(request.headers
 const alice = { authorization: 'Bearer alice' }
 const bob = { authorization: 'Bearer bob' }
 
-async function booksApp (t: TestContext, dialect: TestDialect, options: Record<string, unknown> = {}) {
+async function booksApp (
+  t: TestContext,
+  dialect: TestDialect,
+  options: Record<string, unknown> = {},
+  authorOptions: Record<string, unknown> = {}
+) {
   const database = await testDatabase(t, dialect)
   const { db } = database
   const [idType, id] = autoIncrement(dialect.name)
@@ -62,7 +67,7 @@ async function booksApp (t: TestContext, dialect: TestDialect, options: Record<s
   const app = testApp(t)
   await app.register(viewsetDocs)
   const common = { db, scope: tenantRule, authenticate, protectedMethods: ['LIST', 'GET'] }
-  await app.register(createViewset({ ...common, table: 'authors', schema: Author, methods: ['LIST', 'GET'] } as any),
+  await app.register(createViewset({ ...common, table: 'authors', schema: Author, methods: ['LIST', 'GET'], ...authorOptions } as any),
     { prefix: '/authors' })
   await app.register(createViewset({
     ...common,
@@ -222,6 +227,16 @@ for (const dialect of dialects) {
       }
       const stock = await app.inject({ url: '/books/aggregate?sum=stock', headers: bob })
       assert.deepEqual(stock.json(), [{ sum: { stock: 110 } }])
+    })
+
+    test('a related table\'s field rule hides its field in a group_by path', async (t) => {
+      const fieldAccess = ({ token }: { token: { sub?: string } | null }) => (token?.sub === 'bob' ? { hidden: ['name'] } : {})
+      const { app } = await booksApp(t, dialect, {}, { fieldAccess })
+      const hidden = await app.inject({ url: '/books/aggregate?group_by=author.name&count=true', headers: bob })
+      assert.equal(hidden.statusCode, 400, hidden.body)
+      assert.equal(problemOf(hidden).code, 'FST_VIEWSET_VALIDATION')
+      const shown = await app.inject({ url: '/books/aggregate?group_by=author.name&count=true', headers: alice })
+      assert.equal(shown.statusCode, 200, shown.body)
     })
 
     test('the static /aggregate wins over a string key "aggregate"', async (t) => {
