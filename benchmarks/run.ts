@@ -136,6 +136,7 @@ const blocks: ReadonlyArray<readonly ScenarioId[]> = [
   ['list100'],
   ['filter'],
   ['or-filter'],
+  ['aggregate'],
   ['eager', 'eager-n1'],
   ['list-author', 'list-author-scoped'],
   ['post', 'nested-post'],

@@ -30,6 +30,7 @@ export const scenarioIds = [
   'list100',
   'filter',
   'or-filter',
+  'aggregate',
   'eager',
   'eager-n1',
   'list-author',
@@ -208,6 +209,25 @@ const scenarios: Scenario[] = [
         return 'the order was not applied'
       }
       return undefined
+    },
+  },
+  {
+    id: 'aggregate',
+    title: 'AGGREGATE count + sum by year, one author',
+    // The same URL on every system that serves it: ours a viewset with AGGREGATE, raw a hand-written GROUP BY.
+    request: (_system, { next }) => ({
+      method: 'GET',
+      path: `/books-aggregate/aggregate?author_id=${pick(next, sizes.authors)}&group_by=year&count=true&sum=price`,
+    }),
+    check: (_system, _request, status, body) => {
+      if (status !== 200) return `status ${status}`
+      // An author may have no book: no groups.
+      if (!isList(body)) return 'expected a list of groups'
+      const groups = body.every((group) => typeof group.year === 'number' && typeof group.count === 'number' &&
+        group.count >= 1 && typeof (group.sum as Json | undefined)?.price === 'number')
+      if (!groups) return 'expected { year, count, sum: { price } } groups'
+      const years = body.map((group) => group.year as number)
+      return years.every((year, index) => index === 0 || (years[index - 1] ?? 0) < year) ? undefined : 'expected years in order'
     },
   },
   {

@@ -12,6 +12,8 @@ export type { CreateDatabaseOptions } from './db.js'
 export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'
 export type { ViewsetDocsOptions } from './docs.js'
 export { baseMethods, filterOperators, viewsetMethods } from './options.js'
+export { aggregateFunctions } from './query/aggregate-options.js'
+export type { AggregateFunction, AggregateOptions } from './query/aggregate-options.js'
 export type {
   AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, DerivedScopedMethod,
   FieldOf, FilterOperator, ListOptions, ReplicaOptions, RowChange, RowContext, RowLevelSecurityOptions, ScopedMethod,

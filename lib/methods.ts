@@ -1,17 +1,19 @@
 // The logical methods a viewset serves and the filter operators a LIST accepts: the names options, `authorize`
 // and `scope` speak in.
 /**
- * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`.
+ * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`,
+ * `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums, registered only when `methods` lists it).
  *
  * @example
  * ```ts
  * viewsetMethods.filter((method) => method !== 'DELETE') // every method but DELETE, for `methods`
  * ```
  */
-export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
+export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE', 'AGGREGATE'] as const
 /**
  * One of the logical methods a viewset serves: `LIST` (`GET {prefix}`), `GET`, `POST`, `BULK`
- * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`). What `methods`, `protectedMethods`,
+ * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`), `AGGREGATE` (`GET {prefix}/aggregate`). What
+ * `methods`, `protectedMethods`,
  * `authorize` and `scope` name, never the HTTP verb.
  *
  * @example
@@ -22,8 +24,11 @@ export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'D
  */
 export type ViewsetMethod = (typeof viewsetMethods)[number]
 
-/** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request. */
-export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((method) => method !== 'BULK')
+/** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request, and
+ * `AGGREGATE`, which reads every row of the filtered set. */
+export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter(
+  (method) => method !== 'BULK' && method !== 'AGGREGATE'
+)
 
 /**
  * Filter operators of `filterFields`. `eq` is also the bare `?field=value`.

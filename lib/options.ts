@@ -76,6 +76,8 @@ const knownOptionKeys = {
     'replica',
     'rowLevelSecurity',
     'idempotency',
+    'groupByFields',
+    'aggregateFields',
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],

@@ -7,11 +7,12 @@ import type { RelatedConfig } from './relations/config.js'
 import type { AuthorizedMethod, ViewsetMethod } from './methods.js'
 import type { ViewsetToken } from './tokens.js'
 import type { FieldAccessFunction } from './query/field-access.js'
-import type { FieldOf, ListOptions, ObjectFields } from './list-options.js'
+import type { FieldOf, ListOptions, ObjectFields, RelationPath } from './list-options.js'
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
+import type { AggregateOptions } from './query/aggregate-options.js'
 
 export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
@@ -108,7 +109,7 @@ export interface ViewsetOptions<
   TB extends keyof DB & string,
   S extends TObject,
   R extends RelatedConfig<DB> = RelatedConfig<DB>
-> extends ListOptions<S> {
+> extends ListOptions<S>, AggregateOptions<FieldOf<S>, RelationPath<S>> {
   /** The Kysely instance to query. The viewset never closes it. */
   db: Kysely<DB>
   /** Optional Kysely instance for LIST and GET, for example a read replica. Defaults to `db`. */

@@ -34,6 +34,9 @@ export const rulesOnOurs = {
   'list-author-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
 } as const
 
+/** The hand-written equivalent of AGGREGATE: measured on raw (a GROUP BY over prepared statements) and ours. */
+export const aggregateOnRaw = 'the hand-written GROUP BY is measured on raw, against the viewset\'s AGGREGATE'
+
 /** Fields a client may sort by, with `-` for descending (`?order_by=-year`). */
 export const orderingFields = ['id', 'title', 'year', 'price'] as const
 export type OrderingField = (typeof orderingFields)[number]
@@ -86,10 +89,32 @@ export interface BookStore {
   versionedById(id: number): Promise<VersionedBook | undefined> | VersionedBook | undefined
   /** A page of books with author and tags, in a fixed number of queries. */
   withRelations(query: PageQuery): Promise<BookWithRelations[]> | BookWithRelations[]
+  /** The books of one author grouped by year, counted and their prices summed, by year (the AGGREGATE scenario). */
+  aggregate?(authorId: number): Promise<YearGroup[]> | YearGroup[]
   /** The same page, one query per book and relation: the naive N+1 version. */
   withRelationsNaive?(query: PageQuery): Promise<BookWithRelations[]>
   close(): Promise<void> | void
 }
+
+/** One group of the AGGREGATE scenario, as a viewset with AGGREGATE answers it. */
+export const YearGroup = Type.Object({
+  year: Type.Integer(),
+  count: Type.Integer(),
+  sum: Type.Object({ price: Type.Union([Type.Number(), Type.Null()]) }),
+})
+export type YearGroup = Static<typeof YearGroup>
+
+/** A row of the hand-written GROUP BY as a group (pg answers count(*) as a string). */
+export function yearGroup (row: { year: number; count: number | string; sum: number | string | null }): YearGroup {
+  return { year: row.year, count: Number(row.count), sum: { price: row.sum === null ? null : Number(row.sum) } }
+}
+
+const AggregateQuery = Type.Object({
+  author_id: Type.Integer(),
+  group_by: Type.Literal('year'),
+  count: Type.Literal(true),
+  sum: Type.Literal('price'),
+}, { additionalProperties: false })
 
 /** Puts each author and the tags of each book onto a page of books, in place. */
 export function stitch (
@@ -197,6 +222,15 @@ export function handWrittenRoutes (app: FastifyInstance, store: BookStore): void
     },
     async (request) => await store.withRelations(request.query)
   )
+
+  const aggregate = store.aggregate?.bind(store)
+  if (aggregate !== undefined) {
+    app.get<{ Querystring: Static<typeof AggregateQuery> }>(
+      '/books-aggregate/aggregate',
+      { schema: { querystring: AggregateQuery, response: { 200: Type.Array(YearGroup) } } },
+      async (request) => await aggregate(request.query.author_id)
+    )
+  }
 
   const naive = store.withRelationsNaive?.bind(store)
   if (naive !== undefined) {

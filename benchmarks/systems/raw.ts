@@ -6,7 +6,7 @@ import { Author, Book, bookColumns } from '../data.js'
 import type { BookWithRelations, Tag, VersionedBook } from '../data.js'
 import type { DatabaseTarget } from '../seed.js'
 import type { SystemServer } from '../server.js'
-import { handWrittenRoutes, naiveOnce, orderOf, rulesOnOurs, stitch } from './hand-written.js'
+import { handWrittenRoutes, naiveOnce, orderOf, rulesOnOurs, stitch, yearGroup } from './hand-written.js'
 import type { BookPatch, BookStore, ListQuery, NewBook, PageQuery } from './hand-written.js'
 import { openPool, openSqlite } from './connections.js'
 
@@ -45,6 +45,9 @@ function sqliteStore (file: string): BookStore {
   // value, so a bound LIMIT is prepared again on every step (the library does the same, ViewsetDialect.literalLimit).
   // The filter's value is written `+@author_id` for the same reason: the table is analyzed, and STAT4 would
   // prepare the statement again for each value bound (the library's statementPlugin, sqlite-stable-plans.ts).
+  const byYear = db.prepare<[number], { year: number; count: number; sum: number | null }>(
+    'select year, count(*) as count, sum(price) as sum from books where author_id = +? group by year order by year limit 20'
+  )
   const page = (limit: number): Statement<[number], Book> =>
     shaped(`page:${limit}`, () => `select ${columns} from books order by id limit ${limit} offset ?`) as Statement<
       [number],
@@ -76,6 +79,7 @@ function sqliteStore (file: string): BookStore {
       )
       return statement.all({ author_id: query.author_id, offset: query.offset }) as Book[]
     },
+    aggregate: (authorId) => byYear.all(authorId).map(yearGroup),
     insert: (values: NewBook) => insert.all(values)[0] as Book,
     patch (id: number, values: BookPatch) {
       const fields = writable.filter((field) => values[field] !== undefined)
@@ -142,6 +146,12 @@ function postgresStore (url: string): BookStore {
         filtered ? [query.limit, query.offset, query.author_id] : [query.limit, query.offset]
       )
     },
+    aggregate: async (authorId) =>
+      (await run<{ year: number; count: string; sum: number | null }>(
+        'book_aggregate',
+        'select year, count(*) as count, sum(price) as sum from books where author_id = $1 group by year order by year limit 20',
+        [authorId]
+      )).map(yearGroup),
     insert: async (values: NewBook) =>
       (
         await run<Book>(

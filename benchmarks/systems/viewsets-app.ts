@@ -205,6 +205,20 @@ export async function registerViewsets (
     },
     ...scopedViewsets(db, createViewset),
     nestedViewsets(db, createViewset),
+    {
+      feature: 'AGGREGATE',
+      scenarios: ['aggregate'],
+      prefix: '/books-aggregate',
+      plugin: () => createViewset({
+        db,
+        table: 'books',
+        schema: Book,
+        methods: ['AGGREGATE'],
+        filterFields: { author_id: ['eq'] },
+        groupByFields: ['year'],
+        aggregateFields: { price: ['sum'] },
+      }),
+    },
   ]
   for (const viewset of optional) {
     const failure = await tryPlugin(viewset.plugin(), viewset.check)

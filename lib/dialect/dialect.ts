@@ -122,6 +122,8 @@ export interface DialectValues {
 export interface DialectSyntax {
   /** Case-insensitive `LIKE` of an already escaped pattern (escape character `!`). */
   ilike(column: Expression<unknown>, pattern: string): Expression<SqlBool>
+  /** A value as text: an aggregate of a DECIMAL or BIGINT read back with its exact digits (AGGREGATE's sums). */
+  asText(value: Expression<unknown>): RawBuilder<unknown>
   /**
    * The value an ordering filter (`__gt`, `__lte`, …) compares an integer column with, where the driver binds a
    * parameter as the column's own type: PostgreSQL would refuse a bound past an int4 column's range, which the

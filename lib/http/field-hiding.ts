@@ -4,7 +4,7 @@ import type {
 import { LruCache } from '../execution/lru-cache.js'
 import type { ViewsetMethod } from '../options.js'
 import { allVisible, stripHidden } from '../query/field-access.js'
-import type { FieldRules, FieldView } from '../query/field-access.js'
+import type { FieldAccessContext, FieldRules, FieldView } from '../query/field-access.js'
 import type { FieldsPlan } from '../query/fields.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { RelatedRoot } from '../query/related-paths.js'
@@ -64,6 +64,8 @@ export interface FieldHidingPlan {
   readonly list: (entity: JsonSchema, visible: (name: string) => boolean) => NarrowList
   /** `?fields=` planned again for a narrower entity. */
   readonly fields: (entity: JsonSchema) => FieldsPlan
+  /** AGGREGATE's query string over LIST's narrowed one, when the viewset registers AGGREGATE. */
+  readonly aggregate?: ((listQuerystring: JsonSchema, visible: (name: string) => boolean) => JsonSchema) | undefined
   readonly maxBulk: number
 }
 
@@ -130,12 +132,12 @@ export class FieldHiding {
     const ruled = this.#ruled
     if (rules === undefined && ruled.length === 0) return
     const context = { request, token: request.viewsetToken, method }
-    const view = rules === undefined ? allVisible : await rules.view(context)
+    const view = rules === undefined ? allVisible : await viewOf(rules, context)
     const compared = (method === 'PUT' || method === 'PATCH' || method === 'DELETE') &&
       request.headers['if-match'] !== undefined
     const read = rules !== undefined && compared ? await rules.view({ ...context, method: 'GET' }) : undefined
     const related = new Map<RelationRuleSlot, FieldView>()
-    for (const slot of method === 'LIST' ? ruled : []) {
+    for (const slot of method === 'LIST' || method === 'AGGREGATE' ? ruled : []) {
       const slotView = slot.fieldView({ request, token: request.viewsetToken })
       if (slotView !== undefined) related.set(slot, await slotView)
     }
@@ -199,6 +201,12 @@ export class FieldHiding {
       const schema = { ...plan.listQuerystring, properties }
       return { validate: compile(schema, 'querystring'), part: 'querystring', list: query, fields: query.fields }
     }
+    if (method === 'AGGREGATE') {
+      const { querystring, query } = plan.list(entity, (name) => this.visible(fields, name))
+      const schema = plan.aggregate?.(querystring, (name) => this.visible(fields, name))
+      const validate = schema === undefined ? undefined : compile(schema, 'querystring')
+      return { validate, part: 'querystring', list: query, fields: undefined }
+    }
     if (method === 'GET') {
       const selection = plan.fields(entity)
       const schema = { type: 'object', properties: selection.properties, additionalProperties: false }
@@ -209,6 +217,20 @@ export class FieldHiding {
     const validate = schema === undefined ? undefined : compile(schema, 'body')
     return { validate, part: 'body', list: undefined, fields: undefined }
   }
+}
+
+/**
+ * The caller's view for `context.method`; for AGGREGATE, which derives from LIST, what either view hides is hidden
+ * (a rule written for LIST covers it).
+ */
+async function viewOf (rules: FieldRules, context: FieldAccessContext): Promise<FieldView> {
+  const view = await rules.view(context)
+  if (context.method !== 'AGGREGATE') return view
+  const list = await rules.view({ ...context, method: 'LIST' })
+  if (list.key === view.key) return view
+  const hidden = new Set([...view.hidden, ...list.hidden])
+  const readOnly = new Set([...view.readOnly, ...list.readOnly])
+  return { hidden, readOnly, key: `${view.key}&${list.key}` }
 }
 
 /** A validator as the routes' validator compiler makes it (and caches it, by schema text). */

@@ -11,6 +11,10 @@ import type { Serializer } from '../schema/serializer.js'
 import type { ListQuery } from '../query/list-query.js'
 import type { CountPreference } from '../query/count-plan.js'
 import type { FieldHiding } from './field-hiding.js'
+import type { AggregatePlan } from '../query/aggregate.js'
+import type { ListQueryPlan } from '../query/list-query.js'
+import type { ScopeCondition } from '../query/scope.js'
+import type { ScopedMethod } from '../options.js'
 
 /**
  * What a LIST answers: its rows, and for the default LIST what its route says in headers (`Link`,
@@ -123,4 +127,13 @@ export interface RouteContext {
   readonly table: string
   /** The field rules its routes apply, or `undefined` when none can (http/field-hiding.ts). */
   readonly hiding: FieldHiding | undefined
+  /** What `GET {prefix}/aggregate` reads, when `methods` lists AGGREGATE. */
+  readonly aggregate?: AggregateContext | undefined
+}
+
+/** What AGGREGATE reads: its plan, LIST's (its filters, search and paging), and the viewset's row rules. */
+export interface AggregateContext {
+  readonly plan: AggregatePlan
+  readonly list: ListQueryPlan
+  scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
 }

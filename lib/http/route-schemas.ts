@@ -35,6 +35,7 @@ const summaries: Record<ViewsetMethod, (name: string) => string> = {
   PUT: (name) => `Replace one of ${name}`,
   PATCH: (name) => `Update fields of one of ${name}`,
   DELETE: (name) => `Delete one of ${name}`,
+  AGGREGATE: (name) => `Count and sum groups of ${name}`,
 }
 const operationVerbs: Record<ViewsetMethod, string> = {
   LIST: 'list',
@@ -44,6 +45,7 @@ const operationVerbs: Record<ViewsetMethod, string> = {
   PUT: 'replace',
   PATCH: 'update',
   DELETE: 'delete',
+  AGGREGATE: 'aggregate',
 }
 
 /** The conditional-request headers each operation honours, as header parameters (a client types them). */
@@ -174,10 +176,10 @@ export function collectionParams ({ parentParams }: RouteSchemas): JsonSchema | 
   return { type: 'object', properties: { ...parentParams }, required: names, additionalProperties: false }
 }
 
-/** The base schema of `method` in this viewset. */
-function baseOf (method: ViewsetMethod, context: RouteContext): RouteSchema {
+/** The base schema of `method` in this viewset: its metadata, error responses, security and path parameters. */
+export function baseOf (method: ViewsetMethod, context: RouteContext): RouteSchema {
   const schema = baseSchema(method, context.schemas, context.auth, context.versions.requireIfMatch)
-  const params = method !== 'LIST' && method !== 'POST' && method !== 'BULK'
+  const params = method !== 'LIST' && method !== 'POST' && method !== 'BULK' && method !== 'AGGREGATE'
     ? elementParams(context)
     : collectionParams(context.schemas)
   if (params !== undefined) schema.params = params

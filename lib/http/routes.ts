@@ -18,6 +18,7 @@ import { expandPrefix } from './parent-binding.js'
 import { prefersReturnMinimal } from './prefer-header.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
 import { tracedRoute } from '../observability/traced-handler.js'
+import { aggregateRoute } from './aggregate-route.js'
 import {
   bulkSchema,
   deleteSchema,
@@ -349,6 +350,8 @@ function routeOf (method: ViewsetMethod, handlers: RouteHandlers, context: Route
       return updateRoute(method, handlers, context)
     case 'DELETE':
       return deleteRoute(handlers, context)
+    case 'AGGREGATE':
+      return aggregateRoute(context, hooksOf('AGGREGATE', context))
     default:
       throw new TypeError(`unknown viewset method ${String(method satisfies never)}`)
   }

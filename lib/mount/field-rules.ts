@@ -6,6 +6,7 @@ import type { FieldAccessFunction } from '../query/field-access.js'
 import { planFields } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
 import type { ListPlan } from '../query/list.js'
+import type { AggregatePlan } from '../query/aggregate.js'
 import type { RelatedRoot } from '../query/related-paths.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { deriveSerializerSchema, propertiesOf } from '../schema/derive.js'
@@ -23,7 +24,7 @@ export interface FieldRulesSource {
   readonly resolved: ResolvedOptions
   readonly options: Pick<
     ViewsetOptions<unknown, never, never>,
-    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields' | 'fullText'
+    'searchFields' | 'orderingFields' | 'defaultOrder' | 'filterFields' | 'fullText' | 'groupByFields'
   >
   readonly entity: JsonSchema
   readonly columns: readonly string[]
@@ -34,11 +35,16 @@ export interface FieldRulesSource {
   readonly list: ListPlan
   /** LIST's query string as the route validates it (`listQuery` merged in). */
   readonly listQuerystring: JsonSchema
+  /** AGGREGATE's plan, when the viewset registers it: its query string is narrowed as LIST's is. */
+  readonly aggregate?: AggregatePlan | undefined
 }
 
 /** The dotted names (`project.name`) the LIST options let a client send. */
-function dottedNames ({ filterFields, orderingFields, searchFields }: FieldRulesSource['options']): string[] {
+function dottedNames (
+  { filterFields, orderingFields, searchFields, groupByFields }: FieldRulesSource['options']
+): string[] {
   const names = [
+    ...(isList(groupByFields) ? groupByFields : []),
     ...Object.keys(isRecord(filterFields) ? filterFields : {}),
     ...(isList(orderingFields) ? orderingFields : []),
     ...(isList(searchFields) ? searchFields : []),
@@ -113,6 +119,7 @@ export function fieldRulesOf (
     planned: source.list.querystring,
     maxBulk: resolved.maxBulk,
     fields: fieldsPlan,
+    aggregate: source.aggregate?.querystringFor,
     list: (narrow, visible) => createListPlan({
       dialect: source.dialect,
       resolved,

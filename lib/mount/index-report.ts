@@ -17,15 +17,15 @@ import type { JsonSchema } from '../schema/derive.js'
 // it a startup failure.
 
 /**
- * What a reported field is used for: a filter, an ordering (`cursor` under cursor pagination), `search`, or a
- * relation's load.
+ * What a reported field is used for: a filter, an ordering (`cursor` under cursor pagination), `search`, a
+ * relation's load, or a group key of AGGREGATE (`groupByFields`).
  *
  * @example
  * ```ts
- * const uses: IndexUse[] = ['filter', 'ordering', 'cursor', 'search', 'relation']
+ * const uses: IndexUse[] = ['filter', 'ordering', 'cursor', 'search', 'relation', 'group']
  * ```
  */
-export type IndexUse = 'filter' | 'ordering' | 'cursor' | 'search' | 'relation'
+export type IndexUse = 'filter' | 'ordering' | 'cursor' | 'search' | 'relation' | 'group'
 
 /**
  * A field whose statement would scan a table for want of an index (or that no index can serve: a substring
@@ -60,6 +60,8 @@ export interface IndexReportInput {
   readonly orderingFields: unknown
   readonly defaultOrder: unknown
   readonly searchFields: unknown
+  /** AGGREGATE's group keys: grouped in an index's order, or every admitted row sorted (hashed) into groups. */
+  readonly groupByFields?: unknown
   /** The schema fields that may hold NULL. */
   readonly nullable: ReadonlySet<string>
   readonly relatedConfig: RelatedConfig<unknown> | undefined
@@ -280,9 +282,18 @@ export async function indexReport (
     use: 'search' as const,
     reason: '`search` is a case-insensitive substring match, which no B-tree index serves: every row\'s text is read',
   }))
+  const groups = names(input.groupByFields).flatMap((field) => {
+    const reason = field.includes('.')
+      ? 'a relation path is read by a subquery per row before the rows are grouped'
+      : leadsAnIndex(input.table, field)
+        ? undefined
+        : `no index of "${input.table.name}" starts with "${field}": every admitted row is sorted into groups`
+    return reason === undefined ? [] : [{ table: input.table.name, field, use: 'group' as const, reason }]
+  })
   const entries = [
     ...await countReasons([...filterEntries(input, dialect), ...orderingEntries(input, dialect)], input, read),
     ...searches,
+    ...groups,
     ...await relationEntries(input.relatedConfig, read, dialect),
   ]
   return entries.map((entry) => Object.freeze({ viewset: input.viewset, ...entry }))
@@ -298,7 +309,9 @@ export function checkStrictIndexes (table: string, entries: readonly IndexReport
 
 /** What mounting hands the report: the viewset's checked options and its entity as served. */
 export interface ReportedViewset extends Pick<IndexReportInput, 'primaryKey' | 'pagination'>,
-  Partial<Pick<IndexReportInput, 'filterFields' | 'orderingFields' | 'defaultOrder' | 'searchFields'>> {
+  Partial<Pick<
+    IndexReportInput, 'filterFields' | 'orderingFields' | 'defaultOrder' | 'searchFields' | 'groupByFields'
+  >> {
   readonly relatedConfig: RelatedConfig<unknown> | undefined
   readonly db: CatalogDatabase
   /** The schema fields that are columns. */
@@ -331,6 +344,7 @@ export async function checkedIndexReport (
     orderingFields,
     defaultOrder,
     searchFields,
+    groupByFields: viewset.groupByFields,
   })
   if (viewset.strictIndexes === true) checkStrictIndexes(table.name, entries)
   const sorted = entries.filter(({ use, field }) => (use === 'ordering' || use === 'cursor') && !field.includes('.'))

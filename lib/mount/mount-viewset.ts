@@ -58,6 +58,7 @@ import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
 import { withNestedWrites } from './writable-relations.js'
+import { aggregateContextOf, aggregatePlanOf } from './aggregate-mount.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
 // in the order `mountViewset` reads, before any route exists. Phase 1 (no database) ran in the Viewset
@@ -75,7 +76,7 @@ export type MountOptions = Pick<
   | 'alwaysCount'
   | 'defaultRelations'
   | 'primaryKey'
-  | 'fieldAccess' | 'fullText'
+  | 'fieldAccess' | 'fullText' | 'groupByFields' | 'aggregateFields'
 > & {
   /** Only told apart from another viewset's (relations take the rule from the viewset's `scope` method). */
   readonly scope?: unknown
@@ -216,11 +217,6 @@ function buildTableGateway (
   })
 }
 
-/** What the default POST and BULK read to upsert: the key they merge on, and whether an update needs If-Match. */
-function upsertOptions ({ conflictFields, requireIfMatch }: ResolvedOptions) {
-  return { conflictFields, requireIfMatch }
-}
-
 /** What the routes document and validate, from the planned entity and the options. */
 function routeSchemas (
   { primaryKey, tags, maxBulk, conflictFields }: ResolvedOptions,
@@ -255,22 +251,23 @@ function buildViewset (
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
   const listQuerystring = mergeListQuery(list, declaration)
+  const aggregate = aggregatePlanOf(methods, table, { entity, columns, related, options, list })
   const { rules, hiding } = fieldRulesOf({
-    ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list },
+    ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list, aggregate },
     ...fieldRulesSource(declaration),
     relationKeys: relations?.keys ?? new Map(),
     listQuerystring: listQuerystring.querystring,
   })
+  const rowRules = servedRowRules(declaration, planned.parent)
   const defaults = new DefaultHandlers({
     listPlanOf: hiding === undefined ? undefined : narrowListPlan,
-    ...servedRowRules(declaration, planned.parent),
+    ...rowRules,
     ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys },
-    writable: writableFields(entity),
-    ...upsertOptions(resolved),
+    ...{ writable: writableFields(entity), conflictFields: resolved.conflictFields },
+    requireIfMatch: resolved.requireIfMatch,
   })
-  const relationNames = relations?.fields ?? new Set<string>()
   const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
-    relations: relationNames, loaded: defaultRelations, ruled,
+    relations: relations?.fields ?? new Set<string>(), loaded: defaultRelations, ruled,
   })
   const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods)
   const context: RouteContext = {
@@ -286,6 +283,7 @@ function buildViewset (
     prefix: fastify.prefix,
     table: resolved.table,
     hiding,
+    aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
   }
   return { context, defaults, rules }
 }

@@ -131,7 +131,7 @@ export function errorStatuses (
   method: ViewsetMethod,
   { secured, optionalToken = false, requireIfMatch = false }: ErrorConditions
 ): number[] {
-  const element = method !== 'LIST' && method !== 'POST' && method !== 'BULK'
+  const element = method !== 'LIST' && method !== 'POST' && method !== 'BULK' && method !== 'AGGREGATE'
   const write = method === 'PUT' || method === 'PATCH' || method === 'DELETE'
   const statuses = [400]
   if (secured) statuses.push(401, 403)
@@ -140,7 +140,7 @@ export function errorStatuses (
   if (method === 'POST' || method === 'BULK' || write) statuses.push(409)
   if (write) statuses.push(412)
   // Fastify reads a body sent with any method but GET and HEAD: a DELETE with one too (too large, or not JSON).
-  const body = method !== 'LIST' && method !== 'GET'
+  const body = method !== 'LIST' && method !== 'GET' && method !== 'AGGREGATE'
   if (body) statuses.push(413)
   // A path parameter past Fastify's maxParamLength (viewsetFrameworkErrors).
   if (element) statuses.push(414)

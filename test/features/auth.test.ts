@@ -98,6 +98,8 @@ function requestFor (
       return { method: 'PATCH', url: `/items/${id}`, payload: { price: 9 } }
     case 'DELETE':
       return { method: 'DELETE', url: `/items/${id}` }
+    case 'AGGREGATE':
+      return { method: 'GET', url: '/items/aggregate?count=true' }
   }
 }
 
@@ -109,6 +111,7 @@ const successStatus: Record<ViewsetMethod, number> = {
   PUT: 200,
   PATCH: 200,
   DELETE: 204,
+  AGGREGATE: 200,
 }
 
 async function rows (db: TestDatabase['db']) {

@@ -66,7 +66,7 @@ function owned<TB extends keyof TenantsDB & string, S extends TObject> (table: T
   return {
     table,
     schema,
-    protectedMethods: viewsetMethods.filter((method) => method !== 'BULK'),
+    protectedMethods: viewsetMethods.filter((method) => method !== 'BULK' && method !== 'AGGREGATE'),
     beforeWrite: (values: Record<string, unknown>, { token }: { token: { sub?: string } | null }) =>
       ({ ...values, owner: token?.sub ?? '' }),
     scope: (eb: any, { token }: { token: { sub?: string } | null }) => eb('owner', '=', token?.sub ?? ''),

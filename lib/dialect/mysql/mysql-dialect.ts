@@ -91,6 +91,7 @@ export const mysqlDialect: ViewsetDialect = {
       values.map((value) => (typeof value === 'boolean' ? (value ? '1' : '0') : String(value))).join('-'),
   },
   syntax: {
+    asText: (value) => sql`cast(${value} as char)`,
     ilike (column, pattern) {
       // MySQL's usual collations (utf8mb4_general_ci, utf8mb4_0900_ai_ci) also ignore accents, so
       // 'cafe' would match 'café'. Folding case with lower() and comparing code points (utf8mb4_bin)

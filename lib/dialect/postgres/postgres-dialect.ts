@@ -123,6 +123,7 @@ export const postgresDialect: ViewsetDialect = {
       values.map((value) => (typeof value === 'boolean' ? (value ? 't' : 'f') : String(value))).join(', '),
   },
   syntax: {
+    asText: (value) => sql`cast(${value} as text)`,
     ilike (column, pattern) {
       // ILIKE lower-cases the pattern again for every row, and so would `like lower($1) escape '!'` under a
       // generic plan (both lower() and like_escape() are evaluated per row). An uncorrelated subquery is an

@@ -112,6 +112,7 @@ export const sqliteDialect: ViewsetDialect = {
     keyText: (values) => values.map(String).join(', '),
   },
   syntax: {
+    asText: (value) => sql`cast(${value} as text)`,
     ilike (column, pattern) {
       // lower() on both sides so that PRAGMA case_sensitive_like cannot change the answer.
       return sql<boolean>`lower(${column}) like lower(${pattern}) escape '!'`
