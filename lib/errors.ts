@@ -46,7 +46,8 @@ class InternalError extends createError('FST_VIEWSET_INTERNAL', 'An unexpected e
  */
 export const ViewsetErrors = {
   // request errors
-  NotFound: detailError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
+  /** `errors` names the elements of a bulk write (`/3`) whose rows do not exist, or not for this caller. */
+  NotFound: listingError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
   RouteNotFound: createError('FST_VIEWSET_ROUTE_NOT_FOUND', 'Route %s %s not found', 404),
   MethodNotAllowed: detailError(
     'FST_VIEWSET_METHOD_NOT_ALLOWED',

@@ -1,18 +1,23 @@
 // The logical methods a viewset serves and the filter operators a LIST accepts: the names options, `authorize`
 // and `scope` speak in.
 /**
- * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`.
+ * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`;
+ * `PATCH_MANY` is `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk` and `DELETE_MANY` is
+ * `DELETE {prefix}?<filters>`.
  *
  * @example
  * ```ts
  * viewsetMethods.filter((method) => method !== 'DELETE') // every method but DELETE, for `methods`
  * ```
  */
-export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE'] as const
+export const viewsetMethods = [
+  'LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY',
+] as const
 /**
  * One of the logical methods a viewset serves: `LIST` (`GET {prefix}`), `GET`, `POST`, `BULK`
- * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`). What `methods`, `protectedMethods`,
- * `authorize` and `scope` name, never the HTTP verb.
+ * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`), and the bulk writes `PATCH_MANY`,
+ * `BULK_PATCH` and `DELETE_MANY`. What `methods`, `protectedMethods`, `authorize` and `scope` name, never the HTTP
+ * verb.
  *
  * @example
  * ```ts
@@ -22,8 +27,12 @@ export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'D
  */
 export type ViewsetMethod = (typeof viewsetMethods)[number]
 
-/** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request. */
-export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter((method) => method !== 'BULK')
+/** The methods that write many rows per request: registered only when `methods` names them. */
+const manyRowMethods: readonly ViewsetMethod[] = ['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY']
+
+/** The methods registered when `methods` is not given: all but those that write many rows per request. */
+export const defaultMethods: readonly ViewsetMethod[] =
+  viewsetMethods.filter((method) => !manyRowMethods.includes(method))
 
 /**
  * Filter operators of `filterFields`. `eq` is also the bare `?field=value`.

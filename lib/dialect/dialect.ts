@@ -97,6 +97,9 @@ export interface DialectWrites {
   /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none.
    * Both answered as `insert` answers. */
   delete(db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean>
+  /** The values of a write as the driver binds them (date-times, booleans, JSON text), for writes by key list
+   * (data/bulk-update.ts); absent where they bind as they are. */
+  bindable?(target: WriteTarget, values: Row): Row
 }
 
 /** How values cross the driver, both ways: what it binds, and how what it answers compares. */

@@ -53,6 +53,10 @@ export interface DefaultHandlerContext {
   beforeWrite(values: Row, context: RowContext<WriteMethod>): unknown
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
+  /** The bounds of PATCH_MANY, DELETE_MANY and BULK_PATCH (http/bulk-write-handlers.ts), and the version they bump. */
+  readonly bulkLimits?: {
+    readonly maxAffected: number, readonly maxBulk: number, readonly versionField?: string | undefined
+  }
   /** The viewset's `afterWrite`, run in the write's transaction after each row written; `undefined` without one. */
   readonly afterWrite?:
     | ((trx: AnyDatabase, context: RowContext<AfterWriteMethod>, change: RowChange<Row>) => Promise<void>)
@@ -108,6 +112,14 @@ export class DefaultHandlers {
 
   constructor (context: DefaultHandlerContext) {
     this.#context = context
+  }
+
+  /** What these handlers read: the bulk writes' handlers (bulk-write-handlers.ts) read it too. */
+  get context (): DefaultHandlerContext { return this.#context }
+
+  /** {@link #beforeWrite}, for the bulk writes' handlers. */
+  beforeWriteOf (values: Row, context: RowContext<WriteMethod>): Eventually<Row> {
+    return this.#beforeWrite(values, context)
   }
 
   /** What `beforeWrite` makes of the values, checked: a promise only when it answered one (the default answers at

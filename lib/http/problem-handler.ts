@@ -149,7 +149,9 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined, confl
       known = invalidFields(errors)
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
-      if (error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict) errors = error.errors
+      const listing = error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict ||
+        error instanceof ViewsetErrors.NotFound
+      if (listing) errors = error.errors
     } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
       known = fastifyCodes[error.code]?.(request)
     } else {

@@ -107,6 +107,7 @@ export function fieldRulesOf (
     listQuerystring: source.listQuerystring,
     planned: source.list.querystring,
     maxBulk: resolved.maxBulk,
+    primaryKey: resolved.primaryKey,
     fields: fieldsPlan,
     list: (narrow, visible) => createListPlan({
       dialect: source.dialect,

@@ -235,18 +235,18 @@ function buildTableGateway (
   })
 }
 
-/** What the default POST and BULK read to upsert: the key they merge on, and whether an update needs If-Match. */
-function upsertOptions ({ conflictFields, requireIfMatch }: ResolvedOptions) {
-  return { conflictFields, requireIfMatch }
+/** What the default writes read of the options: the upsert key, If-Match, and the bulk writes' bounds. */
+function upsertOptions ({ conflictFields, requireIfMatch, maxAffected, maxBulk, versionField }: ResolvedOptions) {
+  return { conflictFields, requireIfMatch, bulkLimits: { maxAffected, maxBulk, versionField } }
 }
 
 /** What the routes document and validate, from the planned entity and the options. */
 function routeSchemas (
-  { primaryKey, tags, maxBulk, conflictFields }: ResolvedOptions,
+  { primaryKey, tags, maxBulk, maxAffected, conflictFields }: ResolvedOptions,
   planned: Pick<RouteContext['schemas'], 'entity' | 'serialized' | 'name' | 'components' | 'list'>,
   parentParams: RouteContext['schemas']['parentParams']
 ): RouteContext['schemas'] {
-  return { ...planned, primaryKey, tags, maxBulk, conflictFields, parentParams }
+  return { ...planned, primaryKey, tags, maxBulk, maxAffected, conflictFields, parentParams }
 }
 
 /** The data layer of a viewset and what its routes read, built once the catalog is checked. */

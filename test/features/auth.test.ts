@@ -98,6 +98,12 @@ function requestFor (
       return { method: 'PATCH', url: `/items/${id}`, payload: { price: 9 } }
     case 'DELETE':
       return { method: 'DELETE', url: `/items/${id}` }
+    case 'PATCH_MANY':
+      return { method: 'PATCH', url: '/items?name=Bread', payload: { price: 9 } }
+    case 'BULK_PATCH':
+      return { method: 'PATCH', url: '/items/bulk', payload: [{ id, price: 9 }] }
+    case 'DELETE_MANY':
+      return { method: 'DELETE', url: '/items?name=Bread' }
   }
 }
 
@@ -109,6 +115,9 @@ const successStatus: Record<ViewsetMethod, number> = {
   PUT: 200,
   PATCH: 200,
   DELETE: 204,
+  PATCH_MANY: 200,
+  BULK_PATCH: 200,
+  DELETE_MANY: 200,
 }
 
 async function rows (db: TestDatabase['db']) {
