@@ -34,7 +34,9 @@ const audit: AfterWriteFunction<AuditDB, TaskRow> = async ({ method, token }, { 
 
 const filterFields = { title: ['eq', 'contains', 'in'], project_id: ['eq', 'isnull'], secret: ['eq'] }
 
-async function bulkApp (t: TestContext, dialect: TestDialect, tasks: Record<string, unknown> = {}): Promise<TenantsApp> {
+async function bulkApp (
+  t: TestContext, dialect: TestDialect, tasks: Record<string, unknown> = {}
+): Promise<TenantsApp> {
   return await tenantsApp(t, dialect, {
     prepare: async (db) => {
       await db.schema.createTable('audit').addColumn('method', 'varchar(16)', (column) => column.notNull())
@@ -61,7 +63,7 @@ async function tasks (app: TenantsApp): Promise<Array<[number, string, string, s
 
 async function audited (app: TenantsApp) {
   const rows = await app.db.selectFrom('audit').selectAll().orderBy('task_id').orderBy('method').execute()
-  return rows.map((row) => ({ ...row, task_id: Number(row.task_id) }))
+  return rows.map((row) => ({ ...row, task_id: Number(row.task_id) }) as AuditDB['audit'])
 }
 
 const seeded: Array<[number, string, string, string]> = [
@@ -267,7 +269,8 @@ for (const dialect of dialects) {
     test('protected and authorized as their base method; beforeWrite is told the bulk method names', async (t) => {
       const seen: string[] = []
       const app = await bulkApp(t, dialect, {
-        beforeWrite: (values: Record<string, unknown>, { token, method }: { token: { sub?: string } | null; method: string }) => {
+        beforeWrite: (values: Record<string, unknown>,
+          { token, method }: { token: { sub?: string } | null; method: string }) => {
           seen.push(method)
           if (values.title === 'refused') {
             throw new ViewsetErrors.Validation('refused', [{ in: 'body', field: 'title', message: 'is refused' }])
