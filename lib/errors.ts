@@ -46,8 +46,7 @@ class InternalError extends createError('FST_VIEWSET_INTERNAL', 'An unexpected e
  */
 export const ViewsetErrors = {
   // request errors
-  /** `errors` names the elements of a bulk write (`/3`) whose rows do not exist, or not for this caller. */
-  NotFound: listingError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
+  NotFound: detailError('FST_VIEWSET_NOT_FOUND', 'No such row', 404),
   RouteNotFound: createError('FST_VIEWSET_ROUTE_NOT_FOUND', 'Route %s %s not found', 404),
   MethodNotAllowed: detailError(
     'FST_VIEWSET_METHOD_NOT_ALLOWED',
@@ -171,6 +170,23 @@ export function outsideRule (element?: number): InstanceType<typeof ViewsetError
     `${element === undefined ? 'The row' : `Element ${element}`}` +
       ' would be written outside the rows this token may access'
   )
+}
+
+/**
+ * The 404 of a bulk write by key whose elements' rows do not exist (or not for this caller): `errors` names each
+ * element by JSON pointer (`/3`), and nothing is written.
+ *
+ * @example
+ * ```ts
+ * throw missingRows([{ in: 'body', field: '/3', message: 'no such row' }])
+ * ```
+ */
+export function missingRows (errors: readonly FieldError[]): InstanceType<typeof ViewsetErrors.NotFound> & {
+  readonly errors: FieldError[]
+} {
+  const first = errors[0]?.field.slice(1) ?? ''
+  return Object.assign(new ViewsetErrors.NotFound(`No row with the key of element ${first}: nothing was written`),
+    { errors: [...errors] })
 }
 
 /**

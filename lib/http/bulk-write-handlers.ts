@@ -4,7 +4,7 @@ import { deleteKeys, lockKeys, lockMatching, readKeys, updateKeys } from '../dat
 import type { AfterRow } from '../data/gateway-results.js'
 import { retryOnDeadlock } from '../data/retry-on-deadlock.js'
 import { checkWritten } from '../data/write-check.js'
-import { invalidFields, ViewsetErrors } from '../errors.js'
+import { invalidFields, missingRows, ViewsetErrors } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
 import type { AfterWriteMethod, ScopedMethod, ViewsetToken } from '../options.js'
@@ -220,9 +220,7 @@ export class BulkWriteHandlers {
     const seen = new Set(found.map((row) => keyOf(row[resource.target.primaryKey])))
     const missing: FieldError[] = keys.flatMap((key, index) =>
       seen.has(keyOf(key)) ? [] : [{ in: 'body', field: `/${index}`, message: 'no such row' }])
-    if (missing.length === 0) return
-    const first = missing[0]?.field ?? ''
-    throw new ViewsetErrors.NotFound(`No row with the key of element ${first.slice(1)}: nothing was written`, missing)
+    if (missing.length > 0) throw missingRows(missing)
   }
 
   /** Each element's update, in element order, as PATCH writes one row (version, write check, afterWrite). */

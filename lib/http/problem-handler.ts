@@ -129,6 +129,13 @@ const fastifyCodes: Record<string, (request: FastifyRequest) => FastifyError> = 
   FST_ERR_MAX_PARAM_LENGTH: () => new ViewsetErrors.UriTooLong(),
 }
 
+/** The field errors an error carries (`errors`), those that are field errors. */
+function fieldErrorList (listed: unknown): FieldError[] | undefined {
+  if (!Array.isArray(listed)) return undefined
+  return listed.filter((entry): entry is FieldError => typeof entry === 'object' && entry !== null &&
+    typeof entry.in === 'string' && typeof entry.field === 'string' && typeof entry.message === 'string')
+}
+
 function unsupportedType (request: FastifyRequest): FastifyError {
   return new ViewsetErrors.UnsupportedMediaType(String(request.headers['content-type'] ?? 'none'))
 }
@@ -149,9 +156,9 @@ export function problemHandler (dialect: () => ViewsetDialect | undefined, confl
       known = invalidFields(errors)
     } else if (error.code?.startsWith('FST_VIEWSET_')) {
       known = error
-      const listing = error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict ||
-        error instanceof ViewsetErrors.NotFound
-      if (listing) errors = error.errors
+      if (error instanceof ViewsetErrors.Validation || error instanceof ViewsetErrors.Conflict) errors = error.errors
+      // A bulk write by key names its missing elements (errors.ts missingRows).
+      else if (error instanceof ViewsetErrors.NotFound && 'errors' in error) errors = fieldErrorList(error.errors)
     } else if (error.code !== undefined && fastifyCodes[error.code] !== undefined) {
       known = fastifyCodes[error.code]?.(request)
     } else {
