@@ -14,20 +14,13 @@ import { isRecord } from '../schema/object-schema.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { DefaultHandlerContext, DefaultHandlers } from './default-handlers.js'
 import { preferences } from './prefer-header.js'
-import type { ManyWritten } from './route-context.js'
+import type { BulkLimits, ManyWritten } from './route-context.js'
 
 // The bulk writes' default handlers (issue 38 item 1): PATCH_MANY and DELETE_MANY change the rows LIST's filters
 // select, BULK_PATCH the rows an array of partial rows names by key. Each runs in one transaction, under the rule of
 // its method (its own AND its base's: PATCH or DELETE), with beforeWrite, afterWrite once per row and the write check,
 // all or none. A request by filter is bounded before it writes: at most `max-affected` rows are read, locked, and
 // past it nothing is written.
-
-/** The bounds of the bulk writes, from the options. */
-interface BulkLimits {
-  readonly maxAffected: number
-  readonly maxBulk: number
-  readonly versionField?: string | undefined
-}
 
 const defaultLimits: BulkLimits = { maxAffected: 1000, maxBulk: 1000, versionField: undefined }
 

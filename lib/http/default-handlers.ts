@@ -23,7 +23,7 @@ import type { CountPreference } from '../query/count-plan.js'
 import { isRecord } from '../schema/object-schema.js'
 import { countPreference, ignoreDuplicates, mergeDuplicates, resolutionPreference } from './prefer-header.js'
 import { preconditionOf } from './conditional-requests.js'
-import type { ListPage } from './route-context.js'
+import type { BulkLimits, ListPage } from './route-context.js'
 
 // The default handlers: what LIST, GET, POST, BULK, PUT, PATCH and DELETE do when the viewset does not
 // override them. Each reads what its route parsed (the field selection, the If-Match condition) as an
@@ -54,9 +54,7 @@ export interface DefaultHandlerContext {
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
   /** The bounds of PATCH_MANY, DELETE_MANY and BULK_PATCH (http/bulk-write-handlers.ts), and the version they bump. */
-  readonly bulkLimits?: {
-    readonly maxAffected: number, readonly maxBulk: number, readonly versionField?: string | undefined
-  }
+  readonly bulkLimits?: BulkLimits
   /** The viewset's `afterWrite`, run in the write's transaction after each row written; `undefined` without one. */
   readonly afterWrite?:
     | ((trx: AnyDatabase, context: RowContext<AfterWriteMethod>, change: RowChange<Row>) => Promise<void>)

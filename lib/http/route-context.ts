@@ -35,6 +35,13 @@ export interface ManyWritten {
   readonly rows: Row[]
 }
 
+/** The bounds of the bulk writes (`maxAffected`, `maxBulk`), and the version column their updates increment. */
+export interface BulkLimits {
+  readonly maxAffected: number
+  readonly maxBulk: number
+  readonly versionField?: string | undefined
+}
+
 /**
  * The handlers a route calls: the default ones (http/default-handlers.ts), or the viewset's overrides
  * wrapped to the same shape. Each receives what its route parsed (the field selection, the If-Match
