@@ -66,7 +66,8 @@ function owned<TB extends keyof TenantsDB & string, S extends TObject> (table: T
   return {
     table,
     schema,
-    protectedMethods: viewsetMethods.filter((method) => method !== 'BULK'),
+    // The default methods: all but those that write many rows per request.
+    protectedMethods: viewsetMethods.filter((method) => !['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY'].includes(method)),
     beforeWrite: (values: Record<string, unknown>, { token }: { token: { sub?: string } | null }) =>
       ({ ...values, owner: token?.sub ?? '' }),
     scope: (eb: any, { token }: { token: { sub?: string } | null }) => eb('owner', '=', token?.sub ?? ''),
