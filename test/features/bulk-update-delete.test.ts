@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
-import { ViewsetErrors } from 'fastify-viewsets'
+import { Type } from '@sinclair/typebox'
+import { compileErrors, validate } from '@readme/openapi-parser'
+import { createViewset, ViewsetErrors, viewsetDocs } from 'fastify-viewsets'
 import type { AfterWriteFunction } from 'fastify-viewsets'
-import { dialects } from '../helpers/database.js'
+import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
-import { problemOf } from '../helpers/app.js'
+import { problemOf, testApp } from '../helpers/app.js'
+import { createItemsTable, Item } from '../helpers/items.js'
 import { ownerRule, tenantsApp } from '../helpers/tenants.js'
 import type { TenantsApp, TenantsDB } from '../helpers/tenants.js'
 
@@ -77,8 +80,63 @@ function retitled (titles: Record<number, string>): Array<[number, string, strin
   return seeded.map(([id, title, owner, secret]) => [id, titles[id] ?? title, owner, secret])
 }
 
+const VersionedItem = Type.Object({ ...Item.properties, version: Type.Optional(Type.Integer()) })
+
+/** Items with a version column, their docs, and the three bulk routes. */
+async function itemsApp (t: TestContext, dialect: TestDialect) {
+  const database = await testDatabase(t, dialect)
+  await createItemsTable(database)
+  await database.db.schema.alterTable('items')
+    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1)).execute()
+  await database.db.insertInto('items').values([{ name: 'a', price: 1 }, { name: 'b', price: 2 }, { name: 'c', price: 3 }])
+    .execute()
+  const app = testApp(t)
+  await app.register(viewsetDocs)
+  await app.register(createViewset({
+    db: database.db,
+    table: 'items',
+    schema: VersionedItem,
+    versionField: 'version',
+    methods: ['LIST', 'GET', 'PATCH', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY'],
+    filterFields: { price: ['gte', 'lte'], name: ['eq'] },
+  }), { prefix: '/items' })
+  await app.ready()
+  return { app, db: database.db }
+}
+
 for (const dialect of dialects) {
   describe(`bulk update and delete on ${dialect.name}`, () => {
+    test('OpenAPI documents the three routes; every row a bulk update writes gets a new version (ETag)', async (t) => {
+      const { app, db } = await itemsApp(t, dialect)
+      const document = (await app.inject('/docs/json')).json()
+      const result = await validate(structuredClone(document))
+      assert.equal(result.valid, true, result.valid ? '' : compileErrors(result))
+      const { patch, delete: remove } = document.paths['/items']
+      assert.equal(patch.operationId, 'updateWhereItems')
+      assert.equal(remove.operationId, 'deleteWhereItems')
+      assert.equal(document.paths['/items/bulk'].patch.operationId, 'updateManyItems')
+      for (const operation of [patch, remove]) {
+        const parameters = operation.parameters.map((parameter: { in: string; name: string }) =>
+          `${parameter.in}:${parameter.name}`)
+        assert.ok(parameters.includes('query:price__gte'), parameters.join())
+        assert.ok(parameters.includes('header:prefer') && parameters.includes('header:if-match'), parameters.join())
+        assert.ok(!parameters.includes('query:limit') && !parameters.includes('query:order_by'), parameters.join())
+        assert.ok(operation.responses['200'] && operation.responses['400'] && operation.responses['409'])
+      }
+      assert.ok(document.paths['/items/bulk'].patch.responses['404'])
+      const many = await app.inject({ method: 'PATCH', url: '/items?price__gte=2', payload: { description: 'd' } })
+      assert.deepEqual(many.json(), { affected: 2 })
+      const bulk = await app.inject({ method: 'PATCH', url: '/items/bulk', payload: [{ id: 3, name: 'c2' }] })
+      assert.deepEqual(bulk.json().map((row: { version: number }) => row.version), [3])
+      const rows = await db.selectFrom('items').select(['id', 'version', 'description']).orderBy('id').execute()
+      assert.deepEqual(rows.map((row) => [Number(row.id), Number(row.version), row.description]),
+        [[1, 1, null], [2, 2, 'd'], [3, 3, 'd']])
+      const got = await app.inject({ url: '/items/2' })
+      assert.equal(got.headers.etag, '"2"')
+      const deleted = await app.inject({ method: 'DELETE', url: '/items?name=a' })
+      assert.deepEqual(deleted.json(), { affected: 1 })
+    })
+
     test("PATCH_MANY changes the caller's rows the filters select, never another tenant's", async (t) => {
       const app = await bulkApp(t, dialect)
       // Project 2 is bob's; alice's task 2 is planted in it, bob's task 3 belongs to it.
