@@ -140,6 +140,7 @@ const blocks: ReadonlyArray<readonly ScenarioId[]> = [
   ['list-author', 'list-author-scoped'],
   ['post'],
   ['patch'],
+  ['patch-many'],
   ['delete'],
 ]
 
