@@ -241,7 +241,7 @@ export interface ViewsetOptions<
    *
    * @example
    * ```ts
-   * createViewset({ db, table: 'items', schema: Item, methods: [...defaultMethods, 'PATCH_MANY'], maxAffected: 50 })
+   * createViewset({ db, table: 'items', schema: Item, methods: ['LIST', 'PATCH_MANY'], maxAffected: 50 })
    * ```
    */
   maxAffected?: number
