@@ -29,6 +29,8 @@ export interface CompiledStatements {
     parameters: readonly unknown[],
     build: () => StatementBuilder,
     oneRow?: boolean,
+    /** The shape may read many rows whatever its tree says (execution/cost-class.ts). */
+    heavy?: boolean,
   ): Eventually<QueryResult<Row>>
   /** The rows, answered as {@link execute} answers. */
   rows(db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]>

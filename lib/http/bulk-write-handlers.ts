@@ -132,6 +132,8 @@ export class BulkWriteHandlers {
       await foreignKeys.checkOf(db, [values], { request, token }, false)?.(trx)
       const keys = before.map((row) => row[target.primaryKey])
       await updateKeys(trx, dialect, target, keys, { values, versionField: this.#limits.versionField })
+      // The rows as stored are read back only for whoever reads them: the answer, the write check, afterWrite.
+      if (!represent && scope === undefined && after === undefined) return { affected: keys.length, rows: [] }
       const rows = await readKeys(trx, target, keys, dialect.values.keyOf)
       const written = { rows, ruleOf: () => scope, bulk: false }
       if (scope !== undefined) await checkWritten(trx, target, dialect.values.keyOf, written)
