@@ -235,15 +235,7 @@ export interface ViewsetOptions<
   filterFields?: { readonly [K in FieldOf<S> | RelationPath<S>]?: readonly FilterOperator[] }
   /** Most elements of one `POST {prefix}/bulk` or `PATCH {prefix}/bulk` (default 1,000); more is a 400. */
   maxBulk?: number
-  /**
-   * Most rows one `PATCH {prefix}?<filters>` (PATCH_MANY) or `DELETE {prefix}?<filters>` (DELETE_MANY) may change
-   * (default `maxBulk`): past it, or past the request's `Prefer: max-affected=N`, a 400 and nothing written.
-   *
-   * @example
-   * ```ts
-   * createViewset({ db, table: 'items', schema: Item, methods: ['LIST', 'PATCH_MANY'], maxAffected: 50 })
-   * ```
-   */
+  /** Most rows one PATCH_MANY or DELETE_MANY changes (default `maxBulk`); more, or past `Prefer: max-affected`: 400. */
   maxAffected?: number
   /**
    * The natural key of upserts (default: none). With it, `POST {prefix}` and `POST {prefix}/bulk` sent with
