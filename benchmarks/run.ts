@@ -141,6 +141,7 @@ const blocks: ReadonlyArray<readonly ScenarioId[]> = [
   ['list-author', 'list-author-scoped'],
   ['post', 'nested-post'],
   ['patch'],
+  ['patch-many'],
   ['delete'],
 ]
 

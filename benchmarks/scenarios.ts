@@ -38,6 +38,7 @@ export const scenarioIds = [
   'post',
   'nested-post',
   'patch',
+  'patch-many',
   'delete',
 ] as const
 export type ScenarioId = (typeof scenarioIds)[number]
@@ -320,6 +321,20 @@ const scenarios: Scenario[] = [
         ? undefined
         : 'expected the updated book') ??
       etagCheck(system, request, headers),
+  },
+  {
+    // A bulk update by filter (issue 38): the books of one author (two on average) get a new price; a count answers.
+    id: 'patch-many',
+    title: 'bulk PATCH by filter',
+    writes: true,
+    request: (_system, { next }) => ({
+      method: 'PATCH',
+      path: `/books?author_id=${pick(next, sizes.authors)}`,
+      body: { price: pick(next, 10_000) / 100 },
+    }),
+    check: (_system, _request, status, body) =>
+      expectStatus(status, 200) ??
+      (typeof (body as Json).affected === 'number' ? undefined : 'expected {"affected": N}'),
   },
   {
     id: 'delete',

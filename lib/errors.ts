@@ -183,6 +183,20 @@ export function outsideRule (element?: number): InstanceType<typeof ViewsetError
 }
 
 /**
+ * The 404 of a bulk write by key whose elements' rows do not exist (or not for this caller): `errors` names each
+ * element by JSON pointer (`/3`), and nothing is written.
+ *
+ * @example
+ * ```ts
+ * throw missingRows([{ in: 'body', field: '/3', message: 'no such row' }])
+ * ```
+ */
+export function missingRows (errors: readonly FieldError[]): InstanceType<typeof ViewsetErrors.NotFound> {
+  const first = errors[0]?.field.slice(1) ?? ''
+  return new ViewsetErrors.NotFound(`No row with the key of element ${first}: nothing was written`, errors)
+}
+
+/**
  * Throws `FST_VIEWSET_INVALID_OPTION` naming the option (a path such as `relatedConfig.selectRelated.author.table`):
  * the one way an option check fails. Returns `never`, so it also ends an expression.
  *

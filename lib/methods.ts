@@ -1,19 +1,22 @@
 // The logical methods a viewset serves and the filter operators a LIST accepts: the names options, `authorize`
 // and `scope` speak in.
 /**
- * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`,
- * `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums, registered only when `methods` lists it).
+ * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`;
+ * `PATCH_MANY` is `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk` and `DELETE_MANY` is
+ * `DELETE {prefix}?<filters>`; `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums).
  *
  * @example
  * ```ts
  * viewsetMethods.filter((method) => method !== 'DELETE') // every method but DELETE, for `methods`
  * ```
  */
-export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE', 'AGGREGATE'] as const
+export const viewsetMethods = [
+  'LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE',
+] as const
 /**
  * One of the logical methods a viewset serves: `LIST` (`GET {prefix}`), `GET`, `POST`, `BULK`
- * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`), `AGGREGATE` (`GET {prefix}/aggregate`). What
- * `methods`, `protectedMethods`,
+ * (`POST {prefix}/bulk`), `PUT`, `PATCH`, `DELETE` (`{prefix}/:id`), the bulk writes `PATCH_MANY`,
+ * `BULK_PATCH` and `DELETE_MANY`, and `AGGREGATE` (`GET {prefix}/aggregate`). What `methods`, `protectedMethods`,
  * `authorize` and `scope` name, never the HTTP verb.
  *
  * @example
@@ -24,11 +27,13 @@ export const viewsetMethods = ['LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'D
  */
 export type ViewsetMethod = (typeof viewsetMethods)[number]
 
-/** The methods registered when `methods` is not given: all but `BULK`, which writes many rows per request, and
- * `AGGREGATE`, which reads every row of the filtered set. */
-export const defaultMethods: readonly ViewsetMethod[] = viewsetMethods.filter(
-  (method) => method !== 'BULK' && method !== 'AGGREGATE'
-)
+/** The methods registered only when `methods` names them: those that write many rows per request, and `AGGREGATE`,
+ * which reads every row of the filtered set. */
+const optInMethods: readonly ViewsetMethod[] = ['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE']
+
+/** The methods registered when `methods` is not given: all but the opt-in ones. */
+export const defaultMethods: readonly ViewsetMethod[] =
+  viewsetMethods.filter((method) => !optInMethods.includes(method))
 
 /**
  * Filter operators of `filterFields`. `eq` is also the bare `?field=value`.

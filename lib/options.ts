@@ -60,7 +60,7 @@ const knownOptionKeys = {
     'maxOffset',
     'pagination',
     'strictIndexes',
-    'maxBulk',
+    'maxBulk', 'maxAffected',
     'conflictFields',
     'relatedConfig',
     'defaultRelations',
@@ -207,6 +207,7 @@ export interface ResolvedOptions extends IdempotencyResolution {
   readonly maxSearchLength: number
   readonly pagination: 'offset' | 'cursor'
   readonly maxBulk: number
+  readonly maxAffected: number
   readonly conflictFields: readonly string[] | undefined
   readonly versionField: string | undefined
   readonly requireIfMatch: boolean
@@ -244,7 +245,7 @@ function checkTarget (options: Record<string, unknown>): Record<string, unknown>
   return { ...schema, properties: schema.properties }
 }
 
-/** `maxLimit`, `defaultLimit`, `maxOffset`, `maxSearchLength`, `maxBulk` and `pagination`, defaults applied. */
+/** `maxLimit`, `defaultLimit`, `maxOffset`, `maxSearchLength`, `maxBulk`, `maxAffected`, `pagination`, defaulted. */
 function checkLimits (options: Record<string, unknown>) {
   const maxLimit = options.maxLimit ?? 100
   if (typeof maxLimit !== 'number' || !Number.isInteger(maxLimit) || maxLimit < 1) {
@@ -266,6 +267,7 @@ function checkLimits (options: Record<string, unknown>) {
     maxOffset: positiveInteger('maxOffset', options.maxOffset ?? 10_000),
     maxSearchLength: positiveInteger('maxSearchLength', options.maxSearchLength ?? 100),
     maxBulk: positiveInteger('maxBulk', options.maxBulk ?? 1000),
+    maxAffected: positiveInteger('maxAffected', options.maxAffected ?? options.maxBulk ?? 1000),
     pagination,
   } as const
 }

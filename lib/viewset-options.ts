@@ -205,8 +205,10 @@ export interface ViewsetOptions<
    */
   authorize?: (token: ViewsetToken, method: AuthorizedMethod, request: FastifyRequest) => Promise<boolean> | boolean
 
-  /** Most elements of one `POST {prefix}/bulk` (default 1,000); more is a 400. */
+  /** Most elements of one `POST {prefix}/bulk` or `PATCH {prefix}/bulk` (default 1,000); more is a 400. */
   maxBulk?: number
+  /** Most rows one PATCH_MANY or DELETE_MANY changes (default `maxBulk`); more, or past `Prefer: max-affected`: 400. */
+  maxAffected?: number
   /**
    * The natural key of upserts (default: none). With it, `POST {prefix}` and `POST {prefix}/bulk` sent with
    * `Prefer: resolution=merge-duplicates` insert each body, or update the row with the same values in these

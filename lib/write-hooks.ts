@@ -13,7 +13,7 @@ import type { ViewsetToken } from './tokens.js'
  *   method === 'POST' ? { ...values, version: 1 } : values
  * ```
  */
-export type WriteMethod = 'POST' | 'BULK' | 'PUT' | 'PATCH'
+export type WriteMethod = 'POST' | 'BULK' | 'PUT' | 'PATCH' | 'PATCH_MANY' | 'BULK_PATCH'
 
 /**
  * What `scope` and `beforeWrite` know of a request: the request itself, the claims of the verified bearer
@@ -64,7 +64,7 @@ export type BeforeWriteFunction<DB, TB extends keyof DB> = (
  * const audited: AfterWriteMethod[] = ['POST', 'PATCH', 'DELETE']
  * ```
  */
-export type AfterWriteMethod = WriteMethod | 'DELETE'
+export type AfterWriteMethod = WriteMethod | 'DELETE' | 'DELETE_MANY'
 
 /**
  * One row a write changed, as the database holds it (the schema's columns): `before` is `null` for a created row,

@@ -71,6 +71,10 @@ export type NewBook = Static<typeof NewBook>
 const BookPatch = Type.Partial(NewBook, { additionalProperties: false, minProperties: 1 })
 export type BookPatch = Static<typeof BookPatch>
 
+/** The filter of the bulk PATCH, and its answer: how many books changed. */
+const AuthorFilter = Type.Object({ author_id: Type.Integer() }, { additionalProperties: false })
+const Affected = Type.Object({ affected: Type.Integer() })
+
 /** The order of a LIST: the client's field, then the key so that pages are stable. */
 export function orderOf (orderBy: string | undefined): { field: OrderingField; descending: boolean } {
   if (orderBy === undefined) return { field: 'id', descending: false }
@@ -84,6 +88,8 @@ export interface BookStore {
   list(query: ListQuery): Promise<Book[]> | Book[]
   insert(values: NewBook): Promise<Book> | Book
   patch(id: number, values: BookPatch): Promise<Book | undefined> | Book | undefined
+  /** Sets `values` on every book of the author: how many books changed (the bulk PATCH by filter). */
+  patchWhere?(authorId: number, values: BookPatch): Promise<number> | number
   /** Deletes a book: false when there was none. */
   remove(id: number): Promise<boolean> | boolean
   versionedById(id: number): Promise<VersionedBook | undefined> | VersionedBook | undefined
@@ -214,6 +220,17 @@ export function handWrittenRoutes (app: FastifyInstance, store: BookStore): void
       return book === undefined ? await reply.code(404).send(notFound) : sendTagged(reply, book)
     }
   )
+
+  const patchWhere = store.patchWhere?.bind(store)
+  if (patchWhere !== undefined) {
+    app.patch<{ Querystring: { author_id: number }; Body: BookPatch }>(
+      '/books',
+      {
+        schema: { querystring: AuthorFilter, body: BookPatch, response: { 200: Affected } },
+      },
+      async (request) => ({ affected: await patchWhere(request.query.author_id, request.body) })
+    )
+  }
 
   app.get<{ Querystring: PageQuery }>(
     '/books-full',

@@ -32,6 +32,8 @@ function kyselyStore (db: Kysely<BenchDB>): BookStore {
     insert: async (values: NewBook) => await db.insertInto('books').values(values).returning(bookColumns).executeTakeFirstOrThrow(),
     patch: async (id: number, values: BookPatch) =>
       await db.updateTable('books').set(values).where('id', '=', id).returning(bookColumns).executeTakeFirst() as Book | undefined,
+    patchWhere: async (authorId: number, values: BookPatch) =>
+      Number((await db.updateTable('books').set(values).where('author_id', '=', authorId).executeTakeFirst()).numUpdatedRows),
     async withRelations (query: PageQuery) {
       const rows = await page(query)
       if (rows.length === 0) return rows

@@ -24,6 +24,7 @@ export async function build (target: DatabaseTarget): Promise<SystemServer> {
       eager: 'sql-openapi has no embedding of relations in REST (only nested routes)',
       'or-filter': 'sql-openapi has no OR of two conditions on a field in REST (only `in`)',
       aggregate: 'sql-openapi has no grouped sums in REST (a count only)',
+      'patch-many': 'not wired here: the scenario compares the library with the same UPDATE written by hand',
       'eager-n1': naiveOnce,
       ...etagCostOnRaw,
       ...rulesOnOurs,

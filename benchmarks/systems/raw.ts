@@ -90,6 +90,14 @@ function sqliteStore (file: string): BookStore {
       )
       return statement.all({ ...values, id })[0] as Book | undefined
     },
+    patchWhere (authorId: number, values: BookPatch) {
+      const fields = writable.filter((field) => values[field] !== undefined)
+      const statement = shaped(
+        `patch-where:${fields.join(',')}`,
+        () => `update books set ${fields.map((field) => `${field} = @${field}`).join(', ')} where author_id = +@author_id`
+      )
+      return statement.run({ ...values, author_id: authorId }).changes
+    },
     withRelations (query: PageQuery) {
       const books: BookWithRelations[] = page(query.limit).all(query.offset)
       const authorIds = JSON.stringify([...new Set(books.map((book) => book.author_id))])
@@ -171,6 +179,14 @@ function postgresStore (url: string): BookStore {
         )
       }
       return (await run<Book>(name, text, [id, ...fields.map((field) => values[field])]))[0]
+    },
+    async patchWhere (authorId: number, values: BookPatch) {
+      const fields = writable.filter((field) => values[field] !== undefined)
+      const set = fields.map((field, index) => `${field} = $${index + 2}`).join(', ')
+      const text = `update books set ${set} where author_id = $1`
+      const name = `book_patch_where_${fields.join('_')}`
+      const bound = [authorId, ...fields.map((field) => values[field])]
+      return (await pool.query({ name, text, values: bound })).rowCount ?? 0
     },
     async withRelations (query: PageQuery) {
       const books = await run<BookWithRelations>(

@@ -380,6 +380,9 @@ export class TableGateway {
     return tags.includes(versioning.tagOf(served))
   }
 
+  /** The table, its key and the columns rows are read with: what writes by key list take (data/bulk-update.ts). */
+  get target (): WriteTarget { return this.#target }
+
   /** Whether the rows have relation fields to load. */
   get hasRelations (): boolean {
     return this.#relations !== undefined

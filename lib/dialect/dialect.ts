@@ -30,6 +30,8 @@ export interface CompiledStatements {
     parameters: readonly unknown[],
     build: () => StatementBuilder,
     oneRow?: boolean,
+    /** The shape may read many rows whatever its tree says (execution/cost-class.ts). */
+    heavy?: boolean,
   ): Eventually<QueryResult<Row>>
   /** The rows, answered as {@link execute} answers. */
   rows(db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]>
@@ -98,6 +100,9 @@ export interface DialectWrites {
   /** Deletes the row with this key (if it is in `scope`, checked as `update` checks it); false when there was none.
    * Both answered as `insert` answers. */
   delete(db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Eventually<boolean>
+  /** The values of a write as the driver binds them (date-times, booleans, JSON text), for writes by key list
+   * (data/bulk-update.ts); absent where they bind as they are. */
+  bindable?(target: WriteTarget, values: Row): Row
 }
 
 /** How values cross the driver, both ways: what it binds, and how what it answers compares. */

@@ -5,6 +5,7 @@ import type { AnyDatabase, Row } from '../sql.js'
 import type { AfterWriteMethod, RowChange, RowContext, ScopedMethod, ViewsetToken, WriteMethod } from '../options.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
+import type { BulkLimits } from './route-context.js'
 
 /** What the default handlers read: the data layer, the options they apply, and the viewset's row rules. */
 export interface DefaultHandlerContext {
@@ -32,6 +33,8 @@ export interface DefaultHandlerContext {
   readonly beforeWriteInTransaction?: boolean
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
+  /** The bounds of PATCH_MANY, DELETE_MANY and BULK_PATCH (http/bulk-write-handlers.ts), and the version they bump. */
+  readonly bulkLimits?: BulkLimits
   /** The viewset's `afterWrite`, run in the write's transaction after each row written; `undefined` without one. */
   readonly afterWrite?:
     | ((trx: AnyDatabase, context: RowContext<AfterWriteMethod>, change: RowChange<Row>) => Promise<void>)

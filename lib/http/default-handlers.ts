@@ -80,6 +80,14 @@ export class DefaultHandlers {
     this.#context = context
   }
 
+  /** What these handlers read: the bulk writes' handlers (bulk-write-handlers.ts) read it too. */
+  get context (): DefaultHandlerContext { return this.#context }
+
+  /** {@link #beforeWrite}, for the bulk writes' handlers: `trx` is their write's transaction. */
+  beforeWriteOf (values: Row, context: RowContext<WriteMethod>, trx: AnyDatabase): Eventually<Row> {
+    return this.#beforeWrite(values, context, trx)
+  }
+
   /** What `beforeWrite` makes of the values, checked: a promise only when it answered one (the default answers at
    * once, and POST and PATCH then await nothing). */
   #beforeWrite (values: Row, context: RowContext<WriteMethod>, trx: AnyDatabase): Eventually<Row> {

@@ -10,7 +10,7 @@ import type { ListQueryPlan } from '../query/list-query.js'
 import type { RelatedRoot } from '../query/related-paths.js'
 import type { RelationRuleSlot } from '../relations/relation-rule.js'
 import type { JsonSchema } from '../schema/derive.js'
-import { deriveBody, propertiesOf } from '../schema/derive.js'
+import { deriveBody, deriveKeyedPatch, propertiesOf } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
 import { viewsetValidatorCompiler } from '../schema/validator.js'
 
@@ -37,6 +37,8 @@ interface Restricted {
   readonly part: 'querystring' | 'body'
   readonly list: ListQueryPlan | undefined
   readonly fields: FieldsPlan | undefined
+  /** A second part validated, when the request has two (PATCH_MANY: its filters, then its body). */
+  readonly body?: Validator | undefined
 }
 
 /** A validator as the routes' validator compiler makes it. */
@@ -67,6 +69,8 @@ export interface FieldHidingPlan {
   /** AGGREGATE's query string over LIST's narrowed one, when the viewset registers AGGREGATE. */
   readonly aggregate?: ((listQuerystring: JsonSchema, visible: (name: string) => boolean) => JsonSchema) | undefined
   readonly maxBulk: number
+  /** The key BULK_PATCH's elements carry. */
+  readonly primaryKey?: string
 }
 
 /** LIST planned for a narrower entity: its query string and its parse plan. */
@@ -137,7 +141,8 @@ export class FieldHiding {
       request.headers['if-match'] !== undefined
     const read = rules !== undefined && compared ? await rules.view({ ...context, method: 'GET' }) : undefined
     const related = new Map<RelationRuleSlot, FieldView>()
-    for (const slot of method === 'LIST' || method === 'AGGREGATE' ? ruled : []) {
+    const filtered = method === 'LIST' || method === 'AGGREGATE' || method === 'PATCH_MANY' || method === 'DELETE_MANY'
+    for (const slot of filtered ? ruled : []) {
       const slotView = slot.fieldView({ request, token: request.viewsetToken })
       if (slotView !== undefined) related.set(slot, await slotView)
     }
@@ -149,6 +154,8 @@ export class FieldHiding {
     // The query string is validated on a copy: Fastify's own validation coerces the request's.
     const data = restricted.part === 'body' ? request.body : { ...(isRecord(request.query) ? request.query : {}) }
     if (validate(data) !== true) throw validationError(validate.errors ?? [], restricted.part)
+    const body = restricted.body
+    if (body !== undefined && body(request.body) !== true) throw validationError(body.errors ?? [], 'body')
   }
 
   /**
@@ -212,10 +219,23 @@ export class FieldHiding {
       const schema = { type: 'object', properties: selection.properties, additionalProperties: false }
       return { validate: compile(schema, 'querystring'), part: 'querystring', list: undefined, fields: selection }
     }
+    if (method === 'PATCH_MANY' || method === 'DELETE_MANY') return this.#filters(fields, entity, method)
     const body = method === 'DELETE' ? undefined : deriveBody(entity, method === 'PATCH')
-    const schema = method === 'BULK' ? { type: 'array', items: body, maxItems: plan.maxBulk } : body
+    const element = method === 'BULK_PATCH' ? deriveKeyedPatch(entity, plan.primaryKey ?? 'id') : body
+    const schema = method === 'BULK' || method === 'BULK_PATCH'
+      ? { type: 'array', items: element, maxItems: plan.maxBulk }
+      : body
     const validate = schema === undefined ? undefined : compile(schema, 'body')
     return { validate, part: 'body', list: undefined, fields: undefined }
+  }
+
+  /** PATCH_MANY and DELETE_MANY: LIST's filters and `search` without the hidden names, and PATCH_MANY's body. */
+  #filters (fields: RequestFields, entity: JsonSchema, method: 'PATCH_MANY' | 'DELETE_MANY'): Restricted {
+    const { query } = this.#plan.list(entity, (name) => this.visible(fields, name))
+    const properties = { ...query.search.properties, ...query.filters.properties }
+    const validate = compile({ type: 'object', properties, additionalProperties: false }, 'querystring')
+    const body = method === 'PATCH_MANY' ? compile(deriveBody(entity, true), 'body') : undefined
+    return { validate, part: 'querystring', list: query, fields: undefined, body }
   }
 }
 
@@ -299,7 +319,8 @@ export function fieldHooks (
   method: ViewsetMethod
 ): { preValidation: preValidationAsyncHookHandler[], preHandler: preHandlerAsyncHookHandler[] } {
   if (hiding === undefined) return { preValidation: [], preHandler: [] }
-  const writes = method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH'
+  const writes = method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH' ||
+    method === 'PATCH_MANY' || method === 'BULK_PATCH'
   return {
     preValidation: [async (request) => { await hiding.prepare(request, method) }],
     preHandler: writes ? [async (request) => { dropReadOnly(request) }] : [],

@@ -173,6 +173,9 @@ export class NestedWrites {
       getElement: (...args) => handlers.getElement(...args),
       createElements: async (...args) => await handlers.createElements(...args),
       deleteElement: (...args) => handlers.deleteElement(...args),
+      updateMany: async (...args) => await handlers.updateMany(...args),
+      deleteMany: async (...args) => await handlers.deleteMany(...args),
+      updateElements: async (...args) => await handlers.updateElements(...args),
       createElement: (request, reply, token) => {
         const sent = this.#sent(request.body)
         if (sent === undefined) return handlers.createElement(request, reply, token)

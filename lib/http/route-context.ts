@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Precondition } from '../data/precondition.js'
 import type { TableGateway } from '../data/table-gateway.js'
-import type { AnyDatabase } from '../sql.js'
+import type { AnyDatabase, Row } from '../sql.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from '../options.js'
 import type { FieldSelection, FieldsPlan } from '../query/fields.js'
@@ -32,6 +32,20 @@ export interface ListPage<Rows = unknown> {
   readonly cursors?: { readonly next: string | undefined; readonly prev: string | undefined }
 }
 
+/** What a write by filter (PATCH_MANY, DELETE_MANY) changed: how many rows, and the rows (as stored, or as they were
+ * when deleted). */
+export interface ManyWritten {
+  readonly affected: number
+  readonly rows: Row[]
+}
+
+/** The bounds of the bulk writes (`maxAffected`, `maxBulk`), and the version column their updates increment. */
+export interface BulkLimits {
+  readonly maxAffected: number
+  readonly maxBulk: number
+  readonly versionField?: string | undefined
+}
+
 /**
  * The handlers a route calls: the default ones (http/default-handlers.ts), or the viewset's overrides
  * wrapped to the same shape. Each receives what its route parsed (the field selection, the If-Match
@@ -60,6 +74,15 @@ export interface RouteHandlers {
     token: ViewsetToken | null,
     precondition: Precondition | undefined,
   ): Eventually<unknown>
+  /** PATCH_MANY and DELETE_MANY (http/bulk-write-handlers.ts); `represent`: the rows are to be answered. */
+  updateMany(
+    request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, represent: boolean,
+  ): Promise<ManyWritten>
+  deleteMany(
+    request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null, represent: boolean,
+  ): Promise<ManyWritten>
+  /** BULK_PATCH: the rows as stored, in element order. */
+  updateElements(request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<Row[]>
 }
 
 /** What the routes document and validate: the schemas, names and limits of the OpenAPI operations. */
@@ -79,9 +102,13 @@ export interface RouteSchemas {
     readonly headers?: Record<string, JsonSchema> | undefined
     /** The `Prefer` request header of the default LIST (`count=…`). */
     readonly prefer?: JsonSchema | undefined
+    /** LIST's filters and `search` alone: the query string of PATCH_MANY and DELETE_MANY. */
+    readonly filters?: JsonSchema | undefined
   }
-  /** Most elements of one `POST /bulk`. */
+  /** Most elements of one `POST /bulk` (and `PATCH /bulk`). */
   readonly maxBulk: number
+  /** Most rows one PATCH_MANY or DELETE_MANY changes (`maxAffected`). */
+  readonly maxAffected?: number
   /** A nested viewset's prefix parameters (`parent`), each as its column's field: every route's path has them. */
   readonly parentParams: Readonly<Record<string, JsonSchema>>
   /** The natural key of upserts: POST and BULK then document `Prefer`, the 200 of a merge and `Preference-Applied`. */

@@ -5,6 +5,7 @@ import type { JsonSchema } from '../schema/derive.js'
 import { deriveBody, deriveParams, propertiesOf } from '../schema/derive.js'
 import {
   acceptPatch,
+  collectionMethods,
   documentedHeaders,
   errorStatuses,
   mergePatchType,
@@ -36,6 +37,9 @@ const summaries: Record<ViewsetMethod, (name: string) => string> = {
   PATCH: (name) => `Update fields of one of ${name}`,
   DELETE: (name) => `Delete one of ${name}`,
   AGGREGATE: (name) => `Count and sum groups of ${name}`,
+  PATCH_MANY: (name) => `Update fields of every one of ${name} the filters select`,
+  BULK_PATCH: (name) => `Update fields of many of ${name} by key, all or none`,
+  DELETE_MANY: (name) => `Delete every one of ${name} the filters select`,
 }
 const operationVerbs: Record<ViewsetMethod, string> = {
   LIST: 'list',
@@ -46,6 +50,9 @@ const operationVerbs: Record<ViewsetMethod, string> = {
   PATCH: 'update',
   DELETE: 'delete',
   AGGREGATE: 'aggregate',
+  PATCH_MANY: 'updateWhere',
+  BULK_PATCH: 'updateMany',
+  DELETE_MANY: 'deleteWhere',
 }
 
 /** The conditional-request headers each operation honours, as header parameters (a client types them). */
@@ -65,13 +72,13 @@ const conditionalHeaders = {
 } as const satisfies Record<string, JsonSchema>
 
 /** Adds a header parameter to a route's `headers` schema (POST's `Prefer` may be there already). */
-function addHeader (schema: RouteSchema, name: string, header: JsonSchema): void {
+export function addHeader (schema: RouteSchema, name: string, header: JsonSchema): void {
   const headers = isRecord(schema.headers) ? schema.headers : { type: 'object', properties: {} }
   schema.headers = { ...headers, properties: { ...propertiesOf(headers), [name]: header } }
 }
 
 /** A `$ref` to a component of the viewset. */
-function ref (id: string): JsonSchema {
+export function ref (id: string): JsonSchema {
   return { $ref: `${id}#` }
 }
 
@@ -179,9 +186,7 @@ export function collectionParams ({ parentParams }: RouteSchemas): JsonSchema | 
 /** The base schema of `method` in this viewset: its metadata, error responses, security and path parameters. */
 export function baseOf (method: ViewsetMethod, context: RouteContext): RouteSchema {
   const schema = baseSchema(method, context.schemas, context.auth, context.versions.requireIfMatch)
-  const params = method !== 'LIST' && method !== 'POST' && method !== 'BULK' && method !== 'AGGREGATE'
-    ? elementParams(context)
-    : collectionParams(context.schemas)
+  const params = collectionMethods.has(method) ? collectionParams(context.schemas) : elementParams(context)
   if (params !== undefined) schema.params = params
   // A nested viewset's collection answers 404 for a parent that does not exist or that the caller may not read.
   if (params !== undefined && schema.response[404] === undefined) {
@@ -279,7 +284,7 @@ function documentMerge (schema: RouteSchema, schemas: RouteSchemas, answer: Json
  * `Prefer: return=minimal` on a write, said in the operation's description (and the Prefer parameter's, when the
  * operation has one): not as a 204 response, which would make every typed client's `data` optional.
  */
-function documentMinimal (schema: RouteSchema, bulk: boolean): void {
+export function documentMinimal (schema: RouteSchema, bulk: boolean): void {
   const said = `With \`Prefer: ${returnMinimal}\` the answer has no body and no relation is loaded: 201 when a row ` +
     `was created${bulk ? '' : ' (with Location and ETag)'}, else 204${bulk ? '' : ' with the ETag'}; ` +
     'Preference-Applied says so.'

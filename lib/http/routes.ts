@@ -8,6 +8,7 @@ import { offsetWithCursor, parsePagination } from '../query/list-query.js'
 import { isRecord } from '../schema/object-schema.js'
 import { partialContentType } from '../schema/openapi.js'
 import { authHook, openTokenHook } from './auth.js'
+import { bulkWriteRoute } from './bulk-write-routes.js'
 import { noneMatch, preconditionOf, versionTag } from './conditional-requests.js'
 import type { ListPage } from './route-context.js'
 import { fieldHooks, hiddenFromRead, hideFields, narrowFieldsPlan } from './field-hiding.js'
@@ -94,7 +95,7 @@ function onRequestOf (method: ViewsetMethod, { auth }: RouteContext): Pick<Route
   const hooks = []
   // DELETE takes no body: an empty one is no body, whatever Content-Type a client sets by default. Fastify
   // never reads a GET's body (LIST and GET need no hook).
-  if (method === 'DELETE') hooks.push(ignoreEmptyBody)
+  if (method === 'DELETE' || method === 'DELETE_MANY') hooks.push(ignoreEmptyBody)
   if (auth.protectedMethods.includes(method)) hooks.push(authHook(method, auth.options))
   else if (auth.verifiesTokens) hooks.push(openTokenHook(auth.options))
   return hooks.length > 0 ? { onRequest: hooks } : {}
@@ -352,6 +353,12 @@ function routeOf (method: ViewsetMethod, handlers: RouteHandlers, context: Route
       return deleteRoute(handlers, context)
     case 'AGGREGATE':
       return aggregateRoute(context, hooksOf('AGGREGATE', context))
+    case 'PATCH_MANY':
+    case 'BULK_PATCH':
+    case 'DELETE_MANY': {
+      const route = bulkWriteRoute(method, handlers, context, hooksOf(method, context))
+      return { ...route, handler: cancellable(route.handler) }
+    }
     default:
       throw new TypeError(`unknown viewset method ${String(method satisfies never)}`)
   }

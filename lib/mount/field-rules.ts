@@ -118,6 +118,7 @@ export function fieldRulesOf (
     listQuerystring: source.listQuerystring,
     planned: source.list.querystring,
     maxBulk: resolved.maxBulk,
+    primaryKey: resolved.primaryKey,
     fields: fieldsPlan,
     aggregate: source.aggregate?.querystringFor,
     list: (narrow, visible) => createListPlan({

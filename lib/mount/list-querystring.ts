@@ -25,9 +25,15 @@ export function listQueryOf (constructor: unknown): JsonSchema | undefined {
 export function mergeListQuery (
   list: ListPlan,
   viewset: { readonly listQuery: JsonSchema | undefined; readonly overridden: ReadonlySet<string> }
-): { querystring: JsonSchema; headers?: Record<string, JsonSchema>; prefer?: JsonSchema | undefined } {
+): {
+    querystring: JsonSchema; headers?: Record<string, JsonSchema>; prefer?: JsonSchema | undefined; filters: JsonSchema
+  } {
   const extra = viewset.listQuery
-  if (extra === undefined) return list
+  const { search, filters: planned } = list.query
+  // What PATCH_MANY and DELETE_MANY take: the filter language, without pagination, ordering, `fields` or `count`.
+  const named = { ...search.properties, ...planned.properties }
+  const filters = { type: 'object', properties: named, additionalProperties: false }
+  if (extra === undefined) return { ...list, filters }
   const defaults = propertiesOf(list.querystring)
   // Which parameters an overridden `list` reads is its business.
   const own = viewset.overridden.has('list')
@@ -60,6 +66,7 @@ export function mergeListQuery (
   }
   // The default list's headers (Link, X-Total-Count, Prefer) are not documented for an override.
   return {
+    filters,
     querystring: { ...list.querystring, properties },
     ...(own ? {} : { headers: list.headers, prefer: list.prefer }),
   }

@@ -217,13 +217,18 @@ function buildTableGateway (
   })
 }
 
+/** What the default writes read of the options: the upsert key, If-Match, and the bulk writes' bounds. */
+function upsertOptions ({ conflictFields, requireIfMatch, maxAffected, maxBulk, versionField }: ResolvedOptions) {
+  return { conflictFields, requireIfMatch, bulkLimits: { maxAffected, maxBulk, versionField } }
+}
+
 /** What the routes document and validate, from the planned entity and the options. */
 function routeSchemas (
-  { primaryKey, tags, maxBulk, conflictFields }: ResolvedOptions,
+  { primaryKey, tags, maxBulk, maxAffected, conflictFields }: ResolvedOptions,
   planned: Pick<RouteContext['schemas'], 'entity' | 'serialized' | 'name' | 'components' | 'list'>,
   parentParams: RouteContext['schemas']['parentParams']
 ): RouteContext['schemas'] {
-  return { ...planned, primaryKey, tags, maxBulk, conflictFields, parentParams }
+  return { ...planned, primaryKey, tags, maxBulk, maxAffected, conflictFields, parentParams }
 }
 
 /** The data layer of a viewset and what its routes read, built once the catalog is checked. */
@@ -263,8 +268,8 @@ function buildViewset (
     listPlanOf: hiding === undefined ? undefined : narrowListPlan,
     ...rowRules,
     ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys },
-    ...{ writable: writableFields(entity), conflictFields: resolved.conflictFields },
-    requireIfMatch: resolved.requireIfMatch,
+    writable: writableFields(entity),
+    ...upsertOptions(resolved),
   })
   const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
     relations: relations?.fields ?? new Set<string>(), loaded: defaultRelations, ruled,

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { BulkWriteHandlers } from '../http/bulk-write-handlers.js'
 import type { DefaultHandlers } from '../http/default-handlers.js'
 import type { RouteHandlers } from '../http/route-context.js'
 import type { ViewsetToken } from '../options.js'
@@ -75,7 +76,12 @@ export function overrideHandlers (
 ): RouteHandlers {
   const { overridden, handlers } = viewset
   const own = (name: OverridableName) => overridden.has(name)
+  // The bulk writes are not overridable: each applies the rules, hooks and bounds of its method itself.
+  const bulk = new BulkWriteHandlers(defaults)
   return {
+    updateMany: async (request, _reply, token, represent) => await bulk.updateMany(request, token, represent),
+    deleteMany: async (request, _reply, token, represent) => await bulk.deleteMany(request, token, represent),
+    updateElements: async (request, _reply, token) => await bulk.updateElements(request, token),
     list: own('list')
       ? async (request, reply, token) => ({ rows: await serving(request, () => handlers.list(request, reply, token)) })
       : (request, _reply, token) => defaults.list(request, token),

@@ -281,6 +281,14 @@ export function deriveBody (entity: JsonSchema, partial: boolean): JsonSchema {
   return body
 }
 
+/** An element of `PATCH {prefix}/bulk` (BULK_PATCH): a PATCH body (of `entity`) that carries its row's key. */
+export function deriveKeyedPatch (entity: JsonSchema, primaryKey: string): JsonSchema {
+  const body = deriveBody(entity, true)
+  const { readOnly: _readOnly, ...key } = propertiesOf(entity)[primaryKey] ?? { type: 'string' }
+  const named = { ...key, description: `The ${primaryKey} of the row to update.` }
+  return { ...body, properties: { ...propertiesOf(body), [primaryKey]: named }, required: [primaryKey] }
+}
+
 /** The `:id` path parameter, typed like the primary key. */
 export function deriveParams (entity: JsonSchema, primaryKey: string): JsonSchema {
   const { readOnly: _readOnly, ...key } = propertiesOf(entity)[primaryKey] ?? { type: 'string' }

@@ -126,18 +126,28 @@ export interface ErrorConditions {
   readonly requireIfMatch?: boolean
 }
 
+/** The methods whose routes are the collection's (`{prefix}`, `{prefix}/bulk`, `{prefix}/aggregate`), not one row's
+ * (`{prefix}/:id`). */
+export const collectionMethods: ReadonlySet<ViewsetMethod> = new Set<ViewsetMethod>([
+  'LIST', 'POST', 'BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE',
+])
+
 /** The error statuses each method can answer. */
 export function errorStatuses (
   method: ViewsetMethod,
   { secured, optionalToken = false, requireIfMatch = false }: ErrorConditions
 ): number[] {
-  const element = method !== 'LIST' && method !== 'POST' && method !== 'BULK' && method !== 'AGGREGATE'
+  const element = !collectionMethods.has(method)
   const write = method === 'PUT' || method === 'PATCH' || method === 'DELETE'
+  // The bulk writes take only `If-Match: *` (no 412), and BULK_PATCH names its missing rows (404).
+  const many = method === 'PATCH_MANY' || method === 'BULK_PATCH' || method === 'DELETE_MANY'
   const statuses = [400]
   if (secured) statuses.push(401, 403)
   else if (optionalToken) statuses.push(401)
-  if (element) statuses.push(404)
-  if (method === 'POST' || method === 'BULK' || write) statuses.push(409)
+  // A write by a rule's WITH CHECK is a 403 even on an open route.
+  else if (many) statuses.push(403)
+  if (element || method === 'BULK_PATCH') statuses.push(404)
+  if (method === 'POST' || method === 'BULK' || write || many) statuses.push(409)
   if (write) statuses.push(412)
   // Fastify reads a body sent with any method but GET and HEAD: a DELETE with one too (too large, or not JSON).
   const body = method !== 'LIST' && method !== 'GET' && method !== 'AGGREGATE'
@@ -145,7 +155,7 @@ export function errorStatuses (
   // A path parameter past Fastify's maxParamLength (viewsetFrameworkErrors).
   if (element) statuses.push(414)
   if (body) statuses.push(415)
-  if (write && requireIfMatch) statuses.push(428)
+  if ((write || many) && requireIfMatch) statuses.push(428)
   statuses.push(500, 503)
   return statuses
 }

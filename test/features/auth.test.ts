@@ -100,6 +100,12 @@ function requestFor (
       return { method: 'DELETE', url: `/items/${id}` }
     case 'AGGREGATE':
       return { method: 'GET', url: '/items/aggregate?count=true' }
+    case 'PATCH_MANY':
+      return { method: 'PATCH', url: '/items?name=Bread', payload: { price: 9 } }
+    case 'BULK_PATCH':
+      return { method: 'PATCH', url: '/items/bulk', payload: [{ id, price: 9 }] }
+    case 'DELETE_MANY':
+      return { method: 'DELETE', url: '/items?name=Bread' }
   }
 }
 
@@ -112,6 +118,9 @@ const successStatus: Record<ViewsetMethod, number> = {
   PATCH: 200,
   DELETE: 204,
   AGGREGATE: 200,
+  PATCH_MANY: 200,
+  BULK_PATCH: 200,
+  DELETE_MANY: 200,
 }
 
 async function rows (db: TestDatabase['db']) {

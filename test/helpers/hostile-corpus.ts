@@ -20,6 +20,8 @@ export interface HostileRequest {
   expect?: number | ((dialect: string) => number | undefined)
   /** The JSON object sent, when there was one: its strings must come back as sent on success. */
   sent?: Record<string, unknown>
+  /** Request headers besides Content-Type (Prefer, If-Match). */
+  headers?: Record<string, string>
 }
 
 /** SQL metacharacters, injection payloads and odd values, as one list. */
@@ -591,8 +593,9 @@ export function fixedCorpus (ids: { product: number; bare: number }, bodyLimit: 
     ['GET', '/products/..%2f..%2fetc%2fpasswd', 400],
     // A wrong method on a known path is a 405 with Allow; OPTIONS answers 204 with Allow (issue 11).
     ['PUT', '/products', 405],
-    ['PATCH', '/products', 405],
-    ['DELETE', '/products', 405],
+    // PATCH and DELETE of the collection are the bulk writes here (the fixture registers them): no filter, a 400.
+    ['PATCH', '/products', 400],
+    ['DELETE', '/products', 400],
     ['POST', `/products/${ids.product}`, 405],
     ['OPTIONS', '/products', 204],
     ['HEAD', '/products?limit=1', 200],
@@ -782,4 +785,100 @@ export function nestedCorpus (ids: { product: number; foreignReview: number }, m
   }, 400)
   add('POST maker and reviews', 'POST', { name: uniqueName(), maker: { id: 1 }, reviews: [{ body: 'a' }] }, 201)
   return requests
+}
+
+// ---- the bulk writes (issue 38 item 1) ------------------------------------------------------------
+
+/** Prefer and If-Match values a client may get wrong on PATCH_MANY, DELETE_MANY and BULK_PATCH. */
+const bulkHeaders: ReadonlyArray<Record<string, string>> = [
+  { prefer: 'max-affected=-1' },
+  { prefer: 'max-affected=0' },
+  { prefer: 'max-affected=1e3' },
+  { prefer: 'max-affected=99999999999999999999' },
+  { prefer: 'max-affected=' },
+  { prefer: 'max-affected="2"; x=1, return=representation' },
+  { prefer: 'return=representation, max-affected=1' },
+  { prefer: 'return=minimal' },
+  { prefer: 'return=' + 'x'.repeat(3000) },
+  { 'if-match': '"1"' },
+  { 'if-match': 'W/"x"' },
+  { 'if-match': '*, "1"' },
+  { 'if-match': '' },
+]
+
+/**
+ * Hostile requests to the bulk writes: injections in every filter parameter of `PATCH /products?…` and
+ * `DELETE /products?…`, in the bodies and keys of `PATCH /products/bulk`, hostile Prefer and If-Match headers, no
+ * filter at all, and a fast-check part. Run last: a bulk DELETE that succeeds removes rows the others address.
+ */
+export function bulkCorpus (ids: { product: number; bare: number }, runs: number, seed: number): HostileRequest[] {
+  const requests: HostileRequest[] = []
+  const add = (request: HostileRequest) => requests.push(request)
+  for (const [parameter, payload] of spread(listParameters, injections, 3)) {
+    const url = `/products?${queryValue(parameter, payload)}`
+    add({ label: `PATCH_MANY ?${parameter}=${json(payload).slice(0, 40)}`, method: 'PATCH', url, body: json({ description: 'bulk' }) })
+    add({ label: `DELETE_MANY ?${parameter}=${json(payload).slice(0, 40)}`, method: 'DELETE', url })
+  }
+  for (const [field, payload] of spread(bodyFields, injections, 3)) {
+    const url = `/products?name=${encodeURIComponent(`product ${ids.bare}`)}`
+    add({ label: `PATCH_MANY ${field}=${json(payload).slice(0, 40)}`, method: 'PATCH', url, body: json({ [field]: payload }) })
+    add({
+      label: `BULK_PATCH ${field}=${json(payload).slice(0, 40)}`,
+      method: 'PATCH',
+      url: '/products/bulk',
+      body: json([{ id: ids.bare, [field]: payload }]),
+    })
+  }
+  for (const payload of injections) {
+    add({ label: `BULK_PATCH id=${json(payload).slice(0, 40)}`, method: 'PATCH', url: '/products/bulk', body: json([{ id: payload, name: uniqueName() }]) })
+  }
+  for (const headers of bulkHeaders) {
+    const label = json(headers).slice(0, 60)
+    add({ label: `PATCH_MANY ${label}`, method: 'PATCH', url: '/products?price__gte=0', body: json({ description: 'h' }), headers })
+    add({ label: `DELETE_MANY ${label}`, method: 'DELETE', url: '/products?price__gte=0', headers })
+    add({ label: `BULK_PATCH ${label}`, method: 'PATCH', url: '/products/bulk', body: json([{ id: ids.product, description: 'h' }]), headers })
+  }
+  // No filter, or only what is no filter: a 400, nothing written.
+  for (const url of ['/products', '/products?limit=1', '/products?order_by=id', '/products?offset=0', '/products?fields=id']) {
+    add({ label: `PATCH_MANY ${url}`, method: 'PATCH', url, body: json({ description: 'all' }), expect: 400 })
+    add({ label: `DELETE_MANY ${url}`, method: 'DELETE', url, expect: 400 })
+  }
+  for (const body of ['[]', '{}', '[null]', '[1]', '[[]]', json([{ id: ids.product }, { id: ids.product }]), '[{"id":1', json([{}])]) {
+    add({ label: `BULK_PATCH ${body.slice(0, 40)}`, method: 'PATCH', url: '/products/bulk', body })
+  }
+  add({ label: 'PATCH_MANY not JSON', method: 'PATCH', url: '/products?price__gte=0', body: '{"description":', expect: 400 })
+  return [...requests, ...generatedBulk(ids, runs, seed)]
+}
+
+/** Bulk writes drawn by fast-check: random filters, bodies and arrays of partial rows. */
+function generatedBulk (ids: { product: number; bare: number }, runs: number, seed: number): HostileRequest[] {
+  const pairs = fc.array(
+    fc.tuple(fc.oneof(fc.constantFrom(...listParameters, 'secret', 'or', 'not.and'), fc.string({ maxLength: 8 })), text),
+    { maxLength: 4 }
+  )
+  const fields = fc.dictionary(fc.constantFrom(...bodyFields), value, { maxKeys: 3 })
+  const many = fc.tuple(fc.constantFrom('PATCH', 'DELETE') as fc.Arbitrary<'PATCH' | 'DELETE'>, pairs, fields)
+    .map(([method, entries, sent]): HostileRequest => {
+      let url: string
+      try {
+        url = `/products?${query(entries)}`
+      } catch {
+        url = '/products?search=%ED%A0%80'
+      }
+      return {
+        label: `${method}_MANY ${url.slice(0, 60)} ${json(sent).slice(0, 60)}`,
+        method,
+        url,
+        ...(method === 'PATCH' ? { body: json(sent) } : {}),
+      }
+    })
+  const key = fc.oneof(fc.constantFrom(ids.product, ids.bare, 999), value)
+  const elements = fc.array(fc.tuple(key, fields).map(([id, sent]) => ({ ...sent, id })), { maxLength: 4 })
+  const bulk = fc.oneof(elements, fc.jsonValue({ maxDepth: 3 })).map((sent): HostileRequest => ({
+    label: `BULK_PATCH ${json(sent).slice(0, 100)}`,
+    method: 'PATCH',
+    url: '/products/bulk',
+    body: json(sent),
+  }))
+  return fc.sample(fc.oneof(many, bulk), { numRuns: runs, seed })
 }

@@ -59,6 +59,11 @@ createViewset({ db, table: 'items', schema: Item, primaryKey: 'uuid' })
 // @ts-expect-error methods are LIST GET POST PUT PATCH DELETE
 createViewset({ db, table: 'items', schema: Item, methods: ['FETCH'] })
 
+// the bulk writes are methods too (issue 38), and maxAffected bounds the ones by filter
+createViewset({ db, table: 'items', schema: Item, methods: ['PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY'], maxAffected: 50 })
+// @ts-expect-error maxAffected is a number of rows
+createViewset({ db, table: 'items', schema: Item, maxAffected: 'all' })
+
 // @ts-expect-error searchFields are schema fields
 createViewset({ db, table: 'items', schema: Item, searchFields: ['title'] })
 

@@ -181,4 +181,4 @@ async function remove (db: AnyDatabase, target: WriteTarget, id: unknown, scope?
 }
 
 /** MySQL's and MariaDB's writes: each one followed by a read of its row, in its transaction. */
-export const mysqlWrites: DialectWrites = { insert, insertMany, update, delete: remove }
+export const mysqlWrites: DialectWrites = { insert, insertMany, update, delete: remove, bindable: storable }

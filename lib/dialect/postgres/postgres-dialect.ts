@@ -112,6 +112,7 @@ export const postgresDialect: ViewsetDialect = {
     delete: deleteReturning,
     insertMany: async (db, target, rows) =>
       await insertManyReturning(db, target, rows.map(readable(target)), maxParameters, keyOf),
+    bindable: (target, values) => readable(target)(values),
   },
   values: {
     parameter: bindAsIs,

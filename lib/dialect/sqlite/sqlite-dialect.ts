@@ -103,6 +103,7 @@ export const sqliteDialect: ViewsetDialect = {
       await insertManyReturning(db, target, rows.map(bindable(target)), maxParameters, mapKey),
     update: (db, target, id, values, scope) => updateReturning(db, target, id, bindable(target)(values), scope),
     delete: deleteCounting,
+    bindable: (target, values) => bindable(target)(values),
   },
   values: {
     parameter,
