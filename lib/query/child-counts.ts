@@ -1,7 +1,7 @@
 import { expressionBuilder, sql } from 'kysely'
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
 import { invalidOption } from '../errors.js'
-import type { FilterOperator } from '../options.js'
+import type { FilterOperator } from '../methods.js'
 import type { RelationLink } from '../relations/relation-link.js'
 import type { Row } from '../sql.js'
 import type { Operand } from './condition.js'

@@ -317,12 +317,8 @@ export function planFilters (
         if (reserved.includes(parameter) || parameter in properties) {
           invalidOption('filterFields', `the filter parameter "${parameter}" collides with another query parameter`)
         }
-        const subject = counted !== undefined
-          ? `number of ${counted.link.field} (the related rows the caller's rules admit)`
-          : path === undefined
-            ? name
-            : `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`
-        const schema = valueSchema(field, op, `Rows whose ${subject} ${descriptions[op]}`, maxSearchLength)
+        const schema = valueSchema(field, op, `Rows whose ${subjectText(name, counted, path)} ${descriptions[op]}`,
+          maxSearchLength)
         properties[parameter] = schema
         const operand = json !== undefined
           ? valueOperand(json.value)
@@ -338,6 +334,15 @@ export function planFilters (
     }
   }
   return withGroups({ properties, filters, terms, documented }, reserved, maxSearchLength, root)
+}
+
+/** How a filter's description names what it compares: the field, a child count, or a field through relations. */
+function subjectText (
+  name: string, counted: ReturnType<typeof countPath>, path: RelatedPath | undefined
+): string {
+  if (counted !== undefined) return `number of ${counted.link.field} (the related rows the caller's rules admit)`
+  if (path === undefined) return name
+  return `${name} (through the relation ${path.hops.map((hop) => hop.field).join('.')}: at least one related row)`
 }
 
 /** The filters planned from `filterFields`, as the plain parameters and the groups' terms read them. */
