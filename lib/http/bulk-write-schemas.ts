@@ -51,7 +51,9 @@ export function manySchema (method: 'PATCH_MANY' | 'DELETE_MANY', context: Route
   const schema = baseOf(method, context)
   if (schemas.list.filters !== undefined) schema.querystring = schemas.list.filters
   if (method === 'PATCH_MANY') {
-    const body = deriveBody(schemas.entity, true)
+    const derived = deriveBody(schemas.entity, true)
+    const example = exampleOf(derived)
+    const body = example === undefined ? derived : { ...derived, examples: [example] }
     schema.body = { content: { 'application/json': { schema: body }, [mergePatchType]: { schema: body } } }
   }
   const verb = method === 'PATCH_MANY' ? 'updated' : 'deleted'
