@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { AnyDatabase } from '../sql.js'
+import { underlyingDatabase } from '../execution/request-transaction.js'
 
 // A nested write (mount/writable-relations.ts) runs the parent's write and each child's through their viewsets' own
 // default handlers, which know nothing of one another: while it runs, the handlers of every viewset over its
@@ -24,7 +25,7 @@ const open = new AsyncLocalStorage<OpenTransaction>()
  */
 export function ambientDatabase (db: AnyDatabase): AnyDatabase {
   const current = open.getStore()
-  return current !== undefined && current.base === db ? current.trx : db
+  return current !== undefined && current.base === underlyingDatabase(db) ? current.trx : db
 }
 
 /**
@@ -38,6 +39,8 @@ export function ambientDatabase (db: AnyDatabase): AnyDatabase {
  */
 export async function inAmbientTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Promise<T>): Promise<T> {
   const current = open.getStore()
-  if (current !== undefined && current.base === db) return await work(current.trx)
-  return await db.transaction().execute(async (trx) => await open.run({ base: db, trx }, async () => await work(trx)))
+  // Every viewset wraps the user's database in a request-transaction database of its own: the one under it is the key.
+  const base = underlyingDatabase(db)
+  if (current !== undefined && current.base === base) return await work(current.trx)
+  return await db.transaction().execute(async (trx) => await open.run({ base, trx }, async () => await work(trx)))
 }

@@ -1,5 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { Kysely } from 'kysely'
 import type { AnyDatabase } from '../sql.js'
+import { underlyingDatabase } from './request-transaction.js'
 
 // The transaction of the write a `beforeWrite` runs in (issue 38 item 8), so that the helpers it calls
 // (`this.query()`, `this.findById()` …) read through it rather than through the pool: consistent with the write, and
@@ -24,11 +26,17 @@ const open = new AsyncLocalStorage<OpenWrite>()
  * ```
  */
 export function inWrite<T> (db: object, trx: AnyDatabase, work: () => T): T {
-  return db === trx ? work() : open.run({ db, trx }, work)
+  // Every viewset wraps the user's database in a request-transaction database of its own: the one under it is the key.
+  return db === trx ? work() : open.run({ db: baseOf(db), trx }, work)
 }
 
 /** The transaction of the write being prepared on `db`, or `undefined` outside one (or on another database). */
 export function writeTransactionOn (db: object): AnyDatabase | undefined {
   const write = open.getStore()
-  return write?.db === db ? write.trx : undefined
+  return write !== undefined && write.db === baseOf(db) ? write.trx : undefined
+}
+
+/** The database under a viewset's request-transaction wrapper (or `db` itself). */
+function baseOf (db: object): object {
+  return db instanceof Kysely ? underlyingDatabase(db) : db
 }

@@ -131,7 +131,7 @@ function documentShapes (bodies: ViewsetComponents['bodies'], declared: readonly
 function targetOf (fastify: FastifyInstance, relation: DeclaredRelation, parent: RouteContext, foreignKey: string) {
   const entry = servingEntry(fastify, underlyingDatabase(parent.db), relation)
   const target = targets.get(entry.viewset)
-  if (target === undefined || target.context.db !== parent.db) {
+  if (target === undefined || underlyingDatabase(target.context.db) !== underlyingDatabase(parent.db)) {
     return invalidOption(`${relation.path}.writable`, `the viewset at ${entry.prefix} writes to another database`)
   }
   if (relation.kind === 'one-to-many' && !writableFields(target.context.schemas.entity).includes(foreignKey)) {

@@ -131,9 +131,13 @@ for (const dialect of dialects) {
           const first = await this.findById(1)
           const counted = await this.transaction(async (inner) =>
             await inner.selectFrom('tasks').select('id').where('title', 'like', 'shadow-%').execute())
+          // Another viewset over the same database (its own request-transaction wrapper) reads through it too.
+          const seen = await everyTask.unscoped.query().where('title', 'like', 'shadow-%').execute()
+          assert.equal(seen.length, counted.length)
           return { ...values, owner, secret: `${shadows.length}/${counted.length}/${first?.title ?? 'none'}` }
         }
       }
+      const everyTask = new Viewset<TenantsDB, 'tasks', typeof Task>({ db, table: 'tasks', schema: Task, methods: ['LIST'], relatedConfig: taskRelations })
       const app = testApp(t)
       await app.register(fastifyJwt, { secret })
       const tasks = new Tasks({
@@ -146,6 +150,7 @@ for (const dialect of dialects) {
         scope: ownerRule as never,
       })
       await app.register(tasks.register(), { prefix: '/tasks' })
+      await app.register(everyTask.register(), { prefix: '/every-task' })
       await app.ready()
       const alice = { authorization: `Bearer ${app.jwt.sign({ sub: 'alice' })}` }
       const created = await app.inject({ method: 'POST', url: '/tasks', headers: alice, payload: { title: 'x', project_id: 1 } })
