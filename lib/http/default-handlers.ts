@@ -160,7 +160,8 @@ export class DefaultHandlers {
     const rules = { db: readDb, request: { request, token } }
     const plan = this.#context.listPlanOf?.(request) ?? listQuery
     const scope = this.#context.scopeOf(request, token, 'LIST')
-    const query = parseListQuery(isRecord(request.query) ? request.query : {}, plan, preferred, rules, scope !== undefined)
+    const given = isRecord(request.query) ? request.query : {}
+    const query = parseListQuery(given, plan, preferred, rules, scope !== undefined)
     if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope, preferred, readDb)
     return andThen(resource.list(readDb, query, scope), (rows) => ({ rows, query }))
   }

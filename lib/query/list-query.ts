@@ -155,7 +155,8 @@ export function parseListQuery (
   const matched = plan.fullText?.condition(query)
   if (matched !== undefined) conditions.unshift(matched)
   const asked = plan.ordering.ordering(query)
-  const ordering = ruledOrdering(plan.fullText === undefined ? asked : plan.fullText.ordering(query, asked, ruled), rules)
+  const ranked = plan.fullText === undefined ? asked : plan.fullText.ordering(query, asked, ruled)
+  const ordering = ruledOrdering(ranked, rules)
   const cursor =
     pagination === 'cursor' && typeof query.cursor === 'string'
       ? decodeCursor(query.cursor, ordering, plan.types)
