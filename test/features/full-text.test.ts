@@ -230,7 +230,8 @@ for (const dialect of dialects) {
       }
       // The default order while q is present: relevance where the rank is the row's, else the key.
       assert.deepEqual(await walk(loud.app, '/tasks?q=rye&limit=1', loud.alice), ranks ? [5, 1] : [1, 5])
-      assert.deepEqual(await walk(loud.app, '/tasks?q=bread&limit=1', loud.alice), ranks ? [5, 1, 2] : [1, 2, 5])
+      // Each holds bread once: ts_rank ties them, and ties go by key.
+      assert.deepEqual(await walk(loud.app, '/tasks?q=bread&limit=1', loud.alice), [1, 2, 5])
       for (const order of ['-relevance', 'relevance', 'title,-relevance']) {
         const url = `/tasks?q=rye&order_by=${order}&limit=1`
         if (ranks) {
