@@ -91,7 +91,8 @@ async function walk (app: TenantsApp['app'], url: string, headers: Record<string
   const seen: number[] = []
   let next: string | undefined = url
   while (next !== undefined) {
-    const page = await app.inject({ url: next, headers })
+    const page: { statusCode: number, headers: Record<string, unknown>, json: () => any } =
+      await app.inject({ url: next, headers })
     assert.equal(page.statusCode, 200, next)
     seen.push(...ids(page.json()))
     const link = /<([^>]+)>; rel="next"/.exec(String(page.headers.link ?? ''))?.[1]
@@ -210,7 +211,7 @@ for (const dialect of dialects) {
 
     test('under a row rule, other tenants\' words never change the answer; relevance only where the rank is the row\'s', async (t) => {
       // An auditor's requests have no rule: the same viewset, decided per request.
-      const scope = (eb: any, context: { token: { role?: string } | null }) =>
+      const scope = (eb: any, context: { token: { sub?: string, role?: string } | null }) =>
         context.token?.role === 'auditor' ? undefined : ownerRule(eb, context)
       const options = { pagination: 'cursor', scope }
       // bob's tasks hold none of the words, or they and 20 more of his hold them many times.
