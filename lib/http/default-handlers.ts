@@ -159,8 +159,9 @@ export class DefaultHandlers {
     // Paths through relations read only the related rows their tables' rules admit for this request.
     const rules = { db: readDb, request: { request, token } }
     const plan = this.#context.listPlanOf?.(request) ?? listQuery
-    const query = parseListQuery(isRecord(request.query) ? request.query : {}, plan, preferred, rules)
     const scope = this.#context.scopeOf(request, token, 'LIST')
+    const given = isRecord(request.query) ? request.query : {}
+    const query = parseListQuery(given, plan, preferred, rules, scope !== undefined)
     if (query.pagination === 'cursor' || query.count) return this.#listWithExtras(query, scope, preferred, readDb)
     return andThen(resource.list(readDb, query, scope), (rows) => ({ rows, query }))
   }

@@ -54,9 +54,13 @@ export interface FullTextPlan {
   condition(query: Record<string, unknown>): Condition | undefined
   /**
    * The ordering of a request: relevance first by default while q is present, its value read for q; a 400 when
-   * `order_by` names relevance without q.
+   * `order_by` names relevance without q. `ruled`: a LIST row rule limits this request's rows; where the dialect's
+   * relevance reads the whole table (`rankIsolated` false), it then keeps the ordering asked for (by default the
+   * default ordering) and naming relevance is a 400.
    */
-  ordering(query: Record<string, unknown>, ordering: Ordering): Ordering
+  ordering(query: Record<string, unknown>, ordering: Ordering, ruled?: boolean): Ordering
+  /** The `order_by` parameter's schemas with what it says of relevance under row rules (unchanged where none). */
+  documentOrderBy(properties: Record<string, JsonSchema>): Record<string, JsonSchema>
 }
 
 /** Stands for a relevance key's value until a request's q gives it one (never reaches SQL: see `ordering`). */
@@ -68,7 +72,16 @@ const off: FullTextPlan = {
   index: undefined,
   condition: () => undefined,
   ordering: (_query, ordering) => ordering,
+  documentOrderBy: (properties) => properties,
 }
+
+/** Why a request under a row rule may not order by relevance where the rank reads the whole table. */
+const sharedRank = `may not name ${relevanceKey} while a row rule limits the rows: this database weighs each word ` +
+  'by every row of the table, rows outside the rule included'
+
+/** What OpenAPI says of relevance under a row rule, where the rank reads the whole table. */
+const sharedRankNote = ` Under a row rule (\`scope\`) \`${relevanceKey}\` is not allowed and q keeps the default ` +
+  'order: this database weighs each word by every row of the table, rows outside the rule included.'
 
 /** The words of q as every database tokenizes them: runs of letters, marks and digits; short ones left out. */
 export function wordsOf (text: string): string[] {
@@ -142,7 +155,7 @@ export function planFullText (
   const byRelevance = parseOrdering(`-${relevanceKey}`, orderKeys, resolved.primaryKey)
   if (!('keys' in byRelevance)) return invalidOption('fullText', 'relevance cannot be ordered by')
   return {
-    properties: { q: qSchema(index.fields, maxLength) },
+    properties: { q: qSchema(index.fields, maxLength, fullText.rankIsolated) },
     orderKeys,
     index,
     condition (query) {
@@ -150,11 +163,16 @@ export function planFullText (
       if (text === undefined) return undefined
       return { shape: 'q', parameters: [text], expression: () => fullText.matches(index, text) }
     },
-    ordering (query, ordering) {
+    ordering (query, ordering, ruled = false) {
       const text = searchText(query, fullText, maxLength)
       const named = ordering.keys.some((key) => key.expression === unset)
       if (text === undefined) {
         if (named) throw queryParameterError('order_by', `may name ${relevanceKey} only while q is present`)
+        return ordering
+      }
+      // Other tenants' rows would move the rank, the order and the cursors: the rule must hold there too.
+      if (ruled && !fullText.rankIsolated) {
+        if (named) throw queryParameterError('order_by', sharedRank)
         return ordering
       }
       const chosen = typeof query.order_by === 'string' ? ordering : byRelevance
@@ -163,11 +181,20 @@ export function planFullText (
         : { ...key, expression: fullText.relevance(index, text), ruled: { shape: 'q', parameters: [text] } })
       return { shape: chosen.shape, keys }
     },
+    documentOrderBy: (properties) => fullText.rankIsolated ? properties : noted(properties, sharedRankNote),
   }
 }
 
+/** `properties` with `note` appended to the description of `order_by`, if there is one. */
+function noted (properties: Record<string, JsonSchema>, note: string): Record<string, JsonSchema> {
+  const orderBy = properties.order_by
+  if (orderBy === undefined) return properties
+  const description = typeof orderBy.description === 'string' ? orderBy.description : ''
+  return { ...properties, order_by: { ...orderBy, description: `${description}${note}` } }
+}
+
 /** The `q` parameter, as OpenAPI documents it. */
-function qSchema (fields: readonly string[], maxLength: number): JsonSchema {
+function qSchema (fields: readonly string[], maxLength: number, rankIsolated: boolean): JsonSchema {
   return {
     type: 'string',
     maxLength,
@@ -175,7 +202,7 @@ function qSchema (fields: readonly string[], maxLength: number): JsonSchema {
     description: `Full-text search in ${fields.join(', ')}: every word must match (words are runs of letters and ` +
       `digits; those shorter than ${minWordLength} are left out, at most ${maxWords} words, at most ${maxLength} ` +
       `characters). While q is present the default order is \`-${relevanceKey}\` (most relevant first, ties by key), ` +
-      `and \`order_by\` may name \`${relevanceKey}\`.`,
+      `and \`order_by\` may name \`${relevanceKey}\`.${rankIsolated ? '' : sharedRankNote}`,
     examples: ['bread rye'],
   }
 }

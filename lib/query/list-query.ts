@@ -106,7 +106,8 @@ const pageParameters = new Set(['limit', 'offset'])
  * (`preferred`). Pure: it reads nothing but its arguments. Everything a client can get wrong (an unknown field,
  * sort key or operator, an offset past `maxOffset`, a count the viewset does not give) throws its 400 here,
  * before any SQL. Filters, search and ordering through relations apply the `rules` of the request (each related
- * table's `'LIST'` rule).
+ * table's `'LIST'` rule). `ruled`: this request's own LIST row rule limits its rows (q then orders by relevance only
+ * where the database ranks a row by itself: query/full-text.ts).
  *
  * @example
  * ```ts
@@ -119,7 +120,8 @@ export function parseListQuery (
   query: Record<string, unknown>,
   plan: ListQueryPlan,
   preferred?: CountPreference,
-  rules?: PathRules
+  rules?: PathRules,
+  ruled = false
 ): ListQuery {
   const { limit, offset } = parsePagination(query, plan.maxOffset, plan.pagination)
   const { count, estimate } = askedCount(plan.counting, query.count === true, preferred)
@@ -153,7 +155,8 @@ export function parseListQuery (
   const matched = plan.fullText?.condition(query)
   if (matched !== undefined) conditions.unshift(matched)
   const asked = plan.ordering.ordering(query)
-  const ordering = ruledOrdering(plan.fullText === undefined ? asked : plan.fullText.ordering(query, asked), rules)
+  const ranked = plan.fullText === undefined ? asked : plan.fullText.ordering(query, asked, ruled)
+  const ordering = ruledOrdering(ranked, rules)
   const cursor =
     pagination === 'cursor' && typeof query.cursor === 'string'
       ? decodeCursor(query.cursor, ordering, plan.types)

@@ -120,7 +120,7 @@ export function createListPlan (context: ListContext): ListPlan {
     ...selection.properties,
     ...search.properties,
     ...fullText.properties,
-    ...ordering.properties,
+    ...fullText.documentOrderBy(ordering.properties),
   }
   const filters = planFilters(
     options.filterFields,

@@ -13,8 +13,8 @@ import { mysqlFullText } from '../../lib/dialect/mysql/mysql-full-text.js'
 import { testApp, problemOf } from '../helpers/app.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
-import { owned, secret, seedTenants, TaskRow, tenantsApp } from '../helpers/tenants.js'
-import type { TenantsDB } from '../helpers/tenants.js'
+import { owned, ownerRule, secret, seedTenants, TaskRow, tenantsApp } from '../helpers/tenants.js'
+import type { TenantsApp, TenantsDB } from '../helpers/tenants.js'
 
 // Full-text search (issue 37, item 5): `?q=` over `fullText: { fields }`, served by each database's own index (the
 // README's migration, run here as the app would run it), every word required, relevance the default order.
@@ -47,10 +47,16 @@ async function reword (db: Kysely<TenantsDB>): Promise<void> {
 const roleOf = (token: Record<string, unknown> | null) => String(token?.role ?? '')
 
 /** The tenants' app with `?q=` on tasks' title and secret; support staff may not read `secret`. */
-async function searchApp (t: TestContext, dialect: TestDialect, tasks: Record<string, unknown> = {}) {
+async function searchApp (
+  t: TestContext,
+  dialect: TestDialect,
+  tasks: Record<string, unknown> = {},
+  change?: (db: Kysely<TenantsDB>) => Promise<void>
+) {
   const tenants = await tenantsApp(t, dialect, {
     prepare: async (db) => {
       await reword(db)
+      await change?.(db)
       await createIndex(db, dialect)
     },
     tasks: {
@@ -68,7 +74,37 @@ async function searchApp (t: TestContext, dialect: TestDialect, tasks: Record<st
 
 const ids = (body: Array<{ id: number }>) => body.map((row) => row.id)
 
+/** Deletes bob's tasks, so that a viewset without a row rule answers alice's rows only. */
+async function aliceOnly (db: Kysely<TenantsDB>): Promise<void> {
+  await db.deleteFrom('task_tags').where('task_id', 'in', [3, 4]).execute()
+  await db.deleteFrom('tasks').where('owner', '=', 'bob').execute()
+}
+
+/** The page and its Link header, as a client reads them. */
+async function answer (app: TenantsApp['app'], url: string, headers: Record<string, string>) {
+  const response = await app.inject({ url, headers })
+  return { status: response.statusCode, body: response.json(), link: response.headers.link }
+}
+
+/** Follows rel="next" from `url`, the ids of every page in order. */
+async function walk (app: TenantsApp['app'], url: string, headers: Record<string, string>): Promise<number[]> {
+  const seen: number[] = []
+  let next: string | undefined = url
+  while (next !== undefined) {
+    const page: { statusCode: number, headers: Record<string, unknown>, json: () => any } =
+      await app.inject({ url: next, headers })
+    assert.equal(page.statusCode, 200, next)
+    seen.push(...ids(page.json()))
+    const link = /<([^>]+)>; rel="next"/.exec(String(page.headers.link ?? ''))?.[1]
+    next = link === undefined ? undefined : link.slice(link.indexOf('/tasks'))
+    assert.ok(seen.length <= 5)
+  }
+  return seen
+}
+
 for (const dialect of dialects) {
+  // PostgreSQL's ts_rank reads the row alone; SQLite's bm25 and MariaDB's MATCH weigh words by the whole table.
+  const ranks = seams[dialect.name].rankIsolated
   describe(`full-text search (${dialect.name})`, () => {
     test('every word of q must match, within the caller\'s rows, most relevant first', async (t) => {
       const { app, alice, bob, db } = await searchApp(t, dialect)
@@ -77,13 +113,16 @@ for (const dialect of dialects) {
       assert.deepEqual(ids(bread.json()).sort(), [1, 2, 5])
       const both = await app.inject({ url: '/tasks?q=RYE%20bread', headers: alice })
       assert.equal(both.statusCode, 200)
-      // 5 holds rye three times, 1 once: relevance first, by default.
-      assert.deepEqual(ids(both.json()), [5, 1])
-      assert.deepEqual(both.json()[0], { id: 5, ...words[5], owner: 'alice', project_id: 3, project: { id: 3, name: 'z-proj', owner: 'alice' }, tags: [{ id: 1, name: 'a-tag', owner: 'alice' }] })
-      const ranked = await app.inject({ url: '/tasks?q=rye&order_by=-relevance', headers: alice })
-      assert.deepEqual(ids(ranked.json()), [5, 1])
-      const least = await app.inject({ url: '/tasks?q=rye&order_by=relevance', headers: alice })
-      assert.deepEqual(ids(least.json()), [1, 5])
+      // 5 holds rye three times, 1 once: relevance first, by default, where the rank reads the row alone; the
+      // owner rule keeps the key order elsewhere (see 'under a row rule' below).
+      assert.deepEqual(ids(both.json()), ranks ? [5, 1] : [1, 5])
+      assert.deepEqual(both.json()[ranks ? 0 : 1], { id: 5, ...words[5], owner: 'alice', project_id: 3, project: { id: 3, name: 'z-proj', owner: 'alice' }, tags: [{ id: 1, name: 'a-tag', owner: 'alice' }] })
+      if (ranks) {
+        const ranked = await app.inject({ url: '/tasks?q=rye&order_by=-relevance', headers: alice })
+        assert.deepEqual(ids(ranked.json()), [5, 1])
+        const least = await app.inject({ url: '/tasks?q=rye&order_by=relevance', headers: alice })
+        assert.deepEqual(ids(least.json()), [1, 5])
+      }
       const byTitle = await app.inject({ url: '/tasks?q=bread&order_by=title', headers: alice })
       assert.deepEqual(ids(byTitle.json()), [2, 1, 5])
       const none = await app.inject({ url: '/tasks?q=bread%20knife', headers: alice })
@@ -122,8 +161,9 @@ for (const dialect of dialects) {
       assert.deepEqual(steel.json(), [])
     })
 
-    test('cursor pages follow relevance, then the key', async (t) => {
-      const { app, alice } = await searchApp(t, dialect, { pagination: 'cursor' })
+    test('cursor pages follow relevance, then the key (no row rule)', async (t) => {
+      // Without a rule, relevance is an order on every database; bob's rows are gone, so alice's are all there are.
+      const { app, alice } = await searchApp(t, dialect, { pagination: 'cursor', scope: undefined }, aliceOnly)
       const seen: number[] = []
       let url: string | undefined = '/tasks?q=bread&limit=1'
       while (url !== undefined) {
@@ -167,6 +207,64 @@ for (const dialect of dialects) {
         url = next === undefined ? undefined : next.slice(next.indexOf('/tasks'))
       }
       assert.deepEqual(ascending, [1, 5])
+    })
+
+    test('under a row rule, other tenants\' words never change the answer; relevance only where the rank is the row\'s', async (t) => {
+      // An auditor's requests have no rule: the same viewset, decided per request.
+      const scope = (eb: any, context: { token: { sub?: string, role?: string } | null }) =>
+        context.token?.role === 'auditor' ? undefined : ownerRule(eb, context)
+      const options = { pagination: 'cursor', scope }
+      // bob's tasks hold none of the words, or they and 20 more of his hold them many times.
+      const quiet = await searchApp(t, dialect, options, async (db) => {
+        await db.updateTable('tasks').set({ title: 'plain words', secret: 'nothing here' }).where('owner', '=', 'bob').execute()
+      })
+      const loud = await searchApp(t, dialect, options, async (db) => {
+        await db.insertInto('tasks').values(Array.from({ length: 20 }, () =>
+          ({ title: 'rye rye bread', secret: 'bread rye', owner: 'bob', project_id: 2 }))).execute()
+      })
+      for (const url of ['/tasks?q=rye%20bread&limit=1', '/tasks?q=bread&limit=2', '/tasks?q=rye&limit=10']) {
+        const a = await answer(quiet.app, url, quiet.alice)
+        const b = await answer(loud.app, url, loud.alice)
+        assert.equal(a.status, 200, url)
+        assert.deepEqual(b, a, url)
+        assert.deepEqual(await walk(loud.app, url, loud.alice), await walk(quiet.app, url, quiet.alice), url)
+      }
+      // The default order while q is present: relevance where the rank is the row's, else the key.
+      assert.deepEqual(await walk(loud.app, '/tasks?q=rye&limit=1', loud.alice), ranks ? [5, 1] : [1, 5])
+      // Each holds bread once: ts_rank ties them, and ties go by key.
+      assert.deepEqual(await walk(loud.app, '/tasks?q=bread&limit=1', loud.alice), [1, 2, 5])
+      for (const order of ['-relevance', 'relevance', 'title,-relevance']) {
+        const url = `/tasks?q=rye&order_by=${order}&limit=1`
+        if (ranks) {
+          const a = await answer(quiet.app, url, quiet.alice)
+          assert.equal(a.status, 200, url)
+          assert.deepEqual(await answer(loud.app, url, loud.alice), a, url)
+          assert.deepEqual(await walk(loud.app, url, loud.alice), order === 'relevance' ? [1, 5] : order === '-relevance' ? [5, 1] : [1, 5])
+          continue
+        }
+        const refused = await loud.app.inject({ url, headers: loud.alice })
+        assert.equal(refused.statusCode, 400, url)
+        const problem = problemOf(refused)
+        assert.equal(problem.code, 'FST_VIEWSET_VALIDATION')
+        assert.equal(problem.errors?.[0]?.field, 'order_by')
+        assert.match(problem.errors?.[0]?.message ?? '', /relevance while a row rule limits the rows: .*every row of the table/)
+        assert.doesNotMatch(refused.body, /bm25|match|select/i)
+      }
+      // Without a rule for the request (the auditor), relevance is an order on every database.
+      const auditor = { authorization: `Bearer ${quiet.app.jwt.sign({ sub: 'carol', role: 'auditor' })}` }
+      const audited = await quiet.app.inject({ url: '/tasks?q=rye&order_by=-relevance', headers: auditor })
+      assert.equal(audited.statusCode, 200)
+      assert.deepEqual(ids(audited.json()), [5, 1])
+      assert.deepEqual(await walk(quiet.app, '/tasks?q=rye&limit=1', auditor), [5, 1])
+      // bob, under the rule, reads his own rows only, in key order where the rank reads the whole table.
+      const bobs = await loud.app.inject({ url: '/tasks?q=rye&limit=3', headers: loud.bob })
+      assert.equal(bobs.statusCode, 200)
+      assert.ok(ids(bobs.json()).every((id) => id === 3 || id > 5))
+      if (!ranks) assert.deepEqual(ids(bobs.json()), [3, 6, 7])
+      // Nothing was written: the loud database holds its 25 tasks, the quiet one bob's plain words.
+      assert.equal((await loud.db.selectFrom('tasks').select('id').execute()).length, 25)
+      const plain = await quiet.db.selectFrom('tasks').select('title').where('owner', '=', 'bob').execute()
+      assert.deepEqual(plain.map((row) => row.title), ['plain words', 'plain words'])
     })
 
     test('bad q and relevance without q are 400s that change nothing', async (t) => {
@@ -290,6 +388,13 @@ for (const dialect of dialects) {
       assert.match(String(q?.description ?? q?.schema.description), /every word must match/)
       const orderBy = parameters.find((parameter) => parameter.name === 'order_by')
       assert.ok(new RegExp(String(orderBy?.schema.pattern), 'u').test('-relevance'))
+      // Where the rank reads the whole table, both say that a row rule keeps q in the default order.
+      const ruled = /Under a row rule \(`scope`\) `relevance` is not allowed and q keeps the default order/
+      for (const parameter of [q, orderBy]) {
+        const description = String(parameter?.description ?? parameter?.schema.description)
+        if (ranks) assert.doesNotMatch(description, ruled)
+        else assert.match(description, ruled)
+      }
     })
   })
 }

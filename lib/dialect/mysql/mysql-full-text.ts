@@ -30,6 +30,8 @@ async function fullTextIndexes (db: CatalogDatabase, table: string): Promise<str
 
 /** MySQL's and MariaDB's full-text search (FULLTEXT, boolean mode). */
 export const mysqlFullText: DialectFullText = {
+  // MATCH weighs each word by how many rows of the whole index hold it.
+  rankIsolated: false,
   text: (words) => words.map((word) => `+${word}`).join(' '),
   matches: (index, text) => sql<boolean>`${match(index, text)}`,
   relevance: (index, text) => match(index, text),

@@ -34,6 +34,8 @@ async function indexServes (db: CatalogDatabase, index: FullTextIndex): Promise<
 
 /** PostgreSQL's full-text search (tsvector, GIN). */
 export const postgresFullText: DialectFullText = {
+  // ts_rank reads the row alone: other rows never move it.
+  rankIsolated: true,
   text: (words) => words.map((word) => `"${word}"`).join(' '),
   matches: (index, text) => sql<boolean>`${vector(index)} @@ ${query(index, text)}`,
   // ts_rank is a float4: as float8, the number a cursor carries compares equal to it again.

@@ -29,6 +29,12 @@ export interface FullTextIndex {
  * ```
  */
 export interface DialectFullText {
+  /**
+   * Whether a row's relevance reads that row alone (PostgreSQL's `ts_rank`), not statistics of the whole table
+   * (SQLite's `bm25`, MySQL's `MATCH`): only then may a request under a row rule order by it, since other rows'
+   * words would otherwise move it.
+   */
+  readonly rankIsolated: boolean
   /** The bound search text that requires every word (each already plain letters and digits). */
   text(words: readonly string[]): string
   /** The rows that hold every word of `text`. */

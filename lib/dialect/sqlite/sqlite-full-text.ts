@@ -45,6 +45,8 @@ async function tableProblem (db: CatalogDatabase, index: FullTextIndex, found: S
 
 /** SQLite's full-text search (FTS5). */
 export const sqliteFullText: DialectFullText = {
+  // bm25 weighs each word by how many rows of the whole FTS table hold it.
+  rankIsolated: false,
   text: (words) => words.map(quoted).join(' '),
   matches: ({ table, key, ftsTable }, text) =>
     sql<boolean>`${sql.ref(`${table}.${key}`)} in (select rowid from ${sql.table(ftsTable)} where ${
