@@ -2,12 +2,15 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import type { Kysely } from 'kysely'
-import { viewsetBatch } from 'fastify-viewsets'
+import fastifyJwt from '@fastify/jwt'
+import { createViewset, viewsetBatch, viewsetDocs } from 'fastify-viewsets'
 import type { AfterWriteFunction } from 'fastify-viewsets'
-import { dialects } from '../helpers/database.js'
+import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
-import { problemOf } from '../helpers/app.js'
-import { tenantsApp } from '../helpers/tenants.js'
+import { problemOf, testApp } from '../helpers/app.js'
+import type { OpenApiDocument } from '../helpers/contract.js'
+import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
+import { owned, secret, seedTenants, Tag, Task, tenantsApp } from '../helpers/tenants.js'
 import type { TenantsApp, TenantsDB } from '../helpers/tenants.js'
 
 // Idempotency-Key on the atomic batch (`viewsetBatch({ idempotency })`) and on the bulk updates PATCH_MANY and
@@ -27,7 +30,7 @@ const audit: AfterWriteFunction<AuditDB, { id: number }> = async ({ method, toke
 const keys = 'viewset_idempotency_keys'
 
 /** The tenants' app, an audit row per row written, Idempotency-Key on the batch and on the tasks' routes. */
-async function keyedApp (t: TestContext, dialect: TestDialect): Promise<TenantsApp> {
+async function keyedApp (t: TestContext, dialect: TestDialect, tasks: Record<string, unknown> = {}): Promise<TenantsApp> {
   return await tenantsApp(t, dialect, {
     prepare: async (db) => {
       await db.schema.createTable('audit').addColumn('method', 'varchar(16)', (column) => column.notNull())
@@ -39,6 +42,7 @@ async function keyedApp (t: TestContext, dialect: TestDialect): Promise<TenantsA
       requireIfMatch: false,
       filterFields: { title: ['eq', 'contains'], project_id: ['eq'] },
       idempotency: { createTable: true },
+      ...tasks,
     },
     extra: async (app) => { await app.register(viewsetBatch({ idempotency: { createTable: true } })) },
   })
@@ -205,5 +209,74 @@ for (const dialect of dialects) {
       assert.deepEqual(await tasksOf(app.db), [[1, 'bulk', 'alice'], ...seeded.slice(1, 4), [5, 'bulk', 'alice']])
       assert.deepEqual(await audited(app.db), [['BULK_PATCH', 'alice', 1], ['BULK_PATCH', 'alice', 5]])
     })
+
+    test('a retry while the batch is in flight is a 409 with Retry-After; then it replays', {
+      // SQLite's one connection is the batch's until it ends: a second request waits for it instead of being refused.
+      skip: dialect.name === 'sqlite',
+    }, async (t) => {
+      let release = () => {}
+      let entered = () => {}
+      const opened = new Promise<void>((resolve) => { release = resolve })
+      const reached = new Promise<void>((resolve) => { entered = resolve })
+      const stamp = owned('tasks', Task).beforeWrite as (values: object, context: object) => object
+      const app = await keyedApp(t, dialect, {
+        beforeWrite: async (values: { title?: string }, context: object) => {
+          if (values.title === 'slow') {
+            entered()
+            await opened
+          }
+          return stamp(values, context)
+        },
+      })
+      const slow: Operation[] = [{ method: 'POST', path: '/tasks', body: { title: 'slow', project_id: 1 } }]
+      const first = batch(app, 'b4', slow)
+      await reached
+      const busy = await batch(app, 'b4', slow)
+      assert.equal(busy.statusCode, 409)
+      assert.equal(problemOf(busy).code, 'FST_VIEWSET_IDEMPOTENCY_KEY_IN_USE')
+      assert.match(String(busy.headers['retry-after']), /^[1-9][0-9]*$/)
+      release()
+      const done = await first
+      assert.equal(done.statusCode, 200)
+      const replayed = await batch(app, 'b4', slow)
+      assert.equal(replayed.headers['idempotent-replayed'], 'true')
+      assert.equal(replayed.body, done.body)
+      assert.deepEqual((await tasksOf(app.db)).slice(5).map(([, title]) => title), ['slow'])
+    })
+
+    test('a missing table fails ready(); OpenAPI documents the header, the 409 and the 422 of POST /batch',
+      async (t) => {
+        await assert.rejects(tenantsApp(t, dialect, {
+          extra: async (app) => { await app.register(viewsetBatch({ idempotency: true })) },
+        }), /idempotency\.table.*viewset_idempotency_keys/s)
+        assert.throws(() => viewsetBatch({ idempotency: { lease: 0 } }), /viewsetBatch\.idempotency\.lease/)
+        assert.throws(() => viewsetBatch({ idempotency: 'yes' as unknown as true }), /viewsetBatch\.idempotency:/)
+        const database = await testDatabase(t, dialect)
+        await seedTenants(database, dialect)
+        const app = testApp(t)
+        await app.register(fastifyJwt, { secret })
+        await app.register(viewsetDocs, { title: 'Batch', version: '1.0.0' })
+        await app.register(createViewset({ db: database.db, table: 'tags', schema: Tag }), { prefix: '/tags' })
+        await app.register(viewsetBatch({ idempotency: { createTable: true, table: 'batch_keys' } }))
+        await app.ready()
+        const operation = (app.swagger() as any).paths['/batch'].post
+        assert.ok(operation.parameters.some((p: any) => p.in === 'header' && p.name === 'idempotency-key'))
+        assert.ok(operation.responses[409].headers['Retry-After'])
+        assert.match(operation.responses[422].description, /FST_VIEWSET_IDEMPOTENCY_KEY_REUSED/)
+        assert.ok(operation.responses[200].headers['Idempotent-Replayed'])
+        const document = app.swagger() as unknown as OpenApiDocument
+        const errors = [...await redoclyProblems(document), ...await spectralProblems(document)]
+          .filter((problem) => problem.severity === 'error')
+        assert.deepEqual(errors, [])
+        const created = await app.inject({
+          method: 'POST',
+          url: '/batch',
+          headers: { 'idempotency-key': 'anonymous' },
+          payload: { operations: [{ method: 'POST', path: '/tags', body: { name: 'n', owner: 'o' } }] },
+        })
+        assert.equal(created.statusCode, 200, created.body)
+        const stored = await database.db.selectFrom('batch_keys').select(['status']).execute()
+        assert.deepEqual(stored.map((row) => Number(row.status)), [200])
+      })
   })
 }
