@@ -30,7 +30,7 @@ const audit: AfterWriteFunction<AuditDB, { id: number }> = async ({ method, toke
 const keys = 'viewset_idempotency_keys'
 
 /** The tenants' app, an audit row per row written, Idempotency-Key on the batch and on the tasks' routes. */
-async function keyedApp (t: TestContext, dialect: TestDialect, tasks: Record<string, unknown> = {}): Promise<TenantsApp> {
+async function keyedApp (t: TestContext, dialect: TestDialect, tasks: Record<string, unknown> = {}) {
   return await tenantsApp(t, dialect, {
     prepare: async (db) => {
       await db.schema.createTable('audit').addColumn('method', 'varchar(16)', (column) => column.notNull())
