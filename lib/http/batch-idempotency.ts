@@ -7,6 +7,7 @@ import type { RequestTransactionDatabase } from '../execution/request-transactio
 import { mountIdempotency } from '../mount/idempotent-routes.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { openTokenHook } from './auth.js'
+import { underBatch } from './batch-options.js'
 import { callerOf } from './idempotency.js'
 import type { RouteIdempotency } from './idempotency.js'
 
@@ -48,7 +49,11 @@ export class BatchIdempotency implements RouteIdempotency {
 
   /** Checks (or creates) the table of keys on the viewsets' database; fails `ready()` naming the option. */
   async mount (db: AnyDatabase, dialect: ViewsetDialect): Promise<void> {
-    this.#mounted = await mountIdempotency({ idempotency: this.#options }, db, dialect)
+    try {
+      this.#mounted = await mountIdempotency({ idempotency: this.#options }, db, dialect)
+    } catch (error) {
+      throw underBatch(error)
+    }
   }
 
   /**

@@ -61,15 +61,27 @@ export function resolveBatchOptions (options: unknown): ResolvedBatchOptions {
     maxOperations > maxMaxOperations) {
     invalidOption('viewsetBatch.maxOperations', `expected an integer from 1 to ${maxMaxOperations}`)
   }
-  // The viewset option's check, its messages naming `viewsetBatch.idempotency…`.
   let idempotency: ResolvedIdempotency | undefined
   try {
     idempotency = checkIdempotency(options.idempotency)
   } catch (error) {
-    if (error instanceof Error && error.message.includes('idempotency')) {
-      error.message = error.message.replaceAll(/\bidempotency\b/g, 'viewsetBatch.idempotency')
-    }
-    throw error
+    throw underBatch(error)
   }
   return Object.freeze({ maxOperations, idempotency })
+}
+
+/**
+ * An error of the `idempotency` option's checks (shared with the viewset option), its message naming
+ * `viewsetBatch.idempotency…` instead, so that a batch's misconfiguration names the batch's option.
+ *
+ * @example
+ * ```ts
+ * try { checkIdempotency(options.idempotency) } catch (error) { throw underBatch(error) }
+ * ```
+ */
+export function underBatch (error: unknown): unknown {
+  if (error instanceof Error && !error.message.includes('viewsetBatch.idempotency')) {
+    error.message = error.message.replaceAll(/(?<![.\w])idempotency(?=[.:]| \{)/g, 'viewsetBatch.idempotency')
+  }
+  return error
 }

@@ -248,7 +248,7 @@ for (const dialect of dialects) {
       async (t) => {
         await assert.rejects(tenantsApp(t, dialect, {
           extra: async (app) => { await app.register(viewsetBatch({ idempotency: true })) },
-        }), /idempotency\.table.*viewset_idempotency_keys/s)
+        }), /viewsetBatch\.idempotency\.table.*viewset_idempotency_keys.*viewsetBatch\.idempotency: \{ createTable/s)
         assert.throws(() => viewsetBatch({ idempotency: { lease: 0 } }), /viewsetBatch\.idempotency\.lease/)
         assert.throws(() => viewsetBatch({ idempotency: 'yes' as unknown as true }), /viewsetBatch\.idempotency:/)
         const database = await testDatabase(t, dialect)
