@@ -12,11 +12,13 @@ import { problemSchema, problemSchemaId } from '../schema/openapi.js'
 import { viewsetValidatorCompiler } from '../schema/validator.js'
 import { isRecord } from '../schema/object-schema.js'
 import { operationsOf, runOperations } from './batch-dispatch.js'
+import { BatchIdempotency } from './batch-idempotency.js'
 import type { OperationFailure } from './batch-dispatch.js'
 import { resolveBatchOptions } from './batch-options.js'
 import type { ViewsetBatchOptions } from './batch-options.js'
 import { batchSchema } from './batch-schemas.js'
 import { identityBodies } from './content-encoding.js'
+import { withIdempotency } from './idempotency.js'
 import { problemHandler } from './problem-handler.js'
 import { wellFormedJson } from './well-formed-input.js'
 
@@ -106,10 +108,20 @@ function sendFailure (reply: FastifyReply, failure: OperationFailure): FastifyRe
   return reply.code(failure.status).type('application/problem+json').send(body)
 }
 
-/** Runs the batch in one transaction on `plan.db`: commits when every operation succeeded, else rolls back. */
+/**
+ * Runs the batch in one transaction on `plan.db`: commits when every operation succeeded, else rolls back. With
+ * `Idempotency-Key`, the transaction is the one http/idempotency.ts opened for the request (already open here): the
+ * operations run in it, and it ends, with the answer stored or not, when the answer is sent.
+ */
 async function runBatch (app: FastifyInstance, plan: BatchPlan, request: FastifyRequest, reply: FastifyReply) {
   const operations = operationsOf(request.body)
   const authorization = request.headers.authorization
+  if (RequestTransaction.isOpen(plan.db)) {
+    const outcome = await runOperations(app, operations, authorization, plan.served)
+    if ('failure' in outcome) return sendFailure(reply, outcome.failure)
+    if (outcome.cookies.length > 0) reply.header('set-cookie', outcome.cookies)
+    return { results: outcome.results }
+  }
   const trx = await RequestTransaction.open(plan.db)
   let ended = false
   const end = async (commit: boolean) => {
@@ -146,11 +158,18 @@ async function runBatch (app: FastifyInstance, plan: BatchPlan, request: Fastify
  * ```
  */
 export function viewsetBatch (options?: ViewsetBatchOptions): FastifyPluginAsync {
-  const { maxOperations } = resolveBatchOptions(options)
+  const { maxOperations, idempotency: keys } = resolveBatchOptions(options)
   const plugin: FastifyPluginAsync = async (fastify) => {
     let plan: BatchPlan | undefined
     let dialect: ViewsetDialect | undefined
     whenAllRegistered(fastify, (entries) => { plan = batchPlan(entries) })
+    const idempotency = keys === undefined ? undefined : new BatchIdempotency(keys)
+    // After the registry's own onReady (the root's hook runs first): the plan is known, and its database with it.
+    fastify.addHook('onReady', async () => {
+      if (plan === undefined || idempotency === undefined) return
+      dialect ??= await dialectOf(plan.db)
+      await idempotency.mount(plan.db, dialect)
+    })
     if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
     fastify.setErrorHandler(problemHandler(() => dialect))
     // The viewsets' Ajv: an unknown key (a header other than If-Match) is a 400, never silently dropped.
@@ -160,23 +179,31 @@ export function viewsetBatch (options?: ViewsetBatchOptions): FastifyPluginAsync
     fastify.removeContentTypeParser(['application/json', 'text/plain'])
     fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, json)
     fastify.addHook('onRequest', identityBodies)
-    fastify.route({
+    fastify.route(withIdempotency({
       method: 'POST',
       url: '/batch',
       schema: batchSchema(maxOperations),
       attachValidation: true,
+      onRequest: [
+        // A batch inside a batch's transaction would hold a second transaction: refused, whatever path led here
+        // (checked before `Idempotency-Key` opens this request's own transaction).
+        async () => {
+          if (plan !== undefined && RequestTransaction.isOpen(plan.db)) {
+            throw new ViewsetErrors.BadRequest('A batch cannot run inside a batch')
+          }
+        },
+        ...(idempotency === undefined ? [] : [idempotency.identifyCaller(fastify)]),
+      ],
       handler: async (request, reply) => {
         const { validationError } = request
         if (validationError !== undefined) {
           throw invalidFields(bodyErrors(validationError.validation ?? [], maxOperations))
         }
         if (plan === undefined) throw new TypeError('viewsetBatch serves requests only once the app is ready')
-        // A batch inside a batch's transaction would hold a second transaction: refused, whatever path led here.
-        if (RequestTransaction.isOpen(plan.db)) throw new ViewsetErrors.BadRequest('A batch cannot run inside a batch')
         dialect ??= await dialectOf(plan.db)
         return await runBatch(rootOf(fastify), plan, request, reply)
       },
-    })
+    }, idempotency))
     otherMethods(fastify)
   }
   return fp(plugin, { fastify: '5.x', name: 'fastify-viewsets:batch', encapsulate: true })

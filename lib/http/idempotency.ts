@@ -21,6 +21,8 @@ export interface RouteIdempotency {
   readonly store: IdempotencyStore
   /** The viewset's database: statements of a request run in the request's transaction on `db.base`. */
   readonly db: RequestTransactionDatabase<Record<string, Row>>
+  /** Who a request's key belongs to, when the route knows better than its token (http/batch-idempotency.ts). */
+  readonly caller?: ((request: FastifyRequest) => string) | undefined
 }
 
 /** The header that marks a replayed answer (as Stripe's API names it). */
@@ -71,9 +73,15 @@ function sha256 (text: string): string {
   return createHash('sha256').update(text).digest('hex')
 }
 
-/** Who a key belongs to: the token's subject; a token without one by its claims; no token, the client's address. */
-function callerOf (request: FastifyRequest): string {
-  const token: unknown = request.viewsetToken
+/**
+ * Who a key belongs to: the token's subject; a token without one by its claims; no token, the client's address.
+ *
+ * @example
+ * ```ts
+ * callerOf(request, claims) // 'sub:alice'
+ * ```
+ */
+export function callerOf (request: FastifyRequest, token: unknown = request.viewsetToken): string {
   if (!isRecord(token)) return `address:${request.ip}`
   if (typeof token.sub === 'string') return `sub:${token.sub}`
   // The claims that change with each token a caller is issued do not make another caller.
@@ -82,10 +90,11 @@ function callerOf (request: FastifyRequest): string {
 }
 
 /** The row id of a request's key (key, caller, method, path), and the fingerprint of the request it is used for. */
-function identify (request: FastifyRequest, key: string): { id: string; fingerprint: string } {
+function identify (request: FastifyRequest, key: string, idempotency: RouteIdempotency) {
   const path = request.url.split('?', 1)[0] ?? ''
+  const caller = idempotency.caller?.(request) ?? callerOf(request)
   return {
-    id: sha256(canonical([callerOf(request), request.method, path, key])),
+    id: sha256(canonical([caller, request.method, path, key])),
     fingerprint: sha256(canonical([request.method, path, request.query ?? {}, request.body ?? null])),
   }
 }
@@ -135,7 +144,7 @@ function idempotentHandler (handler: RouteHandlerMethod, idempotency: RouteIdemp
   return async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
     const key = keyOf(request.headers['idempotency-key'])
     if (key === undefined) return await handler.call(this, request, reply)
-    const { id, fingerprint } = identify(request, key)
+    const { id, fingerprint } = identify(request, key, idempotency)
     const reservation = await idempotency.store.reserve(id, fingerprint)
     if (reservation.kind === 'stored') return replay(reply, reservation.answer)
     if (reservation.kind === 'reused') throw new ViewsetErrors.IdempotencyKeyReused()

@@ -317,8 +317,8 @@ for (const dialect of dialects) {
         assert.match(error.message, /\/one \(database 1\); \/other \(database 2\)/)
         return true
       })
-      // @ts-expect-error idempotency is another option's to add: today an unknown key
-      assert.throws(() => viewsetBatch({ idempotency: true }), /viewsetBatch\.idempotency: unknown key/)
+      // @ts-expect-error an unknown key of the idempotency options, named under viewsetBatch
+      assert.throws(() => viewsetBatch({ idempotency: { tabel: 'x' } }), /viewsetBatch\.idempotency\.tabel: unknown key/)
       assert.throws(() => viewsetBatch({ maxOperations: 0 }), /viewsetBatch\.maxOperations/)
     })
   })

@@ -10,7 +10,12 @@ expectTypeOf(viewsetBatch()).toEqualTypeOf<FastifyPluginAsync>()
 expectTypeOf(viewsetBatch({ maxOperations: 50 })).toEqualTypeOf<FastifyPluginAsync>()
 expectTypeOf<ViewsetBatchOptions['maxOperations']>().toEqualTypeOf<number | undefined>()
 
-// @ts-expect-error an unknown key: idempotency is the next option, not one yet
+// idempotency: as the viewset option, true or { table, createTable, retention, lease }; nothing else
 void viewsetBatch({ idempotency: true })
+void viewsetBatch({ idempotency: { table: 'keys', createTable: true, retention: 60_000, lease: 5_000 } })
+// @ts-expect-error an unknown key of the idempotency options
+void viewsetBatch({ idempotency: { tabel: 'keys' } })
+// @ts-expect-error lease is milliseconds, a number
+void viewsetBatch({ idempotency: { lease: '1m' } })
 // @ts-expect-error maxOperations is a number
 void viewsetBatch({ maxOperations: '50' })
