@@ -7,7 +7,7 @@ import { declareCost } from '../execution/cost-class.js'
 import { runCompiled } from '../execution/prepared-kysely.js'
 import type { Condition } from '../query/condition.js'
 import type { CursorPosition } from '../query/cursor.js'
-import { keysetCondition, positionOf, reversed } from '../query/cursor.js'
+import { keysetCondition, keysetPage, reversed } from '../query/cursor.js'
 import type { AggregateQuery, RequestedGroup, RequestedMetric } from '../query/aggregate-query.js'
 import { countAlias } from '../query/aggregate-query.js'
 import { applyOrdering } from '../query/ordering.js'
@@ -135,23 +135,7 @@ export async function readGroups (
   const compiled = declareCost(compileWith(built, target.dialect.syntax.statementPlugin), 'heavy')
   const fetched = resultRows(await runCompiled(db, compiled))
   if (!byCursor) return { rows: fetched }
-  const more = fetched.length > limit
-  const rows = fetched.slice(0, limit)
-  if (backwards) rows.reverse()
-  const first = rows[0]
-  const last = rows[rows.length - 1]
-  const order = query.ordering
-  if (backwards) {
-    return {
-      rows,
-      next: last === undefined ? undefined : positionOf(order, last, 'after'),
-      prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined,
-    }
-  }
-  const prev = cursor === undefined
-    ? undefined
-    : first === undefined ? { direction: 'before' as const, values: cursor.values } : positionOf(order, first, 'before')
-  return { rows, next: more && last !== undefined ? positionOf(order, last, 'after') : undefined, prev }
+  return keysetPage(fetched, limit, query.ordering, cursor)
 }
 
 /** `avg` as a JSON number rounded to 6 decimal places, whatever type the driver answered it in. */

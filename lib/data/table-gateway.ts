@@ -8,7 +8,7 @@ import { retryOnDeadlock } from './retry-on-deadlock.js'
 import { checkRepeatedKeys, conflictingElement } from './bulk-conflicts.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { Condition } from '../query/condition.js'
-import { cursorAlias, keysetCondition, positionOf, reversed } from '../query/cursor.js'
+import { cursorAlias, keysetCondition, keysetPage, reversed } from '../query/cursor.js'
 import type { ListQuery } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { Precondition, Versioning } from './precondition.js'
@@ -165,31 +165,8 @@ export class TableGateway {
       if (where.length > 0) select = select.where((eb) => eb.and(where.map((condition) => condition.expression(eb))))
       return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit + 1))
     }, this.#sorts(ordering))
-    const more = fetched.length > limit
-    const rows = fetched.slice(0, limit)
-    if (backwards) rows.reverse()
-    const first = rows[0]
-    const last = rows[rows.length - 1]
-    const order = query.ordering
-    // Backwards, the cursor's row (or what now stands there) follows this page.
-    const page = backwards
-      ? {
-          rows,
-          next: last === undefined ? undefined : positionOf(order, last, 'after'),
-          prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined,
-        }
-      : {
-          rows,
-          next: more && last !== undefined ? positionOf(order, last, 'after') : undefined,
-          // A page past the cursor has rows before it; an empty one links back from the cursor itself.
-          prev:
-            cursor === undefined
-              ? undefined
-              : first === undefined
-                ? { direction: 'before' as const, values: cursor.values }
-                : positionOf(order, first, 'before'),
-        }
-    for (const row of rows) for (const { alias } of related) delete row[alias]
+    const page = keysetPage(fetched, limit, query.ordering, cursor)
+    for (const row of page.rows) for (const { alias } of related) delete row[alias]
     return page
   }
 

@@ -54,6 +54,39 @@ export function positionOf (ordering: Ordering, row: Row, direction: CursorPosit
   }
 }
 
+/**
+ * A keyset page from the rows read past `cursor` (one more than `limit`, to tell whether more follow, in reverse order
+ * when going backwards), with the positions its `next` and `prev` links carry.
+ *
+ * @example
+ * ```ts
+ * const page = keysetPage(fetched, 20, query.ordering, cursor) // { rows, next?, prev? }
+ * ```
+ */
+export function keysetPage (
+  fetched: readonly Row[], limit: number, order: Ordering, cursor: CursorPosition | undefined
+): { rows: Row[]; next: CursorPosition | undefined; prev: CursorPosition | undefined } {
+  const backwards = cursor?.direction === 'before'
+  const more = fetched.length > limit
+  const rows = fetched.slice(0, limit)
+  if (backwards) rows.reverse()
+  const first = rows[0]
+  const last = rows[rows.length - 1]
+  // Backwards, the cursor's row (or what now stands there) follows this page.
+  if (backwards) {
+    return {
+      rows,
+      next: last === undefined ? undefined : positionOf(order, last, 'after'),
+      prev: more && first !== undefined ? positionOf(order, first, 'before') : undefined,
+    }
+  }
+  // A page past the cursor has rows before it; an empty one links back from the cursor itself.
+  const prev = cursor === undefined
+    ? undefined
+    : first === undefined ? { direction: 'before' as const, values: cursor.values } : positionOf(order, first, 'before')
+  return { rows, next: more && last !== undefined ? positionOf(order, last, 'after') : undefined, prev }
+}
+
 /** Whether a decoded JSON value may be a value of a column of this type (drivers answer some types as text or numbers).
  * */
 function fits (value: unknown, type: ScalarType): boolean {
