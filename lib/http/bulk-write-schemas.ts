@@ -3,7 +3,7 @@ import { deriveBody, deriveKeyedPatch } from '../schema/derive.js'
 import { documentedHeaders, mergePatchType } from '../schema/openapi.js'
 import { exampleOf } from '../schema/components.js'
 import type { RouteContext } from './route-context.js'
-import { addHeader, baseOf, ref } from './route-schemas.js'
+import { addHeader, baseOf, elementsBody, ref } from './route-schemas.js'
 import type { RouteSchema } from './route-schemas.js'
 
 // The schemas of the bulk writes' routes (issue 38 item 1): what they validate, and what OpenAPI says of them.
@@ -75,17 +75,10 @@ export function bulkPatchSchema (context: RouteContext): RouteSchema {
   const { schemas } = context
   const schema = baseOf('BULK_PATCH', context)
   // Inline: a `$ref` inside an array is not resolved by the viewset's validator compiler (as BULK's).
-  const element = deriveKeyedPatch(schemas.entity, schemas.primaryKey)
-  const example = exampleOf(element)
-  schema.body = {
-    type: 'array',
-    items: element,
-    ...(example === undefined ? {} : { examples: [[example]] }),
-    maxItems: schemas.maxBulk,
-    description: `At most ${schemas.maxBulk} elements (maxBulk; more is a 400), each a PATCH body with the ` +
+  schema.body = elementsBody(deriveKeyedPatch(schemas.entity, schemas.primaryKey), schemas.maxBulk,
+    `At most ${schemas.maxBulk} elements (maxBulk; more is a 400), each a PATCH body with the ` +
       `${schemas.primaryKey} of its row. Written all or none, in one transaction; an error names its element by ` +
-      'JSON pointer (`/3/name`), and a row that does not exist (or not for the caller) is a 404 naming `/3`.',
-  }
+      'JSON pointer (`/3/name`), and a row that does not exist (or not for the caller) is a 404 naming `/3`.')
   schema.response[200] = { description: 'The rows as stored, in element order', ...rowsOf(context) }
   schema.description = 'With `Prefer: return=minimal` the answer is a 204 with no body.'
   addHeader(schema, 'if-match', ifMatchStar)

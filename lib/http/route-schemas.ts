@@ -310,21 +310,26 @@ export function postSchema (context: RouteContext): RouteSchema {
   return schema
 }
 
+/** The body of a write of many rows: an array of at most `maxBulk` elements, with an example of one. */
+export function elementsBody (element: JsonSchema, maxBulk: number, description: string): JsonSchema {
+  const example = exampleOf(element)
+  return {
+    type: 'array',
+    items: element,
+    ...(example === undefined ? {} : { examples: [[example]] }),
+    maxItems: maxBulk,
+    description,
+  }
+}
+
 /** BULK `/bulk`: an array of POST bodies (at most `maxBulk`), 201 and the rows. */
 export function bulkSchema (context: RouteContext): RouteSchema {
   const { schemas } = context
   const schema = baseOf('BULK', context)
   // Inline, not the create component: a `$ref` inside an array is not resolved by the viewset's validator compiler.
-  const element = deriveBody(schemas.entity, false)
-  const example = exampleOf(element)
-  schema.body = {
-    type: 'array',
-    items: element,
-    ...(example === undefined ? {} : { examples: [[example]] }),
-    maxItems: schemas.maxBulk,
-    description: `At most ${schemas.maxBulk} elements (maxBulk; more is a 400), each a body of POST. ` +
-      'Written all or none, in one transaction; an error names its element by JSON pointer (`/3/name`).',
-  }
+  schema.body = elementsBody(deriveBody(schemas.entity, false), schemas.maxBulk,
+    `At most ${schemas.maxBulk} elements (maxBulk; more is a 400), each a body of POST. ` +
+      'Written all or none, in one transaction; an error names its element by JSON pointer (`/3/name`).')
   const rows = { type: 'array', items: ref(schemas.components.row.$id) }
   schema.response[201] = { description: 'The rows as stored', ...rows }
   documentMerge(schema, schemas, rows, true)
