@@ -13,9 +13,9 @@ import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
 
 // Issues 37 and 38: the routes and parameters they added (PATCH_MANY, DELETE_MANY, BULK_PATCH, AGGREGATE, a nested
-// body, POST /batch, an OR group, nin/startswith/endswith, a child count) are usable from a client generated with
-// openapi-typescript, without a cast: test/generated-client/writes-client.ts type-checks under the project's strict
-// settings against the live document, then runs against the live app.
+// body, POST /batch, an OR group, nin/startswith/endswith, a child count, a JSON path) are usable from a client
+// generated with openapi-typescript, without a cast: test/generated-client/writes-client.ts type-checks under the
+// project's strict settings against the live document, then runs against the live app.
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const clientSnippet = join(root, 'test/generated-client/writes-client.ts')
@@ -29,6 +29,7 @@ const Item = Type.Object({
   name: Type.String({ minLength: 1 }),
   price: Type.Number(),
   status: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  meta: Type.Optional(Type.Union([Type.Object({ color: Type.Optional(Type.String()) }), Type.Null()])),
   reviews: Type.Optional(Type.Array(Type.Object({ id: Type.Integer(), body: Type.String() }))),
 })
 
@@ -40,12 +41,12 @@ for (const dialect of dialects) {
       await db.schema.createTable('items').addColumn('id', idType as 'integer', id)
         .addColumn('name', 'varchar(100)', (column) => column.notNull())
         .addColumn('price', 'double precision', (column) => column.notNull())
-        .addColumn('status', 'varchar(20)').execute()
+        .addColumn('status', 'varchar(20)').addColumn('meta', dialect.name === 'postgres' ? 'jsonb' : 'json').execute()
       await db.schema.createTable('reviews').addColumn('id', idType as 'integer', id)
         .addColumn('item_id', 'integer', (column) => column.notNull().references('items.id'))
         .addColumn('body', 'varchar(100)', (column) => column.notNull()).execute()
       await db.schema.createIndex('reviews_item_id').on('reviews').column('item_id').execute()
-      await db.insertInto('items').values({ name: 'Lantern', price: 4, status: 'open' }).execute()
+      await db.insertInto('items').values({ name: 'Lantern', price: 4, status: 'open', meta: '{"color":"red"}' }).execute()
       const app = testApp(t)
       await app.register(viewsetDocs)
       await app.register(createViewset({
@@ -55,7 +56,7 @@ for (const dialect of dialects) {
         withoutTokens: true,
         methods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE', 'PATCH_MANY', 'DELETE_MANY', 'BULK_PATCH', 'AGGREGATE'],
         filterFields: {
-          name: ['eq', 'startswith', 'endswith', 'nin'], price: ['gte', 'lt'], 'reviews.count': ['gte'],
+          name: ['eq', 'startswith', 'endswith', 'nin'], price: ['gte', 'lt'], 'reviews.count': ['gte'], 'meta->color': ['eq'],
         },
         orderingFields: ['price', 'reviews.count'],
         groupByFields: ['status'],
@@ -94,6 +95,7 @@ for (const dialect of dialects) {
         'bulk-patched 9',
         'aggregated 2',
         'counted 1',
+        'json [{"id":1,"meta":{"color":"red"}}]',
         'batched 1',
         'deleted-many {"affected":2}',
       ])

@@ -25,6 +25,11 @@ const { data: counted } = await client.GET('/items', {
 })
 console.log('counted', counted?.length)
 
+const { data: colored } = await client.GET('/items', {
+  params: { query: { 'meta->color': 'red', fields: 'id,meta->color' } },
+})
+console.log('json', JSON.stringify(colored))
+
 const { data: batch } = await client.POST('/batch', {
   body: { operations: [{ method: 'POST', path: '/items', body: { name: 'Desk', price: 3 } }] },
 })
