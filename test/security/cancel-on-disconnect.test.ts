@@ -329,12 +329,13 @@ if (postgres !== undefined) {
         assert.ok(viewsetDb !== undefined)
         const scopes: unknown[] = []
         // The data layer's statements run through the shortcut's own method (runCompiled), the relation batches through
-        // executeQuery.
-        const executeQuery = viewsetDb.executeQuery.bind(viewsetDb)
-        viewsetDb.executeQuery = ((query: Parameters<typeof executeQuery>[0]) => {
+        // the executor's connections (the viewset's request-transaction database hands them to this database's).
+        const executor = viewsetDb.getExecutor()
+        const provide = executor.provideConnection.bind(executor)
+        executor.provideConnection = ((consumer) => {
           scopes.push(currentCancellation())
-          return executeQuery(query)
-        }) as typeof executeQuery // the same method, spied on
+          return provide(consumer)
+        }) as typeof provide // the same method, spied on
         assert.ok(viewsetDb instanceof PreparedKysely)
         const prepared: PreparedKysely<unknown> = viewsetDb
         const now = prepared[executeNow].bind(prepared)
