@@ -3,13 +3,13 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance } from 'fastify'
-import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely'
 import { createViewset, viewsetDocs, viewsetIndexReport } from 'fastify-viewsets'
 import { costOf } from '../../lib/execution/cost-class.js'
 import { childCount } from '../../lib/query/child-counts.js'
 import type { RelationLink } from '../../lib/relations/relation-link.js'
 import type { Row } from '../../lib/sql.js'
-import { dialects, testDatabase } from '../helpers/database.js'
+import type { Kysely } from 'kysely'
+import { compileOnlySqlite, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 import {
@@ -271,14 +271,7 @@ for (const dialect of dialects) {
 }
 
 test('a page with a count is a heavy statement (a correlated subquery per row)', () => {
-  const db = new Kysely<Record<string, Row>>({
-    dialect: {
-      createAdapter: () => new SqliteAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
-      createQueryCompiler: () => new SqliteQueryCompiler(),
-    },
-  })
+  const db = compileOnlySqlite<Record<string, Row>>()
   const link = {
     field: 'books',
     kind: 'one-to-many',

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
-import { DummyDriver, Kysely, sql, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely'
+import { sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import { costOf } from '../../lib/execution/cost-class.js'
 import type { Row } from '../../lib/sql.js'
 import fastifyJwt from '@fastify/jwt'
@@ -11,7 +12,7 @@ import { sqliteFullText } from '../../lib/dialect/sqlite/sqlite-full-text.js'
 import { postgresFullText } from '../../lib/dialect/postgres/postgres-full-text.js'
 import { mysqlFullText } from '../../lib/dialect/mysql/mysql-full-text.js'
 import { testApp, problemOf } from '../helpers/app.js'
-import { dialects, testDatabase } from '../helpers/database.js'
+import { compileOnlySqlite, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { owned, ownerRule, secret, seedTenants, TaskRow, tenantsApp } from '../helpers/tenants.js'
 import type { TenantsApp, TenantsDB } from '../helpers/tenants.js'
@@ -400,14 +401,7 @@ for (const dialect of dialects) {
 }
 
 test('cost class: q and its relevance order are served by the index, not classed heavy by their shape', () => {
-  const db = new Kysely<Record<string, Row>>({
-    dialect: {
-      createAdapter: () => new SqliteAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
-      createQueryCompiler: () => new SqliteQueryCompiler(),
-    },
-  })
+  const db = compileOnlySqlite<Record<string, Row>>()
   for (const seam of Object.values(seams)) {
     const text = seam.text(['bread', 'rye'])
     const select = db.selectFrom('tasks').selectAll().where(seam.matches(index, text))

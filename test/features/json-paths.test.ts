@@ -6,13 +6,12 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
-import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely'
 import { createViewset, viewsetDocs, viewsetIndexReport } from 'fastify-viewsets'
 import { costOf } from '../../lib/execution/cost-class.js'
 import { sqliteDialect } from '../../lib/dialect/sqlite/sqlite-dialect.js'
 import { postgresDialect } from '../../lib/dialect/postgres/postgres-dialect.js'
 import { mysqlDialect } from '../../lib/dialect/mysql/mysql-dialect.js'
-import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
+import { autoIncrement, compileOnlySqlite, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 import { secret } from '../helpers/tenants.js'
@@ -369,14 +368,7 @@ for (const dialect of dialects) {
 }
 
 test('a statement that reads a JSON path is heavy on every dialect, a plain comparison cheap', () => {
-  const db = new Kysely<any>({
-    dialect: {
-      createAdapter: () => new SqliteAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
-      createQueryCompiler: () => new SqliteQueryCompiler(),
-    },
-  })
+  const db = compileOnlySqlite<any>()
   for (const dialect of [sqliteDialect, postgresDialect, mysqlDialect]) {
     for (const type of ['string', 'number', 'integer', 'boolean'] as const) {
       const value = dialect.syntax.jsonScalar('meta', ['size', 'width'], type)

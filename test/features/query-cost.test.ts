@@ -2,21 +2,14 @@
 // `nin` and the anchored LIKE operators are heavy; an `and` of index-served terms stays cheap.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely'
+import { compileOnlySqlite } from '../helpers/database.js'
 import { costOf } from '../../lib/execution/cost-class.js'
 import { FilterGroups } from '../../lib/query/filter-groups.js'
 import type { GroupFilter } from '../../lib/query/filter-groups.js'
 import type { AnyExpressionBuilder } from '../../lib/query/condition.js'
 import type { Row } from '../../lib/sql.js'
 
-const db = new Kysely<Record<string, Row>>({
-  dialect: {
-    createAdapter: () => new SqliteAdapter(),
-    createDriver: () => new DummyDriver(),
-    createIntrospector: (kysely) => new SqliteIntrospector(kysely),
-    createQueryCompiler: () => new SqliteQueryCompiler(),
-  },
-})
+const db = compileOnlySqlite<Record<string, Row>>()
 
 /** An `=` filter on `column`, as planFilters plans one. */
 const equal = (column: string): GroupFilter => ({

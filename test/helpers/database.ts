@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import type { TestContext } from 'node:test'
-import { Kysely, MysqlDialect, PostgresDialect, sql, SqliteDialect } from 'kysely'
+import {
+  DummyDriver, Kysely, MysqlDialect, PostgresDialect, sql, SqliteAdapter, SqliteDialect, SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely'
 import type { ColumnDefinitionBuilder, Dialect, KyselyPlugin, LogEvent } from 'kysely'
 import { createDatabase, withPreparedStatements } from '../../lib/index.js'
 
@@ -152,4 +155,19 @@ export function timestamp (
   if (dialect === 'postgres') return ['timestamptz', (column) => column.notNull().defaultTo(sql`now()`)]
   if (dialect === 'mysql') return ['datetime(3)', (column) => column.notNull().defaultTo(sql`current_timestamp(3)`)]
   return ['text', (column) => column.notNull().defaultTo(sql`(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`)]
+}
+
+/**
+ * A Kysely instance that compiles SQLite's SQL and runs nothing (Kysely's DummyDriver): for tests of statement shapes
+ * and cost classes that need no database.
+ */
+export function compileOnlySqlite<DB = Record<string, Record<string, unknown>>> (): Kysely<DB> {
+  return new Kysely<DB>({
+    dialect: {
+      createAdapter: () => new SqliteAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
+      createQueryCompiler: () => new SqliteQueryCompiler(),
+    },
+  })
 }
