@@ -2,7 +2,8 @@
 // and `scope` speak in.
 /**
  * The logical methods every viewset can serve, in the order their routes are added (then {@link softDeleteMethods}).
- * `BULK` is `POST {prefix}/bulk`; `PATCH_MANY` is `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk` and `DELETE_MANY` is
+ * `BULK` is `POST {prefix}/bulk`; `PATCH_MANY` is `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk`
+ * and `DELETE_MANY` is
  * `DELETE {prefix}?<filters>`; `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums).
  *
  * @example
@@ -34,7 +35,8 @@ export type ViewsetMethod = (typeof viewsetMethods)[number] | (typeof softDelete
  *
  * @example
  * ```ts
- * createViewset({ db, table: 'posts', schema: Post, softDelete: 'deleted_at', methods: ['LIST', 'GET', ...softDeleteMethods] })
+ * const methods: ViewsetMethod[] = ['LIST', 'GET', 'DELETE', ...softDeleteMethods]
+ * createViewset({ db, table: 'posts', schema: Post, softDelete: 'deleted_at', methods })
  * ```
  */
 export const softDeleteMethods = ['RESTORE', 'PURGE'] as const

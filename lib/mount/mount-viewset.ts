@@ -59,7 +59,7 @@ import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
 import { withNestedWrites } from './writable-relations.js'
 import {
-  softDeletePlanOf, softDeleteRule, withDeletedParameter, withReadOnlyColumn, withSoftDelete,
+  softDeletePlanOf, softDeleteRule, withReadOnlyColumn, withSoftDelete,
 } from './soft-delete-check.js'
 import { SoftDeleteHandlers } from '../http/soft-delete-handlers.js'
 import type { SoftDeletePlan } from '../query/soft-delete-term.js'
@@ -255,14 +255,13 @@ function buildViewset (
   // `?fields=` serializers are compiled from the serializer's entity too.
   const fields = planFields(serialized, columns, selected, relations?.keys ?? new Map(), defaultRelations)
   const related = { table: resolved.table, links: relations?.links ?? new Map() }
-  const { dialect } = table
+  const { dialect, softDelete } = table
   const list = createListPlan({ dialect, resolved, options, entity, columns, selected, fieldsPlan: fields, related })
   // A whole row as GET sends it: the bytes a representation's ETag hashes. Compiled now: it writes every field, so a
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
-  const merged = mergeListQuery(list, declaration)
-  const listQuerystring = { ...merged, querystring: withDeletedParameter(merged.querystring, table.softDelete) }
+  const listQuerystring = mergeListQuery(list, declaration, softDelete)
   const aggregate = aggregatePlanOf(methods, table, { entity, columns, related, options, list })
   const { rules, hiding } = fieldRulesOf({
     ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list, aggregate },
@@ -274,8 +273,7 @@ function buildViewset (
   const defaults = new DefaultHandlers({
     listPlanOf: hiding === undefined ? undefined : narrowListPlan,
     ...rowRules,
-    ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys },
-    softDelete: table.softDelete,
+    ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys, softDelete },
     writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
@@ -292,12 +290,9 @@ function buildViewset (
     auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
     versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
     paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
-    fields,
-    prefix: fastify.prefix,
-    table: resolved.table,
-    hiding,
+    ...{ fields, hiding, prefix: fastify.prefix, table: resolved.table },
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
-    softDelete: table.softDelete && new SoftDeleteHandlers(defaults, table.softDelete),
+    softDelete: softDelete && new SoftDeleteHandlers(defaults, softDelete),
   }
   return { context, defaults, rules }
 }

@@ -888,7 +888,8 @@ function generatedBulk (ids: { product: number; bare: number }, runs: number, se
 /**
  * Hostile requests to a soft-deleting viewset at `/archive` (over the products, with RESTORE and PURGE, and a
  * showDeleted that admits nobody): injections as the key of DELETE, RESTORE and PURGE and as `?deleted=`, bodies and
- * headers those routes do not take, and `?deleted=` itself (a 403). Its own rows: product 1, which reviews keep from removal.
+ * headers those routes do not take, and `?deleted=` itself (a 403). Its own rows: product 1, which reviews keep from
+ * removal.
  */
 export function softDeleteCorpus (ids: { product: number; bare: number }): HostileRequest[] {
   const requests: HostileRequest[] = []
