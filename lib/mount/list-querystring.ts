@@ -16,8 +16,8 @@ export function listQueryOf (constructor: unknown): JsonSchema | undefined {
 /**
  * LIST's query string with the viewset's `static listQuery` applied over the defaults (and `deleted` with
  * `softDelete`). An overridden `list` keeps only `limit` and `offset` (or `cursor`) of the defaults: it would
- * silently ignore `search`, filters, `count` or `fields`. Without an overridden `list`, `listQuery` may only refine parameters the default LIST
- * defines, unless `scope` reads them (from `context.request.query`).
+ * silently ignore `search`, filters, `count` or `fields`. Without an overridden `list`, `listQuery` may only refine
+ * parameters the default LIST defines, unless `scope` reads them (from `context.request.query`).
  *
  * @example
  * ```ts
