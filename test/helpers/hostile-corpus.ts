@@ -895,13 +895,14 @@ export function softDeleteCorpus (ids: { product: number; bare: number }): Hosti
   const requests: HostileRequest[] = []
   const add = (request: HostileRequest) => requests.push(request)
   for (const payload of injections) {
-    const id = encodeURIComponent(payload)
+    const id = idSegment(payload)
     const label = json(payload).slice(0, 40)
     add({ label: `RESTORE id=${label}`, method: 'POST', url: `/archive/${id}/restore` })
     add({ label: `PURGE id=${label}`, method: 'DELETE', url: `/archive/${id}/purge` })
     add({ label: `soft DELETE id=${label}`, method: 'DELETE', url: `/archive/${id}` })
-    add({ label: `LIST ?deleted=${label}`, method: 'GET', url: `/archive?deleted=${id}`, expect: 400 })
-    add({ label: `GET ?deleted=${label}`, method: 'GET', url: `/archive/${ids.product}?deleted=${id}`, expect: 400 })
+    const deleted = queryValue('deleted', payload)
+    add({ label: `LIST ?deleted=${label}`, method: 'GET', url: `/archive?${deleted}`, expect: 400 })
+    add({ label: `GET ?deleted=${label}`, method: 'GET', url: `/archive/${ids.product}?${deleted}`, expect: 400 })
   }
   for (const deleted of ['include', 'only']) {
     add({ label: `LIST ?deleted=${deleted}`, method: 'GET', url: `/archive?deleted=${deleted}`, expect: 403 })
