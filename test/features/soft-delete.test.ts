@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
+import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
-import { createViewset, softDeleteMethods, viewsetDocs } from 'fastify-viewsets'
+import { createViewset, softDeleteMethods, Viewset, viewsetDocs } from 'fastify-viewsets'
 import type { RelatedConfig, ViewsetOptions } from 'fastify-viewsets'
 import { costOf } from '../../lib/execution/cost-class.js'
 import { deletedTerm } from '../../lib/query/soft-delete-term.js'
@@ -223,6 +224,42 @@ for (const dialect of dialects) {
         assert.deepEqual(ids(theirs.json()), [3])
         assert.equal((await app.inject({ url: '/authors/1?deleted=include', headers: bobAdmin })).statusCode, 404)
       })
+
+    test('field rules hold with ?deleted= and on RESTORE: the hidden field stays hidden', async (t) => {
+      const { app } = await libraryApp(t, dialect, { fieldAccess: () => ({ hidden: ['tenant'] }) })
+      await app.inject({ method: 'DELETE', url: '/authors/1', headers: alice })
+      const one = await app.inject({ url: '/authors/1?deleted=include', headers: aliceAdmin })
+      assert.equal(one.statusCode, 200, one.body)
+      assert.equal(one.json().tenant, undefined)
+      const list = await app.inject({ url: '/authors?deleted=only', headers: aliceAdmin })
+      assert.equal(list.statusCode, 200, list.body)
+      assert.deepEqual(list.json().map((row: Record<string, unknown>) => Object.keys(row).sort()), [['books', 'id', 'name']])
+      const restored = await app.inject({ method: 'POST', url: '/authors/1/restore', headers: alice })
+      assert.equal(restored.statusCode, 200, restored.body)
+      assert.equal(restored.json().tenant, undefined)
+    })
+
+    test('the helpers of an override leave deleted rows out; unscoped sees them', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createTables(database)
+      class Tags extends Viewset<any, 'sd_tags', typeof TagRow> {
+        override customRoutes (fastify: FastifyInstance) {
+          fastify.get('/names', async () => ({
+            live: (await this.query().orderBy('id').execute()).map((row) => row.name),
+            found: (await this.findById(2)) === undefined ? 'none' : 'found',
+            all: (await this.unscoped.query().orderBy('id').execute()).map((row) => row.name),
+          }))
+        }
+      }
+      const app = testApp(t)
+      await app.register(new Tags({ db: database.db, table: 'sd_tags', schema: TagRow, softDelete: 'removed' }).register(),
+        { prefix: '/tags' })
+      await app.ready()
+      assert.equal((await app.inject({ method: 'DELETE', url: '/tags/2' })).statusCode, 204)
+      const names = await app.inject({ url: '/tags/names' })
+      assert.equal(names.statusCode, 200, names.body)
+      assert.deepEqual(names.json(), { live: ['red'], found: 'none', all: ['red', 'blue'] })
+    })
 
     test('relations from other viewsets: to-one, to-many and many-to-many leave deleted rows out', async (t) => {
       const { app } = await libraryApp(t, dialect)
