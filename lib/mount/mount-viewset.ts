@@ -58,6 +58,11 @@ import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
 import { withNestedWrites } from './writable-relations.js'
+import {
+  softDeletePlanOf, softDeleteRule, withReadOnlyColumn, withSoftDelete,
+} from './soft-delete-check.js'
+import { SoftDeleteHandlers } from '../http/soft-delete-handlers.js'
+import type { SoftDeletePlan } from '../query/soft-delete-term.js'
 import { aggregateContextOf, aggregatePlanOf } from './aggregate-mount.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
@@ -126,6 +131,7 @@ interface CheckedTable {
   readonly described: TableCatalog
   readonly columns: ReadonlyMap<string, ColumnInfo>
   readonly unindexedOrder?: ReadonlySet<string> // the index report's orderings: their pages are heavy statements
+  readonly softDelete: SoftDeletePlan | undefined
 }
 
 /**
@@ -149,7 +155,7 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
   const { overridden } = declaration
   const readBack = readBackProblem(dialect, described, { primaryKey: resolved.primaryKey, overridden }, methods)
   if (readBack !== undefined) throw new ViewsetErrors.InvalidOption('primaryKey', readBack)
-  return { dialect, described, columns }
+  return { dialect, described, columns, softDelete: softDeletePlanOf(resolved, db, { dialect, described }, methods) }
 }
 
 /** The entity as served and its relations, with `conflictFields` and `defaultRelations` checked against them. */
@@ -161,7 +167,7 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   const fieldsOfRelations = relationFields(relatedConfig)
   const columns = new Map(table.columns)
   const derived = deriveEntity(schema, columns, fieldsOfRelations, name, primaryKey, versionField, table.dialect.name)
-  const entity = withChildLimits(derived, relationLimits(relatedConfig, schema))
+  const entity = withReadOnlyColumn(withChildLimits(derived, relationLimits(relatedConfig, schema)), table.softDelete)
   const columnTypes = columnTypesOf(table.dialect.name)
   const serverSet = (field: string) => field === primaryKey || field === versionField
   const typesProblem = columnTypesProblem(schema, declaration.columns, table.described, columnTypes, serverSet)
@@ -169,7 +175,7 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   if (conflictFields !== undefined) {
     const writable = writableFields(entity).filter((field) => declaration.columns.includes(field))
     const anyKey = table.dialect.capabilities.upsertOnAnyKey
-    const problem = conflictKeyProblem(table.described, conflictFields, writable, anyKey)
+    const problem = conflictKeyProblem(table.described, conflictFields, writable, anyKey, table.softDelete?.column)
     if (problem !== undefined) throw new ViewsetErrors.InvalidOption('conflictFields', problem)
   }
   const defaultRelations = checkDefaultRelations(
@@ -249,13 +255,13 @@ function buildViewset (
   // `?fields=` serializers are compiled from the serializer's entity too.
   const fields = planFields(serialized, columns, selected, relations?.keys ?? new Map(), defaultRelations)
   const related = { table: resolved.table, links: relations?.links ?? new Map() }
-  const { dialect } = table
+  const { dialect, softDelete } = table
   const list = createListPlan({ dialect, resolved, options, entity, columns, selected, fieldsPlan: fields, related })
   // A whole row as GET sends it: the bytes a representation's ETag hashes. Compiled now: it writes every field, so a
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
-  const listQuerystring = mergeListQuery(list, declaration)
+  const listQuerystring = mergeListQuery(list, declaration, softDelete)
   const aggregate = aggregatePlanOf(methods, table, { entity, columns, related, options, list })
   const { rules, hiding } = fieldRulesOf({
     ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list, aggregate },
@@ -267,7 +273,7 @@ function buildViewset (
   const defaults = new DefaultHandlers({
     listPlanOf: hiding === undefined ? undefined : narrowListPlan,
     ...rowRules,
-    ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys },
+    ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys, softDelete },
     writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
@@ -284,11 +290,9 @@ function buildViewset (
     auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
     versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
     paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
-    fields,
-    prefix: fastify.prefix,
-    table: resolved.table,
-    hiding,
+    ...{ fields, hiding, prefix: fastify.prefix, table: resolved.table },
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
+    softDelete: softDelete && new SoftDeleteHandlers(defaults, softDelete),
   }
   return { context, defaults, rules }
 }
@@ -327,10 +331,11 @@ async function checkMount (
 export async function mountViewset (
   fastify: FastifyInstance,
   methods: readonly ViewsetMethod[],
-  declaration: ViewsetDeclaration
+  declared: ViewsetDeclaration
 ): Promise<{ prepared: PreparedViewset; mounted: MountedViewset }> {
-  const { resolved, options } = declaration
-  const table = await checkMount(fastify, methods, declaration)
+  const { resolved, options } = declared
+  const table = await checkMount(fastify, methods, declared)
+  const declaration = withSoftDelete(declared, table.softDelete) // its rule holds "the row lives" from here on
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name, fastify.prefix)
   const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }
@@ -350,7 +355,7 @@ export async function mountViewset (
   const handlers = withNestedWrites(fastify, served, { declaration, defaults, context, rules })
   const routes = await idempotentRoutes(viewsetRoutes(methods, handlers, context), resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
-  const rule = ruleOf(declaration)
+  const rule = softDeleteRule(ruleOf(declaration), table.softDelete, viewset)
   // Under the database a request transaction wraps: viewsets over one database find each other's rules.
   const registered = underlyingDatabase(db)
   const entry = { table: resolved.table, db: registered, prefix: fastify.prefix, viewset, rule, fields: rules }
