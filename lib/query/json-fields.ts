@@ -98,8 +98,9 @@ function pathSelection (
 }
 
 /**
- * LIST's and GET's `?fields=` with the JSON `paths` its options declare: a path is answered inside its column's object, the
- * other names as `plan` answers them. A path whose column `entity` lacks (hidden from the caller) is an unknown name.
+ * LIST's and GET's `?fields=` with the JSON `paths` its options declare: a path is answered inside its column's
+ * object, the other names as `plan` answers them. A path whose column `entity` lacks (hidden from the caller) is an
+ * unknown name.
  *
  * @example
  * ```ts
