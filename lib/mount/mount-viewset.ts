@@ -31,6 +31,7 @@ import type { FieldAccessFunction, FieldRules } from '../query/field-access.js'
 import { customRouteViews, narrowListPlan } from '../http/field-hiding.js'
 import { fieldRulesOf, fieldRulesSource, servedSchema } from './field-rules.js'
 import { planFields } from '../query/fields.js'
+import { withDeclaredPaths } from '../query/json-fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
 import { checkScopeEntries } from '../query/scope-rules.js'
@@ -252,8 +253,8 @@ function buildViewset (
   const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
   const ruled = declaration.overridden.has('fieldAccess')
   const serialized = servedSchema(deriveSerializerSchema(entity), resolved.primaryKey, ruled)
-  // `?fields=` serializers are compiled from the serializer's entity too.
-  const fields = planFields(serialized, columns, selected, relations?.keys ?? new Map(), defaultRelations)
+  const fields = withDeclaredPaths(planFields(serialized, columns, selected, relations?.keys ?? new Map(),
+    defaultRelations), { options, entity, columns, dialect: table.dialect }, serialized)
   const related = { table: resolved.table, links: relations?.links ?? new Map() }
   const { dialect, softDelete } = table
   const list = createListPlan({ dialect, resolved, options, entity, columns, selected, fieldsPlan: fields, related })

@@ -76,8 +76,11 @@ export const sqliteCatalog: CatalogReader = {
   },
 
   async relations (db) {
+    // pragma_table_list tells an FTS5 index (a virtual table) and the shadow tables that hold it from the app's own
+    // tables: they are the full-text search's storage (README "Full-text search"), no resources.
     const { rows } = await sql<{ name: string; type: string }>`
-      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!'
+      select name, type from pragma_table_list
+      where schema = 'main' and type in ('table', 'view') and name not like 'sqlite!_%' escape '!'
       order by name`.execute(db)
     return rows.map((row): CatalogRelation => ({ name: row.name, view: row.type === 'view' }))
   },
