@@ -78,7 +78,8 @@ async function answer (
   checkVisible(request, query)
   const scope = aggregate.scopeOf(request, token, 'AGGREGATE')
   const { dialect } = context.resource
-  const page = await readGroups(db, query, { table: context.table, dialect, rules }, scope)
+  const target = { table: context.table, dialect, rules, statements: aggregate.statements }
+  const page = await readGroups(db, query, target, scope)
   const link = pageLink(request, query, page, context.paging.maxOffset)
   if (link !== undefined) reply.header('link', link)
   return page.rows.map((row) => groupOf(query, row, dialect))

@@ -7,6 +7,7 @@ import type { ViewsetMethod } from '../options.js'
 import { checkAggregateOptions, planAggregate } from '../query/aggregate.js'
 import type { AggregatePlan, AggregateSource } from '../query/aggregate.js'
 import type { ListQueryPlan } from '../query/list-query.js'
+import { StatementCache } from '../data/statement-cache.js'
 
 // AGGREGATE at mounting: its options checked against the catalog (which columns are numeric) and planned, when
 // `methods` lists it; else `groupByFields` and `aggregateFields` must be absent.
@@ -41,7 +42,9 @@ export function aggregatePlanOf (
 export function aggregateContextOf (
   plan: AggregatePlan | undefined,
   list: ListQueryPlan,
-  scopeOf: AggregateContext['scopeOf']
+  scopeOf: AggregateContext['scopeOf'],
+  dialect: ViewsetDialect
 ): AggregateContext | undefined {
-  return plan === undefined ? undefined : { plan, list, scopeOf }
+  if (plan === undefined) return undefined
+  return { plan, list, scopeOf, statements: new StatementCache(dialect.syntax.statementPlugin) }
 }
