@@ -150,7 +150,7 @@ function extraLines (results: Results): string[] {
 
 /** The console table of one run. */
 export function consoleReport (results: Results): string {
-  const out: string[] = []
+  const out: string[] = [`Machine: ${machineLine(results)}`]
   for (const database of Object.keys(results.databases) as DatabaseKind[]) {
     out.push('', `${databaseTitles[database]}: requests/s (p50 / p99 ms), peak RSS MiB, server CPU µs per request`)
     const systems = shownSystems(results)
