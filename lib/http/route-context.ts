@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Precondition } from '../data/precondition.js'
 import type { TableGateway } from '../data/table-gateway.js'
-import type { StatementCache } from '../data/statement-cache.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { ViewsetMethod, ViewsetOptions, ViewsetToken } from '../options.js'
@@ -164,6 +163,4 @@ export interface AggregateContext {
   readonly plan: AggregatePlan
   readonly list: ListQueryPlan
   scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
-  /** Its statements, compiled once per shape (data/aggregate-shape.ts). */
-  readonly statements: StatementCache
 }

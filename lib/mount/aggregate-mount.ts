@@ -7,7 +7,6 @@ import type { ViewsetMethod } from '../options.js'
 import { checkAggregateOptions, planAggregate } from '../query/aggregate.js'
 import type { AggregatePlan, AggregateSource } from '../query/aggregate.js'
 import type { ListQueryPlan } from '../query/list-query.js'
-import { StatementCache } from '../data/statement-cache.js'
 
 // AGGREGATE at mounting: its options checked against the catalog (which columns are numeric) and planned, when
 // `methods` lists it; else `groupByFields` and `aggregateFields` must be absent.
@@ -42,9 +41,7 @@ export function aggregatePlanOf (
 export function aggregateContextOf (
   plan: AggregatePlan | undefined,
   list: ListQueryPlan,
-  scopeOf: AggregateContext['scopeOf'],
-  dialect: ViewsetDialect
+  scopeOf: AggregateContext['scopeOf']
 ): AggregateContext | undefined {
-  if (plan === undefined) return undefined
-  return { plan, list, scopeOf, statements: new StatementCache(dialect.syntax.statementPlugin) }
+  return plan === undefined ? undefined : { plan, list, scopeOf }
 }

@@ -288,7 +288,7 @@ function buildViewset (
     prefix: fastify.prefix,
     table: resolved.table,
     hiding,
-    aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf, dialect),
+    aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
   }
   return { context, defaults, rules }
 }
