@@ -12,6 +12,7 @@ import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
+import { checkHistory, type HistoryResolution } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
@@ -75,7 +76,7 @@ const knownOptionKeys = {
     'parent',
     'replica',
     'rowLevelSecurity',
-    'idempotency',
+    'idempotency', 'history',
     'groupByFields',
     'aggregateFields',
   ],
@@ -194,7 +195,7 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions extends IdempotencyResolution {
+export interface ResolvedOptions extends IdempotencyResolution, HistoryResolution {
   readonly table: string
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
@@ -383,6 +384,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     strictIndexes: options.strictIndexes === true,
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
+    history: checkHistory(options.history),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

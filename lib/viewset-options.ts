@@ -11,6 +11,7 @@ import type { FieldOf, ListOptions, ObjectFields, RelationPath } from './list-op
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
+import type { HistoryOptions } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import type { AggregateOptions } from './query/aggregate-options.js'
 
@@ -175,6 +176,18 @@ export interface ViewsetOptions<
    * ```
    */
   idempotency?: boolean | IdempotencyOptions
+  /**
+   * A row's history (default off): every write of the viewset (create, update, delete; bulk, nested and batch writes
+   * included) recorded in its own transaction in a history table, with the row before and after as stored and who
+   * wrote; served by `GET {prefix}/:id/history` (method `'HISTORY'`) and `GET {prefix}/:id?as_of=<date-time>`. See the
+   * README's "History".
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'orders', schema: Order, history: { createTable: true }, methods: [...defaultMethods, 'HISTORY'] })
+   * ```
+   */
+  history?: boolean | HistoryOptions
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

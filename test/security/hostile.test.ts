@@ -7,7 +7,9 @@ import { createViewset, viewsetBatch, viewsetFrameworkErrors } from 'fastify-vie
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
-import { batchCorpus, bulkCorpus, fixedCorpus, generatedCorpus, nestedCorpus } from '../helpers/hostile-corpus.js'
+import {
+  batchCorpus, bulkCorpus, fixedCorpus, generatedCorpus, historyCorpus, nestedCorpus,
+} from '../helpers/hostile-corpus.js'
 import type { HostileRequest } from '../helpers/hostile-corpus.js'
 
 // ---- the fixture: products → makers (selectRelated), products ← reviews (prefetchRelated) -----------
@@ -106,7 +108,9 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
       schema: Product,
       maxLimit: 50,
       // The bulk writes too (issue 38 item 1): their filters, bodies and headers meet the corpus (bulkCorpus).
-      methods: ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY'],
+      methods: ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'HISTORY'],
+      // Every write recorded (issue 39 item 3), and the history's route and `?as_of=` meet the corpus (historyCorpus).
+      history: { createTable: true },
       searchFields: ['name', 'description'],
       orderingFields: ['name', 'price', 'id'],
       filterFields: {
@@ -317,6 +321,7 @@ async function hostileRun (t: TestContext, dialect: (typeof dialects)[number], n
         ...generatedCorpus(ids.ids, 250, seed),
         ...batchCorpus({ product: ids.product, bare: ids.bare }, 100, seed),
         ...bulkCorpus({ product: ids.product, bare: ids.bare }, 150, seed),
+        ...historyCorpus({ product: ids.product }),
       ]
   const statuses: Record<number, number> = {}
   const failures: string[] = []
