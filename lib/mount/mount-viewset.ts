@@ -289,9 +289,7 @@ function buildViewset (
     versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
     paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
     fields,
-    prefix: fastify.prefix,
-    table: resolved.table,
-    hiding,
+    ...{ prefix: fastify.prefix, table: resolved.table, hiding },
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
     history: historyContextOf(table.history, { catalog: table.columns, entity, columns, resolved, ...rowRules }),
   }
