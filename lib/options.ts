@@ -13,13 +13,14 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
 import { checkSoftDelete, type SoftDeleteResolution } from './data/soft-delete-options.js'
+import { checkHistory, type HistoryResolution } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
 // once. Phase 2, against the catalog, runs when the viewset is mounted (mount/mount-viewset.ts).
 
-export { baseMethods, defaultMethods, filterOperators, softDeleteMethods, viewsetMethods } from './viewset-options.js'
+export { baseMethods, defaultMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods } from './viewset-options.js'
 export type { ReplicaOptions }
 export type {
   AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator,
@@ -76,7 +77,7 @@ const knownOptionKeys = {
     'parent',
     'replica',
     'rowLevelSecurity',
-    'idempotency',
+    'idempotency', 'history',
     'groupByFields',
     'aggregateFields',
     'softDelete',
@@ -196,7 +197,7 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions extends IdempotencyResolution, SoftDeleteResolution {
+export interface ResolvedOptions extends IdempotencyResolution, SoftDeleteResolution, HistoryResolution {
   readonly table: string
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
@@ -387,6 +388,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
     softDelete: checkSoftDelete(options.softDelete, { primaryKey, versionField }),
+    history: checkHistory(options.history),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

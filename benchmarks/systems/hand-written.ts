@@ -32,6 +32,8 @@ export const rulesOnOurs = {
   'get-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
   'list-author': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
   'list-author-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
+  'get-history': 'the history is the library\'s: measured as ours with it against ours without',
+  'patch-history': 'the history is the library\'s: measured as ours with it against ours without',
 } as const
 
 /** Issue 43's rule scenarios: raw writes the same WHERE and field hiding by hand; the others do not serve them. */

@@ -240,6 +240,15 @@ export async function registerViewsets (
     nestedViewsets(db, createViewset),
     ruledViewset(db, createViewset),
     {
+      // A row's history (issue 39): GET and PATCH on the books with every write recorded.
+      feature: 'history',
+      scenarios: ['get-history', 'patch-history'],
+      prefix: '/books-history',
+      plugin: () => createViewset({
+        db, table: 'books', schema: Book, methods: ['GET', 'PATCH'], history: { createTable: true },
+      }),
+    },
+    {
       feature: 'AGGREGATE',
       scenarios: ['aggregate'],
       prefix: '/books-aggregate',
