@@ -16,7 +16,9 @@ import type { HistoryOptions } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import type { AggregateOptions } from './query/aggregate-options.js'
 
-export { allMethods, defaultMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods } from './methods.js'
+export {
+  allMethods, defaultMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods,
+} from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 export type { TokenClaims, ViewsetToken } from './tokens.js'
 export type { FieldOf, ListOptions, RelationPath } from './list-options.js'
