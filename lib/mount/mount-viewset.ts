@@ -386,9 +386,7 @@ export async function mountViewset (
           },
         }),
     ...(context.hiding === undefined ? {} : { customPreHandler: customRouteViews(context.hiding) }),
-    customRoutes: async (instance) => {
-      await declaration.customRoutes(instance)
-    },
+    customRoutes: async (instance) => { await declaration.customRoutes(instance) },
     checkProtectedRoutes: (count) => {
       checkProtectedRoutes(fastify, resolved.protectedMethods, count, options)
     },
