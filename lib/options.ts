@@ -13,6 +13,8 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
+import { checkChangesSince } from './data/changes-since-options.js'
+import type { ChangesSinceResolution } from './data/changes-since-options.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
@@ -78,6 +80,8 @@ const knownOptionKeys = {
     'idempotency',
     'groupByFields',
     'aggregateFields',
+    'history',
+    'changes',
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
@@ -194,7 +198,7 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions extends IdempotencyResolution {
+export interface ResolvedOptions extends IdempotencyResolution, ChangesSinceResolution {
   readonly table: string
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
@@ -383,6 +387,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     strictIndexes: options.strictIndexes === true,
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
+    ...checkChangesSince(options),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

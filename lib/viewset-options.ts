@@ -175,6 +175,21 @@ export interface ViewsetOptions<
    * ```
    */
   idempotency?: boolean | IdempotencyOptions
+  /**
+   * The history of every write in a table the library owns (issue 39): `true`, or `{ table }` to name the table
+   * (default `viewset_history`). `changes` reads it.
+   */
+  history?: boolean | { readonly table?: string; readonly actor?: unknown; readonly createTable?: boolean }
+  /**
+   * Serves the changes to the rows (default false; needs `history`): `GET {prefix}?changed_since=<position>` answers
+   * the rows changed and the keys deleted since a position of the history, page by page (README "Changes since").
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'notes', schema: Note, history: true, changes: true })
+   * ```
+   */
+  changes?: boolean
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

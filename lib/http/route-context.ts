@@ -15,6 +15,7 @@ import type { AggregatePlan } from '../query/aggregate.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { ScopedMethod } from '../options.js'
+import type { ChangesTarget } from '../data/changes-page.js'
 
 /**
  * What a LIST answers: its rows, and for the default LIST what its route says in headers (`Link`,
@@ -156,6 +157,15 @@ export interface RouteContext {
   readonly hiding: FieldHiding | undefined
   /** What `GET {prefix}/aggregate` reads, when `methods` lists AGGREGATE. */
   readonly aggregate?: AggregateContext | undefined
+  /** What `GET {prefix}?changed_since=` reads, when the viewset has `changes: true`. */
+  readonly changes?: ChangesContext | undefined
+}
+
+/** What `changed_since` reads: the history of the table, LIST's plan (its filters, `fields`, paging) and row rules. */
+export interface ChangesContext {
+  readonly target: ChangesTarget
+  readonly list: ListQueryPlan
+  scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
 }
 
 /** What AGGREGATE reads: its plan, LIST's (its filters, search and paging), and the viewset's row rules. */

@@ -59,6 +59,7 @@ import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
 import { withNestedWrites } from './writable-relations.js'
 import { aggregateContextOf, aggregatePlanOf } from './aggregate-mount.js'
+import { changesContextOf, withChangesQuery } from './changes-mount.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
 // in the order `mountViewset` reads, before any route exists. Phase 1 (no database) ran in the Viewset
@@ -255,7 +256,7 @@ function buildViewset (
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
-  const listQuerystring = mergeListQuery(list, declaration)
+  const listQuerystring = withChangesQuery(mergeListQuery(list, declaration), resolved)
   const aggregate = aggregatePlanOf(methods, table, { entity, columns, related, options, list })
   const { rules, hiding } = fieldRulesOf({
     ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list, aggregate },
@@ -289,6 +290,7 @@ function buildViewset (
     table: resolved.table,
     hiding,
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
+    changes: changesContextOf(resolved, table.columns, list.query, rowRules.scopeOf),
   }
   return { context, defaults, rules }
 }

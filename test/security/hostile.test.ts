@@ -7,7 +7,10 @@ import { createViewset, viewsetBatch, viewsetFrameworkErrors } from 'fastify-vie
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
-import { batchCorpus, bulkCorpus, fixedCorpus, generatedCorpus, nestedCorpus } from '../helpers/hostile-corpus.js'
+import { createHistoryTable, historyTable } from '../helpers/history-table.js'
+import {
+  batchCorpus, bulkCorpus, changesCorpus, fixedCorpus, generatedCorpus, nestedCorpus,
+} from '../helpers/hostile-corpus.js'
 import type { HostileRequest } from '../helpers/hostile-corpus.js'
 
 // ---- the fixture: products → makers (selectRelated), products ← reviews (prefetchRelated) -----------
@@ -77,6 +80,21 @@ async function createShop (database: TestDatabase) {
       [1, 1, 2, 3, 3, 3, 5].map((product, i) => ({ product_id: product, body: i % 2 === 0 ? `review ${i}` : null }))
     )
     .execute()
+  // The history changed_since reads: products 1 to 3 created, and a product 999 created and deleted.
+  await createHistoryTable(db, dialect)
+  const stored = await db.selectFrom('products').selectAll().where('id', '<=', 3).orderBy('id').execute()
+  const gone = { ...stored[0], id: 999, name: 'gone' }
+  const entry = (id: number, before: unknown, after: unknown) => ({
+    table_name: 'products',
+    row_key: JSON.stringify({ id }),
+    operation: after === null ? 'delete' : 'create',
+    at: new Date().toISOString(),
+    before: before === null ? null : JSON.stringify(before),
+    after: after === null ? null : JSON.stringify(after),
+  })
+  await db.insertInto(historyTable).values([
+    ...stored.map((row) => entry(Number(row.id), null, row)), entry(999, null, gone), entry(999, gone, null),
+  ]).execute()
   return { product: 1, bare: 8, ids: [1, 2, 3, 4, 5, 6, 7, 8] }
 }
 
@@ -120,6 +138,9 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
         prefetchRelated: { reviews: { table: 'reviews', foreignKey: 'product_id', writable: nested } },
       },
       ...(nested ? { maxBulk: 20 } : {}),
+      // changed_since (issue 40, item 5) over the history createShop seeds.
+      history: true,
+      changes: true,
     }),
     { prefix: '/products' }
   )
@@ -193,6 +214,13 @@ function foreignKeys (body: unknown): string[] {
       check(product.maker, 'maker')
       if (Array.isArray(product.reviews)) for (const review of product.reviews) check(review, 'review')
     }
+  }
+  // A page of changes (changed_since): its rows are products, its deleted keys objects of the key alone.
+  if (typeof body === 'object' && body !== null && 'changes' in body && 'deleted' in body &&
+    Array.isArray(body.changes) && Array.isArray(body.deleted)) {
+    for (const product of body.changes) check(product, 'product')
+    for (const key of body.deleted) for (const name of Object.keys(key)) if (name !== 'id') found.push(`key.${name}`)
+    return found
   }
   // A write by filter answers how many rows it changed.
   const affected = typeof body === 'object' && body !== null && !Array.isArray(body) &&
@@ -314,6 +342,7 @@ async function hostileRun (t: TestContext, dialect: (typeof dialects)[number], n
     ? nestedCorpus({ product: ids.product, foreignReview: 3 }, 20)
     : [
         ...fixedCorpus({ product: ids.product, bare: ids.bare }, bodyLimit),
+        ...changesCorpus(),
         ...generatedCorpus(ids.ids, 250, seed),
         ...batchCorpus({ product: ids.product, bare: ids.bare }, 100, seed),
         ...bulkCorpus({ product: ids.product, bare: ids.bare }, 150, seed),
