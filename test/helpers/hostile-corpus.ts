@@ -895,7 +895,9 @@ export function changesCorpus (): HostileRequest[] {
   const requests: HostileRequest[] = []
   for (const position of [...badPositions, ...injections]) {
     const url = `/products?${queryValue('changed_since', position)}`
-    requests.push({ label: `changed_since=${json(position).slice(0, 40)}`, method: 'GET', url, expect: 400 })
+    // An injection that is a BIGINT's digits (9007199254740993) is a position: answered, not refused.
+    const valid = /^(?:0|[1-9][0-9]{0,18})$/.test(position) && BigInt(position) < 2n ** 63n
+    requests.push({ label: `changed_since=${json(position).slice(0, 40)}`, method: 'GET', url, ...(valid ? {} : { expect: 400 }) })
   }
   for (const [parameter, payload] of spread(listParameters, injections, 2)) {
     const url = `/products?changed_since=0&${queryValue(parameter, payload)}`
