@@ -285,10 +285,7 @@ function buildViewset (
     auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
     versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
     paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
-    fields,
-    prefix: fastify.prefix,
-    table: resolved.table,
-    hiding,
+    ...{ fields, prefix: fastify.prefix, table: resolved.table, hiding },
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
     changes: changesContextOf(resolved, table.columns, list.query, rowRules.scopeOf),
   }
