@@ -12,8 +12,9 @@ import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
+import type { HistoryResolution } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
-import { checkChangesSince } from './data/changes-since-options.js'
+import { checkHistoryAndChanges } from './data/changes-since-options.js'
 import type { ChangesSinceResolution } from './data/changes-since-options.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
@@ -77,10 +78,9 @@ const knownOptionKeys = {
     'parent',
     'replica',
     'rowLevelSecurity',
-    'idempotency',
+    'idempotency', 'history',
     'groupByFields',
     'aggregateFields',
-    'history',
     'changes',
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
@@ -198,7 +198,7 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions extends IdempotencyResolution, ChangesSinceResolution {
+export interface ResolvedOptions extends IdempotencyResolution, HistoryResolution, ChangesSinceResolution {
   readonly table: string
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
@@ -387,7 +387,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     strictIndexes: options.strictIndexes === true,
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
-    ...checkChangesSince(options),
+    ...checkHistoryAndChanges(options),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

@@ -11,6 +11,7 @@ import type { FieldOf, ListOptions, ObjectFields, RelationPath } from './list-op
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
+import type { HistoryOptions } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import type { AggregateOptions } from './query/aggregate-options.js'
 
@@ -176,10 +177,17 @@ export interface ViewsetOptions<
    */
   idempotency?: boolean | IdempotencyOptions
   /**
-   * The history of every write in a table the library owns (issue 39): `true`, or `{ table }` to name the table
-   * (default `viewset_history`). `changes` reads it.
+   * A row's history (default off): every write of the viewset (create, update, delete; bulk, nested and batch writes
+   * included) recorded in its own transaction in a history table, with the row before and after as stored and who
+   * wrote; served by `GET {prefix}/:id/history` (method `'HISTORY'`) and `GET {prefix}/:id?as_of=<date-time>`. See the
+   * README's "History".
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'orders', schema: Order, history: { createTable: true }, methods: [...defaultMethods, 'HISTORY'] })
+   * ```
    */
-  history?: boolean | { readonly table?: string; readonly actor?: unknown; readonly createTable?: boolean }
+  history?: boolean | HistoryOptions
   /**
    * Serves the changes to the rows (default false; needs `history`): `GET {prefix}?changed_since=<position>` answers
    * the rows changed and the keys deleted since a position of the history, page by page (README "Changes since").

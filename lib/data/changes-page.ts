@@ -10,13 +10,13 @@ import type { ScopeCondition } from '../query/scope.js'
 import { isRecord } from '../schema/object-schema.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { resultRows } from '../sql.js'
-import { historyAfter, oldestRetained } from './history-window.js'
-import type { HistoryEntry, HistorySource } from './history-window.js'
+import { oldestHistoryPosition, readHistoryAfter } from './history-reader.js'
+import type { HistoryEntry, HistorySource } from './history-reader.js'
 import { compileWith } from './statement-cache.js'
 import type { TableGateway } from './table-gateway.js'
 
 // One page of `GET {prefix}?changed_since=<position>` (issue 40, item 5), read in three bounded statements: the next
-// `limit` history entries of the table (history-window.ts), the current rows of the keys they touched under the
+// `limit` history entries of the table (history-reader.ts, an index range on `(table_name, position)`), the current rows of the keys they touched under the
 // request's filters and LIST rule (one statement, as LIST reads a page), and, for the keys that are no longer such a
 // row, their stored versions under the same filters and rule (one statement over a derived table of the versions,
 // DialectSyntax.storedRows): a key is reported deleted only when a version the caller could have held was one its
@@ -66,8 +66,8 @@ function touchedKeys (entries: readonly HistoryEntry[], primaryKey: string): Map
       found = { value: key[primaryKey], key, versions: [] }
       touched.set(entry.rowKey, found)
     }
-    if (entry.before !== undefined) found.versions.push(entry.before)
-    if (entry.after !== undefined) found.versions.push(entry.after)
+    if (entry.before !== null) found.versions.push(entry.before)
+    if (entry.after !== null) found.versions.push(entry.after)
   }
   return touched
 }
@@ -201,10 +201,10 @@ export async function readChanges (
 ): Promise<ChangesPage> {
   const { since, limit } = request
   if (since !== '0') {
-    const oldest = await oldestRetained(db, target)
+    const oldest = await oldestHistoryPosition(db, target)
     if (oldest === undefined || BigInt(since) < BigInt(oldest)) throw new ViewsetErrors.PositionExpired()
   }
-  const entries = await historyAfter(db, target, since, limit)
+  const entries = await readHistoryAfter(db, target, since, limit)
   const next = entries.at(-1)?.position ?? since
   const more = entries.length === limit
   const touched = touchedKeys(entries, target.primaryKey)

@@ -7,9 +7,8 @@ import { createViewset, viewsetBatch, viewsetFrameworkErrors } from 'fastify-vie
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
-import { createHistoryTable, historyTable } from '../helpers/history-table.js'
 import {
-  batchCorpus, bulkCorpus, changesCorpus, fixedCorpus, generatedCorpus, nestedCorpus,
+  batchCorpus, bulkCorpus, changesCorpus, fixedCorpus, generatedCorpus, historyCorpus, nestedCorpus,
 } from '../helpers/hostile-corpus.js'
 import type { HostileRequest } from '../helpers/hostile-corpus.js'
 
@@ -80,8 +79,14 @@ async function createShop (database: TestDatabase) {
       [1, 1, 2, 3, 3, 3, 5].map((product, i) => ({ product_id: product, body: i % 2 === 0 ? `review ${i}` : null }))
     )
     .execute()
-  // The history changed_since reads: products 1 to 3 created, and a product 999 created and deleted.
-  await createHistoryTable(db, dialect)
+  return { product: 1, bare: 8, ids: [1, 2, 3, 4, 5, 6, 7, 8] }
+}
+
+/**
+ * Entries for changed_since to read beside those the corpus's writes record: products 1 to 3 created, and a product
+ * 999 created and deleted (the history table is the viewset's, created at startup).
+ */
+async function seedHistory (db: TestDatabase['db']): Promise<void> {
   const stored = await db.selectFrom('products').selectAll().where('id', '<=', 3).orderBy('id').execute()
   const gone = { ...stored[0], id: 999, name: 'gone' }
   const entry = (id: number, before: unknown, after: unknown) => ({
@@ -92,10 +97,9 @@ async function createShop (database: TestDatabase) {
     before: before === null ? null : JSON.stringify(before),
     after: after === null ? null : JSON.stringify(after),
   })
-  await db.insertInto(historyTable).values([
+  await db.insertInto('viewset_history').values([
     ...stored.map((row) => entry(Number(row.id), null, row)), entry(999, null, gone), entry(999, gone, null),
   ]).execute()
-  return { product: 1, bare: 8, ids: [1, 2, 3, 4, 5, 6, 7, 8] }
 }
 
 /** The makers and reviews as their own viewsets write them: what nested writes of products go through. */
@@ -124,7 +128,9 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
       schema: Product,
       maxLimit: 50,
       // The bulk writes too (issue 38 item 1): their filters, bodies and headers meet the corpus (bulkCorpus).
-      methods: ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY'],
+      methods: ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'HISTORY'],
+      // Every write recorded (issue 39 item 3), and the history's route and `?as_of=` meet the corpus (historyCorpus).
+      history: { createTable: true },
       searchFields: ['name', 'description'],
       orderingFields: ['name', 'price', 'id'],
       filterFields: {
@@ -138,8 +144,7 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
         prefetchRelated: { reviews: { table: 'reviews', foreignKey: 'product_id', writable: nested } },
       },
       ...(nested ? { maxBulk: 20 } : {}),
-      // changed_since (issue 40, item 5) over the history createShop seeds.
-      history: true,
+      // changed_since (issue 40, item 5) over that history, and the entries seedHistory adds.
       changes: true,
     }),
     { prefix: '/products' }
@@ -147,6 +152,7 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
   // The atomic batch reaches the same routes: its corpus must not get past them either.
   await app.register(viewsetBatch())
   await app.ready()
+  await seedHistory(database.db)
   return { app, ...database, ids }
 }
 
@@ -346,6 +352,7 @@ async function hostileRun (t: TestContext, dialect: (typeof dialects)[number], n
         ...generatedCorpus(ids.ids, 250, seed),
         ...batchCorpus({ product: ids.product, bare: ids.bare }, 100, seed),
         ...bulkCorpus({ product: ids.product, bare: ids.bare }, 150, seed),
+        ...historyCorpus({ product: ids.product }),
       ]
   const statuses: Record<number, number> = {}
   const failures: string[] = []
