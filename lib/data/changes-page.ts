@@ -16,11 +16,11 @@ import { compileWith } from './statement-cache.js'
 import type { TableGateway } from './table-gateway.js'
 
 // One page of `GET {prefix}?changed_since=<position>` (issue 40, item 5), read in three bounded statements: the next
-// `limit` history entries of the table (history-reader.ts, an index range on `(table_name, position)`), the current rows of the keys they touched under the
-// request's filters and LIST rule (one statement, as LIST reads a page), and, for the keys that are no longer such a
-// row, their stored versions under the same filters and rule (one statement over a derived table of the versions,
-// DialectSyntax.storedRows): a key is reported deleted only when a version the caller could have held was one its
-// rule admitted, so another tenant's keys never show.
+// `limit` history entries of the table (history-reader.ts, an index range on `(table_name, position)`), the current
+// rows of the keys they touched under the request's filters and LIST rule (one statement, as LIST reads a page), and,
+// for the keys that are no longer such a row, their stored versions under the same filters and rule (one statement
+// over a derived table of the versions, DialectSyntax.storedRows): a key is reported deleted only when a version the
+// caller could have held was one its rule admitted, so another tenant's keys never show.
 
 /** What a viewset's changes are read from. */
 export interface ChangesTarget extends HistorySource {

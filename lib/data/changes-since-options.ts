@@ -35,7 +35,7 @@ export function checkChangesSince (changes: unknown, history: ResolvedHistory | 
  *
  * @example
  * ```ts
- * checkHistoryAndChanges({ history: true, changes: true }) // { history: { table: 'viewset_history', … }, changesSince }
+ * checkHistoryAndChanges({ history: true, changes: true }) // { history: { table: 'viewset_history', … }, … }
  * ```
  */
 export function checkHistoryAndChanges (

@@ -4,7 +4,6 @@ import type { TestContext } from 'node:test'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Kysely } from 'kysely'
 import { createViewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
@@ -14,9 +13,10 @@ import type { OpenApiDocument } from '../helpers/contract.js'
 import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
 
 // `GET {prefix}?changed_since=<position>` (issue 40, item 5) on two tenants' notes: the rows changed since a position
-// of the history (issue 39's table, written by the viewset's own history writer), each once as it is now, the keys deleted since, and the next position, page by
-// page; the caller's row rule on current rows and on deleted rows' stored versions, field rules on every row, 400 for
-// a malformed position, 410 once the history was pruned past it, and applying the pages to a copy gives LIST.
+// of the history (issue 39's table, written by the viewset's own history writer), each once as it is now, the keys
+// deleted since, and the next position, page by page; the caller's row rule on current rows and on deleted rows'
+// stored versions, field rules on every row, 400 for a malformed position, 410 once the history was pruned past it,
+// and applying the pages to a copy gives LIST.
 
 const secret = 'test-secret-that-is-long-enough-for-hs256'
 const history = 'viewset_history'
