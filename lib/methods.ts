@@ -31,7 +31,9 @@ export type ViewsetMethod = (typeof viewsetMethods)[number]
 
 /** The methods registered only when `methods` names them: those that write many rows per request, `AGGREGATE`,
  * which reads every row of the filtered set, and `HISTORY`, which needs the `history` option. */
-const optInMethods: readonly ViewsetMethod[] = ['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE', 'HISTORY']
+const optInMethods: readonly ViewsetMethod[] = [
+  'BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE', 'HISTORY',
+]
 
 /** The methods registered when `methods` is not given: all but the opt-in ones. */
 export const defaultMethods: readonly ViewsetMethod[] =

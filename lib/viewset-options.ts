@@ -184,7 +184,8 @@ export interface ViewsetOptions<
    *
    * @example
    * ```ts
-   * createViewset({ db, table: 'orders', schema: Order, history: { createTable: true }, methods: [...defaultMethods, 'HISTORY'] })
+   * const methods = [...defaultMethods, 'HISTORY'] as const
+   * createViewset({ db, table: 'orders', schema: Order, history: { createTable: true }, methods })
    * ```
    */
   history?: boolean | HistoryOptions

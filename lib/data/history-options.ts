@@ -20,7 +20,8 @@ export type HistoryActor = (context: RowContext<AfterWriteMethod>) => string | n
  *
  * @example
  * ```ts
- * createViewset({ db, table: 'orders', schema: Order, history: { createTable: true, actor: ({ token }) => token?.email ?? null } })
+ * const actor = ({ token }: RowContext<AfterWriteMethod>) => token?.email ?? null
+ * createViewset({ db, table: 'orders', schema: Order, history: { createTable: true, actor } })
  * ```
  */
 export interface HistoryOptions {

@@ -56,7 +56,8 @@ function keyValue (column: KeyColumn, value: unknown): unknown {
  * ```
  */
 export function rowKeyText (keyColumns: readonly KeyColumn[], row: Row): string {
-  return JSON.stringify(Object.fromEntries(keyColumns.map((column) => [column.name, keyValue(column, row[column.name])])))
+  const entries = keyColumns.map((column) => [column.name, keyValue(column, row[column.name])])
+  return JSON.stringify(Object.fromEntries(entries))
 }
 
 /** A stored row as JSON text: BIGINTs as digits, binary as base64, dates as ISO text; `null` for none. */
@@ -99,7 +100,8 @@ function keyed (keyColumns: readonly KeyColumn[], row: Row): boolean {
  *
  * @example
  * ```ts
- * const writer = new HistoryWriter({ dialect: 'postgres', historyTable: 'viewset_history', table: 'items', keyColumns })
+ * const target = { dialect: 'postgres', historyTable: 'viewset_history', table: 'items', keyColumns } as const
+ * const writer = new HistoryWriter(target)
  * await writer.record(trx, { operation: 'update', before, after, actor: 'alice' })
  * ```
  */

@@ -41,7 +41,7 @@ export interface TableGatewayConfig {
   readonly conflictFields?: readonly string[] | undefined
   /** The columns whose ordering no index gives (mount/index-report.ts): a page ordered by one sorts every row. */
   readonly unindexedOrder?: ReadonlySet<string> | undefined
-  /** A write reads the row it changes with every column of the table, not the schema's only (the history's `before`). */
+  /** A write reads the row it changes with every column of the table, not the schema's only (history's `before`). */
   readonly wholeRows?: boolean
 }
 

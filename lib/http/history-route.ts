@@ -87,7 +87,8 @@ async function admittedKey (context: RouteContext, history: HistoryContext, requ
   if (version === undefined || version === null) notFound(id)
   if (scope === undefined) return rowKey
   const { dialect } = context.resource
-  const admitted = await ruleAdmitsVersion(db, dialect, { table: context.table, catalog: history.catalog }, version, scope)
+  const table = { table: context.table, catalog: history.catalog }
+  const admitted = await ruleAdmitsVersion(db, dialect, table, version, scope)
   return admitted ? rowKey : notFound(id)
 }
 
@@ -152,7 +153,8 @@ const versionSerializers = new WeakMap<HistoryContext, (row: unknown) => string>
  *
  * @example
  * ```ts
- * if (context.history !== undefined && query.as_of !== undefined) return await answerAsOf(context, context.history, request, reply)
+ * const { history } = context
+ * if (history !== undefined && query.as_of !== undefined) return await answerAsOf(context, history, request, reply)
  * ```
  */
 export async function answerAsOf (

@@ -231,7 +231,8 @@ export function listSchema (context: RouteContext): RouteSchema {
 export function getSchema (context: RouteContext): RouteSchema {
   const schema = baseOf('GET', context)
   const asOf = context.history === undefined ? {} : { as_of: asOfParameter }
-  schema.querystring = { type: 'object', properties: { ...context.fields.properties, ...asOf }, additionalProperties: false }
+  const properties = { ...context.fields.properties, ...asOf }
+  schema.querystring = { type: 'object', properties, additionalProperties: false }
   schema.response[200] = {
     description: `The row (with \`?fields=\`, only the chosen fields, as \`${partialMediaType}\`)`,
     content: readContent(context.schemas, undefined),

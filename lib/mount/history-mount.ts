@@ -76,7 +76,8 @@ export function withHistory<R extends Pick<DefaultHandlerContext, 'afterWrite'>>
   const recorded: DefaultHandlerContext['afterWrite'] = async (trx, context, change) => {
     await afterWrite?.(trx, context, change)
     const { before, after } = change
-    await writer.record(trx, { operation: operationOf(context.method, before, after), before, after, actor: actor(context) })
+    const operation = operationOf(context.method, before, after)
+    await writer.record(trx, { operation, before, after, actor: actor(context) })
   }
   return { ...rules, afterWrite: recorded }
 }

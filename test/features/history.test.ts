@@ -114,11 +114,19 @@ for (const dialect of dialects) {
       const id = await post(app, admin, { title: 'one', code: 'a', secret: 's1' })
       let response = await app.inject({ method: 'PATCH', url: `/notes/${id}`, headers: alice, payload: { title: 'two' } })
       assert.equal(response.statusCode, 200, response.body)
-      response = await app.inject({ method: 'PUT', url: `/notes/${id}`, headers: admin,
-        payload: { title: 'three', code: 'a', secret: null } })
+      response = await app.inject({
+        method: 'PUT',
+        url: `/notes/${id}`,
+        headers: admin,
+        payload: { title: 'three', code: 'a', secret: null }
+      })
       assert.equal(response.statusCode, 200, response.body)
-      response = await app.inject({ method: 'POST', url: '/notes/bulk', headers: alice,
-        payload: [{ title: 'b1', code: 'b1' }, { title: 'b2', code: 'b2' }] })
+      response = await app.inject({
+        method: 'POST',
+        url: '/notes/bulk',
+        headers: alice,
+        payload: [{ title: 'b1', code: 'b1' }, { title: 'b2', code: 'b2' }]
+      })
       assert.equal(response.statusCode, 201, response.body)
       const [b1, b2] = response.json().map((row: any) => row.id)
       const merge = { ...alice, prefer: 'resolution=merge-duplicates' }
@@ -129,8 +137,12 @@ for (const dialect of dialects) {
       const c = response.json().id
       response = await app.inject({ method: 'PATCH', url: '/notes?code=b2', headers: alice, payload: { title: 'many' } })
       assert.equal(response.statusCode, 200, response.body)
-      response = await app.inject({ method: 'PATCH', url: '/notes/bulk', headers: alice,
-        payload: [{ id: b1, title: 'bp1' }] })
+      response = await app.inject({
+        method: 'PATCH',
+        url: '/notes/bulk',
+        headers: alice,
+        payload: [{ id: b1, title: 'bp1' }]
+      })
       assert.equal(response.statusCode, 200, response.body)
       response = await app.inject({ method: 'DELETE', url: `/notes/${id}`, headers: alice })
       assert.equal(response.statusCode, 204, response.body)
@@ -169,8 +181,12 @@ for (const dialect of dialects) {
       assert.equal(response.statusCode, 500)
       response = await app.inject({ method: 'POST', url: '/notes', headers: alice, payload: { title: 'boom', code: 'b' } })
       assert.equal(response.statusCode, 500)
-      response = await app.inject({ method: 'POST', url: '/notes/bulk', headers: alice,
-        payload: [{ title: 'fine', code: 'c' }, { title: 'boom', code: 'd' }] })
+      response = await app.inject({
+        method: 'POST',
+        url: '/notes/bulk',
+        headers: alice,
+        payload: [{ title: 'fine', code: 'c' }, { title: 'boom', code: 'd' }]
+      })
       assert.equal(response.statusCode, 500)
       response = await app.inject({ method: 'PATCH', url: `/notes/${id}`, headers: alice, payload: { title: 'refused' } })
       assert.equal(response.statusCode, 500)
@@ -193,10 +209,15 @@ for (const dialect of dialects) {
       let response = await app.inject({ method: 'POST', url: '/batch', headers: alice, payload: { operations } })
       assert.equal(response.statusCode, 200, response.body)
       const created = response.json().results[0].body.id
-      response = await app.inject({ method: 'POST', url: '/batch', headers: alice, payload: {
-        operations: [{ method: 'PATCH', path: `/notes/${id}`, body: { title: 'three' } },
-          { method: 'DELETE', path: '/notes/999999' }],
-      } })
+      response = await app.inject({
+        method: 'POST',
+        url: '/batch',
+        headers: alice,
+        payload: {
+          operations: [{ method: 'PATCH', path: `/notes/${id}`, body: { title: 'three' } },
+            { method: 'DELETE', path: '/notes/999999' }],
+        }
+      })
       assert.equal(response.statusCode, 404, response.body)
       assert.deepEqual((await entries(db)).map((entry) => [entry.operation, entry.row_key, entry.after?.title]), [
         ['create', `{"id":${id}}`, 'one'], ['create', `{"id":${created}}`, 'two'], ['update', `{"id":${id}}`, 'one bis'],
@@ -209,11 +230,19 @@ for (const dialect of dialects) {
         projects: { relatedConfig: writable, history: { createTable: true } },
         tasks: { history: { createTable: true } },
       })
-      let response = await app.app.inject({ method: 'POST', url: '/projects', headers: app.alice,
-        payload: { name: 'new-proj', tasks: [{ title: 'n-1' }, { title: 'n-2' }] } })
+      let response = await app.app.inject({
+        method: 'POST',
+        url: '/projects',
+        headers: app.alice,
+        payload: { name: 'new-proj', tasks: [{ title: 'n-1' }, { title: 'n-2' }] }
+      })
       assert.equal(response.statusCode, 201, response.body)
-      response = await app.app.inject({ method: 'POST', url: '/projects', headers: app.alice,
-        payload: { name: 'bad-proj', tasks: [{ title: 'n-3' }, { title: 7 }] } })
+      response = await app.app.inject({
+        method: 'POST',
+        url: '/projects',
+        headers: app.alice,
+        payload: { name: 'bad-proj', tasks: [{ title: 'n-3' }, { title: 7 }] }
+      })
       assert.ok(response.statusCode >= 400 && response.statusCode < 500, response.body)
       const recorded = await app.db.selectFrom(history).select(['table_name', 'operation', 'actor'])
         .orderBy('position').execute()
@@ -257,7 +286,10 @@ for (const dialect of dialects) {
       response = await app.inject({ url: `/notes/${id}/history?limit=1`, headers: alice })
       assert.equal(response.statusCode, 200, response.body)
       assert.deepEqual(response.json(), [{
-        operation: 'delete', at: response.json()[0].at, actor: 'alice', before: { id, title: 'v4', code: 'a', owner: 'alice' },
+        operation: 'delete',
+        at: response.json()[0].at,
+        actor: 'alice',
+        before: { id, title: 'v4', code: 'a', owner: 'alice' },
         after: null,
       }])
       response = await app.inject({ url: `/notes/${id}/history`, headers: bob })
@@ -284,8 +316,10 @@ for (const dialect of dialects) {
       // Unless both writes fell in one millisecond, the first version.
       const expected = first?.at === second?.at ? 'v2' : 'v1'
       assert.deepEqual(response.json(), { id, title: expected, code: 'a', owner: 'alice' })
-      response = await app.inject({ url: `/notes/${id}?as_of=${encodeURIComponent('2999-01-01T00:00:00+02:00')}`,
-        headers: admin })
+      response = await app.inject({
+        url: `/notes/${id}?as_of=${encodeURIComponent('2999-01-01T00:00:00+02:00')}`,
+        headers: admin
+      })
       assert.deepEqual(response.json(), { id, title: 'v2', code: 'a', owner: 'alice', secret: 's' })
       response = await app.inject({ url: `/notes/${id}?as_of=2999-01-01T00:00:00Z`, headers: bob })
       assert.equal(response.statusCode, 404)
@@ -324,13 +358,13 @@ for (const dialect of dialects) {
         const { db, app, alice } = await historyApp(t, dialect)
         const ids: number[] = []
         for (let index = 0; index < 8; index++) ids.push(await post(app, alice, { title: `n${index}`, code: `c${index}` }))
-        let writing = true
+        const state = { writing: true }
         const seen = new Set<string>()
         let highest = 0
         let violations = 0
         const source = { historyTable: history, table: 'notes' }
         const reader = (async () => {
-          while (writing) {
+          while (state.writing) {
             const read = await readHistoryAfter(db, source, '0', 100_000)
             for (const entry of read) {
               if (seen.has(entry.position)) continue
@@ -342,13 +376,17 @@ for (const dialect of dialects) {
         })()
         const writers = ids.map(async (id) => {
           for (let round = 0; round < 15; round++) {
-            const response = await app.inject({ method: 'PATCH', url: `/notes/${id}`, headers: alice,
-              payload: { title: `r${round}` } })
+            const response = await app.inject({
+              method: 'PATCH',
+              url: `/notes/${id}`,
+              headers: alice,
+              payload: { title: `r${round}` }
+            })
             assert.equal(response.statusCode, 200, response.body)
           }
         })
         await Promise.all(writers)
-        writing = false
+        state.writing = false
         await reader
         assert.equal(violations, 0)
         const counted = await db.selectFrom(history).select(sql<number>`count(*)`.as('count')).executeTakeFirst()
