@@ -11,6 +11,8 @@ import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 import type { OpenApiDocument } from '../helpers/contract.js'
 import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
+import { statementChannel } from '../../lib/observability/channels.js'
+import type { StatementContext } from '../../lib/observability/channels.js'
 
 // `GET {prefix}?changed_since=<position>` (issue 40, item 5) on two tenants' notes: the rows changed since a position
 // of the history (issue 39's table, written by the viewset's own history writer), each once as it is now, the keys
@@ -137,8 +139,17 @@ for (const dialect of dialects) {
       // statements: the entries, the current rows, the versions of the keys no longer read (and from a position > 0,
       // the oldest retained one first).
       queries.length = 0
+      const classed: Array<{ sql: string, heavy: boolean | undefined }> = []
+      const tracer = {
+        asyncEnd: (context: StatementContext) => { classed.push(context) },
+        end: (context: StatementContext) => { if (context.pending !== true) classed.push(context) },
+      }
+      statementChannel.subscribe(tracer as any)
       const all = await changesSince(app, alice, 'changed_since=0&limit=50')
+      statementChannel.unsubscribe(tracer as any)
       assert.equal(queries.length, 3, queries.join('\n'))
+      // Classed (execution/cost-class.ts): the history's index range and the rows by key cheap, the versions heavy.
+      assert.deepEqual(classed.map((context) => context.heavy), [false, false, true], classed.map((c) => c.sql).join('\n'))
       assert.deepEqual(all.changes.map((row) => [row.id, row.title]), [[a1, 'a1'], [a2, 'a2 edited']])
       assert.deepEqual(all.deleted, [{ id: a3 }])
       assert.equal(all.link, undefined)
