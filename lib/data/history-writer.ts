@@ -1,7 +1,9 @@
+import type { KyselyPlugin } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import { lockHistory } from '../dialect/shared/history-lock.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { RowDecoder } from './json-text.js'
+import { StatementCache } from './statement-cache.js'
 
 // The writer of the history (issue 39 item 3): one entry per row a write changed, inserted through the write's own
 // transaction (a write that rolls back leaves none), with the row before and after as stored, every column of the
@@ -35,6 +37,8 @@ export interface HistoryTarget {
   readonly keyColumns: readonly KeyColumn[]
   /** The JSON text columns of the table parsed as the viewset reads them (data/json-text.ts). */
   readonly decode?: RowDecoder | undefined
+  /** The dialect's plugin of the data layer's statements (DialectSyntax.statementPlugin). */
+  readonly statementPlugin?: KyselyPlugin | undefined
 }
 
 /** A key value as canonical JSON: a BIGINT as its digits (a string), any other value as the driver answered it. */
@@ -107,9 +111,12 @@ function keyed (keyColumns: readonly KeyColumn[], row: Row): boolean {
  */
 export class HistoryWriter {
   readonly target: HistoryTarget
+  /** Its two statements, compiled once: building a Kysely query costs more than running it on SQLite. */
+  readonly #statements: StatementCache
 
   constructor (target: HistoryTarget) {
     this.target = Object.freeze({ ...target })
+    this.#statements = new StatementCache(target.statementPlugin, target.decode)
     Object.freeze(this)
   }
 
@@ -125,7 +132,7 @@ export class HistoryWriter {
       await lockHistory(trx, dialect, historyTable, table)
       if (trx.isTransaction) lockedIn.set(trx, held.add(table))
     }
-    await trx.insertInto(historyTable).values({
+    const values = {
       table_name: table,
       row_key: rowKeyText(keyColumns, keyRow),
       operation: entry.operation,
@@ -133,16 +140,20 @@ export class HistoryWriter {
       actor: entry.actor === null ? null : entry.actor.slice(0, 255),
       before: historyText(entry.before),
       after: historyText(after),
-    }).execute()
+    }
+    await this.#statements.execute(trx, 'history-insert', Object.values(values),
+      () => trx.insertInto(historyTable).values(values))
   }
 
   /** The row as stored now, every column, read by its key in `trx` (or as written, when it is not there). */
   async #whole (trx: AnyDatabase, row: Row): Promise<Row> {
-    const { table, keyColumns, decode } = this.target
-    let select = trx.selectFrom(table).selectAll()
-    for (const column of keyColumns) select = select.where(column.name, '=', row[column.name])
-    const rows = await select.execute()
-    decode?.({ rows })
+    const { table, keyColumns } = this.target
+    const key = keyColumns.map((column) => row[column.name])
+    const { rows } = await this.#statements.execute(trx, 'history-whole', key, () => {
+      let select = trx.selectFrom(table).selectAll()
+      for (const column of keyColumns) select = select.where(column.name, '=', row[column.name])
+      return select
+    }, true)
     return rows[0] ?? row
   }
 }

@@ -6,7 +6,7 @@ import { rowKeyText } from '../data/history-writer.js'
 import { invalidFields, ViewsetErrors } from '../errors.js'
 import { runWithCancellation } from '../execution/cancellation.js'
 import type { ScopedMethod } from '../options.js'
-import { deriveSerializerSchema } from '../schema/derive.js'
+import { deriveSerializerSchema, propertiesOf } from '../schema/derive.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
 import { sharedSerializer } from '../schema/serializer.js'
@@ -124,7 +124,19 @@ async function answer (context: RouteContext, history: HistoryContext, request: 
 export function historyRoute (context: RouteContext, hooks: Partial<RouteOptions>): RouteOptions {
   const { history } = context
   if (history === undefined) throw new TypeError('HISTORY is registered without the history option')
-  const serialized = deriveSerializerSchema({ type: 'array', items: entrySchema(history) })
+  // Written without `anyOf` (whose members fast-json-stringify validates first, where a stored value such as SQLite's
+  // 0/1 for a boolean matches none): each version is an object or null, coerced as GET coerces a row.
+  const version = { ...deriveSerializerSchema(history.row), nullable: true }
+  const entry = {
+    ...entrySchema(history),
+    properties: {
+      ...propertiesOf(entrySchema(history)),
+      actor: { type: 'string', nullable: true },
+      before: version,
+      after: version
+    }
+  }
+  const serialized = { type: 'array', items: entry }
   return {
     method: 'GET',
     url: '/:id/history',

@@ -52,7 +52,12 @@ export async function mountHistory (
   const { primaryKey } = resolved
   const keyColumns = [{ name: primaryKey, bigint: bigintTypes.has(columns.get(primaryKey)?.type ?? '') }]
   const writer = new HistoryWriter({
-    dialect: dialect.name, historyTable: options.table, table: resolved.table, keyColumns, decode,
+    dialect: dialect.name,
+    historyTable: options.table,
+    table: resolved.table,
+    keyColumns,
+    decode,
+    statementPlugin: dialect.syntax.statementPlugin,
   })
   return { writer, actor: options.actor }
 }

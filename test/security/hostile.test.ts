@@ -209,6 +209,11 @@ function withoutInputs (text: string, inputs: readonly string[]): string {
   return rest
 }
 
+/** Whether a value is an object (a stored version of a history entry, not its `null`). */
+function isObject (value: unknown): value is object {
+  return typeof value === 'object' && value !== null
+}
+
 /** Keys outside the schema, anywhere in a 2xx body. */
 function foreignKeys (body: unknown): string[] {
   const found: string[] = []
@@ -291,11 +296,16 @@ function faults (
     if (changed && !writes) problems.push(`a ${request.method} changed the rows`)
     if (response.body !== '' && request.method !== 'HEAD') {
       const answered: unknown = response.json()
-      // A batch's rows are its results' bodies, each checked as its route's would be.
+      // A batch's rows are its results' bodies; a history's, the versions its entries carry (issue 39).
+      const entries = /^\/products\/[^/?]+\/history/.test(request.url) && Array.isArray(answered) ? answered : undefined
       const body: unknown = request.url === '/batch' && typeof answered === 'object' && answered !== null &&
         'results' in answered && Array.isArray(answered.results)
         ? answered.results.flatMap((result: { body: unknown }) => result.body ?? [])
-        : answered
+        : entries?.flatMap((entry: Record<string, unknown>) => [entry.before, entry.after].filter(isObject)) ?? answered
+      for (const entry of entries ?? []) {
+        const keys = Object.keys(entry).sort().join()
+        if (keys !== 'actor,after,at,before,operation') problems.push(`a history entry with ${keys}`)
+      }
       const foreign = foreignKeys(body)
       if (foreign.length > 0) problems.push(`fields outside the schema: ${foreign.join(', ')}`)
       // Strings are stored and answered as sent: nothing in them was interpreted.
