@@ -94,12 +94,13 @@ async function changesSince (app: FastifyInstance, who: Caller, query: string): 
 
 /** Pages from `since` until caught up, applying each page to `copy`; answers the last `next` and the pages. */
 async function sync (app: FastifyInstance, who: Caller, copy: Map<number, NoteRow>, since: string, extra = '',
-  limit = 2) {
+  limit = 2, between: (page: number) => Promise<void> = async () => {}) {
   const pages: Changes[] = []
   let position = since
   for (let guard = 0; guard < 100; guard++) {
     const page = await changesSince(app, who, `changed_since=${position}&limit=${limit}${extra}`)
     pages.push(page)
+    await between(pages.length)
     for (const row of page.changes) copy.set(row.id, row)
     for (const key of page.deleted) copy.delete(key.id)
     // Caught up: no Link to a next page (the position then stays as sent once nothing follows).
@@ -212,6 +213,27 @@ for (const dialect of dialects) {
       assert.deepEqual(fields.changes.map((row) => Object.keys(row).sort()), [['id', 'title'], ['id', 'title'], ['id', 'title']])
       const hidden = await app.inject({ method: 'GET', url: '/notes?changed_since=0&fields=secret', headers: alice })
       assert.equal(hidden.statusCode, 400)
+    })
+
+    test('writes between the pages of a sync: the copy still ends equal to LIST', async (t) => {
+      const { app, alice, bob } = await notesApp(t, dialect)
+      const ids: number[] = []
+      for (const title of ['a', 'b', 'c', 'd', 'e']) ids.push(await create(app, alice, title))
+      await create(app, bob, 'bob')
+      const [a = 0, b = 0, c = 0] = ids
+      const copy = new Map<number, NoteRow>()
+      // After each of the first pages, a write to a row already sent, one not sent yet, a delete and a create.
+      await sync(app, alice, copy, '0', '', 2, async (page) => {
+        if (page === 1) {
+          await patch(app, alice, a, { title: 'a after page 1' })
+          await remove(app, alice, c)
+        }
+        if (page === 2) {
+          await patch(app, alice, b, { status: 'done' })
+          await create(app, alice, 'f')
+        }
+      })
+      assert.deepEqual(sorted(copy), await listed(app, alice))
     })
 
     test('a malformed position, or a parameter a page of changes does not take, is a 400 and reads nothing',
