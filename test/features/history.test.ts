@@ -6,12 +6,14 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import type { Kysely } from 'kysely'
-import { createViewset, viewsetBatch } from 'fastify-viewsets'
+import { createDatabase, createViewset, viewsetBatch, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetMethod, ViewsetOptions } from 'fastify-viewsets'
 import { readHistoryAfter } from '../../lib/data/history-reader.js'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
+import type { OpenApiDocument } from '../helpers/contract.js'
+import { redoclyProblems, spectralProblems } from '../helpers/openapi-lint.js'
 import { projectRelations, tenantsApp } from '../helpers/tenants.js'
 
 // A row's history (issue 39 item 3): every write recorded in its own transaction (rolled back with it), every
@@ -70,10 +72,11 @@ async function createNotes (db: Kysely<any>, dialect: TestDialect['name']) {
 }
 
 async function historyApp (t: TestContext, dialect: TestDialect, options: Record<string, unknown> = {},
-  database?: { db: Kysely<any> }) {
+  database?: { db: Kysely<any> }, docs = false) {
   const db = database?.db ?? (await testDatabase(t, dialect)).db
   if (database === undefined) await createNotes(db, dialect.name)
   const app = testApp(t)
+  if (docs) await app.register(viewsetDocs)
   await app.register(fastifyJwt, { secret })
   const given = {
     db,
@@ -395,3 +398,31 @@ for (const dialect of dialects) {
     }
   })
 }
+
+test('options are checked at once; OpenAPI documents HISTORY and as_of, and Redocly and Spectral find no error',
+  async (t) => {
+    const unused = createDatabase('sqlite::memory:')
+    t.after(() => unused.destroy())
+    for (const [history, named] of [['yes', /history:/], [{ tabel: 'x' }, /history\.tabel/],
+      [{ table: 'a b' }, /history\.table/], [{ createTable: 1 }, /history\.createTable/],
+      [{ actor: 'alice' }, /history\.actor/]] as const) {
+      assert.throws(() => createViewset({ db: unused, table: 'notes', schema: Note, history } as
+        unknown as ViewsetOptions<any, 'notes', typeof Note>), named)
+    }
+    const sqlite = dialects.find((dialect) => dialect.name === 'sqlite')
+    assert.ok(sqlite)
+    const { app } = await historyApp(t, sqlite, {}, undefined, true)
+    const document = app.swagger() as unknown as OpenApiDocument
+    const paths = (document as any).paths
+    const history = paths['/notes/{id}/history'].get
+    assert.equal(history.operationId, 'historyNotes')
+    assert.deepEqual(history.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name).sort(),
+      ['cursor', 'limit'])
+    const entry = history.responses[200].content['application/json'].schema.items
+    assert.deepEqual(Object.keys(entry.properties), ['operation', 'at', 'actor', 'before', 'after'])
+    assert.ok(history.responses[404])
+    assert.ok(paths['/notes/{id}'].get.parameters.some((p: any) => p.in === 'query' && p.name === 'as_of'))
+    const errors = [...await redoclyProblems(document), ...await spectralProblems(document)]
+      .filter((problem) => problem.severity === 'error')
+    assert.deepEqual(errors, [])
+  })
