@@ -71,6 +71,12 @@ export const ViewsetErrors = {
     'The cursor is not one this list made: follow the Link header, or start again without cursor',
     400
   ),
+  PositionExpired: detailError(
+    'FST_VIEWSET_POSITION_EXPIRED',
+    'The changed_since position is older than the history this table retains: list the rows again, ' +
+      'then sync from changed_since=0',
+    410
+  ),
   UnsupportedOrdering: createError(
     'FST_VIEWSET_UNSUPPORTED_ORDERING',
     'Unsupported ordering %s: the allowed fields are %s (a leading - sorts descending)',

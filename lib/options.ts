@@ -13,8 +13,10 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
 import { checkSoftDelete, type SoftDeleteResolution } from './data/soft-delete-options.js'
-import { checkHistory, type HistoryResolution } from './data/history-options.js'
+import type { HistoryResolution } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
+import { checkHistoryAndChanges } from './data/changes-since-options.js'
+import type { ChangesSinceResolution } from './data/changes-since-options.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
@@ -82,7 +84,7 @@ const knownOptionKeys = {
     'idempotency', 'history',
     'groupByFields',
     'aggregateFields',
-    'softDelete',
+    'softDelete', 'changes',
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
@@ -199,7 +201,8 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions extends IdempotencyResolution, SoftDeleteResolution, HistoryResolution {
+export interface ResolvedOptions
+  extends IdempotencyResolution, SoftDeleteResolution, HistoryResolution, ChangesSinceResolution {
   readonly table: string
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
@@ -390,7 +393,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
     softDelete: checkSoftDelete(options.softDelete, { primaryKey, versionField }),
-    history: checkHistory(options.history),
+    ...checkHistoryAndChanges(options),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

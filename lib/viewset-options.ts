@@ -206,6 +206,16 @@ export interface ViewsetOptions<
    * ```
    */
   history?: boolean | HistoryOptions
+  /**
+   * Serves the changes to the rows (default false; needs `history`): `GET {prefix}?changed_since=<position>` answers
+   * the rows changed and the keys deleted since a position of the history, page by page (README "Changes since").
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'notes', schema: Note, history: true, changes: true })
+   * ```
+   */
+  changes?: boolean
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

@@ -73,6 +73,15 @@ export interface KeyTable {
   encode(keys: readonly unknown[]): unknown
 }
 
+/** A stored version of a row: its key as the history stores it (`{"id":5}`) and its columns' values. */
+export interface StoredVersion {
+  readonly key: string
+  readonly row: Row
+}
+
+/** The column of {@link DialectSyntax.storedRows} that holds each version's key. */
+export const storedKeyColumn = '__viewset_key'
+
 /** The write statements that differ between databases (RETURNING, or a read-back where there is none). */
 export interface DialectWrites {
   /**
@@ -144,6 +153,13 @@ export interface DialectSyntax {
   Expression<unknown>
   /** Where the keys of a relation's batch come from, when not from an `IN` list (see relations/batched-query.ts). */
   readonly keyTable?: KeyTable
+  /**
+   * Stored versions of rows (the history's JSON) as a derived table aliased as the table itself, each version a row
+   * of every catalog column plus `storedKeyColumn` (its key as stored): a row rule or a filter written for the table
+   * reads it as it reads the table (data/changes-page.ts evaluates them on deleted rows' last versions).
+   */
+  storedRows?(table: string, columns: readonly ColumnInfo[], versions: readonly StoredVersion[]):
+  AliasedRawBuilder<Row, string>
   /**
    * A LIST page's LIMIT is written into its SQL rather than bound: SQLite plans an index-ordered LIMIT with the
    * bound value, so it would prepare such a statement again on every step (see

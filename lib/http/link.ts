@@ -12,6 +12,7 @@ export interface PagePosition {
 
 const offsetNames = ['limit', 'offset']
 const cursorNames = ['limit', 'cursor']
+const changesNames = ['limit', 'changed_since']
 
 function isPagination (pair: string, names: readonly string[]): boolean {
   const equals = pair.indexOf('=')
@@ -104,4 +105,18 @@ export function linkHeader (
   if (offset === 0) return nextLink
   const prevLink = `<${base}${Math.max(0, offset - limit)}>; rel="prev"`
   return nextLink === undefined ? prevLink : `${nextLink}, ${prevLink}`
+}
+
+/**
+ * The `Link` header of a page of changes (`changed_since`) that read as many entries as it could: `next` asks for the
+ * changes after its `next` position, with every other parameter as the client sent it.
+ *
+ * @example
+ * ```ts
+ * changesLinkHeader('/notes?changed_since=0&status=open', { limit: 100, next: '17' })
+ * // '</notes?status=open&limit=100&changed_since=17>; rel="next"'
+ * ```
+ */
+export function changesLinkHeader (url: string, { limit, next }: { limit: number; next: string }): string {
+  return `<${pageBase(url, changesNames)}limit=${limit}&changed_since=${next}>; rel="next"`
 }

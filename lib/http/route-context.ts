@@ -16,6 +16,7 @@ import type { AggregatePlan } from '../query/aggregate.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { ScopedMethod } from '../options.js'
+import type { ChangesTarget } from '../data/changes-page.js'
 import type { HistorySource } from '../data/history-reader.js'
 import type { KeyColumn } from '../data/history-writer.js'
 import type { ColumnInfo } from '../dialect/dialect.js'
@@ -164,6 +165,8 @@ export interface RouteContext {
   readonly softDelete?: SoftDeleteRouting | undefined
   /** What `GET {prefix}/:id/history` and `?as_of=` read, with the `history` option. */
   readonly history?: HistoryContext | undefined
+  /** What `GET {prefix}?changed_since=` reads, when the viewset has `changes: true`. */
+  readonly changes?: ChangesContext | undefined
 }
 
 /** What the routes of a soft-deleting viewset read (http/soft-delete-handlers.ts): its plan, RESTORE and PURGE. */
@@ -185,6 +188,13 @@ export interface HistoryContext {
   readonly row: JsonSchema
   /** `limit`'s bounds, LIST's. */
   readonly limits: { readonly maxLimit: number; readonly defaultLimit: number }
+  scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
+}
+
+/** What `changed_since` reads: the history of the table, LIST's plan (its filters, `fields`, paging) and row rules. */
+export interface ChangesContext {
+  readonly target: ChangesTarget
+  readonly list: ListQueryPlan
   scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
 }
 

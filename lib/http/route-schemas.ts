@@ -19,6 +19,7 @@ import { isRecord } from '../schema/object-schema.js'
 import { securitySchemeName } from './auth.js'
 import { ignoreDuplicates, mergeDuplicates, returnMinimal } from './prefer-header.js'
 import type { RouteAuth, RouteContext, RouteSchemas } from './route-context.js'
+import { documentChangesSince } from './changes-since-schema.js'
 
 // The schema of each generated route: what it validates, and what OpenAPI says of it (operationId, bodies,
 // responses, security). routes.ts adds the handler of each.
@@ -226,6 +227,7 @@ export function listSchema (context: RouteContext): RouteSchema {
     ...(schemas.list.headers === undefined ? {} : { headers: schemas.list.headers }),
   }
   if (schemas.list.prefer !== undefined) addHeader(schema, 'prefer', schemas.list.prefer)
+  if (context.changes !== undefined) documentChangesSince(schema.response, schemas)
   return schema
 }
 

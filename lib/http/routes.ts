@@ -21,6 +21,7 @@ import type { RouteContext, RouteHandlers } from './route-context.js'
 import { tracedRoute } from '../observability/traced-handler.js'
 import { aggregateRoute } from './aggregate-route.js'
 import { deletedHooks, softDeleteRoute, withDeletedQuery } from './soft-delete-routes.js'
+import { answerChangesSince } from './changes-since.js'
 import { answerAsOf, historyRoute } from './history-route.js'
 import {
   bulkSchema,
@@ -173,6 +174,10 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
     ...hooksOf('LIST', context, pagination === 'cursor' ? [refuseOffset] : []),
     handler: cancellable((request, reply) => {
       const scope = currentCancellation()
+      const { changes } = context
+      if (changes !== undefined && queryOf(request).changed_since !== undefined) {
+        return answerChangesSince(context, changes, request, reply, scope)
+      }
       // An overridden list gets the same bound on offset as the default one.
       parsePagination(queryOf(request), maxOffset, pagination)
       return andThen(handlers.list(request, reply, request.viewsetToken), (page) => {

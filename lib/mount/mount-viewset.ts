@@ -65,6 +65,7 @@ import {
 import { SoftDeleteHandlers } from '../http/soft-delete-handlers.js'
 import type { SoftDeletePlan } from '../query/soft-delete-term.js'
 import { aggregateContextOf, aggregatePlanOf } from './aggregate-mount.js'
+import { changesContextOf, withChangesQuery } from './changes-mount.js'
 import { historyContextOf, mountHistory, withHistory } from './history-mount.js'
 import type { MountedHistory } from './history-mount.js'
 
@@ -266,7 +267,7 @@ function buildViewset (
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
-  const listQuerystring = mergeListQuery(list, declaration, softDelete)
+  const listQuerystring = withChangesQuery(mergeListQuery(list, declaration, softDelete), resolved)
   const aggregate = aggregatePlanOf(methods, table, { entity, columns, related, options, list })
   const { rules, hiding } = fieldRulesOf({
     ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list, aggregate },
@@ -299,6 +300,7 @@ function buildViewset (
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
     softDelete: softDelete && new SoftDeleteHandlers(defaults, softDelete),
     history: historyContextOf(table.history, { catalog: table.columns, entity, columns, resolved, ...rowRules }),
+    changes: changesContextOf(resolved, table.columns, list.query, rowRules.scopeOf),
   }
   return { context, defaults, rules }
 }

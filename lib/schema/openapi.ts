@@ -50,6 +50,7 @@ const errorDescriptions: Record<number, string> = {
   409: 'Conflict with a unique or foreign-key constraint',
   412: 'If-Match names a version of the row that is not the stored one: ' +
     'nothing was changed (FST_VIEWSET_PRECONDITION_FAILED)',
+  410: 'The changed_since position is older than the retained history: list again (FST_VIEWSET_POSITION_EXPIRED)',
   413: 'The body is larger than the limit',
   414: 'A path parameter is longer than the limit (FST_VIEWSET_URI_TOO_LONG)',
   415: 'The body is not JSON, or is sent with a Content-Encoding other than identity',

@@ -927,6 +927,36 @@ export function softDeleteCorpus (ids: { product: number; bare: number }): Hosti
   return requests
 }
 
+/** Positions `changed_since` must refuse (400): signs, fractions, padding, past a BIGINT, and every injection. */
+const badPositions: readonly string[] = ['-1', '01', '1.5', '1e3', '0x10', ' 0', '0 ', '9223372036854775808', '99999999999999999999']
+
+/**
+ * Hostile requests to `GET /products?changed_since=` (issue 40, item 5): malformed positions (a 400 each), injections
+ * in every LIST parameter next to a valid position (its filters are evaluated on stored versions too), positions the
+ * history does not hold, and what a page of changes does not take.
+ */
+export function changesCorpus (): HostileRequest[] {
+  const requests: HostileRequest[] = []
+  for (const position of [...badPositions, ...injections]) {
+    const url = `/products?${queryValue('changed_since', position)}`
+    // An injection that is a BIGINT's digits (9007199254740993) is a position: answered, not refused.
+    const valid = /^(?:0|[1-9][0-9]{0,18})$/.test(position) && BigInt(position) < 2n ** 63n
+    requests.push({ label: `changed_since=${json(position).slice(0, 40)}`, method: 'GET', url, ...(valid ? {} : { expect: 400 }) })
+  }
+  for (const [parameter, payload] of spread(listParameters, injections, 2)) {
+    const url = `/products?changed_since=0&${queryValue(parameter, payload)}`
+    requests.push({ label: `changed_since=0 ?${parameter}=${json(payload).slice(0, 40)}`, method: 'GET', url })
+  }
+  for (const url of ['/products?changed_since=0', '/products?changed_since=0&name__contains=x&limit=1',
+    '/products?changed_since=1&price__gte=0', '/products?changed_since=123456789&limit=1']) {
+    requests.push({ label: url, method: 'GET', url })
+  }
+  for (const extra of ['order_by=id', 'offset=1', 'count=true', 'changed_since=1']) {
+    requests.push({ label: `changed_since=0&${extra}`, method: 'GET', url: `/products?changed_since=0&${extra}`, expect: 400 })
+  }
+  return requests
+}
+
 // ---- a row's history (issue 39 item 3) ------------------------------------------------------------
 
 /** Times `?as_of=` may be sent as, well-formed or not. */

@@ -9,7 +9,7 @@ import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
 import {
-  batchCorpus, bulkCorpus, fixedCorpus, generatedCorpus, historyCorpus, nestedCorpus, softDeleteCorpus,
+  batchCorpus, bulkCorpus, changesCorpus, fixedCorpus, generatedCorpus, historyCorpus, nestedCorpus, softDeleteCorpus,
 } from '../helpers/hostile-corpus.js'
 import type { HostileRequest } from '../helpers/hostile-corpus.js'
 
@@ -85,6 +85,26 @@ async function createShop (database: TestDatabase) {
   return { product: 1, bare: 8, ids: [1, 2, 3, 4, 5, 6, 7, 8] }
 }
 
+/**
+ * Entries for changed_since to read beside those the corpus's writes record: products 1 to 3 created, and a product
+ * 999 created and deleted (the history table is the viewset's, created at startup).
+ */
+async function seedHistory (db: TestDatabase['db']): Promise<void> {
+  const stored = await db.selectFrom('products').selectAll().where('id', '<=', 3).orderBy('id').execute()
+  const gone = { ...stored[0], id: 999, name: 'gone' }
+  const entry = (id: number, before: unknown, after: unknown) => ({
+    table_name: 'products',
+    row_key: JSON.stringify({ id }),
+    operation: after === null ? 'delete' : 'create',
+    at: new Date().toISOString(),
+    before: before === null ? null : JSON.stringify(before),
+    after: after === null ? null : JSON.stringify(after),
+  })
+  await db.insertInto('viewset_history').values([
+    ...stored.map((row) => entry(Number(row.id), null, row)), entry(999, null, gone), entry(999, gone, null),
+  ]).execute()
+}
+
 /** The makers and reviews as their own viewsets write them: what nested writes of products go through. */
 const MakerRow = Type.Object({
   id: Type.Optional(Type.Integer({ readOnly: true })), name: Type.String({ maxLength: 255 }),
@@ -127,6 +147,8 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
         prefetchRelated: { reviews: { table: 'reviews', foreignKey: 'product_id', writable: nested } },
       },
       ...(nested ? { maxBulk: 20 } : {}),
+      // changed_since (issue 40, item 5) over that history, and the entries seedHistory adds.
+      changes: true,
     }),
     { prefix: '/products' }
   )
@@ -147,6 +169,7 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
   // The atomic batch reaches the same routes: its corpus must not get past them either.
   await app.register(viewsetBatch())
   await app.ready()
+  await seedHistory(database.db)
   return { app, ...database, ids }
 }
 
@@ -219,6 +242,13 @@ function foreignKeys (body: unknown): string[] {
       check(product.maker, 'maker')
       if (Array.isArray(product.reviews)) for (const review of product.reviews) check(review, 'review')
     }
+  }
+  // A page of changes (changed_since): its rows are products, its deleted keys objects of the key alone.
+  if (typeof body === 'object' && body !== null && 'changes' in body && 'deleted' in body &&
+    Array.isArray(body.changes) && Array.isArray(body.deleted)) {
+    for (const product of body.changes) check(product, 'product')
+    for (const key of body.deleted) for (const name of Object.keys(key)) if (name !== 'id') found.push(`key.${name}`)
+    return found
   }
   // A write by filter answers how many rows it changed.
   const affected = typeof body === 'object' && body !== null && !Array.isArray(body) &&
@@ -345,6 +375,7 @@ async function hostileRun (t: TestContext, dialect: (typeof dialects)[number], n
     ? nestedCorpus({ product: ids.product, foreignReview: 3 }, 20)
     : [
         ...fixedCorpus({ product: ids.product, bare: ids.bare }, bodyLimit),
+        ...changesCorpus(),
         ...generatedCorpus(ids.ids, 250, seed),
         ...batchCorpus({ product: ids.product, bare: ids.bare }, 100, seed),
         ...softDeleteCorpus({ product: ids.product, bare: ids.bare }),

@@ -8,6 +8,7 @@ import type { ViewsetDialect } from '../dialect.js'
 import type { DatabaseFault } from '../../errors.js'
 import { bindAsIs, countOf, errorProperty, isConnectionError, mapKey } from '../../sql.js'
 import { mysqlFullText } from './mysql-full-text.js'
+import { mysqlStoredRows } from './mysql-stored-rows.js'
 
 // Server error numbers: https://mariadb.com/kb/en/mariadb-error-code-reference/
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -101,6 +102,7 @@ export const mysqlDialect: ViewsetDialect = {
         like lower(convert(${pattern} using utf8mb4)) collate utf8mb4_bin escape '!'`
     },
     jsonScalar: mysqlJsonScalar,
+    storedRows: mysqlStoredRows,
     literalLimit: false,
   },
   capabilities: {

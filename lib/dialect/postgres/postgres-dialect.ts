@@ -16,6 +16,7 @@ import {
   updateReturning,
 } from '../shared/returning-writes.js'
 import { postgresFullText } from './postgres-full-text.js'
+import { postgresStoredRows } from './postgres-stored-rows.js'
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
 const constraintKinds: Record<string, 'unique' | 'foreign-key' | 'not-null' | 'check'> = {
@@ -136,6 +137,7 @@ export const postgresDialect: ViewsetDialect = {
     // int2, int4 and int8 compare with an int8 through one B-tree operator family: the index still serves it.
     integerBound: (value) => sql`cast(${value} as bigint)`,
     jsonScalar: postgresJsonScalar,
+    storedRows: postgresStoredRows,
     literalLimit: false,
   },
   capabilities: {

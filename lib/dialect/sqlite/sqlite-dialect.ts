@@ -14,6 +14,7 @@ import {
   updateReturning,
 } from '../shared/returning-writes.js'
 import { sqliteFullText } from './sqlite-full-text.js'
+import { sqliteStoredRows } from './sqlite-stored-rows.js'
 
 // better-sqlite3 error codes: https://www.sqlite.org/rescode.html
 const constraintKinds: Record<string, 'unique' | 'not-null' | 'check'> = {
@@ -120,6 +121,7 @@ export const sqliteDialect: ViewsetDialect = {
     },
     keyTable: jsonKeys,
     jsonScalar: sqliteJsonScalar,
+    storedRows: sqliteStoredRows,
     literalLimit: true,
     statementPlugin: stablePlans,
   },

@@ -1,0 +1,219 @@
+import { sql } from 'kysely'
+import type { ColumnInfo, StoredVersion, ViewsetDialect } from '../dialect/dialect.js'
+import { storedKeyColumn } from '../dialect/dialect.js'
+import { ViewsetErrors } from '../errors.js'
+import { declareCost } from '../execution/cost-class.js'
+import { runCompiled } from '../execution/prepared-kysely.js'
+import type { Condition } from '../query/condition.js'
+import type { ListQuery } from '../query/list-query.js'
+import type { ScopeCondition } from '../query/scope.js'
+import { isRecord } from '../schema/object-schema.js'
+import type { AnyDatabase, Row } from '../sql.js'
+import { resultRows } from '../sql.js'
+import { oldestHistoryPosition, readHistoryAfter } from './history-reader.js'
+import type { HistoryEntry, HistorySource } from './history-reader.js'
+import { compileWith } from './statement-cache.js'
+import type { TableGateway } from './table-gateway.js'
+
+// One page of `GET {prefix}?changed_since=<position>` (issue 40, item 5), read in three bounded statements: the next
+// `limit` history entries of the table (history-reader.ts, an index range on `(table_name, position)`), the current
+// rows of the keys they touched under the request's filters and LIST rule (one statement, as LIST reads a page), and,
+// for the keys that are no longer such a row, their stored versions under the same filters and rule (one statement
+// over a derived table of the versions, DialectSyntax.storedRows): a key is reported deleted only when a version the
+// caller could have held was one its rule admitted, so another tenant's keys never show.
+
+/** What a viewset's changes are read from. */
+export interface ChangesTarget extends HistorySource {
+  /** The table's key: what a history key names and the current rows are found by. */
+  readonly primaryKey: string
+  /** Every column of the table (a rule may read a column the schema does not serve): what a stored version holds. */
+  readonly columns: readonly ColumnInfo[]
+}
+
+/** One request for changes: the position, the page size, and LIST's parsed query (filters, `fields`) and rule. */
+export interface ChangesRequest {
+  /** A position: decimal digits, `'0'` for the beginning. */
+  readonly since: string
+  readonly limit: number
+  readonly query: ListQuery
+  readonly scope: ScopeCondition | undefined
+}
+
+/** A page of changes: the current rows, the keys deleted (as objects of the key's columns) and the next position. */
+export interface ChangesPage {
+  readonly rows: Row[]
+  readonly deleted: Row[]
+  readonly next: string
+  /** Whether the page read `limit` entries: more may follow `next`. */
+  readonly more: boolean
+}
+
+/** A key the page's entries touched: its value, its key object as stored, and its versions in the window. */
+interface Touched {
+  readonly value: unknown
+  readonly key: Row
+  readonly versions: Row[]
+}
+
+/** The keys the entries touched, in the order of their first entry, with every version the window holds of each. */
+function touchedKeys (entries: readonly HistoryEntry[], primaryKey: string): Map<string, Touched> {
+  const touched = new Map<string, Touched>()
+  for (const entry of entries) {
+    let found = touched.get(entry.rowKey)
+    if (found === undefined) {
+      const key = keyObject(entry.rowKey)
+      if (key === undefined || !Object.hasOwn(key, primaryKey)) continue
+      found = { value: key[primaryKey], key, versions: [] }
+      touched.set(entry.rowKey, found)
+    }
+    if (entry.before !== null) found.versions.push(entry.before)
+    if (entry.after !== null) found.versions.push(entry.after)
+  }
+  return touched
+}
+
+/** A stored key (`{"id":5}`) as an object; `undefined` for text that is not one. */
+function keyObject (text: string): Row | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text)
+    return isRecord(parsed) ? parsed : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** A key value compared across drivers and the stored JSON (`5`, `"5"`, a bigint's digits). */
+function identity (value: unknown): string {
+  return String(value)
+}
+
+/**
+ * The IN list's length: the keys padded (the last one repeated) to a power of two, so that a page's statement is one
+ * of a few shapes, not one per number of keys.
+ */
+function padded (values: readonly unknown[]): unknown[] {
+  let size = 1
+  while (size < values.length) size *= 2
+  const last = values.at(-1)
+  return [...values, ...Array.from({ length: size - values.length }, () => last)]
+}
+
+/** `key IN (…)`, as one more WHERE term of LIST's page statement. */
+function keyIn (primaryKey: string, values: readonly unknown[]): Condition {
+  return {
+    shape: `changed keys ${primaryKey} ${values.length}`,
+    parameters: values,
+    expression: (eb) => eb(eb.ref(primaryKey), 'in', values),
+  }
+}
+
+/** The current rows of `touched` that match the request's filters and rule, read as LIST reads a page. */
+async function currentRows (
+  db: AnyDatabase,
+  resource: TableGateway,
+  primaryKey: string,
+  touched: ReadonlyMap<string, Touched>,
+  request: ChangesRequest
+): Promise<Row[]> {
+  const values = padded([...touched.values()].map((key) => resource.dialect.values.parameter(key.value)))
+  const { query } = request
+  // The key is read with any `?fields=`: it tells which touched key each row is.
+  const fields = query.fields === undefined || query.fields.columns.includes(primaryKey)
+    ? query.fields
+    : { ...query.fields, shape: `${query.fields.shape}|${primaryKey}`, columns: [...query.fields.columns, primaryKey] }
+  const read: ListQuery = {
+    ...query,
+    conditions: [...query.conditions, keyIn(primaryKey, values)],
+    fields,
+    limit: values.length,
+    offset: 0,
+    pageOnly: false,
+    pagination: 'offset',
+    cursor: undefined,
+    count: false,
+    estimate: false,
+  }
+  return await resource.list(db, read, request.scope)
+}
+
+/**
+ * The keys of `versions` that the request's filters and rule admit, evaluated by the database on the versions as
+ * the table's rows (DialectSyntax.storedRows): one statement, classed heavy (it reads every version it is given).
+ */
+async function admittedKeys (
+  db: AnyDatabase,
+  dialect: ViewsetDialect,
+  target: ChangesTarget,
+  versions: readonly StoredVersion[],
+  conditions: readonly Condition[]
+): Promise<Set<string>> {
+  const storedRows = dialect.syntax.storedRows
+  // A database that cannot read the versions reports no deletion it cannot check.
+  if (storedRows === undefined) return new Set()
+  const select = db
+    .selectFrom(storedRows(target.table, target.columns, versions))
+    .select(sql.ref(storedKeyColumn).as(storedKeyColumn))
+    .distinct()
+    .where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
+  const compiled = declareCost(compileWith(select, dialect.syntax.statementPlugin), 'heavy')
+  const rows = resultRows(await runCompiled(db, compiled))
+  return new Set(rows.map((row) => String(row[storedKeyColumn])))
+}
+
+/** The keys deleted for this caller: those of `gone` (no longer a row it reads) with a version its filters and rule
+ * admitted. */
+async function deletedKeys (
+  db: AnyDatabase,
+  resource: TableGateway,
+  target: ChangesTarget,
+  gone: ReadonlyMap<string, Touched>,
+  request: ChangesRequest
+): Promise<Row[]> {
+  if (gone.size === 0) return []
+  const { scope, query } = request
+  const conditions = scope === undefined ? query.conditions : [scope, ...query.conditions]
+  // Nothing restricts the rows: every key that is no longer a row is deleted.
+  if (conditions.length === 0) return [...gone.values()].map((key) => key.key)
+  const versions = [...gone.entries()].flatMap(([key, touched]) => touched.versions.map((row) => ({ key, row })))
+  const admitted = versions.length === 0
+    ? new Set<string>()
+    : await admittedKeys(db, resource.dialect, target, versions, conditions)
+  return [...gone.entries()].filter(([key]) => admitted.has(key)).map(([, touched]) => touched.key)
+}
+
+/**
+ * Reads one page of changes after `request.since`: 410 (`FST_VIEWSET_POSITION_EXPIRED`) when the history no longer
+ * holds every entry after it; else the touched rows the caller reads now (`rows`, each once, in LIST's order), the
+ * keys of those it may hold and reads no longer (`deleted`: deleted, or out of its filters or rule), and `next`, the
+ * position of the last entry read.
+ *
+ * @example
+ * ```ts
+ * const page = await readChanges(db, resource, target, { since: '0', limit: 100, query, scope })
+ * // { rows: [{ id: 1, … }], deleted: [{ id: 2 }], next: '17', more: false }
+ * ```
+ */
+export async function readChanges (
+  db: AnyDatabase,
+  resource: TableGateway,
+  target: ChangesTarget,
+  request: ChangesRequest
+): Promise<ChangesPage> {
+  const { since, limit } = request
+  if (since !== '0') {
+    const oldest = await oldestHistoryPosition(db, target)
+    if (oldest === undefined || BigInt(since) < BigInt(oldest)) throw new ViewsetErrors.PositionExpired()
+  }
+  const entries = await readHistoryAfter(db, target, since, limit)
+  const next = entries.at(-1)?.position ?? since
+  const more = entries.length === limit
+  const touched = touchedKeys(entries, target.primaryKey)
+  if (touched.size === 0) return { rows: [], deleted: [], next, more }
+  const rows = await currentRows(db, resource, target.primaryKey, touched, request)
+  const found = new Set(rows.map((row) => identity(row[target.primaryKey])))
+  const gone = new Map([...touched].filter(([, key]) => !found.has(identity(key.value))))
+  const deleted = await deletedKeys(db, resource, target, gone, request)
+  const selected = request.query.fields?.columns.includes(target.primaryKey) ?? true
+  if (!selected) for (const row of rows) delete row[target.primaryKey]
+  return { rows, deleted, next, more }
+}

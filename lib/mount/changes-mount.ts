@@ -1,0 +1,36 @@
+import type { ColumnInfo } from '../dialect/dialect.js'
+import type { ChangesContext } from '../http/route-context.js'
+import { withChangedSince } from '../http/changes-since-schema.js'
+import type { ResolvedOptions } from '../options.js'
+import type { ListQueryPlan } from '../query/list-query.js'
+import type { JsonSchema } from '../schema/derive.js'
+
+// `changed_since` at mounting (issue 40, item 5): with `changes: true`, LIST's query string takes the parameter and
+// its route reads the table's history (http/changes-since.ts).
+
+/** LIST's query string (as `mergeListQuery` made it) with `changed_since` when the viewset has `changes: true`. */
+export function withChangesQuery<L extends { readonly querystring: JsonSchema }> (
+  listed: L,
+  { changesSince }: Pick<ResolvedOptions, 'changesSince'>
+): L {
+  return changesSince === undefined ? listed : { ...listed, querystring: withChangedSince(listed.querystring) }
+}
+
+/**
+ * What the LIST route reads to answer `changed_since`, or `undefined` when `changes` is off.
+ *
+ * @example
+ * ```ts
+ * const changes = changesContextOf(resolved, table.columns, list.query, rowRules.scopeOf)
+ * ```
+ */
+export function changesContextOf (
+  { changesSince, table, primaryKey }: Pick<ResolvedOptions, 'changesSince' | 'table' | 'primaryKey'>,
+  columns: ReadonlyMap<string, ColumnInfo>,
+  list: ListQueryPlan,
+  scopeOf: ChangesContext['scopeOf']
+): ChangesContext | undefined {
+  if (changesSince === undefined) return undefined
+  const target = { historyTable: changesSince.historyTable, table, primaryKey, columns: [...columns.values()] }
+  return { target, list, scopeOf }
+}
