@@ -13,6 +13,8 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
+import { checkChanges } from './data/changes-options.js'
+import type { ResolvedChanges } from './data/changes-options.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
@@ -76,6 +78,8 @@ const knownOptionKeys = {
     'replica',
     'rowLevelSecurity',
     'idempotency',
+    'history',
+    'changes',
     'groupByFields',
     'aggregateFields',
   ],
@@ -220,6 +224,8 @@ export interface ResolvedOptions extends IdempotencyResolution {
   /** How reads choose between `readDb` and `db`; `undefined` without `readDb`. */
   readonly replica: ReplicaPlan | undefined
   readonly rowLevelSecurity: RowLevelSecurityOptions | undefined
+  /** The live feed of changes (data/changes-options.ts); `undefined` when off. */
+  readonly changes: ResolvedChanges | undefined
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -383,6 +389,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     strictIndexes: options.strictIndexes === true,
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
+    changes: checkChanges(options.changes, options.history, String(options.table)),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

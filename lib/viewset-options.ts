@@ -11,6 +11,7 @@ import type { FieldOf, ListOptions, ObjectFields, RelationPath } from './list-op
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
+import type { ChangesOptions } from './data/changes-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import type { AggregateOptions } from './query/aggregate-options.js'
 
@@ -175,6 +176,22 @@ export interface ViewsetOptions<
    * ```
    */
   idempotency?: boolean | IdempotencyOptions
+  /**
+   * Records every write in the history table (README "History"); the `history` branch owns its definition: the
+   * change feed reads only its table name.
+   */
+  history?: boolean | { readonly table?: string; readonly createTable?: boolean }
+  /**
+   * A live feed of the changes on the LIST URL (default off; needs `history`): `GET {prefix}?<filters>` with
+   * `Accept: text/event-stream` streams `insert`, `update` and `delete` events of the rows the filters and the
+   * caller's rules admit; see the README's "Live changes".
+   *
+   * @example
+   * ```ts
+   * createViewset({ db, table: 'items', schema: Item, history: { createTable: true }, changes: true })
+   * ```
+   */
+  changes?: boolean | ChangesOptions
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

@@ -54,6 +54,7 @@ import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
 import { checkedIndexReport } from './index-report.js'
 import { dateTimes, keyRules } from './column-roles.js'
 import { idempotentRoutes } from './idempotent-routes.js'
+import { changeFeedRoutes } from './change-routes.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
@@ -348,7 +349,11 @@ export async function mountViewset (
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const served = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
   const handlers = withNestedWrites(fastify, served, { declaration, defaults, context, rules })
-  const routes = await idempotentRoutes(viewsetRoutes(methods, handlers, context), resolved, db, table.dialect)
+  const feed = { changes: resolved.changes, dialect: table.dialect, catalog: table.described.columns, context, defaults }
+  const viewsetRouteList = changeFeedRoutes(fastify, viewsetRoutes(methods, handlers, context), {
+    ...feed, schema: declaration.schema, columns: declaration.columns,
+  })
+  const routes = await idempotentRoutes(viewsetRouteList, resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
   const rule = ruleOf(declaration)
   // Under the database a request transaction wraps: viewsets over one database find each other's rules.
