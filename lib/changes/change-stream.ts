@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedChanges } from '../data/changes-options.js'
 import { headPosition, resumable } from '../data/history-entries.js'
@@ -124,6 +125,9 @@ export async function openStream (plan: StreamPlan, request: FastifyRequest, rep
   }
 }
 
+/** A change's row as the streams of its group without field rules send it. */
+const serializedRows = new WeakMap<MatchedChange, string>()
+
 /** The milliseconds a timer may wait (setTimeout's bound). */
 const longestTimer = 2_147_483_647
 
@@ -160,8 +164,10 @@ class EventStream {
   ): void {
     const { raw } = this.#reply
     const { options } = this.#plan
+    const set: OutgoingHttpHeaders = {}
+    for (const [name, value] of Object.entries(this.#reply.getHeaders())) if (value !== undefined) set[name] = value
     raw.writeHead(200, {
-      ...this.#reply.getHeaders(),
+      ...set,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
       'x-accel-buffering': 'no',
@@ -203,7 +209,7 @@ class EventStream {
       if (change.position <= subscriber.position || this.#ended) continue
       const data = change.row === undefined
         ? keyData(change.rowKey, this.#plan.numericKeys)
-        : this.#rowData(change.row)
+        : this.#rowData(change, change.row)
       this.#write(block(change.event, change.position, data))
       subscriber.position = change.position
       sent = true
@@ -213,10 +219,16 @@ class EventStream {
   }
 
   /** The row as LIST serializes it, without the fields the caller's field rules hide. */
-  #rowData (row: Row): string {
+  #rowData (change: MatchedChange, row: Row): string {
+    // Without field rules or `?fields=`, every stream of the group sends the same text: serialized once.
+    const shared = !this.#plan.hiding && this.#serialize === this.#plan.serializeRow
+    const known = shared ? serializedRows.get(change) : undefined
+    if (known !== undefined) return known
     const copy = { ...row }
     if (this.#plan.hiding) hideFields(this.#request, copy)
-    return this.#serialize(copy)
+    const text = this.#serialize(copy)
+    if (shared) serializedRows.set(change, text)
+    return text
   }
 
   /** Writes, or drops a client that reads too slowly: what it has not read stays under `sendBuffer`. */

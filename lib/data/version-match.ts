@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { CatalogColumn } from '../dialect/shared/catalog.js'
 import type { StoredVersions } from '../dialect/shared/stored-versions.js'
 import { versionColumn } from '../dialect/shared/stored-versions.js'
@@ -76,7 +77,8 @@ export async function matchChanges (
   if (entries.length === 0) return []
   const { documents, slots } = versionsOf(entries)
   const { table, catalog, selected } = target
-  let select = db.with(table, () => target.source(table, catalog, documents))
+  // Kysely writes a raw common table expression as given: the parentheses are ours.
+  let select = db.with(table, () => sql`(${target.source(table, catalog, documents)})`)
     .selectFrom(table)
     .select([...selected, versionColumn])
   if (conditions.length > 0) select = select.where((eb) => eb.and(conditions.map((term) => term.expression(eb))))

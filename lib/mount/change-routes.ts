@@ -130,7 +130,8 @@ export function changeFeedRoutes (fastify: FastifyInstance, routes: RouteOptions
   const list = routes.find((route) => route.method === 'GET' && route.url === '')
   if (list === undefined) return invalidOption('changes', 'needs the LIST method (the feed is served on the LIST URL)')
   const plan = streamPlan(changes, mount)
-  fastify.addHook('onClose', async () => { await plan.feed.close() })
+  // preClose, not onClose: an open stream is an in-flight request, which the server's close would wait for.
+  fastify.addHook('preClose', async () => { await plan.feed.close() })
   const page = list.handler
   const handler: RouteHandlerMethod = function (request, reply) {
     if (wantsStream(request)) return openStream(plan, request, reply)

@@ -24,6 +24,8 @@ export interface SseStream {
   ended: Promise<void>
   /** Stops reading (the socket stays open: a slow client). */
   pause(): void
+  /** Reads again. */
+  resume(): void
   close(): void
 }
 
@@ -53,6 +55,7 @@ export function openSse (url: string, headers: Record<string, string> = {}): Pro
         },
         ended,
         pause () { response.pause() },
+        resume () { response.resume() },
         close () { outgoing.destroy() },
       }
       const dispatch = (text: string) => {

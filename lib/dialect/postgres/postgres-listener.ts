@@ -12,17 +12,9 @@ export const changesChannel = 'fastify_viewsets_changes'
 
 type Wake = (table: string) => void
 
-interface ListenerClient {
-  connect(): Promise<unknown>
-  query(text: string): Promise<unknown>
-  end(): Promise<void>
-  on(event: 'notification', listener: (message: { channel: string, payload?: string }) => void): unknown
-  on(event: 'error' | 'end', listener: () => void): unknown
-}
-
 interface Listener {
   readonly wakes: Set<Wake>
-  client: ListenerClient | undefined
+  client: { end(): Promise<void> } | undefined
   closed: boolean
 }
 
@@ -34,7 +26,7 @@ const reconnectDelay = 1000
 async function connect (url: string, listener: Listener): Promise<void> {
   if (listener.closed) return
   const { default: pg } = await import('pg')
-  const client: ListenerClient = new pg.Client({ connectionString: url, keepAlive: true })
+  const client = new pg.Client({ connectionString: url, keepAlive: true })
   const lost = () => {
     if (listener.client !== client) return
     listener.client = undefined
@@ -43,7 +35,7 @@ async function connect (url: string, listener: Listener): Promise<void> {
   }
   client.on('error', lost)
   client.on('end', lost)
-  client.on('notification', ({ channel, payload }) => {
+  client.on('notification', ({ channel, payload }: { channel: string, payload?: string | undefined }) => {
     if (channel !== changesChannel || payload === undefined) return
     for (const wake of listener.wakes) wake(payload)
   })
