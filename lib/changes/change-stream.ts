@@ -200,6 +200,7 @@ class EventStream {
   /** Restarts the idle bound: an event was sent. */
   #touch (): void {
     clearTimeout(this.#idle)
+    if (this.#ended) return
     this.#idle = setTimeout(() => { this.end('idle') }, Math.min(this.#plan.options.idleTimeout, longestTimer))
   }
 
