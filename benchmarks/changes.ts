@@ -80,10 +80,15 @@ async function server (): Promise<void> {
     // The history writer of the feed's tests: each write recorded in its transaction (and notified on PostgreSQL).
     afterWrite: async (_context: unknown, { before, after }: any, trx: any) => {
       const row = after ?? before
+      const text = (version: unknown) => (version === null ? null : JSON.stringify(version))
       await trx.insertInto('viewset_history').values({
-        table_name: 'bench_changes', row_key: JSON.stringify({ id: row.id }),
-        operation: before === null ? 'create' : after === null ? 'delete' : 'update', at: new Date().toISOString(),
-        actor: null, before: before === null ? null : JSON.stringify(before), after: after === null ? null : JSON.stringify(after),
+        table_name: 'bench_changes',
+        row_key: JSON.stringify({ id: row.id }),
+        operation: before === null ? 'create' : after === null ? 'delete' : 'update',
+        at: new Date().toISOString(),
+        actor: null,
+        before: text(before),
+        after: text(after),
       }).execute()
       if (postgres) await sql`select pg_notify('fastify_viewsets_changes', 'bench_changes')`.execute(trx)
     },
@@ -121,11 +126,11 @@ async function client (): Promise<void> {
       (response) => { response.resume(); response.on('end', resolve) })
     outgoing.end(text)
   })
-  let writing = true
+  const state = { writing: true }
   let written = 0
   const writer = (async () => {
     const start = performance.now()
-    while (writing) {
+    while (state.writing) {
       const name = `w${written}`
       sent.set(name, performance.now())
       await post({ name, status: statuses[written % statuses.length], priority: written % 5, tenant: `t${written % 2}` })
@@ -160,7 +165,7 @@ async function client (): Promise<void> {
   const counts = await ask<{ statements: number, evaluations: number, batches: number }>(child, 'counts')
   const measured = [...latencies].sort((a, b) => a - b)
   const withStreams = await cheap()
-  writing = false
+  state.writing = false
   await writer
   for (const stream of streams) stream.destroy()
   await ask(child, 'stop').catch(() => {})

@@ -58,7 +58,9 @@ const keys = [
 /** A positive whole number, or the default. */
 function positive (option: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) fail(option, 'expected a positive integer')
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    fail(option, 'expected a positive integer')
+  }
   return value
 }
 
@@ -99,7 +101,9 @@ export function checkChanges (value: unknown, history: unknown, table: string): 
   const historyTable = historyTableOf(history)
   return Object.freeze({
     historyTable,
-    pollInterval: given.pollInterval === undefined ? undefined : positive('changes.pollInterval', given.pollInterval, 1),
+    pollInterval: given.pollInterval === undefined
+      ? undefined
+      : positive('changes.pollInterval', given.pollInterval, 1),
     listen,
     maxStreams: positive('changes.maxStreams', given.maxStreams, 1000),
     maxStreamsPerCaller: positive('changes.maxStreamsPerCaller', given.maxStreamsPerCaller, 10),

@@ -124,7 +124,9 @@ function documented (schema: Record<string, unknown>, response: Record<string, u
  * const routes = changeFeedRoutes(fastify, viewsetRoutes(methods, handlers, context), mount)
  * ```
  */
-export function changeFeedRoutes (fastify: FastifyInstance, routes: RouteOptions[], mount: ChangeMount): RouteOptions[] {
+export function changeFeedRoutes (
+  fastify: FastifyInstance, routes: RouteOptions[], mount: ChangeMount
+): RouteOptions[] {
   const { changes } = mount
   if (changes === undefined) return routes
   const list = routes.find((route) => route.method === 'GET' && route.url === '')

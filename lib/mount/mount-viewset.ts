@@ -349,9 +349,9 @@ export async function mountViewset (
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const served = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
   const handlers = withNestedWrites(fastify, served, { declaration, defaults, context, rules })
-  const feed = { changes: resolved.changes, dialect: table.dialect, catalog: table.described.columns, context, defaults }
   const viewsetRouteList = changeFeedRoutes(fastify, viewsetRoutes(methods, handlers, context), {
-    ...feed, schema: declaration.schema, columns: declaration.columns,
+    ...{ changes: resolved.changes, dialect: table.dialect, catalog: table.described.columns, context, defaults },
+    ...{ schema: declaration.schema, columns: declaration.columns },
   })
   const routes = await idempotentRoutes(viewsetRouteList, resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))

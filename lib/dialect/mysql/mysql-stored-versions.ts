@@ -3,7 +3,7 @@ import type { StoredVersions } from '../shared/stored-versions.js'
 import { memberPath, versionColumn } from '../shared/stored-versions.js'
 
 /** Types a JSON_TABLE column takes as declared; the others are read as text (dates were stored as ISO text). */
-const asDeclared = /^(tinyint|smallint|mediumint|int|integer|bigint|decimal|numeric|float|double|real|bit|char|varchar)$/
+const asDeclared = /^(tinyint|smallint|mediumint|int|integer|bigint|decimal|numeric|float|double|real|char|varchar)$/
 
 /**
  * MySQL and MariaDB: `JSON_TABLE` over the array, each column typed as the table declares it (numbers and strings),

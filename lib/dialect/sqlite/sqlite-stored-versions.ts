@@ -12,6 +12,8 @@ import { memberPath, versionColumn } from '../shared/stored-versions.js'
  * ```
  */
 export const sqliteStoredVersions: StoredVersions = (_table, columns, documents) => {
-  const members = columns.map(({ name }) => sql`json_extract(${sql.ref('d.value')}, ${sql.lit(memberPath(name))}) as ${sql.id(name)}`)
-  return sql`select ${sql.join(members)}, ${sql.ref('d.key')} + 1 as ${sql.id(versionColumn)} from json_each(${documents}) as ${sql.id('d')}`
+  const members = columns.map(({ name }) =>
+    sql`json_extract(${sql.ref('d.value')}, ${sql.lit(memberPath(name))}) as ${sql.id(name)}`)
+  const version = sql`${sql.ref('d.key')} + 1 as ${sql.id(versionColumn)}`
+  return sql`select ${sql.join(members)}, ${version} from json_each(${documents}) as ${sql.id('d')}`
 }
