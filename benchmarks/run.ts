@@ -131,7 +131,7 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
  * inserts and deletes never meet another scenario.
  */
 const blocks: ReadonlyArray<readonly ScenarioId[]> = [
-  ['get', 'get-versioned', 'get-untagged', 'get-scoped'],
+  ['get', 'get-versioned', 'get-untagged', 'get-scoped', 'get-history'],
   ['list10'],
   ['list100'],
   ['filter'],
@@ -140,7 +140,7 @@ const blocks: ReadonlyArray<readonly ScenarioId[]> = [
   ['eager', 'eager-n1'],
   ['list-author', 'list-author-scoped'],
   ['post', 'nested-post'],
-  ['patch'],
+  ['patch', 'patch-history'],
   ['patch-many'],
   ['delete'],
 ]

@@ -26,6 +26,7 @@ export const scenarioIds = [
   'get-versioned',
   'get-untagged',
   'get-scoped',
+  'get-history',
   'list10',
   'list100',
   'filter',
@@ -38,6 +39,7 @@ export const scenarioIds = [
   'post',
   'nested-post',
   'patch',
+  'patch-history',
   'patch-many',
   'delete',
 ] as const
@@ -251,6 +253,13 @@ const scenarios: Scenario[] = [
     check: getCheck,
   },
   {
+    // A row's history (issue 39): the same GET on a viewset that keeps one; reads run no history statement.
+    id: 'get-history',
+    title: 'GET by id, history on',
+    request: (_system, { next }) => ({ method: 'GET', path: `/books-history/${pick(next, sizes.books)}` }),
+    check: getCheck,
+  },
+  {
     id: 'list-author',
     title: 'LIST 10 + author',
     request: () => ({ method: 'GET', path: '/books-author?limit=10' }),
@@ -320,6 +329,19 @@ const scenarios: Scenario[] = [
       ((body as Json).price === request.body?.price && typeof (body as Json).title === 'string'
         ? undefined
         : 'expected the updated book') ??
+      etagCheck(system, request, headers),
+  },
+  {
+    // The same PATCH recording each write in the history table, in its transaction (issue 39).
+    id: 'patch-history',
+    title: 'PATCH, history on',
+    writes: true,
+    request: (_system, { next }) => ({
+      method: 'PATCH', path: `/books-history/${pick(next, sizes.books)}`, body: { price: pick(next, 10_000) / 100 },
+    }),
+    check: (system, request, status, body, headers) =>
+      expectStatus(status, 200) ??
+      ((body as Json).price === request.body?.price ? undefined : 'expected the updated book') ??
       etagCheck(system, request, headers),
   },
   {

@@ -24,6 +24,7 @@ export type {
 } from './relations/config.js'
 export type { Precondition } from './data/precondition.js'
 export type { IdempotencyOptions } from './data/idempotency-options.js'
+export type { HistoryActor, HistoryOptions } from './data/history-options.js'
 export type { ChangesOptions } from './data/changes-options.js'
 export type { CustomRouteSchemaOptions } from './http/custom-answers.js'
 export { orderByPattern, parseOrderBy } from './query/order-by.js'

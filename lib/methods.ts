@@ -3,7 +3,8 @@
 /**
  * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`;
  * `PATCH_MANY` is `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk` and `DELETE_MANY` is
- * `DELETE {prefix}?<filters>`; `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums).
+ * `DELETE {prefix}?<filters>`; `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums); `HISTORY` is
+ * `GET {prefix}/:id/history` (a row's recorded writes, with the `history` option).
  *
  * @example
  * ```ts
@@ -12,6 +13,7 @@
  */
 export const viewsetMethods = [
   'LIST', 'GET', 'POST', 'BULK', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE',
+  'HISTORY',
 ] as const
 /**
  * One of the logical methods a viewset serves: `LIST` (`GET {prefix}`), `GET`, `POST`, `BULK`
@@ -27,9 +29,11 @@ export const viewsetMethods = [
  */
 export type ViewsetMethod = (typeof viewsetMethods)[number]
 
-/** The methods registered only when `methods` names them: those that write many rows per request, and `AGGREGATE`,
- * which reads every row of the filtered set. */
-const optInMethods: readonly ViewsetMethod[] = ['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE']
+/** The methods registered only when `methods` names them: those that write many rows per request, `AGGREGATE`,
+ * which reads every row of the filtered set, and `HISTORY`, which needs the `history` option. */
+const optInMethods: readonly ViewsetMethod[] = [
+  'BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE', 'HISTORY',
+]
 
 /** The methods registered when `methods` is not given: all but the opt-in ones. */
 export const defaultMethods: readonly ViewsetMethod[] =

@@ -12,6 +12,7 @@ import { defaultMethods, viewsetMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
+import { checkHistory, type HistoryResolution } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import { checkChanges } from './data/changes-options.js'
 import type { ResolvedChanges } from './data/changes-options.js'
@@ -77,8 +78,7 @@ const knownOptionKeys = {
     'parent',
     'replica',
     'rowLevelSecurity',
-    'idempotency',
-    'history',
+    'idempotency', 'history',
     'changes',
     'groupByFields',
     'aggregateFields',
@@ -198,7 +198,7 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions extends IdempotencyResolution {
+export interface ResolvedOptions extends IdempotencyResolution, HistoryResolution {
   readonly table: string
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
@@ -389,6 +389,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     strictIndexes: options.strictIndexes === true,
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
+    history: checkHistory(options.history),
     changes: checkChanges(options.changes, options.history, String(options.table)),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)

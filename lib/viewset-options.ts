@@ -11,6 +11,7 @@ import type { FieldOf, ListOptions, ObjectFields, RelationPath } from './list-op
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
+import type { HistoryOptions } from './data/history-options.js'
 import type { ChangesOptions } from './data/changes-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import type { AggregateOptions } from './query/aggregate-options.js'
@@ -177,10 +178,18 @@ export interface ViewsetOptions<
    */
   idempotency?: boolean | IdempotencyOptions
   /**
-   * Records every write in the history table (README "History"); the `history` branch owns its definition: the
-   * change feed reads only its table name.
+   * A row's history (default off): every write of the viewset (create, update, delete; bulk, nested and batch writes
+   * included) recorded in its own transaction in a history table, with the row before and after as stored and who
+   * wrote; served by `GET {prefix}/:id/history` (method `'HISTORY'`) and `GET {prefix}/:id?as_of=<date-time>`. See the
+   * README's "History".
+   *
+   * @example
+   * ```ts
+   * const methods = [...defaultMethods, 'HISTORY'] as const
+   * createViewset({ db, table: 'orders', schema: Order, history: { createTable: true }, methods })
+   * ```
    */
-  history?: boolean | { readonly table?: string; readonly createTable?: boolean }
+  history?: boolean | HistoryOptions
   /**
    * A live feed of the changes on the LIST URL (default off; needs `history`): `GET {prefix}?<filters>` with
    * `Accept: text/event-stream` streams `insert`, `update` and `delete` events of the rows the filters and the

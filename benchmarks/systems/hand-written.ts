@@ -32,6 +32,8 @@ export const rulesOnOurs = {
   'get-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
   'list-author': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
   'list-author-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
+  'get-history': 'the history is the library\'s: measured as ours with it against ours without',
+  'patch-history': 'the history is the library\'s: measured as ours with it against ours without',
 } as const
 
 /** The hand-written equivalent of AGGREGATE: measured on raw (a GROUP BY over prepared statements) and ours. */

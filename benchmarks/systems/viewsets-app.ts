@@ -209,6 +209,15 @@ export async function registerViewsets (
     ...scopedViewsets(db, createViewset),
     nestedViewsets(db, createViewset),
     {
+      // A row's history (issue 39): GET and PATCH on the books with every write recorded.
+      feature: 'history',
+      scenarios: ['get-history', 'patch-history'],
+      prefix: '/books-history',
+      plugin: () => createViewset({
+        db, table: 'books', schema: Book, methods: ['GET', 'PATCH'], history: { createTable: true },
+      }),
+    },
+    {
       feature: 'AGGREGATE',
       scenarios: ['aggregate'],
       prefix: '/books-aggregate',

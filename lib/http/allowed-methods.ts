@@ -32,13 +32,16 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
 }
 
 /**
- * The paths of a viewset whose unserved methods answer 405: the collection, the element and, where the key is an
- * integer (so that no row can be named `bulk`), `/bulk`, whose GET would otherwise reach `/:id` and answer 400.
+ * The paths of a viewset whose unserved methods answer 405: the collection, the element, where the key is an
+ * integer (so that no row can be named `bulk`) `/bulk`, whose GET would otherwise reach `/:id` and answer 400, and
+ * `/:id/history` when HISTORY is served.
  */
 export function methodPaths (routes: readonly RouteOptions[]): string[] {
   const params = routes.find((route) => route.url === '/:id')?.schema?.params
   const id = isRecord(params) && isRecord(params.properties) ? params.properties.id : undefined
-  return isRecord(id) && id.type === 'integer' ? ['', '/:id', '/bulk'] : ['', '/:id']
+  const paths = isRecord(id) && id.type === 'integer' ? ['', '/:id', '/bulk'] : ['', '/:id']
+  // A row's history (HISTORY) is a path of its own.
+  return routes.some((route) => route.url === '/:id/history') ? [...paths, '/:id/history'] : paths
 }
 
 /** The `Allow` of a concrete path of the scope, or `undefined` when the viewset does not serve it. */

@@ -15,6 +15,9 @@ import type { AggregatePlan } from '../query/aggregate.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { ScopedMethod } from '../options.js'
+import type { HistorySource } from '../data/history-reader.js'
+import type { KeyColumn } from '../data/history-writer.js'
+import type { ColumnInfo } from '../dialect/dialect.js'
 
 /**
  * What a LIST answers: its rows, and for the default LIST what its route says in headers (`Link`,
@@ -156,6 +159,21 @@ export interface RouteContext {
   readonly hiding: FieldHiding | undefined
   /** What `GET {prefix}/aggregate` reads, when `methods` lists AGGREGATE. */
   readonly aggregate?: AggregateContext | undefined
+  /** What `GET {prefix}/:id/history` and `?as_of=` read, with the `history` option. */
+  readonly history?: HistoryContext | undefined
+}
+
+/** What the history's routes read: where the entries are, how the row is keyed, its columns, and the row rules. */
+export interface HistoryContext {
+  readonly source: HistorySource
+  readonly keyColumns: readonly KeyColumn[]
+  /** The table's columns (a hard-deleted row's rule is evaluated on its last stored version of them). */
+  readonly catalog: ReadonlyMap<string, ColumnInfo>
+  /** A stored row as documented (the schema's columns, none required). */
+  readonly row: JsonSchema
+  /** `limit`'s bounds, LIST's. */
+  readonly limits: { readonly maxLimit: number; readonly defaultLimit: number }
+  scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
 }
 
 /** What AGGREGATE reads: its plan, LIST's (its filters, search and paging), and the viewset's row rules. */

@@ -40,6 +40,7 @@ const summaries: Record<ViewsetMethod, (name: string) => string> = {
   PATCH_MANY: (name) => `Update fields of every one of ${name} the filters select`,
   BULK_PATCH: (name) => `Update fields of many of ${name} by key, all or none`,
   DELETE_MANY: (name) => `Delete every one of ${name} the filters select`,
+  HISTORY: (name) => `The recorded writes of one of ${name}, newest first`,
 }
 const operationVerbs: Record<ViewsetMethod, string> = {
   LIST: 'list',
@@ -53,6 +54,7 @@ const operationVerbs: Record<ViewsetMethod, string> = {
   PATCH_MANY: 'updateWhere',
   BULK_PATCH: 'updateMany',
   DELETE_MANY: 'deleteWhere',
+  HISTORY: 'history',
 }
 
 /** The conditional-request headers each operation honours, as header parameters (a client types them). */
@@ -140,6 +142,13 @@ export function wholeRowSerializer (schemas: RouteSchemas, page: boolean): Fasti
   return serializerCompiler(schemas, { 200: page ? { type: 'array', items: row } : row })
 }
 
+/** `?as_of=`, documented and validated on GET when the viewset keeps a history. */
+const asOfParameter: JsonSchema = {
+  type: 'string',
+  format: 'date-time',
+  description: 'The row as it was at this time (RFC 3339): its version after the last write at or before it',
+}
+
 /** The schema parts every generated route shares: OpenAPI metadata, error responses, security. */
 function baseSchema (
   method: ViewsetMethod,
@@ -219,7 +228,9 @@ export function listSchema (context: RouteContext): RouteSchema {
 /** GET `/:id`: `?fields=`, the row with its ETag, or 304. */
 export function getSchema (context: RouteContext): RouteSchema {
   const schema = baseOf('GET', context)
-  schema.querystring = { type: 'object', properties: context.fields.properties, additionalProperties: false }
+  const asOf = context.history === undefined ? {} : { as_of: asOfParameter }
+  const properties = { ...context.fields.properties, ...asOf }
+  schema.querystring = { type: 'object', properties, additionalProperties: false }
   schema.response[200] = {
     description: `The row (with \`?fields=\`, only the chosen fields, as \`${partialMediaType}\`)`,
     content: readContent(context.schemas, undefined),

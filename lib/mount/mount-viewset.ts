@@ -60,6 +60,8 @@ import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
 import { withNestedWrites } from './writable-relations.js'
 import { aggregateContextOf, aggregatePlanOf } from './aggregate-mount.js'
+import { historyContextOf, mountHistory, withHistory } from './history-mount.js'
+import type { MountedHistory } from './history-mount.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
 // in the order `mountViewset` reads, before any route exists. Phase 1 (no database) ran in the Viewset
@@ -127,6 +129,7 @@ interface CheckedTable {
   readonly described: TableCatalog
   readonly columns: ReadonlyMap<string, ColumnInfo>
   readonly unindexedOrder?: ReadonlySet<string> // the index report's orderings: their pages are heavy statements
+  readonly history?: MountedHistory | undefined
 }
 
 /**
@@ -215,6 +218,7 @@ function buildTableGateway (
     uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],
     conflictFields,
     unindexedOrder: table.unindexedOrder,
+    wholeRows: table.history !== undefined,
   })
 }
 
@@ -264,7 +268,7 @@ function buildViewset (
     relationKeys: relations?.keys ?? new Map(),
     listQuerystring: listQuerystring.querystring,
   })
-  const rowRules = servedRowRules(declaration, planned.parent)
+  const rowRules = withHistory(servedRowRules(declaration, planned.parent), table.history)
   const defaults = new DefaultHandlers({
     listPlanOf: hiding === undefined ? undefined : narrowListPlan,
     ...rowRules,
@@ -286,10 +290,9 @@ function buildViewset (
     versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
     paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
     fields,
-    prefix: fastify.prefix,
-    table: resolved.table,
-    hiding,
+    ...{ prefix: fastify.prefix, table: resolved.table, hiding },
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
+    history: historyContextOf(table.history, { catalog: table.columns, entity, columns, resolved, ...rowRules }),
   }
   return { context, defaults, rules }
 }
@@ -337,7 +340,9 @@ export async function mountViewset (
   const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }
   const { report, unindexedOrder } = await checkedIndexReport(fastify.prefix, table.dialect, table.described, reported)
   const routing = new ReadRouting(declaration.db, declaration.readDb, table.dialect, resolved.replica)
-  const checked = { ...table, unindexedOrder }
+  const decode = jsonTextDecoder(declaration)
+  const history = await mountHistory(resolved, methods, { db: declaration.db, ...table, decode })
+  const checked = { ...table, unindexedOrder, history }
   const { context, defaults, rules } = buildViewset(fastify, methods, declaration, checked, planned, routing)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()

@@ -106,6 +106,8 @@ function requestFor (
       return { method: 'PATCH', url: '/items/bulk', payload: [{ id, price: 9 }] }
     case 'DELETE_MANY':
       return { method: 'DELETE', url: '/items?name=Bread' }
+    case 'HISTORY':
+      return { method: 'GET', url: `/items/${id}/history` }
   }
 }
 
@@ -121,6 +123,7 @@ const successStatus: Record<ViewsetMethod, number> = {
   PATCH_MANY: 200,
   BULK_PATCH: 200,
   DELETE_MANY: 200,
+  HISTORY: 200,
 }
 
 async function rows (db: TestDatabase['db']) {
@@ -779,6 +782,8 @@ for (const dialect of dialects) {
           schema: Item,
           methods: viewsetMethods,
           protectedMethods: viewsetMethods,
+          // HISTORY too: its route is documented as protected like every other.
+          history: { createTable: true },
         }),
         { prefix: '/items' }
       )

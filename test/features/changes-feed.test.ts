@@ -11,7 +11,6 @@ import { openStreams } from '../../lib/changes/stream-limits.js'
 import { testApp } from '../helpers/app.js'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
-import { createHistoryTable, historyRecorder } from '../helpers/change-history.js'
 import { openSse } from '../helpers/sse.js'
 import { injections } from '../helpers/hostile-corpus.js'
 import type { SseStream } from '../helpers/sse.js'
@@ -39,7 +38,6 @@ async function createItems (db: Kysely<any>, dialect: TestDialect['name']) {
     .addColumn('tenant', 'varchar(16)', (column) => column.notNull())
     .addColumn('note', text, (column) => column.notNull().defaultTo(dialect === 'mysql' ? sql`('')` : ''))
     .execute()
-  await createHistoryTable(db, dialect)
 }
 
 interface FeedApp {
@@ -57,7 +55,7 @@ async function feedApp (
     db,
     table,
     schema: Item,
-    history: true,
+    history: { createTable: true },
     changes: { pollInterval: 25, ...changes },
     methods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
     protectedMethods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
@@ -67,7 +65,6 @@ async function feedApp (
     scope: (eb: any, { token }: { token: { sub?: string } | null }) => eb('tenant', '=', token?.sub ?? ''),
     // alice's auditor token sees rows without their note.
     fieldAccess: ({ token }: { token: { role?: string } | null }) => (token?.role === 'auditor' ? { hidden: ['note'] } : {}),
-    afterWrite: historyRecorder(table, dialect),
   } as any), { prefix: '/items' })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo
