@@ -30,26 +30,30 @@ const storedVersions: Record<ViewsetDialect['name'], StoredVersions> = {
   mysql: mysqlStoredVersions,
 }
 
-/** What the feed's mounting reads. */
+/** What the feed's mounting reads: the viewset's checked options and schema, its table, its routes' context. */
 export interface ChangeMount {
-  readonly changes: ResolvedChanges | undefined
-  readonly dialect: ViewsetDialect
-  readonly catalog: readonly CatalogColumn[]
-  readonly schema: TObject
-  readonly columns: readonly string[]
+  readonly declaration: {
+    readonly resolved: { readonly changes: ResolvedChanges | undefined }
+    readonly schema: TObject
+    readonly columns: readonly string[]
+  }
+  readonly table: {
+    readonly dialect: ViewsetDialect
+    readonly described: { readonly columns: readonly CatalogColumn[] }
+  }
   readonly context: RouteContext
   readonly defaults: DefaultHandlers
 }
 
 /** The URL of PostgreSQL's one `LISTEN` connection, or `undefined` to poll. */
-function listenUrl (changes: ResolvedChanges, { dialect, context }: ChangeMount): string | undefined {
+function listenUrl (changes: ResolvedChanges, { table: { dialect }, context }: ChangeMount): string | undefined {
   if (dialect.name !== 'postgres' || changes.listen === false) return undefined
   return changes.listen ?? urlOf(underlyingDatabase(context.db))
 }
 
 /** The feed and what its streams are opened with. */
 function streamPlan (changes: ResolvedChanges, mount: ChangeMount): StreamPlan {
-  const { context, defaults, dialect } = mount
+  const { context, defaults, declaration, table: { dialect } } = mount
   const handlers = defaults.context
   const url = listenUrl(changes, mount)
   const table = context.table
@@ -59,10 +63,10 @@ function streamPlan (changes: ResolvedChanges, mount: ChangeMount): StreamPlan {
     historyTable: changes.historyTable,
     versions: {
       table,
-      catalog: mount.catalog,
+      catalog: mount.table.described.columns,
       selected: context.resource.target.columns,
       source: storedVersions[dialect.name],
-      decode: jsonTextDecoder({ schema: mount.schema, columns: mount.columns }),
+      decode: jsonTextDecoder(declaration),
     },
     pollInterval: changes.pollInterval ?? (url === undefined ? 500 : 5000),
     listen: url === undefined
@@ -127,7 +131,7 @@ function documented (schema: Record<string, unknown>, response: Record<string, u
 export function changeFeedRoutes (
   fastify: FastifyInstance, routes: RouteOptions[], mount: ChangeMount
 ): RouteOptions[] {
-  const { changes } = mount
+  const { changes } = mount.declaration.resolved
   if (changes === undefined) return routes
   const list = routes.find((route) => route.method === 'GET' && route.url === '')
   if (list === undefined) return invalidOption('changes', 'needs the LIST method (the feed is served on the LIST URL)')

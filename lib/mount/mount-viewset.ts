@@ -354,11 +354,9 @@ export async function mountViewset (
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const served = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
   const handlers = withNestedWrites(fastify, served, { declaration, defaults, context, rules })
-  const viewsetRouteList = changeFeedRoutes(fastify, viewsetRoutes(methods, handlers, context), {
-    ...{ changes: resolved.changes, dialect: table.dialect, catalog: table.described.columns, context, defaults },
-    ...{ schema: declaration.schema, columns: declaration.columns },
-  })
-  const routes = await idempotentRoutes(viewsetRouteList, resolved, db, table.dialect)
+  const feed = { declaration, table, context, defaults }
+  const all = changeFeedRoutes(fastify, viewsetRoutes(methods, handlers, context), feed)
+  const routes = await idempotentRoutes(all, resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
   const rule = ruleOf(declaration)
   // Under the database a request transaction wraps: viewsets over one database find each other's rules.
@@ -383,12 +381,8 @@ export async function mountViewset (
           },
         }),
     ...(context.hiding === undefined ? {} : { customPreHandler: customRouteViews(context.hiding) }),
-    customRoutes: async (instance) => {
-      await declaration.customRoutes(instance)
-    },
-    checkProtectedRoutes: (count) => {
-      checkProtectedRoutes(fastify, resolved.protectedMethods, count, options)
-    },
+    customRoutes: async (instance) => { await declaration.customRoutes(instance) },
+    checkProtectedRoutes: (count) => { checkProtectedRoutes(fastify, resolved.protectedMethods, count, options) },
   }
   return { prepared: Object.freeze({ resource: context.resource, defaults, fields: context.fields, context }), mounted }
 }
