@@ -91,7 +91,7 @@ async function startOf (plan: StreamPlan, request: FastifyRequest): Promise<{ po
 
 /** The milliseconds until the token expires (`exp`), or `undefined` when it does not. */
 function untilExpiry (token: ViewsetToken | null): number | undefined {
-  const exp: unknown = isRecord(token) ? token.exp : undefined
+  const exp: unknown = isRecord(token) ? Reflect.get(token, 'exp') : undefined
   return typeof exp === 'number' ? Math.max(0, exp * 1000 - Date.now()) : undefined
 }
 
