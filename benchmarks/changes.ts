@@ -14,7 +14,7 @@ import autocannon from 'autocannon'
 
 const subscribers = Number(process.env.SUBSCRIBERS ?? 1000)
 const writesPerSecond = Number(process.env.WRITES ?? 100)
-const seconds = Number(process.env.SECONDS ?? 10)
+const seconds = Number(process.env.BENCH_SECONDS ?? 10)
 const statuses = ['open', 'closed', 'draft', 'review', 'done']
 
 // The ten filter shapes: five values of one filter, and five other shapes.
@@ -122,6 +122,7 @@ async function client (): Promise<void> {
   })()
   const cheap = async () => (await autocannon({ url: `${base}/items/1`, connections: 10, duration: 5 })).requests.average
   const without = await cheap()
+  console.error('cheap GET without streams', Math.round(without))
   const streams: Array<{ destroy: () => void }> = []
   for (let i = 0; i < subscribers; i++) {
     const shape = shapes[i % shapes.length] ?? ''
@@ -140,8 +141,9 @@ async function client (): Promise<void> {
     streams.push(outgoing)
   }
   await new Promise((resolve) => setTimeout(resolve, 2000))
+  console.error('streams open', streams.length, 'events so far', latencies.length)
   latencies.length = 0
-  await ask(child, 'reset')
+  child.send('reset')
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
   const counts = await ask<{ statements: number, evaluations: number, batches: number }>(child, 'counts')
   const measured = [...latencies].sort((a, b) => a - b)
@@ -149,7 +151,9 @@ async function client (): Promise<void> {
   state.writing = false
   await writer
   for (const stream of streams) stream.destroy()
-  await ask(child, 'stop').catch(() => {})
+  const exited = new Promise((resolve) => { child.once('exit', resolve) })
+  child.send('stop')
+  await exited
   console.log(JSON.stringify({
     database: process.env.DATABASE === undefined ? 'sqlite' : 'postgres',
     subscribers,
