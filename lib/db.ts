@@ -7,6 +7,7 @@ import type { ConnectionSettings } from './dialect/shared/connection.js'
 import { redact } from './dialect/shared/connection.js'
 import { connectorFor, connectorOf, knownUrls } from './dialect/pick-dialect.js'
 import { checkKyselyCopy } from './dialect/shared/kysely-copy.js'
+import { rememberUrl } from './dialect/shared/database-urls.js'
 import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
 import { Bulkhead } from './execution/bulkhead.js'
 import { statementDialectOf, tracedAdopted, tracedDatabase } from './observability/traced-database.js'
@@ -161,8 +162,11 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
   const lent = bulkhead === undefined ? settings : { ...settings, lending: bulkhead.lendFrom.bind(bulkhead) }
   const { dialect, direct } = tracedDatabase(connector.connect(target, lent), name)
   const config: KyselyConfig = options.log === undefined ? { dialect } : { dialect, log: options.log }
-  if (direct === undefined && bulkhead === undefined) return new Kysely<DB>(config)
-  return new PreparedKysely<DB>(config, direct ?? (() => undefined), bulkhead)
+  const db = direct === undefined && bulkhead === undefined
+    ? new Kysely<DB>(config)
+    : new PreparedKysely<DB>(config, direct ?? (() => undefined), bulkhead)
+  rememberUrl(db, target)
+  return db
 }
 
 /**

@@ -105,6 +105,21 @@ export const ViewsetErrors = {
     'This operation needs an If-Match header with the ETag of the row',
     428
   ),
+  TooManyStreams: detailError(
+    'FST_VIEWSET_TOO_MANY_STREAMS',
+    'Too many change streams are open on this server (changes.maxStreams): retry later',
+    503
+  ),
+  TooManyCallerStreams: detailError(
+    'FST_VIEWSET_TOO_MANY_CALLER_STREAMS',
+    'This caller has too many change streams open (changes.maxStreamsPerCaller): close one first',
+    429
+  ),
+  InvalidLastEventId: detailError(
+    'FST_VIEWSET_INVALID_LAST_EVENT_ID',
+    'Last-Event-ID is not a position of this feed (a whole number): reconnect without it and list again',
+    400
+  ),
   Unauthorized: detailError('FST_VIEWSET_UNAUTHORIZED', 'This operation needs a valid bearer token', 401),
   Forbidden: listingError('FST_VIEWSET_FORBIDDEN', 'The token does not allow this operation', 403),
   DeletedRowsHidden: detailError(

@@ -13,10 +13,10 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
 import { checkSoftDelete, type SoftDeleteResolution } from './data/soft-delete-options.js'
-import type { HistoryResolution } from './data/history-options.js'
+import { checkHistory, type HistoryResolution } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
-import { checkHistoryAndChanges } from './data/changes-since-options.js'
-import type { ChangesSinceResolution } from './data/changes-since-options.js'
+import { checkChanges } from './data/changes-options.js'
+import type { ResolvedChanges } from './data/changes-options.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
@@ -82,9 +82,10 @@ const knownOptionKeys = {
     'replica',
     'rowLevelSecurity',
     'idempotency', 'history',
+    'changes',
     'groupByFields',
     'aggregateFields',
-    'softDelete', 'changes',
+    'softDelete',
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
@@ -201,8 +202,7 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions
-  extends IdempotencyResolution, SoftDeleteResolution, HistoryResolution, ChangesSinceResolution {
+export interface ResolvedOptions extends IdempotencyResolution, SoftDeleteResolution, HistoryResolution {
   readonly table: string
   readonly primaryKey: string
   readonly methods: readonly ViewsetMethod[]
@@ -228,6 +228,8 @@ export interface ResolvedOptions
   /** How reads choose between `readDb` and `db`; `undefined` without `readDb`. */
   readonly replica: ReplicaPlan | undefined
   readonly rowLevelSecurity: RowLevelSecurityOptions | undefined
+  /** The live feed of changes (data/changes-options.ts); `undefined` when off. */
+  readonly changes: ResolvedChanges | undefined
 }
 
 function positiveInteger (option: string, value: unknown): number {
@@ -393,7 +395,8 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
     softDelete: checkSoftDelete(options.softDelete, { primaryKey, versionField }),
-    ...checkHistoryAndChanges(options),
+    history: checkHistory(options.history),
+    changes: checkChanges(options.changes, options.history, String(options.table)),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

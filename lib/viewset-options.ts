@@ -13,6 +13,7 @@ import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
 import type { SoftDeleteOptions } from './data/soft-delete-options.js'
 import type { HistoryOptions } from './data/history-options.js'
+import type { ChangesOptions } from './data/changes-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import type { AggregateOptions } from './query/aggregate-options.js'
 
@@ -207,15 +208,17 @@ export interface ViewsetOptions<
    */
   history?: boolean | HistoryOptions
   /**
-   * Serves the changes to the rows (default false; needs `history`): `GET {prefix}?changed_since=<position>` answers
-   * the rows changed and the keys deleted since a position of the history, page by page (README "Changes since").
+   * The changes to the rows (default off; needs `history`): a live feed on the LIST URL (`GET {prefix}?<filters>` with
+   * `Accept: text/event-stream` streams `insert`, `update` and `delete` events of the rows the filters and the
+   * caller's rules admit; README "Live changes"), and `GET {prefix}?changed_since=<position>`, the rows changed and the
+   * keys deleted since a position of the history, page by page (README "Changes since").
    *
    * @example
    * ```ts
-   * createViewset({ db, table: 'notes', schema: Note, history: true, changes: true })
+   * createViewset({ db, table: 'items', schema: Item, history: { createTable: true }, changes: true })
    * ```
    */
-  changes?: boolean
+  changes?: boolean | ChangesOptions
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

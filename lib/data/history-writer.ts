@@ -39,6 +39,8 @@ export interface HistoryTarget {
   readonly decode?: RowDecoder | undefined
   /** The dialect's plugin of the data layer's statements (DialectSyntax.statementPlugin). */
   readonly statementPlugin?: KyselyPlugin | undefined
+  /** Wakes the change feeds of every process in the write's transaction (PostgreSQL's NOTIFY, with `changes`). */
+  readonly notify?: ((trx: AnyDatabase, table: string) => Promise<void>) | undefined
 }
 
 /** A key value as canonical JSON: a BIGINT as its digits (a string), any other value as the driver answered it. */
@@ -143,6 +145,7 @@ export class HistoryWriter {
     }
     await this.#statements.execute(trx, 'history-insert', Object.values(values),
       () => trx.insertInto(historyTable).values(values))
+    await this.target.notify?.(trx, table)
   }
 
   /** The row as stored now, every column, read by its key in `trx` (or as written, when it is not there). */

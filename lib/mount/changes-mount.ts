@@ -11,9 +11,9 @@ import type { JsonSchema } from '../schema/derive.js'
 /** LIST's query string (as `mergeListQuery` made it) with `changed_since` when the viewset has `changes: true`. */
 export function withChangesQuery<L extends { readonly querystring: JsonSchema }> (
   listed: L,
-  { changesSince }: Pick<ResolvedOptions, 'changesSince'>
+  { changes }: Pick<ResolvedOptions, 'changes'>
 ): L {
-  return changesSince === undefined ? listed : { ...listed, querystring: withChangedSince(listed.querystring) }
+  return changes === undefined ? listed : { ...listed, querystring: withChangedSince(listed.querystring) }
 }
 
 /**
@@ -25,12 +25,12 @@ export function withChangesQuery<L extends { readonly querystring: JsonSchema }>
  * ```
  */
 export function changesContextOf (
-  { changesSince, table, primaryKey }: Pick<ResolvedOptions, 'changesSince' | 'table' | 'primaryKey'>,
+  { changes, table, primaryKey }: Pick<ResolvedOptions, 'changes' | 'table' | 'primaryKey'>,
   columns: ReadonlyMap<string, ColumnInfo>,
   list: ListQueryPlan,
   scopeOf: ChangesContext['scopeOf']
 ): ChangesContext | undefined {
-  if (changesSince === undefined) return undefined
-  const target = { historyTable: changesSince.historyTable, table, primaryKey, columns: [...columns.values()] }
+  if (changes === undefined) return undefined
+  const target = { historyTable: changes.historyTable, table, primaryKey, columns: [...columns.values()] }
   return { target, list, scopeOf }
 }

@@ -1,4 +1,5 @@
 import type { ColumnInfo, ViewsetDialect } from '../dialect/dialect.js'
+import { notifyChange } from '../dialect/postgres/postgres-listener.js'
 import type { HistoryActor } from '../data/history-options.js'
 import { prepareHistoryTable } from '../data/history-table.js'
 import { HistoryWriter, operationOf } from '../data/history-writer.js'
@@ -36,7 +37,7 @@ const bigintTypes = new Set(['bigint', 'int8'])
  * ```
  */
 export async function mountHistory (
-  resolved: Pick<ResolvedOptions, 'history' | 'table' | 'primaryKey'>,
+  resolved: Pick<ResolvedOptions, 'history' | 'table' | 'primaryKey'> & Partial<Pick<ResolvedOptions, 'changes'>>,
   methods: readonly ViewsetMethod[],
   table: {
     db: AnyDatabase; dialect: ViewsetDialect; columns: ReadonlyMap<string, ColumnInfo>; decode: RowDecoder | undefined
@@ -58,6 +59,8 @@ export async function mountHistory (
     keyColumns,
     decode,
     statementPlugin: dialect.syntax.statementPlugin,
+    // The change feed's listeners on PostgreSQL (changes/change-feed.ts); the other databases' feeds poll.
+    notify: dialect.name === 'postgres' && resolved.changes !== undefined ? notifyChange : undefined,
   })
   return { writer, actor: options.actor }
 }

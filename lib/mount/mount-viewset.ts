@@ -55,6 +55,7 @@ import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
 import { checkedIndexReport } from './index-report.js'
 import { dateTimes, keyRules } from './column-roles.js'
 import { idempotentRoutes } from './idempotent-routes.js'
+import { changeFeedRoutes } from './change-routes.js'
 import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
@@ -363,7 +364,9 @@ export async function mountViewset (
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const served = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
   const handlers = withNestedWrites(fastify, served, { declaration, defaults, context, rules })
-  const routes = await idempotentRoutes(viewsetRoutes(methods, handlers, context), resolved, db, table.dialect)
+  const feed = { declaration, table, context, defaults }
+  const all = changeFeedRoutes(fastify, viewsetRoutes(methods, handlers, context), feed)
+  const routes = await idempotentRoutes(all, resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
   const rule = softDeleteRule(ruleOf(declaration), table.softDelete, viewset)
   // Under the database a request transaction wraps: viewsets over one database find each other's rules.
@@ -389,9 +392,7 @@ export async function mountViewset (
         }),
     ...(context.hiding === undefined ? {} : { customPreHandler: customRouteViews(context.hiding) }),
     customRoutes: async (instance) => { await declaration.customRoutes(instance) },
-    checkProtectedRoutes: (count) => {
-      checkProtectedRoutes(fastify, resolved.protectedMethods, count, options)
-    },
+    checkProtectedRoutes: (count) => { checkProtectedRoutes(fastify, resolved.protectedMethods, count, options) },
   }
   return { prepared: Object.freeze({ resource: context.resource, defaults, fields: context.fields, context }), mounted }
 }

@@ -23,7 +23,7 @@ import ts from 'typescript'
 // the request flow imports it.
 const layers: ReadonlyArray<readonly [number, readonly string[]]> = [
   [5, ['index.ts', 'observability/metrics.ts', 'observability/health.ts']],
-  [4, ['viewset.ts', 'create-viewset.ts', 'viewset-hooks.ts', 'viewset-table.ts', 'requests.ts', 'mount/', 'http/', 'docs.ts', 'generate/']],
+  [4, ['viewset.ts', 'create-viewset.ts', 'viewset-hooks.ts', 'viewset-table.ts', 'requests.ts', 'mount/', 'http/', 'changes/', 'docs.ts', 'generate/']],
   [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'viewset-options.ts', 'list-options.ts', 'write-hooks.ts', 'methods.ts', 'tokens.ts', 'db.ts']],
   [2, ['dialect/', 'execution/', 'observability/']],
   [1, ['sql.ts', 'errors.ts']],

@@ -1,0 +1,92 @@
+import { sql } from 'kysely'
+import type { AnyDatabase } from '../sql.js'
+
+// The reading side of the history table (issue 39's pinned layout: `position`, `table_name`, `row_key`, `operation`,
+// `before`, `after`), as the change feed reads it: the entries of one table after a position, in position order.
+// Positions are monotonic in commit order per table (the history writer's lock), so a reader that has read up to p
+// never misses a later entry of that table below p.
+
+/** One history entry, as the feed reads it: `before` and `after` are the JSON texts of the row as stored. */
+export interface HistoryEntry {
+  readonly position: number
+  /** The key as a JSON object of the key's columns (`{"id":5}`). */
+  readonly rowKey: string
+  readonly operation: 'create' | 'update' | 'delete' | 'restore'
+  readonly before: string | null
+  readonly after: string | null
+}
+
+function operationOf (value: unknown): HistoryEntry['operation'] {
+  return value === 'create' || value === 'delete' || value === 'restore' ? value : 'update'
+}
+
+function textOf (value: unknown): string | null {
+  if (value === null || value === undefined) return null
+  return typeof value === 'string' ? value : JSON.stringify(value)
+}
+
+/**
+ * The entries of `table` after `position` (at most `limit`, and none past `until` when given), in position order.
+ *
+ * @example
+ * ```ts
+ * const entries = await historyEntries(db, 'viewset_history', 'items', 41, 500)
+ * ```
+ */
+export async function historyEntries (
+  db: AnyDatabase,
+  history: string,
+  table: string,
+  position: number,
+  limit: number,
+  until?: number
+): Promise<HistoryEntry[]> {
+  let select = db.selectFrom(history)
+    .select(['position', 'row_key', 'operation', 'before', 'after'])
+    .where('table_name', '=', table)
+    .where('position', '>', position)
+  if (until !== undefined) select = select.where('position', '<=', until)
+  const rows = await select.orderBy('position').limit(limit).execute()
+  return rows.map((row) => ({
+    position: Number(row.position),
+    rowKey: textOf(row.row_key) ?? '{}',
+    operation: operationOf(row.operation),
+    before: textOf(row.before),
+    after: textOf(row.after),
+  }))
+}
+
+/**
+ * The position of the newest entry of `table` (0 when there is none): where a new stream starts.
+ *
+ * @example
+ * ```ts
+ * const start = await headPosition(db, 'viewset_history', 'items')
+ * ```
+ */
+export async function headPosition (db: AnyDatabase, history: string, table: string): Promise<number> {
+  const row = await db.selectFrom(history)
+    .select(sql<unknown>`max(${sql.ref('position')})`.as('head'))
+    .where('table_name', '=', table)
+    .executeTakeFirst()
+  return Number(row?.head ?? 0)
+}
+
+/**
+ * Whether a stream may resume after `position`: no entry after it has been pruned. Pruning removes the oldest
+ * entries (README "Live changes", retention), so that holds when the oldest entry left is at most `position + 1`.
+ *
+ * @example
+ * ```ts
+ * if (!(await resumable(db, 'viewset_history', 41))) sendReset()
+ * ```
+ */
+export async function resumable (db: AnyDatabase, history: string, position: number): Promise<boolean> {
+  const row = await db.selectFrom(history)
+    .select(sql<unknown>`min(${sql.ref('position')})`.as('oldest'))
+    .executeTakeFirst()
+  const oldest = row?.oldest
+  // An empty table: nothing was ever written after the start, or everything was pruned; only 0 is safe.
+  if (oldest === null || oldest === undefined) return position === 0
+  return Number(oldest) <= position + 1
+}
