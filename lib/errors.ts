@@ -132,10 +132,7 @@ export const ViewsetErrors = {
   InvalidOption: createError('FST_VIEWSET_INVALID_OPTION', 'Invalid viewset option %s: %s', 500, TypeError),
   UnknownTable: createError('FST_VIEWSET_UNKNOWN_TABLE', 'Table "%s" does not exist in the database', 500, TypeError),
   UnknownColumn: createError(
-    'FST_VIEWSET_UNKNOWN_COLUMN',
-    'Schema field "%s" is not a column of table "%s" (columns: %s)',
-    500,
-    TypeError
+    'FST_VIEWSET_UNKNOWN_COLUMN', 'Schema field "%s" is not a column of table "%s" (columns: %s)', 500, TypeError
   ),
   DocsAfterViewsets: createError(
     'FST_VIEWSET_DOCS_ORDER',
@@ -144,12 +141,8 @@ export const ViewsetErrors = {
     500,
     TypeError
   ),
-  InvalidDatabaseUrl: createError(
-    'FST_VIEWSET_INVALID_DATABASE_URL',
-    'Unsupported DATABASE_URL "%s": %s',
-    500,
-    TypeError
-  ),
+  InvalidDatabaseUrl: createError('FST_VIEWSET_INVALID_DATABASE_URL', 'Unsupported DATABASE_URL "%s": %s', 500,
+    TypeError),
   // a helper of a viewset with a row rule (`this.query()` …) called where no request is served: it cannot run open
   OutsideRequest: createError(
     'FST_VIEWSET_OUTSIDE_REQUEST',
