@@ -17,6 +17,7 @@ import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, SchemaOf
 import type { ViewsetOptions, ViewsetToken } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { scopeCondition } from './query/scope.js'
+import { ScopePatterns } from './query/scope-shape.js'
 import { withBaseRule } from './query/scope-rules.js'
 import { asServed, preparedOf, setHelperRule, setPrepared, typedTransaction, untyped } from './viewset-table.js'
 import { ViewsetHooks } from './viewset-hooks.js'
@@ -74,11 +75,16 @@ export class Viewset<
   readonly #relatedConfig: RelatedConfig<unknown> | undefined
   /** The expression builder handed to `scope`: stateless, so one serves every request. */
   readonly #eb = expressionBuilder<DB, TB>()
+  /** Per method, the trees its rule built before, matched before any is spelled (query/scope-shape.ts). */
+  readonly #scopePatterns = new Map<ScopedMethod, ScopePatterns>()
   /** The `scope` of a request, compiled: what the routes and the helpers apply. */
   readonly #scopeOf: ViewsetDeclaration['rowRules']['scopeOf'] = (request, token, method) => {
     const rule = (of: ScopedMethod) => this.scope(this.#eb, { request, token, method: of })
     const expression = withBaseRule(method, rule, (own, base) => this.#eb.and([own, base]))
-    return expression === undefined ? undefined : scopeCondition(untyped(this.db), this.table, expression)
+    if (expression === undefined) return undefined
+    let patterns = this.#scopePatterns.get(method)
+    if (patterns === undefined) this.#scopePatterns.set(method, (patterns = new ScopePatterns()))
+    return scopeCondition(untyped(this.db), this.table, expression, patterns)
   }
 
   /**

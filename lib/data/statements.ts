@@ -23,6 +23,9 @@ export class Statements {
   readonly #page: CompiledQuery<Row> | StatementCache
   /** `findById` with a `?fields=` selection or a scope: one statement per field set and scope. */
   readonly #byIdSelecting: StatementCache
+  /** The page statement of each scope shape (and with `literalLimit`, page size). */
+  readonly #scopedPage: StatementCache
+  readonly #literalLimit: boolean
   readonly #table: string
   readonly #primaryKey: string
   readonly #columns: readonly string[]
@@ -46,6 +49,8 @@ export class Statements {
     // The placeholder values only fix each parameter's position; every call passes its own.
     this.#byId = markOneRow(db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile())
     this.#byIdSelecting = new StatementCache(statementPlugin, decode)
+    this.#scopedPage = new StatementCache(statementPlugin, decode)
+    this.#literalLimit = literalLimit
     this.#page = literalLimit
       ? new StatementCache(statementPlugin, decode)
       : db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
@@ -69,7 +74,7 @@ export class Statements {
           db,
           // The scope's shape alone when every column is read: a key already hashed, not a new string per request.
           selection === undefined ? scope.shape : `${selection.shape}|${scope.shape}`,
-          [id, ...scope.parameters],
+          withKeyFirst(id, scope.parameters),
           () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where),
           true
         ),
@@ -103,4 +108,27 @@ export class Statements {
     const read = runCompiled(db, withParameters(page, [limit, offset]))
     return andThen(this.decode === undefined ? read : andThen(read, this.decode), resultRows)
   }
+
+  /**
+   * {@link page} of the rows `scope` admits: a LIST with no filter, order or field selection, keyed by the scope's
+   * shape alone (a key already hashed), as a scoped {@link findById} is, rather than by a shape string per request.
+   */
+  scopedPage (db: AnyDatabase, limit: number, offset: number, scope: ScopeCondition): Eventually<Row[]> {
+    const literal = this.#literalLimit
+    const parameters: unknown[] = []
+    for (const value of scope.parameters) parameters.push(value)
+    if (!literal) parameters.push(limit)
+    parameters.push(offset)
+    return this.#scopedPage.rows(db, literal ? `${scope.shape}|${limit}` : scope.shape, parameters, () =>
+      db.selectFrom(this.#table).select(this.#columns).where(scope.where).orderBy(this.#primaryKey)
+        .limit(literal ? sql.lit(limit) : limit).offset(offset)
+    )
+  }
+}
+
+/** The key, then a scope's values: the parameters of a scoped statement by key. */
+function withKeyFirst (id: unknown, values: readonly unknown[]): unknown[] {
+  const parameters: unknown[] = [id]
+  for (const value of values) parameters.push(value)
+  return parameters
 }

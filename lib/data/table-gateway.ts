@@ -114,8 +114,12 @@ export class TableGateway {
   /** One page of rows matching the query (and the scope), in its order, as {@link find} answers. */
   list (db: AnyDatabase, query: ListQuery, scope?: ScopeCondition): Eventually<Row[]> {
     const { limit, offset, ordering, fields } = query
-    // A scope is a WHERE term: the precompiled page statement has none.
-    if (query.pageOnly && scope === undefined) return this.#statements.page(db, limit, offset)
+    // A scope is a WHERE term: the precompiled page statement has none, a scoped page is keyed by its shape.
+    if (query.pageOnly) {
+      return scope === undefined
+        ? this.#statements.page(db, limit, offset)
+        : this.#statements.scopedPage(db, limit, offset, scope)
+    }
     const conditions = scoped(query.conditions, scope)
     const read = fields?.columns ?? this.#target.columns
     const order = orderBinding(ordering, this.dialect)

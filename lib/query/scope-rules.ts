@@ -16,6 +16,14 @@ const scopedKeys: readonly string[] = [
   ...Object.keys(baseMethods).filter((method) => coreScoped.some((core) => core === baseMethods[method])),
 ]
 
+/** The base of each derived method whose base a row rule restricts: looked up on every scoped request. */
+const scopedBases: ReadonlyMap<string, ScopedMethod> = new Map(
+  Object.entries(baseMethods).flatMap(([method, base]): Array<[string, ScopedMethod]> => {
+    const scoped = coreScoped.find((core) => core === base)
+    return scoped === undefined ? [] : [[method, scoped]]
+  })
+)
+
 /**
  * Checks the `scope` option's shape: a function, or an object whose keys are methods a rule applies to and
  * whose values are functions or `null`. Throws `FST_VIEWSET_INVALID_OPTION` naming the wrong entry.
@@ -79,8 +87,7 @@ export function withBaseRule<M extends string, E> (
   and: (own: E, inherited: E) => E
 ): E | undefined {
   const own = rule(method)
-  const base = Object.hasOwn(baseMethods, method) ? baseMethods[method] : undefined
-  const scopedBase = coreScoped.find((core) => core === base)
+  const scopedBase = scopedBases.get(method)
   if (scopedBase === undefined) return own
   const inherited = withBaseRule<ScopedMethod, E>(scopedBase, rule, and)
   return own === undefined ? inherited : inherited === undefined ? own : and(own, inherited)

@@ -4,6 +4,7 @@ import type { AnyDatabase } from '../sql.js'
 import type { Condition } from './condition.js'
 import { expressionOf } from './condition.js'
 import { compiledOnce } from './scope-shape.js'
+import type { ScopePatterns } from './scope-shape.js'
 
 /**
  * Qualifies the bare column references of a scope with its table (`owner` → `items.owner`), so that a join
@@ -40,7 +41,7 @@ export interface ScopeCondition extends Condition {
  * qualified with the table, and its `shape` a key of the SQL it compiles to (values apart: a short key learnt once per
  * spelling, else the SQL itself), so that a scoped LIST still shares one compiled statement per shape. The SQL's
  * length prefix, and the learnt key's end mark, keep two scopes from ever spelling the same shape once joined with
- * the other terms.
+ * the other terms. `patterns`: the trees its caller's rule built before (query/scope-shape.ts), matched first.
  *
  * @example
  * ```ts
@@ -48,16 +49,45 @@ export interface ScopeCondition extends Condition {
  * await resource.find(db, id, { scope: owned })
  * ```
  */
-export function scopeCondition (db: AnyDatabase, table: string, expression: Expression<SqlBool>): ScopeCondition {
+export function scopeCondition (
+  db: AnyDatabase, table: string, expression: Expression<SqlBool>, patterns?: ScopePatterns
+): ScopeCondition {
   const node = expression.toOperationNode()
-  let qualified: Expression<SqlBool> | undefined
-  const where = (): Expression<SqlBool> => (qualified ??= qualify(table, node))
   // Compiled only for its text and values (a statement never run), once per spelling of the rule's tree.
-  const { shape, parameters } = compiledOnce(db, table, node, (unbound) => {
-    const { sql, parameters: bound } = db.selectFrom(table).where(qualify(table, unbound)).compile()
-    return { sql: `scope:${sql.length}:${sql}`, parameters: bound } // the shape, kept flat for the lookups that follow
-  })
-  return { shape, parameters, expression: where, get where () { return where() } }
+  const { shape, parameters } = compiledOnce(db, table, node, (unbound) => compiledScope(db, table, unbound), patterns)
+  return new QualifiedScope(table, node, shape, parameters)
+}
+
+/** A scope's tree compiled alone, its shape kept flat for the lookups that follow (the SQL's length prefixed). */
+function compiledScope (
+  db: AnyDatabase, table: string, node: OperationNode
+): { sql: string, parameters: readonly unknown[] } {
+  const { sql, parameters } = db.selectFrom(table).where(qualify(table, node)).compile()
+  return { sql: `scope:${sql.length}:${sql}`, parameters }
+}
+
+/** A scope of one request: its tree is qualified only when a statement is built from it (a cache miss). */
+class QualifiedScope implements ScopeCondition {
+  readonly shape: string
+  readonly parameters: readonly unknown[]
+  readonly #table: string
+  readonly #node: OperationNode
+  #qualified: Expression<SqlBool> | undefined
+
+  constructor (table: string, node: OperationNode, shape: string, parameters: readonly unknown[]) {
+    this.#table = table
+    this.#node = node
+    this.shape = shape
+    this.parameters = parameters
+  }
+
+  get where (): Expression<SqlBool> {
+    return (this.#qualified ??= qualify(this.#table, this.#node))
+  }
+
+  expression (): Expression<SqlBool> {
+    return this.where
+  }
 }
 
 function qualify (table: string, node: OperationNode): Expression<SqlBool> {

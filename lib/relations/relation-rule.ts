@@ -4,6 +4,7 @@ import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
 import type { AnyDatabase, Row } from '../sql.js'
 import { LruCache } from '../execution/lru-cache.js'
 import { scopeCondition } from '../query/scope.js'
+import { ScopePatterns } from '../query/scope-shape.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { FieldRules, FieldView } from '../query/field-access.js'
 import type { BatchedQuery } from './batched-query.js'
@@ -39,6 +40,8 @@ export class RelationRuleSlot {
   #rule: AnyRule | undefined
   #fields: FieldRules | undefined
   #resolved = false
+  /** The trees the rule built before, matched before any is spelled (query/scope-shape.ts). */
+  readonly #patterns = new ScopePatterns()
 
   constructor (
     path: string, table: string, alias: string, rulesFrom: RulesFrom<unknown> | undefined, method: 'GET' | 'LIST'
@@ -87,7 +90,7 @@ export class RelationRuleSlot {
     if (request === undefined) return undefined
     if (!this.#resolved) throw new Error(`${this.path}: relation rules are resolved when the application is ready`)
     const expression: Expression<SqlBool> | undefined = this.#rule?.scope(eb, { ...request, method: this.method })
-    return expression === undefined ? undefined : scopeCondition(db, alias, expression)
+    return expression === undefined ? undefined : scopeCondition(db, alias, expression, this.#patterns)
   }
 }
 

@@ -3,7 +3,8 @@ import { describe, test } from 'node:test'
 import { expressionBuilder, sql } from 'kysely'
 import type { Expression, OperationNode, SqlBool } from 'kysely'
 import { scopeCondition } from '../../lib/query/scope.js'
-import { compiledOnce } from '../../lib/query/scope-shape.js'
+import { compiledOnce, ScopePatterns } from '../../lib/query/scope-shape.js'
+import { expressionOf } from '../../lib/query/condition.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 
 // A scope's shape and parameters are learnt once per spelling of its tree (query/scope-shape.ts): whatever the rule
@@ -68,6 +69,35 @@ for (const dialect of dialects) {
       assert.equal(second.shape, first.shape)
       assert.deepEqual([first.parameters, second.parameters, other.parameters], [['alice'], ['bob'], ['bob']])
       assert.notEqual(other.shape, first.shape)
+    })
+    test('a tree matched against a kept pattern shares its shape only when it spells the same', async (t) => {
+      const { db } = await testDatabase(t, dialect)
+      let compiled = 0
+      const compile = (node: OperationNode) => {
+        compiled++
+        return db.selectFrom('items').where(expressionOf(node)).compile()
+      }
+      const patterns = new ScopePatterns()
+      const learnt = (expression: Expression<SqlBool>, context = 'items patterns') =>
+        compiledOnce(db, context, expression.toOperationNode(), compile, patterns)
+      const first = learnt(eb('owner', 'in', ['a', 'b']).and('rank', '>', sql.lit(1)))
+      const same = learnt(eb('owner', 'in', ['c', 'd']).and('rank', '>', sql.lit(1))) // matched: not compiled
+      const others = [
+        learnt(eb('owner', 'in', ['c', 'd', 'e']).and('rank', '>', sql.lit(1))), // a longer list
+        learnt(eb('id', 'in', [1, 2]).and('rank', '>', sql.lit(1))), // another column
+        learnt(eb('owner', 'in', ['c', 'd']).and('rank', '>', sql.lit(2))), // another immediate value
+        learnt(eb('owner', 'in', ['c', 'd']).and('rank', '>', 2)), // a bound value where one was immediate
+        learnt(eb('owner', 'in', ['c', 'd']).and('rank', '>', sql.lit(1)), 'items elsewhere'), // another context
+      ]
+      assert.equal(same.shape, first.shape)
+      assert.deepEqual(same.parameters, ['c', 'd'])
+      assert.equal(new Set([first.shape, ...others.map((other) => other.shape)]).size, 6)
+      assert.deepEqual(others.map((other) => other.parameters),
+        [['c', 'd', 'e'], [1, 2], ['c', 'd'], ['c', 'd', 2], ['c', 'd']])
+      assert.equal(compiled, 6)
+      // Each is matched from now on, with its own values, and none is compiled again.
+      assert.deepEqual(learnt(eb('owner', 'in', ['x', 'y']).and('rank', '>', 7)), { shape: others[3]?.shape, parameters: ['x', 'y', 7] })
+      assert.equal(compiled, 6)
     })
   })
 }
