@@ -82,7 +82,7 @@ function listOptions (plan: GeneratePlan, served: ServedTable): string[] {
   const columns = served.catalog.columns
   const search = large ? [] : columns.filter((column) => scalar(column) === 'string').map((column) => column.name)
   const indexed = new Set([
-    served.primaryKey,
+    ...served.key,
     ...served.catalog.indexes.map((index) => index[0]).filter((name) => name !== undefined),
   ])
   const ordering = columns
@@ -156,7 +156,9 @@ function registration (plan: GeneratePlan, served: ServedTable, schema: string):
     '      db,',
     `      table: ${literal(catalog.name)},`,
     `      schema: ${schema},`,
-    ...(primaryKey === 'id' && !catalog.view ? [] : [`      primaryKey: ${literal(primaryKey)},`]),
+    ...(served.key.length > 1
+      ? [`      primaryKey: [${served.key.map(literal).join(', ')}],`]
+      : primaryKey === 'id' && !catalog.view ? [] : [`      primaryKey: ${literal(primaryKey)},`]),
     catalog.view
       ? "      ...access(['LIST', 'GET'], protectedMethods),"
       : `      ...access(${methods}, protectedMethods),`,
@@ -200,7 +202,8 @@ const registerAllOptions = [
 /** The doc comment's lines naming the link tables. */
 function linkLines (links: string): string[] {
   if (links === '') return []
-  const comment = docComment(`Link tables serve as the \`through\` of many-to-many relations: ${links}.`)
+  const comment = docComment(`Link tables serve as the \`through\` of many-to-many relations, and by their ` +
+    `composite key: ${links}.`)
   return [comment.replace(/^\/\*\*/, ' *').replace(/ \*\/$/, '')]
 }
 

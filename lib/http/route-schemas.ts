@@ -19,6 +19,7 @@ import { isRecord } from '../schema/object-schema.js'
 import { securitySchemeName } from './auth.js'
 import { ignoreDuplicates, mergeDuplicates, returnMinimal } from './prefer-header.js'
 import type { RouteAuth, RouteContext, RouteSchemas } from './route-context.js'
+import type { KeyPath } from './key-path.js'
 
 // The schema of each generated route: what it validates, and what OpenAPI says of it (operationId, bodies,
 // responses, security). routes.ts adds the handler of each.
@@ -166,6 +167,7 @@ function baseSchema (
 /** The path parameters of an element route (`/:id`): the key, typed as the schema types it, after the parent's. */
 export function elementParams (context: Pick<RouteContext, 'schemas'>): JsonSchema {
   const { schemas } = context
+  if (schemas.keyPath !== undefined) return compositeParams(schemas.keyPath, schemas.parentParams)
   const params = deriveParams(schemas.entity, schemas.primaryKey)
   // An example id, so that tools that call every operation (Dredd) have one.
   const id = propertiesOf(params).id
@@ -174,6 +176,16 @@ export function elementParams (context: Pick<RouteContext, 'schemas'>): JsonSche
   const parent = Object.keys(schemas.parentParams)
   if (parent.length === 0) return params
   return { ...params, properties: { ...schemas.parentParams, ...propertiesOf(params) }, required: [...parent, 'id'] }
+}
+
+/** A composite key's path parameters: one per part (key-path.ts), each with an example, after the parent's. */
+function compositeParams (keyPath: KeyPath, parentParams: RouteSchemas['parentParams']): JsonSchema {
+  const parts = Object.fromEntries(Object.entries(keyPath.params).map(([name, part]) => {
+    const example = exampleOf(part)
+    return [name, example === undefined ? part : { ...part, examples: [example] }]
+  }))
+  const required = [...Object.keys(parentParams), ...keyPath.key.columns]
+  return { type: 'object', properties: { ...parentParams, ...parts }, required, additionalProperties: false }
 }
 
 /** The path parameters of a collection route: a nested viewset's parent parameters, or none. */

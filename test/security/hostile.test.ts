@@ -7,7 +7,7 @@ import { createViewset, viewsetBatch, viewsetFrameworkErrors } from 'fastify-vie
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
-import { batchCorpus, bulkCorpus, fixedCorpus, generatedCorpus, nestedCorpus } from '../helpers/hostile-corpus.js'
+import { batchCorpus, bulkCorpus, compositeCorpus, fixedCorpus, generatedCorpus, nestedCorpus } from '../helpers/hostile-corpus.js'
 import type { HostileRequest } from '../helpers/hostile-corpus.js'
 
 // ---- the fixture: products → makers (selectRelated), products ← reviews (prefetchRelated) -----------
@@ -26,9 +26,16 @@ const Product = Type.Object({
   maker: Type.Optional(Type.Union([Maker, Type.Null()])),
   reviews: Type.Optional(Type.Array(Review)),
 })
+/** A link of a product to a tag: a composite key (product_id, tag), its string part free text. */
+const ProductTag = Type.Object({
+  product_id: Type.Integer(),
+  tag: Type.String({ minLength: 1, maxLength: 100 }),
+  note: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+})
 /** The keys a response object may have, by what it is. */
 const allowedKeys = {
   product: new Set(Object.keys(Product.properties)),
+  productTag: new Set(Object.keys(ProductTag.properties)),
   maker: new Set(Object.keys(Maker.properties)),
   review: new Set(Object.keys(Review.properties)),
 }
@@ -60,6 +67,14 @@ async function createShop (database: TestDatabase) {
     .addColumn('body', 'varchar(255)')
     .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
     .execute()
+  await db.schema
+    .createTable('product_tags')
+    .addColumn('product_id', 'integer', (column) => column.notNull().references('products.id'))
+    .addColumn('tag', 'varchar(100)', (column) => column.notNull())
+    .addColumn('note', 'varchar(100)')
+    .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
+    .addPrimaryKeyConstraint('product_tags_pk', ['product_id', 'tag'])
+    .execute()
   await db
     .insertInto('makers')
     .values([{ name: 'Acme' }, { name: 'Globex' }, { name: 'Initech' }])
@@ -77,6 +92,9 @@ async function createShop (database: TestDatabase) {
       [1, 1, 2, 3, 3, 3, 5].map((product, i) => ({ product_id: product, body: i % 2 === 0 ? `review ${i}` : null }))
     )
     .execute()
+  await db.insertInto('product_tags').values([
+    { product_id: 1, tag: 'red' }, { product_id: 1, tag: 'blue' }, { product_id: 2, tag: 're,d/x' },
+  ]).execute()
   return { product: 1, bare: 8, ids: [1, 2, 3, 4, 5, 6, 7, 8] }
 }
 
@@ -123,6 +141,9 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
     }),
     { prefix: '/products' }
   )
+  await app.register(createViewset({ db: database.db, table: 'product_tags', schema: ProductTag }), {
+    prefix: '/product-tags',
+  })
   // The atomic batch reaches the same routes: its corpus must not get past them either.
   await app.register(viewsetBatch())
   await app.ready()
@@ -183,7 +204,7 @@ function withoutInputs (text: string, inputs: readonly string[]): string {
 }
 
 /** Keys outside the schema, anywhere in a 2xx body. */
-function foreignKeys (body: unknown): string[] {
+function foreignKeys (body: unknown, kind: 'product' | 'productTag'): string[] {
   const found: string[] = []
   const check = (object: unknown, kind: keyof typeof allowedKeys) => {
     if (typeof object !== 'object' || object === null) return
@@ -198,7 +219,7 @@ function foreignKeys (body: unknown): string[] {
   const affected = typeof body === 'object' && body !== null && !Array.isArray(body) &&
     Object.keys(body).length === 1 && 'affected' in body && Number.isInteger(body.affected)
   if (affected) return found
-  for (const product of Array.isArray(body) ? body : [body]) check(product, 'product')
+  for (const product of Array.isArray(body) ? body : [body]) check(product, kind)
   return found
 }
 
@@ -262,7 +283,7 @@ function faults (
         'results' in answered && Array.isArray(answered.results)
         ? answered.results.flatMap((result: { body: unknown }) => result.body ?? [])
         : answered
-      const foreign = foreignKeys(body)
+      const foreign = foreignKeys(body, request.url.startsWith('/product-tags') ? 'productTag' : 'product')
       if (foreign.length > 0) problems.push(`fields outside the schema: ${foreign.join(', ')}`)
       // Strings are stored and answered as sent: nothing in them was interpreted.
       if (request.sent !== undefined && writes && typeof body === 'object' && body !== null) {
@@ -287,8 +308,8 @@ function faults (
 
 async function snapshot (db: TestDatabase['db']): Promise<string> {
   const tables = await Promise.all(
-    ['makers', 'products', 'reviews'].map(
-      async (table) => await db.selectFrom(table).selectAll().orderBy('id').execute()
+    ['makers', 'products', 'reviews', 'product_tags'].map(
+      async (table) => await db.selectFrom(table).selectAll().orderBy(table === 'product_tags' ? 'tag' : 'id').execute()
     )
   )
   return JSON.stringify(tables)
@@ -316,6 +337,7 @@ async function hostileRun (t: TestContext, dialect: (typeof dialects)[number], n
         ...fixedCorpus({ product: ids.product, bare: ids.bare }, bodyLimit),
         ...generatedCorpus(ids.ids, 250, seed),
         ...batchCorpus({ product: ids.product, bare: ids.bare }, 100, seed),
+        ...compositeCorpus(ids.product),
         ...bulkCorpus({ product: ids.product, bare: ids.bare }, 150, seed),
       ]
   const statuses: Record<number, number> = {}
