@@ -47,7 +47,7 @@ export function typedTransaction<DB> (trx: AnyDatabase): Transaction<DB> {
 }
 
 /** A row's key as the helpers take it: the key's type; for a schema without `id`, also a composite key's parts. */
-type KeyValueOf<S extends TObject> = IdOf<S> | ('id' extends keyof Static<S> ? never : ReadonlyArray<string | number>)
+type RowId<S extends TObject> = IdOf<S> | ('id' extends keyof Static<S> ? never : ReadonlyArray<string | number>)
 // What each viewset prepared when it was mounted; a viewset not mounted yet has none.
 const prepared = new WeakMap<object, PreparedViewset>()
 
@@ -99,18 +99,18 @@ export interface TableHelpers<DB, TB extends keyof DB & string, S extends TObjec
   /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
   query(db?: Kysely<DB>): SelectQueryBuilder<DB, TB, Static<S>>
   /** The row with this primary key, or `undefined`. */
-  findById(id: KeyValueOf<S>, db?: Kysely<DB>): Promise<Static<S> | undefined>
+  findById(id: RowId<S>, db?: Kysely<DB>): Promise<Static<S> | undefined>
   /** Inserts values and returns the row as stored (generated key and database defaults included). */
   insert(values: Insertable<DB[TB]>, db?: Kysely<DB>): Promise<Static<S>>
   /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
   update(
-    id: KeyValueOf<S>,
+    id: RowId<S>,
     values: Updateable<DB[TB]>,
     db?: Kysely<DB>,
     precondition?: Precondition
   ): Promise<Static<S> | undefined>
   /** Deletes one row; false when there was none. */
-  deleteById(id: KeyValueOf<S>, db?: Kysely<DB>, precondition?: Precondition): Promise<boolean>
+  deleteById(id: RowId<S>, db?: Kysely<DB>, precondition?: Precondition): Promise<boolean>
 }
 
 /** Which rule a helper applies, by method (`undefined`: none). */
@@ -231,11 +231,11 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   }
 
   /** The row with this primary key, or `undefined` (also when the `'GET'` rule of the request leaves it out). */
-  async findById (id: KeyValueOf<S>, db: Kysely<DB> = this.#reads()): Promise<Static<S> | undefined> {
+  async findById (id: RowId<S>, db: Kysely<DB> = this.#reads()): Promise<Static<S> | undefined> {
     return await this.#findById(id, db, this.#rule('GET', 'findById'))
   }
 
-  async #findById (id: KeyValueOf<S>, db: Kysely<DB>, rule: ScopeCondition | undefined): Promise<Static<S> | undefined> {
+  async #findById (id: RowId<S>, db: Kysely<DB>, rule: ScopeCondition | undefined): Promise<Static<S> | undefined> {
     const row = await preparedOf(this).resource.find(untyped(db), id, { scope: rule })
     return row === undefined ? undefined : asServed(row)
   }
@@ -270,7 +270,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * ```
    */
   async update (
-    id: KeyValueOf<S>,
+    id: RowId<S>,
     values: Updateable<DB[TB]>,
     db: Kysely<DB> = this.#writes(),
     precondition?: Precondition
@@ -279,7 +279,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   }
 
   async #update (
-    id: KeyValueOf<S>,
+    id: RowId<S>,
     values: Updateable<DB[TB]>,
     db: Kysely<DB>,
     precondition: Precondition | undefined,
@@ -293,12 +293,12 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * Deletes one row; false when there was none (or none in the request's `'DELETE'` rule, on a viewset with a
    * `scope`). A `precondition` is checked as `update` checks it.
    */
-  async deleteById (id: KeyValueOf<S>, db: Kysely<DB> = this.#writes(), precondition?: Precondition): Promise<boolean> {
+  async deleteById (id: RowId<S>, db: Kysely<DB> = this.#writes(), precondition?: Precondition): Promise<boolean> {
     return await this.#deleteById(id, db, precondition, this.#rule('DELETE', 'deleteById'))
   }
 
   async #deleteById (
-    id: KeyValueOf<S>,
+    id: RowId<S>,
     db: Kysely<DB>,
     precondition: Precondition | undefined,
     rule: ScopeCondition | undefined

@@ -202,7 +202,7 @@ const registerAllOptions = [
 /** The doc comment's lines naming the link tables. */
 function linkLines (links: string): string[] {
   if (links === '') return []
-  const comment = docComment(`Link tables serve as the \`through\` of many-to-many relations, and by their ` +
+  const comment = docComment('Link tables serve as the `through` of many-to-many relations, and by their ' +
     `composite key: ${links}.`)
   return [comment.replace(/^\/\*\*/, ' *').replace(/ \*\/$/, '')]
 }

@@ -111,7 +111,6 @@ export class KeyPath {
     const params = request.params
     if (isRecord(params)) params.id = this.key.of(params)
   }
-
 }
 
 /**

@@ -58,7 +58,7 @@ export function checkCompositeRelations (key: RowKey, config: unknown, schema: T
   if (!key.composite || config === undefined) return
   for (const relation of declaredRelations(config, schema)) {
     if (relation.kind !== 'many-to-one' && relation.references === undefined) {
-      throw new ViewsetErrors.InvalidOption(`${relation.path}.references`, `the viewset's key is composite ` +
+      throw new ViewsetErrors.InvalidOption(`${relation.path}.references`, 'the viewset\'s key is composite ' +
         `(${key.columns.join(', ')}): name the one column of "${key.columns.join('", "')}" its children reference`)
     }
   }

@@ -142,7 +142,9 @@ export function planFullText (
   fields: ReadonlyMap<string, ScalarField>,
   dialect: ViewsetDialect,
   resolved: {
-    readonly table: string, readonly primaryKey: string, readonly keyColumns: readonly string[] | undefined,
+    readonly table: string,
+    readonly primaryKey: string,
+    readonly keyColumns: readonly string[] | undefined,
     readonly maxSearchLength: number,
   }
 ): FullTextPlan {

@@ -128,7 +128,9 @@ async function fixture (
 
 async function links (db: TestDatabase['db']) {
   const rows = await db.selectFrom('ck_book_tags').selectAll().orderBy('book_id').orderBy('tag_id').execute()
-  return rows.map((row) => ({ ...row, book_id: Number(row.book_id), tag_id: Number(row.tag_id), note: row.note as string | null }))
+  return rows.map((row) => ({
+    ...row, book_id: Number(row.book_id), tag_id: Number(row.tag_id), note: row.note as string | null,
+  }))
 }
 
 async function cells (db: TestDatabase['db']) {
@@ -189,7 +191,8 @@ for (const dialect of dialects) {
       for (const [url, field] of cases) {
         for (const method of ['GET', 'PATCH', 'PUT', 'DELETE'] as const) {
           const payload = method === 'GET' || method === 'DELETE' ? undefined : { note: 'no', book_id: 1, tag_id: 2, tenant: 'alice' }
-          const response = await app.inject({ method, url, headers: alice, ...(payload === undefined ? {} : { payload }) })
+          const sent = payload === undefined ? {} : { payload }
+          const response = await app.inject({ method, url, headers: alice, ...sent })
           assert.equal(response.statusCode, 400, `${method} ${url}`)
           const problem = problemOf(response)
           assert.equal(problem.code, 'FST_VIEWSET_VALIDATION')
@@ -259,7 +262,8 @@ for (const dialect of dialects) {
       assert.equal(spied.statusCode, 403)
       assert.deepEqual(await links(db), before, 'nothing written')
       const listed = await app.inject({ url: '/book-tags?limit=10', headers: bob })
-      assert.deepEqual(listed.json().map((row: { book_id: number, tag_id: number }) => [row.book_id, row.tag_id]), [[2, 1]])
+      const keys = listed.json().map((row: { book_id: number, tag_id: number }) => [row.book_id, row.tag_id])
+      assert.deepEqual(keys, [[2, 1]])
       assert.equal((await app.inject({ url: '/book-tags/2,1', headers: bob })).statusCode, 200)
     })
 
@@ -271,7 +275,11 @@ for (const dialect of dialects) {
       ]).execute()
       const seen: number[][] = []
       let next: string | undefined = '/book-tags'
-      type Page = { json: () => Array<{ book_id: number, tag_id: number }>, statusCode: number, headers: Record<string, unknown> }
+      interface Page {
+        json: () => Array<{ book_id: number, tag_id: number }>
+        statusCode: number
+        headers: Record<string, unknown>
+      }
       let pages = 0
       while (next !== undefined) {
         const response: Page = await app.inject({ url: next, headers: alice })
@@ -300,20 +308,26 @@ for (const dialect of dialects) {
       assert.equal(second.json().note, 'merged')
       const before = await links(db)
       const repeated = await app.inject({
-        method: 'POST', url: '/book-tags/bulk', headers: alice,
+        method: 'POST',
+        url: '/book-tags/bulk',
+        headers: alice,
         payload: [{ book_id: 3, tag_id: 3, tenant: 'alice' }, { book_id: 3, tag_id: 3, tenant: 'alice' }],
       })
       assert.equal(repeated.statusCode, 409)
       assert.match(JSON.stringify(problemOf(repeated).errors), /\/1/)
       const taken = await app.inject({
-        method: 'POST', url: '/book-tags/bulk', headers: alice,
+        method: 'POST',
+        url: '/book-tags/bulk',
+        headers: alice,
         payload: [{ book_id: 3, tag_id: 4, tenant: 'alice' }, { book_id: 1, tag_id: 1, tenant: 'alice' }],
       })
       assert.equal(taken.statusCode, 409)
       assert.match(JSON.stringify(problemOf(taken).errors), /\/1/)
       assert.deepEqual(await links(db), before)
       const bulkPatched = await app.inject({
-        method: 'PATCH', url: '/book-tags/bulk', headers: alice,
+        method: 'PATCH',
+        url: '/book-tags/bulk',
+        headers: alice,
         payload: [{ book_id: 1, tag_id: 1, note: 'a' }, { book_id: 1, tag_id: 2, note: 'b' }],
       })
       assert.equal(bulkPatched.statusCode, 200)

@@ -901,10 +901,10 @@ export function compositeCorpus (product: number): HostileRequest[] {
     }
   }
   const forms = [
-    '', ',', ',,', `${product}`, `${product},`, `,red`, `${product},red,`, `${product},red,x`, `0${product},red`,
-    `+${product},red`, `${product}.0,red`, `1e0,red`, `0x1,red`, `${product}%2Cred`, `${product},re%2Cd`,
-    `${product},re%2Fd`, `${product},%`, `${product},%zz`, `${product},%00`, `99999999999999999999,red`,
-    `-0,red`, `${product},${'x'.repeat(300)}`, `${product},red%20`, `${product}%2C`, `%2C,%2C`,
+    '', ',', ',,', `${product}`, `${product},`, ',red', `${product},red,`, `${product},red,x`, `0${product},red`,
+    `+${product},red`, `${product}.0,red`, '1e0,red', '0x1,red', `${product}%2Cred`, `${product},re%2Cd`,
+    `${product},re%2Fd`, `${product},%`, `${product},%zz`, `${product},%00`, '99999999999999999999,red',
+    '-0,red', `${product},${'x'.repeat(300)}`, `${product},red%20`, `${product}%2C`, '%2C,%2C',
   ]
   for (const form of forms) {
     for (const method of methods) {
