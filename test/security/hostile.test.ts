@@ -162,7 +162,8 @@ const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\
 function inputsOf (request: HostileRequest): string[] {
   const inputs: string[] = [request.method]
   const [path = '', search = ''] = request.url.split('?')
-  for (const segment of path.split('/')) {
+  // A composite key's parts too (`/product-tags/1,<part>`): an error may echo one part the client sent.
+  for (const segment of path.split('/').flatMap((whole) => [whole, ...whole.split(',')])) {
     inputs.push(segment)
     try {
       inputs.push(decodeURIComponent(segment))
