@@ -82,7 +82,7 @@ function listOptions (plan: GeneratePlan, served: ServedTable): string[] {
   const columns = served.catalog.columns
   const search = large ? [] : columns.filter((column) => scalar(column) === 'string').map((column) => column.name)
   const indexed = new Set([
-    ...served.key,
+    served.primaryKey,
     ...served.catalog.indexes.map((index) => index[0]).filter((name) => name !== undefined),
   ])
   const ordering = columns
