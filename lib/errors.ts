@@ -101,6 +101,9 @@ export const ViewsetErrors = {
   ),
   Unauthorized: detailError('FST_VIEWSET_UNAUTHORIZED', 'This operation needs a valid bearer token', 401),
   Forbidden: listingError('FST_VIEWSET_FORBIDDEN', 'The token does not allow this operation', 403),
+  DeletedRowsHidden: detailError(
+    'FST_VIEWSET_DELETED_ROWS_HIDDEN', 'Deleted rows are not shown to this caller (?deleted= needs showDeleted)', 403
+  ),
   Unavailable: detailError('FST_VIEWSET_UNAVAILABLE', 'The database is unavailable, try again later', 503),
   Timeout: detailError('FST_VIEWSET_TIMEOUT', 'The database statement ran past the time limit, try again later', 503),
   Internal: InternalError,

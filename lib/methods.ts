@@ -1,8 +1,9 @@
 // The logical methods a viewset serves and the filter operators a LIST accepts: the names options, `authorize`
 // and `scope` speak in.
 /**
- * The logical methods of a viewset, in the order their routes are added. `BULK` is `POST {prefix}/bulk`;
- * `PATCH_MANY` is `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk` and `DELETE_MANY` is
+ * The logical methods every viewset can serve, in the order their routes are added (then {@link softDeleteMethods}).
+ * `BULK` is `POST {prefix}/bulk`; `PATCH_MANY` is `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk`
+ * and `DELETE_MANY` is
  * `DELETE {prefix}?<filters>`; `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums).
  *
  * @example
@@ -25,7 +26,23 @@ export const viewsetMethods = [
  * createViewset({ db, table: 'items', schema: Item, methods: readOnly })
  * ```
  */
-export type ViewsetMethod = (typeof viewsetMethods)[number]
+export type ViewsetMethod = (typeof viewsetMethods)[number] | (typeof softDeleteMethods)[number]
+
+/**
+ * The methods of a soft-deleting viewset only (the `softDelete` option), each registered when `methods` lists it:
+ * `RESTORE` (`POST {prefix}/:id/restore`) and `PURGE` (`DELETE {prefix}/:id/purge`). Not in {@link viewsetMethods},
+ * which every viewset can serve.
+ *
+ * @example
+ * ```ts
+ * const methods: ViewsetMethod[] = ['LIST', 'GET', 'DELETE', ...softDeleteMethods]
+ * createViewset({ db, table: 'posts', schema: Post, softDelete: 'deleted_at', methods })
+ * ```
+ */
+export const softDeleteMethods = ['RESTORE', 'PURGE'] as const
+
+/** Every method, in the order their routes are added. */
+export const allMethods: readonly ViewsetMethod[] = [...viewsetMethods, ...softDeleteMethods]
 
 /** The methods registered only when `methods` names them: those that write many rows per request, and `AGGREGATE`,
  * which reads every row of the filtered set. */

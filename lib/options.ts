@@ -10,17 +10,18 @@ import { checkKyselyCopy } from './dialect/shared/kysely-copy.js'
 import { checkCountOptions } from './query/count-plan.js'
 import type { CountPlan } from './query/count-plan.js'
 import { checkScopeOption } from './query/scope-rules.js'
-import { defaultMethods, viewsetMethods } from './viewset-options.js'
+import { allMethods, defaultMethods } from './viewset-options.js'
 import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
+import { checkSoftDelete, type SoftDeleteResolution } from './data/soft-delete-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
 // once. Phase 2, against the catalog, runs when the viewset is mounted (mount/mount-viewset.ts).
 
-export { baseMethods, defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js'
+export { baseMethods, defaultMethods, filterOperators, softDeleteMethods, viewsetMethods } from './viewset-options.js'
 export type { ReplicaOptions }
 export type {
   AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator,
@@ -80,6 +81,7 @@ const knownOptionKeys = {
     'idempotency',
     'groupByFields',
     'aggregateFields',
+    'softDelete',
   ],
   rowLevelSecurity: ['roles', 'defaultRole'],
   relatedConfig: ['selectRelated', 'prefetchRelated'],
@@ -167,7 +169,7 @@ function checkRelatedConfigKeys (path: string, config: unknown, schema: unknown,
 }
 
 function isViewsetMethod (value: unknown): value is ViewsetMethod {
-  return viewsetMethods.some((method) => method === value)
+  return allMethods.some((method) => method === value)
 }
 
 function isStringArray (value: unknown): value is string[] {
@@ -176,18 +178,18 @@ function isStringArray (value: unknown): value is string[] {
 
 function checkMethodList (option: string, value: unknown): ViewsetMethod[] {
   if (!Array.isArray(value)) {
-    fail(option, `expected an array of ${viewsetMethods.join(', ')}, got ${JSON.stringify(value)}`)
+    fail(option, `expected an array of ${allMethods.join(', ')}, got ${JSON.stringify(value)}`)
   }
   const seen = new Set<ViewsetMethod>()
   for (const method of value) {
     if (!isViewsetMethod(method)) {
-      fail(option, `unknown method ${JSON.stringify(method)}; allowed: ${viewsetMethods.join(', ')}`)
+      fail(option, `unknown method ${JSON.stringify(method)}; allowed: ${allMethods.join(', ')}`)
     }
     if (seen.has(method)) fail(option, `method ${JSON.stringify(method)} is listed twice`)
     seen.add(method)
   }
   // LIST before GET, and every route in a fixed order, whatever order was given.
-  return viewsetMethods.filter((method) => seen.has(method))
+  return allMethods.filter((method) => seen.has(method))
 }
 
 /** Checks a method list (for `register(methods)`), sorted into route order. */
@@ -196,7 +198,7 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions extends IdempotencyResolution {
+export interface ResolvedOptions extends IdempotencyResolution, SoftDeleteResolution {
   readonly table: string
   /** The key's first column (the whole key when it has one); `id` until mounting reads a key the options left out. */
   readonly primaryKey: string
@@ -369,6 +371,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     fail('name', 'expected an identifier such as "Items"')
   }
   checkShapes(options)
+  const versionField = checkVersionField(options.versionField, properties, keyColumns ?? [])
   return Object.freeze({
     table: String(options.table),
     primaryKey,
@@ -379,7 +382,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     name,
     ...checkLimits(options),
     conflictFields: checkConflictFields(options.conflictFields, properties),
-    versionField: checkVersionField(options.versionField, properties, keyColumns ?? []),
+    versionField,
     requireIfMatch: options.requireIfMatch === true,
     counting: checkCountOptions(options),
     conflictDetail: checkConflictDetail(options.conflictDetail),
@@ -387,6 +390,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     strictIndexes: options.strictIndexes === true,
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
+    softDelete: checkSoftDelete(options.softDelete, { primaryKey, versionField }),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

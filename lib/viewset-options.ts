@@ -11,10 +11,11 @@ import type { FieldOf, ListOptions, ObjectFields, RelationPath } from './list-op
 import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './write-hooks.js'
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
+import type { SoftDeleteOptions } from './data/soft-delete-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import type { AggregateOptions } from './query/aggregate-options.js'
 
-export { defaultMethods, filterOperators, viewsetMethods } from './methods.js'
+export { allMethods, defaultMethods, filterOperators, softDeleteMethods, viewsetMethods } from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 export type { TokenClaims, ViewsetToken } from './tokens.js'
 export type { FieldOf, ListOptions, RelationPath } from './list-options.js'
@@ -178,6 +179,19 @@ export interface ViewsetOptions<
    * ```
    */
   idempotency?: boolean | IdempotencyOptions
+  /**
+   * Soft delete (default off): DELETE sets this column (a nullable timestamp to the time of deletion, or a boolean to
+   * true) instead of removing the row, and every read and write (relations from other viewsets included) treats a
+   * deleted row as absent; `?deleted=include|only` shows deleted rows to callers `showDeleted` admits; RESTORE and
+   * PURGE (opt-in `methods`) undelete and hard-delete. See the README's "Soft delete".
+   *
+   * @example
+   * ```ts
+   * const methods: ViewsetMethod[] = ['LIST', 'GET', 'DELETE', 'RESTORE', 'PURGE']
+   * createViewset({ db, table: 'posts', schema: Post, softDelete: 'deleted_at', methods })
+   * ```
+   */
+  softDelete?: (keyof DB[TB] & string) | SoftDeleteOptions<keyof DB[TB] & string>
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

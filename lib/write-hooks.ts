@@ -64,7 +64,7 @@ export type BeforeWriteFunction<DB, TB extends keyof DB> = (
  * const audited: AfterWriteMethod[] = ['POST', 'PATCH', 'DELETE']
  * ```
  */
-export type AfterWriteMethod = WriteMethod | 'DELETE' | 'DELETE_MANY'
+export type AfterWriteMethod = WriteMethod | 'DELETE' | 'DELETE_MANY' | 'RESTORE' | 'PURGE'
 
 /**
  * One row a write changed, as the database holds it (the schema's columns): `before` is `null` for a created row,

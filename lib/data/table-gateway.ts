@@ -128,9 +128,12 @@ export class TableGateway {
     }, this.#sorts(ordering))
   }
 
-  /** Whether a page in this order sorts every row for want of an index: a heavy statement, on every dialect. */
+  /**
+   * Whether a page in this order sorts every row for want of an index: a heavy statement, on every dialect. A
+   * relation path's value (a subquery per row) is an order no index gives, whatever the related table's indexes.
+   */
   #sorts (ordering: ListQuery['ordering']): boolean {
-    return ordering.keys.some((key) => this.#unindexedOrder.has(key.field))
+    return ordering.keys.some((key) => key.related !== undefined || this.#unindexedOrder.has(key.field))
   }
 
   /**

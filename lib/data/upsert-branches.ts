@@ -31,6 +31,9 @@ export interface BranchedUpsert {
   readonly precondition: Precondition | undefined
   /** The rule an updated row must be in (PATCH's: the target and the row written) and a created one (GET's). */
   readonly rules: { readonly updated: ScopeCondition | undefined; readonly created: ScopeCondition | undefined }
+  /** With soft delete, "the row lives": only a live row is merged into (a deleted one is a 409 by the unique key, or,
+   * under a partial unique index of live rows, no conflict at all), so an upsert never revives one. */
+  readonly live?: ScopeCondition | undefined
   /** The check of the foreign keys the elements write (data/foreign-key-check.ts), run in the write's transaction. */
   readonly checkKeys?: (trx: AnyDatabase, values: readonly Row[]) => Promise<void>
   /** The viewset's `afterWrite` of each element's row (`created`: on the creating branch), once all are checked. */
@@ -66,7 +69,7 @@ export async function upsertBranches (
   for (let attempt = 1; ; attempt++) {
     let created: boolean[] = []
     const write = async () => await inTransaction(db, async (trx) => {
-      const found = await existingKeys(resource, trx, upsert.sent, keyOf, true)
+      const found = await existingKeys(resource, trx, upsert, keyOf, true)
       created = upsert.sent.map((row) => !found.has(keyOf(row)))
       // RFC 9110 §13.1.1: no current representation matches an If-Match, `*` included.
       if (upsert.precondition?.kind === 'match' && created.includes(true)) throw new ViewsetErrors.PreconditionFailed()
@@ -82,7 +85,7 @@ export async function upsertBranches (
     } catch (error) {
       // A key that appeared since the read was created concurrently: the upsert updates it on its next run.
       const duplicate = error instanceof ViewsetErrors.Conflict || resource.dialect.classify(error)?.kind === 'unique'
-      const changed = duplicate && (await appeared(resource, db, upsert.sent, created, keyOf))
+      const changed = duplicate && (await appeared(resource, db, upsert, created, keyOf))
       if (!changed) throw error
       if (attempt >= attempts) throw changedTooOften()
     }
@@ -98,13 +101,14 @@ function changedTooOften (): InstanceType<typeof ViewsetErrors.Unavailable> {
 async function existingKeys (
   resource: TableGateway,
   db: AnyDatabase,
-  sent: readonly Row[],
+  { sent, live }: Pick<BranchedUpsert, 'sent' | 'live'>,
   keyOf: KeyOf,
   lock: boolean
 ): Promise<Map<string, unknown>> {
   const { table, key, conflictFields } = resource.upsertKey
   const read = [...new Set([...key.columns, ...conflictFields])]
-  const select = db.selectFrom(table).select(read).where(keyIn(conflictFields, sent))
+  const keyed = db.selectFrom(table).select(read).where(keyIn(conflictFields, sent))
+  const select = live === undefined ? keyed : keyed.where(live.where)
   const rows = await (lock && resource.dialect.capabilities.rowLocks ? select.forUpdate() : select).execute()
   return new Map(rows.map((row) => [keyOf(row), key.of(row)]))
 }
@@ -113,13 +117,13 @@ async function existingKeys (
 async function appeared (
   resource: TableGateway,
   db: AnyDatabase,
-  sent: readonly Row[],
+  { sent, live }: Pick<BranchedUpsert, 'sent' | 'live'>,
   created: readonly boolean[],
   keyOf: KeyOf
 ): Promise<boolean> {
   const creating = sent.filter((_row, index) => created[index] === true)
   if (creating.length === 0 || db.isTransaction) return false
-  return (await existingKeys(resource, db, creating, keyOf, false)).size > 0
+  return (await existingKeys(resource, db, { sent: creating, live }, keyOf, false)).size > 0
 }
 
 /** The branches decided in the transaction: each element's, the keys read (locked), and `beforeWrite`'s values. */

@@ -27,7 +27,7 @@ import type { Row } from '../sql.js'
  * The second parameter of Kysely's `executeQuery`: a deprecated query id on Kysely 0.28, `{ signal }` on 0.29.
  * Given, the statement goes through Kysely, which alone knows what to do with it.
  */
-type ExecuteOptions = Parameters<Kysely<unknown>['executeQuery']>[1]
+export type ExecuteOptions = Parameters<Kysely<unknown>['executeQuery']>[1]
 
 /** How the data layer runs its compiled statements on an instance with a shortcut: see {@link runCompiled}. */
 export const executeNow = Symbol('fastify-viewsets.executeNow')

@@ -1,11 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { CompiledQuery, Kysely } from 'kysely'
 import type {
-  ConnectionProvider, DatabaseConnection, DatabaseIntrospector, Dialect, Driver, QueryResult, TransactionBuilder,
-  TransactionSettings,
+  Compilable, ConnectionProvider, DatabaseConnection, DatabaseIntrospector, Dialect, Driver, QueryResult,
+  TransactionBuilder, TransactionSettings,
 } from 'kysely'
 import type { Eventually } from './eventually.js'
 import { executeNow, runCompiled } from './prepared-kysely.js'
+import type { ExecuteOptions } from './prepared-kysely.js'
 
 // One transaction per request, on one connection, for every statement the request runs through a viewset's
 // database (`rowLevelSecurity`, http/row-level-security.ts; the atomic batch, http/batch-plugin.ts): the settings
@@ -169,6 +170,14 @@ export class RequestTransactionDatabase<DB> extends Kysely<DB> {
   /** Outside a request transaction, the wrapped database's own (its driver writes `begin` as its database reads it). */
   override transaction (): TransactionBuilder<DB> {
     return openOn(this.base) === undefined ? this.base.transaction() : super.transaction()
+  }
+
+  /**
+   * Outside a request transaction, the wrapped database's `executeQuery`: its shortcut and its bulkhead of heavy
+   * statements, which Kysely's executor (the connection provider) would pass by, as relation batches once did.
+   */
+  override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, options?: ExecuteOptions): Promise<QueryResult<R>> {
+    return openOn(this.base) === undefined ? this.base.executeQuery(query, options) : super.executeQuery(query, options)
   }
 
   /** The data layer's compiled statements: in the request's transaction, else through the wrapped one's shortcut. */

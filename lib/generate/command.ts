@@ -2,6 +2,9 @@ import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { databaseUrl } from '../db.js'
 import { writeDatabaseTypes } from './db-writer.js'
+import type { FullTextArgument } from './full-text-option.js'
+import { fullTextMigration, parseFullTextArgument, planFullTextSearch } from './full-text-option.js'
+import type { CommentStart } from './header.js'
 import { withHeader, withoutPassword } from './header.js'
 import { moduleScope } from './module-scope.js'
 import { commentLine } from './naming.js'
@@ -31,6 +34,13 @@ export interface GenerateOptions {
   keys?: ReadonlyMap<string, string>
   /** server.ts serves writes to anyone when JWT_SECRET is not set (it refuses to start so with NODE_ENV=production). */
   writable?: boolean
+  /**
+   * `?q=` on these tables (`--full-text table:field1,field2`): their `fullText` option in viewsets.ts, and
+   * `full-text.<dialect>.sql`, the migration that creates the index each needs.
+   */
+  fullText?: readonly FullTextArgument[]
+  /** PostgreSQL's text search configuration of `fullText` (`--full-text-language`, default `simple`). */
+  fullTextLanguage?: string
 }
 
 /** What a run wrote and decided. */
@@ -45,10 +55,13 @@ export interface GenerateResult {
   readonly served: readonly string[]
   readonly links: readonly string[]
   readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
+  /** The tables `--full-text` serves `?q=` on, and the migration written for them (apply it before starting). */
+  readonly fullText: { readonly tables: readonly string[]; readonly migration?: string }
 }
 
 export const usage = `Usage: fastify-viewsets generate [--url <DATABASE_URL>] [--out src/db] [--tables a,b] [--force]
-  [--check] [--key view=column] [--writable] [--include-secrets]
+  [--check] [--key view=column] [--writable] [--include-secrets] [--full-text table:field1,field2]
+  [--full-text-language english]
 
 Writes db.ts (Kysely types), schemas.ts (TypeBox), viewsets.ts (registerAll) and server.ts from the database.
   --url     the database (default: DATABASE_URL, from the environment or .env)
@@ -62,6 +75,10 @@ Writes db.ts (Kysely types), schemas.ts (TypeBox), viewsets.ts (registerAll) and
             by default it then serves reads only, and with JWT_SECRET writes need a token
   --include-secrets  keep columns whose name holds password, hash, salt, token or secret
             (left out of the schemas by default)
+  --full-text  full-text search (?q=) on a table's text columns (repeatable): --full-text articles:title,body
+            sets the viewset's fullText option and writes full-text.<sqlite|postgres|mysql>.sql, the migration
+            that creates the index it needs (apply it before the server starts: startup checks the index)
+  --full-text-language  PostgreSQL's text search configuration for --full-text (default: simple)
   -h, --help  print this and exit`
 
 /** The command as the header records it: the options given, the URL without its password. */
@@ -73,6 +90,8 @@ function commandLine (options: GenerateOptions): string {
   for (const [view, column] of options.keys ?? []) parts.push(`--key ${view}=${column}`)
   if (options.writable === true) parts.push('--writable')
   if (options.includeSecrets === true) parts.push('--include-secrets')
+  for (const { table, fields } of options.fullText ?? []) parts.push(`--full-text ${table}:${fields.join(',')}`)
+  if (options.fullTextLanguage !== undefined) parts.push(`--full-text-language ${options.fullTextLanguage}`)
   // The header is a `//` comment: a name with a line break given on the command line must not end it.
   return commentLine(parts.join(' '))
 }
@@ -94,18 +113,24 @@ export async function generate (options: GenerateOptions = {}): Promise<Generate
     includeSecrets: options.includeSecrets === true,
     rows: catalog.rows,
   })
+  const fullText = planFullTextSearch(plan, options.fullText ?? [], options.fullTextLanguage)
   const command = commandLine(options)
   // The server keeps the URL only when it came from the command line and carries no password.
   const serverUrl = options.url !== undefined && withoutPassword(options.url) === options.url ? options.url : undefined
   const bodies: Record<string, string> = {
     'db.ts': writeDatabaseTypes(plan),
     'schemas.ts': writeSchemas(plan),
-    'viewsets.ts': writeViewsets(plan),
+    'viewsets.ts': writeViewsets(plan, fullText),
     'server.ts': writeServer({ url: serverUrl, writable: options.writable === true }),
+  }
+  const migration = `full-text.${catalog.dialect}.sql`
+  if (fullText.size > 0) {
+    if (catalog.fullText === undefined) throw new Error(`--full-text: ${catalog.dialect} has no full-text search`)
+    bodies[migration] = fullTextMigration(catalog.fullText, fullText)
   }
   const files = Object.entries(bodies).map(([name, body]) => ({
     path: join(out, name),
-    text: withHeader(body, command),
+    text: withHeader(body, command, commentStart(name)),
   }))
   const check = options.check === true
   const outcomes = await writeGenerated(out, files, { force: options.force === true, check })
@@ -117,7 +142,13 @@ export async function generate (options: GenerateOptions = {}): Promise<Generate
     links: plan.links,
     skipped: plan.skipped,
     large: [...plan.large].filter((name) => plan.served.some((table) => table.catalog.name === name)),
+    fullText: { tables: [...fullText.keys()], ...(fullText.size > 0 ? { migration: join(out, migration) } : {}) },
   }
+}
+
+/** How a generated file's comments begin, by its extension. */
+function commentStart (file: string): CommentStart {
+  return file.endsWith('.sql') ? '--' : '//'
 }
 
 /** Parses `generate`'s arguments. */
@@ -133,6 +164,8 @@ export function parseGenerateArguments (args: readonly string[]): GenerateOption
       'include-secrets': { type: 'boolean' },
       key: { type: 'string', multiple: true },
       writable: { type: 'boolean' },
+      'full-text': { type: 'string', multiple: true },
+      'full-text-language': { type: 'string' },
     },
     strict: true,
   })
@@ -160,6 +193,8 @@ export function parseGenerateArguments (args: readonly string[]): GenerateOption
     ...(values['include-secrets'] === true ? { includeSecrets: true } : {}),
     ...(keys.size === 0 ? {} : { keys }),
     ...(values.writable === true ? { writable: true } : {}),
+    ...(values['full-text'] === undefined ? {} : { fullText: values['full-text'].map(parseFullTextArgument) }),
+    ...(values['full-text-language'] === undefined ? {} : { fullTextLanguage: values['full-text-language'] }),
   }
 }
 
@@ -191,6 +226,11 @@ function report (result: GenerateResult, check: boolean): string[] {
       `(no index serves them): ${result.large.join(', ')}`)
   }
   for (const { table, reason } of result.skipped) lines.push(`skipped ${table}: ${reason}`)
+  const { tables, migration } = result.fullText
+  if (migration !== undefined) {
+    lines.push(`full-text search (?q=) on ${tables.join(', ')}: apply ${path(migration)} before the server starts ` +
+      '(its startup checks each index)')
+  }
   return lines
 }
 

@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path'
 import { sql } from 'kysely'
 import { createDatabase } from '../db.js'
 import type { TableCatalog } from '../dialect/shared/catalog.js'
+import type { DialectFullText } from '../dialect/shared/full-text-index.js'
 import { dialectOf } from '../dialect/pick-dialect.js'
 import type { AnyDatabase } from '../sql.js'
 import type { DialectName } from './column-types.js'
@@ -16,6 +17,8 @@ export interface DatabaseCatalog {
   readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
   /** The rows of each table and view, counted up to one past {@link largeTableRows}. */
   readonly rows: ReadonlyMap<string, number>
+  /** How the database's full-text indexes are created (`--full-text`), when it has full-text search. */
+  readonly fullText: DialectFullText | undefined
 }
 
 /**
@@ -71,7 +74,7 @@ export async function readDatabase (url: string, only: readonly string[] | undef
       rows.set(name, await boundedRows(untyped, name))
     }
     if (tables.length === 0) throw new Error('the database has no tables or views to serve')
-    return { dialect: dialect.name, tables, skipped, rows }
+    return { dialect: dialect.name, tables, skipped, rows, fullText: dialect.fullText }
   } finally {
     await db.destroy()
   }

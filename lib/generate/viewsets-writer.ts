@@ -1,6 +1,7 @@
 import type { CatalogColumn } from '../dialect/shared/catalog.js'
 import type { ColumnKind } from './column-types.js'
 import { mapColumn } from './column-types.js'
+import type { PlannedFullText } from './full-text-option.js'
 import type { GeneratePlan, PlannedRelation, ServedTable } from './plan.js'
 import { identifierOf } from './db-writer.js'
 import { commentLine, commentText, literal, propertyKey, renamedComment, routeSegment } from './naming.js'
@@ -70,7 +71,7 @@ export function docComment (text: string, indent = ''): string {
  * Secret columns are left out; on a large table, so are substring matches (`search`, `contains`) and exact counts,
  * which no B-tree index serves.
  */
-function listOptions (plan: GeneratePlan, served: ServedTable): string[] {
+function listOptions (plan: GeneratePlan, served: ServedTable, fullText: PlannedFullText | undefined): string[] {
   const secrets = new Set(secretColumns(served.catalog, plan.includeSecrets))
   const large = plan.large.has(served.catalog.name)
   const scalar = (column: CatalogColumn) => {
@@ -91,18 +92,26 @@ function listOptions (plan: GeneratePlan, served: ServedTable): string[] {
   const filters = columns.flatMap((column) => {
     const kind = scalar(column)
     const allowed = (kind === undefined ? undefined : operators[kind])?.filter((op) => !large || op !== 'contains')
-    if (allowed === undefined || reserved.has(column.name)) return []
+    // With full-text search, `q` is its parameter.
+    if (allowed === undefined || reserved.has(column.name) || (fullText !== undefined && column.name === 'q')) return []
     return [`        ${propertyKey(column.name)}: ${list(column.nullable ? [...allowed, 'isnull'] : allowed)},`]
   })
   const lines: string[] = []
   if (search.length > 0) lines.push(`      searchFields: ${list(search)},`)
   if (ordering.length > 0) lines.push(`      orderingFields: ${list(ordering)},`)
   if (filters.length > 0) lines.push('      filterFields: {', ...filters, '      },')
+  if (fullText !== undefined) lines.push(fullTextLine(fullText))
   if (large) {
     // SQLite has no planner estimate to answer instead: its count would scan the table.
     lines.push(`      allowCount: ${plan.dialect === 'sqlite' ? 'false' : "'estimated'"},`)
   }
   return lines
+}
+
+/** The `fullText` option of a table `--full-text` names (its migration is full-text.<dialect>.sql). */
+function fullTextLine ({ fields, language }: PlannedFullText): string {
+  const configured = language === 'simple' ? '' : `, language: ${literal(language)}`
+  return `      fullText: { fields: ${list(fields)}${configured} },`
 }
 
 // A table whose name is not a plain word gets its identifier as the base of operationIds and component names,
@@ -126,7 +135,12 @@ function resourceSchema (plan: GeneratePlan, served: ServedTable, name: string):
 }
 
 /** The `await app.register(createViewset(...))` of one table. */
-function registration (plan: GeneratePlan, served: ServedTable, schema: string): string {
+function registration (
+  plan: GeneratePlan,
+  served: ServedTable,
+  schema: string,
+  fullText: PlannedFullText | undefined
+): string {
   const { catalog, primaryKey, relations } = served
   const id = identifierOf(plan, catalog.name)
   const selectRelated = relations.filter((relation) => relation.kind === 'many-to-one').map(relationEntry)
@@ -164,7 +178,7 @@ function registration (plan: GeneratePlan, served: ServedTable, schema: string):
       : `      ...access(${methods}, protectedMethods),`,
     ...(named ? [`      name: ${literal(id.identifier)},`] : []),
     `      tags: [${literal(catalog.name)}],`,
-    ...listOptions(plan, served),
+    ...listOptions(plan, served, fullText),
     ...(related.length === 0 ? [] : ['      relatedConfig: {', ...related, '      },', ...defaults]),
     '    }),',
     `    { prefix: prefix + ${literal(`/${routeSegment(catalog.name)}`)} }`,
@@ -207,8 +221,14 @@ function linkLines (links: string): string[] {
   return [comment.replace(/^\/\*\*/, ' *').replace(/ \*\/$/, '')]
 }
 
-/** viewsets.ts: a resource schema per table with relations, and `registerAll`, which serves every table. */
-export function writeViewsets (plan: GeneratePlan): string {
+/**
+ * viewsets.ts: a resource schema per table with relations, and `registerAll`, which serves every table (with `?q=` on
+ * the tables `fullText` plans).
+ */
+export function writeViewsets (
+  plan: GeneratePlan,
+  fullText: ReadonlyMap<string, PlannedFullText> = new Map()
+): string {
   const imported = new Set<string>()
   const resources: string[] = []
   const registrations: string[] = []
@@ -222,7 +242,7 @@ export function writeViewsets (plan: GeneratePlan): string {
       resources.push(resourceSchema(plan, served, schema))
     }
     registrations.push(...renamedComment(served.catalog.name, id).map((line) => `  ${line}`))
-    registrations.push(registration(plan, served, schema))
+    registrations.push(registration(plan, served, schema, fullText.get(served.catalog.name)))
   }
   const skipped = plan.skipped.map(({ table, reason }) => `//   ${commentText(table)}: ${commentLine(reason)}`)
   const links = plan.links.map(commentText).join(', ')

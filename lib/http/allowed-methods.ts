@@ -38,7 +38,9 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
 export function methodPaths (routes: readonly RouteOptions[]): string[] {
   const params = routes.find((route) => route.url === '/:id')?.schema?.params
   const id = isRecord(params) && isRecord(params.properties) ? params.properties.id : undefined
-  return isRecord(id) && id.type === 'integer' ? ['', '/:id', '/bulk'] : ['', '/:id']
+  // Soft delete's RESTORE and PURGE (`/:id/restore`, `/:id/purge`) when registered: their other methods are 405s.
+  const actions = routes.map((route) => route.url).filter((url) => url === '/:id/restore' || url === '/:id/purge')
+  return [...(isRecord(id) && id.type === 'integer' ? ['', '/:id', '/bulk'] : ['', '/:id']), ...actions]
 }
 
 /** The `Allow` of a concrete path of the scope, or `undefined` when the viewset does not serve it. */

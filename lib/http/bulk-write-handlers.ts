@@ -3,6 +3,7 @@ import { inElement } from '../data/bulk-conflicts.js'
 import { deleteKeys, lockKeys, lockMatching, readKeys, updateKeys } from '../data/bulk-update.js'
 import type { AfterRow } from '../data/gateway-results.js'
 import { retryOnDeadlock } from '../data/retry-on-deadlock.js'
+import { softDeleteKeys } from '../data/soft-delete.js'
 import { checkWritten } from '../data/write-check.js'
 import { invalidFields, missingRows, ViewsetErrors } from '../errors.js'
 import type { FieldError } from '../errors.js'
@@ -145,18 +146,24 @@ export class BulkWriteHandlers {
     })
   }
 
-  /** DELETE_MANY: deletes every row the filters select in the rule; answers them as they were. */
+  /**
+   * DELETE_MANY: deletes every row the filters select in the rule (with `softDelete`, marks them deleted); answers
+   * them as they were.
+   */
   async deleteMany (request: FastifyRequest, token: ViewsetToken | null, represent: boolean): Promise<ManyWritten> {
     checkIfMatch(request, this.#context.requireIfMatch)
     const conditions = this.#conditions(request, token)
     const bound = this.#bound(request, represent)
     const scope = this.#rule(request, token, 'DELETE_MANY')
     const after = this.#afterRow(request, token, 'DELETE_MANY')
-    const { target } = this.#context.resource
+    const { resource: { target, dialect }, softDelete } = this.#context
+    const { versionField } = this.#limits
     return await this.#transaction(async (trx) => {
       const rows = await this.#matching(trx, conditions, scope, bound)
       if (rows.length === 0) return { affected: 0, rows }
-      await deleteKeys(trx, target, rows.map((row) => target.key.of(row)))
+      const keys = rows.map((row) => target.key.of(row))
+      if (softDelete === undefined) await deleteKeys(trx, target, keys)
+      else await softDeleteKeys(trx, dialect, target, keys, { column: softDelete, versionField })
       for (const row of rows) await after?.(trx, row, null)
       return { affected: rows.length, rows }
     })

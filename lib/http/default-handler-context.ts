@@ -5,6 +5,7 @@ import type { AnyDatabase, Row } from '../sql.js'
 import type { AfterWriteMethod, RowChange, RowContext, ScopedMethod, ViewsetToken, WriteMethod } from '../options.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
+import type { SoftDeletePlan } from '../query/soft-delete-term.js'
 import type { BulkLimits } from './route-context.js'
 
 /** What the default handlers read: the data layer, the options they apply, and the viewset's row rules. */
@@ -33,6 +34,8 @@ export interface DefaultHandlerContext {
   readonly beforeWriteInTransaction?: boolean
   /** Throws the 404 of this id. */
   notFound(id: unknown): never
+  /** The viewset's soft delete (`softDelete`): DELETE and DELETE_MANY then mark rows deleted, not remove them. */
+  readonly softDelete?: SoftDeletePlan | undefined
   /** The bounds of PATCH_MANY, DELETE_MANY and BULK_PATCH (http/bulk-write-handlers.ts), and the version they bump. */
   readonly bulkLimits?: BulkLimits
   /** The viewset's `afterWrite`, run in the write's transaction after each row written; `undefined` without one. */

@@ -3,6 +3,7 @@ import type { Precondition } from '../data/precondition.js'
 import { inElement } from '../data/bulk-conflicts.js'
 import type { AfterRow } from '../data/gateway-results.js'
 import { upsertBranches } from '../data/upsert-branches.js'
+import { softDeleteRow } from '../data/soft-delete.js'
 import { inTransaction } from '../data/write-check.js'
 import { ambientDatabase } from '../data/ambient-transaction.js'
 import type { AnyDatabase, Row } from '../sql.js'
@@ -268,6 +269,7 @@ export class DefaultHandlers {
         updated: this.#context.scopeOf(request, token, 'PATCH'),
         created: this.#context.scopeOf(request, token, 'GET'),
       },
+      live: this.#context.softDelete?.live,
       checkKeys: async (trx, values) => {
         await this.#context.foreignKeys.checkOf(trx, values, { request, token }, bulk)?.(trx)
       },
@@ -366,7 +368,7 @@ export class DefaultHandlers {
     ))
   }
 
-  /** DELETE: removes the row (in the scope) if `precondition` holds, or 404. */
+  /** DELETE: removes the row (in the scope) if `precondition` holds, or 404; with `softDelete`, marks it deleted. */
   deleteElement (
     request: FastifyRequest,
     token: ViewsetToken | null,
@@ -375,9 +377,15 @@ export class DefaultHandlers {
     const scope = this.#context.scopeOf(request, token, 'DELETE')
     const id = idOf(request)
     const after = this.#afterRow(request, token, 'DELETE')
+    const { resource, softDelete } = this.#context
     const db = ambientDatabase(this.#context.db)
-    return andThen(this.#context.resource.delete(db, id, scope, precondition, after), (deleted) => {
-      if (!deleted) this.#context.notFound(id)
+    // The row marked deleted is gone for the API: afterWrite is told `after: null`, as for a row removed.
+    const marked = after && (async (trx: AnyDatabase, before: Row | null) => { await after(trx, before, null) })
+    const deleted = softDelete === undefined
+      ? resource.delete(db, id, scope, precondition, after)
+      : softDeleteRow(resource, db, id, softDelete, scope, precondition, marked)
+    return andThen(deleted, (found) => {
+      if (!found) this.#context.notFound(id)
     })
   }
 }

@@ -1,3 +1,4 @@
+import { deletedQuery } from '../query/soft-delete-term.js'
 import type {
   FastifyRequest, FastifySchemaValidationError, preHandlerAsyncHookHandler, preValidationAsyncHookHandler,
 } from 'fastify'
@@ -137,7 +138,8 @@ export class FieldHiding {
     if (rules === undefined && ruled.length === 0) return
     const context = { request, token: request.viewsetToken, method }
     const view = rules === undefined ? allVisible : await viewOf(rules, context)
-    const compared = (method === 'PUT' || method === 'PATCH' || method === 'DELETE') &&
+    const compared = (method === 'PUT' || method === 'PATCH' || method === 'DELETE' || method === 'RESTORE' ||
+      method === 'PURGE') &&
       request.headers['if-match'] !== undefined
     const read = rules !== undefined && compared ? await rules.view({ ...context, method: 'GET' }) : undefined
     const related = new Map<RelationRuleSlot, FieldView>()
@@ -216,11 +218,14 @@ export class FieldHiding {
     }
     if (method === 'GET') {
       const selection = plan.fields(entity)
-      const schema = { type: 'object', properties: selection.properties, additionalProperties: false }
+      // `?deleted=` of a soft-deleting viewset is no field (the route's own schema refuses it on any other viewset).
+      const properties = { ...selection.properties, deleted: { ...deletedQuery } }
+      const schema = { type: 'object', properties, additionalProperties: false }
       return { validate: compile(schema, 'querystring'), part: 'querystring', list: undefined, fields: selection }
     }
     if (method === 'PATCH_MANY' || method === 'DELETE_MANY') return this.#filters(fields, entity, method)
-    const body = method === 'DELETE' ? undefined : deriveBody(entity, method === 'PATCH')
+    const bodiless = method === 'DELETE' || method === 'RESTORE' || method === 'PURGE'
+    const body = bodiless ? undefined : deriveBody(entity, method === 'PATCH')
     const element = method === 'BULK_PATCH' ? deriveKeyedPatch(entity, plan.primaryKey ?? 'id') : body
     const schema = method === 'BULK' || method === 'BULK_PATCH'
       ? { type: 'array', items: element, maxItems: plan.maxBulk }

@@ -1,3 +1,4 @@
+import type { SoftDeletePlan } from '../query/soft-delete-term.js'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Precondition } from '../data/precondition.js'
 import type { TableGateway } from '../data/table-gateway.js'
@@ -163,6 +164,17 @@ export interface RouteContext {
   readonly hiding: FieldHiding | undefined
   /** What `GET {prefix}/aggregate` reads, when `methods` lists AGGREGATE. */
   readonly aggregate?: AggregateContext | undefined
+  /** With `softDelete`: who may see deleted rows (`?deleted=`), and RESTORE's and PURGE's handlers. */
+  readonly softDelete?: SoftDeleteRouting | undefined
+}
+
+/** What the routes of a soft-deleting viewset read (http/soft-delete-handlers.ts): its plan, RESTORE and PURGE. */
+export interface SoftDeleteRouting {
+  readonly plan: SoftDeletePlan
+  /** RESTORE: the row marked live again, as stored, or the 404 thrown. */
+  restore(request: FastifyRequest, token: ViewsetToken | null, precondition: Precondition | undefined): Eventually<Row>
+  /** PURGE: the row removed for good, or the 404 thrown. */
+  purge(request: FastifyRequest, token: ViewsetToken | null, precondition: Precondition | undefined): Eventually<void>
 }
 
 /** What AGGREGATE reads: its plan, LIST's (its filters, search and paging), and the viewset's row rules. */

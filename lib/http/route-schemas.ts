@@ -41,6 +41,8 @@ const summaries: Record<ViewsetMethod, (name: string) => string> = {
   PATCH_MANY: (name) => `Update fields of every one of ${name} the filters select`,
   BULK_PATCH: (name) => `Update fields of many of ${name} by key, all or none`,
   DELETE_MANY: (name) => `Delete every one of ${name} the filters select`,
+  RESTORE: (name) => `Restore one of ${name} that was deleted`,
+  PURGE: (name) => `Delete one of ${name} for good, deleted or not`,
 }
 const operationVerbs: Record<ViewsetMethod, string> = {
   LIST: 'list',
@@ -54,10 +56,12 @@ const operationVerbs: Record<ViewsetMethod, string> = {
   PATCH_MANY: 'updateWhere',
   BULK_PATCH: 'updateMany',
   DELETE_MANY: 'deleteWhere',
+  RESTORE: 'restore',
+  PURGE: 'purge',
 }
 
 /** The conditional-request headers each operation honours, as header parameters (a client types them). */
-const conditionalHeaders = {
+export const conditionalHeaders = {
   'if-none-match': {
     type: 'string',
     description:

@@ -20,6 +20,7 @@ import { prefersReturnMinimal } from './prefer-header.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
 import { tracedRoute } from '../observability/traced-handler.js'
 import { aggregateRoute } from './aggregate-route.js'
+import { deletedHooks, softDeleteRoute, withDeletedQuery } from './soft-delete-routes.js'
 import {
   bulkSchema,
   deleteSchema,
@@ -95,7 +96,9 @@ function onRequestOf (method: ViewsetMethod, { auth }: RouteContext): Pick<Route
   const hooks = []
   // DELETE takes no body: an empty one is no body, whatever Content-Type a client sets by default. Fastify
   // never reads a GET's body (LIST and GET need no hook).
-  if (method === 'DELETE' || method === 'DELETE_MANY') hooks.push(ignoreEmptyBody)
+  if (method === 'DELETE' || method === 'DELETE_MANY' || method === 'RESTORE' || method === 'PURGE') {
+    hooks.push(ignoreEmptyBody)
+  }
   if (auth.protectedMethods.includes(method)) hooks.push(authHook(method, auth.options))
   else if (auth.verifiesTokens) hooks.push(openTokenHook(auth.options))
   return hooks.length > 0 ? { onRequest: hooks } : {}
@@ -113,7 +116,9 @@ function hooksOf (method: ViewsetMethod, context: RouteContext, before: RouteOpt
   const keyPath = collectionMethods.has(method) ? undefined : context.schemas.keyPath
   const first = [...(keyPath === undefined ? [] : [keyPath.split]), ...(Array.isArray(before) ? before : [before])]
   const preValidation = [...first, ...fields.preValidation]
-  const preHandler = [...(keyPath === undefined ? [] : [keyPath.join]), ...fields.preHandler]
+  // `?deleted=` is granted (or a 403) before any field rule reads the request.
+  const joined = keyPath === undefined ? [] : [keyPath.join]
+  const preHandler = [...joined, ...deletedHooks(context, method), ...fields.preHandler]
   return {
     ...onRequestOf(method, context),
     ...(preValidation.length > 0 ? { preValidation } : {}),
@@ -167,7 +172,7 @@ function listRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
   return {
     method: 'GET',
     url: '',
-    schema: listSchema(context),
+    schema: withDeletedQuery(listSchema(context), context, 'LIST'),
     serializerCompiler: wholeRowSerializer(context.schemas, true),
     ...hooksOf('LIST', context, pagination === 'cursor' ? [refuseOffset] : []),
     handler: cancellable((request, reply) => {
@@ -218,7 +223,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
   return {
     method: 'GET',
     url: '/:id',
-    schema: getSchema(context),
+    schema: withDeletedQuery(getSchema(context), context, 'GET'),
     serializerCompiler: wholeRowSerializer(context.schemas, false),
     ...hooksOf('GET', context),
     handler: cancellable((request, reply) => {
@@ -361,6 +366,12 @@ function routeOf (method: ViewsetMethod, handlers: RouteHandlers, context: Route
     case 'BULK_PATCH':
     case 'DELETE_MANY': {
       const route = bulkWriteRoute(method, handlers, context, hooksOf(method, context))
+      return { ...route, handler: cancellable(route.handler) }
+    }
+    case 'RESTORE':
+    case 'PURGE': {
+      const of = (request: FastifyRequest) => preconditionOfRequest(request, context)
+      const route = softDeleteRoute(method, context, hooksOf(method, context), of)
       return { ...route, handler: cancellable(route.handler) }
     }
     default:

@@ -4,6 +4,7 @@ import type { ResolvedOptions, ViewsetOptions } from '../options.js'
 import { FieldRules } from '../query/field-access.js'
 import type { FieldAccessFunction } from '../query/field-access.js'
 import { planFields } from '../query/fields.js'
+import { withDeclaredPaths } from '../query/json-fields.js'
 import { createListPlan } from '../query/list.js'
 import type { ListPlan } from '../query/list.js'
 import type { AggregatePlan } from '../query/aggregate.js'
@@ -108,7 +109,8 @@ export function fieldRulesOf (
       ? undefined
       : new Set([...source.defaultRelations].filter((name) => names.includes(name)))
     const served = servedSchema(deriveSerializerSchema(narrow), resolved.keyColumns ?? [resolved.primaryKey], true)
-    return planFields(served, source.columns, source.selected, source.relationKeys, relations)
+    return withDeclaredPaths(planFields(served, source.columns, source.selected, source.relationKeys, relations),
+      source, served)
   }
   const hiding = new FieldHiding({
     rules,

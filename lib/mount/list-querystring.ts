@@ -3,6 +3,8 @@ import type { ListPlan } from '../query/list.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { plain, propertiesOf } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
+import type { SoftDeletePlan } from '../query/soft-delete-term.js'
+import { withDeletedParameter } from './soft-delete-check.js'
 
 /** The `static listQuery` of a viewset's class (its constructor), when it declares an object schema. */
 export function listQueryOf (constructor: unknown): JsonSchema | undefined {
@@ -12,10 +14,10 @@ export function listQueryOf (constructor: unknown): JsonSchema | undefined {
 }
 
 /**
- * LIST's query string with the viewset's `static listQuery` applied over the defaults. An overridden `list`
- * keeps only `limit` and `offset` (or `cursor`) of the defaults: it would silently ignore `search`, filters,
- * `count` or `fields`. Without an overridden `list`, `listQuery` may only refine parameters the default LIST
- * defines, unless `scope` reads them (from `context.request.query`).
+ * LIST's query string with the viewset's `static listQuery` applied over the defaults (and `deleted` with
+ * `softDelete`). An overridden `list` keeps only `limit` and `offset` (or `cursor`) of the defaults: it would
+ * silently ignore `search`, filters, `count` or `fields`. Without an overridden `list`, `listQuery` may only refine
+ * parameters the default LIST defines, unless `scope` reads them (from `context.request.query`).
  *
  * @example
  * ```ts
@@ -23,11 +25,14 @@ export function listQueryOf (constructor: unknown): JsonSchema | undefined {
  * ```
  */
 export function mergeListQuery (
-  list: ListPlan,
-  viewset: { readonly listQuery: JsonSchema | undefined; readonly overridden: ReadonlySet<string> }
+  plan: ListPlan,
+  viewset: { readonly listQuery: JsonSchema | undefined; readonly overridden: ReadonlySet<string> },
+  softDelete?: SoftDeletePlan
 ): {
     querystring: JsonSchema; headers?: Record<string, JsonSchema>; prefer?: JsonSchema | undefined; filters: JsonSchema
   } {
+  // With softDelete, `?deleted=` too (mount/soft-delete-check.ts).
+  const list = { ...plan, querystring: withDeletedParameter(plan.querystring, softDelete) }
   const extra = viewset.listQuery
   const { search, filters: planned } = list.query
   // What PATCH_MANY and DELETE_MANY take: the filter language, without pagination, ordering, `fields` or `count`.

@@ -31,6 +31,7 @@ import type { FieldAccessFunction, FieldRules } from '../query/field-access.js'
 import { customRouteViews, narrowListPlan } from '../http/field-hiding.js'
 import { fieldRulesOf, fieldRulesSource, servedSchema } from './field-rules.js'
 import { planFields } from '../query/fields.js'
+import { withDeclaredPaths } from '../query/json-fields.js'
 import type { FieldsPlan } from '../query/fields.js'
 import { createListPlan } from '../query/list.js'
 import { checkScopeEntries } from '../query/scope-rules.js'
@@ -61,6 +62,11 @@ import { registerViewset, whenAllRegistered } from './registry.js'
 import { resolveRelationRules } from './relation-rules.js'
 import { checkFullText } from './full-text-check.js'
 import { withNestedWrites } from './writable-relations.js'
+import {
+  softDeletePlanOf, softDeleteRule, withReadOnlyColumn, withSoftDelete,
+} from './soft-delete-check.js'
+import { SoftDeleteHandlers } from '../http/soft-delete-handlers.js'
+import type { SoftDeletePlan } from '../query/soft-delete-term.js'
 import { aggregateContextOf, aggregatePlanOf } from './aggregate-mount.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
@@ -128,9 +134,9 @@ interface CheckedTable {
   readonly dialect: ViewsetDialect
   readonly described: TableCatalog
   readonly columns: ReadonlyMap<string, ColumnInfo>
-  /** The row key: the `primaryKey` option, else `id`, else the table's own primary key (row-key-check.ts). */
-  readonly key: RowKey
+  readonly key: RowKey // the `primaryKey` option, else `id`, else the table's own primary key (row-key-check.ts)
   readonly unindexedOrder?: ReadonlySet<string> // the index report's orderings: their pages are heavy statements
+  readonly softDelete: SoftDeletePlan | undefined
 }
 
 /**
@@ -142,9 +148,8 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
   const dialect = await dialectOf(db)
   const described = await dialect.catalog.table(db, resolved.table)
   if (described === undefined || described.columns.length === 0) throw new ViewsetErrors.UnknownTable(resolved.table)
-  const explicitKey = declaration.options.primaryKey !== undefined
   const key = settleKey(resolved, described, declaration.columns)
-  const keyProblem = rowKeyProblem(described, key.columns, explicitKey, methods)
+  const keyProblem = rowKeyProblem(described, key.columns, declaration.options.primaryKey !== undefined, methods)
   if (keyProblem) throw new ViewsetErrors.InvalidOption(keyProblem.option, keyProblem.message)
   const columns = new Map<string, ColumnInfo>(described.columns.map((column) => [column.name, column]))
   for (const field of declaration.columns) {
@@ -152,13 +157,10 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
       throw new ViewsetErrors.UnknownColumn(field, resolved.table, described.columns.map(({ name }) => name).join(', '))
     }
   }
-  const { overridden } = declaration
-  // A composite key's parts are sent on POST (or set by the database's defaults): a new row is found by them.
-  const readBack = key.composite
-    ? undefined
-    : readBackProblem(dialect, described, { primaryKey: key.first, overridden }, methods)
+  const readBack = readBackProblem(dialect, described, { key, overridden: declaration.overridden }, methods)
   if (readBack !== undefined) throw new ViewsetErrors.InvalidOption('primaryKey', readBack)
-  return { dialect, described, columns, key }
+  const softDelete = softDeletePlanOf(resolved, db, { dialect, described }, methods)
+  return { dialect, described, columns, key, softDelete }
 }
 
 /** The entity as served and its relations, with `conflictFields` and `defaultRelations` checked against them. */
@@ -172,7 +174,7 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   const columns = new Map(table.columns)
   const serverKeys = serverSetKeyColumns(table.key, table.described)
   const derived = deriveEntity(schema, columns, fieldsOfRelations, name, serverKeys, versionField, table.dialect.name)
-  const entity = withChildLimits(derived, relationLimits(relatedConfig, schema))
+  const entity = withReadOnlyColumn(withChildLimits(derived, relationLimits(relatedConfig, schema)), table.softDelete)
   const columnTypes = columnTypesOf(table.dialect.name)
   const serverSet = (field: string) => serverKeys.has(field) || field === versionField
   const typesProblem = columnTypesProblem(schema, declaration.columns, table.described, columnTypes, serverSet)
@@ -180,7 +182,7 @@ async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable,
   if (conflictFields !== undefined) {
     const writable = writableFields(entity).filter((field) => declaration.columns.includes(field))
     const anyKey = table.dialect.capabilities.upsertOnAnyKey
-    const problem = conflictKeyProblem(table.described, conflictFields, writable, anyKey)
+    const problem = conflictKeyProblem(table.described, conflictFields, writable, anyKey, table.softDelete?.column)
     if (problem !== undefined) throw new ViewsetErrors.InvalidOption('conflictFields', problem)
   }
   const defaultRelations = checkDefaultRelations(
@@ -259,16 +261,16 @@ function buildViewset (
   const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
   const ruled = declaration.overridden.has('fieldAccess')
   const serialized = servedSchema(deriveSerializerSchema(entity), table.key.columns, ruled)
-  // `?fields=` serializers are compiled from the serializer's entity too.
-  const fields = planFields(serialized, columns, selected, relations?.keys ?? new Map(), defaultRelations)
+  const fields = withDeclaredPaths(planFields(serialized, columns, selected, relations?.keys ?? new Map(),
+    defaultRelations), { options, entity, columns, dialect: table.dialect }, serialized)
   const related = { table: resolved.table, links: relations?.links ?? new Map() }
-  const { dialect } = table
+  const { dialect, softDelete } = table
   const list = createListPlan({ dialect, resolved, options, entity, columns, selected, fieldsPlan: fields, related })
   // A whole row as GET sends it: the bytes a representation's ETag hashes. Compiled now: it writes every field, so a
   // field the serializer cannot write fails at startup.
   const represent = sharedSerializer({ $ref: `${name}#` }, { [name]: { ...serialized, $id: name } }, 'now')
   const resource = buildTableGateway(declaration, table, relations, { represent, defaultRelations }, selected)
-  const listQuerystring = mergeListQuery(list, declaration)
+  const listQuerystring = mergeListQuery(list, declaration, softDelete)
   const aggregate = aggregatePlanOf(methods, table, { entity, columns, related, options, list })
   const { rules, hiding } = fieldRulesOf({
     ...{ dialect, resolved, options, entity, columns, selected, defaultRelations, related, list, aggregate },
@@ -280,7 +282,7 @@ function buildViewset (
   const defaults = new DefaultHandlers({
     listPlanOf: hiding === undefined ? undefined : narrowListPlan,
     ...rowRules,
-    ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys },
+    ...{ resource, listQuery: list.query, db, readDb, readerOf: routing.readerOf, foreignKeys, softDelete },
     writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
@@ -297,11 +299,9 @@ function buildViewset (
     auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
     versions: { represent, versionField: resolved.versionField, requireIfMatch: resolved.requireIfMatch },
     paging: { maxOffset: resolved.maxOffset, pagination: resolved.pagination },
-    fields,
-    prefix: fastify.prefix,
-    table: resolved.table,
-    hiding,
+    ...{ fields, hiding, prefix: fastify.prefix, table: resolved.table },
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
+    softDelete: softDelete && new SoftDeleteHandlers(defaults, softDelete),
   }
   return { context, defaults, rules }
 }
@@ -344,7 +344,8 @@ export async function mountViewset (
   methods: readonly ViewsetMethod[],
   given: ViewsetDeclaration
 ): Promise<{ prepared: PreparedViewset; mounted: MountedViewset }> {
-  const { table, declaration } = await checkMount(fastify, methods, given)
+  const { table, declaration: keyed } = await checkMount(fastify, methods, given)
+  const declaration = withSoftDelete(keyed, table.softDelete) // its rule holds "the row lives" from here on
   const { resolved, options } = declaration
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name, fastify.prefix)
@@ -365,7 +366,7 @@ export async function mountViewset (
   const handlers = withNestedWrites(fastify, served, { declaration, defaults, context, rules })
   const routes = await idempotentRoutes(viewsetRoutes(methods, handlers, context), resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))
-  const rule = ruleOf(declaration)
+  const rule = softDeleteRule(ruleOf(declaration), table.softDelete, viewset)
   // Under the database a request transaction wraps: viewsets over one database find each other's rules.
   const registered = underlyingDatabase(db)
   const entry = { table: resolved.table, db: registered, prefix: fastify.prefix, viewset, rule, fields: rules }

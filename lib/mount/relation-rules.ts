@@ -3,6 +3,7 @@ import type { FieldRules } from '../query/field-access.js'
 import type { RelationRule } from '../relations/config.js'
 import type { RelationRuleSlot } from '../relations/relation-rule.js'
 import type { RegisteredViewset } from './registry.js'
+import { liveRuleOf } from './soft-delete-check.js'
 
 // Where the row rule of each table a viewset's relations read comes from, decided once every viewset of the
 // application has registered (the registry's ready work), so that a request never looks one up.
@@ -19,7 +20,8 @@ interface Rules {
 /** The rule `rulesFrom` names: a viewset's full prefix serving the slot's table, or a rule object as it is. */
 function named (slot: RelationRuleSlot, entries: readonly RegisteredViewset[]): Rules {
   const { rulesFrom } = slot
-  if (typeof rulesFrom !== 'string') return { rule: rulesFrom }
+  // A soft-deleting viewset named as the object stands for its rule AND "the row lives" (mount/soft-delete-check.ts).
+  if (typeof rulesFrom !== 'string') return { rule: liveRuleOf(rulesFrom) }
   const entry = entries.find((candidate) => candidate.prefix === rulesFrom)
   if (entry === undefined) {
     const prefixes = entries.map(({ prefix }) => prefix).join(', ')

@@ -1,3 +1,4 @@
+import type { ViewsetDialect } from '../dialect/dialect.js'
 import { LruCache } from '../execution/lru-cache.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { propertiesOf } from '../schema/derive.js'
@@ -8,11 +9,11 @@ import { nameList } from './field-types.js'
 import type { FieldSelection, FieldsPlan } from './fields.js'
 import { maxFieldSets } from './fields.js'
 import type { JsonPath } from './json-paths.js'
-import { isJsonPath } from './json-paths.js'
+import { declaredJsonPaths, isJsonPath } from './json-paths.js'
 
-// `?fields=id,meta->color` on LIST: a JSON path declared in `filterFields` or `orderingFields` is answered inside its
-// column's object (`{"id":1,"meta":{"color":"red"}}`). The page reads the column (as `?fields=meta` would) and
-// the answer keeps only the named keys, written by the column's own schema: nothing outside it can be served.
+// `?fields=id,meta->color` on LIST and GET: a JSON path declared in `filterFields` or `orderingFields` is answered
+// inside its column's object (`{"id":1,"meta":{"color":"red"}}`). The statement reads the column (as `?fields=meta`
+// would) and the answer keeps only the named keys, written by the column's own schema: nothing outside it is served.
 
 /** The keys each projected column keeps, by column. */
 type Projection = ReadonlyMap<string, ReadonlyArray<readonly string[]>>
@@ -97,8 +98,9 @@ function pathSelection (
 }
 
 /**
- * LIST's `?fields=` with the JSON `paths` its options declare: a path is answered inside its column's object, the
- * other names as `plan` answers them. A path whose column `entity` lacks (hidden from the caller) is an unknown name.
+ * LIST's and GET's `?fields=` with the JSON `paths` its options declare: a path is answered inside its column's
+ * object, the other names as `plan` answers them. A path whose column `entity` lacks (hidden from the caller) is an
+ * unknown name.
  *
  * @example
  * ```ts
@@ -133,4 +135,28 @@ export function withJsonPaths (plan: FieldsPlan, paths: ReadonlyMap<string, Json
       return selection
     },
   }
+}
+
+/** What {@link withDeclaredPaths} reads of a viewset: the options declaring paths, the whole entity typing them. */
+export interface DeclaredPathsSource {
+  readonly options: { readonly filterFields?: unknown, readonly orderingFields?: unknown }
+  readonly entity: JsonSchema
+  readonly columns: readonly string[]
+  readonly dialect: Pick<ViewsetDialect, 'syntax'>
+}
+
+/**
+ * `?fields=` of GET and LIST with the JSON paths the options declare ({@link withJsonPaths}): the paths typed by the
+ * whole entity, the answers by `served` (the serializer's schema the plan was compiled from, or a caller's narrower
+ * one, where a hidden column's paths are unknown names).
+ *
+ * @example
+ * ```ts
+ * const source = { options, entity, columns, dialect }
+ * const fields = withDeclaredPaths(planFields(served, columns, selected), source, served)
+ * ```
+ */
+export function withDeclaredPaths (plan: FieldsPlan, source: DeclaredPathsSource, served: JsonSchema): FieldsPlan {
+  const paths = declaredJsonPaths(source.options, propertiesOf(source.entity), source.columns, source.dialect)
+  return withJsonPaths(plan, paths, served)
 }

@@ -113,7 +113,8 @@ export function createListPlan (context: ListContext): ListPlan {
     jsonPaths,
     fullText.orderKeys
   )
-  const selection = withJsonPaths(context.fieldsPlan ?? planFields(entity, columns, selected), jsonPaths, entity)
+  // A plan given is the viewset's, with its JSON paths already (mount/mount-viewset.ts, mount/field-rules.ts).
+  const selection = context.fieldsPlan ?? withJsonPaths(planFields(entity, columns, selected), jsonPaths, entity)
   const general = {
     ...paginationSchema(resolved),
     count: countSchema(counting),

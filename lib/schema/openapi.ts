@@ -138,7 +138,7 @@ export function errorStatuses (
   { secured, optionalToken = false, requireIfMatch = false }: ErrorConditions
 ): number[] {
   const element = !collectionMethods.has(method)
-  const write = method === 'PUT' || method === 'PATCH' || method === 'DELETE'
+  const write = ['PUT', 'PATCH', 'DELETE', 'RESTORE', 'PURGE'].includes(method)
   // The bulk writes take only `If-Match: *` (no 412), and BULK_PATCH names its missing rows (404).
   const many = method === 'PATCH_MANY' || method === 'BULK_PATCH' || method === 'DELETE_MANY'
   const statuses = [400]

@@ -106,6 +106,11 @@ function requestFor (
       return { method: 'PATCH', url: '/items/bulk', payload: [{ id, price: 9 }] }
     case 'DELETE_MANY':
       return { method: 'DELETE', url: '/items?name=Bread' }
+    // Soft delete's methods: not in viewsetMethods (these items do not soft-delete), never requested here.
+    case 'RESTORE':
+      return { method: 'POST', url: `/items/${id}/restore` }
+    case 'PURGE':
+      return { method: 'DELETE', url: `/items/${id}/purge` }
   }
 }
 
@@ -121,6 +126,8 @@ const successStatus: Record<ViewsetMethod, number> = {
   PATCH_MANY: 200,
   BULK_PATCH: 200,
   DELETE_MANY: 200,
+  RESTORE: 200,
+  PURGE: 204,
 }
 
 async function rows (db: TestDatabase['db']) {

@@ -7,13 +7,18 @@ import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Type } from '@sinclair/typebox'
+import { sql } from 'kysely'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { createViewset, viewsetBatch, viewsetDocs } from 'fastify-viewsets'
+import { sqliteFullText } from '../../lib/dialect/sqlite/sqlite-full-text.js'
+import { postgresFullText } from '../../lib/dialect/postgres/postgres-full-text.js'
+import { mysqlFullText } from '../../lib/dialect/mysql/mysql-full-text.js'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
 
 // Issues 37 and 38: the routes and parameters they added (PATCH_MANY, DELETE_MANY, BULK_PATCH, AGGREGATE, a nested
-// body, POST /batch, an OR group, nin/startswith/endswith, a child count, a JSON path) are usable from a client
+// body, POST /batch, an OR group, nin/startswith/endswith, a child count, a JSON path, full-text `q` ordered by
+// relevance) are usable from a client
 // generated with openapi-typescript, without a cast: test/generated-client/writes-client.ts type-checks under the
 // project's strict settings against the live document, then runs against the live app.
 
@@ -32,6 +37,12 @@ const Item = Type.Object({
   meta: Type.Optional(Type.Union([Type.Object({ color: Type.Optional(Type.String()) }), Type.Null()])),
   reviews: Type.Optional(Type.Array(Type.Object({ id: Type.Integer(), body: Type.String() }))),
 })
+const Note = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  title: Type.String(),
+  body: Type.Union([Type.String(), Type.Null()]),
+})
+const fullTextSeams = { sqlite: sqliteFullText, postgres: postgresFullText, mysql: mysqlFullText }
 
 for (const dialect of dialects) {
   describe(`a generated client of the new routes (${dialect.name})`, () => {
@@ -47,6 +58,19 @@ for (const dialect of dialects) {
         .addColumn('body', 'varchar(100)', (column) => column.notNull()).execute()
       await db.schema.createIndex('reviews_item_id').on('reviews').column('item_id').execute()
       await db.insertInto('items').values({ name: 'Lantern', price: 4, status: 'open', meta: '{"color":"red"}' }).execute()
+      // Full-text search needs each database's own index: the README's migration, as test/features/full-text.test.ts
+      // runs it (PostgreSQL GIN on the statement's to_tsvector, SQLite FTS5 external content with triggers, MariaDB
+      // FULLTEXT).
+      await db.schema.createTable('notes').addColumn('id', idType as 'integer', id)
+        .addColumn('title', 'varchar(100)', (column) => column.notNull()).addColumn('body', 'varchar(200)').execute()
+      await db.insertInto('notes').values([
+        { title: 'bread bread bread', body: 'rye' }, { title: 'fresh bread', body: null },
+        { title: 'butter knife', body: 'steel' },
+      ]).execute()
+      const index = { table: 'notes', key: 'id', fields: ['title', 'body'], language: 'simple', ftsTable: 'notes_fts' }
+      for (const statement of fullTextSeams[dialect.name].migration(index).split('\n')) {
+        await sql.raw(statement).execute(db)
+      }
       const app = testApp(t)
       await app.register(viewsetDocs)
       await app.register(createViewset({
@@ -68,6 +92,15 @@ for (const dialect of dialects) {
       await app.register(createViewset({ db, table: 'reviews', schema: Review, withoutTokens: true } as never), {
         prefix: '/reviews',
       })
+      await app.register(createViewset({
+        db,
+        table: 'notes',
+        schema: Note,
+        withoutTokens: true,
+        methods: ['LIST'],
+        orderingFields: ['title'],
+        fullText: { fields: ['title', 'body'] },
+      } as never), { prefix: '/notes' })
       await app.register(viewsetBatch())
       await app.ready()
 
@@ -96,6 +129,7 @@ for (const dialect of dialects) {
         'aggregated 2',
         'counted 1',
         'json [{"id":1,"meta":{"color":"red"}}]',
+        'searched [2,1] most-relevant [1,2]',
         'batched 1',
         'deleted-many {"affected":2}',
       ])

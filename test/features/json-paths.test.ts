@@ -234,6 +234,27 @@ for (const dialect of dialects) {
       assert.deepEqual(filtered.json(), [{ id: 2, meta: { active: false } }, { id: 6, meta: { active: false } }])
     })
 
+    test('?fields= paths on GET by id: the row\'s own, within the caller\'s rows, OpenAPI\'s pattern', async (t) => {
+      const json = await jsonApp(t, dialect)
+      const get = (id: number, fields: string, who: 'alice' | 'bob' = 'alice') =>
+        json.app.inject({ method: 'GET', url: `/gadgets/${id}?fields=${encodeURIComponent(fields)}`, headers: json[who] })
+      const color = await get(1, 'id,meta->color,meta->size->width')
+      assert.equal(color.statusCode, 200, color.body)
+      assert.deepEqual(color.json(), { id: 1, meta: { color: 'red', size: { width: 10 } } })
+      assert.deepEqual((await get(4, 'meta->rank,name')).json(), { name: 'd', meta: {} }, 'a missing key is absent')
+      assert.deepEqual((await get(5, 'id,meta->color', 'bob')).json(), { id: 5, meta: null })
+      assert.deepEqual((await get(2, 'meta,meta->color')).json(), { meta: seed[1]?.meta }, 'the column names it all')
+      assert.equal((await get(3, 'id,meta->color')).statusCode, 404, 'bob\'s row is not alice\'s')
+      const unknown = await get(1, 'id,meta->tags')
+      assert.equal(unknown.statusCode, 400)
+      assert.equal(problemOf(unknown).code, 'FST_VIEWSET_VALIDATION')
+      const document = (await json.app.inject('/docs/json')).json()
+      const parameters: Array<{ name: string, in: string, schema: { pattern?: string } }> =
+        document.paths['/gadgets/{id}'].get.parameters
+      const fields = parameters.find((parameter) => parameter.name === 'fields' && parameter.in === 'query')
+      assert.ok(new RegExp(fields?.schema.pattern ?? '^$').test('id,meta->color'), JSON.stringify(fields))
+    })
+
     test('documents in writes and reads: stored as sent, answered parsed, found by their paths', async (t) => {
       const json = await jsonApp(t, dialect, {
         methods: ['LIST', 'GET', 'POST', 'PATCH'],
@@ -311,6 +332,11 @@ for (const dialect of dialects) {
         const response = await list(json.app, json.bob, query)
         assert.equal(response.statusCode, 400, `${query}: ${response.body}`)
       }
+      // GET by id too: bob may not name the hidden column's paths; alice may.
+      const got = await json.app.inject({ method: 'GET', url: '/gadgets/3?fields=id,meta->color', headers: json.bob })
+      assert.equal(got.statusCode, 400, got.body)
+      const hers = await json.app.inject({ method: 'GET', url: '/gadgets/1?fields=id,meta->color', headers: json.alice })
+      assert.deepEqual(hers.json(), { id: 1, meta: { color: 'red' } })
       const plain = await list(json.app, json.bob, 'order_by=name')
       assert.equal(plain.statusCode, 200)
       assert.deepEqual(plain.json().map((row: object) => Object.keys(row).sort()), [['id', 'name', 'owner'], ['id', 'name', 'owner']])

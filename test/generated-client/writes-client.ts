@@ -30,6 +30,12 @@ const { data: colored } = await client.GET('/items', {
 })
 console.log('json', JSON.stringify(colored))
 
+// Full-text search: every word of q, least relevant first, then most relevant first.
+const { data: searched } = await client.GET('/notes', { params: { query: { q: 'bread', order_by: 'relevance' } } })
+const { data: ranked } = await client.GET('/notes', { params: { query: { q: 'bread', order_by: '-relevance' } } })
+const noteIds = (notes: typeof searched) => JSON.stringify(notes?.map((note) => note.id))
+console.log('searched', noteIds(searched), 'most-relevant', noteIds(ranked))
+
 const { data: batch } = await client.POST('/batch', {
   body: { operations: [{ method: 'POST', path: '/items', body: { name: 'Desk', price: 3 } }] },
 })

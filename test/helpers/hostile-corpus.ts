@@ -928,3 +928,47 @@ export function compositeCorpus (product: number): HostileRequest[] {
   add({ label: 'POST composite missing part', method: 'POST', url: '/product-tags', body: json({ product_id: product }), expect: 400 })
   return requests
 }
+
+// ---- soft delete (issue 39 item 2) ----------------------------------------------------------------
+
+/**
+ * Hostile requests to a soft-deleting viewset at `/archive` (over the products, with RESTORE and PURGE, and a
+ * showDeleted that admits nobody): injections as the key of DELETE, RESTORE and PURGE and as `?deleted=`, bodies and
+ * headers those routes do not take, and `?deleted=` itself (a 403). Its own rows: product 1, which reviews keep from
+ * removal.
+ */
+export function softDeleteCorpus (ids: { product: number; bare: number }): HostileRequest[] {
+  const requests: HostileRequest[] = []
+  const add = (request: HostileRequest) => requests.push(request)
+  for (const payload of injections) {
+    const id = idSegment(payload)
+    const label = json(payload).slice(0, 40)
+    add({ label: `RESTORE id=${label}`, method: 'POST', url: `/archive/${id}/restore` })
+    add({ label: `PURGE id=${label}`, method: 'DELETE', url: `/archive/${id}/purge` })
+    add({ label: `soft DELETE id=${label}`, method: 'DELETE', url: `/archive/${id}` })
+    const deleted = queryValue('deleted', payload)
+    add({ label: `LIST ?deleted=${label}`, method: 'GET', url: `/archive?${deleted}`, expect: 400 })
+    add({ label: `GET ?deleted=${label}`, method: 'GET', url: `/archive/${ids.product}?${deleted}`, expect: 400 })
+  }
+  for (const deleted of ['include', 'only']) {
+    add({ label: `LIST ?deleted=${deleted}`, method: 'GET', url: `/archive?deleted=${deleted}`, expect: 403 })
+    add({ label: `GET ?deleted=${deleted}`, method: 'GET', url: `/archive/${ids.bare}?deleted=${deleted}`, expect: 403 })
+  }
+  for (const headers of [{ 'if-match': '"x"' }, { 'if-match': 'W/"1"' }, { 'if-match': '' }, { 'if-match': '*, "1"' }]) {
+    const label = json(headers)
+    add({ label: `RESTORE ${label}`, method: 'POST', url: `/archive/${ids.product}/restore`, headers })
+    add({ label: `PURGE ${label}`, method: 'DELETE', url: `/archive/${ids.product}/purge`, headers })
+  }
+  for (const body of ['{}', '{"deleted_at":null}', '[]', '{"x":', 'null']) {
+    add({ label: `RESTORE body ${body}`, method: 'POST', url: `/archive/${ids.product}/restore`, body })
+  }
+  add({ label: 'GET /archive/1/restore', method: 'GET', url: `/archive/${ids.bare}/restore`, expect: 405 })
+  add({ label: 'PUT /archive/1/purge', method: 'PUT', url: `/archive/${ids.bare}/purge`, body: '{}', expect: 405 })
+  // Product 1 (which reviews reference, so it is never removed): deleted, deleted again, restored; then purged, a 409.
+  add({ label: 'soft DELETE product', method: 'DELETE', url: `/archive/${ids.product}`, expect: 204 })
+  add({ label: 'soft DELETE product again', method: 'DELETE', url: `/archive/${ids.product}`, expect: 404 })
+  add({ label: 'RESTORE product', method: 'POST', url: `/archive/${ids.product}/restore`, expect: 200 })
+  add({ label: 'PURGE missing', method: 'DELETE', url: '/archive/999999/purge', expect: 404 })
+  add({ label: 'PURGE product', method: 'DELETE', url: `/archive/${ids.product}/purge` })
+  return requests
+}

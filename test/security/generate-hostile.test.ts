@@ -13,7 +13,7 @@ import type { Kysely } from 'kysely'
 import { createDatabase } from 'fastify-viewsets'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
-import { hostileNames, hostileSchema } from '../helpers/hostile-names.js'
+import { hostileColumns, hostileNames, hostileSchema } from '../helpers/hostile-names.js'
 import { routeSegment } from '../../lib/generate/naming.js'
 
 const run = promisify(execFile)
@@ -77,7 +77,10 @@ for (const dialect of dialects) {
       const { stdout } = await run(
         process.execPath,
         [join(root, 'bin', 'fastify-viewsets.js'), 'generate', '--url', url, '--out', out,
-          '--key', `${hostileNames.newlineView}=id`],
+          '--key', `${hostileNames.newlineView}=id`,
+          // Full-text search over hostile tables and columns: quoted in the migration, literals in the code.
+          '--full-text', `${hostileNames.quotes}:label`, '--full-text', `${hostileNames.template}:label`,
+          '--full-text', `${hostileNames.columns}:${hostileColumns.quoted},${hostileColumns.backtick}`],
         { cwd: root, env: { ...process.env, FASTIFY_VIEWSETS_SOURCE: '1' } }
       )
       const served = Object.values(hostileNames).filter(
@@ -103,6 +106,13 @@ for (const dialect of dialects) {
 
       assert.equal(await compile(out), '')
 
+      // The migration's statements (one a line) create every index; a row written after it is found by ?q=.
+      const migration = await readFile(join(out, `full-text.${dialect.name}.sql`), 'utf8')
+      for (const statement of migration.split('\n').filter((line) => line !== '' && !line.startsWith('--'))) {
+        await sql.raw(statement).execute(db)
+      }
+      await db.insertInto(hostileNames.quotes).values({ label: 'hostile bread' }).execute()
+
       const cwd = join(out, 'cwd')
       await mkdir(cwd, { recursive: true })
       const server = start(t, join(out, 'server.ts'), cwd)
@@ -115,6 +125,10 @@ for (const dialect of dialects) {
         assert.equal(list.status, 200, `LIST ${JSON.stringify(name)} ${path}: ${body}`)
         assert.ok(Array.isArray(JSON.parse(body)), body)
       }
+      const found = await fetch(`${origin}/${routeSegment(hostileNames.quotes)}?q=bread`)
+      assert.equal(found.status, 200, await found.clone().text())
+      const rows: Array<{ label: string }> = await found.json() as Array<{ label: string }>
+      assert.deepEqual(rows.map((row) => row.label), ['hostile bread'])
       const write = await fetch(`${origin}/${routeSegment(hostileNames.snake)}`, {
         method: 'POST',
         body: '{}',

@@ -2,12 +2,15 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
+import { sql } from 'kysely'
 import type { LightMyRequestResponse } from 'fastify'
 import { createViewset, viewsetBatch, viewsetFrameworkErrors } from 'fastify-viewsets'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
-import { batchCorpus, bulkCorpus, compositeCorpus, fixedCorpus, generatedCorpus, nestedCorpus } from '../helpers/hostile-corpus.js'
+import {
+  batchCorpus, bulkCorpus, compositeCorpus, fixedCorpus, generatedCorpus, nestedCorpus, softDeleteCorpus,
+} from '../helpers/hostile-corpus.js'
 import type { HostileRequest } from '../helpers/hostile-corpus.js'
 
 // ---- the fixture: products → makers (selectRelated), products ← reviews (prefetchRelated) -----------
@@ -59,6 +62,8 @@ async function createShop (database: TestDatabase) {
     .addColumn('in_stock', 'boolean', (column) => column.notNull().defaultTo(true))
     .addColumn('maker_id', 'integer', (column) => column.references('makers.id'))
     .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
+    // What /archive (soft delete, issue 39) marks: a nullable timestamp in each dialect's spelling.
+    .addColumn('deleted_at', sql.raw(dialect === 'postgres' ? 'timestamptz' : dialect === 'mysql' ? 'datetime(3)' : 'datetime'))
     .execute()
   await db.schema
     .createTable('reviews')
@@ -69,7 +74,8 @@ async function createShop (database: TestDatabase) {
     .execute()
   await db.schema
     .createTable('product_tags')
-    .addColumn('product_id', 'integer', (column) => column.notNull().references('products.id'))
+    // No foreign key: products are served twice (/products, /archive), and the corpus is about the key's path.
+    .addColumn('product_id', 'integer', (column) => column.notNull())
     .addColumn('tag', 'varchar(100)', (column) => column.notNull())
     .addColumn('note', 'varchar(100)')
     .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
@@ -144,6 +150,20 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
   await app.register(createViewset({ db: database.db, table: 'product_tags', schema: ProductTag }), {
     prefix: '/product-tags',
   })
+  if (!nested) {
+    // Soft delete's routes (issue 39 item 2) over the same rows: nobody may see deleted rows.
+    await app.register(createViewset({
+      db: database.db,
+      table: 'products',
+      schema: Product,
+      softDelete: { column: 'deleted_at', showDeleted: () => false },
+      methods: ['LIST', 'GET', 'DELETE', 'RESTORE', 'PURGE'],
+      relatedConfig: {
+        selectRelated: { maker: { table: 'makers', foreignKey: 'maker_id' } },
+        prefetchRelated: { reviews: { table: 'reviews', foreignKey: 'product_id' } },
+      },
+    }), { prefix: '/archive' })
+  }
   // The atomic batch reaches the same routes: its corpus must not get past them either.
   await app.register(viewsetBatch())
   await app.ready()
@@ -339,6 +359,7 @@ async function hostileRun (t: TestContext, dialect: (typeof dialects)[number], n
         ...generatedCorpus(ids.ids, 250, seed),
         ...batchCorpus({ product: ids.product, bare: ids.bare }, 100, seed),
         ...compositeCorpus(ids.product),
+        ...softDeleteCorpus({ product: ids.product, bare: ids.bare }),
         ...bulkCorpus({ product: ids.product, bare: ids.bare }, 150, seed),
       ]
   const statuses: Record<number, number> = {}

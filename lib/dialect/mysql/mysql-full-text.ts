@@ -41,6 +41,8 @@ export const mysqlFullText: DialectFullText = {
     if (indexes.some((columns) => [...columns].sort().join(',') === wanted)) return undefined
     return `MySQL has no FULLTEXT index over exactly (${index.fields.join(', ')}) of "${index.table}"`
   },
+  // An index name is at most 64 characters: a long table's is cut (it only has to be unique on its table).
   migration: ({ table, fields }) =>
-    `CREATE FULLTEXT INDEX ${id(`${table}_fts`)} ON ${id(table)} (${fields.map(id).join(', ')});`,
+    `CREATE FULLTEXT INDEX ${id([...`${table}_fts`].slice(0, 64).join(''))} ON ${id(table)} (${
+      fields.map(id).join(', ')});`,
 }

@@ -57,6 +57,9 @@ function catalogColumn (column: ColumnRow, lists: ReadonlyMap<string, string[]>)
   }
 }
 
+/** An index of the table: its columns, and the predicate of a partial one (`null` for a full index). */
+interface IndexRow { primary: boolean, unique: boolean, plain: boolean, predicate: string | null, columns: string[] }
+
 /** PostgreSQL's catalog: `pg_catalog`, one relation at a time, resolved through search_path like the queries are. */
 export const postgresCatalog: CatalogReader = {
   async table (db, name) {
@@ -78,9 +81,10 @@ export const postgresCatalog: CatalogReader = {
       left join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
       where a.attrelid = ${oid}::int8::oid and a.attnum > 0 and not a.attisdropped
       order by a.attnum`.execute(db)
-    const { rows: indexRows } = await sql<{ primary: boolean, unique: boolean, plain: boolean, columns: string[] }>`
+    const { rows: indexRows } = await sql<IndexRow>`
       select i.indisprimary as primary, i.indisunique as unique,
         (i.indpred is null and i.indexprs is null and am.amname = 'btree') as plain,
+        case when i.indexprs is null and am.amname = 'btree' then pg_get_expr(i.indpred, i.indrelid) end as predicate,
         array(select a.attname::text from unnest(i.indkey::int2[]) with ordinality k(attnum, n)
               join pg_catalog.pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
               where k.n <= i.indnkeyatts order by k.n) as columns
@@ -107,6 +111,8 @@ export const postgresCatalog: CatalogReader = {
       columns: columns.map((column) => catalogColumn(column, lists)),
       primaryKey: indexRows.find((index) => index.primary)?.columns ?? [],
       unique: plain.filter((index) => index.unique && !index.primary).map((index) => index.columns),
+      partialUnique: indexRows.flatMap(({ unique, columns, predicate }) =>
+        unique && predicate !== null ? [{ columns, predicate }] : []),
       indexes: plain.map((index) => index.columns),
       foreignKeys: constraints.filter((key) => key.kind === 'f').map((key) => ({
         columns: key.columns,

@@ -44,6 +44,9 @@ export interface TableCatalog {
   readonly primaryKey: readonly string[]
   /** Unique constraints and plain unique indexes (never partial or expression indexes), primary key excluded. */
   readonly unique: ReadonlyArray<readonly string[]>
+  /** Partial unique indexes over columns only, with their predicate as the database prints it (PostgreSQL, SQLite):
+   * what `conflictFields` of a soft-deleting viewset may name when it reads "the soft-delete column is null". */
+  readonly partialUnique?: ReadonlyArray<{ readonly columns: readonly string[]; readonly predicate: string }>
   /** Every plain B-tree index's columns (primary key and unique ones included), in index order: what can serve a filter
    * or an ordering by its leading column (no partial, expression, GIN, hash or FULLTEXT index). */
   readonly indexes: ReadonlyArray<readonly string[]>
@@ -149,9 +152,25 @@ export function rowKeyProblem (
   }
 }
 
+/** A predicate as printed, reduced to its words: `("deleted_at" IS NULL)` → `deleted_at is null`. */
+function predicateWords (predicate: string): string {
+  return predicate.toLowerCase().replace(/[()"`[\]]/g, ' ').replace(/\s+/g, ' ').trim()
+}
+
+/**
+ * The partial unique indexes whose predicate is "the soft-delete column is null" (or false), by their columns: those a
+ * soft-deleting viewset's `conflictFields` may name (only live rows are unique, which is what its upserts see).
+ */
+function liveUnique (table: TableCatalog, column: string | undefined): ReadonlyArray<readonly string[]> | undefined {
+  if (column === undefined) return undefined
+  const live = new Set([`${column} is null`, `${column} = false`, `${column} = 0`, `not ${column}`])
+  return table.partialUnique?.filter((index) => live.has(predicateWords(index.predicate))).map((index) => index.columns)
+}
+
 /**
  * Why `conflictFields` cannot choose the row an upsert merges into, or `undefined`: it must be exactly the
- * columns of one unique constraint or plain unique index (in any order), none of them read-only. With
+ * columns of one unique constraint or plain unique index (in any order), none of them read-only; with
+ * `softDeleteColumn`, a partial unique index whose predicate is that column being null (or false) too. With
  * `onAnyKey` (MySQL's `ON DUPLICATE KEY UPDATE`, which fires on whichever unique key conflicts), it must
  * also be the table's only unique key besides an AUTO_INCREMENT one.
  */
@@ -159,7 +178,8 @@ export function conflictKeyProblem (
   table: TableCatalog,
   fields: readonly string[],
   writable: readonly string[],
-  onAnyKey: boolean
+  onAnyKey: boolean,
+  softDeleteColumn?: string
 ): string | undefined {
   const readOnly = fields.filter((field) => !writable.includes(field))
   if (readOnly.length > 0) {
@@ -170,7 +190,7 @@ export function conflictKeyProblem (
     columns.length === fields.length && columns.every((column) => fields.includes(column))
   // A composite primary key's parts are writable: it is a key to merge on too (a single-column key is read-only).
   const keys = [...(table.primaryKey.length > 1 ? [table.primaryKey] : []), ...table.unique]
-  const key = keys.find(same)
+  const key = keys.find(same) ?? liveUnique(table, softDeleteColumn)?.find(same)
   if (key === undefined) {
     const keys = table.unique.map((columns) => `(${columns.join(', ')})`).join(', ')
     return `(${fields.join(', ')}) is not the set of columns of a unique constraint or plain unique index ` +

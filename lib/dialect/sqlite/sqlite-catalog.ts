@@ -59,7 +59,7 @@ export const sqliteCatalog: CatalogReader = {
       .sort((a, b) => a.pk - b.pk)
       .map((column) => column.name)
     const lists = checkLists(relation.sql ?? '')
-    const { unique, indexes } = await indexesOf(db, name)
+    const { unique, indexes, partialUnique } = await indexesOf(db, name)
     // An INTEGER PRIMARY KEY is the rowid: SQLite numbers it when it is omitted.
     const rowid = primaryKey.length === 1 ? primaryKey[0] : undefined
     if (rowid !== undefined && !indexes.some((index) => index.length === 1 && index[0] === rowid)) indexes.push([rowid])
@@ -69,14 +69,18 @@ export const sqliteCatalog: CatalogReader = {
       columns: columns.map((column) => catalogColumn(column, rowid, lists)),
       primaryKey,
       unique,
+      partialUnique,
       indexes,
       foreignKeys: await foreignKeysOf(db, name),
     } satisfies TableCatalog
   },
 
   async relations (db) {
+    // pragma_table_list tells an FTS5 index (a virtual table) and the shadow tables that hold it from the app's own
+    // tables: they are the full-text search's storage (README "Full-text search"), no resources.
     const { rows } = await sql<{ name: string; type: string }>`
-      select name, type from sqlite_schema where type in ('table', 'view') and name not like 'sqlite!_%' escape '!'
+      select name, type from pragma_table_list
+      where schema = 'main' and type in ('table', 'view') and name not like 'sqlite!_%' escape '!'
       order by name`.execute(db)
     return rows.map((row): CatalogRelation => ({ name: row.name, view: row.type === 'view' }))
   },
@@ -90,16 +94,27 @@ async function primaryKeyOf (db: CatalogDatabase, table: string): Promise<string
   return rows.map((row) => row.name)
 }
 
+/** The predicate of a partial index: the text after the last WHERE of its CREATE INDEX. */
+async function predicateOf (db: CatalogDatabase, index: string): Promise<string> {
+  const { rows } = await sql<{ sql: string | null }>`
+    select sql from sqlite_schema where type = 'index' and name = ${index}`.execute(db)
+  const text = rows[0]?.sql ?? ''
+  const at = text.toLowerCase().lastIndexOf(' where ')
+  return at === -1 ? '' : text.slice(at + ' where '.length)
+}
+
 /** The table's full, column-only indexes, and which of them are unique constraints (not the primary key). */
-async function indexesOf (db: CatalogDatabase, name: string): Promise<{ unique: string[][], indexes: string[][] }> {
+async function indexesOf (db: CatalogDatabase, name: string): Promise<{
+  unique: string[][], indexes: string[][], partialUnique: Array<{ columns: string[], predicate: string }>
+}> {
   const { rows: indexRows } =
     await sql<IndexRow>`select name, "unique", origin, partial from pragma_index_list(${name}) order by name`.execute(
       db
     )
   const unique: string[][] = []
   const indexes: string[][] = []
+  const partialUnique: Array<{ columns: string[], predicate: string }> = []
   for (const index of indexRows) {
-    if (index.partial !== 0) continue
     const { rows: parts } = await sql<{
       cid: number
       name: string | null
@@ -107,10 +122,14 @@ async function indexesOf (db: CatalogDatabase, name: string): Promise<{ unique: 
     // cid -2 is an expression: such an index says nothing about a column.
     if (parts.some((part) => part.cid < 0 || part.name === null)) continue
     const names = parts.map((part) => part.name ?? '')
+    if (index.partial !== 0) {
+      if (index.unique !== 0) partialUnique.push({ columns: names, predicate: await predicateOf(db, index.name) })
+      continue
+    }
     indexes.push(names)
     if (index.unique !== 0 && index.origin !== 'pk') unique.push(names)
   }
-  return { unique, indexes }
+  return { unique, indexes, partialUnique }
 }
 
 /** The table's foreign keys, one per constraint; an implicit reference names the target's primary key. */

@@ -17,6 +17,11 @@ function id (name: string): string {
   return `"${name.replaceAll('"', '""')}"`
 }
 
+/** A string in the migration's SQL (FTS5 reads its options' values as SQL strings). */
+function text (value: string): string {
+  return `'${value.replaceAll("'", "''")}'`
+}
+
 /** `sql` without its quotes, spaces and case: what the checks compare. */
 function squeezed (text: string | null): string {
   return (text ?? '').toLowerCase().replace(/[\s"'`[\]]/g, '')
@@ -27,8 +32,9 @@ async function tableProblem (db: CatalogDatabase, index: FullTextIndex, found: S
   const { ftsTable, table, key, fields } = index
   if (found === undefined) return `SQLite has no FTS5 table "${ftsTable}"`
   const text = squeezed(found.sql)
-  const content = `content=${table.toLowerCase()}`
-  const rowid = `content_rowid=${key.toLowerCase()}`
+  // Squeezed as the stored text is, so that a name holding a quote or a space compares as the migration wrote it.
+  const content = squeezed(`content=${table}`)
+  const rowid = squeezed(`content_rowid=${key}`)
   if (!text.includes('usingfts5(') || !text.includes(content) || !text.includes(rowid)) {
     return `"${ftsTable}" is not an FTS5 table with content='${table}' and content_rowid='${key}'`
   }
@@ -67,7 +73,7 @@ export const sqliteFullText: DialectFullText = {
       .execute(db)
     const problem = await tableProblem(db, index, rows.find((row) => row.type === 'table'))
     if (problem !== undefined) return problem
-    const fts = index.ftsTable.toLowerCase()
+    const fts = squeezed(index.ftsTable)
     for (const event of ['insert', 'update', 'delete']) {
       const kept = rows.some((row) => {
         const text = squeezed(row.sql)
@@ -87,7 +93,7 @@ export const sqliteFullText: DialectFullText = {
     const trigger = (event: string, body: string) =>
       `CREATE TRIGGER ${id(`${ftsTable}_${event.toLowerCase()}`)} AFTER ${event} ON ${id(table)} BEGIN ${body} END;`
     return [
-      `CREATE VIRTUAL TABLE ${fts} USING fts5(${columns}, content='${table}', content_rowid='${key}');`,
+      `CREATE VIRTUAL TABLE ${fts} USING fts5(${columns}, content=${text(table)}, content_rowid=${text(key)});`,
       trigger('INSERT', add),
       trigger('DELETE', remove),
       trigger('UPDATE', `${remove} ${add}`),
