@@ -25,7 +25,7 @@ export function readmeSection (results: Results): string {
     out.push('', `**${titles[database]}** (requests/s; ✗ marks a ratio under its target)`, '', ...throughputTable(results, database))
   }
   out.push(...extraMarkdown(results, '####', 'benchmarks/'))
-  out.push('', '#### Targets (issue 18)', '', `${results.targets.length - missed} met, ${missed} missed: each target, its CPU-per-request counterpart and what we found about each miss are in [benchmarks/results.md](benchmarks/results.md#targets-issue-18).`)
+  out.push('', '#### Targets (issue 43)', '', `${results.targets.length - missed} met, ${missed} missed: each target, its CPU-per-request counterpart and what we found about each miss are in [benchmarks/results.md](benchmarks/results.md#targets-issue-43).`)
   return out.join('\n').trimEnd()
 }
 

@@ -14,7 +14,10 @@ import type { Sample } from './measure.js'
 import { startServer } from './processes.js'
 import type { RunningServer, ServerRuntimeKind } from './processes.js'
 import { consoleReport, markdownReport } from './report.js'
-import { addRatios, cellOf, checkTargets, describeMachine, etagCosts, peakMemory } from './results.js'
+import {
+  addRatios, cellOf, checkTargets, describeMachine, equivalentScenarios, etagCosts, peakMemory, ruledScenarios,
+  targetScenarios,
+} from './results.js'
 import type { DatabaseKind, Results, ScenarioResult } from './results.js'
 import { allSystemNames, baselineSystem, scenarioById, scenarioIds, systemNames } from './scenarios.js'
 import type { Scenario, ScenarioId, SystemName } from './scenarios.js'
@@ -45,6 +48,8 @@ export interface BenchOptions {
   amount?: number | undefined
   /** Seconds of load before each measurement, not counted. */
   warmup: number
+  /** Seconds of load per read scenario for each fresh server before the first measurement (default: `warmup`). */
+  serverWarmup?: number | undefined
   rounds: number
   connections: number
   systems: readonly SystemName[]
@@ -84,24 +89,32 @@ export interface BenchOptions {
   log: (line: string) => void
 }
 
+/** The scenarios of a quick run: those of issue 43's targets (targets.ts), in the blocks' order. */
+const quickScenarios: readonly ScenarioId[] = scenarioIds.filter((id) =>
+  id === 'eager-n1' || [...targetScenarios, ...ruledScenarios, ...equivalentScenarios].some((target) => target === id))
+
 /** Defaults sized so that a full run (SQLite and PostgreSQL) stays under 15 minutes on 2 cores. */
 export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOptions {
   const postgresUrl = overrides.postgresUrl ?? (process.env.BENCH_POSTGRES_URL || undefined)
   const databases = overrides.databases ?? (postgresUrl === undefined ? ['sqlite'] : ['sqlite', 'postgres'])
   const both = databases.length > 1
   const quick = overrides.quick ?? false
-  const systems = overrides.systems ?? systemNames
+  // Quick: the systems of issue 43's targets (raw, Platformatic and ours; the hand-written Kysely peer sets none).
+  const systems = overrides.systems ?? (quick ? systemNames.filter((system) => system !== 'kysely') : systemNames)
   return {
     // 44 measurements per database and round. On a shared virtual machine a system's speed drifts within
     // seconds, so many short interleaved rounds give steadier medians than a few long ones: with both
     // databases, 7 rounds of about 1 s (and up to 5% of the measurements taken again) take about 11 minutes.
     duration: quick ? (both ? 0.5 : 1) : both ? 0.7 : 1.5,
-    warmup: quick ? 0.3 : both ? 0.3 : 0.5,
+    // Quick: 0.2 s before each measurement, 0.1 s per read for a fresh server (under 2 minutes on 2 busy cores).
+    warmup: quick ? 0.2 : both ? 0.3 : 0.5,
+    serverWarmup: quick ? 0.1 : undefined,
     stealLimit: 10,
     retryShare: 0.05,
     rounds: quick ? 1 : both ? 7 : 8,
     connections: 10,
-    scenarios: scenarioIds,
+    // Quick: the scenarios issue 43 sets targets on (the ETag's and the ours-against-ours rule rows left out).
+    scenarios: quick ? quickScenarios : scenarioIds,
     postgresUrl,
     databases,
     dataDir: join(here, '.data'),
@@ -131,7 +144,7 @@ export function defaultOptions (overrides: Partial<BenchOptions> = {}): BenchOpt
  * inserts and deletes never meet another scenario.
  */
 const blocks: ReadonlyArray<readonly ScenarioId[]> = [
-  ['get', 'get-versioned', 'get-untagged', 'get-scoped'],
+  ['get', 'get-versioned', 'get-untagged', 'get-scoped', 'get-history'],
   ['list10'],
   ['list100'],
   ['filter'],
@@ -140,9 +153,15 @@ const blocks: ReadonlyArray<readonly ScenarioId[]> = [
   ['eager', 'eager-n1'],
   ['list-author', 'list-author-scoped'],
   ['post', 'nested-post'],
-  ['patch'],
+  ['patch', 'patch-history'],
   ['patch-many'],
   ['delete'],
+  ['get-ruled'],
+  ['list10-ruled'],
+  ['list100-ruled'],
+  ['filter-ruled'],
+  ['patch-ruled'],
+  ['delete-ruled'],
 ]
 
 interface Slot {
@@ -210,7 +229,8 @@ async function measureDatabase (
     for (const id of options.scenarios) {
       const scenario = scenarioById.get(id)
       if (scenario === undefined || scenario.writes === true || server.unsupported[id] !== undefined) continue
-      await warmUp(server, scenario, { connections: options.connections, seed: 99 }, options.warmup)
+      const seconds = options.serverWarmup ?? options.warmup
+      await warmUp(server, scenario, { connections: options.connections, seed: 99 }, seconds)
     }
   }
   const scenarios: Partial<Record<ScenarioId, ScenarioResult>> = {}
@@ -399,12 +419,13 @@ export async function runBenchmarks (options: BenchOptions): Promise<Results> {
   }
   if (options.phases.includes('startup')) {
     options.log('Startup: 50 viewsets to app.ready(), fresh plain-node processes…')
-    results.startup = await measureStartup(join(options.dataDir, 'startup.db'))
+    // Quick: 3 processes instead of 5, and no viewsetDocs startups (issue 42's, no target of issue 43).
+    results.startup = await measureStartup(join(options.dataDir, 'startup.db'), 50, options.quick ? 3 : 5)
     options.log(
       `  ${results.startup.totalMs} ms (imports ${results.startup.importMs} ms, registrations and ready ${results.startup.readyMs} ms)`
     )
     results.startup.docs = []
-    for (const viewsets of [50, 200]) {
+    for (const viewsets of options.quick ? [] : [50, 200]) {
       options.log(`Startup with viewsetDocs: ${viewsets} viewsets, the first GET /docs/json…`)
       const docs = await measureDocs(join(options.dataDir, `startup-docs-${viewsets}.db`), viewsets)
       results.startup.docs.push(docs)
@@ -493,7 +514,9 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   })
   if (values.help === true) {
     process.stdout.write(`npm run bench -- [options]
-  --quick                 a few minutes: 1 round of 1 s per system and scenario (writes to benchmarks/.data/quick unless --out)
+  --quick                 about 2 minutes: 1 round of 1 s per system and scenario of issue 43's targets (no kysely
+                          column), short warm-ups, startup over 3 processes and without the viewsetDocs ones
+                          (writes to benchmarks/.data/quick unless --out); --rounds 1 means --quick
   --duration <s>          measured seconds per system, scenario and round
   --warmup <s>            warm-up seconds before each measurement
   --rounds <n>            interleaved rounds (the median is reported)
@@ -517,7 +540,8 @@ export function optionsFromArgs (args: string[]): BenchOptions {
 `)
     process.exit(0)
   }
-  const overrides: Partial<BenchOptions> = { quick: values.quick === true }
+  // `--rounds 1` is a quick run (issue 43: `npm run bench -- --rounds 1 --duration 1` is the quick mode).
+  const overrides: Partial<BenchOptions> = { quick: values.quick === true || values.rounds === '1' }
   const set = <K extends keyof BenchOptions>(key: K, value: BenchOptions[K] | undefined) => {
     if (value !== undefined) overrides[key] = value
   }
@@ -536,7 +560,7 @@ export function optionsFromArgs (args: string[]): BenchOptions {
   if (values.out !== undefined) overrides.outDir = resolve(values.out)
   // Only a full run refreshes the README: every system (and no baseline), scenario and phase, written to benchmarks/.
   overrides.readme =
-    values.quick !== true &&
+    overrides.quick !== true &&
     values.out === undefined &&
     values.systems === undefined &&
     values.baseline === undefined &&
@@ -551,7 +575,8 @@ export function optionsFromArgs (args: string[]): BenchOptions {
 
 const entry = process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)
 if (entry && process.argv.includes('--attack')) {
-  // The attack scenario of issue 36 (attack.ts): its own options, its own table.
+  // The attack scenario of issue 36 (attack.ts): its own options, its own table; its servers run over dist/ too.
+  ensureBuilt((line) => { process.stderr.write(line + '\n') })
   import('./attack.js')
     .then(async ({ runAttack }) => { await runAttack(process.argv.slice(2).filter((arg) => arg !== '--attack')) })
     .catch((error: unknown) => {

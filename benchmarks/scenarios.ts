@@ -26,6 +26,7 @@ export const scenarioIds = [
   'get-versioned',
   'get-untagged',
   'get-scoped',
+  'get-history',
   'list10',
   'list100',
   'filter',
@@ -38,8 +39,15 @@ export const scenarioIds = [
   'post',
   'nested-post',
   'patch',
+  'patch-history',
   'patch-many',
   'delete',
+  'get-ruled',
+  'list10-ruled',
+  'list100-ruled',
+  'filter-ruled',
+  'patch-ruled',
+  'delete-ruled',
 ] as const
 export type ScenarioId = (typeof scenarioIds)[number]
 
@@ -133,6 +141,14 @@ const authorCheck = (system: SystemName, request: ScenarioRequest, status: numbe
 // unless asked: its LIST would be `SELECT … LIMIT 10`, an unordered scan that returns books 1 to 10 only because
 // the table was just seeded, and is not a stable page. It is asked for the key order, to do the same work.
 const keyOrder = (system: SystemName) => (system === 'platformatic' ? '&orderby.id=asc' : '')
+
+/** A rule-scenario answer: the field rule hid `title` from every book. */
+const untitled = (body: unknown): string | undefined => {
+  const rows = Array.isArray(body) ? body : [body]
+  return rows.every((row) => typeof row === 'object' && row !== null && !('title' in row))
+    ? undefined
+    : 'the field rule was not applied (title is served)'
+}
 
 let books: SeedRows['books'] | undefined
 const seededBooks = () => (books ??= seedRows().books)
@@ -251,6 +267,13 @@ const scenarios: Scenario[] = [
     check: getCheck,
   },
   {
+    // A row's history (issue 39): the same GET on a viewset that keeps one; reads run no history statement.
+    id: 'get-history',
+    title: 'GET by id, history on',
+    request: (_system, { next }) => ({ method: 'GET', path: `/books-history/${pick(next, sizes.books)}` }),
+    check: getCheck,
+  },
+  {
     id: 'list-author',
     title: 'LIST 10 + author',
     request: () => ({ method: 'GET', path: '/books-author?limit=10' }),
@@ -323,6 +346,19 @@ const scenarios: Scenario[] = [
       etagCheck(system, request, headers),
   },
   {
+    // The same PATCH recording each write in the history table, in its transaction (issue 39).
+    id: 'patch-history',
+    title: 'PATCH, history on',
+    writes: true,
+    request: (_system, { next }) => ({
+      method: 'PATCH', path: `/books-history/${pick(next, sizes.books)}`, body: { price: pick(next, 10_000) / 100 },
+    }),
+    check: (system, request, status, body, headers) =>
+      expectStatus(status, 200) ??
+      ((body as Json).price === request.body?.price ? undefined : 'expected the updated book') ??
+      etagCheck(system, request, headers),
+  },
+  {
     // A bulk update by filter (issue 38): the books of one author (two on average) get a new price; a count answers.
     id: 'patch-many',
     title: 'bulk PATCH by filter',
@@ -344,6 +380,65 @@ const scenarios: Scenario[] = [
     request: (_system, { doomed }) => ({ method: 'DELETE', path: `/books/${doomed()}` }),
     // Platformatic answers 200 with the deleted row; the others 204.
     check: (system, _request, status) => expectStatus(status, system === 'platformatic' ? 200 : 204),
+  },
+  // Issue 43's rule targets: the same paths on `/books-ruled`, under a row rule (`id >= 1`, which the key's index
+  // serves and every seeded row passes) and a field rule that hides `title`; raw applies the same WHERE and drops
+  // the same field by hand.
+  {
+    id: 'get-ruled',
+    title: 'GET by id, row + field rule',
+    request: (_system, { next }) => ({ method: 'GET', path: `/books-ruled/${pick(next, sizes.books)}` }),
+    check: (system, request, status, body, headers) =>
+      getCheck(system, request, status, body, headers) ?? untitled(body),
+  },
+  {
+    id: 'list10-ruled',
+    title: 'LIST 10, row + field rule',
+    request: () => ({ method: 'GET', path: '/books-ruled?limit=10' }),
+    check: (system, request, status, body) => listCheck(10)(system, request, status, body) ?? untitled(body),
+  },
+  {
+    id: 'list100-ruled',
+    title: 'LIST 100, row + field rule',
+    request: () => ({ method: 'GET', path: '/books-ruled?limit=100' }),
+    check: (system, request, status, body) => listCheck(100)(system, request, status, body) ?? untitled(body),
+  },
+  {
+    id: 'filter-ruled',
+    title: 'LIST filter + order, row + field rule',
+    request: (_system, { next }) => ({
+      method: 'GET',
+      path: `/books-ruled?author_id=${pick(next, sizes.authors)}&order_by=-year&limit=10`,
+    }),
+    check: (_system, request, status, body) => {
+      if (status !== 200) return `status ${status}`
+      const author = Number(/author_id=(\d+)/.exec(request.path)?.[1])
+      if (!isList(body) || !body.every((book) => book.author_id === author)) return 'the filter was not applied'
+      return untitled(body)
+    },
+  },
+  {
+    id: 'patch-ruled',
+    title: 'PATCH, row + field rule',
+    writes: true,
+    request: (_system, { next }) => ({
+      method: 'PATCH',
+      path: `/books-ruled/${pick(next, sizes.books)}`,
+      body: { price: pick(next, 10_000) / 100 },
+    }),
+    check: (system, request, status, body, headers) =>
+      expectStatus(status, 200) ??
+      ((body as Json).price === request.body?.price ? undefined : 'expected the updated book') ??
+      etagCheck(system, request, headers) ??
+      untitled(body),
+  },
+  {
+    id: 'delete-ruled',
+    title: 'DELETE, row rule',
+    writes: true,
+    deletes: true,
+    request: (_system, { doomed }) => ({ method: 'DELETE', path: `/books-ruled/${doomed()}` }),
+    check: (_system, _request, status) => expectStatus(status, 204),
   },
 ]
 

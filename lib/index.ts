@@ -11,7 +11,7 @@ export { createDatabase, databaseUrl, getDatabase, withPreparedStatements } from
 export type { CreateDatabaseOptions } from './db.js'
 export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'
 export type { ViewsetDocsOptions } from './docs.js'
-export { baseMethods, filterOperators, softDeleteMethods, viewsetMethods } from './options.js'
+export { baseMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods } from './options.js'
 export { aggregateFunctions } from './query/aggregate-options.js'
 export type { AggregateFunction, AggregateOptions } from './query/aggregate-options.js'
 export type {
@@ -25,6 +25,7 @@ export type {
 export type { Precondition } from './data/precondition.js'
 export type { IdempotencyOptions } from './data/idempotency-options.js'
 export type { ShowDeletedFunction, SoftDeleteOptions } from './data/soft-delete-options.js'
+export type { HistoryActor, HistoryOptions } from './data/history-options.js'
 export type { CustomRouteSchemaOptions } from './http/custom-answers.js'
 export { orderByPattern, parseOrderBy } from './query/order-by.js'
 export type { SortKey } from './query/order-by.js'

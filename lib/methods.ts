@@ -1,10 +1,10 @@
 // The logical methods a viewset serves and the filter operators a LIST accepts: the names options, `authorize`
 // and `scope` speak in.
 /**
- * The logical methods every viewset can serve, in the order their routes are added (then {@link softDeleteMethods}).
- * `BULK` is `POST {prefix}/bulk`; `PATCH_MANY` is `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk`
- * and `DELETE_MANY` is
- * `DELETE {prefix}?<filters>`; `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums).
+ * The logical methods every viewset can serve, in the order their routes are added (then {@link historyMethods} and
+ * {@link softDeleteMethods}, which need their options). `BULK` is `POST {prefix}/bulk`; `PATCH_MANY` is
+ * `PATCH {prefix}?<filters>`, `BULK_PATCH` is `PATCH {prefix}/bulk` and `DELETE_MANY` is `DELETE {prefix}?<filters>`;
+ * `AGGREGATE` is `GET {prefix}/aggregate` (grouped counts and sums).
  *
  * @example
  * ```ts
@@ -26,7 +26,20 @@ export const viewsetMethods = [
  * createViewset({ db, table: 'items', schema: Item, methods: readOnly })
  * ```
  */
-export type ViewsetMethod = (typeof viewsetMethods)[number] | (typeof softDeleteMethods)[number]
+export type ViewsetMethod =
+  | (typeof viewsetMethods)[number] | (typeof historyMethods)[number] | (typeof softDeleteMethods)[number]
+
+/**
+ * The method of a viewset with the `history` option only, registered when `methods` lists it: `HISTORY`
+ * (`GET {prefix}/:id/history`, a row's recorded writes). Not in {@link viewsetMethods}, which every viewset can serve.
+ *
+ * @example
+ * ```ts
+ * const methods: ViewsetMethod[] = [...defaultMethods, ...historyMethods]
+ * createViewset({ db, table: 'posts', schema: Post, history: { createTable: true }, methods })
+ * ```
+ */
+export const historyMethods = ['HISTORY'] as const
 
 /**
  * The methods of a soft-deleting viewset only (the `softDelete` option), each registered when `methods` lists it:
@@ -42,11 +55,13 @@ export type ViewsetMethod = (typeof viewsetMethods)[number] | (typeof softDelete
 export const softDeleteMethods = ['RESTORE', 'PURGE'] as const
 
 /** Every method, in the order their routes are added. */
-export const allMethods: readonly ViewsetMethod[] = [...viewsetMethods, ...softDeleteMethods]
+export const allMethods: readonly ViewsetMethod[] = [...viewsetMethods, ...historyMethods, ...softDeleteMethods]
 
 /** The methods registered only when `methods` names them: those that write many rows per request, and `AGGREGATE`,
  * which reads every row of the filtered set. */
-const optInMethods: readonly ViewsetMethod[] = ['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE']
+const optInMethods: readonly ViewsetMethod[] = [
+  'BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE',
+]
 
 /** The methods registered when `methods` is not given: all but the opt-in ones. */
 export const defaultMethods: readonly ViewsetMethod[] =

@@ -1,6 +1,5 @@
 import type { TObject } from '@sinclair/typebox'
 import { invalidOption as fail } from './errors.js'
-import type { KeyColumns } from './row-key.js'
 import { checkPrimaryKey } from './schema/key-columns.js'
 import { checkReplicaOptions } from './data/replica-options.js'
 import type { ReplicaOptions, ReplicaPlan } from './data/replica-options.js'
@@ -15,13 +14,16 @@ import type { ViewsetMethod, ViewsetOptions } from './viewset-options.js'
 import { checkRowLevelSecurity } from './tokens.js'
 import { checkIdempotency, type IdempotencyResolution } from './data/idempotency-options.js'
 import { checkSoftDelete, type SoftDeleteResolution } from './data/soft-delete-options.js'
+import { checkHistory, type HistoryResolution } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 
 // Phase 1 of the option checks: every check that needs no database, run by the Viewset constructor (and so by
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
 // once. Phase 2, against the catalog, runs when the viewset is mounted (mount/mount-viewset.ts).
 
-export { baseMethods, defaultMethods, filterOperators, softDeleteMethods, viewsetMethods } from './viewset-options.js'
+export {
+  baseMethods, defaultMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods,
+} from './viewset-options.js'
 export type { ReplicaOptions }
 export type {
   AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator,
@@ -78,7 +80,7 @@ const knownOptionKeys = {
     'parent',
     'replica',
     'rowLevelSecurity',
-    'idempotency',
+    'idempotency', 'history',
     'groupByFields',
     'aggregateFields',
     'softDelete',
@@ -198,12 +200,11 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 }
 
 /** The options with defaults applied, checked and frozen. */
-export interface ResolvedOptions extends IdempotencyResolution, SoftDeleteResolution {
+export interface ResolvedOptions extends IdempotencyResolution, SoftDeleteResolution, HistoryResolution {
   readonly table: string
-  /** The key's first column (the whole key when it has one); `id` until mounting reads a key the options left out. */
-  readonly primaryKey: string
+  readonly primaryKey: string // the key's first column; `id` until mounting reads a key the options left out
   /** The key's columns in key order: `undefined` until mounting reads them from the catalog (schema/key-columns.ts). */
-  readonly keyColumns: KeyColumns | undefined
+  readonly keyColumns: readonly [string, ...string[]] | undefined
   readonly methods: readonly ViewsetMethod[]
   readonly protectedMethods: readonly ViewsetMethod[]
   readonly tags: readonly string[]
@@ -391,6 +392,7 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     replica: checkReplicaOptions(options.replica, options.readDb !== undefined),
     idempotency: checkIdempotency(options.idempotency),
     softDelete: checkSoftDelete(options.softDelete, { primaryKey, versionField }),
+    history: checkHistory(options.history),
     rowLevelSecurity: checkRowLevelSecurity(options, (given) => {
       checkKeys('rowLevelSecurity', given, knownOptionKeys.rowLevelSecurity)
     }),

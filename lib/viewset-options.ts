@@ -12,10 +12,13 @@ import type { AfterWriteFunction, BeforeWriteFunction, RowContext } from './writ
 import type { ReplicaOptions } from './data/replica-options.js'
 import type { IdempotencyOptions } from './data/idempotency-options.js'
 import type { SoftDeleteOptions } from './data/soft-delete-options.js'
+import type { HistoryOptions } from './data/history-options.js'
 import type { RowLevelSecurityOptions } from './tokens.js'
 import type { AggregateOptions } from './query/aggregate-options.js'
 
-export { allMethods, defaultMethods, filterOperators, softDeleteMethods, viewsetMethods } from './methods.js'
+export {
+  allMethods, defaultMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods,
+} from './methods.js'
 export type { AuthorizedMethod, FilterOperator, ViewsetMethod } from './methods.js'
 export type { TokenClaims, ViewsetToken } from './tokens.js'
 export type { FieldOf, ListOptions, RelationPath } from './list-options.js'
@@ -192,6 +195,20 @@ export interface ViewsetOptions<
    * ```
    */
   softDelete?: (keyof DB[TB] & string) | SoftDeleteOptions<keyof DB[TB] & string>
+
+  /**
+   * A row's history (default off): every write of the viewset (create, update, delete; bulk, nested and batch writes
+   * included) recorded in its own transaction in a history table, with the row before and after as stored and who
+   * wrote; served by `GET {prefix}/:id/history` (method `'HISTORY'`) and `GET {prefix}/:id?as_of=<date-time>`. See the
+   * README's "History".
+   *
+   * @example
+   * ```ts
+   * const methods = [...defaultMethods, ...historyMethods]
+   * createViewset({ db, table: 'orders', schema: Order, history: { createTable: true }, methods })
+   * ```
+   */
+  history?: boolean | HistoryOptions
 
   /** Methods that require `Authorization: Bearer <jwt>`; a derived method ({@link baseMethods}: BULK) is protected
    * whenever its base is. */

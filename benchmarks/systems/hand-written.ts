@@ -32,6 +32,18 @@ export const rulesOnOurs = {
   'get-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
   'list-author': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
   'list-author-scoped': 'row rules are the library\'s: measured as ours scoped against ours unscoped',
+  'get-history': 'the history is the library\'s: measured as ours with it against ours without',
+  'patch-history': 'the history is the library\'s: measured as ours with it against ours without',
+} as const
+
+/** Issue 43's rule scenarios: raw writes the same WHERE and field hiding by hand; the others do not serve them. */
+export const ruledOnRaw = {
+  'get-ruled': 'the rules written by hand are measured on raw, against the viewset\'s scope and fieldAccess',
+  'list10-ruled': 'the rules written by hand are measured on raw, against the viewset\'s scope and fieldAccess',
+  'list100-ruled': 'the rules written by hand are measured on raw, against the viewset\'s scope and fieldAccess',
+  'filter-ruled': 'the rules written by hand are measured on raw, against the viewset\'s scope and fieldAccess',
+  'patch-ruled': 'the rules written by hand are measured on raw, against the viewset\'s scope and fieldAccess',
+  'delete-ruled': 'the rules written by hand are measured on raw, against the viewset\'s scope and fieldAccess',
 } as const
 
 /** The hand-written equivalent of AGGREGATE: measured on raw (a GROUP BY over prepared statements) and ours. */

@@ -5,7 +5,7 @@ import type { BenchDB, Book, BookWithRelations } from '../data.js'
 import type { DatabaseTarget } from '../seed.js'
 import type { SystemServer } from '../server.js'
 import { usersKysely } from './connections.js'
-import { aggregateOnRaw, etagCostOnRaw, handWrittenRoutes, orderOf, nestedOnRaw, rulesOnOurs, stitch } from './hand-written.js'
+import { aggregateOnRaw, etagCostOnRaw, handWrittenRoutes, orderOf, nestedOnRaw, ruledOnRaw, rulesOnOurs, stitch } from './hand-written.js'
 import type { BookPatch, BookStore, ListQuery, NewBook, PageQuery } from './hand-written.js'
 
 // What a user writes by hand: Fastify routes with the same schemas, and a Kysely query per request,
@@ -66,5 +66,6 @@ function kyselyStore (db: Kysely<BenchDB>): BookStore {
 export async function build (target: DatabaseTarget): Promise<SystemServer> {
   const app = Fastify({ logger: false })
   handWrittenRoutes(app, kyselyStore(usersKysely(target).db))
-  return { app, unsupported: { ...etagCostOnRaw, ...rulesOnOurs, ...nestedOnRaw, aggregate: aggregateOnRaw } }
+  const unsupported = { ...etagCostOnRaw, ...rulesOnOurs, ...nestedOnRaw, ...ruledOnRaw, aggregate: aggregateOnRaw }
+  return { app, unsupported }
 }

@@ -4,7 +4,7 @@ import sqlMapper from '@platformatic/sql-mapper'
 import sqlOpenapi from '@platformatic/sql-openapi'
 import type { DatabaseTarget } from '../seed.js'
 import type { SystemServer } from '../server.js'
-import { etagCostOnRaw, naiveOnce, rulesOnOurs } from './hand-written.js'
+import { etagCostOnRaw, naiveOnce, ruledOnRaw, rulesOnOurs } from './hand-written.js'
 
 // The closest peer: Platformatic DB's mapper and its generated REST routes, over the same tables.
 // Its URLs are its own (`where.authorId.eq=`, `orderby.year=desc`, PUT as partial update). It sends no
@@ -28,6 +28,7 @@ export async function build (target: DatabaseTarget): Promise<SystemServer> {
       'eager-n1': naiveOnce,
       ...etagCostOnRaw,
       ...rulesOnOurs,
+      ...ruledOnRaw,
       'nested-post': 'sql-openapi has no nested writes in REST',
     },
   }

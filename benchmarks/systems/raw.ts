@@ -9,6 +9,7 @@ import type { SystemServer } from '../server.js'
 import { handWrittenRoutes, naiveOnce, orderOf, rulesOnOurs, stitch, yearGroup } from './hand-written.js'
 import type { BookPatch, BookStore, ListQuery, NewBook, PageQuery } from './hand-written.js'
 import { openPool, openSqlite } from './connections.js'
+import { ruledRoutes } from './raw-ruled.js'
 
 // The ceiling of the stack: Fastify with response schemas over prepared statements
 // (better-sqlite3 statements prepared once; pg named statements, parsed once per connection).
@@ -276,5 +277,6 @@ export async function build (target: DatabaseTarget): Promise<SystemServer> {
   const app = Fastify({ logger: false })
   handWrittenRoutes(app, target.kind === 'sqlite' ? sqliteStore(target.file) : postgresStore(target.url))
   nestedRoute(app, target)
+  ruledRoutes(app, target)
   return { app, unsupported: { 'eager-n1': naiveOnce, ...rulesOnOurs } }
 }

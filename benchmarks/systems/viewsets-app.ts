@@ -106,6 +106,36 @@ function scopedViewsets (
   ]
 }
 
+/**
+ * Issue 43's rule scenarios (`/books-ruled`): the books viewset under a row rule the key's index serves (every seeded
+ * row passes it, so that the answers are the unruled ones) and a field rule that hides `title`, for every method.
+ */
+function ruledViewset (db: Kysely<BenchDB>, createViewset: ViewsetsLibrary['createViewset']): OptionalViewset {
+  return {
+    feature: 'scope and fieldAccess',
+    scenarios: ['get-ruled', 'list10-ruled', 'list100-ruled', 'filter-ruled', 'patch-ruled', 'delete-ruled'],
+    prefix: '/books-ruled',
+    plugin: () => createViewset({
+      db,
+      table: 'books',
+      schema: Book,
+      methods: ['LIST', 'GET', 'PATCH', 'DELETE'],
+      filterFields: { author_id: ['eq'] },
+      orderingFields: ['id', 'title', 'year', 'price'],
+      withoutTokens: true,
+      scope: (eb: ExpressionBuilder<BenchDB, 'books'>) => eb('id', '>=', 1),
+      fieldAccess: () => ({ hidden: ['title'] }),
+    }),
+    // A build without fieldAccess ignores it: the GET must not serve the hidden field.
+    check: async (scratch) => {
+      const response = await scratch.inject({ method: 'GET', url: '/probe/1' })
+      return response.statusCode === 200 && !('title' in response.json<Record<string, unknown>>())
+        ? undefined
+        : `this build serves the hidden field (GET answers ${response.statusCode}: ${response.body.slice(0, 80)})`
+    },
+  }
+}
+
 /** An author with its books, written with it (`writable: true`). */
 const AuthorWithBooks = Type.Object({ ...Author.properties, books: Type.Optional(Type.Array(Book)) })
 
@@ -208,6 +238,16 @@ export async function registerViewsets (
     },
     ...scopedViewsets(db, createViewset),
     nestedViewsets(db, createViewset),
+    ruledViewset(db, createViewset),
+    {
+      // A row's history (issue 39): GET and PATCH on the books with every write recorded.
+      feature: 'history',
+      scenarios: ['get-history', 'patch-history'],
+      prefix: '/books-history',
+      plugin: () => createViewset({
+        db, table: 'books', schema: Book, methods: ['GET', 'PATCH'], history: { createTable: true },
+      }),
+    },
     {
       feature: 'AGGREGATE',
       scenarios: ['aggregate'],

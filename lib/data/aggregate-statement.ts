@@ -1,10 +1,7 @@
 import { sql } from 'kysely'
-import type { AliasedRawBuilder, Expression } from 'kysely'
+import type { AliasedRawBuilder, Expression, RawBuilder, SelectQueryBuilder } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
-import { resultRows } from '../sql.js'
-import { declareCost } from '../execution/cost-class.js'
-import { runCompiled } from '../execution/prepared-kysely.js'
 import type { Condition } from '../query/condition.js'
 import type { CursorPosition } from '../query/cursor.js'
 import { keysetCondition, keysetPage, reversed } from '../query/cursor.js'
@@ -14,12 +11,14 @@ import { applyOrdering } from '../query/ordering.js'
 import type { PathRules, RelatedPath } from '../query/related-paths.js'
 import { pathRules, relatedValue } from '../query/related-paths.js'
 import type { ScopeCondition } from '../query/scope.js'
-import { compileWith } from './statement-cache.js'
+import type { StatementCache } from './statement-cache.js'
+import { groupsShape } from './aggregate-shape.js'
 
-// AGGREGATE's one statement: the rows LIST would read (the same scope and WHERE terms), each reduced to its group
-// keys and the fields to aggregate; grouped; then the page of groups, ordered, by offset or by keyset. Three nested
-// SELECTs, so that a group key through a relation is computed once per row (its rules' values bound once) and every
-// sort key is a plain column of the groups. Every aggregate is a heavy statement (execution/cost-class.ts).
+// AGGREGATE's one statement: the rows LIST would read (the same scope and WHERE terms), grouped by their group keys,
+// then the page of groups, ordered, by offset or by keyset, so that every sort key is a plain column of the groups.
+// A group key through a relation adds a SELECT of the rows under the grouped one, so that its value is computed once
+// per row (its rules' values bound once). Compiled once per shape (aggregate-shape.ts), as LIST's statements are.
+// Every aggregate is a heavy statement (execution/cost-class.ts): it reads every row its WHERE admits.
 
 /** A page of groups, as the statement answers them, and the positions of the neighbouring pages. */
 export interface GroupPage {
@@ -33,6 +32,8 @@ export interface AggregateTarget {
   readonly table: string
   readonly dialect: ViewsetDialect
   readonly rules: PathRules | undefined
+  /** The viewset's compiled AGGREGATE statements, by shape. */
+  readonly statements: StatementCache
 }
 
 /** The column of the relation row a path goes through at `depth` hops: its key, NULL when there is none. */
@@ -66,9 +67,9 @@ function rowColumns (query: AggregateQuery, target: AggregateTarget): Array<Alia
   return columns
 }
 
-/** The aggregate function of a metric over its field's column in the rows' SELECT. */
-function metricValue (metric: RequestedMetric): Expression<unknown> {
-  const column = sql.ref(`viewset_rows.${metric.field.name}`)
+/** The aggregate function of a metric over its field's column (`viewset_rows.price`, or `price` when flat). */
+function metricValue (metric: RequestedMetric, from: string | undefined): Expression<unknown> {
+  const column = sql.ref(from === undefined ? metric.field.name : `${from}.${metric.field.name}`)
   switch (metric.fn) {
     case 'sum':
       return sql`sum(${column})`
@@ -82,22 +83,52 @@ function metricValue (metric: RequestedMetric): Expression<unknown> {
   }
 }
 
+/** Whether a query's groups are all plain columns of the table: the rows and their groups are then one SELECT. */
+function groupsFlat (query: AggregateQuery): boolean {
+  return query.groups.every((group) => group.path === undefined)
+}
+
+/** The WHERE terms on a SELECT of the table. */
+function filteredRows<O> (
+  rows: SelectQueryBuilder<Record<string, Row>, string, O>, where: readonly Condition[]
+): SelectQueryBuilder<Record<string, Row>, string, O> {
+  return where.length > 0 ? rows.where((eb) => eb.and(where.map((term) => term.expression(eb)))) : rows
+}
+
+/**
+ * The grouped SELECT straight over the table, when every group key is one of its columns: `select year as
+ * viewset_g0, count(*), sum(price) from books where … group by year` (a SELECT of the rows under it only cost the
+ * database a subquery step per request, and grouping by the column is grouping by its alias).
+ */
+function flatGroupedSelect (
+  db: AnyDatabase, query: AggregateQuery, target: AggregateTarget, where: readonly Condition[]
+) {
+  let grouped = db.selectFrom(target.table)
+    .select(query.groups.map((group) => sql`${sql.ref(group.field.name)}`.as(group.alias)))
+    .select(sql`count(*)`.as(countAlias))
+  for (const metric of query.metrics) grouped = grouped.select(sql`${metricValue(metric, undefined)}`.as(metric.alias))
+  grouped = filteredRows(grouped, where)
+  return query.groups.length === 0 ? grouped : grouped.groupBy(query.groups.map((group) => group.field.name))
+}
+
 /** The grouped SELECT: keys, presences, the count and the metrics, from the rows the scope and terms admit. */
 function groupedSelect (db: AnyDatabase, query: AggregateQuery, target: AggregateTarget, where: readonly Condition[]) {
+  if (groupsFlat(query)) return flatGroupedSelect(db, query, target, where)
   const fields = [...new Set(query.metrics.map((metric) => metric.field.name))]
   const columns = rowColumns(query, target)
-  // A count alone reads no column: the rows still select one.
   let rows = db.selectFrom(target.table).select(sql.lit(1).as('viewset_one'))
   if (fields.length > 0) rows = rows.select(fields)
   for (const column of columns) rows = rows.select(column)
-  if (where.length > 0) rows = rows.where((eb) => eb.and(where.map((term) => term.expression(eb))))
+  rows = filteredRows(rows, where)
   const keys = query.groups.flatMap((group) => [
     group.alias,
     ...(group.path?.hops ?? []).map((_, index) => presenceAlias(group, index + 1)),
   ])
   let grouped = db.selectFrom(rows.as('viewset_rows')).select(keys.map((key) => `viewset_rows.${key}`))
     .select(sql`count(*)`.as(countAlias))
-  for (const metric of query.metrics) grouped = grouped.select(sql`${metricValue(metric)}`.as(metric.alias))
+  for (const metric of query.metrics) {
+    grouped = grouped.select(sql`${metricValue(metric, 'viewset_rows')}`.as(metric.alias))
+  }
   return keys.length === 0 ? grouped : grouped.groupBy(keys.map((key) => `viewset_rows.${key}`))
 }
 
@@ -122,18 +153,23 @@ export async function readGroups (
   const byCursor = query.pagination === 'cursor'
   const backwards = cursor?.direction === 'before'
   const ordering = backwards ? reversed(query.ordering) : query.ordering
-  let page = db.selectFrom(groupedSelect(db, query, target, where).as('viewset_groups')).selectAll()
-  for (const metric of query.metrics) {
-    if (metric.text) page = page.select(target.dialect.syntax.asText(sql.ref(metric.alias)).as(textColumn(metric)))
-  }
-  if (cursor !== undefined) {
-    const keyset = keysetCondition(ordering, cursor.values, target.dialect)
-    page = page.where((eb) => keyset.expression(eb))
-  }
-  const ordered = applyOrdering(page, ordering.keys, target.dialect).limit(byCursor ? limit + 1 : limit)
-  const built = byCursor ? ordered : ordered.offset(query.offset)
-  const compiled = declareCost(compileWith(built, target.dialect.syntax.statementPlugin), 'heavy')
-  const fetched = resultRows(await runCompiled(db, compiled))
+  const keyset = cursor === undefined ? undefined : keysetCondition(ordering, cursor.values, target.dialect)
+  const size = byCursor ? limit + 1 : limit
+  const { literalLimit } = target.dialect.syntax
+  const { shape, parameters } = groupsShape(query, {
+    where, keyset, literalLimit, size, byCursor, backwards, rules: target.rules,
+  })
+  const fetched = await target.statements.rows(db, shape, parameters, () => {
+    let page = db.selectFrom(groupedSelect(db, query, target, where).as('viewset_groups')).selectAll()
+    for (const metric of query.metrics) {
+      if (metric.text) page = page.select(target.dialect.syntax.asText(sql.ref(metric.alias)).as(textColumn(metric)))
+    }
+    if (keyset !== undefined) page = page.where((eb) => keyset.expression(eb))
+    // As LIST's: SQLite plans an ordered LIMIT with its value, so it is written into the SQL there (literalLimit).
+    const bound: number | RawBuilder<number> = literalLimit ? sql.lit(size) : size
+    const ordered = applyOrdering(page, ordering.keys, target.dialect).limit(bound)
+    return byCursor ? ordered : ordered.offset(query.offset)
+  }, true)
   if (!byCursor) return { rows: fetched }
   return keysetPage(fetched, limit, query.ordering, cursor)
 }

@@ -24,6 +24,8 @@ export interface MatchingRows {
   readonly scope: ScopeCondition | undefined
   /** The most rows read: one more than the request may change, so that a request past its bound is told. */
   readonly limit: number
+  /** Read every column of the table, not the schema's only (the history's `before`). */
+  readonly whole?: boolean
 }
 
 /** `keys` cut into lists of at most {@link keysPerStatement}, each padded (statement-cache.ts `padList`). */
@@ -48,14 +50,15 @@ export async function lockMatching (
   trx: AnyDatabase,
   dialect: ViewsetDialect,
   target: WriteTarget,
-  { conditions, scope, limit }: MatchingRows
+  { conditions, scope, limit, whole = false }: MatchingRows
 ): Promise<Row[]> {
   const terms = scope === undefined ? conditions : [scope, ...conditions]
   const lock = dialect.capabilities.rowLocks
   const parameters = [...parametersOf(terms), limit]
-  const shape = `bulk-match ${String(lock)} ${shapeOf(terms)}`
+  const shape = `bulk-match ${String(lock)} ${String(whole)} ${shapeOf(terms)}`
   const { rows } = await target.statements.execute(trx, shape, parameters, () => {
-    const select = trx.selectFrom(target.table).select(target.columns)
+    const from = trx.selectFrom(target.table)
+    const select = (whole ? from.selectAll() : from.select(target.columns))
       .where((eb) => eb.and(terms.map((term) => term.expression(eb))))
       .orderBy(target.key.ordered()).limit(limit)
     return lock ? select.forUpdate() : select

@@ -42,6 +42,8 @@ export interface TableGatewayConfig {
   readonly conflictFields?: readonly string[] | undefined
   /** The columns whose ordering no index gives (mount/index-report.ts): a page ordered by one sorts every row. */
   readonly unindexedOrder?: ReadonlySet<string> | undefined
+  /** A write reads the row it changes with every column of the table, not the schema's only (history's `before`). */
+  readonly wholeRows?: boolean
 }
 
 /** The `WHERE` terms of a query, the scope first when there is one. */
@@ -83,6 +85,8 @@ export class TableGateway {
   /** Whether a page's LIMIT is written into its SQL (DialectSyntax.literalLimit), decided once. */
   readonly #literalLimit: boolean
   readonly #unindexedOrder: ReadonlySet<string>
+  /** See {@link TableGatewayConfig.wholeRows}. */
+  readonly wholeRows: boolean
 
   constructor (config: TableGatewayConfig) {
     const { dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields } = config
@@ -92,6 +96,7 @@ export class TableGateway {
     this.dialect = dialect
     this.#literalLimit = dialect.syntax.literalLimit
     this.#unindexedOrder = config.unindexedOrder ?? new Set()
+    this.wholeRows = config.wholeRows === true
     this.#statements = statements
     this.#pages = new StatementCache(dialect.syntax.statementPlugin, statements.decode)
     this.#counts = new StatementCache(dialect.syntax.statementPlugin)
@@ -324,7 +329,8 @@ export class TableGateway {
         `${lock ? 'lock' : 'find'} ${scopeShape(scope)}`,
         keyAndScope(key, id, scope),
         () => {
-          const keyed = trx.selectFrom(table).select(columns).where(key.match(id))
+          const from = trx.selectFrom(table)
+          const keyed = (this.wholeRows ? from.selectAll() : from.select(columns)).where(key.match(id))
           const select = scope === undefined ? keyed : keyed.where(scope.where)
           return lock ? select.forUpdate() : select
         }

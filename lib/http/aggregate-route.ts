@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { runWithCancellation } from '../execution/cancellation.js'
 import { groupOf, readGroups } from '../data/aggregate-statement.js'
+import { StatementCache } from '../data/statement-cache.js'
 import { encodeCursor } from '../query/cursor.js'
 import type { CursorPosition } from '../query/cursor.js'
 import { parseAggregateQuery } from '../query/aggregate-query.js'
@@ -66,7 +67,7 @@ function pageLink (
 /** Answers one AGGREGATE request: parsed (every 400 first), its groups read under the request's rules, paged. */
 async function answer (
   context: RouteContext,
-  aggregate: AggregateContext,
+  aggregate: AggregateContext & { readonly statements: StatementCache },
   request: FastifyRequest,
   reply: FastifyReply
 ): Promise<unknown> {
@@ -78,7 +79,8 @@ async function answer (
   checkVisible(request, query)
   const scope = aggregate.scopeOf(request, token, 'AGGREGATE')
   const { dialect } = context.resource
-  const page = await readGroups(db, query, { table: context.table, dialect, rules }, scope)
+  const target = { table: context.table, dialect, rules, statements: aggregate.statements }
+  const page = await readGroups(db, query, target, scope)
   const link = pageLink(request, query, page, context.paging.maxOffset)
   if (link !== undefined) reply.header('link', link)
   return page.rows.map((row) => groupOf(query, row, dialect))
@@ -91,12 +93,15 @@ async function answer (
 export function aggregateRoute (context: RouteContext, hooks: Partial<RouteOptions>): RouteOptions {
   const { aggregate } = context
   if (aggregate === undefined) throw new TypeError('AGGREGATE is registered without its plan')
+  // The viewset's AGGREGATE statements, compiled once per shape (data/aggregate-shape.ts).
+  const statements = new StatementCache(context.resource.dialect.syntax.statementPlugin)
+  const compiled = { ...aggregate, statements }
   return {
     method: 'GET',
     url: '/aggregate',
     schema: aggregateSchema(context, aggregate),
     serializerCompiler: serializerCompiler(context.schemas),
     ...hooks,
-    handler: (request, reply) => runWithCancellation(reply.raw, () => answer(context, aggregate, request, reply)),
+    handler: (request, reply) => runWithCancellation(reply.raw, () => answer(context, compiled, request, reply)),
   }
 }

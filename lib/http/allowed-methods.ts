@@ -32,14 +32,17 @@ export function collectMethods (fastify: FastifyInstance): Map<string, Set<strin
 }
 
 /**
- * The paths of a viewset whose unserved methods answer 405: the collection, the element and, where the key is an
- * integer (so that no row can be named `bulk`), `/bulk`, whose GET would otherwise reach `/:id` and answer 400.
+ * The paths of a viewset whose unserved methods answer 405: the collection, the element, where the key is an
+ * integer (so that no row can be named `bulk`) `/bulk`, whose GET would otherwise reach `/:id` and answer 400, and
+ * `/:id/history`, `/:id/restore` and `/:id/purge` when HISTORY, RESTORE and PURGE are served.
  */
 export function methodPaths (routes: readonly RouteOptions[]): string[] {
   const params = routes.find((route) => route.url === '/:id')?.schema?.params
   const id = isRecord(params) && isRecord(params.properties) ? params.properties.id : undefined
-  // Soft delete's RESTORE and PURGE (`/:id/restore`, `/:id/purge`) when registered: their other methods are 405s.
-  const actions = routes.map((route) => route.url).filter((url) => url === '/:id/restore' || url === '/:id/purge')
+  // A row's history, RESTORE and PURGE (`/:id/history`, `/:id/restore`, `/:id/purge`) when registered: paths of
+  // their own, whose other methods are 405s.
+  const actions = routes.map((route) => route.url)
+    .filter((url) => url === '/:id/history' || url === '/:id/restore' || url === '/:id/purge')
   return [...(isRecord(id) && id.type === 'integer' ? ['', '/:id', '/bulk'] : ['', '/:id']), ...actions]
 }
 

@@ -109,7 +109,8 @@ export class BulkWriteHandlers {
     bound: { readonly most: number; readonly field: string }): Promise<Row[]> {
     const { resource } = this.#context
     const limit = bound.most + 1
-    const rows = await lockMatching(trx, resource.dialect, resource.target, { conditions, scope, limit })
+    const whole = resource.wholeRows
+    const rows = await lockMatching(trx, resource.dialect, resource.target, { conditions, scope, limit, whole })
     if (rows.length <= bound.most) return rows
     const what = bound.field === 'max-affected' ? 'max-affected (or the maxAffected option)' : 'maxBulk'
     throw invalid('headers', bound.field, `would change more than ${bound.most} rows (${what}): nothing was written`)

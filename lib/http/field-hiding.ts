@@ -216,10 +216,12 @@ export class FieldHiding {
       const validate = schema === undefined ? undefined : compile(schema, 'querystring')
       return { validate, part: 'querystring', list: query, fields: undefined }
     }
+    if (method === 'HISTORY') return { validate: undefined, part: 'querystring', list: undefined, fields: undefined }
     if (method === 'GET') {
       const selection = plan.fields(entity)
-      // `?deleted=` of a soft-deleting viewset is no field (the route's own schema refuses it on any other viewset).
-      const properties = { ...selection.properties, deleted: { ...deletedQuery } }
+      // `?deleted=` of a soft-deleting viewset and `as_of` of one with a history are no fields (the route's own schema
+      // refuses them on any other viewset).
+      const properties = { ...selection.properties, deleted: { ...deletedQuery }, as_of: { type: 'string' } }
       const schema = { type: 'object', properties, additionalProperties: false }
       return { validate: compile(schema, 'querystring'), part: 'querystring', list: undefined, fields: selection }
     }
@@ -245,13 +247,14 @@ export class FieldHiding {
 }
 
 /**
- * The caller's view for `context.method`; for AGGREGATE, which derives from LIST, what either view hides is hidden
- * (a rule written for LIST covers it).
+ * The caller's view for `context.method`; for AGGREGATE, which derives from LIST, and HISTORY, from GET, what either
+ * view hides is hidden (a rule written for LIST or GET covers it).
  */
 async function viewOf (rules: FieldRules, context: FieldAccessContext): Promise<FieldView> {
   const view = await rules.view(context)
-  if (context.method !== 'AGGREGATE') return view
-  const list = await rules.view({ ...context, method: 'LIST' })
+  const base = context.method === 'AGGREGATE' ? 'LIST' : context.method === 'HISTORY' ? 'GET' : undefined
+  if (base === undefined) return view
+  const list = await rules.view({ ...context, method: base })
   if (list.key === view.key) return view
   const hidden = new Set([...view.hidden, ...list.hidden])
   const readOnly = new Set([...view.readOnly, ...list.readOnly])

@@ -5,6 +5,7 @@ import { invalidFields } from '../errors.js'
 import { isRecord } from '../schema/object-schema.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { propertiesOf } from '../schema/derive.js'
+import { exampleOf } from '../schema/components.js'
 
 // A composite key in a URL: `{prefix}/{part1},{part2}`, the parts in the key's column order. The router decodes a
 // path parameter before anything can split it, so a part's own comma (sent `%2C`) would split it too: the parts are
@@ -74,6 +75,16 @@ export class KeyPath {
       return [column, { ...part, description }]
     }))
     Object.freeze(this)
+  }
+
+  /** The element routes' path parameters: each part (with an example), after a nested viewset's parent's. */
+  paramsSchema (parentParams: Readonly<Record<string, JsonSchema>>): JsonSchema {
+    const parts = Object.fromEntries(Object.entries(this.params).map(([name, part]) => {
+      const example = exampleOf(part)
+      return [name, example === undefined ? part : { ...part, examples: [example] }]
+    }))
+    const required = [...Object.keys(parentParams), ...this.key.columns]
+    return { type: 'object', properties: { ...parentParams, ...parts }, required, additionalProperties: false }
   }
 
   /** The key in a row's URL segment: its parts, each percent-encoded, joined by commas. */

@@ -18,6 +18,9 @@ import type { AggregatePlan } from '../query/aggregate.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { ScopedMethod } from '../options.js'
+import type { HistorySource } from '../data/history-reader.js'
+import type { KeyColumn } from '../data/history-writer.js'
+import type { ColumnInfo } from '../dialect/dialect.js'
 
 /**
  * What a LIST answers: its rows, and for the default LIST what its route says in headers (`Link`,
@@ -166,6 +169,8 @@ export interface RouteContext {
   readonly aggregate?: AggregateContext | undefined
   /** With `softDelete`: who may see deleted rows (`?deleted=`), and RESTORE's and PURGE's handlers. */
   readonly softDelete?: SoftDeleteRouting | undefined
+  /** What `GET {prefix}/:id/history` and `?as_of=` read, with the `history` option. */
+  readonly history?: HistoryContext | undefined
 }
 
 /** What the routes of a soft-deleting viewset read (http/soft-delete-handlers.ts): its plan, RESTORE and PURGE. */
@@ -175,6 +180,19 @@ export interface SoftDeleteRouting {
   restore(request: FastifyRequest, token: ViewsetToken | null, precondition: Precondition | undefined): Eventually<Row>
   /** PURGE: the row removed for good, or the 404 thrown. */
   purge(request: FastifyRequest, token: ViewsetToken | null, precondition: Precondition | undefined): Eventually<void>
+}
+
+/** What the history's routes read: where the entries are, how the row is keyed, its columns, and the row rules. */
+export interface HistoryContext {
+  readonly source: HistorySource
+  readonly keyColumns: readonly KeyColumn[]
+  /** The table's columns (a hard-deleted row's rule is evaluated on its last stored version of them). */
+  readonly catalog: ReadonlyMap<string, ColumnInfo>
+  /** A stored row as documented (the schema's columns, none required). */
+  readonly row: JsonSchema
+  /** `limit`'s bounds, LIST's. */
+  readonly limits: { readonly maxLimit: number; readonly defaultLimit: number }
+  scopeOf(request: FastifyRequest, token: ViewsetToken | null, method: ScopedMethod): ScopeCondition | undefined
 }
 
 /** What AGGREGATE reads: its plan, LIST's (its filters, search and paging), and the viewset's row rules. */

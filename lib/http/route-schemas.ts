@@ -19,7 +19,6 @@ import { isRecord } from '../schema/object-schema.js'
 import { securitySchemeName } from './auth.js'
 import { ignoreDuplicates, mergeDuplicates, returnMinimal } from './prefer-header.js'
 import type { RouteAuth, RouteContext, RouteSchemas } from './route-context.js'
-import type { KeyPath } from './key-path.js'
 
 // The schema of each generated route: what it validates, and what OpenAPI says of it (operationId, bodies,
 // responses, security). routes.ts adds the handler of each.
@@ -43,6 +42,7 @@ const summaries: Record<ViewsetMethod, (name: string) => string> = {
   DELETE_MANY: (name) => `Delete every one of ${name} the filters select`,
   RESTORE: (name) => `Restore one of ${name} that was deleted`,
   PURGE: (name) => `Delete one of ${name} for good, deleted or not`,
+  HISTORY: (name) => `The recorded writes of one of ${name}, newest first`,
 }
 const operationVerbs: Record<ViewsetMethod, string> = {
   LIST: 'list',
@@ -58,6 +58,7 @@ const operationVerbs: Record<ViewsetMethod, string> = {
   DELETE_MANY: 'deleteWhere',
   RESTORE: 'restore',
   PURGE: 'purge',
+  HISTORY: 'history',
 }
 
 /** The conditional-request headers each operation honours, as header parameters (a client types them). */
@@ -145,6 +146,13 @@ export function wholeRowSerializer (schemas: RouteSchemas, page: boolean): Fasti
   return serializerCompiler(schemas, { 200: page ? { type: 'array', items: row } : row })
 }
 
+/** `?as_of=`, documented and validated on GET when the viewset keeps a history. */
+const asOfParameter: JsonSchema = {
+  type: 'string',
+  format: 'date-time',
+  description: 'The row as it was at this time (RFC 3339): its version after the last write at or before it',
+}
+
 /** The schema parts every generated route shares: OpenAPI metadata, error responses, security. */
 function baseSchema (
   method: ViewsetMethod,
@@ -171,7 +179,7 @@ function baseSchema (
 /** The path parameters of an element route (`/:id`): the key, typed as the schema types it, after the parent's. */
 export function elementParams (context: Pick<RouteContext, 'schemas'>): JsonSchema {
   const { schemas } = context
-  if (schemas.keyPath !== undefined) return compositeParams(schemas.keyPath, schemas.parentParams)
+  if (schemas.keyPath !== undefined) return schemas.keyPath.paramsSchema(schemas.parentParams)
   const params = deriveParams(schemas.entity, schemas.primaryKey)
   // An example id, so that tools that call every operation (Dredd) have one.
   const id = propertiesOf(params).id
@@ -180,16 +188,6 @@ export function elementParams (context: Pick<RouteContext, 'schemas'>): JsonSche
   const parent = Object.keys(schemas.parentParams)
   if (parent.length === 0) return params
   return { ...params, properties: { ...schemas.parentParams, ...propertiesOf(params) }, required: [...parent, 'id'] }
-}
-
-/** A composite key's path parameters: one per part (key-path.ts), each with an example, after the parent's. */
-function compositeParams (keyPath: KeyPath, parentParams: RouteSchemas['parentParams']): JsonSchema {
-  const parts = Object.fromEntries(Object.entries(keyPath.params).map(([name, part]) => {
-    const example = exampleOf(part)
-    return [name, example === undefined ? part : { ...part, examples: [example] }]
-  }))
-  const required = [...Object.keys(parentParams), ...keyPath.key.columns]
-  return { type: 'object', properties: { ...parentParams, ...parts }, required, additionalProperties: false }
 }
 
 /** The path parameters of a collection route: a nested viewset's parent parameters, or none. */
@@ -235,7 +233,9 @@ export function listSchema (context: RouteContext): RouteSchema {
 /** GET `/:id`: `?fields=`, the row with its ETag, or 304. */
 export function getSchema (context: RouteContext): RouteSchema {
   const schema = baseOf('GET', context)
-  schema.querystring = { type: 'object', properties: context.fields.properties, additionalProperties: false }
+  const asOf = context.history === undefined ? {} : { as_of: asOfParameter }
+  const properties = { ...context.fields.properties, ...asOf }
+  schema.querystring = { type: 'object', properties, additionalProperties: false }
   schema.response[200] = {
     description: `The row (with \`?fields=\`, only the chosen fields, as \`${partialMediaType}\`)`,
     content: readContent(context.schemas, undefined),

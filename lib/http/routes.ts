@@ -21,6 +21,7 @@ import type { RouteContext, RouteHandlers } from './route-context.js'
 import { tracedRoute } from '../observability/traced-handler.js'
 import { aggregateRoute } from './aggregate-route.js'
 import { deletedHooks, softDeleteRoute, withDeletedQuery } from './soft-delete-routes.js'
+import { answerAsOf, historyRoute } from './history-route.js'
 import {
   bulkSchema,
   deleteSchema,
@@ -227,6 +228,10 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
     serializerCompiler: wholeRowSerializer(context.schemas, false),
     ...hooksOf('GET', context),
     handler: cancellable((request, reply) => {
+      const { history } = context
+      if (history !== undefined && queryOf(request).as_of !== undefined) {
+        return answerAsOf(context, history, request, reply)
+      }
       const scope = currentCancellation()
       const narrow = context.hiding === undefined ? undefined : narrowFieldsPlan(request)
       const selection = selectFields(queryOf(request), narrow ?? fields, context.versions.versionField)
@@ -362,6 +367,8 @@ function routeOf (method: ViewsetMethod, handlers: RouteHandlers, context: Route
       return deleteRoute(handlers, context)
     case 'AGGREGATE':
       return aggregateRoute(context, hooksOf('AGGREGATE', context))
+    case 'HISTORY':
+      return historyRoute(context, hooksOf('HISTORY', context))
     case 'PATCH_MANY':
     case 'BULK_PATCH':
     case 'DELETE_MANY': {

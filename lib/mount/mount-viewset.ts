@@ -52,7 +52,7 @@ import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
 import { checkCompositeRelations, serverSetKeyColumns, settleKey, withSettledKey } from './row-key-check.js'
 import type { RowKey } from '../row-key.js'
-import { KeyPath } from '../http/key-path.js'
+import { routeSchemas } from './keyed-route-schemas.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
 import { checkedIndexReport } from './index-report.js'
@@ -68,6 +68,8 @@ import {
 import { SoftDeleteHandlers } from '../http/soft-delete-handlers.js'
 import type { SoftDeletePlan } from '../query/soft-delete-term.js'
 import { aggregateContextOf, aggregatePlanOf } from './aggregate-mount.js'
+import { historyContextOf, mountHistory, withHistory } from './history-mount.js'
+import type { MountedHistory } from './history-mount.js'
 
 // Mounting, phase 2 of the option checks: everything that needs the catalog (or the app) is checked here,
 // in the order `mountViewset` reads, before any route exists. Phase 1 (no database) ran in the Viewset
@@ -137,6 +139,7 @@ interface CheckedTable {
   readonly key: RowKey // the `primaryKey` option, else `id`, else the table's own primary key (row-key-check.ts)
   readonly unindexedOrder?: ReadonlySet<string> // the index report's orderings: their pages are heavy statements
   readonly softDelete: SoftDeletePlan | undefined
+  readonly history?: MountedHistory | undefined
 }
 
 /**
@@ -227,23 +230,13 @@ function buildTableGateway (
     uniqueKeys: [...(described.primaryKey.length > 0 ? [described.primaryKey] : []), ...described.unique],
     conflictFields,
     unindexedOrder: table.unindexedOrder,
+    wholeRows: table.history !== undefined,
   })
 }
 
 /** What the default writes read of the options: the upsert key, If-Match, and the bulk writes' bounds. */
 function upsertOptions ({ conflictFields, requireIfMatch, maxAffected, maxBulk, versionField }: ResolvedOptions) {
   return { conflictFields, requireIfMatch, bulkLimits: { maxAffected, maxBulk, versionField } }
-}
-
-/** What the routes document and validate, from the planned entity and the options. */
-function routeSchemas (
-  { tags, maxBulk, maxAffected, conflictFields }: ResolvedOptions,
-  key: RowKey,
-  planned: Pick<RouteContext['schemas'], 'entity' | 'serialized' | 'name' | 'components' | 'list'>,
-  parentParams: RouteContext['schemas']['parentParams']
-): RouteContext['schemas'] {
-  const keyPath = key.composite ? new KeyPath(key, planned.entity) : undefined
-  return { ...planned, primaryKey: key.first, key, keyPath, tags, maxBulk, maxAffected, conflictFields, parentParams }
 }
 
 /** The data layer of a viewset and what its routes read, built once the catalog is checked. */
@@ -278,7 +271,7 @@ function buildViewset (
     relationKeys: relations?.keys ?? new Map(),
     listQuerystring: listQuerystring.querystring,
   })
-  const rowRules = servedRowRules(declaration, planned.parent)
+  const rowRules = withHistory(servedRowRules(declaration, planned.parent), table.history)
   const defaults = new DefaultHandlers({
     listPlanOf: hiding === undefined ? undefined : narrowListPlan,
     ...rowRules,
@@ -302,6 +295,7 @@ function buildViewset (
     ...{ fields, hiding, prefix: fastify.prefix, table: resolved.table },
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
     softDelete: softDelete && new SoftDeleteHandlers(defaults, softDelete),
+    history: historyContextOf(table.history, { catalog: table.columns, entity, columns, resolved, ...rowRules }),
   }
   return { context, defaults, rules }
 }
@@ -352,7 +346,9 @@ export async function mountViewset (
   const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }
   const { report, unindexedOrder } = await checkedIndexReport(fastify.prefix, table.dialect, table.described, reported)
   const routing = new ReadRouting(declaration.db, declaration.readDb, table.dialect, resolved.replica)
-  const checked = { ...table, unindexedOrder }
+  const decode = jsonTextDecoder(declaration)
+  const history = await mountHistory(resolved, methods, { db: declaration.db, ...table, decode })
+  const checked = { ...table, unindexedOrder, history }
   const { context, defaults, rules } = buildViewset(fastify, methods, declaration, checked, planned, routing)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
   if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
@@ -389,9 +385,7 @@ export async function mountViewset (
           },
         }),
     ...(context.hiding === undefined ? {} : { customPreHandler: customRouteViews(context.hiding) }),
-    customRoutes: async (instance) => {
-      await declaration.customRoutes(instance)
-    },
+    customRoutes: async (instance) => { await declaration.customRoutes(instance) },
     checkProtectedRoutes: (count) => {
       checkProtectedRoutes(fastify, resolved.protectedMethods, count, options)
     },

@@ -150,7 +150,7 @@ export function errorStatuses (
   if (method === 'POST' || method === 'BULK' || write || many) statuses.push(409)
   if (write) statuses.push(412)
   // Fastify reads a body sent with any method but GET and HEAD: a DELETE with one too (too large, or not JSON).
-  const body = method !== 'LIST' && method !== 'GET' && method !== 'AGGREGATE'
+  const body = method !== 'LIST' && method !== 'GET' && method !== 'AGGREGATE' && method !== 'HISTORY'
   if (body) statuses.push(413)
   // A path parameter past Fastify's maxParamLength (viewsetFrameworkErrors).
   if (element) statuses.push(414)

@@ -4,6 +4,7 @@ import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import { createViewset, viewsetDocs, viewsetIndexReport } from 'fastify-viewsets'
 import type { FastifyRequest } from 'fastify'
+import type { Kysely, KyselyPlugin } from 'kysely'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
@@ -36,7 +37,8 @@ async function booksApp (
   t: TestContext,
   dialect: TestDialect,
   options: Record<string, unknown> = {},
-  authorOptions: Record<string, unknown> = {}
+  authorOptions: Record<string, unknown> = {},
+  viewsetDb: (db: Kysely<any>) => Kysely<any> = (db) => db
 ) {
   const database = await testDatabase(t, dialect)
   const { db } = database
@@ -66,7 +68,7 @@ async function booksApp (
   ]).execute()
   const app = testApp(t)
   await app.register(viewsetDocs)
-  const common = { db, scope: tenantRule, authenticate, protectedMethods: ['LIST', 'GET'] }
+  const common = { db: viewsetDb(db), scope: tenantRule, authenticate, protectedMethods: ['LIST', 'GET'] }
   await app.register(createViewset({ ...common, table: 'authors', schema: Author, methods: ['LIST', 'GET'], ...authorOptions } as any),
     { prefix: '/authors' })
   await app.register(createViewset({
@@ -188,6 +190,46 @@ for (const dialect of dialects) {
       })
       assert.equal(mixed.statusCode, 400)
       assert.equal(problemOf(mixed).code, 'FST_VIEWSET_INVALID_CURSOR')
+    })
+
+    test('each shape is compiled once; later requests bind their own values, rules and pages', async (t) => {
+      // Counts the compiles of AGGREGATE statements: a plugin of the viewset's Kysely sees every compile.
+      let compiles = 0
+      const spy: KyselyPlugin = {
+        transformQuery: (args) => {
+          if (JSON.stringify(args.node).includes('viewset_groups')) compiles++
+          return args.node
+        },
+        transformResult: async (args) => args.result,
+      }
+      const { app } = await booksApp(t, dialect, {}, {}, (db) => db.withPlugin(spy))
+      const get = async (url: string, headers: Record<string, string>) => {
+        const response = await app.inject({ url: `/books/aggregate?${url}`, headers })
+        assert.equal(response.statusCode, 200, response.body)
+        return response.json()
+      }
+      const byStatus = 'group_by=status&count=true&sum=stock'
+      assert.deepEqual(await get(byStatus, alice), [{ status: 'open', count: 3, sum: { stock: 7 } },
+        { status: 'sold', count: 2, sum: { stock: 7 } }])
+      const once = compiles
+      assert.equal(once, 1)
+      // The same shape for bob (his rule's value) and at another offset: no compile.
+      assert.deepEqual(await get(byStatus, bob), [{ status: 'open', count: 2, sum: { stock: 110 } }])
+      assert.deepEqual(await get(`${byStatus}&offset=1`, alice), [{ status: 'sold', count: 2, sum: { stock: 7 } }])
+      assert.equal(compiles, once, 'the rule value and the offset bind into the compiled statement')
+      assert.deepEqual(await get('group_by=status&count=true&sum=stock&stock__gte=5', alice),
+        [{ status: 'sold', count: 1, sum: { stock: 7 } }])
+      const filtered = compiles
+      assert.deepEqual(await get('group_by=status&count=true&sum=stock&stock__gte=1', bob),
+        [{ status: 'open', count: 2, sum: { stock: 110 } }])
+      assert.equal(compiles, filtered, 'a filter value binds into the compiled statement')
+      // A group key through a relation under the related table's rules: alice's shape, then bob's values.
+      const byAuthor = 'group_by=author.name&count=true'
+      assert.deepEqual(await get(byAuthor, alice), [{ author: { name: 'Banks' }, count: 1 },
+        { author: { name: 'Le Guin' }, count: 3 }, { author: null, count: 1 }])
+      const related = compiles
+      assert.deepEqual(await get(byAuthor, bob), [{ author: { name: 'Le Guin' }, count: 1 }, { author: null, count: 1 }])
+      assert.equal(compiles, related, "bob's rule values bind into the statement alice's request compiled")
     })
 
     test('every mistake is a 400 before any SQL', async (t) => {

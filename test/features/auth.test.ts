@@ -111,6 +111,8 @@ function requestFor (
       return { method: 'POST', url: `/items/${id}/restore` }
     case 'PURGE':
       return { method: 'DELETE', url: `/items/${id}/purge` }
+    case 'HISTORY':
+      return { method: 'GET', url: `/items/${id}/history` }
   }
 }
 
@@ -128,6 +130,7 @@ const successStatus: Record<ViewsetMethod, number> = {
   DELETE_MANY: 200,
   RESTORE: 200,
   PURGE: 204,
+  HISTORY: 200,
 }
 
 async function rows (db: TestDatabase['db']) {
@@ -786,6 +789,8 @@ for (const dialect of dialects) {
           schema: Item,
           methods: viewsetMethods,
           protectedMethods: viewsetMethods,
+          // HISTORY too: its route is documented as protected like every other.
+          history: { createTable: true },
         }),
         { prefix: '/items' }
       )

@@ -3,12 +3,12 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import fastifyJwt from '@fastify/jwt'
 import type { Kysely, Transaction, Updateable } from 'kysely'
-import { Viewset, ViewsetErrors, viewsetMethods } from 'fastify-viewsets'
+import { Viewset, ViewsetErrors } from 'fastify-viewsets'
 import type { RowContext, WriteMethod } from 'fastify-viewsets'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
-import { ownerRule, secret, seedTenants, Task, taskRelations, tenantsApp } from '../helpers/tenants.js'
+import { ownerRule, secret, seedTenants, Task, taskRelations, tenantsApp, plainMethods } from '../helpers/tenants.js'
 import type { TenantsApp, TenantsDB } from '../helpers/tenants.js'
 
 // Issue 38 item 8: beforeWrite(values, context, trx) receives the write's transaction on every write path (POST,
@@ -145,8 +145,8 @@ for (const dialect of dialects) {
         table: 'tasks',
         schema: Task,
         relatedConfig: taskRelations,
-        methods: viewsetMethods,
-        protectedMethods: viewsetMethods,
+        methods: plainMethods,
+        protectedMethods: plainMethods,
         scope: ownerRule as never,
       })
       await app.register(tasks.register(), { prefix: '/tasks' })

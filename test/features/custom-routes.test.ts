@@ -5,13 +5,15 @@ import type { FastifyInstance } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
-import { createViewset, Viewset, viewsetDocs, viewsetMethods } from 'fastify-viewsets'
+import { createViewset, Viewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
 import { dialects } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
-import { owned, Project, projectRelations, secret, seedTenants, Tag, Task, taskRelations } from '../helpers/tenants.js'
+import {
+  owned, Project, projectRelations, secret, seedTenants, Tag, Task, taskRelations, plainMethods,
+} from '../helpers/tenants.js'
 import type { TenantsDB } from '../helpers/tenants.js'
 
 // Custom routes are as first-class as the generated ones (issue 42, item 2): an action route `POST /tasks/:id/close`
@@ -73,7 +75,7 @@ async function issuesApp (
     { prefix: '/projects' })
   await app.register(createViewset({ db, ...owned('tags', Tag) } as ViewsetOptions<IssuesDB, 'tags', typeof Tag>),
     { prefix: '/tags' })
-  const tasks = { db, ...owned('tasks', Issue), relatedConfig: taskRelations, methods: viewsetMethods, ...options }
+  const tasks = { db, ...owned('tasks', Issue), relatedConfig: taskRelations, methods: plainMethods, ...options }
   const viewset = new TaskViewset(tasks as unknown as ViewsetOptions<IssuesDB, 'tasks', typeof Issue>)
   await app.register(viewset.register(), { prefix: '/tasks' })
   await app.ready()

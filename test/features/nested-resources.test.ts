@@ -4,12 +4,14 @@ import type { TestContext } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import fastifyJwt from '@fastify/jwt'
 import type { Kysely } from 'kysely'
-import { createViewset, Viewset, viewsetDocs, viewsetMethods } from 'fastify-viewsets'
+import { createViewset, Viewset, viewsetDocs } from 'fastify-viewsets'
 import type { ViewsetOptions } from 'fastify-viewsets'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
-import { owned, Project, projectRelations, secret, seedTenants, Tag, Task, taskRelations } from '../helpers/tenants.js'
+import {
+  owned, Project, projectRelations, secret, seedTenants, Tag, Task, taskRelations, plainMethods,
+} from '../helpers/tenants.js'
 import type { TenantsDB } from '../helpers/tenants.js'
 
 // Nested resources (issue 42, item 3): /projects/:projectId/tasks binds :projectId to tasks.project_id. Every route
@@ -51,7 +53,7 @@ async function nestedApp (
   const options = {
     db, ...owned('tasks', Task), relatedConfig: taskRelations, parent: { projectId: 'project_id' }, ...tasks,
   }
-  const methods = (tasks.methods ?? viewsetMethods) as typeof viewsetMethods
+  const methods = (tasks.methods ?? plainMethods) as typeof plainMethods
   await app.register(new NestedTasks(options as unknown as Options).register(methods),
     { prefix: '/projects/:projectId/tasks' })
   await app.ready()

@@ -7,12 +7,14 @@ import fastifyJwt from '@fastify/jwt'
 import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
 import type { Kysely } from 'kysely'
-import { createDatabase, createViewset, Viewset, viewsetMethods } from '../../lib/index.js'
+import { createDatabase, createViewset, Viewset } from '../../lib/index.js'
 import type { ViewsetOptions } from '../../lib/index.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
-import { ownerRule, Project, projectRelations, secret, seedTenants, Task, taskRelations } from '../helpers/tenants.js'
+import {
+  ownerRule, Project, projectRelations, secret, seedTenants, Task, taskRelations, plainMethods,
+} from '../helpers/tenants.js'
 import type { TenantsDB } from '../helpers/tenants.js'
 
 // `rowLevelSecurity` (issue 35, item 7): the tenants' rules written as PostgreSQL policies and no `scope`. Every
@@ -97,7 +99,7 @@ async function rlsApp (
   const stamp = (values: Record<string, unknown>, { token }: { token: { sub?: string } | null }) =>
     ({ ...values, owner: token?.sub ?? '' })
   const create = (given: object) => createViewset({ db, ...given } as ViewsetOptions<TenantsDB, 'tasks', typeof Task>)
-  const common = { methods: viewsetMethods, rowLevelSecurity }
+  const common = { methods: plainMethods, rowLevelSecurity }
   await app.register(create({
     ...common,
     table: 'projects',

@@ -972,3 +972,38 @@ export function softDeleteCorpus (ids: { product: number; bare: number }): Hosti
   add({ label: 'PURGE product', method: 'DELETE', url: `/archive/${ids.product}/purge` })
   return requests
 }
+
+// ---- a row's history (issue 39 item 3) ------------------------------------------------------------
+
+/** Times `?as_of=` may be sent as, well-formed or not. */
+const asOfValues: readonly string[] = [
+  '2026-11-26T20:01:13.123Z', '2026-11-26T20:01:13+02:00', '1970-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z',
+  '2026-11-26', '2026-13-45T99:99:99Z', 'now', '', '0', '-1', '1e30', '2026-11-26T20:01:13.123456789Z',
+  '+275760-09-13T00:00:00Z', '2026-11-26T20:01:13Z,2027-01-01T00:00:00Z',
+]
+
+/**
+ * The HISTORY route and `?as_of=` (a products viewset with `history` and `'HISTORY'` in its methods): injections in
+ * the path id, `limit`, `cursor` and `as_of`, and odd times. Reads only: none may change a row.
+ */
+export function historyCorpus (ids: { product: number }): HostileRequest[] {
+  const requests: HostileRequest[] = []
+  const get = (label: string, url: string, expect?: number) => {
+    requests.push({ label, method: 'GET', url, ...(expect === undefined ? {} : { expect }) })
+  }
+  const row = `/products/${ids.product}`
+  for (const payload of injections) {
+    const short = json(payload).slice(0, 40)
+    get(`HISTORY /products/${short}/history`, `/products/${idSegment(payload)}/history`)
+    get(`HISTORY ?cursor=${short}`, `${row}/history?${queryValue('cursor', payload)}`)
+    get(`HISTORY ?limit=${short}`, `${row}/history?${queryValue('limit', payload)}`)
+    get(`GET ?as_of=${short}`, `${row}?${queryValue('as_of', payload)}`, 400)
+  }
+  for (const value of asOfValues) get(`GET ?as_of=${value}`, `${row}?${queryValue('as_of', value)}`)
+  for (const cursor of ['0', '1', '9223372036854775807', '99999999999999999999', '-1']) {
+    get(`HISTORY ?cursor=${cursor}`, `${row}/history?cursor=${cursor}`)
+  }
+  get('HISTORY of a missing row', '/products/999999/history', 404)
+  requests.push({ label: 'POST to HISTORY', method: 'POST', url: `${row}/history`, body: '{}', expect: 405 })
+  return requests
+}

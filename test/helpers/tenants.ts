@@ -68,13 +68,16 @@ export const projectRelations = {
 /** The one rule of every table: a row is its owner's. One function, so that two viewsets of a table share it. */
 export const ownerRule = (eb: any, { token }: { token: { sub?: string } | null }) => eb('owner', '=', token?.sub ?? '')
 
+/** Every method a viewset serves without an option of its own: all but HISTORY, which needs `history`. */
+export const plainMethods = viewsetMethods
+
 /** Every viewset of the tenants' app: each row is its owner's, read and written. */
 export function owned (table: keyof TenantsDB & string, schema: TObject): Record<string, unknown> {
   return {
     table,
     schema,
-    methods: viewsetMethods,
-    protectedMethods: viewsetMethods,
+    methods: plainMethods,
+    protectedMethods: plainMethods,
     beforeWrite: (values: Record<string, unknown>, { token }: { token: { sub?: string } | null }) =>
       ({ ...values, owner: token?.sub ?? '' }),
     scope: ownerRule,

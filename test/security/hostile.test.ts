@@ -9,7 +9,8 @@ import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
 import {
-  batchCorpus, bulkCorpus, compositeCorpus, fixedCorpus, generatedCorpus, nestedCorpus, softDeleteCorpus,
+  batchCorpus, bulkCorpus, compositeCorpus, fixedCorpus, generatedCorpus, historyCorpus, nestedCorpus,
+  softDeleteCorpus,
 } from '../helpers/hostile-corpus.js'
 import type { HostileRequest } from '../helpers/hostile-corpus.js'
 
@@ -130,7 +131,9 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
       schema: Product,
       maxLimit: 50,
       // The bulk writes too (issue 38 item 1): their filters, bodies and headers meet the corpus (bulkCorpus).
-      methods: ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY'],
+      methods: ['LIST', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'HISTORY'],
+      // Every write recorded (issue 39 item 3), and the history's route and `?as_of=` meet the corpus (historyCorpus).
+      history: { createTable: true },
       searchFields: ['name', 'description'],
       orderingFields: ['name', 'price', 'id'],
       filterFields: {
@@ -224,6 +227,11 @@ function withoutInputs (text: string, inputs: readonly string[]): string {
   return rest
 }
 
+/** Whether a value is an object (a stored version of a history entry, not its `null`). */
+function isObject (value: unknown): value is object {
+  return typeof value === 'object' && value !== null
+}
+
 /** Keys outside the schema, anywhere in a 2xx body. */
 function foreignKeys (body: unknown, kind: 'product' | 'productTag'): string[] {
   const found: string[] = []
@@ -299,11 +307,16 @@ function faults (
     if (changed && !writes) problems.push(`a ${request.method} changed the rows`)
     if (response.body !== '' && request.method !== 'HEAD') {
       const answered: unknown = response.json()
-      // A batch's rows are its results' bodies, each checked as its route's would be.
+      // A batch's rows are its results' bodies; a history's, the versions its entries carry (issue 39).
+      const entries = /^\/products\/[^/?]+\/history/.test(request.url) && Array.isArray(answered) ? answered : undefined
       const body: unknown = request.url === '/batch' && typeof answered === 'object' && answered !== null &&
         'results' in answered && Array.isArray(answered.results)
         ? answered.results.flatMap((result: { body: unknown }) => result.body ?? [])
-        : answered
+        : entries?.flatMap((entry: Record<string, unknown>) => [entry.before, entry.after].filter(isObject)) ?? answered
+      for (const entry of entries ?? []) {
+        const keys = Object.keys(entry).sort().join()
+        if (keys !== 'actor,after,at,before,operation') problems.push(`a history entry with ${keys}`)
+      }
       const foreign = foreignKeys(body, request.url.startsWith('/product-tags') ? 'productTag' : 'product')
       if (foreign.length > 0) problems.push(`fields outside the schema: ${foreign.join(', ')}`)
       // Strings are stored and answered as sent: nothing in them was interpreted.
@@ -361,6 +374,7 @@ async function hostileRun (t: TestContext, dialect: (typeof dialects)[number], n
         ...compositeCorpus(ids.product),
         ...softDeleteCorpus({ product: ids.product, bare: ids.bare }),
         ...bulkCorpus({ product: ids.product, bare: ids.bare }, 150, seed),
+        ...historyCorpus({ product: ids.product }),
       ]
   const statuses: Record<number, number> = {}
   const failures: string[] = []

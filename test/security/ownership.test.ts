@@ -19,8 +19,8 @@ import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { problemOf, testApp } from '../helpers/app.js'
 
 const secret = 'test-secret-that-is-long-enough-for-hs256'
-/** The methods registered by default: all but those that write many rows per request, and AGGREGATE. */
-const manyRowMethods: readonly string[] = ['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE']
+/** The methods registered by default: all but those that write many rows per request, AGGREGATE and HISTORY. */
+const manyRowMethods: readonly string[] = ['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE', 'HISTORY']
 const singleRowMethods = viewsetMethods.filter((method) => !manyRowMethods.includes(method))
 
 const Comment = Type.Object({ id: Type.Integer(), note_id: Type.Integer(), text: Type.String() })

@@ -66,9 +66,9 @@ function owned<TB extends keyof TenantsDB & string, S extends TObject> (table: T
   return {
     table,
     schema,
-    // The default methods: all but those that write many rows per request, and AGGREGATE.
+    // The default methods: all but those that write many rows per request, AGGREGATE and HISTORY.
     protectedMethods: viewsetMethods.filter((method) =>
-      !['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE'].includes(method)),
+      !['BULK', 'PATCH_MANY', 'BULK_PATCH', 'DELETE_MANY', 'AGGREGATE', 'HISTORY'].includes(method)),
     beforeWrite: (values: Record<string, unknown>, { token }: { token: { sub?: string } | null }) =>
       ({ ...values, owner: token?.sub ?? '' }),
     scope: (eb: any, { token }: { token: { sub?: string } | null }) => eb('owner', '=', token?.sub ?? ''),
