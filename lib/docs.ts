@@ -6,6 +6,7 @@ import { securitySchemeName } from './http/auth.js'
 import { ViewsetErrors } from './errors.js'
 import { viewsetsOf } from './mount/registry.js'
 import { collectComponents, openapiComponent, withLocalReferences } from './http/docs-components.js'
+import { keyTemplateOf } from './http/key-path.js'
 import { isRecord } from './schema/object-schema.js'
 import type { JsonSchema } from './schema/derive.js'
 
@@ -93,6 +94,12 @@ function routeSchemaWithLocalReferences (
   if (components.size === 0 || !isRecord(schema)) return schema
   const parts = Object.entries(schema).map(([part, value]) => [part, withLocalReferences(value, components)])
   return Object.fromEntries(parts)
+}
+
+/** A route's URL with its `:id` segment spelled as its composite key's parts, when it has a key template. */
+function withKeyTemplate (url: string, template: string | undefined): string {
+  if (template === undefined) return url
+  return url.split('/').map((segment) => (segment === ':id' ? template : segment)).join('/')
 }
 
 /** The document with the viewsets' components (docs-components.ts), each converted once, after its own. */
@@ -186,7 +193,11 @@ export const viewsetDocs = fp<ViewsetDocsOptions>(
         components: { securitySchemes: viewsetSecuritySchemes(tokenUrl) },
       },
       // The viewsets' routes name their components by local references, added to the document once each.
-      transform: ({ schema, url }) => ({ schema: routeSchemaWithLocalReferences(schema, components), url }),
+      // A composite key's element routes show their parts: `/book-tags/{book_id},{tag_id}` (http/key-path.ts).
+      transform: ({ schema, url, route }) => ({
+        schema: routeSchemaWithLocalReferences(schema, components),
+        url: withKeyTemplate(url, keyTemplateOf(route.config)),
+      }),
       // Which routes are protected is known only once they are all registered, so the scheme is dropped here.
       transformObject: (documents) =>
         'openapiObject' in documents

@@ -1,5 +1,6 @@
 import type { TObject } from '@sinclair/typebox'
 import { invalidOption as fail } from './errors.js'
+import { checkPrimaryKey } from './schema/key-columns.js'
 import { checkReplicaOptions } from './data/replica-options.js'
 import type { ReplicaOptions, ReplicaPlan } from './data/replica-options.js'
 import { isRecord } from './schema/object-schema.js'
@@ -200,7 +201,9 @@ export function checkMethods (value: unknown, option = 'methods'): ViewsetMethod
 /** The options with defaults applied, checked and frozen. */
 export interface ResolvedOptions extends IdempotencyResolution, SoftDeleteResolution, HistoryResolution {
   readonly table: string
-  readonly primaryKey: string
+  readonly primaryKey: string // the key's first column; `id` until mounting reads a key the options left out
+  /** The key's columns in key order: `undefined` until mounting reads them from the catalog (schema/key-columns.ts). */
+  readonly keyColumns: readonly [string, ...string[]] | undefined
   readonly methods: readonly ViewsetMethod[]
   readonly protectedMethods: readonly ViewsetMethod[]
   readonly tags: readonly string[]
@@ -284,7 +287,7 @@ function fieldList (properties: object): string {
 }
 
 /** `versionField`: an integer field of the schema, not the key. */
-function checkVersionField (value: unknown, properties: object, primaryKey: string): string | undefined {
+function checkVersionField (value: unknown, properties: object, key: readonly string[]): string | undefined {
   if (value === undefined) return undefined
   if (typeof value !== 'string') fail('versionField', 'expected a field name')
   const property: unknown = Object.hasOwn(properties, value) ? Reflect.get(properties, value) : undefined
@@ -292,7 +295,7 @@ function checkVersionField (value: unknown, properties: object, primaryKey: stri
     fail('versionField', `"${value}" is not a field of the schema (fields: ${fieldList(properties)})`)
   }
   if (property.type !== 'integer') fail('versionField', `"${value}" must be an integer field (Type.Integer())`)
-  if (value === primaryKey) fail('versionField', 'the primary key cannot be the version')
+  if (key.includes(value)) fail('versionField', 'the primary key cannot be the version')
   return value
 }
 
@@ -361,10 +364,8 @@ export function resolveOptions (options: unknown): ResolvedOptions {
   const schema = checkTarget(options)
   const { properties } = schema
   checkRelatedConfigKeys('relatedConfig', options.relatedConfig ?? schema.relatedConfig, schema, 0)
-  const primaryKey = options.primaryKey ?? 'id'
-  if (typeof primaryKey !== 'string' || !Object.hasOwn(properties, primaryKey)) {
-    fail('primaryKey', `"${String(primaryKey)}" is not a field of the schema (fields: ${fieldList(properties)})`)
-  }
+  const keyColumns = checkPrimaryKey(options.primaryKey, properties)
+  const primaryKey = keyColumns?.[0] ?? 'id'
   const tags = options.tags ?? []
   if (!isStringArray(tags)) fail('tags', 'expected an array of strings')
   const name = options.name
@@ -372,10 +373,11 @@ export function resolveOptions (options: unknown): ResolvedOptions {
     fail('name', 'expected an identifier such as "Items"')
   }
   checkShapes(options)
-  const versionField = checkVersionField(options.versionField, properties, primaryKey)
+  const versionField = checkVersionField(options.versionField, properties, keyColumns ?? [])
   return Object.freeze({
     table: String(options.table),
     primaryKey,
+    keyColumns,
     methods: Object.freeze(checkMethodList('methods', options.methods ?? defaultMethods)),
     protectedMethods: Object.freeze(checkMethodList('protectedMethods', options.protectedMethods ?? [])),
     tags: Object.freeze([...tags]),

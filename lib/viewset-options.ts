@@ -125,8 +125,11 @@ export interface ViewsetOptions<
   table: TB
   /** A TypeBox object: the request body and the response. Its fields must be columns or relations. */
   schema: S
-  /** The primary key column (default `'id'`). It is always read-only. */
-  primaryKey?: FieldOf<S>
+  /**
+   * The key: a column, or the columns of a composite key in key order (served as `{prefix}/{part1},{part2}`).
+   * Default: `'id'` when the schema has it, else the table's own primary key. A single-column key is read-only.
+   */
+  primaryKey?: FieldOf<S> | readonly [FieldOf<S>, ...Array<FieldOf<S>>]
   /** The methods to register (default: all but `'BULK'`). */
   methods?: readonly ViewsetMethod[]
   /** OpenAPI tags of every route. */

@@ -16,6 +16,7 @@ import type { ScopeCondition } from './query/scope.js'
 import type { IdOf } from './requests.js'
 import { RequestTransactionDatabase } from './execution/request-transaction.js'
 import { writeTransactionOn } from './execution/write-transaction.js'
+import { describeKey } from './row-key.js'
 
 // The helpers an override calls to read and write its table, each through the table gateway its viewset
 // prepared at mounting. `Viewset` extends this class: they are its methods. On a viewset with a row rule they
@@ -28,9 +29,7 @@ export function asServed<T> (rows: Row | Row[]): T {
 }
 
 /** A row given to an answer helper: the schema's fields, written by the serializer (relations are loaded into it). */
-function asRow (row: unknown): Row {
-  return isRecord(row) ? row : {}
-}
+function asRow (row: unknown): Row { return isRecord(row) ? row : {} }
 
 /** The same Kysely instance (or transaction) under another type: DB is a compile-time map of tables. */
 function retyped<To> (db: object): To {
@@ -47,13 +46,13 @@ export function typedTransaction<DB> (trx: AnyDatabase): Transaction<DB> {
   return retyped<Transaction<DB>>(trx)
 }
 
+/** A row's key as the helpers take it: the key's type; for a schema without `id`, also a composite key's parts. */
+type RowId<S extends TObject> = IdOf<S> | ('id' extends keyof Static<S> ? never : ReadonlyArray<string | number>)
 // What each viewset prepared when it was mounted; a viewset not mounted yet has none.
 const prepared = new WeakMap<object, PreparedViewset>()
 
 /** Records what mounting prepared for `viewset`: its helpers and handlers read it from then on. */
-export function setPrepared (viewset: object, viewsetPrepared: PreparedViewset): void {
-  prepared.set(viewset, viewsetPrepared)
-}
+export function setPrepared (viewset: object, value: PreparedViewset): void { prepared.set(viewset, value) }
 
 /** What mounting prepared for `viewset`; a helper called before the viewset is registered throws. */
 export function preparedOf (viewset: object): PreparedViewset {
@@ -100,18 +99,18 @@ export interface TableHelpers<DB, TB extends keyof DB & string, S extends TObjec
   /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
   query(db?: Kysely<DB>): SelectQueryBuilder<DB, TB, Static<S>>
   /** The row with this primary key, or `undefined`. */
-  findById(id: IdOf<S>, db?: Kysely<DB>): Promise<Static<S> | undefined>
+  findById(id: RowId<S>, db?: Kysely<DB>): Promise<Static<S> | undefined>
   /** Inserts values and returns the row as stored (generated key and database defaults included). */
   insert(values: Insertable<DB[TB]>, db?: Kysely<DB>): Promise<Static<S>>
   /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
   update(
-    id: IdOf<S>,
+    id: RowId<S>,
     values: Updateable<DB[TB]>,
     db?: Kysely<DB>,
     precondition?: Precondition
   ): Promise<Static<S> | undefined>
   /** Deletes one row; false when there was none. */
-  deleteById(id: IdOf<S>, db?: Kysely<DB>, precondition?: Precondition): Promise<boolean>
+  deleteById(id: RowId<S>, db?: Kysely<DB>, precondition?: Precondition): Promise<boolean>
 }
 
 /** Which rule a helper applies, by method (`undefined`: none). */
@@ -139,7 +138,12 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   readonly readDb: Kysely<DB>
   readonly table: TB
   readonly schema: S
-  readonly primaryKey: string
+  readonly #declaredKey: string // the option's (`id` by default) until mounting settles the key
+  /** The key's first column: the whole key unless it is composite (see {@link keyColumns}). */
+  get primaryKey (): string { return this.keyColumns[0] ?? this.#declaredKey }
+  /** The key's columns in key order; a composite key's value (`params.id`, `findById(id)`) is its parts in order. */
+  get keyColumns (): readonly string[] { return prepared.get(this)?.context.schemas.key.columns ?? [this.#declaredKey] }
+
   /** The schema fields that are columns (relation fields excluded): the only columns ever selected. */
   readonly columns: readonly string[]
   /**
@@ -161,7 +165,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
     this.readDb = replica ?? this.db
     this.table = options.table
     this.schema = options.schema
-    this.primaryKey = primaryKey
+    this.#declaredKey = primaryKey
     this.columns = Object.freeze([...columns])
     this.unscoped = Object.freeze(this.#helpers(() => undefined))
   }
@@ -227,11 +231,11 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   }
 
   /** The row with this primary key, or `undefined` (also when the `'GET'` rule of the request leaves it out). */
-  async findById (id: IdOf<S>, db: Kysely<DB> = this.#reads()): Promise<Static<S> | undefined> {
+  async findById (id: RowId<S>, db: Kysely<DB> = this.#reads()): Promise<Static<S> | undefined> {
     return await this.#findById(id, db, this.#rule('GET', 'findById'))
   }
 
-  async #findById (id: IdOf<S>, db: Kysely<DB>, rule: ScopeCondition | undefined): Promise<Static<S> | undefined> {
+  async #findById (id: RowId<S>, db: Kysely<DB>, rule: ScopeCondition | undefined): Promise<Static<S> | undefined> {
     const row = await preparedOf(this).resource.find(untyped(db), id, { scope: rule })
     return row === undefined ? undefined : asServed(row)
   }
@@ -266,7 +270,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * ```
    */
   async update (
-    id: IdOf<S>,
+    id: RowId<S>,
     values: Updateable<DB[TB]>,
     db: Kysely<DB> = this.#writes(),
     precondition?: Precondition
@@ -275,7 +279,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   }
 
   async #update (
-    id: IdOf<S>,
+    id: RowId<S>,
     values: Updateable<DB[TB]>,
     db: Kysely<DB>,
     precondition: Precondition | undefined,
@@ -289,12 +293,12 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * Deletes one row; false when there was none (or none in the request's `'DELETE'` rule, on a viewset with a
    * `scope`). A `precondition` is checked as `update` checks it.
    */
-  async deleteById (id: IdOf<S>, db: Kysely<DB> = this.#writes(), precondition?: Precondition): Promise<boolean> {
+  async deleteById (id: RowId<S>, db: Kysely<DB> = this.#writes(), precondition?: Precondition): Promise<boolean> {
     return await this.#deleteById(id, db, precondition, this.#rule('DELETE', 'deleteById'))
   }
 
   async #deleteById (
-    id: IdOf<S>,
+    id: RowId<S>,
     db: Kysely<DB>,
     precondition: Precondition | undefined,
     rule: ScopeCondition | undefined
@@ -391,6 +395,6 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
 
   /** Throws the 404 problem for this id. */
   notFound (id: unknown): never {
-    throw new ViewsetErrors.NotFound(`No row with ${this.primaryKey} = ${String(id)}`)
+    throw new ViewsetErrors.NotFound(`No row with ${describeKey(this.keyColumns, id)}`)
   }
 }

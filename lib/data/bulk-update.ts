@@ -60,7 +60,7 @@ export async function lockMatching (
     const from = trx.selectFrom(target.table)
     const select = (whole ? from.selectAll() : from.select(target.columns))
       .where((eb) => eb.and(terms.map((term) => term.expression(eb))))
-      .orderBy(target.primaryKey).limit(limit)
+      .orderBy(target.key.ordered()).limit(limit)
     return lock ? select.forUpdate() : select
   }, false, true)
   return rows
@@ -78,9 +78,10 @@ export async function lockKeys (
   const rows: Row[] = []
   for (const list of cut(keys)) {
     const shape = `bulk-lock-keys ${String(lock)} ${list.length} ${scope?.shape ?? ''}`
-    const parameters = scope === undefined ? list : [...list, ...scope.parameters]
+    const keyed = target.key.parameters(list)
+    const parameters = scope === undefined ? keyed : [...keyed, ...scope.parameters]
     const found = await target.statements.rows(trx, shape, parameters, () => {
-      const select = trx.selectFrom(target.table).select(target.columns).where(target.primaryKey, 'in', list)
+      const select = trx.selectFrom(target.table).select(target.columns).where(target.key.matchAny(list))
       const ruled = scope === undefined ? select : select.where(scope.where)
       return lock ? ruled.forUpdate() : ruled
     })
@@ -106,17 +107,17 @@ export async function updateKeys (
   const bump = versionField === undefined ? {} : { [versionField]: sql`coalesce(${sql.ref(versionField)}, 0) + 1` }
   for (const list of cut(keys)) {
     await target.statements.execute(trx, `bulk-update ${shape} ${versionField ?? ''} ${list.length}`,
-      [...parameters, ...list],
+      [...parameters, ...target.key.parameters(list)],
       () => trx.updateTable(target.table).set({ ...inFieldOrder(fields, bound), ...bump })
-        .where(target.primaryKey, 'in', list))
+        .where(target.key.matchAny(list)))
   }
 }
 
 /** Deletes the rows with these keys. */
 export async function deleteKeys (trx: AnyDatabase, target: WriteTarget, keys: readonly unknown[]): Promise<void> {
   for (const list of cut(keys)) {
-    await target.statements.execute(trx, `bulk-delete ${list.length}`, list,
-      () => trx.deleteFrom(target.table).where(target.primaryKey, 'in', list))
+    await target.statements.execute(trx, `bulk-delete ${list.length}`, target.key.parameters(list),
+      () => trx.deleteFrom(target.table).where(target.key.matchAny(list)))
   }
 }
 
@@ -129,12 +130,12 @@ export async function readKeys (
 ): Promise<Row[]> {
   const found = new Map<unknown, Row>()
   for (const list of cut(keys)) {
-    const rows = await target.statements.rows(trx, `bulk-read ${list.length}`, list,
-      () => trx.selectFrom(target.table).select(target.columns).where(target.primaryKey, 'in', list))
-    for (const row of rows) found.set(keyOf(row[target.primaryKey]), row)
+    const rows = await target.statements.rows(trx, `bulk-read ${list.length}`, target.key.parameters(list),
+      () => trx.selectFrom(target.table).select(target.columns).where(target.key.matchAny(list)))
+    for (const row of rows) found.set(target.key.mapKeyOf(row, keyOf), row)
   }
   return keys.flatMap((key) => {
-    const row = found.get(keyOf(key))
+    const row = found.get(target.key.mapKey(key, keyOf))
     return row === undefined ? [] : [row]
   })
 }

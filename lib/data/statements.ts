@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import type { CompiledQuery } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
+import type { RowKey } from '../row-key.js'
 import { firstRow, resultRows } from '../sql.js'
 import { markOneRow } from '../execution/one-row.js'
 import { runCompiled } from '../execution/prepared-kysely.js'
@@ -27,7 +28,7 @@ export class Statements {
   readonly #scopedPage: StatementCache
   readonly #literalLimit: boolean
   readonly #table: string
-  readonly #primaryKey: string
+  readonly #key: RowKey
   readonly #columns: readonly string[]
   /** What parses the JSON text of the rows read (data/json-text.ts), for every statement of the table. */
   readonly decode: RowDecoder | undefined
@@ -37,23 +38,24 @@ export class Statements {
   constructor (
     db: AnyDatabase,
     table: string,
-    primaryKey: string,
+    key: RowKey,
     columns: readonly string[],
     { syntax: { literalLimit, statementPlugin } }: Pick<ViewsetDialect, 'syntax'>,
     decode?: RowDecoder
   ) {
     this.decode = decode
     this.#table = table
-    this.#primaryKey = primaryKey
+    this.#key = key
     this.#columns = columns
     // The placeholder values only fix each parameter's position; every call passes its own.
-    this.#byId = markOneRow(db.selectFrom(table).select(columns).where(primaryKey, '=', 0).compile())
+    const placeholder = key.composite ? key.columns.map(() => 0) : 0
+    this.#byId = markOneRow(db.selectFrom(table).select(columns).where(key.match(placeholder)).compile())
     this.#byIdSelecting = new StatementCache(statementPlugin, decode)
     this.#scopedPage = new StatementCache(statementPlugin, decode)
     this.#literalLimit = literalLimit
     this.#page = literalLimit
       ? new StatementCache(statementPlugin, decode)
-      : db.selectFrom(table).select(columns).orderBy(primaryKey).limit(1).offset(0).compile()
+      : db.selectFrom(table).select(columns).orderBy(key.ordered()).limit(1).offset(0).compile()
   }
 
   /**
@@ -74,8 +76,8 @@ export class Statements {
           db,
           // The scope's shape alone when every column is read: a key already hashed, not a new string per request.
           selection === undefined ? scope.shape : `${selection.shape}|${scope.shape}`,
-          withKeyFirst(id, scope.parameters),
-          () => db.selectFrom(this.#table).select(columns).where(this.#primaryKey, '=', id).where(scope.where),
+          withKeyFirst(this.#key.parts(id), scope.parameters),
+          () => db.selectFrom(this.#table).select(columns).where(this.#key.match(id)).where(scope.where),
           true
         ),
         firstRow
@@ -86,14 +88,14 @@ export class Statements {
         this.#byIdSelecting.execute(
           db,
           selection.shape,
-          [id],
-          () => db.selectFrom(this.#table).select(selection.columns).where(this.#primaryKey, '=', id),
+          this.#key.parts(id),
+          () => db.selectFrom(this.#table).select(selection.columns).where(this.#key.match(id)),
           true
         ),
         firstRow
       )
     }
-    const found = runCompiled(db, withParameters(this.#byId, [id]))
+    const found = runCompiled(db, withParameters(this.#byId, this.#key.parts(id)))
     return andThen(this.decode === undefined ? found : andThen(found, this.decode), firstRow)
   }
 
@@ -102,7 +104,8 @@ export class Statements {
     const page = this.#page
     if (page instanceof StatementCache) {
       return page.rows(db, String(limit), [offset], () =>
-        db.selectFrom(this.#table).select(this.#columns).orderBy(this.#primaryKey).limit(sql.lit(limit)).offset(offset)
+        db.selectFrom(this.#table).select(this.#columns).orderBy(this.#key.ordered()).limit(sql.lit(limit))
+          .offset(offset)
       )
     }
     const read = runCompiled(db, withParameters(page, [limit, offset]))
@@ -120,15 +123,15 @@ export class Statements {
     if (!literal) parameters.push(limit)
     parameters.push(offset)
     return this.#scopedPage.rows(db, literal ? `${scope.shape}|${limit}` : scope.shape, parameters, () =>
-      db.selectFrom(this.#table).select(this.#columns).where(scope.where).orderBy(this.#primaryKey)
+      db.selectFrom(this.#table).select(this.#columns).where(scope.where).orderBy(this.#key.ordered())
         .limit(literal ? sql.lit(limit) : limit).offset(offset)
     )
   }
 }
 
-/** The key, then a scope's values: the parameters of a scoped statement by key. */
-function withKeyFirst (id: unknown, values: readonly unknown[]): unknown[] {
-  const parameters: unknown[] = [id]
+/** The key's parts, then a scope's values: the parameters of a scoped statement by key. */
+function withKeyFirst (parts: readonly unknown[], values: readonly unknown[]): unknown[] {
+  const parameters: unknown[] = parts.slice()
   for (const value of values) parameters.push(value)
   return parameters
 }

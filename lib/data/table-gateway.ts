@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import type { RawBuilder, SelectQueryBuilder } from 'kysely'
 import type { ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
+import type { RowKey } from '../row-key.js'
 import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
 import { ViewsetErrors } from '../errors.js'
 import { retryOnDeadlock } from './retry-on-deadlock.js'
@@ -324,17 +325,17 @@ export class TableGateway {
     precondition: Precondition | undefined,
     write: (trx: AnyDatabase, row: Row) => Eventually<T>
   ): Promise<T | undefined> {
-    const { table, primaryKey, columns, statements } = this.#target
+    const { table, key, columns, statements } = this.#target
     const lock = this.dialect.capabilities.rowLocks
     const run = async (trx: AnyDatabase): Promise<T | undefined> => {
       const [row] = await statements.rows(
         trx,
         `${lock ? 'lock' : 'find'} ${scopeShape(scope)}`,
-        keyAndScope(id, scope),
+        keyAndScope(key, id, scope),
         () => {
           const from = trx.selectFrom(table)
-          const key = (this.wholeRows ? from.selectAll() : from.select(columns)).where(primaryKey, '=', id)
-          const select = scope === undefined ? key : key.where(scope.where)
+          const keyed = (this.wholeRows ? from.selectAll() : from.select(columns)).where(key.match(id))
+          const select = scope === undefined ? keyed : keyed.where(scope.where)
           return lock ? select.forUpdate() : select
         }
       )
@@ -349,10 +350,10 @@ export class TableGateway {
   }
 
   /** The table, its key and the `conflictFields` upserts merge on (data/upsert-branches.ts). */
-  get upsertKey (): { table: string; primaryKey: string; conflictFields: readonly string[] } {
+  get upsertKey (): { table: string; key: RowKey; conflictFields: readonly string[] } {
     const conflictFields = this.#conflictFields
     if (conflictFields === undefined) throw new Error('upsert needs conflictFields')
-    return { table: this.#target.table, primaryKey: this.#target.primaryKey, conflictFields }
+    return { table: this.#target.table, key: this.#target.key, conflictFields }
   }
 
   /** Whether the row's tag is one of `tags` (strong comparison: a weak `W/` tag never matches). */

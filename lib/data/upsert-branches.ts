@@ -105,11 +105,12 @@ async function existingKeys (
   keyOf: KeyOf,
   lock: boolean
 ): Promise<Map<string, unknown>> {
-  const { table, primaryKey, conflictFields } = resource.upsertKey
-  const keyed = db.selectFrom(table).select([primaryKey, ...conflictFields]).where(keyIn(conflictFields, sent))
+  const { table, key, conflictFields } = resource.upsertKey
+  const read = [...new Set([...key.columns, ...conflictFields])]
+  const keyed = db.selectFrom(table).select(read).where(keyIn(conflictFields, sent))
   const select = live === undefined ? keyed : keyed.where(live.where)
   const rows = await (lock && resource.dialect.capabilities.rowLocks ? select.forUpdate() : select).execute()
-  return new Map(rows.map((row) => [keyOf(row), row[primaryKey]]))
+  return new Map(rows.map((row) => [keyOf(row), key.of(row)]))
 }
 
 /** Whether a row now has the conflict values of an element that was to be created. */

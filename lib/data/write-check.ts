@@ -29,11 +29,11 @@ export interface WrittenRows {
  */
 export async function checkWritten (
   db: AnyDatabase,
-  target: Pick<WriteTarget, 'table' | 'primaryKey'>,
+  target: Pick<WriteTarget, 'table' | 'key'>,
   keyOf: (value: unknown) => unknown,
   written: WrittenRows
 ): Promise<void> {
-  const { table, primaryKey } = target
+  const { table, key } = target
   const byRule = new Map<ScopeCondition, number[]>()
   written.rows.forEach((_row, index) => {
     const rule = written.ruleOf(index)
@@ -47,15 +47,15 @@ export async function checkWritten (
     // Cut so that the keys and the rule's values stay under every database's parameter limit.
     for (let start = 0; start < all.length; start += keysPerCheck) {
       const indexes = all.slice(start, start + keysPerCheck)
-      const keys = indexes.map((index) => written.rows[index]?.[primaryKey])
+      const keys = indexes.map((index) => key.of(written.rows[index] ?? {}))
       const admitted = await db
         .selectFrom(table)
-        .select(primaryKey)
-        .where(primaryKey, 'in', keys)
+        .select(key.columns)
+        .where(key.matchAny(keys))
         .where(rule.where)
         .execute()
-      const seen = new Set(admitted.map((row) => keyOf(row[primaryKey])))
-      for (const index of indexes) if (!seen.has(keyOf(written.rows[index]?.[primaryKey]))) outside.push(index)
+      const seen = new Set(admitted.map((row) => key.mapKeyOf(row, keyOf)))
+      for (const index of indexes) if (!seen.has(key.mapKeyOf(written.rows[index] ?? {}, keyOf))) outside.push(index)
     }
   }
   if (outside.length === 0) return
@@ -73,7 +73,7 @@ export async function inTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase
  */
 export async function checkedWrite<R extends Row | undefined> (
   db: AnyDatabase,
-  target: Pick<WriteTarget, 'table' | 'primaryKey'>,
+  target: Pick<WriteTarget, 'table' | 'key'>,
   keyOf: (value: unknown) => unknown,
   check: ScopeCondition,
   write: (trx: AnyDatabase) => R | Promise<R>

@@ -3,6 +3,7 @@ import type {
 } from 'kysely'
 import type { DatabaseFault } from '../errors.js'
 import type { AnyDatabase, Row } from '../sql.js'
+import type { RowKey } from '../row-key.js'
 import type { CatalogColumn, CatalogReader } from './shared/catalog.js'
 import type { DialectFullText } from './shared/full-text-index.js'
 import type { Eventually } from '../execution/eventually.js'
@@ -40,7 +41,8 @@ export interface CompiledStatements {
 /** The statements that differ between databases, and the arguments they share. */
 export interface WriteTarget {
   table: string
-  primaryKey: string
+  /** The row key: one column or several (row-key.ts). */
+  key: RowKey
   /** Columns read back: the schema's columns, never `*`. */
   columns: readonly string[]
   /** The table's columns by name, from the catalog, for dialects that convert values by column type. */

@@ -23,7 +23,10 @@ export interface PlannedRelation {
 /** A table or view that gets a viewset. */
 export interface ServedTable {
   readonly catalog: TableCatalog
+  /** The key's first column: the whole key unless it is composite. */
   readonly primaryKey: string
+  /** The key's columns in key order: several for a composite key (a link table's two foreign keys). */
+  readonly key: readonly string[]
   readonly relations: readonly PlannedRelation[]
 }
 
@@ -33,7 +36,7 @@ export interface GeneratePlan {
   /** Every chosen table and view, by name. */
   readonly tables: readonly TableCatalog[]
   readonly served: readonly ServedTable[]
-  /** Pure link tables: no viewset of their own, the `through` of a many-to-many. */
+  /** Pure link tables: the `through` of a many-to-many, served by their composite key (without relations). */
   readonly links: readonly string[]
   /** Tables and views without a viewset, and why. */
   readonly skipped: ReadonlyArray<{ readonly table: string; readonly reason: string }>
@@ -83,24 +86,21 @@ function linkEnds (table: TableCatalog): [CatalogForeignKey, CatalogForeignKey] 
   return keyed ? [first, second] : undefined
 }
 
-/** The single-column key of a table that JSON can carry: its primary key, else a NOT NULL unique column. */
-function keyOf (table: TableCatalog, servable: (column: string) => boolean): string | undefined {
-  const [primary] = table.primaryKey
-  if (table.primaryKey.length === 1 && primary !== undefined && servable(primary)) return primary
-  if (table.primaryKey.length > 1) return undefined
-  return table.unique
+/** The key of a table that JSON can carry: its primary key (single or composite), else a NOT NULL unique column. */
+function keyOf (table: TableCatalog, servable: (column: string) => boolean): readonly string[] | undefined {
+  if (table.primaryKey.length > 0 && table.primaryKey.every(servable)) return table.primaryKey
+  const unique = table.unique
     .map((columns) => (columns.length === 1 ? columns[0] : undefined))
     .find((column): column is string => column !== undefined && isRowKey(table, column) && servable(column))
+  return unique === undefined ? undefined : [unique]
 }
 
 /** Why a table gets no viewset: what its key lacks, and the flag or change that would serve it. */
 function unkeyedReason (table: TableCatalog, dialect: DialectName, includeSecrets: boolean): string {
   const [primary] = table.primaryKey
   if (table.primaryKey.length > 1) {
-    const unique = table.unique.find((columns) => columns.length === 1 && isRowKey(table, columns[0] ?? ''))?.[0]
-    const hint = unique === undefined ? '' : `: --key ${table.name}=${unique} serves it by that unique column`
-    return `its primary key (${table.primaryKey.join(', ')}) has more than one column, and a viewset needs a ` +
-      `single-column key${hint}`
+    return `its primary key (${table.primaryKey.join(', ')}) has a column JSON cannot carry (binary) or that looks ` +
+      'like a secret (--include-secrets serves it)'
   }
   const column = table.columns.find((entry) => entry.name === primary)
   if (column !== undefined && mapColumn(dialect, column).kind === 'binary') {
@@ -138,8 +138,8 @@ function classifyTables (
   keys: ReadonlyMap<string, string>,
   includeSecrets: boolean,
   skipped: Skipped
-): { keyed: Map<string, string>; links: Map<string, [CatalogForeignKey, CatalogForeignKey]> } {
-  const keyed = new Map<string, string>()
+): { keyed: Map<string, readonly string[]>; links: Map<string, [CatalogForeignKey, CatalogForeignKey]> } {
+  const keyed = new Map<string, readonly string[]>()
   const links = new Map<string, [CatalogForeignKey, CatalogForeignKey]>()
   for (const table of tables) {
     if (table.view) {
@@ -148,7 +148,7 @@ function classifyTables (
         skipped.push({ table: table.name, reason: `a view: name its key with --key ${table.name}=<column>` })
       } else if (!table.columns.some((column) => column.name === key)) {
         skipped.push({ table: table.name, reason: `--key names "${key}", which is not a column of the view` })
-      } else keyed.set(table.name, key)
+      } else keyed.set(table.name, [key])
       continue
     }
     const servable = (name: string) => {
@@ -157,12 +157,14 @@ function classifyTables (
         (includeSecrets || !isSecretColumn(name))
     }
     const given = keys.get(table.name)
-    const key = given !== undefined && isRowKey(table, given) && servable(given) ? given : keyOf(table, servable)
+    const key = given !== undefined && isRowKey(table, given) && servable(given) ? [given] : keyOf(table, servable)
     const ends = linkEnds(table)
-    if (ends !== undefined && key === undefined) links.set(table.name, ends)
-    else if (key === undefined) {
+    // A link table is the `through` of a many-to-many, and a resource of its own by its composite key.
+    if (ends !== undefined) links.set(table.name, ends)
+    if (key !== undefined) keyed.set(table.name, key)
+    else if (ends === undefined) {
       skipped.push({ table: table.name, reason: unkeyedReason(table, dialect, includeSecrets) })
-    } else keyed.set(table.name, key)
+    }
   }
   return { keyed, links }
 }
@@ -210,7 +212,7 @@ function addForeignKeyRelations (
 /** A many-to-many on both ends of each usable link table; returns the links used, skips the others. */
 function addLinkRelations (
   links: ReadonlyMap<string, [CatalogForeignKey, CatalogForeignKey]>,
-  keyed: ReadonlyMap<string, string>,
+  keyed: ReadonlyMap<string, readonly string[]>,
   relationTarget: (name: string) => boolean,
   add: AddRelation,
   skipped: Skipped
@@ -224,7 +226,8 @@ function addLinkRelations (
       continue
     }
     // The loader joins through the source's primary key.
-    if (keyed.get(first.table) !== a.references || keyed.get(second.table) !== b.references) {
+    const keyIs = (table: string, column: string) => keyed.get(table)?.join(',') === column
+    if (!keyIs(first.table, a.references) || !keyIs(second.table, b.references)) {
       skipped.push({ table: link, reason: 'a link table that does not reference the keys of its tables' })
       continue
     }
@@ -252,13 +255,14 @@ function addLinkRelations (
 /** The keyed tables with their relations, a name that clashes (twice, or with a column) taking its fallback. */
 function servedTables (
   tables: readonly TableCatalog[],
-  keyed: ReadonlyMap<string, string>,
+  keyed: ReadonlyMap<string, readonly string[]>,
   relations: ReadonlyMap<string, Candidate[]>
 ): ServedTable[] {
   const served: ServedTable[] = []
   for (const table of tables) {
-    const primaryKey = keyed.get(table.name)
-    if (primaryKey === undefined) continue
+    const key = keyed.get(table.name)
+    const primaryKey = key?.[0]
+    if (key === undefined || primaryKey === undefined) continue
     const planned = relations.get(table.name) ?? []
     const columns = new Set(table.columns.map((column) => column.name))
     const counts = new Map<string, number>()
@@ -267,7 +271,7 @@ function servedTables (
       const clash = (counts.get(relation.name) ?? 0) > 1 || columns.has(relation.name)
       return clash ? { ...relation, name: fallback } : relation
     })
-    served.push({ catalog: table, primaryKey, relations: named })
+    served.push({ catalog: table, primaryKey, key, relations: named })
   }
   return served
 }
@@ -289,7 +293,8 @@ export function planGeneration (
   const { keyed, links } = classifyTables(dialect, tables, keys, includeSecrets, skipped)
   const byName = new Map(tables.map((table) => [table.name, table]))
   // Relations join tables that have viewsets; a view joins nothing (it has no foreign keys).
-  const relationTarget = (name: string) => keyed.has(name) && byName.get(name)?.view === false
+  // A link table joins as a `through`, not by relations of its own: the tables it links keep theirs.
+  const relationTarget = (name: string) => keyed.has(name) && byName.get(name)?.view === false && !links.has(name)
   const relations = new Map<string, Candidate[]>()
   const add: AddRelation = (table, relation) => {
     relations.set(table, [...(relations.get(table) ?? []), relation])

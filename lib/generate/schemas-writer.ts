@@ -15,11 +15,15 @@ const timeFunction = new RegExp(
 )
 
 /** Whether the server sets the column, not clients: keys, identity and generated columns, time-stamped defaults. */
-export function isServerSet (table: TableCatalog, column: CatalogColumn, primaryKey: string | undefined): boolean {
+export function isServerSet (
+  table: TableCatalog, column: CatalogColumn, primaryKey: string | readonly string[] | undefined
+): boolean {
+  // A composite key's parts are the client's (a link's two ends), unless the database fills them as below.
+  const key = typeof primaryKey === 'string' ? primaryKey : primaryKey?.length === 1 ? primaryKey[0] : undefined
   // A view is read only: its viewset serves LIST and GET.
   return (
     table.view ||
-    column.name === primaryKey ||
+    column.name === key ||
     column.autoIncrement ||
     column.generated ||
     timeFunction.test(column.default ?? '')
@@ -31,7 +35,7 @@ export function columnSchema (
   dialect: DialectName,
   table: TableCatalog,
   column: CatalogColumn,
-  primaryKey: string | undefined
+  primaryKey: string | readonly string[] | undefined
 ): string | undefined {
   const mapping = mapColumn(dialect, column)
   if (mapping.kind === 'binary') return undefined
@@ -58,9 +62,9 @@ export function columnSchema (
 
 /** schemas.ts: one TypeBox object per table, sharing its name with its `Static` type. */
 export function writeSchemas (plan: GeneratePlan): string {
-  const keys = new Map(plan.served.map((table) => [table.catalog.name, table.primaryKey]))
+  const keys = new Map(plan.served.map((table) => [table.catalog.name, table.key]))
   const blocks = plan.tables
-    .filter((table) => !plan.links.includes(table.name))
+    .filter((table) => !plan.links.includes(table.name) || keys.has(table.name))
     .map((table) => {
       const primaryKey = keys.get(table.name) ?? (table.primaryKey.length === 1 ? table.primaryKey[0] : undefined)
       const secrets = new Set(secretColumns(table, plan.includeSecrets))

@@ -170,7 +170,9 @@ function registration (
     '      db,',
     `      table: ${literal(catalog.name)},`,
     `      schema: ${schema},`,
-    ...(primaryKey === 'id' && !catalog.view ? [] : [`      primaryKey: ${literal(primaryKey)},`]),
+    ...(served.key.length > 1
+      ? [`      primaryKey: [${served.key.map(literal).join(', ')}],`]
+      : primaryKey === 'id' && !catalog.view ? [] : [`      primaryKey: ${literal(primaryKey)},`]),
     catalog.view
       ? "      ...access(['LIST', 'GET'], protectedMethods),"
       : `      ...access(${methods}, protectedMethods),`,
@@ -214,7 +216,8 @@ const registerAllOptions = [
 /** The doc comment's lines naming the link tables. */
 function linkLines (links: string): string[] {
   if (links === '') return []
-  const comment = docComment(`Link tables serve as the \`through\` of many-to-many relations: ${links}.`)
+  const comment = docComment('Link tables serve as the `through` of many-to-many relations, and by their ' +
+    `composite key: ${links}.`)
   return [comment.replace(/^\/\*\*/, ' *').replace(/ \*\/$/, '')]
 }
 

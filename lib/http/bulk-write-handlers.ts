@@ -16,6 +16,7 @@ import type { AnyDatabase, Row } from '../sql.js'
 import type { DefaultHandlers } from './default-handlers.js'
 import type { DefaultHandlerContext } from './default-handler-context.js'
 import { preferences } from './prefer-header.js'
+import { bodyWithoutKey } from './key-path.js'
 import type { BulkLimits, ManyWritten } from './route-context.js'
 
 // The bulk writes' default handlers (issue 38 item 1): PATCH_MANY and DELETE_MANY change the rows LIST's filters
@@ -134,7 +135,7 @@ export class BulkWriteHandlers {
       const before = await this.#matching(trx, conditions, scope, bound)
       if (before.length === 0) return { affected: 0, rows: [] }
       await foreignKeys.checkOf(db, [values], { request, token }, false)?.(trx)
-      const keys = before.map((row) => row[target.primaryKey])
+      const keys = before.map((row) => target.key.of(row))
       await updateKeys(trx, dialect, target, keys, { values, versionField: this.#limits.versionField })
       // The rows as stored are read back only for whoever reads them: the answer, the write check, afterWrite.
       if (!represent && scope === undefined && after === undefined) return { affected: keys.length, rows: [] }
@@ -161,7 +162,7 @@ export class BulkWriteHandlers {
     return await this.#transaction(async (trx) => {
       const rows = await this.#matching(trx, conditions, scope, bound)
       if (rows.length === 0) return { affected: 0, rows }
-      const keys = rows.map((row) => row[target.primaryKey])
+      const keys = rows.map((row) => target.key.of(row))
       if (softDelete === undefined) await deleteKeys(trx, target, keys)
       else await softDeleteKeys(trx, dialect, target, keys, { column: softDelete, versionField })
       for (const row of rows) await after?.(trx, row, null)
@@ -176,16 +177,17 @@ export class BulkWriteHandlers {
 
   /** The keys of a BULK_PATCH body, each element's: a 400 naming each element that repeats an earlier one's. */
   #keysOf (bodies: readonly unknown[]): unknown[] {
-    const { primaryKey } = this.#context.resource.target
+    const { key } = this.#context.resource.target
     const { keyOf } = this.#context.resource.dialect.values
     const first = new Map<unknown, number>()
     const errors: FieldError[] = []
     const keys = bodies.map((body, index) => {
-      const key = isRecord(body) ? body[primaryKey] : undefined
-      const earlier = first.get(keyOf(key))
-      if (earlier === undefined) first.set(keyOf(key), index)
-      else errors.push({ in: 'body', field: `/${index}/${primaryKey}`, message: `repeats element ${earlier}'s key` })
-      return key
+      const row = isRecord(body) ? body : {}
+      const named = key.mapKeyOf(row, keyOf)
+      const earlier = first.get(named)
+      if (earlier === undefined) first.set(named, index)
+      else errors.push({ in: 'body', field: `/${index}/${key.first}`, message: `repeats element ${earlier}'s key` })
+      return key.of(row)
     })
     if (errors.length > 0) throw invalidFields(errors)
     return keys
@@ -202,12 +204,14 @@ export class BulkWriteHandlers {
     const keys = this.#keysOf(bodies)
     const context = { request, token, method: 'BULK_PATCH' } as const
     const scope = this.#rule(request, token, 'BULK_PATCH')
+    const { resource } = this.#context
     return await this.#transaction(async (trx) => {
       // Each element's beforeWrite, in the write's transaction (issue 38 item 8); its error names the element.
       const values: Row[] = []
       for (const [index, body] of bodies.entries()) {
         try {
-          values.push(await this.#defaults.beforeWriteOf(this.#defaults.writable(body), context, trx))
+          const sent = bodyWithoutKey(resource.target.key, this.#defaults.writable(body), keys[index])
+          values.push(await this.#defaults.beforeWriteOf(sent, context, trx))
         } catch (error) {
           throw inElement(error, index)
         }
@@ -223,9 +227,10 @@ export class BulkWriteHandlers {
     const { resource } = this.#context
     const { keyOf } = resource.dialect.values
     const found = await lockKeys(trx, resource.dialect, resource.target, keys, scope)
-    const seen = new Set(found.map((row) => keyOf(row[resource.target.primaryKey])))
-    const missing: FieldError[] = keys.flatMap((key, index) =>
-      seen.has(keyOf(key)) ? [] : [{ in: 'body', field: `/${index}`, message: 'no such row' }])
+    const { key } = resource.target
+    const seen = new Set(found.map((row) => key.mapKeyOf(row, keyOf)))
+    const missing: FieldError[] = keys.flatMap((id, index) =>
+      seen.has(key.mapKey(id, keyOf)) ? [] : [{ in: 'body', field: `/${index}`, message: 'no such row' }])
     if (missing.length > 0) throw missingRows(missing)
   }
 

@@ -75,9 +75,10 @@ export function bulkPatchSchema (context: RouteContext): RouteSchema {
   const { schemas } = context
   const schema = baseOf('BULK_PATCH', context)
   // Inline: a `$ref` inside an array is not resolved by the viewset's validator compiler (as BULK's).
-  schema.body = elementsBody(deriveKeyedPatch(schemas.entity, schemas.primaryKey), schemas.maxBulk,
+  schema.body = elementsBody(deriveKeyedPatch(schemas.entity, schemas.key.columns), schemas.maxBulk,
     `At most ${schemas.maxBulk} elements (maxBulk; more is a 400), each a PATCH body with the ` +
-      `${schemas.primaryKey} of its row. Written all or none, in one transaction; an error names its element by ` +
+      `${schemas.key.columns.join(', ')} of its row. Written all or none, in one transaction; an error names its ` +
+      'element by ' +
       'JSON pointer (`/3/name`), and a row that does not exist (or not for the caller) is a 404 naming `/3`.')
   schema.response[200] = { description: 'The rows as stored, in element order', ...rowsOf(context) }
   schema.description = 'With `Prefer: return=minimal` the answer is a 204 with no body.'

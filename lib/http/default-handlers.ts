@@ -23,6 +23,7 @@ import type { CountPreference } from '../query/count-plan.js'
 import { isRecord } from '../schema/object-schema.js'
 import { countPreference, ignoreDuplicates, mergeDuplicates, resolutionPreference } from './prefer-header.js'
 import { preconditionOf } from './conditional-requests.js'
+import { bodyWithoutKey } from './key-path.js'
 import type { ListPage } from './route-context.js'
 import type { DefaultHandlerContext } from './default-handler-context.js'
 
@@ -355,7 +356,8 @@ export class DefaultHandlers {
     const { resource, foreignKeys } = this.#context
     const scope = this.#context.scopeOf(request, token, method)
     const after = this.#afterRow(request, token, method)
-    return this.#inWrite((on) => andThen(this.#beforeWrite(this.writable(request.body), { request, token, method }, on),
+    const sent = bodyWithoutKey(resource.target.key, this.writable(request.body), id)
+    return this.#inWrite((on) => andThen(this.#beforeWrite(sent, { request, token, method }, on),
       // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing; then the
       // row as written must still be in the scope (else a 403, nothing changed). The foreign keys written are checked
       // once the row is found in the scope and its precondition holds.

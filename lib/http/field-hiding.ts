@@ -70,8 +70,8 @@ export interface FieldHidingPlan {
   /** AGGREGATE's query string over LIST's narrowed one, when the viewset registers AGGREGATE. */
   readonly aggregate?: ((listQuerystring: JsonSchema, visible: (name: string) => boolean) => JsonSchema) | undefined
   readonly maxBulk: number
-  /** The key BULK_PATCH's elements carry. */
-  readonly primaryKey?: string
+  /** The key BULK_PATCH's elements carry: its column, or a composite key's columns. */
+  readonly primaryKey?: string | readonly string[]
 }
 
 /** LIST planned for a narrower entity: its query string and its parse plan. */

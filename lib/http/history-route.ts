@@ -75,8 +75,8 @@ function notFound (id: unknown): never {
 async function admittedKey (context: RouteContext, history: HistoryContext, request: FastifyRequest,
   method: ScopedMethod): Promise<string> {
   const id = isRecord(request.params) ? request.params.id : undefined
-  const key = history.keyColumns[0]?.name ?? 'id'
-  const rowKey = rowKeyText(history.keyColumns, { [key]: id })
+  // Every part of a composite key (`params.id` is then the parts' array): the row_key the writer recorded.
+  const rowKey = rowKeyText(history.keyColumns, context.schemas.key.rowOf(id))
   const db = context.db
   const scope = history.scopeOf(request, request.viewsetToken, method)
   if ((await context.resource.find(db, id, { scope })) !== undefined) return rowKey

@@ -12,6 +12,8 @@ import type { Serializer } from '../schema/serializer.js'
 import type { ListQuery } from '../query/list-query.js'
 import type { CountPreference } from '../query/count-plan.js'
 import type { FieldHiding } from './field-hiding.js'
+import type { KeyPath } from './key-path.js'
+import type { RowKey } from '../row-key.js'
 import type { AggregatePlan } from '../query/aggregate.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
@@ -97,7 +99,12 @@ export interface RouteSchemas {
   /** The entity as the response serializer reads it (schema/derive.ts `deriveSerializerSchema`). */
   readonly serialized: JsonSchema
   readonly name: string
+  /** The key's first column: the whole key unless it is composite. */
   readonly primaryKey: string
+  /** The row key, one column or several (row-key.ts). */
+  readonly key: RowKey
+  /** A composite key's path form (key-path.ts); `undefined` for a single-column key. */
+  readonly keyPath?: KeyPath | undefined
   readonly tags: readonly string[]
   /** The documented row, partial row and body components (schema/components.ts). */
   readonly components: ViewsetComponents

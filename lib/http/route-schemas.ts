@@ -180,6 +180,7 @@ function baseSchema (
 /** The path parameters of an element route (`/:id`): the key, typed as the schema types it, after the parent's. */
 export function elementParams (context: Pick<RouteContext, 'schemas'>): JsonSchema {
   const { schemas } = context
+  if (schemas.keyPath !== undefined) return schemas.keyPath.paramsSchema(schemas.parentParams)
   const params = deriveParams(schemas.entity, schemas.primaryKey)
   // An example id, so that tools that call every operation (Dredd) have one.
   const id = propertiesOf(params).id

@@ -6,7 +6,7 @@ import type { ViewsetMethod } from '../options.js'
 import type { FieldSelection, FieldsPlan } from '../query/fields.js'
 import { offsetWithCursor, parsePagination } from '../query/list-query.js'
 import { isRecord } from '../schema/object-schema.js'
-import { partialContentType } from '../schema/openapi.js'
+import { collectionMethods, partialContentType } from '../schema/openapi.js'
 import { authHook, openTokenHook } from './auth.js'
 import { bulkWriteRoute } from './bulk-write-routes.js'
 import { noneMatch, preconditionOf, versionTag } from './conditional-requests.js'
@@ -113,14 +113,19 @@ function readHidden (context: RouteContext, request: FastifyRequest): ReadonlySe
 
 /** The hooks of a method's route: the bearer check, then (under field rules) the request's views, in this order. */
 function hooksOf (method: ViewsetMethod, context: RouteContext, before: RouteOptions['preValidation'] = []) {
-  const { preValidation, preHandler: fieldHandlers } = fieldHooks(context.hiding, method)
+  const fields = fieldHooks(context.hiding, method)
+  // A composite key's parts are cut from the path before the params are validated, and joined after (key-path.ts).
+  const keyPath = collectionMethods.has(method) ? undefined : context.schemas.keyPath
+  const first = [...(keyPath === undefined ? [] : [keyPath.split]), ...(Array.isArray(before) ? before : [before])]
+  const preValidation = [...first, ...fields.preValidation]
   // `?deleted=` is granted (or a 403) before any field rule reads the request.
-  const preHandler = [...deletedHooks(context, method), ...fieldHandlers]
-  const first = Array.isArray(before) ? before : [before]
+  const joined = keyPath === undefined ? [] : [keyPath.join]
+  const preHandler = [...joined, ...deletedHooks(context, method), ...fields.preHandler]
   return {
     ...onRequestOf(method, context),
-    ...(first.length + preValidation.length > 0 ? { preValidation: [...first, ...preValidation] } : {}),
+    ...(preValidation.length > 0 ? { preValidation } : {}),
     ...(preHandler.length > 0 ? { preHandler } : {}),
+    ...(keyPath === undefined ? {} : { config: { viewsetKeyTemplate: keyPath.template } }),
   }
 }
 
@@ -248,7 +253,7 @@ function getRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions
 
 /** POST `/`: 201, the row as stored, and `Location` unless the handler set one; 200 when an upsert updated a row. */
 function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOptions {
-  const { primaryKey } = context.schemas
+  const { key } = context.schemas
   return {
     method: 'POST',
     url: '',
@@ -261,10 +266,9 @@ function postRoute (handlers: RouteHandlers, context: RouteContext): RouteOption
       return andThen(handlers.createElement(request, reply, request.viewsetToken), (row) => {
         // Prefer: resolution=ignore-duplicates ignored the row: no body, no Location.
         if (reply.statusCode === 204) return reply.send()
-        const id = isRecord(row) ? row[primaryKey] : undefined
         // Only a created row has a new URL to point at (an upsert that updated answers 200).
-        if (reply.statusCode === 201 && id !== undefined && id !== null && !reply.hasHeader('location')) {
-          reply.header('location', `${expandPrefix(context.prefix, request.params)}/${encodeURIComponent(String(id))}`)
+        if (reply.statusCode === 201 && isRecord(row) && key.present(row) && !reply.hasHeader('location')) {
+          reply.header('location', `${expandPrefix(context.prefix, request.params)}/${key.format(key.of(row))}`)
         }
         if (prefersReturnMinimal(request.headers.prefer)) return sendMinimal(scope, context, reply, row)
         return sendWritten(scope, context, reply, row)

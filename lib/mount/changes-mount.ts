@@ -1,4 +1,5 @@
 import type { ColumnInfo } from '../dialect/dialect.js'
+import { invalidOption } from '../errors.js'
 import type { ChangesContext } from '../http/route-context.js'
 import { withChangedSince } from '../http/changes-since-schema.js'
 import type { ResolvedOptions } from '../options.js'
@@ -25,12 +26,14 @@ export function withChangesQuery<L extends { readonly querystring: JsonSchema }>
  * ```
  */
 export function changesContextOf (
-  { changes, table, primaryKey }: Pick<ResolvedOptions, 'changes' | 'table' | 'primaryKey'>,
+  { changes, table, primaryKey, keyColumns }: Pick<ResolvedOptions, 'changes' | 'table' | 'primaryKey' | 'keyColumns'>,
   columns: ReadonlyMap<string, ColumnInfo>,
   list: ListQueryPlan,
   scopeOf: ChangesContext['scopeOf']
 ): ChangesContext | undefined {
   if (changes === undefined) return undefined
+  // The feed's and changed_since's key reads are by one column: refused, not served wrong.
+  if ((keyColumns?.length ?? 1) > 1) invalidOption('changes', 'needs a single-column primary key for now')
   const target = { historyTable: changes.historyTable, table, primaryKey, columns: [...columns.values()] }
   return { target, list, scopeOf }
 }

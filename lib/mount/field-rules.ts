@@ -100,7 +100,7 @@ export function fieldRulesOf (
   const fields = Object.keys(propertiesOf(entity))
   const rules = fieldAccess === undefined
     ? undefined
-    : new FieldRules(fieldAccess, source.identity, fields, resolved.primaryKey)
+    : new FieldRules(fieldAccess, source.identity, fields, resolved.keyColumns ?? [resolved.primaryKey])
   const paths = dottedNames(source.options)
   if (rules === undefined && paths.length === 0) return { rules, hiding: undefined }
   const fieldsPlan = (narrow: JsonSchema) => {
@@ -108,7 +108,7 @@ export function fieldRulesOf (
     const relations = source.defaultRelations === undefined
       ? undefined
       : new Set([...source.defaultRelations].filter((name) => names.includes(name)))
-    const served = servedSchema(deriveSerializerSchema(narrow), resolved.primaryKey, true)
+    const served = servedSchema(deriveSerializerSchema(narrow), resolved.keyColumns ?? [resolved.primaryKey], true)
     return withDeclaredPaths(planFields(served, source.columns, source.selected, source.relationKeys, relations),
       source, served)
   }
@@ -120,7 +120,7 @@ export function fieldRulesOf (
     listQuerystring: source.listQuerystring,
     planned: source.list.querystring,
     maxBulk: resolved.maxBulk,
-    primaryKey: resolved.primaryKey,
+    primaryKey: resolved.keyColumns ?? resolved.primaryKey,
     fields: fieldsPlan,
     aggregate: source.aggregate?.querystringFor,
     list: (narrow, visible) => createListPlan({
@@ -141,14 +141,14 @@ export function fieldRulesOf (
  * The response serializer's schema: related rows may lack the fields their tables' rules hide (so they require
  * nothing), and with a field rule of its own a row requires only its key.
  */
-export function servedSchema (serialized: JsonSchema, primaryKey: string, ruled: boolean): JsonSchema {
+export function servedSchema (serialized: JsonSchema, key: readonly string[], ruled: boolean): JsonSchema {
   const properties: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(serialized))) properties[name] = optional(property)
   const required: unknown[] = Array.isArray(serialized.required) ? serialized.required : []
   return {
     ...serialized,
     properties,
-    required: ruled ? required.filter((name) => name === primaryKey) : required,
+    required: ruled ? required.filter((name) => typeof name === 'string' && key.includes(name)) : required,
   }
 }
 

@@ -15,7 +15,7 @@ interface FullTextSource {
   readonly db: AnyDatabase
   readonly schema: TObject
   readonly columns: readonly string[]
-  readonly resolved: Pick<ResolvedOptions, 'table' | 'primaryKey'>
+  readonly resolved: Pick<ResolvedOptions, 'table' | 'primaryKey' | 'keyColumns'>
   readonly options: Pick<ViewsetOptions<unknown, never, never>, 'fullText'>
 }
 
@@ -35,6 +35,10 @@ export async function checkFullText<T extends { readonly dialect: ViewsetDialect
 ): Promise<T> {
   const { options, resolved } = source
   if (options.fullText === undefined) return table
+  // The index's rows are joined to the table's by one key column (SQLite's FTS rowid, full-text-index.ts).
+  if ((resolved.keyColumns?.length ?? 1) > 1) {
+    throw new ViewsetErrors.InvalidOption('fullText', 'needs a single-column primaryKey, not a composite key')
+  }
   const fields = scalarFields(propertiesOf(source.schema), source.columns)
   const index = fullTextIndex(options.fullText, fields, resolved.table, resolved.primaryKey)
   const { fullText } = table.dialect

@@ -37,7 +37,8 @@ const bigintTypes = new Set(['bigint', 'int8'])
  * ```
  */
 export async function mountHistory (
-  resolved: Pick<ResolvedOptions, 'history' | 'table' | 'primaryKey'> & Partial<Pick<ResolvedOptions, 'changes'>>,
+  resolved: Pick<ResolvedOptions, 'history' | 'table' | 'primaryKey' | 'keyColumns'> &
+    Partial<Pick<ResolvedOptions, 'changes'>>,
   methods: readonly ViewsetMethod[],
   table: {
     db: AnyDatabase; dialect: ViewsetDialect; columns: ReadonlyMap<string, ColumnInfo>; decode: RowDecoder | undefined
@@ -50,8 +51,9 @@ export async function mountHistory (
   }
   const { db, dialect, columns, decode } = table
   await prepareHistoryTable(underlyingDatabase(db), options, dialect.name, resolved.table)
-  const { primaryKey } = resolved
-  const keyColumns = [{ name: primaryKey, bigint: bigintTypes.has(columns.get(primaryKey)?.type ?? '') }]
+  // Every column of the key, a composite one's too (issue 39 item 1): the entry's row_key names them all.
+  const keyColumns = (resolved.keyColumns ?? [resolved.primaryKey])
+    .map((name) => ({ name, bigint: bigintTypes.has(columns.get(name)?.type ?? '') }))
   const writer = new HistoryWriter({
     dialect: dialect.name,
     historyTable: options.table,

@@ -50,6 +50,9 @@ import { columnTypesProblem } from './column-types-check.js'
 import { ruleOf, servedRowRules } from './served-row-rules.js'
 import { mergeListQuery } from './list-querystring.js'
 import { readBackProblem } from './read-back-check.js'
+import { checkCompositeRelations, serverSetKeyColumns, settleKey, withSettledKey } from './row-key-check.js'
+import type { RowKey } from '../row-key.js'
+import { routeSchemas } from './keyed-route-schemas.js'
 import { overrideHandlers } from './override-handlers.js'
 import type { OverriddenName, ViewsetHandlers } from './override-handlers.js'
 import { checkedIndexReport } from './index-report.js'
@@ -135,6 +138,7 @@ interface CheckedTable {
   readonly dialect: ViewsetDialect
   readonly described: TableCatalog
   readonly columns: ReadonlyMap<string, ColumnInfo>
+  readonly key: RowKey // the `primaryKey` option, else `id`, else the table's own primary key (row-key-check.ts)
   readonly unindexedOrder?: ReadonlySet<string> // the index report's orderings: their pages are heavy statements
   readonly softDelete: SoftDeletePlan | undefined
   readonly history?: MountedHistory | undefined
@@ -149,8 +153,8 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
   const dialect = await dialectOf(db)
   const described = await dialect.catalog.table(db, resolved.table)
   if (described === undefined || described.columns.length === 0) throw new ViewsetErrors.UnknownTable(resolved.table)
-  const explicitKey = declaration.options.primaryKey !== undefined
-  const keyProblem = rowKeyProblem(described, resolved.primaryKey, explicitKey, methods)
+  const key = settleKey(resolved, described, declaration.columns)
+  const keyProblem = rowKeyProblem(described, key.columns, declaration.options.primaryKey !== undefined, methods)
   if (keyProblem) throw new ViewsetErrors.InvalidOption(keyProblem.option, keyProblem.message)
   const columns = new Map<string, ColumnInfo>(described.columns.map((column) => [column.name, column]))
   for (const field of declaration.columns) {
@@ -158,24 +162,26 @@ async function checkTable (declaration: ViewsetDeclaration, methods: readonly Vi
       throw new ViewsetErrors.UnknownColumn(field, resolved.table, described.columns.map(({ name }) => name).join(', '))
     }
   }
-  const { overridden } = declaration
-  const readBack = readBackProblem(dialect, described, { primaryKey: resolved.primaryKey, overridden }, methods)
+  const readBack = readBackProblem(dialect, described, { key, overridden: declaration.overridden }, methods)
   if (readBack !== undefined) throw new ViewsetErrors.InvalidOption('primaryKey', readBack)
-  return { dialect, described, columns, softDelete: softDeletePlanOf(resolved, db, { dialect, described }, methods) }
+  const softDelete = softDeletePlanOf(resolved, db, { dialect, described }, methods)
+  return { dialect, described, columns, key, softDelete }
 }
 
 /** The entity as served and its relations, with `conflictFields` and `defaultRelations` checked against them. */
 async function planEntity (declaration: ViewsetDeclaration, table: CheckedTable, name: string, prefix: string) {
   const { db, schema, resolved, relatedConfig } = declaration
   const { primaryKey, versionField, conflictFields } = resolved
+  checkCompositeRelations(table.key, relatedConfig, schema)
   const relations = await createRelationLoader(db, table.dialect, relatedConfig, schema, resolved.table, primaryKey)
   // The version column is the server's, read-only like the key: every update increments it.
   const fieldsOfRelations = relationFields(relatedConfig)
   const columns = new Map(table.columns)
-  const derived = deriveEntity(schema, columns, fieldsOfRelations, name, primaryKey, versionField, table.dialect.name)
+  const serverKeys = serverSetKeyColumns(table.key, table.described)
+  const derived = deriveEntity(schema, columns, fieldsOfRelations, name, serverKeys, versionField, table.dialect.name)
   const entity = withReadOnlyColumn(withChildLimits(derived, relationLimits(relatedConfig, schema)), table.softDelete)
   const columnTypes = columnTypesOf(table.dialect.name)
-  const serverSet = (field: string) => field === primaryKey || field === versionField
+  const serverSet = (field: string) => serverKeys.has(field) || field === versionField
   const typesProblem = columnTypesProblem(schema, declaration.columns, table.described, columnTypes, serverSet)
   if (typesProblem !== undefined) throw new ViewsetErrors.InvalidOption('schema', typesProblem)
   if (conflictFields !== undefined) {
@@ -207,16 +213,16 @@ function buildTableGateway (
   selected: readonly string[]
 ): TableGateway {
   const { db, resolved } = declaration
-  const { primaryKey, versionField, conflictFields } = resolved
+  const { versionField, conflictFields } = resolved
   const tagOf = (row: Row) =>
     versionField === undefined ? representationTag(versioning.represent(row)) : versionTag(row[versionField])
   const { described } = table
   return new TableGateway({
     dialect: table.dialect,
-    statements: new Statements(db, resolved.table, primaryKey, selected, table.dialect, jsonTextDecoder(declaration)),
+    statements: new Statements(db, resolved.table, table.key, selected, table.dialect, jsonTextDecoder(declaration)),
     target: {
       table: resolved.table,
-      primaryKey,
+      key: table.key,
       columns: selected,
       catalog: table.columns,
       dateTimes: dateTimes(declaration.schema, declaration.columns),
@@ -235,15 +241,6 @@ function upsertOptions ({ conflictFields, requireIfMatch, maxAffected, maxBulk, 
   return { conflictFields, requireIfMatch, bulkLimits: { maxAffected, maxBulk, versionField } }
 }
 
-/** What the routes document and validate, from the planned entity and the options. */
-function routeSchemas (
-  { primaryKey, tags, maxBulk, maxAffected, conflictFields }: ResolvedOptions,
-  planned: Pick<RouteContext['schemas'], 'entity' | 'serialized' | 'name' | 'components' | 'list'>,
-  parentParams: RouteContext['schemas']['parentParams']
-): RouteContext['schemas'] {
-  return { ...planned, primaryKey, tags, maxBulk, maxAffected, conflictFields, parentParams }
-}
-
 /** The data layer of a viewset and what its routes read, built once the catalog is checked. */
 function buildViewset (
   fastify: FastifyInstance,
@@ -258,7 +255,7 @@ function buildViewset (
   // The loader may need keys the schema does not serve; they are selected, never serialized.
   const selected = [...new Set([...columns, ...(relations?.parentColumns ?? [])])]
   const ruled = declaration.overridden.has('fieldAccess')
-  const serialized = servedSchema(deriveSerializerSchema(entity), resolved.primaryKey, ruled)
+  const serialized = servedSchema(deriveSerializerSchema(entity), table.key.columns, ruled)
   const fields = withDeclaredPaths(planFields(serialized, columns, selected, relations?.keys ?? new Map(),
     defaultRelations), { options, entity, columns, dialect: table.dialect }, serialized)
   const related = { table: resolved.table, links: relations?.links ?? new Map() }
@@ -284,14 +281,14 @@ function buildViewset (
     writable: writableFields(entity),
     ...upsertOptions(resolved),
   })
-  const components = viewsetComponents(entity, name, resolved.primaryKey, methods, {
+  const components = viewsetComponents(entity, name, table.key.columns, methods, {
     relations: relations?.fields ?? new Set<string>(), loaded: defaultRelations, ruled,
   })
   const protectedMethods = withDerivedMethods(resolved.protectedMethods, methods)
   const context: RouteContext = {
     resource,
     ...{ readDb, readerOf: routing.readerOf, db },
-    schemas: routeSchemas(resolved, {
+    schemas: routeSchemas(resolved, table.key, {
       entity: { ...entity, $id: name }, serialized, name, components, list: listQuerystring,
     }, planned.parent?.params ?? {}),
     auth: { protectedMethods, options, verifiesTokens: canVerifyTokens(fastify, options) },
@@ -310,19 +307,21 @@ function buildViewset (
 async function checkMount (
   fastify: FastifyInstance,
   methods: readonly ViewsetMethod[],
-  declaration: ViewsetDeclaration
-): Promise<CheckedTable> {
-  const { resolved, options, overridden } = declaration
+  given: ViewsetDeclaration
+): Promise<{ table: CheckedTable, declaration: ViewsetDeclaration }> {
+  const { resolved, options, overridden } = given
   // Which methods are registered is the register() call's: checked with the app, as the tests of startup expect.
   checkProtectedMethods(resolved.protectedMethods, methods)
   checkVerifier(fastify, resolved.protectedMethods, options)
   const ruled = resolved.rowLevelSecurity === undefined ? overridden : new Set([...overridden, 'rowLevelSecurity'])
   checkRuleVerifier(fastify, ruled, options)
   checkScopeEntries(options.scope, methods, resolved.conflictFields !== undefined)
-  const table = await checkTable(declaration, methods)
+  const table = await checkTable(given, methods)
+  // From here on, the options name the key the catalog settled (a composite one, or the table's own).
+  const declaration = { ...given, resolved: withSettledKey(resolved, table.key) }
   const security = { table: resolved.table, auth: options }
   await mountRowSecurity(fastify, resolved.rowLevelSecurity, declaration.db, table.dialect, security)
-  return await checkFullText(declaration, table)
+  return { table: await checkFullText(declaration, table), declaration }
 }
 
 /**
@@ -340,11 +339,11 @@ async function checkMount (
 export async function mountViewset (
   fastify: FastifyInstance,
   methods: readonly ViewsetMethod[],
-  declared: ViewsetDeclaration
+  given: ViewsetDeclaration
 ): Promise<{ prepared: PreparedViewset; mounted: MountedViewset }> {
-  const { resolved, options } = declared
-  const table = await checkMount(fastify, methods, declared)
-  const declaration = withSoftDelete(declared, table.softDelete) // its rule holds "the row lives" from here on
+  const { table, declaration: keyed } = await checkMount(fastify, methods, given)
+  const declaration = withSoftDelete(keyed, table.softDelete) // its rule holds "the row lives" from here on
+  const { resolved, options } = declaration
   const name = resolved.name ?? nameFromPrefix(fastify.prefix, resolved.table)
   const planned = await planEntity(declaration, table, name, fastify.prefix)
   const reported = { ...declaration, ...declaration.options, ...resolved, entity: planned.entity }

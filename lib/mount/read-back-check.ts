@@ -1,13 +1,14 @@
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import type { TableCatalog } from '../dialect/shared/catalog.js'
 import type { ViewsetMethod } from '../options.js'
+import type { RowKey } from '../row-key.js'
 
 // MySQL has no RETURNING: it finds a new row by its AUTO_INCREMENT key, or by the key the handler set. A key
 // that is neither could never be read back, and every POST would fail: said at startup, not in a request.
 
 /** What the check reads of a viewset's declaration. */
 export interface ReadBackDeclaration {
-  readonly primaryKey: string
+  readonly key: RowKey
   /** The handlers and hooks the viewset overrides, `beforeWrite` counted when given as an option. */
   readonly overridden: ReadonlySet<string>
 }
@@ -18,15 +19,17 @@ export interface ReadBackDeclaration {
  * overridden `beforeWrite`, `createElement` or `createElements` sets it), or `undefined`.
  *
  * @example
- * readBackProblem(mysqlDialect, described, { primaryKey: 'code', overridden }, ['POST']) // '"code" of "codes" is …'
+ * readBackProblem(mysqlDialect, described, { key: new RowKey(['code']), overridden }, ['POST']) // '"code" of …'
  */
 export function readBackProblem (
   dialect: ViewsetDialect,
   table: TableCatalog,
-  { primaryKey, overridden }: ReadBackDeclaration,
+  { key: rowKey, overridden }: ReadBackDeclaration,
   methods: readonly ViewsetMethod[]
 ): string | undefined {
-  if (dialect.name !== 'mysql' || table.view || overridden.has('beforeWrite')) return undefined
+  // A composite key's parts are sent on POST (or set by the database's defaults): a new row is found by them.
+  if (dialect.name !== 'mysql' || table.view || overridden.has('beforeWrite') || rowKey.composite) return undefined
+  const primaryKey = rowKey.first
   const key = table.columns.find((column) => column.name === primaryKey)
   if (key === undefined || key.autoIncrement) return undefined
   const handlers = methods.flatMap((method) => {

@@ -72,7 +72,13 @@ export function withNestedWrites (
     ? []
     : declaredRelations(relatedConfig, schema).filter((relation) => relation.writable)
   if (declared.length === 0) return handlers
-  const { primaryKey, maxBulk, components } = context.schemas
+  const { primaryKey, maxBulk, components, key } = context.schemas
+  // A to-many child names its parent by one key column: a composite-keyed parent writes its to-one relations only.
+  const toMany = key.composite ? declared.find((relation) => relation.kind !== 'many-to-one') : undefined
+  if (toMany !== undefined) {
+    invalidOption(`${toMany.path}.writable`, `a viewset with a composite key (${key.columns.join(', ')}) writes ` +
+      'only its many-to-one relations')
+  }
   const writable = writableFields(context.schemas.entity)
   const relations = declared.map((relation) => writableRelation(relation, writable, primaryKey))
   documentShapes(components.bodies, declared, maxBulk)

@@ -102,14 +102,15 @@ export class FieldRules {
   readonly identity: object
   readonly #source: FieldAccessFunction
   readonly #fields: readonly string[]
-  readonly #primaryKey: string
+  /** The key's columns: never hidden nor read-only (a row is named by its key). */
+  readonly #key: readonly string[]
   readonly #views = new LruCache<string, FieldView>(maxViews)
 
-  constructor (source: FieldAccessFunction, identity: object, fields: readonly string[], primaryKey: string) {
+  constructor (source: FieldAccessFunction, identity: object, fields: readonly string[], key: readonly string[]) {
     this.#source = source
     this.identity = identity
     this.#fields = fields
-    this.#primaryKey = primaryKey
+    this.#key = key
   }
 
   /** The caller's view: at once when `fieldAccess` answered at once. */
@@ -147,7 +148,7 @@ export class FieldRules {
           'schema; every field but the key is taken as listed (fail closed)'
       )
     }
-    return this.#fields.filter((field) => field !== this.#primaryKey && (every || names.includes(field)))
+    return this.#fields.filter((field) => !this.#key.includes(field) && (every || names.includes(field)))
   }
 }
 

@@ -141,7 +141,12 @@ export function planFullText (
   option: unknown,
   fields: ReadonlyMap<string, ScalarField>,
   dialect: ViewsetDialect,
-  resolved: { readonly table: string, readonly primaryKey: string, readonly maxSearchLength: number }
+  resolved: {
+    readonly table: string,
+    readonly primaryKey: string,
+    readonly keyColumns: readonly string[] | undefined,
+    readonly maxSearchLength: number,
+  }
 ): FullTextPlan {
   if (option === undefined) return off
   const index = fullTextIndex(option, fields, resolved.table, resolved.primaryKey)
@@ -152,7 +157,7 @@ export function planFullText (
     name: relevanceKey, type: 'number', schema: { type: 'number' }, nullable: false, expression: unset,
   }
   const orderKeys = new Map([[relevanceKey, relevance]])
-  const byRelevance = parseOrdering(`-${relevanceKey}`, orderKeys, resolved.primaryKey)
+  const byRelevance = parseOrdering(`-${relevanceKey}`, orderKeys, resolved.keyColumns ?? resolved.primaryKey)
   if (!('keys' in byRelevance)) return invalidOption('fullText', 'relevance cannot be ordered by')
   return {
     properties: { q: qSchema(index.fields, maxLength, fullText.rankIsolated) },

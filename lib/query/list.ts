@@ -108,7 +108,7 @@ export function createListPlan (context: ListContext): ListPlan {
     options.orderingFields,
     options.defaultOrder,
     fields,
-    resolved.primaryKey,
+    resolved.keyColumns ?? [resolved.primaryKey],
     context.related,
     jsonPaths,
     fullText.orderKeys

@@ -98,7 +98,7 @@ export interface OrderProblem {
 
 /**
  * Parses sort keys, `'name,-created_at'` or `['name', '-created_at']`, against the fields that may be sorted
- * on, and appends `tieBreaker` (the primary key) unless it is listed: the one parser of LIST's `order_by` and
+ * on, and appends `tieBreaker` (each column of the key) unless it is listed: the one parser of LIST's `order_by` and
  * `defaultOrder` and of a relation's `orderBy`. Returns the first part it cannot use instead.
  *
  * @example
@@ -111,7 +111,7 @@ export interface OrderProblem {
 export function parseOrdering (
   text: string | readonly string[],
   fields: ReadonlyMap<string, Pick<OrderKey, 'nullable' | 'expression' | 'related'>>,
-  tieBreaker: string | undefined,
+  tieBreaker: string | readonly string[] | undefined,
   nulls = false
 ): Ordering | OrderProblem {
   const keys: OrderKey[] = []
@@ -131,8 +131,8 @@ export function parseOrdering (
     const chosen = choice !== undefined && nullable && choice !== nullsPosition(key)
     keys.push(chosen ? { ...key, nulls: choice } : key)
   }
-  if (tieBreaker !== undefined && !keys.some((key) => key.field === tieBreaker)) {
-    keys.push({ field: tieBreaker, descending: false, nullable: false })
+  for (const column of typeof tieBreaker === 'string' ? [tieBreaker] : tieBreaker ?? []) {
+    if (!keys.some((key) => key.field === column)) keys.push({ field: column, descending: false, nullable: false })
   }
   return { shape: keys.map(keyText).join(','), keys }
 }
@@ -215,18 +215,18 @@ export function planOrdering (
   orderingFields: unknown,
   defaultOrder: unknown,
   fields: ReadonlyMap<string, ScalarField>,
-  primaryKey: string,
+  primaryKey: readonly string[],
   related?: RelatedRoot,
   jsonPaths?: ReadonlyMap<string, JsonPath>,
   computed: ReadonlyMap<string, SortableField> = new Map()
 ): OrderingPlan {
-  const key = fields.get(primaryKey)
-  if (key === undefined) invalidOption('primaryKey', `"${primaryKey}" must be a scalar column to order pages by`)
+  const unordered = primaryKey.find((column) => !fields.has(column))
+  if (unordered !== undefined) invalidOption('primaryKey', `"${unordered}" must be a scalar column to order pages by`)
   const allowed = allowedFields(orderingFields, fields, related, jsonPaths)
   const defaultOrdering = plannedDefaultOrder(defaultOrder, fields, allowed, primaryKey)
   // Values a request computes (`relevance` of q: query/full-text.ts) may be asked for, never be the default.
   for (const [name, field] of computed) allowed.set(name, field)
-  const byPrimaryKey = defaultOrdering.shape === primaryKey
+  const byPrimaryKey = defaultOrdering.shape === primaryKey.join(',')
   const allowedList = nameList(allowed.keys())
   // An ordering is plain immutable data and clients repeat a few `order_by` texts: each is parsed once
   // (splitting it and building its shape cost a LIST more than the rest of its query string).
@@ -301,10 +301,11 @@ function plannedDefaultOrder (
   defaultOrder: unknown,
   fields: ReadonlyMap<string, ScalarField>,
   allowed: ReadonlyMap<string, SortableField>,
-  primaryKey: string
+  primaryKey: readonly string[]
 ): Ordering {
   if (defaultOrder === undefined) {
-    return { shape: primaryKey, keys: [{ field: primaryKey, descending: false, nullable: false }] }
+    const keys = primaryKey.map((field) => ({ field, descending: false, nullable: false }))
+    return { shape: primaryKey.join(','), keys }
   }
   if (typeof defaultOrder !== 'string' || defaultOrder === '') {
     invalidOption('defaultOrder', 'expected a string such as "-created_at" or "name,-id"')
@@ -323,7 +324,7 @@ function plannedDefaultOrder (
 function orderByProperties (
   allowed: ReadonlyMap<string, SortableField>,
   defaultOrder: unknown,
-  primaryKey: string
+  primaryKey: readonly string[]
 ): Record<string, JsonSchema> {
   if (allowed.size === 0) return {}
   return {
@@ -336,7 +337,8 @@ function orderByProperties (
         'Comma-separated sort keys; a leading `-` sorts descending, a trailing `.nullsfirst` or `.nullslast` puts ' +
         'NULLs first or last (default: last ascending, first descending). ' +
         `Allowed fields: ${nameList(allowed.keys())}. ` +
-        `Default: ${defaultOrder === undefined ? primaryKey : String(defaultOrder)}. Ties are broken by ${primaryKey}.`,
+        `Default: ${defaultOrder === undefined ? primaryKey.join(',') : String(defaultOrder)}. ` +
+          `Ties are broken by ${primaryKey.join(', ')}.`,
       examples: [[...allowed.keys()].map((name, index) => (index === 0 ? `-${name}` : name)).join(',')],
     },
   }

@@ -161,7 +161,7 @@ export interface ComponentRelations {
 export function viewsetComponents (
   entity: JsonSchema,
   name: string,
-  primaryKey: string,
+  key: readonly string[],
   methods: readonly ViewsetMethod[],
   { relations, loaded, ruled = false }: ComponentRelations
 ): ViewsetComponents {
@@ -172,7 +172,7 @@ export function viewsetComponents (
   const required = Object.keys(properties).filter(
     (field) => !ruled && (!relations.has(field) || loaded === undefined || loaded.has(field))
   )
-  if (!required.includes(primaryKey) && Object.hasOwn(properties, primaryKey)) required.push(primaryKey)
+  for (const column of key) if (!required.includes(column) && Object.hasOwn(properties, column)) required.push(column)
   const { required: _required, $id: _id, ...rest } = entity
   const rowProperties = Object.fromEntries(
     Object.entries(properties).map(([field, property]) => [

@@ -204,7 +204,7 @@ export function deriveEntity (
   columns: Map<string, ColumnInfo>,
   relationFields: ReadonlySet<string>,
   id: string,
-  primaryKey: string,
+  serverKeys: ReadonlySet<string>,
   versionField?: string,
   dialect?: DialectName
 ): JsonSchema {
@@ -219,7 +219,7 @@ export function deriveEntity (
     const bounded = storableStrings(canonicalStrings(boundIntegers(property, column, dialect), column), dialect)
     // Every read-only marker becomes `readOnly: true` on the field itself, where bodies and OpenAPI look.
     properties[name] =
-      name === primaryKey || name === versionField || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name])
+      serverKeys.has(name) || name === versionField || isReadOnly(bounded) || hasReadonlyKind(schema.properties[name])
         ? { ...bounded, readOnly: true }
         : bounded
   }
@@ -281,12 +281,17 @@ export function deriveBody (entity: JsonSchema, partial: boolean): JsonSchema {
   return body
 }
 
-/** An element of `PATCH {prefix}/bulk` (BULK_PATCH): a PATCH body (of `entity`) that carries its row's key. */
-export function deriveKeyedPatch (entity: JsonSchema, primaryKey: string): JsonSchema {
+/** An element of `PATCH {prefix}/bulk` (BULK_PATCH): a PATCH body (of `entity`) that carries its row's key (every
+ * column of a composite one). */
+export function deriveKeyedPatch (entity: JsonSchema, primaryKey: string | readonly string[]): JsonSchema {
   const body = deriveBody(entity, true)
-  const { readOnly: _readOnly, ...key } = propertiesOf(entity)[primaryKey] ?? { type: 'string' }
-  const named = { ...key, description: `The ${primaryKey} of the row to update.` }
-  return { ...body, properties: { ...propertiesOf(body), [primaryKey]: named }, required: [primaryKey] }
+  const columns = typeof primaryKey === 'string' ? [primaryKey] : primaryKey
+  const properties = { ...propertiesOf(body) }
+  for (const column of columns) {
+    const { readOnly: _readOnly, ...key } = propertiesOf(entity)[column] ?? { type: 'string' }
+    properties[column] = { ...key, description: `The ${column} of the row to update.` }
+  }
+  return { ...body, properties, required: [...columns] }
 }
 
 /** The `:id` path parameter, typed like the primary key. */

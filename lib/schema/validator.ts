@@ -53,7 +53,8 @@ export function isCanonicalInteger (value: string): boolean {
   return canonicalInteger.test(value)
 }
 
-type StringValidator = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
+/** A validator of strings, with Fastify's validation errors. */
+export type StringValidator = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null }
 
 /**
  * Whether an Ajv error gives way to the handler's own check: LIST's `offset` past its documented `maximum`
@@ -128,6 +129,19 @@ export function compileFor (part: 'body' | 'strings', schema: Record<string, unk
 // viewset's `:id`), and Ajv's own cache knows a schema only by object identity. Compiling was most of
 // `app.ready()`. A validator keeps no state between calls but its `errors`, read right after the call.
 const compiled = new LruCache<string, StringValidator>(1024)
+
+/**
+ * A validator of path or query strings, as the viewset's routes validate theirs: coerced to the schema's types,
+ * integers written canonically. Its `errors` are read right after a call.
+ *
+ * @example
+ * ```ts
+ * const validate = stringsValidator({ type: 'object', properties: { tag_id: { type: 'integer' } } })
+ * ```
+ */
+export function stringsValidator (schema: Record<string, unknown>): StringValidator {
+  return canonicalIntegers(schema, compileFor('strings', schema))
+}
 
 /**
  * The viewset's validator compiler: {@link compileFor} the body, or the strings of the path and query,

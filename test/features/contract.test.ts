@@ -78,6 +78,19 @@ const knownGaps: KnownGap[] = [
     reason: 'a field rule (fieldAccess) may hide any field but the key, so the served schema of a ruled viewset ' +
       'requires only the key (mount/field-rules.ts servedSchema); org is always sent to this example\'s callers',
   },
+  {
+    key: 'generated: expected-status valid POST /book_tags 409',
+    count: 2,
+    item: 'issue 39',
+    reason: 'the link table is served by its composite key (issue 39): its body is that key, two foreign keys whose ' +
+      'samples are the examples (1, 1), a link the example database already holds',
+  },
+  {
+    key: 'generated: expected-status fields=id GET /book_tags* 400',
+    count: 2,
+    item: 'issue 39',
+    reason: 'this check asks every resource for `?fields=id`; the link table has no id, its key is (book_id, tag_id)',
+  },
 ]
 
 const globRegex = (key: string) => new RegExp(`^${key.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`)

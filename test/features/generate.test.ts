@@ -192,18 +192,20 @@ test('relation names: fk column without _id, the other table, and <fk column>_<t
     'one-to-many:author_id_documents',
     'one-to-many:reviewer_documents',
     'one-to-many:owner_id_documents',
+    // events, keyed by (day, person_id), is served now, with its foreign key (issue 39)
+    'one-to-many:events',
     'many-to-many:right_id_documents',
   ])
   assert.deepEqual(plan.links, ['pairs'])
-  assert.deepEqual(plan.skipped, [
-    {
-      table: 'events',
-      reason: 'its primary key (day, person_id) has more than one column, and a viewset needs a single-column key',
-    },
-  ])
+  // Composite keys are served (issue 39): the link table by its two ends, events by (day, person_id).
+  assert.deepEqual(plan.skipped, [])
+  assert.deepEqual(
+    plan.served.filter((entry) => entry.key.length > 1).map((entry) => [entry.catalog.name, entry.key]),
+    [['pairs', ['left_id', 'right_id']], ['events', ['day', 'person_id']]]
+  )
 })
 
-test('a composite-key table with a unique column is skipped with the --key that serves it, and served with it', () => {
+test('a composite-key table is served by its composite key, or by the unique column --key names', () => {
   const events = {
     ...table('events', ['day', 'person_id', 'code'], [], ['day', 'person_id']),
     unique: [['code']],
@@ -211,13 +213,8 @@ test('a composite-key table with a unique column is skipped with the --key that 
   const code = events.columns.map((column) => (column.name === 'code' ? { ...column, nullable: false } : column))
   const keyed = { ...events, columns: code }
   const plan = planGeneration('sqlite', [keyed], new Map())
-  assert.deepEqual(plan.skipped, [
-    {
-      table: 'events',
-      reason: 'its primary key (day, person_id) has more than one column, and a viewset needs a single-column key: ' +
-        '--key events=code serves it by that unique column',
-    },
-  ])
+  assert.deepEqual(plan.skipped, [])
+  assert.deepEqual(plan.served.map((entry) => [entry.catalog.name, entry.key]), [['events', ['day', 'person_id']]])
   const served = planGeneration('sqlite', [keyed], new Map([['events', 'code']]))
   assert.deepEqual(served.served.map((entry) => [entry.catalog.name, entry.primaryKey]), [['events', 'code']])
 })
@@ -231,7 +228,7 @@ for (const dialect of dialects) {
       generated.set(dialect.name, out)
 
       const { stdout } = await generate(url, out)
-      assert.match(stdout, /served: authors, book_titles, books, publishers, reviews, tags/)
+      assert.match(stdout, /served: authors, book_tags, book_titles, books, publishers, reviews, tags/)
       assert.match(stdout, /link tables \(the through of many-to-many relations\): book_tags/)
       const files = await filesOf(out)
       for (const text of Object.values(files)) {
@@ -295,7 +292,7 @@ for (const dialect of dialects) {
       const rerun = await generate(url, out)
       assert.match(rerun.stdout, /kept .*schemas\.ts: edited since it was generated; its new version is .*schemas\.ts\.new/)
       assert.match(rerun.stdout, /wrote .*db\.ts/)
-      assert.match(rerun.stdout, /served: authors, book_titles, books, publishers, reviews, shelves, tags/)
+      assert.match(rerun.stdout, /served: authors, book_tags, book_titles, books, publishers, reviews, shelves, tags/)
       assert.match(await readFile(join(out, 'schemas.ts'), 'utf8'), /\/\/ mine/)
       assert.match(await readFile(join(out, 'schemas.ts.new'), 'utf8'), /export const Shelves = Type\.Object/)
       assert.match(await readFile(join(out, 'db.ts'), 'utf8'), /export interface ShelvesTable \{/)
@@ -342,7 +339,12 @@ for (const dialect of dialects) {
         { published_at: '1974-05-01T00:00:00.000Z' }
       )
       const tag = await crud(app, '/api/tags', { label: 'fiction' }, { label: 'science fiction' })
-      await db.insertInto('book_tags').values({ book_id: book.id, tag_id: tag.id }).execute()
+      // The link table is a resource of its own, by its composite key (issue 39).
+      const linked = await app.inject({ method: 'POST', url: '/api/book_tags', payload: { book_id: book.id, tag_id: tag.id } })
+      assert.equal(linked.statusCode, 201, linked.body)
+      assert.equal(linked.headers.location, `/api/book_tags/${book.id},${tag.id}`)
+      const link = await app.inject({ method: 'GET', url: `/api/book_tags/${book.id},${tag.id}` })
+      assert.deepEqual(link.json(), { book_id: book.id, tag_id: tag.id })
       const review = await crud(app, '/api/reviews', { book_id: book.id, body: 'Ambiguous.' }, { stars: 4 })
       assert.equal(review.stars, 5, 'the default comes back')
 
@@ -400,11 +402,7 @@ for (const dialect of dialects) {
         const deleted = await app.inject({ method: 'DELETE', url: `/api/${path}/${id}` })
         assert.equal(deleted.statusCode, 204, `${path}: ${deleted.body}`)
       }
-      assert.equal(
-        (await app.inject({ method: 'GET', url: '/api/book_tags' })).statusCode,
-        404,
-        'a link table has no routes'
-      )
+      assert.deepEqual((await app.inject({ method: 'GET', url: '/api/book_tags' })).json(), [], 'the links followed by cascade')
     })
   })
 }

@@ -883,6 +883,52 @@ function generatedBulk (ids: { product: number; bare: number }, runs: number, se
   return fc.sample(fc.oneof(many, bulk), { numRuns: runs, seed })
 }
 
+/**
+ * Composite keys (issue 39): `/product-tags/{product_id},{tag}` (an integer part and a string part) with the payloads
+ * in either part, the wrong number of parts, raw and encoded commas and slashes, non-canonical integers, empty parts,
+ * and bodies whose key parts differ from the path. No 5xx; a 4xx changes no row.
+ */
+export function compositeCorpus (product: number): HostileRequest[] {
+  const requests: HostileRequest[] = []
+  const add = (request: HostileRequest) => requests.push(request)
+  const methods = ['GET', 'HEAD', 'PATCH', 'PUT', 'DELETE'] as const
+  const body = (method: string, key: Record<string, unknown> = {}) =>
+    method === 'PATCH' || method === 'PUT' ? { body: json({ product_id: product, tag: 'red', note: 'n', ...key }) } : {}
+  for (const [method, payload] of spread(methods, injections, 2)) {
+    const segments = [`${idSegment(payload)},red`, `${product},${idSegment(payload)}`, `${idSegment(payload)}`]
+    for (const segment of segments) {
+      add({ label: `${method} composite /${segment.slice(0, 40)}`, method, url: `/product-tags/${segment}`, ...body(method) })
+    }
+  }
+  const forms = [
+    '', ',', ',,', `${product}`, `${product},`, ',red', `${product},red,`, `${product},red,x`, `0${product},red`,
+    `+${product},red`, `${product}.0,red`, '1e0,red', '0x1,red', `${product}%2Cred`, `${product},re%2Cd`,
+    `${product},re%2Fd`, `${product},%`, `${product},%zz`, `${product},%00`, '99999999999999999999,red',
+    '-0,red', `${product},${'x'.repeat(300)}`, `${product},red%20`, `${product}%2C`, '%2C,%2C',
+  ]
+  for (const form of forms) {
+    for (const method of methods) {
+      add({ label: `${method} composite form ${form.slice(0, 40)}`, method, url: `/product-tags/${form}`, ...body(method) })
+    }
+  }
+  for (const method of ['PATCH', 'PUT'] as const) {
+    for (const key of [{ product_id: product + 1 }, { tag: 'blue' }, { tag: null }, { product_id: '1' }, { tag: 7 }]) {
+      add({
+        label: `${method} composite body key ${json(key)}`,
+        method,
+        url: `/product-tags/${product},red`,
+        ...body(method, key),
+        expect: 400,
+      })
+    }
+  }
+  for (const payload of injections.slice(0, 20)) {
+    add({ label: `POST composite tag=${json(payload).slice(0, 40)}`, method: 'POST', url: '/product-tags', body: json({ product_id: product, tag: payload }), sent: { tag: payload } })
+  }
+  add({ label: 'POST composite missing part', method: 'POST', url: '/product-tags', body: json({ product_id: product }), expect: 400 })
+  return requests
+}
+
 // ---- soft delete (issue 39 item 2) ----------------------------------------------------------------
 
 /**

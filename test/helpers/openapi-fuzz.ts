@@ -160,13 +160,15 @@ export class Fuzzer {
       query[parameter.name] = Array.isArray(value) ? value.map(text) : text(value)
     }
     let path = ref.path
+    let keyValue: unknown
     if (isElement(ref)) {
       const ids = this.#ids.get(collectionOf(ref.path)) ?? []
       const idParameter = ref.parameters.find((p) => p.in === 'path')
       const generated = idParameter === undefined ? fc.constant(1) : arbitraryOf(contract.document, idParameter.schema)
       const known = () => ({ weight: 5, arbitrary: fc.constantFrom(...ids) })
       const id = ids.length > 0 ? fc.oneof(known(), { weight: 1, arbitrary: generated }) : generated
-      path = this.#path(ref, String(this.#one(id)))
+      keyValue = this.#one(id)
+      path = this.#path(ref, String(keyValue))
     }
     const names = new Set(ref.parameters.filter((p) => p.in === 'header').map((p) => p.name.toLowerCase()))
     const etag = this.#etags.get(path)
@@ -175,9 +177,24 @@ export class Fuzzer {
       if (value !== undefined) headers[name] = value
     }
     if (names.has('prefer') && this.#one(fc.boolean())) headers.prefer = 'resolution=merge-duplicates'
-    const body = this.#body(ref)
+    const body = this.#keyed(ref, this.#body(ref), keyValue)
     if (body !== undefined) headers['content-type'] = body.type
     return { label: 'valid', method: ref.method.toUpperCase(), path, query, headers, ...(body === undefined ? {} : { body: body.text }) }
+  }
+
+  /**
+   * A composite key's parts in a JSON body are the path's (`/book_tags/{book_id},{tag_id}`, issue 39): a part sent in
+   * a PUT or PATCH body must equal the path's, else a 400 the document cannot express.
+   */
+  #keyed (ref: OperationRef, body: { type: string; text: string; value: unknown } | undefined, key: unknown) {
+    const parts = ref.parameters.filter((p) => p.in === 'path').map((p) => p.name)
+    const value = body?.value
+    if (body === undefined || key === undefined || parts.length < 2 || typeof value !== 'object' || value === null) {
+      return body
+    }
+    const keyed: Record<string, unknown> = { ...value }
+    for (const part of parts) if (part in keyed) keyed[part] = key
+    return body.type === form ? body : { ...body, text: JSON.stringify(keyed), value: keyed }
   }
 
   #body (ref: OperationRef): { type: string; text: string; value: unknown } | undefined {

@@ -26,7 +26,7 @@ const layers: ReadonlyArray<readonly [number, readonly string[]]> = [
   [4, ['viewset.ts', 'create-viewset.ts', 'viewset-hooks.ts', 'viewset-table.ts', 'requests.ts', 'mount/', 'http/', 'changes/', 'docs.ts', 'generate/']],
   [3, ['data/', 'query/', 'relations/', 'schema/', 'options.ts', 'viewset-options.ts', 'list-options.ts', 'write-hooks.ts', 'methods.ts', 'tokens.ts', 'db.ts']],
   [2, ['dialect/', 'execution/', 'observability/']],
-  [1, ['sql.ts', 'errors.ts']],
+  [1, ['sql.ts', 'errors.ts', 'row-key.ts']],
 ]
 
 const lib = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'lib')

@@ -9,7 +9,8 @@ import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
 import type { TestDatabase } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
 import {
-  batchCorpus, bulkCorpus, changesCorpus, fixedCorpus, generatedCorpus, historyCorpus, nestedCorpus, softDeleteCorpus,
+  batchCorpus, bulkCorpus, changesCorpus, compositeCorpus, fixedCorpus, generatedCorpus, historyCorpus, nestedCorpus,
+  softDeleteCorpus,
 } from '../helpers/hostile-corpus.js'
 import type { HostileRequest } from '../helpers/hostile-corpus.js'
 
@@ -29,9 +30,16 @@ const Product = Type.Object({
   maker: Type.Optional(Type.Union([Maker, Type.Null()])),
   reviews: Type.Optional(Type.Array(Review)),
 })
+/** A link of a product to a tag: a composite key (product_id, tag), its string part free text. */
+const ProductTag = Type.Object({
+  product_id: Type.Integer(),
+  tag: Type.String({ minLength: 1, maxLength: 100 }),
+  note: Type.Optional(Type.Union([Type.String({ maxLength: 100 }), Type.Null()])),
+})
 /** The keys a response object may have, by what it is. */
 const allowedKeys = {
   product: new Set(Object.keys(Product.properties)),
+  productTag: new Set(Object.keys(ProductTag.properties)),
   maker: new Set(Object.keys(Maker.properties)),
   review: new Set(Object.keys(Review.properties)),
 }
@@ -65,6 +73,15 @@ async function createShop (database: TestDatabase) {
     .addColumn('body', 'varchar(255)')
     .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
     .execute()
+  await db.schema
+    .createTable('product_tags')
+    // No foreign key: products are served twice (/products, /archive), and the corpus is about the key's path.
+    .addColumn('product_id', 'integer', (column) => column.notNull())
+    .addColumn('tag', 'varchar(100)', (column) => column.notNull())
+    .addColumn('note', 'varchar(100)')
+    .addColumn('secret', 'varchar(64)', (column) => column.notNull().defaultTo(secretValue))
+    .addPrimaryKeyConstraint('product_tags_pk', ['product_id', 'tag'])
+    .execute()
   await db
     .insertInto('makers')
     .values([{ name: 'Acme' }, { name: 'Globex' }, { name: 'Initech' }])
@@ -82,6 +99,9 @@ async function createShop (database: TestDatabase) {
       [1, 1, 2, 3, 3, 3, 5].map((product, i) => ({ product_id: product, body: i % 2 === 0 ? `review ${i}` : null }))
     )
     .execute()
+  await db.insertInto('product_tags').values([
+    { product_id: 1, tag: 'red' }, { product_id: 1, tag: 'blue' }, { product_id: 2, tag: 're,d/x' },
+  ]).execute()
   return { product: 1, bare: 8, ids: [1, 2, 3, 4, 5, 6, 7, 8] }
 }
 
@@ -152,6 +172,9 @@ async function shopApp (t: Parameters<typeof testApp>[0], dialect: (typeof diale
     }),
     { prefix: '/products' }
   )
+  await app.register(createViewset({ db: database.db, table: 'product_tags', schema: ProductTag }), {
+    prefix: '/product-tags',
+  })
   if (!nested) {
     // Soft delete's routes (issue 39 item 2) over the same rows: nobody may see deleted rows.
     await app.register(createViewset({
@@ -185,7 +208,8 @@ const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\
 function inputsOf (request: HostileRequest): string[] {
   const inputs: string[] = [request.method]
   const [path = '', search = ''] = request.url.split('?')
-  for (const segment of path.split('/')) {
+  // A composite key's parts too (`/product-tags/1,<part>`): an error may echo one part the client sent.
+  for (const segment of path.split('/').flatMap((whole) => [whole, ...whole.split(',')])) {
     inputs.push(segment)
     try {
       inputs.push(decodeURIComponent(segment))
@@ -232,7 +256,7 @@ function isObject (value: unknown): value is object {
 }
 
 /** Keys outside the schema, anywhere in a 2xx body. */
-function foreignKeys (body: unknown): string[] {
+function foreignKeys (body: unknown, kind: 'product' | 'productTag'): string[] {
   const found: string[] = []
   const check = (object: unknown, kind: keyof typeof allowedKeys) => {
     if (typeof object !== 'object' || object === null) return
@@ -254,7 +278,7 @@ function foreignKeys (body: unknown): string[] {
   const affected = typeof body === 'object' && body !== null && !Array.isArray(body) &&
     Object.keys(body).length === 1 && 'affected' in body && Number.isInteger(body.affected)
   if (affected) return found
-  for (const product of Array.isArray(body) ? body : [body]) check(product, 'product')
+  for (const product of Array.isArray(body) ? body : [body]) check(product, kind)
   return found
 }
 
@@ -323,7 +347,7 @@ function faults (
         const keys = Object.keys(entry).sort().join()
         if (keys !== 'actor,after,at,before,operation') problems.push(`a history entry with ${keys}`)
       }
-      const foreign = foreignKeys(body)
+      const foreign = foreignKeys(body, request.url.startsWith('/product-tags') ? 'productTag' : 'product')
       if (foreign.length > 0) problems.push(`fields outside the schema: ${foreign.join(', ')}`)
       // Strings are stored and answered as sent: nothing in them was interpreted.
       if (request.sent !== undefined && writes && typeof body === 'object' && body !== null) {
@@ -348,8 +372,8 @@ function faults (
 
 async function snapshot (db: TestDatabase['db']): Promise<string> {
   const tables = await Promise.all(
-    ['makers', 'products', 'reviews'].map(
-      async (table) => await db.selectFrom(table).selectAll().orderBy('id').execute()
+    ['makers', 'products', 'reviews', 'product_tags'].map(
+      async (table) => await db.selectFrom(table).selectAll().orderBy(table === 'product_tags' ? 'tag' : 'id').execute()
     )
   )
   return JSON.stringify(tables)
@@ -378,6 +402,7 @@ async function hostileRun (t: TestContext, dialect: (typeof dialects)[number], n
         ...changesCorpus(),
         ...generatedCorpus(ids.ids, 250, seed),
         ...batchCorpus({ product: ids.product, bare: ids.bare }, 100, seed),
+        ...compositeCorpus(ids.product),
         ...softDeleteCorpus({ product: ids.product, bare: ids.bare }),
         ...bulkCorpus({ product: ids.product, bare: ids.bare }, 150, seed),
         ...historyCorpus({ product: ids.product }),

@@ -56,6 +56,15 @@ createViewset({
 // @ts-expect-error primaryKey must be a field of the schema
 createViewset({ db, table: 'items', schema: Item, primaryKey: 'uuid' })
 
+// a composite key: its columns in key order, each a field of the schema
+createViewset({ db, table: 'items', schema: Item, primaryKey: ['id', 'name'] })
+
+// @ts-expect-error every column of a composite key must be a field of the schema
+createViewset({ db, table: 'items', schema: Item, primaryKey: ['id', 'uuid'] })
+
+// @ts-expect-error a composite key has at least one column
+createViewset({ db, table: 'items', schema: Item, primaryKey: [] })
+
 // @ts-expect-error methods are LIST GET POST PUT PATCH DELETE
 createViewset({ db, table: 'items', schema: Item, methods: ['FETCH'] })
 

@@ -2,7 +2,7 @@
 // edit it, then writes its new version beside it as .new.
 // Command: npx fastify-viewsets generate --url sqlite:base.db --out examples/generated/db --tables
 // authors,book_tags,books,publishers,tags
-// Content hash: sha256:7ee674cbc688046091c4889b7f2aac0e89c59b409b329b3ec2ad120be0c01bbf
+// Content hash: sha256:a87bc551b4ff9c0e9a19710eac41211ae0b7716035fb8bd410b59fa79d0ad75f
 
 import { Type } from '@sinclair/typebox'
 import type { Static } from '@sinclair/typebox'
@@ -14,6 +14,13 @@ export const Authors = Type.Object({
   country: Type.Optional(Type.Union([Type.String({ maxLength: 2 }), Type.Null()])),
 })
 export type Authors = Static<typeof Authors>
+
+/** A row of 'book_tags'. */
+export const BookTags = Type.Object({
+  book_id: Type.Integer(),
+  tag_id: Type.Integer(),
+})
+export type BookTags = Static<typeof BookTags>
 
 /** A row of 'books'. */
 export const Books = Type.Object({

@@ -2,7 +2,7 @@
 // edit it, then writes its new version beside it as .new.
 // Command: npx fastify-viewsets generate --url sqlite:base.db --out examples/generated/db --tables
 // authors,book_tags,books,publishers,tags
-// Content hash: sha256:72edee61341f890591d7935e0fdc040c5b650b03cbd08e7b1ba6aecfc81272ad
+// Content hash: sha256:0f7fdfa6b14014fbc216d1ac509d3cf3d2aa67ef0659acbdeda8ecffdcc5dfa9
 
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
@@ -10,7 +10,7 @@ import type { Kysely } from 'kysely'
 import { createViewset } from 'fastify-viewsets'
 import type { ViewsetMethod } from 'fastify-viewsets'
 import type { DB } from './db.js'
-import { Authors, Books, Publishers, Tags } from './schemas.js'
+import { Authors, BookTags, Books, Publishers, Tags } from './schemas.js'
 
 /** 'authors' with its relations, loaded in batches when a client asks for them: 'books' (one-to-many). */
 export const AuthorsResource = Type.Object({
@@ -57,7 +57,7 @@ function access (served: readonly ViewsetMethod[], protectedMethods: readonly Vi
 /**
  * Registers a viewset for each table, under `/<table>` after the prefix (a name with other characters than
  * letters, digits, `_` and `-` has them written as their UTF-8 bytes, `~` and two hex digits each).
- * Link tables serve as the `through` of many-to-many relations: 'book_tags'.
+ * Link tables serve as the `through` of many-to-many relations, and by their composite key: 'book_tags'.
  *
  * @example
  * ```ts
@@ -91,6 +91,22 @@ export async function registerAll (
       defaultRelations: [],
     }),
     { prefix: prefix + '/authors' }
+  )
+  await app.register(
+    createViewset({
+      db,
+      table: 'book_tags',
+      schema: BookTags,
+      primaryKey: ['book_id', 'tag_id'],
+      ...access(methods, protectedMethods),
+      tags: ['book_tags'],
+      orderingFields: ['book_id', 'tag_id'],
+      filterFields: {
+        book_id: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in'],
+        tag_id: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in'],
+      },
+    }),
+    { prefix: prefix + '/book_tags' }
   )
   await app.register(
     createViewset({

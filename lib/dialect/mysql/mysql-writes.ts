@@ -43,11 +43,11 @@ function storable ({ catalog }: WriteTarget, values: Row): Row {
 /** The row with this key, read back after a write (in its transaction): compiled once per table. */
 async function readBack (
   db: AnyDatabase,
-  { table, primaryKey, columns, statements }: WriteTarget,
+  { table, key, columns, statements }: WriteTarget,
   id: unknown
 ): Promise<Row | undefined> {
-  const [row] = await statements.rows(db, 'find', [id], () =>
-    db.selectFrom(table).select(columns).where(primaryKey, '=', id)
+  const [row] = await statements.rows(db, 'find', key.parts(id), () =>
+    db.selectFrom(table).select(columns).where(key.match(id))
   )
   return row
 }
@@ -60,20 +60,21 @@ async function readBack (
  */
 async function inScope (
   db: AnyDatabase,
-  { table, primaryKey, columns, statements }: WriteTarget,
+  { table, key, columns, statements }: WriteTarget,
   id: unknown,
   scope: WriteScope,
   lock: boolean
 ): Promise<Row | undefined> {
-  const [row] = await statements.rows(db, `${lock ? 'lock' : 'find'} ${scope.shape}`, keyAndScope(id, scope), () => {
-    const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id).where(scope.where)
+  const shape = `${lock ? 'lock' : 'find'} ${scope.shape}`
+  const [row] = await statements.rows(db, shape, keyAndScope(key, id, scope), () => {
+    const select = db.selectFrom(table).select(columns).where(key.match(id)).where(scope.where)
     return lock ? select.forUpdate() : select
   })
   return row
 }
 
 async function insert (db: AnyDatabase, target: WriteTarget, values: Row): Promise<Row> {
-  const { table, primaryKey } = target
+  const { table, key } = target
   const row = storable(target, values)
   const { fields, shape, parameters } = sentFields(row)
   return await inTransaction(db, async (trx) => {
@@ -81,13 +82,17 @@ async function insert (db: AnyDatabase, target: WriteTarget, values: Row): Promi
     const { insertId } = await target.statements.execute(trx, `insert ${shape}`, parameters, () =>
       trx.insertInto(table).values(inFieldOrder(fields, row))
     )
-    // The key the caller set, else the AUTO_INCREMENT value of this connection's insert.
-    const id = row[primaryKey] ?? insertId
+    // The key the caller set, else the AUTO_INCREMENT value of this connection's insert (a composite key's one part
+    // left unset).
+    const unset = key.columns.filter((column) => row[column] === undefined || row[column] === null)
+    const [auto] = unset
+    const generated = unset.length === 1 && auto !== undefined && insertId !== undefined
+    const id = unset.length === 0 ? key.of(row) : generated ? key.of({ ...row, [auto]: insertId }) : undefined
     if (id === undefined) {
       // A programming error, not a request's: an override or beforeWrite left a key without a default unset.
       throw new Error(
-        `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the new row back; ` +
-          'set it in beforeWrite or createElement'
+        `"${key.columns.join(', ')}" of "${table}" is not AUTO_INCREMENT and was not set, so MySQL cannot read the ` +
+          'new row back; set it in beforeWrite or createElement'
       )
     }
     const stored = await readBack(trx, target, id)
@@ -97,7 +102,7 @@ async function insert (db: AnyDatabase, target: WriteTarget, values: Row): Promi
 }
 
 async function insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly Row[]): Promise<Row[]> {
-  const { table, primaryKey, columns } = target
+  const { table, key, columns } = target
   return await inTransaction(db, async (trx) => {
     const stored: Row[] = []
     for (const { fields, indexes } of fieldGroups(rows)) {
@@ -108,20 +113,13 @@ async function insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly 
           answered = await Promise.all(sent.map(async () => await insert(trx, target, {})))
         } else {
           const { insertId } = await trx.insertInto(table).values(sent).executeTakeFirstOrThrow()
-          if (fields.includes(primaryKey)) {
-            answered = await trx
-              .selectFrom(table)
-              .select(columns)
-              .where(
-                primaryKey,
-                'in',
-                sent.map((row) => row[primaryKey])
-              )
+          if (key.columns.every((column) => fields.includes(column))) {
+            answered = await trx.selectFrom(table).select(columns).where(key.matchAny(sent.map((row) => key.of(row))))
               .execute()
           } else {
-            if (insertId === undefined) {
+            if (insertId === undefined || key.composite) {
               throw new Error(
-                `"${primaryKey}" of "${table}" is not AUTO_INCREMENT and was not set, ` +
+                `"${key.columns.join(', ')}" of "${table}" is not AUTO_INCREMENT and was not set, ` +
                   'so MySQL cannot read the new rows back'
               )
             }
@@ -130,8 +128,8 @@ async function insertMany (db: AnyDatabase, target: WriteTarget, rows: readonly 
             answered = await trx
               .selectFrom(table)
               .select(columns)
-              .where(primaryKey, '>=', insertId)
-              .orderBy(primaryKey)
+              .where(key.first, '>=', insertId)
+              .orderBy(key.first)
               .limit(sent.length)
               .execute()
           }
@@ -152,7 +150,7 @@ async function update (
   values: Row,
   scope?: WriteScope
 ): Promise<Row | undefined> {
-  const { table, primaryKey } = target
+  const { table, key } = target
   if (Object.keys(values).length === 0) {
     return scope === undefined ? await readBack(db, target, id) : await inScope(db, target, id, scope, false)
   }
@@ -161,18 +159,18 @@ async function update (
   return await inTransaction(db, async (trx) => {
     if (scope !== undefined && (await inScope(trx, target, id, scope, true)) === undefined) return undefined
     // affectedRows is 0 for a row that exists but did not change, so the read decides between 200 and 404.
-    await target.statements.execute(trx, `update ${shape}`, [...parameters, id], () =>
-      trx.updateTable(table).set(inFieldOrder(fields, row)).where(primaryKey, '=', id)
+    await target.statements.execute(trx, `update ${shape}`, [...parameters, ...key.parts(id)], () =>
+      trx.updateTable(table).set(inFieldOrder(fields, row)).where(key.match(id))
     )
     return await readBack(trx, target, id)
   })
 }
 
 async function remove (db: AnyDatabase, target: WriteTarget, id: unknown, scope?: WriteScope): Promise<boolean> {
-  const { table, primaryKey } = target
+  const { table, key } = target
   const remove = async (on: AnyDatabase) =>
     deletedAny(
-      await target.statements.execute(on, 'delete', [id], () => on.deleteFrom(table).where(primaryKey, '=', id))
+      await target.statements.execute(on, 'delete', key.parts(id), () => on.deleteFrom(table).where(key.match(id)))
     )
   if (scope === undefined) return await remove(db)
   return await inTransaction(db, async (trx) =>

@@ -108,16 +108,25 @@ export function checkInList (check: string, column: string): string[] | undefine
   return values.length === 0 ? undefined : values
 }
 
-/** Why `primaryKey` cannot address one row of `table` through the given methods, naming the option at fault. */
+/** Whether `columns` are the table's primary key, in its order. */
+function isPrimaryKey (table: TableCatalog, columns: readonly string[]): boolean {
+  return table.primaryKey.length === columns.length && columns.every((column, at) => table.primaryKey[at] === column)
+}
+
+/**
+ * Why `primaryKey` (its columns) cannot address one row of `table` through the given methods, naming the option at
+ * fault. Several columns must be the table's primary key, in its order (the order of the key's path parts).
+ */
 export function rowKeyProblem (
   table: TableCatalog,
-  column: string,
+  columns: readonly string[],
   explicit: boolean,
   methods: readonly string[]
 ): { option: 'primaryKey' | 'methods'; message: string } | undefined {
+  const named = columns.join(', ')
   if (table.view) {
     // A view has no key in the catalog: the user vouches for one, and only reads go through it.
-    if (!explicit || !table.columns.some((entry) => entry.name === column)) {
+    if (!explicit || !columns.every((column) => table.columns.some((entry) => entry.name === column))) {
       return {
         option: 'primaryKey',
         message: `"${table.name}" is a view: name a column that identifies its rows with primaryKey`,
@@ -131,12 +140,15 @@ export function rowKeyProblem (
           message: `"${table.name}" is a view, which serves LIST and GET only; remove ${writes.join(', ')}`,
         }
   }
-  if (isRowKey(table, column)) return undefined
+  const [column] = columns
+  if (columns.length === 1 && column !== undefined ? isRowKey(table, column) : isPrimaryKey(table, columns)) {
+    return undefined
+  }
   const key = table.primaryKey.length === 0 ? 'no primary key' : `the primary key (${table.primaryKey.join(', ')})`
   return {
     option: 'primaryKey',
-    message: `"${column}" does not identify one row of "${table.name}" (${key}): use the single-column primary key ` +
-      'or a NOT NULL column with a unique constraint or plain unique index',
+    message: `"${named}" does not identify one row of "${table.name}" (${key}): use the primary key (its columns in ` +
+      'key order) or a NOT NULL column with a unique constraint or plain unique index',
   }
 }
 
@@ -176,7 +188,9 @@ export function conflictKeyProblem (
   }
   const same = (columns: readonly string[]) =>
     columns.length === fields.length && columns.every((column) => fields.includes(column))
-  const key = table.unique.find(same) ?? liveUnique(table, softDeleteColumn)?.find(same)
+  // A composite primary key's parts are writable: it is a key to merge on too (a single-column key is read-only).
+  const keys = [...(table.primaryKey.length > 1 ? [table.primaryKey] : []), ...table.unique]
+  const key = keys.find(same) ?? liveUnique(table, softDeleteColumn)?.find(same)
   if (key === undefined) {
     const keys = table.unique.map((columns) => `(${columns.join(', ')})`).join(', ')
     return `(${fields.join(', ')}) is not the set of columns of a unique constraint or plain unique index ` +
@@ -187,8 +201,8 @@ export function conflictKeyProblem (
     columns.length === 1 && table.columns.some((column) => column.name === columns[0] && column.autoIncrement)
   const others = [
     ...(table.primaryKey.length > 0 ? [table.primaryKey] : []),
-    ...table.unique.filter((columns) => columns !== key),
-  ].filter((columns) => !numbered(columns))
+    ...table.unique,
+  ].filter((columns) => columns !== key && !numbered(columns))
   if (others.length === 0) return undefined
   return `on MySQL and MariaDB, ON DUPLICATE KEY UPDATE fires on any unique key, so (${fields.join(', ')}) ` +
     `must be the only unique key of "${table.name}" besides an AUTO_INCREMENT key; ` +

@@ -38,7 +38,7 @@ export function insertReturning (
 
 export function updateReturning (
   db: AnyDatabase,
-  { table, primaryKey, columns, statements }: WriteTarget,
+  { table, key, columns, statements }: WriteTarget,
   id: unknown,
   values: Row,
   scope?: WriteScope
@@ -49,9 +49,9 @@ export function updateReturning (
       statements.execute(
         db,
         `find ${scopeShape(scope)}`,
-        keyAndScope(id, scope),
+        keyAndScope(key, id, scope),
         () => {
-          const select = db.selectFrom(table).select(columns).where(primaryKey, '=', id)
+          const select = db.selectFrom(table).select(columns).where(key.match(id))
           return scope === undefined ? select : select.where(scope.where)
         },
         true
@@ -60,17 +60,18 @@ export function updateReturning (
     )
   }
   return andThen(
-    statements.execute(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(id, scope)], () => {
-      const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(primaryKey, '=', id)
-      return (scope === undefined ? update : update.where(scope.where)).returning(columns)
-    }),
+    statements.execute(db, `update ${shape} ${scopeShape(scope)}`, [...parameters, ...keyAndScope(key, id, scope)],
+      () => {
+        const update = db.updateTable(table).set(inFieldOrder(fields, values)).where(key.match(id))
+        return (scope === undefined ? update : update.where(scope.where)).returning(columns)
+      }),
     firstRow
   )
 }
 
 /** The DELETE of one row by key, in the scope when one is given. */
-function deleteOne (db: AnyDatabase, { table, primaryKey }: WriteTarget, id: unknown, scope: WriteScope | undefined) {
-  const remove = db.deleteFrom(table).where(primaryKey, '=', id)
+function deleteOne (db: AnyDatabase, { table, key }: WriteTarget, id: unknown, scope: WriteScope | undefined) {
+  const remove = db.deleteFrom(table).where(key.match(id))
   return scope === undefined ? remove : remove.where(scope.where)
 }
 
@@ -83,8 +84,8 @@ export function deleteReturning (
   scope?: WriteScope
 ): Eventually<boolean> {
   return andThen(
-    target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () =>
-      deleteOne(db, target, id, scope).returning(target.primaryKey)
+    target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(target.key, id, scope), () =>
+      deleteOne(db, target, id, scope).returning(target.key.first)
     ),
     hasRows
   )
@@ -104,7 +105,7 @@ export function deleteCounting (
   scope?: WriteScope
 ): Eventually<boolean> {
   return andThen(
-    target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(id, scope), () =>
+    target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(target.key, id, scope), () =>
       deleteOne(db, target, id, scope)
     ),
     deletedAny

@@ -1,5 +1,6 @@
 import type { WriteScope } from '../dialect.js'
 import type { Row } from '../../sql.js'
+import type { RowKey } from '../../row-key.js'
 
 // What every dialect's single-row writes share: a write is compiled once per set of fields sent (and
 // scope), as LIST statements are per shape, and then run with each request's values. The fields are
@@ -39,7 +40,8 @@ export function scopeShape (scope: WriteScope | undefined): string {
   return scope === undefined ? '' : scope.shape
 }
 
-/** The key, then the scope's values: the order in which `WHERE key = ? AND scope` binds them. */
-export function keyAndScope (id: unknown, scope: WriteScope | undefined): readonly unknown[] {
-  return scope === undefined ? [id] : [id, ...scope.parameters]
+/** The key's parts, then the scope's values: the order in which `WHERE key = ? AND scope` binds them. */
+export function keyAndScope (key: RowKey, id: unknown, scope: WriteScope | undefined): readonly unknown[] {
+  const parts = key.parts(id)
+  return scope === undefined ? parts : [...parts, ...scope.parameters]
 }
