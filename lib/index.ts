@@ -11,7 +11,7 @@ export { createDatabase, databaseUrl, getDatabase, withPreparedStatements } from
 export type { CreateDatabaseOptions } from './db.js'
 export { viewsetDocs, viewsetSecuritySchemes } from './docs.js'
 export type { ViewsetDocsOptions } from './docs.js'
-export { baseMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods } from './options.js'
+export { baseMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods } from './viewset-options.js'
 export { aggregateFunctions } from './query/aggregate-options.js'
 export type { AggregateFunction, AggregateOptions } from './query/aggregate-options.js'
 export type {

@@ -23,9 +23,7 @@ import type { ResolvedChanges } from './data/changes-options.js'
 // createViewset) before anything is registered. A mistake throws FST_VIEWSET_INVALID_OPTION, a TypeError, at
 // once. Phase 2, against the catalog, runs when the viewset is mounted (mount/mount-viewset.ts).
 
-export {
-  baseMethods, defaultMethods, filterOperators, historyMethods, softDeleteMethods, viewsetMethods,
-} from './viewset-options.js'
+export { baseMethods, defaultMethods, filterOperators, viewsetMethods } from './viewset-options.js'
 export type { ReplicaOptions }
 export type {
   AfterWriteFunction, AfterWriteMethod, AuthorizedMethod, BeforeWriteFunction, CheckedSchema, FieldOf, FilterOperator,

@@ -329,7 +329,8 @@ if (postgres !== undefined) {
         assert.ok(viewsetDb !== undefined)
         const scopes: unknown[] = []
         // The data layer's statements run through the shortcut's own method (runCompiled), the relation batches through
-        // the executor's connections (the viewset's request-transaction database hands them to this database's).
+        // this database's executeQuery (the viewset's request-transaction database hands them to it, for its
+        // bulkhead), anything else through the executor's connections.
         const executor = viewsetDb.getExecutor()
         const provide = executor.provideConnection.bind(executor)
         executor.provideConnection = ((consumer) => {
@@ -343,6 +344,11 @@ if (postgres !== undefined) {
           scopes.push(currentCancellation())
           return now(compiled)
         }
+        const execute = prepared.executeQuery.bind(prepared)
+        prepared.executeQuery = ((query, options) => {
+          scopes.push(currentCancellation())
+          return execute(query, options)
+        }) as typeof execute // the same method, spied on
         const response = await served.app.inject('/items?limit=2000&order_by=id')
         assert.equal(response.statusCode, 200)
         const body = response.json()
