@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
-import type { ColumnInfo, StoredVersion, ViewsetDialect } from '../dialect/dialect.js'
-import { storedKeyColumn } from '../dialect/dialect.js'
+import type { StoredColumn, ViewsetDialect } from '../dialect/dialect.js'
+import { storedVersionColumn } from '../dialect/dialect.js'
 import { ViewsetErrors } from '../errors.js'
 import { declareCost } from '../execution/cost-class.js'
 import { runCompiled } from '../execution/prepared-kysely.js'
@@ -27,7 +27,7 @@ export interface ChangesTarget extends HistorySource {
   /** The table's key: what a history key names and the current rows are found by. */
   readonly primaryKey: string
   /** Every column of the table (a rule may read a column the schema does not serve): what a stored version holds. */
-  readonly columns: readonly ColumnInfo[]
+  readonly columns: readonly StoredColumn[]
 }
 
 /** One request for changes: the position, the page size, and LIST's parsed query (filters, `fields`) and rule. */
@@ -136,6 +136,12 @@ async function currentRows (
   return await resource.list(db, read, request.scope)
 }
 
+/** A stored version of a row: its key as the history stores it (`{"id":5}`) and its columns' values. */
+interface StoredVersion {
+  readonly key: string
+  readonly row: Row
+}
+
 /**
  * The keys of `versions` that the request's filters and rule admit, evaluated by the database on the versions as
  * the table's rows (DialectSyntax.storedRows): one statement, classed heavy (it reads every version it is given).
@@ -147,17 +153,15 @@ async function admittedKeys (
   versions: readonly StoredVersion[],
   conditions: readonly Condition[]
 ): Promise<Set<string>> {
-  const storedRows = dialect.syntax.storedRows
-  // A database that cannot read the versions reports no deletion it cannot check.
-  if (storedRows === undefined) return new Set()
+  const documents = JSON.stringify(versions.map(({ row }) => row))
   const select = db
-    .selectFrom(storedRows(target.table, target.columns, versions))
-    .select(sql.ref(storedKeyColumn).as(storedKeyColumn))
-    .distinct()
+    .selectFrom(dialect.syntax.storedRows(target.table, target.columns, documents))
+    .select(sql.ref(storedVersionColumn).as(storedVersionColumn))
     .where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
   const compiled = declareCost(compileWith(select, dialect.syntax.statementPlugin), 'heavy')
   const rows = resultRows(await runCompiled(db, compiled))
-  return new Set(rows.map((row) => String(row[storedKeyColumn])))
+  // Each admitted version's 1-based index names its key.
+  return new Set(rows.flatMap((row) => versions[Number(row[storedVersionColumn]) - 1]?.key ?? []))
 }
 
 /** The keys deleted for this caller: those of `gone` (no longer a row it reads) with a version its filters and rule

@@ -1,7 +1,5 @@
-import { sql } from 'kysely'
-import type { CatalogColumn } from '../dialect/shared/catalog.js'
-import type { StoredVersions } from '../dialect/shared/stored-versions.js'
-import { versionColumn } from '../dialect/shared/stored-versions.js'
+import type { StoredColumn, StoredRows } from '../dialect/dialect.js'
+import { storedVersionColumn } from '../dialect/dialect.js'
 import type { Condition } from '../query/condition.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { RowDecoder } from './json-text.js'
@@ -16,10 +14,11 @@ import { parametersOf, shapeOf } from './condition-shape.js'
 /** What the feed knows of its table: the columns of the stored versions, and what rows are read and decoded with. */
 export interface VersionTable {
   readonly table: string
-  readonly catalog: readonly Pick<CatalogColumn, 'name' | 'type' | 'declared'>[]
+  readonly catalog: readonly StoredColumn[]
   /** The columns an event's row is read with (LIST's). */
   readonly selected: readonly string[]
-  readonly source: StoredVersions
+  /** The dialect's derived table of stored versions (DialectSyntax.storedRows). */
+  readonly storedRows: StoredRows
   readonly decode: RowDecoder | undefined
 }
 
@@ -77,17 +76,14 @@ export async function matchChanges (
   if (entries.length === 0) return []
   const { documents, slots } = versionsOf(entries)
   const { table, catalog, selected } = target
-  // Kysely writes a raw common table expression as given: the parentheses are ours.
-  let select = db.with(table, () => sql`(${target.source(table, catalog, documents)})`)
-    .selectFrom(table)
-    .select([...selected, versionColumn])
+  let select = db.selectFrom(target.storedRows(table, catalog, documents)).select([...selected, storedVersionColumn])
   if (conditions.length > 0) select = select.where((eb) => eb.and(conditions.map((term) => term.expression(eb))))
   const read = { rows: await select.execute() }
   const rows = target.decode === undefined ? read.rows : target.decode(read).rows
   const matched = new Map<number, Row>()
   for (const row of rows) {
-    const version = Number(row[versionColumn])
-    delete row[versionColumn]
+    const version = Number(row[storedVersionColumn])
+    delete row[storedVersionColumn]
     matched.set(version, row)
   }
   const changes: MatchedChange[] = []

@@ -75,14 +75,19 @@ export interface KeyTable {
   encode(keys: readonly unknown[]): unknown
 }
 
-/** A stored version of a row: its key as the history stores it (`{"id":5}`) and its columns' values. */
-export interface StoredVersion {
-  readonly key: string
-  readonly row: Row
-}
+/** What a stored version's columns are read back with: each catalog column's name, types, and whether it holds JSON. */
+export type StoredColumn = Pick<CatalogColumn, 'name' | 'type' | 'declared' | 'json'>
 
-/** The column of {@link DialectSyntax.storedRows} that holds each version's key. */
-export const storedKeyColumn = '__viewset_key'
+/**
+ * Rows as the history stored them (`documents`: a JSON array of objects, each a row's columns by name) as a derived
+ * table aliased as the table itself, with every column of `columns` plus {@link storedVersionColumn}: a row rule or a
+ * filter written for the table reads it as it reads the table (dialect/<db>/<db>-stored-rows.ts).
+ */
+export type StoredRows = (table: string, columns: readonly StoredColumn[], documents: string) =>
+AliasedRawBuilder<Row, string>
+
+/** The column of {@link DialectSyntax.storedRows} that holds each version's 1-based index in the array given. */
+export const storedVersionColumn = '__viewset_version'
 
 /** The write statements that differ between databases (RETURNING, or a read-back where there is none). */
 export interface DialectWrites {
@@ -156,12 +161,10 @@ export interface DialectSyntax {
   /** Where the keys of a relation's batch come from, when not from an `IN` list (see relations/batched-query.ts). */
   readonly keyTable?: KeyTable
   /**
-   * Stored versions of rows (the history's JSON) as a derived table aliased as the table itself, each version a row
-   * of every catalog column plus `storedKeyColumn` (its key as stored): a row rule or a filter written for the table
-   * reads it as it reads the table (data/changes-page.ts evaluates them on deleted rows' last versions).
+   * Stored versions of rows as the table's rows (the HISTORY route's rule on a deleted row, `changed_since`'s
+   * deletions, the change feed's matches): data/history-rule.ts, data/changes-page.ts, data/version-match.ts.
    */
-  storedRows?(table: string, columns: readonly ColumnInfo[], versions: readonly StoredVersion[]):
-  AliasedRawBuilder<Row, string>
+  readonly storedRows: StoredRows
   /**
    * A LIST page's LIMIT is written into its SQL rather than bound: SQLite plans an index-ordered LIMIT with the
    * bound value, so it would prepare such a statement again on every step (see

@@ -21,7 +21,7 @@ import type { ScopedMethod } from '../options.js'
 import type { ChangesTarget } from '../data/changes-page.js'
 import type { HistorySource } from '../data/history-reader.js'
 import type { KeyColumn } from '../data/history-writer.js'
-import type { ColumnInfo } from '../dialect/dialect.js'
+import type { StoredColumn } from '../dialect/dialect.js'
 
 /**
  * What a LIST answers: its rows, and for the default LIST what its route says in headers (`Link`,
@@ -190,7 +190,7 @@ export interface HistoryContext {
   readonly source: HistorySource
   readonly keyColumns: readonly KeyColumn[]
   /** The table's columns (a hard-deleted row's rule is evaluated on its last stored version of them). */
-  readonly catalog: ReadonlyMap<string, ColumnInfo>
+  readonly catalog: readonly StoredColumn[]
   /** A stored row as documented (the schema's columns, none required). */
   readonly row: JsonSchema
   /** `limit`'s bounds, LIST's. */

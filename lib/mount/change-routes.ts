@@ -7,11 +7,7 @@ import type { ResolvedChanges } from '../data/changes-options.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
 import type { CatalogColumn } from '../dialect/shared/catalog.js'
 import { urlOf } from '../dialect/shared/database-urls.js'
-import type { StoredVersions } from '../dialect/shared/stored-versions.js'
-import { mysqlStoredVersions } from '../dialect/mysql/mysql-stored-versions.js'
 import { listenForChanges } from '../dialect/postgres/postgres-listener.js'
-import { postgresStoredVersions } from '../dialect/postgres/postgres-stored-versions.js'
-import { sqliteStoredVersions } from '../dialect/sqlite/sqlite-stored-versions.js'
 import { invalidOption } from '../errors.js'
 import { underlyingDatabase } from '../execution/request-transaction.js'
 import type { DefaultHandlers } from '../http/default-handlers.js'
@@ -22,13 +18,6 @@ import type { TObject } from '@sinclair/typebox'
 
 // Mounting `changes`: the LIST route also answers `Accept: text/event-stream` with the viewset's change feed
 // (changes/), documented as a second content of its 200; the feed ends its streams when the app closes.
-
-/** Each dialect's derived table of stored versions (dialect/<db>/<db>-stored-versions.ts). */
-const storedVersions: Record<ViewsetDialect['name'], StoredVersions> = {
-  sqlite: sqliteStoredVersions,
-  postgres: postgresStoredVersions,
-  mysql: mysqlStoredVersions,
-}
 
 /** What the feed's mounting reads: the viewset's checked options and schema, its table, its routes' context. */
 export interface ChangeMount {
@@ -65,7 +54,7 @@ function streamPlan (changes: ResolvedChanges, mount: ChangeMount): StreamPlan {
       table,
       catalog: mount.table.described.columns,
       selected: context.resource.target.columns,
-      source: storedVersions[dialect.name],
+      storedRows: dialect.syntax.storedRows,
       decode: jsonTextDecoder(declaration),
     },
     pollInterval: changes.pollInterval ?? (url === undefined ? 500 : 5000),

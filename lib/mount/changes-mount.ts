@@ -1,4 +1,4 @@
-import type { ColumnInfo } from '../dialect/dialect.js'
+import type { StoredColumn } from '../dialect/dialect.js'
 import { invalidOption } from '../errors.js'
 import type { ChangesContext } from '../http/route-context.js'
 import { withChangedSince } from '../http/changes-since-schema.js'
@@ -22,18 +22,18 @@ export function withChangesQuery<L extends { readonly querystring: JsonSchema }>
  *
  * @example
  * ```ts
- * const changes = changesContextOf(resolved, table.columns, list.query, rowRules.scopeOf)
+ * const changes = changesContextOf(resolved, table.described.columns, list.query, rowRules.scopeOf)
  * ```
  */
 export function changesContextOf (
   { changes, table, primaryKey, keyColumns }: Pick<ResolvedOptions, 'changes' | 'table' | 'primaryKey' | 'keyColumns'>,
-  columns: ReadonlyMap<string, ColumnInfo>,
+  columns: readonly StoredColumn[],
   list: ListQueryPlan,
   scopeOf: ChangesContext['scopeOf']
 ): ChangesContext | undefined {
   if (changes === undefined) return undefined
   // The feed's and changed_since's key reads are by one column: refused, not served wrong.
   if ((keyColumns?.length ?? 1) > 1) invalidOption('changes', 'needs a single-column primary key for now')
-  const target = { historyTable: changes.historyTable, table, primaryKey, columns: [...columns.values()] }
+  const target = { historyTable: changes.historyTable, table, primaryKey, columns }
   return { target, list, scopeOf }
 }

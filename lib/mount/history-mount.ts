@@ -1,4 +1,4 @@
-import type { ColumnInfo, ViewsetDialect } from '../dialect/dialect.js'
+import type { ColumnInfo, StoredColumn, ViewsetDialect } from '../dialect/dialect.js'
 import { notifyChange } from '../dialect/postgres/postgres-listener.js'
 import type { HistoryActor } from '../data/history-options.js'
 import { prepareHistoryTable } from '../data/history-table.js'
@@ -98,19 +98,23 @@ export function withHistory<R extends Pick<DefaultHandlerContext, 'afterWrite'>>
  *
  * @example
  * ```ts
- * const history = historyContextOf(mounted, { catalog, entity, columns, resolved, scopeOf })
+ * const history = historyContextOf({ history: mounted, described }, { entity, columns, resolved, scopeOf })
  * ```
  */
 export function historyContextOf (
-  mounted: MountedHistory | undefined,
+  table: {
+    readonly history?: MountedHistory | undefined
+    /** The table's catalog: every column (a deleted row's rule is evaluated on its last version of them). */
+    readonly described: { readonly columns: readonly StoredColumn[] }
+  },
   given: {
-    readonly catalog: ReadonlyMap<string, ColumnInfo>
     readonly entity: JsonSchema
     readonly columns: readonly string[]
     readonly resolved: Pick<ResolvedOptions, 'maxLimit' | 'defaultLimit'>
     readonly scopeOf: HistoryContext['scopeOf']
   }
 ): HistoryContext | undefined {
+  const mounted = table.history
   if (mounted === undefined) return undefined
   const { target } = mounted.writer
   const properties = propertiesOf(given.entity)
@@ -124,7 +128,7 @@ export function historyContextOf (
   return {
     source: { historyTable: target.historyTable, table: target.table },
     keyColumns: target.keyColumns,
-    catalog: given.catalog,
+    catalog: table.described.columns,
     row,
     limits: { maxLimit: given.resolved.maxLimit, defaultLimit: given.resolved.defaultLimit },
     scopeOf: given.scopeOf,

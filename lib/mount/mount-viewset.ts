@@ -297,8 +297,8 @@ function buildViewset (
     ...{ fields, hiding, prefix: fastify.prefix, table: resolved.table },
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
     softDelete: softDelete && new SoftDeleteHandlers(defaults, softDelete),
-    history: historyContextOf(table.history, { catalog: table.columns, entity, columns, resolved, ...rowRules }),
-    changes: changesContextOf(resolved, table.columns, list.query, rowRules.scopeOf),
+    history: historyContextOf(table, { entity, columns, resolved, ...rowRules }),
+    changes: changesContextOf(resolved, table.described.columns, list.query, rowRules.scopeOf),
   }
   return { context, defaults, rules }
 }

@@ -1,41 +1,44 @@
 import { sql } from 'kysely'
-import type { AliasedRawBuilder } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import type { Row } from '../../sql.js'
-import { storedKeyColumn } from '../dialect.js'
-import type { ColumnInfo, StoredVersion } from '../dialect.js'
-import { positionalVersions } from '../shared/stored-values.js'
+import type { StoredColumn, StoredRows } from '../dialect.js'
+import { storedVersionColumn } from '../dialect.js'
+import { memberPath } from '../shared/member-path.js'
 
-const integers = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'integer', 'bigint', 'bit', 'year'])
-const decimals = new Set(['decimal', 'numeric'])
-const floats = new Set(['float', 'double', 'real'])
+/** Types a JSON_TABLE column takes as declared; the others are read as text (dates were stored as ISO text). */
+const asDeclared = /^(tinyint|smallint|mediumint|int|integer|bigint|decimal|numeric|float|double|real|char|varchar)$/
 
-/**
- * The JSON_TABLE type a column is read back as: numbers as numbers (a rule compares them as such), anything else as
- * text, which MySQL compares with a date or a string as it would the column (a JSON_TABLE column of a date type
- * would refuse the ISO text a version stores).
- */
-function readType ({ type }: ColumnInfo): string {
-  const base = type.toLowerCase()
-  if (integers.has(base)) return 'bigint'
-  if (decimals.has(base)) return 'decimal(65,30)'
-  if (floats.has(base)) return 'double'
-  return 'longtext'
+/** The JSON_TABLE columns a table column is read from (`c3`, and `j3` for a JSON column), by its position. */
+function readColumns ({ name, type, declared, json }: StoredColumn, index: number): RawBuilder<unknown>[] {
+  const path = sql.lit(memberPath(name))
+  const kind = asDeclared.test(type) && /^[a-z0-9 (),]+$/.test(declared) ? declared : 'longtext'
+  const read = sql`${sql.id(`c${index}`)} ${sql.raw(kind)} path ${path}`
+  return json ? [read, sql`${sql.id(`j${index}`)} json path ${path}`] : [read]
+}
+
+/** A table column as read back: a JSON column's object or array (which a text column reads as NULL) as its text. */
+function valueOf ({ name, json }: StoredColumn, index: number): RawBuilder<unknown> {
+  const text = sql.ref(`jt.c${index}`)
+  if (!json) return sql`${text} as ${sql.id(name)}`
+  const document = sql.ref(`jt.j${index}`)
+  return sql`coalesce(${text}, case when json_type(${document}) in ('OBJECT', 'ARRAY') then ${document} end)
+    as ${sql.id(name)}`
 }
 
 /**
- * Stored versions as a derived table named as the table (DialectSyntax.storedRows): JSON_TABLE over one JSON
- * parameter (MySQL 8, MariaDB 10.6), each column read back by position.
+ * Stored versions as a derived table named as the table (DialectSyntax.storedRows): `JSON_TABLE` over the array
+ * (MySQL 8, MariaDB 10.6), each column typed as the table declares it (numbers and strings), so that the driver
+ * reads them as it reads the table's (`TINYINT(1)` a boolean); the other types as text.
+ *
+ * @example
+ * ```ts
+ * db.selectFrom(mysqlStoredRows('items', columns, '[{"id":1}]')).selectAll()
+ * ```
  */
-export function mysqlStoredRows (
-  table: string,
-  columns: readonly ColumnInfo[],
-  versions: readonly StoredVersion[]
-): AliasedRawBuilder<Row, string> {
-  const values = positionalVersions(columns, versions)
-  const read = columns.map((column, index) =>
-    sql`${sql.id(`c${index}`)} ${sql.raw(readType(column))} path ${sql.raw(`'$.v[${index}]'`)}`)
-  const named = columns.map(({ name }, index) => sql`${sql.ref(`stored.c${index}`)} as ${sql.id(name)}`)
-  const key = sql`${sql.ref('stored.k')} as ${sql.id(storedKeyColumn)}`
-  const source = sql`json_table(${values}, '$[*]' columns (${sql.id('k')} varchar(1024) path '$.k', ${sql.join(read)}))`
-  return sql<Row>`(select ${sql.join([key, ...named])} from ${source} as ${sql.id('stored')})`.as(table)
+export const mysqlStoredRows: StoredRows = (table, columns, documents) => {
+  const reads = columns.flatMap(readColumns)
+  const values = columns.map(valueOf)
+  const version = sql`${sql.ref(`jt.${storedVersionColumn}`)}`
+  return sql<Row>`(select ${sql.join([...values, version])} from json_table(${documents}, '$[*]' columns (
+    ${sql.id(storedVersionColumn)} for ordinality, ${sql.join(reads)})) as ${sql.id('jt')})`.as(table)
 }

@@ -1,23 +1,23 @@
 import { sql } from 'kysely'
-import type { AliasedRawBuilder } from 'kysely'
 import type { Row } from '../../sql.js'
-import { storedKeyColumn } from '../dialect.js'
-import type { ColumnInfo, StoredVersion } from '../dialect.js'
-import { positionalVersions } from '../shared/stored-values.js'
+import type { StoredRows } from '../dialect.js'
+import { storedVersionColumn } from '../dialect.js'
+import { memberPath } from '../shared/member-path.js'
 
 /**
- * Stored versions as a derived table named as the table (DialectSyntax.storedRows): `json_each` over one JSON
- * parameter, each column read back by position with `json_extract`, which answers SQLite's own types (an integer, a
- * real, text, NULL), as the table stores them.
+ * Stored versions as a derived table named as the table (DialectSyntax.storedRows): `json_each` over the array,
+ * each column `json_extract`ed, which answers SQLite's own types (an integer, a real, text, NULL; a boolean as 1 or
+ * 0, an object as its text), as the table stores them.
+ *
+ * @example
+ * ```ts
+ * db.selectFrom(sqliteStoredRows('items', columns, '[{"id":1}]')).selectAll()
+ * ```
  */
-export function sqliteStoredRows (
-  table: string,
-  columns: readonly ColumnInfo[],
-  versions: readonly StoredVersion[]
-): AliasedRawBuilder<Row, string> {
-  const values = positionalVersions(columns, versions)
-  const read = columns.map(({ name }, index) =>
-    sql`json_extract(${sql.ref('stored.value')}, ${sql.raw(`'$.v[${index}]'`)}) as ${sql.id(name)}`)
-  const key = sql`json_extract(${sql.ref('stored.value')}, '$.k') as ${sql.id(storedKeyColumn)}`
-  return sql<Row>`(select ${sql.join([key, ...read])} from json_each(${values}) as ${sql.id('stored')})`.as(table)
+export const sqliteStoredRows: StoredRows = (table, columns, documents) => {
+  const members = columns.map(({ name }) =>
+    sql`json_extract(${sql.ref('d.value')}, ${sql.lit(memberPath(name))}) as ${sql.id(name)}`)
+  const version = sql`${sql.ref('d.key')} + 1 as ${sql.id(storedVersionColumn)}`
+  return sql<Row>`(select ${sql.join([...members, version])}
+    from json_each(${documents}) as ${sql.id('d')})`.as(table)
 }
