@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedChanges } from '../data/changes-options.js'
-import { headPosition, resumable } from '../data/history-entries.js'
+import { latestHistoryPosition, oldestHistoryPosition } from '../data/history-reader.js'
 import { groupKey } from '../data/version-match.js'
 import type { MatchedChange } from '../data/version-match.js'
 import { ViewsetErrors } from '../errors.js'
@@ -82,11 +82,15 @@ function keyData (rowKey: string, numericKeys: ReadonlySet<string>): string {
 /** Where the stream starts, and whether the client must list again (its position is past the retention). */
 async function startOf (plan: StreamPlan, request: FastifyRequest): Promise<{ position: number, reset: boolean }> {
   const { db, options, table } = plan
+  const source = { historyTable: options.historyTable, table }
   const resumed = lastEventId(request)
-  if (resumed !== undefined && await resumable(db, options.historyTable, resumed)) {
-    return { position: resumed, reset: false }
+  if (resumed !== undefined) {
+    // A position the feed sent is one of this table's entries (or 0, before any): nothing after it was pruned while the
+    // table's oldest entry left is at or below it (pruning removes the oldest; the README prunes per table or by time).
+    const oldest = await oldestHistoryPosition(db, source)
+    if (oldest === undefined ? resumed === 0 : Number(oldest) <= resumed) return { position: resumed, reset: false }
   }
-  return { position: await headPosition(db, options.historyTable, table), reset: resumed !== undefined }
+  return { position: Number(await latestHistoryPosition(db, source)), reset: resumed !== undefined }
 }
 
 /** The milliseconds until the token expires (`exp`), or `undefined` when it does not. */

@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import type { AnyDatabase } from '../sql.js'
 
 // The reading side of the history table (issue 39's pinned layout: `position`, `table_name`, `row_key`, `operation`,
@@ -54,39 +53,4 @@ export async function historyEntries (
     before: textOf(row.before),
     after: textOf(row.after),
   }))
-}
-
-/**
- * The position of the newest entry of `table` (0 when there is none): where a new stream starts.
- *
- * @example
- * ```ts
- * const start = await headPosition(db, 'viewset_history', 'items')
- * ```
- */
-export async function headPosition (db: AnyDatabase, history: string, table: string): Promise<number> {
-  const row = await db.selectFrom(history)
-    .select(sql<unknown>`max(${sql.ref('position')})`.as('head'))
-    .where('table_name', '=', table)
-    .executeTakeFirst()
-  return Number(row?.head ?? 0)
-}
-
-/**
- * Whether a stream may resume after `position`: no entry after it has been pruned. Pruning removes the oldest
- * entries (README "Live changes", retention), so that holds when the oldest entry left is at most `position + 1`.
- *
- * @example
- * ```ts
- * if (!(await resumable(db, 'viewset_history', 41))) sendReset()
- * ```
- */
-export async function resumable (db: AnyDatabase, history: string, position: number): Promise<boolean> {
-  const row = await db.selectFrom(history)
-    .select(sql<unknown>`min(${sql.ref('position')})`.as('oldest'))
-    .executeTakeFirst()
-  const oldest = row?.oldest
-  // An empty table: nothing was ever written after the start, or everything was pruned; only 0 is safe.
-  if (oldest === null || oldest === undefined) return position === 0
-  return Number(oldest) <= position + 1
 }

@@ -163,6 +163,15 @@ for (const dialect of dialects) {
       assert.deepEqual([reset.event, JSON.parse(reset.data)], ['reset', { reason: 'expired' }])
       await write(feed, 'POST', '/items', 'alice', { name: 'r7', status: 'open' })
       assert.equal(JSON.parse((await expired.next()).data).name, 'r7')
+      // Pruned per table while another table keeps an older entry: this table's own oldest entry says it was pruned.
+      const other = { table_name: 'feed_other', row_key: '{"id":1}', operation: 'create', after: '{"id":1}' }
+      await database.db.insertInto('viewset_history')
+        .values({ ...other, position: 1, at: new Date().toISOString(), actor: null, before: null }).execute()
+      await database.db.deleteFrom('viewset_history').where('table_name', '=', table)
+        .where('position', '<=', Number(ids[3])).execute()
+      const pruned = await subscribe(t, `${feed.base}/items`, { ...alice, 'last-event-id': ids[2] ?? '' })
+      const again = await pruned.next()
+      assert.deepEqual([again.event, JSON.parse(again.data)], ['reset', { reason: 'expired' }])
     })
 
     test('two app instances: a write through one reaches a subscriber of the other', async (t) => {
