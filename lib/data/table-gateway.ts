@@ -20,7 +20,7 @@ import { parametersOf, shapeOf } from './condition-shape.js'
 import type { Statements } from './statements.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import type { RuleRequest } from '../relations/relation-rule.js'
-import { checkedWrite, checkWritten } from './write-check.js'
+import { checkedWrite, checkWritten, untouched } from './write-check.js'
 import type { WrittenRows } from './write-check.js'
 import type { AfterRow, CursorPage, FindOptions } from './gateway-results.js'
 
@@ -263,7 +263,8 @@ export class TableGateway {
    * then nothing changes (the dialect checks the scope in the write itself, or in its transaction). With a
    * precondition (If-Match), a version column to increment or a `before` (the foreign-key check), the row is read
    * and locked first, in the scope, in the write's transaction: a 428 or 412 (thrown) changes nothing, and two
-   * writers with the same tag get one write. With `check`, the row as written must be in it, else a 403. With
+   * writers with the same tag get one write. With `check`, the row as written must be in it, else a 403 (not read
+   * again when `check` is the scope and the write sets no column it reads: write-check.ts `untouched`). With
    * `after` (afterWrite), the row is read first too, and `after` runs with it and the row written, in the transaction.
    */
   update (
@@ -278,7 +279,7 @@ export class TableGateway {
   ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
     const write = (on: AnyDatabase, written: Row): Eventually<Row | undefined> =>
-      check === undefined
+      check === undefined || (check === scope && untouched(check, written, this.#target.catalog))
         ? this.dialect.writes.update(on, this.#target, id, written, scope)
         : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, (trx) =>
           this.dialect.writes.update(trx, this.#target, id, written, scope))

@@ -1,4 +1,4 @@
-import type { WriteTarget } from '../dialect/dialect.js'
+import type { ColumnInfo, WriteTarget } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { outsideRule } from '../errors.js'
 import type { ScopeCondition } from '../query/scope.js'
@@ -83,4 +83,23 @@ export async function checkedWrite<R extends Row | undefined> (
     if (row !== undefined) await checkWritten(trx, target, keyOf, { rows: [row], ruleOf: () => check, bulk: false })
     return row
   })
+}
+
+/**
+ * Whether a write of `values` leaves every column `rule` reads as it was: the rule then holds after the write exactly
+ * when it held before, which the write's own WHERE tested, so its check (a read, and a transaction) can be skipped.
+ * Only when every name the rule reads is a column of the table (`catalog`): another name may be a whole-row reference.
+ *
+ * @example
+ * ```ts
+ * untouched(ownerRule, { price: 9 }, catalog) // true: the rule reads `owner` only
+ * ```
+ */
+export function untouched (
+  rule: ScopeCondition, values: Row, catalog: ReadonlyMap<string, ColumnInfo> | undefined
+): boolean {
+  const reads = rule.reads
+  if (reads === undefined || catalog === undefined) return false
+  for (const name of reads) if (!catalog.has(name) || Object.hasOwn(values, name)) return false
+  return true
 }

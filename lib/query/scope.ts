@@ -3,6 +3,7 @@ import type { Expression, OperationNode, SelectQueryNode, SqlBool } from 'kysely
 import type { AnyDatabase } from '../sql.js'
 import type { Condition } from './condition.js'
 import { expressionOf } from './condition.js'
+import { columnsRead } from './rule-columns.js'
 import { compiledOnce } from './scope-shape.js'
 import type { ScopePatterns } from './scope-shape.js'
 
@@ -34,6 +35,8 @@ class QualifyColumns extends OperationNodeTransformer {
 /** A scope as a `WHERE` term of LIST and GET, and as the expression the writes add (already qualified). */
 export interface ScopeCondition extends Condition {
   readonly where: Expression<SqlBool>
+  /** The column names the rule reads, at any depth (query/rule-columns.ts); `undefined` when unknown (raw SQL, `*`). */
+  readonly reads?: ReadonlySet<string> | undefined
 }
 
 /**
@@ -83,6 +86,10 @@ class QualifiedScope implements ScopeCondition {
 
   get where (): Expression<SqlBool> {
     return (this.#qualified ??= qualify(this.#table, this.#node))
+  }
+
+  get reads (): ReadonlySet<string> | undefined {
+    return columnsRead(this.shape, this.#node)
   }
 
   expression (): Expression<SqlBool> {
