@@ -4,7 +4,7 @@ import type {
 } from 'fastify'
 import { LruCache } from '../execution/lru-cache.js'
 import type { ViewsetMethod } from '../options.js'
-import { allVisible, stripHidden } from '../query/field-access.js'
+import { allVisible, blankHidden, stripHidden } from '../query/field-access.js'
 import type { FieldAccessContext, FieldRules, FieldView } from '../query/field-access.js'
 import type { FieldsPlan } from '../query/fields.js'
 import type { ListQueryPlan } from '../query/list-query.js'
@@ -301,7 +301,7 @@ export function narrowFieldsPlan (request: FastifyRequest): FieldsPlan | undefin
 export function hideFields (request: FastifyRequest, result: unknown): void {
   const hidden = fieldsOf(request)?.view.hidden
   if (hidden === undefined || hidden.size === 0) return
-  stripHidden(Array.isArray(result) ? result : [result], hidden)
+  blankHidden(Array.isArray(result) ? result : [result], hidden)
 }
 
 /** The fields GET hides from the caller of a write: its If-Match compares the tag of the row without them. */

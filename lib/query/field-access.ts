@@ -152,6 +152,19 @@ export class FieldRules {
   }
 }
 
+/**
+ * Blanks the hidden fields of each row served, in place (`undefined`, which the serializer and `JSON.stringify` leave
+ * out): the serializer never sees their values, and the rows keep their shape, where `delete` would turn each into a
+ * slower dictionary-mode object (a LIST 10 under a field rule spent about a quarter of its extra time there).
+ */
+export function blankHidden (rows: readonly unknown[], hidden: ReadonlySet<string>): void {
+  if (hidden.size === 0) return
+  for (const row of rows) {
+    if (!isRecord(row)) continue
+    for (const field of hidden) if (row[field] !== undefined) row[field] = undefined
+  }
+}
+
 /** Removes the hidden fields of each row, in place: the serializer never sees their values. */
 export function stripHidden (rows: readonly unknown[], hidden: ReadonlySet<string>): void {
   if (hidden.size === 0) return

@@ -1,6 +1,6 @@
 import type { AnyDatabase, Row } from '../sql.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
-import { stripHidden } from '../query/field-access.js'
+import { blankHidden } from '../query/field-access.js'
 import type { RelationRuleSlot, RuledQuery, RuleRequest } from './relation-rule.js'
 import type { RelationKind } from './declaration.js'
 import type { RelationLink } from './relation-link.js'
@@ -75,7 +75,7 @@ async function loadRelation (
   const view = children.length === 0 ? undefined : relation.query.target?.fieldView(request)
   const hidden = view === undefined ? undefined : (await view).hidden
   attach(relation, rows, children)
-  if (hidden !== undefined) stripHidden(children, hidden)
+  if (hidden !== undefined) blankHidden(children, hidden)
 }
 
 /** Puts each parent's related rows (or row) in its relation field. */
