@@ -41,6 +41,7 @@ const Cell = Type.Object({
 })
 
 type Headers = Record<string, string>
+type Token = { sub?: string } | null
 interface EntryRow { account: string, code: string, title: string, status: string, tenant?: string }
 interface Changes<K> { changes: EntryRow[], deleted: K[], next: string }
 
@@ -85,9 +86,9 @@ async function fixture (t: TestContext, dialect: TestDialect): Promise<Fixture> 
     changes: { pollInterval: 25 },
     methods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
     protectedMethods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
-    beforeWrite: (values: Record<string, unknown>, { method, token }: { method: string, token: { sub?: string } | null }) =>
+    beforeWrite: (values: Record<string, unknown>, { method, token }: { method: string, token: Token }) =>
       (method === 'POST' ? { ...values, tenant: token?.sub ?? '' } : values),
-    scope: (eb: any, { token }: { token: { sub?: string } | null }) => eb('tenant', '=', token?.sub ?? ''),
+    scope: (eb: any, { token }: { token: Token }) => eb('tenant', '=', token?.sub ?? ''),
   }
   await app.register(createViewset({
     ...shared, table: 'ck_ledger', schema: Entry, primaryKey: ['account', 'code'], filterFields: { status: ['eq'] },
@@ -106,7 +107,9 @@ function path (prefix: string, ...parts: Array<string | number>): string {
   return `${prefix}/${parts.map((part) => encodeURIComponent(String(part))).join(',')}`
 }
 
-async function write (app: FastifyInstance, who: Headers, method: string, url: string, payload?: object): Promise<void> {
+async function write (
+  app: FastifyInstance, who: Headers, method: string, url: string, payload?: object
+): Promise<void> {
   const response = await app.inject({ method, url, headers: who, ...(payload === undefined ? {} : { payload }) } as any)
   assert.ok(response.statusCode < 300, `${method} ${url}: ${response.statusCode} ${response.body}`)
 }
@@ -136,7 +139,9 @@ async function nextOf (stream: SseStream, awaited: string): Promise<[string, unk
   return [event.event, JSON.parse(event.data)]
 }
 
-async function changesSince<K> (app: FastifyInstance, who: Headers, url: string): Promise<Changes<K> & { link?: string }> {
+async function changesSince<K> (
+  app: FastifyInstance, who: Headers, url: string
+): Promise<Changes<K> & { link?: string }> {
   const response = await app.inject({ method: 'GET', url, headers: who })
   assert.equal(response.statusCode, 200, response.body)
   const link = response.headers.link
@@ -170,7 +175,8 @@ for (const dialect of dialects) {
       // bob's delete is judged on his row's last version: it never reaches alice.
       await write(app, bob, 'DELETE', path('/ledger', past53, 'bob'))
       await write(app, alice, 'POST', '/ledger', entry(past53, 'after', 'after'))
-      assert.deepEqual(await nextOf(ledger, 'after'), ['insert', { ...entry(past53, 'after', 'after'), tenant: 'alice' }])
+      assert.deepEqual(await nextOf(ledger, 'after'),
+        ['insert', { ...entry(past53, 'after', 'after'), tenant: 'alice' }])
 
       // Three parts: the key's integers as numbers, the string as sent.
       await write(app, bob, 'POST', '/grid', { sheet: odd, row_no: 1, col_no: 1, value: 'bob' })

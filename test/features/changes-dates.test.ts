@@ -30,6 +30,8 @@ const Event = Type.Object({
 })
 
 type Headers = Record<string, string>
+type Token = { sub?: string } | null
+interface Changes { changes: Array<{ id: number, due: string }>, deleted: Array<{ id: number }>, next: string }
 
 async function createEvents (db: Kysely<any>, dialect: TestDialect['name']): Promise<void> {
   const [idType, id] = autoIncrement(dialect)
@@ -60,10 +62,10 @@ async function fixture (t: TestContext, dialect: TestDialect): Promise<Fixture> 
     methods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
     protectedMethods: ['LIST', 'GET', 'POST', 'PATCH', 'DELETE'],
     filterFields: { due: ['eq', 'lte', 'gte'], published_at: ['lte', 'gte'] },
-    beforeWrite: (values: Record<string, unknown>, { method, token }: { method: string, token: { sub?: string } | null }) =>
+    beforeWrite: (values: Record<string, unknown>, { method, token }: { method: string, token: Token }) =>
       (method === 'POST' ? { ...values, tenant: token?.sub ?? '' } : values),
     // Each tenant writes its rows; its lists show those published by the cutoff.
-    scope: (eb: any, { token, method }: { token: { sub?: string } | null, method: string }) => {
+    scope: (eb: any, { token, method }: { token: Token, method: string }) => {
       const own = eb('tenant', '=', token?.sub ?? '')
       return method === 'LIST' ? eb.and([own, eb('published_at', '<=', until)]) : own
     },
@@ -74,7 +76,9 @@ async function fixture (t: TestContext, dialect: TestDialect): Promise<Fixture> 
   return { app, base: `http://127.0.0.1:${port}`, alice: as('alice'), bob: as('bob') }
 }
 
-async function post (app: FastifyInstance, who: Headers, title: string, due: string, published: string): Promise<number> {
+async function post (
+  app: FastifyInstance, who: Headers, title: string, due: string, published: string
+): Promise<number> {
   const payload = { title, due, published_at: `2026-06-01T${published}:00.000Z` }
   const response = await app.inject({ method: 'POST', url: '/events', headers: who, payload })
   assert.equal(response.statusCode, 201, response.body)
@@ -89,7 +93,7 @@ async function send (app: FastifyInstance, who: Headers, method: string, url: st
 async function changesSince (app: FastifyInstance, who: Headers, query: string) {
   const response = await app.inject({ url: `/events?${query}`, headers: who })
   assert.equal(response.statusCode, 200, response.body)
-  return response.json() as { changes: Array<{ id: number, due: string }>, deleted: Array<{ id: number }>, next: string }
+  return response.json() as Changes
 }
 
 /** The next event, or a failure naming what was awaited (never a hang). */
@@ -108,7 +112,7 @@ async function nextOf (stream: SseStream, awaited: string): Promise<[string, unk
 
 for (const dialect of dialects) {
   describe(`changes on date columns (${dialect.name})`, () => {
-    test('changed_since: a DATE filter and a DATETIME rule judge the stored versions as the table\'s rows', async (t) => {
+    test('changed_since: a DATE filter and a DATETIME rule judge stored versions as the table\'s rows', async (t) => {
       const { app, alice, bob } = await fixture(t, dialect)
       const e1 = await post(app, alice, 'e1', '2026-11-26', '10:00')
       const e2 = await post(app, alice, 'e2', '2026-11-27', '09:00')
