@@ -40,12 +40,24 @@ const Cell = Type.Object({
   tenant: Type.Optional(Type.String({ readOnly: true })),
 })
 
+const Big = Type.Object({
+  id: Type.Optional(Type.Integer({ readOnly: true })),
+  title: Type.String({ maxLength: 64 }),
+  tenant: Type.Optional(Type.String({ readOnly: true })),
+})
+
 type Headers = Record<string, string>
 type Token = { sub?: string } | null
 interface EntryRow { account: string, code: string, title: string, status: string, tenant?: string }
 interface Changes<K> { changes: EntryRow[], deleted: K[], next: string }
 
-async function createTables (db: Kysely<any>): Promise<void> {
+async function createTables (db: Kysely<any>, dialect: TestDialect['name']): Promise<void> {
+  const big = { sqlite: 'integer', postgres: 'bigserial', mysql: 'bigint' }[dialect]
+  await db.schema.createTable('ck_big')
+    .addColumn('id', big as 'integer', (column) => (dialect === 'postgres' ? column : column.autoIncrement()).primaryKey())
+    .addColumn('title', 'varchar(64)', (column) => column.notNull())
+    .addColumn('tenant', 'varchar(16)', (column) => column.notNull())
+    .execute()
   await db.schema.createTable('ck_ledger')
     .addColumn('account', 'bigint', (column) => column.notNull())
     .addColumn('code', 'varchar(64)', (column) => column.notNull())
@@ -76,7 +88,7 @@ interface Fixture {
 async function fixture (t: TestContext, dialect: TestDialect): Promise<Fixture> {
   const database = await testDatabase(t, dialect)
   const { db } = database
-  await createTables(db)
+  await createTables(db, dialect.name)
   const app = testApp(t)
   await app.register(fastifyJwt, { secret })
   await app.register(viewsetDocs)
@@ -96,6 +108,7 @@ async function fixture (t: TestContext, dialect: TestDialect): Promise<Fixture> 
   await app.register(createViewset({
     ...shared, table: 'ck_grid', schema: Cell, primaryKey: ['sheet', 'row_no', 'col_no'],
   } as any), { prefix: '/grid' })
+  await app.register(createViewset({ ...shared, table: 'ck_big', schema: Big } as any), { prefix: '/big' })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo
   const as = (sub: string) => ({ authorization: `Bearer ${app.jwt.sign({ sub })}` })
@@ -283,6 +296,21 @@ for (const dialect of dialects) {
       const entries = await db.selectFrom(history).select('row_key').where('table_name', '=', 'ck_grid').execute()
       assert.ok(entries.some((row) => row.row_key === JSON.stringify({ sheet: odd, row_no: 1, col_no: 2 })))
     })
+
+    test('a BIGINT key served as an integer: deleted keys and delete events carry it as LIST does, a number',
+      async (t) => {
+        const { app, base, alice } = await fixture(t, dialect)
+        const stream = await subscribe(t, `${base}/big`, alice)
+        const created = await app.inject({ method: 'POST', url: '/big', headers: alice, payload: { title: 'b' } })
+        assert.equal(created.statusCode, 201, created.body)
+        const { id } = created.json()
+        assert.equal(typeof id, 'number')
+        await write(app, alice, 'DELETE', `/big/${id}`)
+        assert.deepEqual((await nextOf(stream, 'insert'))[0], 'insert')
+        assert.deepEqual(await nextOf(stream, 'delete'), ['delete', { key: { id } }])
+        const page = await changesSince<{ id: number }>(app, alice, '/big?changed_since=0')
+        assert.deepEqual([page.changes, page.deleted], [[], [{ id }]])
+      })
 
     test('OpenAPI: a deleted key of changed_since documents every part of the key', async (t) => {
       const { app } = await fixture(t, dialect)
