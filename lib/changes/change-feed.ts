@@ -1,5 +1,5 @@
-import { historyEntries } from '../data/history-entries.js'
-import type { HistoryEntry } from '../data/history-entries.js'
+import { readHistoryAfter } from '../data/history-reader.js'
+import type { HistoryTextEntry } from '../data/history-reader.js'
 import { matchChanges } from '../data/version-match.js'
 import type { MatchedChange, VersionTable } from '../data/version-match.js'
 import type { Condition } from '../query/condition.js'
@@ -125,9 +125,11 @@ export class ChangeFeed {
     unlisten?.().catch(() => {})
   }
 
-  #read (after: number, until?: number): Promise<HistoryEntry[]> {
+  /** One batch of the table's entries after a position (the history's one reader, versions kept as JSON text). */
+  #read (after: number, until?: number): Promise<HistoryTextEntry[]> {
     const { db, historyTable, versions } = this.#source
-    return historyEntries(db, historyTable, versions.table, after, batchSize, until)
+    const source = { historyTable, table: versions.table }
+    return readHistoryAfter(db, source, String(after), batchSize, until === undefined ? undefined : String(until))
   }
 
   /** Reads the entries after the feed's position, batch by batch, and hands them to the live streams. */
@@ -135,7 +137,7 @@ export class ChangeFeed {
     for (;;) {
       const from = this.#position
       if (from === undefined) return
-      let entries: HistoryEntry[]
+      let entries: HistoryTextEntry[]
       try {
         entries = await this.#read(from)
       } catch {
@@ -143,14 +145,15 @@ export class ChangeFeed {
       }
       const last = entries.at(-1)
       if (last === undefined || this.#position !== from) return
-      await this.#deliver([...this.#live], entries, last.position)
-      if (this.#position === from) this.#position = last.position
+      const upTo = Number(last.position)
+      await this.#deliver([...this.#live], entries, upTo)
+      if (this.#position === from) this.#position = upTo
       if (entries.length < batchSize) return
     }
   }
 
   /** One statement per group of subscribers for the entries, then each subscriber's events. */
-  async #deliver (subscribers: readonly FeedSubscriber[], entries: HistoryEntry[], upTo: number): Promise<void> {
+  async #deliver (subscribers: readonly FeedSubscriber[], entries: HistoryTextEntry[], upTo: number): Promise<void> {
     const groups = new Map<string, FeedSubscriber[]>()
     for (const subscriber of subscribers) {
       const members = groups.get(subscriber.group)
@@ -186,7 +189,7 @@ export class ChangeFeed {
         return
       }
       const entries = await this.#read(subscriber.position, target)
-      const last = entries.length < batchSize ? target : (entries.at(-1)?.position ?? target)
+      const last = entries.length < batchSize ? target : Number(entries.at(-1)?.position ?? target)
       await this.#deliver([subscriber], entries, last)
     }
   }

@@ -1,6 +1,8 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ResolvedChanges } from '../data/changes-options.js'
+import { storedKey } from '../data/change-key.js'
+import type { ChangeKey } from '../data/change-key.js'
 import { latestHistoryPosition, oldestHistoryPosition } from '../data/history-reader.js'
 import { groupKey } from '../data/version-match.js'
 import type { MatchedChange } from '../data/version-match.js'
@@ -36,8 +38,8 @@ export interface StreamPlan {
   readonly serializeRow: Serializer
   /** Whether field rules may hide fields of a row. */
   readonly hiding: boolean
-  /** The key's columns whose schema type is a number: their values, stored as JSON text, are sent as numbers. */
-  readonly numericKeys: ReadonlySet<string>
+  /** The key, one column or several, as a `delete` event's data sends it (data/change-key.ts). */
+  readonly key: ChangeKey
 }
 
 /** Whether a request asks for the stream rather than a page. */
@@ -62,21 +64,9 @@ function lastEventId (request: FastifyRequest): number | undefined {
   return Number(given)
 }
 
-/** The key of a deleted row as a JSON object of its columns, numbers as numbers. */
-function keyData (rowKey: string, numericKeys: ReadonlySet<string>): string {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(rowKey)
-  } catch {
-    parsed = {}
-  }
-  const key: Row = isRecord(parsed) ? { ...parsed } : {}
-  for (const [column, value] of Object.entries(key)) {
-    if (numericKeys.has(column) && typeof value === 'string' && Number.isSafeInteger(Number(value))) {
-      key[column] = Number(value)
-    }
-  }
-  return JSON.stringify({ key })
+/** A `delete` event's data: the row's key as an object of every key column, as `changed_since` lists it. */
+function keyData (rowKey: string, key: ChangeKey): string {
+  return JSON.stringify({ key: storedKey(rowKey, key) ?? {} })
 }
 
 /** Where the stream starts, and whether the client must list again (its position is past the retention). */
@@ -213,7 +203,7 @@ class EventStream {
     for (const change of changes) {
       if (change.position <= subscriber.position || this.#ended) continue
       const data = change.row === undefined
-        ? keyData(change.rowKey, this.#plan.numericKeys)
+        ? keyData(change.rowKey, this.#plan.key)
         : this.#rowData(change, change.row)
       this.#write(block(change.event, change.position, data))
       subscriber.position = change.position

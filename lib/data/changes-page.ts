@@ -7,11 +7,13 @@ import { runCompiled } from '../execution/prepared-kysely.js'
 import type { Condition } from '../query/condition.js'
 import type { ListQuery } from '../query/list-query.js'
 import type { ScopeCondition } from '../query/scope.js'
-import { isRecord } from '../schema/object-schema.js'
+import type { RowKey } from '../row-key.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { resultRows } from '../sql.js'
 import { oldestHistoryPosition, readHistoryAfter } from './history-reader.js'
-import type { HistoryEntry, HistorySource } from './history-reader.js'
+import type { HistorySource, HistoryTextEntry } from './history-reader.js'
+import { keyIdentity, storedKey } from './change-key.js'
+import type { ChangeKey } from './change-key.js'
 import { compileWith } from './statement-cache.js'
 import type { TableGateway } from './table-gateway.js'
 
@@ -24,8 +26,8 @@ import type { TableGateway } from './table-gateway.js'
 
 /** What a viewset's changes are read from. */
 export interface ChangesTarget extends HistorySource {
-  /** The table's key: what a history key names and the current rows are found by. */
-  readonly primaryKey: string
+  /** The table's key, one column or several: what a history key names and the current rows are found by. */
+  readonly key: ChangeKey
   /** Every column of the table (a rule may read a column the schema does not serve): what a stored version holds. */
   readonly columns: readonly StoredColumn[]
 }
@@ -48,23 +50,26 @@ export interface ChangesPage {
   readonly more: boolean
 }
 
-/** A key the page's entries touched: its value, its key object as stored, and its versions in the window. */
+/** A key the page's entries touched: its key object (change-key.ts) and its versions in the window, as JSON text. */
 interface Touched {
-  readonly value: unknown
   readonly key: Row
-  readonly versions: Row[]
+  readonly versions: string[]
 }
 
-/** The keys the entries touched, in the order of their first entry, with every version the window holds of each. */
-function touchedKeys (entries: readonly HistoryEntry[], primaryKey: string): Map<string, Touched> {
+/** The keys the entries touched by identity (change-key.ts), in the order of their first entry, with every version
+ * the window holds of each. */
+function touchedKeys (entries: readonly HistoryTextEntry[], changeKey: ChangeKey): Map<string, Touched> {
   const touched = new Map<string, Touched>()
+  const byText = new Map<string, Touched>()
   for (const entry of entries) {
-    let found = touched.get(entry.rowKey)
+    let found = byText.get(entry.rowKey)
     if (found === undefined) {
-      const key = keyObject(entry.rowKey)
-      if (key === undefined || !Object.hasOwn(key, primaryKey)) continue
-      found = { value: key[primaryKey], key, versions: [] }
-      touched.set(entry.rowKey, found)
+      const key = storedKey(entry.rowKey, changeKey)
+      if (key === undefined) continue
+      const identity = keyIdentity(changeKey.key, key)
+      found = touched.get(identity) ?? { key, versions: [] }
+      touched.set(identity, found)
+      byText.set(entry.rowKey, found)
     }
     if (entry.before !== null) found.versions.push(entry.before)
     if (entry.after !== null) found.versions.push(entry.after)
@@ -72,38 +77,24 @@ function touchedKeys (entries: readonly HistoryEntry[], primaryKey: string): Map
   return touched
 }
 
-/** A stored key (`{"id":5}`) as an object; `undefined` for text that is not one. */
-function keyObject (text: string): Row | undefined {
-  try {
-    const parsed: unknown = JSON.parse(text)
-    return isRecord(parsed) ? parsed : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** A key value compared across drivers and the stored JSON (`5`, `"5"`, a bigint's digits). */
-function identity (value: unknown): string {
-  return String(value)
-}
-
 /**
- * The IN list's length: the keys padded (the last one repeated) to a power of two, so that a page's statement is one
- * of a few shapes, not one per number of keys.
+ * The keys padded (the last one repeated) to a power of two, so that a page's statement is one of a few shapes, not
+ * one per number of keys.
  */
-function padded (values: readonly unknown[]): unknown[] {
+function padded<T> (values: readonly T[]): T[] {
   let size = 1
   while (size < values.length) size *= 2
   const last = values.at(-1)
-  return [...values, ...Array.from({ length: size - values.length }, () => last)]
+  return last === undefined ? [] : [...values, ...Array.from({ length: size - values.length }, () => last)]
 }
 
-/** `key IN (…)`, as one more WHERE term of LIST's page statement. */
-function keyIn (primaryKey: string, values: readonly unknown[]): Condition {
+/** The rows with these keys, as one more WHERE term of LIST's page statement: `key IN (…)` for a one-column key,
+ * `(a = ? and b = ?) or …` for a composite one (row-key.ts matchAny), every part bound. */
+function keyIn (key: RowKey, ids: readonly unknown[]): Condition {
   return {
-    shape: `changed keys ${primaryKey} ${values.length}`,
-    parameters: values,
-    expression: (eb) => eb(eb.ref(primaryKey), 'in', values),
+    shape: `changed keys ${key.columns.join(',')} ${ids.length}`,
+    parameters: key.parameters(ids),
+    expression: () => key.matchAny(ids),
   }
 }
 
@@ -111,21 +102,27 @@ function keyIn (primaryKey: string, values: readonly unknown[]): Condition {
 async function currentRows (
   db: AnyDatabase,
   resource: TableGateway,
-  primaryKey: string,
+  key: RowKey,
   touched: ReadonlyMap<string, Touched>,
   request: ChangesRequest
-): Promise<Row[]> {
-  const values = padded([...touched.values()].map((key) => resource.dialect.values.parameter(key.value)))
+): Promise<{ rows: Row[], missing: string[] }> {
+  const { parameter } = resource.dialect.values
+  const ids = padded([...touched.values()].map((found) => {
+    const parts = key.columns.map((column) => parameter(found.key[column]))
+    return key.composite ? parts : parts[0]
+  }))
   const { query } = request
   // The key is read with any `?fields=`: it tells which touched key each row is.
-  const fields = query.fields === undefined || query.fields.columns.includes(primaryKey)
-    ? query.fields
-    : { ...query.fields, shape: `${query.fields.shape}|${primaryKey}`, columns: [...query.fields.columns, primaryKey] }
+  const missing = key.columns.filter((column) => query.fields !== undefined && !query.fields.columns.includes(column))
+  const selected = query.fields
+  const fields = selected === undefined || missing.length === 0
+    ? selected
+    : { ...selected, shape: `${selected.shape}|${missing.join(',')}`, columns: [...selected.columns, ...missing] }
   const read: ListQuery = {
     ...query,
-    conditions: [...query.conditions, keyIn(primaryKey, values)],
+    conditions: [...query.conditions, keyIn(key, ids)],
     fields,
-    limit: values.length,
+    limit: ids.length,
     offset: 0,
     pageOnly: false,
     pagination: 'offset',
@@ -133,13 +130,14 @@ async function currentRows (
     count: false,
     estimate: false,
   }
-  return await resource.list(db, read, request.scope)
+  const rows = await resource.list(db, read, request.scope)
+  return { rows, missing }
 }
 
-/** A stored version of a row: its key as the history stores it (`{"id":5}`) and its columns' values. */
+/** A stored version of a row: the identity of its key and its JSON text as the history stores it. */
 interface StoredVersion {
   readonly key: string
-  readonly row: Row
+  readonly text: string
 }
 
 /**
@@ -153,7 +151,7 @@ async function admittedKeys (
   versions: readonly StoredVersion[],
   conditions: readonly Condition[]
 ): Promise<Set<string>> {
-  const documents = JSON.stringify(versions.map(({ row }) => row))
+  const documents = `[${versions.map(({ text }) => text).join(',')}]`
   const select = db
     .selectFrom(dialect.syntax.storedRows(target.table, target.columns, documents))
     .select(sql.ref(storedVersionColumn).as(storedVersionColumn))
@@ -177,8 +175,8 @@ async function deletedKeys (
   const { scope, query } = request
   const conditions = scope === undefined ? query.conditions : [scope, ...query.conditions]
   // Nothing restricts the rows: every key that is no longer a row is deleted.
-  if (conditions.length === 0) return [...gone.values()].map((key) => key.key)
-  const versions = [...gone.entries()].flatMap(([key, touched]) => touched.versions.map((row) => ({ key, row })))
+  if (conditions.length === 0) return [...gone.values()].map((touched) => touched.key)
+  const versions = [...gone.entries()].flatMap(([key, touched]) => touched.versions.map((text) => ({ key, text })))
   const admitted = versions.length === 0
     ? new Set<string>()
     : await admittedKeys(db, resource.dialect, target, versions, conditions)
@@ -211,13 +209,13 @@ export async function readChanges (
   const entries = await readHistoryAfter(db, target, since, limit)
   const next = entries.at(-1)?.position ?? since
   const more = entries.length === limit
-  const touched = touchedKeys(entries, target.primaryKey)
+  const { key } = target.key
+  const touched = touchedKeys(entries, target.key)
   if (touched.size === 0) return { rows: [], deleted: [], next, more }
-  const rows = await currentRows(db, resource, target.primaryKey, touched, request)
-  const found = new Set(rows.map((row) => identity(row[target.primaryKey])))
-  const gone = new Map([...touched].filter(([, key]) => !found.has(identity(key.value))))
+  const { rows, missing } = await currentRows(db, resource, key, touched, request)
+  const found = new Set(rows.map((row) => keyIdentity(key, row)))
+  const gone = new Map([...touched].filter(([identity]) => !found.has(identity)))
   const deleted = await deletedKeys(db, resource, target, gone, request)
-  const selected = request.query.fields?.columns.includes(target.primaryKey) ?? true
-  if (!selected) for (const row of rows) delete row[target.primaryKey]
+  for (const row of rows) for (const column of missing) delete row[column]
   return { rows, deleted, next, more }
 }

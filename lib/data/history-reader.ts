@@ -4,11 +4,13 @@ import { historyColumns } from './history-table.js'
 import type { HistoryOperation } from './history-writer.js'
 
 // The reading side of the history (issue 39 item 3): a row's entries, newest first (`GET {prefix}/{id}/history`), its
-// version at a time (`?as_of=`), and a table's entries after a position, oldest first (the change feed of issue 40).
+// version at a time (`?as_of=`), and a table's entries after a position, oldest first (the change feed and
+// `changed_since` of issue 40 both read through readHistoryAfter).
 // Positions are decimal strings: PostgreSQL answers a BIGINT as one, and JavaScript numbers stop at 2^53.
 
-/** One entry of the history, as read back. */
-export interface HistoryEntry {
+/** One entry of the history, as read back; `V`, a stored version of the row: parsed ({@link HistoryEntry}) or its
+ * JSON text ({@link HistoryTextEntry}). */
+export interface StoredEntry<V> {
   /** Monotonic in commit order per table (dialect/shared/history-lock.ts), as decimal digits. */
   readonly position: string
   readonly tableName: string
@@ -19,10 +21,16 @@ export interface HistoryEntry {
   readonly at: string
   readonly actor: string | null
   /** The row as stored before the write, every column; `null` for a create. */
-  readonly before: Row | null
+  readonly before: V | null
   /** The row as stored after the write, every column; `null` for a hard delete. */
-  readonly after: Row | null
+  readonly after: V | null
 }
+
+/** An entry with its versions parsed: what the HISTORY route and `?as_of=` answer. */
+export type HistoryEntry = StoredEntry<Row>
+
+/** An entry with its versions kept as JSON text: what a change feed joins into one statement unparsed. */
+export type HistoryTextEntry = StoredEntry<string>
 
 /** Where a viewset's history is: the history table, and the viewset's table (`table_name`). */
 export interface HistorySource {
@@ -36,15 +44,21 @@ function isOperation (value: unknown): value is HistoryOperation {
   return operations.some((operation) => operation === value)
 }
 
-/** A stored row, parsed; `null` for none (or for text that is not an object, which the writer never writes). */
-function rowOf (text: unknown): Row | null {
-  if (typeof text !== 'string') return null
-  const parsed: unknown = JSON.parse(text)
+/** A stored version as JSON text; `null` for none. A driver that parsed a JSON column (a migration of your own with
+ * `json`/`jsonb`) hands an object: written back as text. */
+function textOf (value: unknown): string | null {
+  if (value === null || value === undefined) return null
+  return typeof value === 'string' ? value : JSON.stringify(value)
+}
+
+/** A stored version parsed; `null` for none (or for text that is not an object, which the writer never writes). */
+function rowOf (value: unknown): Row | null {
+  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value
   return isRecord(parsed) ? parsed : null
 }
 
-/** An entry from its stored row. */
-function entryOf (row: Row): HistoryEntry {
+/** An entry from its stored row, its versions read by `version`. */
+function entryOf<V> (row: Row, version: (value: unknown) => V | null): StoredEntry<V> {
   const operation = row.operation
   if (!isOperation(operation)) throw new Error(`history entry ${String(row.position)}: unknown operation`)
   return {
@@ -54,8 +68,8 @@ function entryOf (row: Row): HistoryEntry {
     operation,
     at: String(row.at),
     actor: row.actor === null || row.actor === undefined ? null : String(row.actor),
-    before: rowOf(row.before),
-    after: rowOf(row.after),
+    before: version(row.before),
+    after: version(row.after),
   }
 }
 
@@ -71,8 +85,11 @@ export function isPosition (text: unknown): text is string {
 }
 
 /**
- * The entries of the source's table after `after` (exclusive; `'0'` for the beginning), oldest first, at most `limit`:
- * what a change feed reads. A reader that has seen position p never later sees a new entry of the table below p.
+ * THE reader of a table's history after a position (the change feed's and `changed_since`'s): the entries of the
+ * source's table after `after` (exclusive; `'0'` for the beginning), oldest first, at most `limit`, none past the
+ * position `until` when given, their versions as JSON text (joined into one statement as they are; `JSON.parse` one
+ * to read it). One statement, an index range on `(table_name, position)`. A reader that has seen position p never
+ * later sees a new entry of the table below p.
  *
  * @example
  * ```ts
@@ -81,12 +98,13 @@ export function isPosition (text: unknown): text is string {
  * ```
  */
 export async function readHistoryAfter (
-  db: AnyDatabase, source: HistorySource, after: string, limit: number
-): Promise<HistoryEntry[]> {
-  const rows = await db.selectFrom(source.historyTable).select([...historyColumns])
+  db: AnyDatabase, source: HistorySource, after: string, limit: number, until?: string
+): Promise<HistoryTextEntry[]> {
+  let select = db.selectFrom(source.historyTable).select([...historyColumns])
     .where('table_name', '=', source.table).where('position', '>', positionParameter(after))
-    .orderBy('position').limit(limit).execute()
-  return rows.map(entryOf)
+  if (until !== undefined) select = select.where('position', '<=', positionParameter(until))
+  const rows = await select.orderBy('position').limit(limit).execute()
+  return rows.map((row) => entryOf(row, textOf))
 }
 
 /**
@@ -133,7 +151,7 @@ export async function readRowHistory (
     .where('table_name', '=', source.table).where('row_key', '=', rowKey)
   if (page.below !== undefined) select = select.where('position', '<', positionParameter(page.below))
   const rows = await select.orderBy('position', 'desc').limit(page.limit).execute()
-  return rows.map(entryOf)
+  return rows.map((row) => entryOf(row, rowOf))
 }
 
 /**
@@ -153,5 +171,5 @@ export async function rowEntryAt (
     .where('table_name', '=', source.table).where('row_key', '=', rowKey)
   if (at !== undefined) select = select.where('at', '<=', at)
   const row = await select.orderBy('position', 'desc').limit(1).executeTakeFirst()
-  return row === undefined ? undefined : entryOf(row)
+  return row === undefined ? undefined : entryOf(row, rowOf)
 }

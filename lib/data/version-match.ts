@@ -3,7 +3,7 @@ import { storedVersionColumn } from '../dialect/dialect.js'
 import type { Condition } from '../query/condition.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { RowDecoder } from './json-text.js'
-import type { HistoryEntry } from './history-entries.js'
+import type { HistoryTextEntry } from './history-reader.js'
 import { parametersOf, shapeOf } from './condition-shape.js'
 
 // Which changes a subscriber sees: each history entry's version before and after the write, evaluated against the
@@ -24,6 +24,7 @@ export interface VersionTable {
 
 /** One change as a subscriber of a group sees it. */
 export interface MatchedChange {
+  /** The entry's position (a feed's positions stay below 2^53: `Last-Event-ID` takes 15 digits). */
   readonly position: number
   readonly event: 'insert' | 'update' | 'delete'
   /** The row after the change (insert, update). */
@@ -40,7 +41,7 @@ export function groupKey (conditions: readonly Condition[]): string {
 }
 
 /** The versions to evaluate: per entry, the index of its version before (or 0) and after (or 0). */
-function versionsOf (entries: readonly HistoryEntry[]): { documents: string, slots: Array<[number, number]> } {
+function versionsOf (entries: readonly HistoryTextEntry[]): { documents: string, slots: Array<[number, number]> } {
   const texts: string[] = []
   const slot = (text: string | null): number => (text === null ? 0 : texts.push(text))
   // A restore's earlier version is a deleted row, a soft delete's later one too: neither is in the list.
@@ -52,8 +53,9 @@ function versionsOf (entries: readonly HistoryEntry[]): { documents: string, slo
 }
 
 /** The event a version pair makes: in then in, an update; out then in, an insert; in then out, a delete. */
-function changeOf (entry: HistoryEntry, before: boolean, after: Row | undefined): MatchedChange | undefined {
-  const { position, rowKey } = entry
+function changeOf (entry: HistoryTextEntry, before: boolean, after: Row | undefined): MatchedChange | undefined {
+  const { rowKey } = entry
+  const position = Number(entry.position)
   if (after !== undefined) return { position, rowKey, event: before ? 'update' : 'insert', row: after }
   return before ? { position, rowKey, event: 'delete' } : undefined
 }
@@ -71,7 +73,7 @@ export async function matchChanges (
   db: AnyDatabase,
   target: VersionTable,
   conditions: readonly Condition[],
-  entries: readonly HistoryEntry[]
+  entries: readonly HistoryTextEntry[]
 ): Promise<MatchedChange[]> {
   if (entries.length === 0) return []
   const { documents, slots } = versionsOf(entries)

@@ -29,14 +29,18 @@ export function withChangedSince (querystring: JsonSchema): JsonSchema {
   return { ...querystring, properties: { ...propertiesOf(querystring), changed_since: changedSinceParameter } }
 }
 
-/** A deleted key: an object of the key's columns, each as the history stores it (a BIGINT as its digits). */
+/** A deleted key: an object of every column of the key (a composite key's parts by name), each as LIST serializes the
+ * field (a BIGINT past 2^53 as its digits). */
 function keySchema (schemas: RouteSchemas): JsonSchema {
-  const { primaryKey } = schemas
-  const { readOnly: _readOnly, examples: _examples, ...property } = propertiesOf(schemas.entity)[primaryKey] ?? {}
+  const properties = propertiesOf(schemas.entity)
+  const columns = schemas.key.columns
   return {
     type: 'object',
-    properties: { [primaryKey]: property },
-    required: [primaryKey],
+    properties: Object.fromEntries(columns.map((column) => {
+      const { readOnly: _readOnly, examples: _examples, ...property } = properties[column] ?? {}
+      return [column, property]
+    })),
+    required: [...columns],
     additionalProperties: false,
   }
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance, RouteHandlerMethod, RouteOptions } from 'fastify'
 import { ChangeFeed } from '../changes/change-feed.js'
 import { openStream, wantsStream } from '../changes/change-stream.js'
 import type { StreamPlan } from '../changes/change-stream.js'
+import { changeKeyOf } from '../data/change-key.js'
 import { jsonTextDecoder } from '../data/json-text.js'
 import type { ResolvedChanges } from '../data/changes-options.js'
 import type { ViewsetDialect } from '../dialect/dialect.js'
@@ -62,9 +63,6 @@ function streamPlan (changes: ResolvedChanges, mount: ChangeMount): StreamPlan {
       ? undefined
       : (wake) => listenForChanges(url, (written) => { if (written === table) wake() }),
   })
-  const properties = propertiesOf(context.schemas.entity)
-  const key = properties[context.schemas.primaryKey]
-  const numeric = isRecord(key) && (key.type === 'integer' || key.type === 'number')
   return {
     feed,
     options: changes,
@@ -76,7 +74,7 @@ function streamPlan (changes: ResolvedChanges, mount: ChangeMount): StreamPlan {
     readerOf: (request) => handlers.readerOf(request),
     serializeRow: context.versions.represent,
     hiding: context.hiding !== undefined,
-    numericKeys: new Set(numeric ? [context.schemas.primaryKey] : []),
+    key: changeKeyOf(context.schemas.key, propertiesOf(context.schemas.entity)),
   }
 }
 

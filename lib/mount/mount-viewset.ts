@@ -298,7 +298,7 @@ function buildViewset (
     aggregate: aggregateContextOf(aggregate, list.query, rowRules.scopeOf),
     softDelete: softDelete && new SoftDeleteHandlers(defaults, softDelete),
     history: historyContextOf(table, { entity, columns, resolved, ...rowRules }),
-    changes: changesContextOf(resolved, table.described.columns, list.query, rowRules.scopeOf),
+    changes: changesContextOf(resolved, table, entity, list.query, rowRules.scopeOf),
   }
   return { context, defaults, rules }
 }
