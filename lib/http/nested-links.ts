@@ -38,8 +38,10 @@ export interface LinkSet {
  * The request of one link's write through the link viewset (its body and key, the parent's token), once the link
  * viewset's own authentication of `method` passed (its protectedMethods and authorize).
  */
-export type LinkRequest = (method: 'POST' | 'DELETE' | 'RESTORE', body: Row | undefined, id: unknown) =>
-  Promise<FastifyRequest>
+export type LinkRequest = (method: LinkMethod, body: Row | undefined, id: unknown) => Promise<FastifyRequest>
+
+/** The methods of the link viewset a link set writes with. */
+type LinkMethod = 'POST' | 'DELETE' | 'RESTORE'
 
 /** `select <key> from <target table> where <its rule>`: the targets the caller may read. */
 function readable (trx: AnyDatabase, { table, key, rule }: LinkSet['target']) {

@@ -73,4 +73,3 @@ export function untyped<DB> (db: Kysely<DB>): AnyDatabase {
 export function typedTransaction<DB> (trx: AnyDatabase): Transaction<DB> {
   return retyped<Transaction<DB>>(trx)
 }
-

@@ -174,8 +174,8 @@ async function entries (db: Kysely<any>, table: string): Promise<Entry[]> {
 }
 
 async function inject (app: FastifyInstance, method: string, url: string, headers: object, payload?: unknown) {
-  return await app.inject({ method: method as 'GET', url, headers: headers as Record<string, string>,
-    ...(payload === undefined ? {} : { payload: payload as object }) })
+  const sent = payload === undefined ? {} : { payload: payload as object }
+  return await app.inject({ method: method as 'GET', url, headers: headers as Record<string, string>, ...sent })
 }
 
 for (const dialect of dialects) {

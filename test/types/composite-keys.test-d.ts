@@ -20,6 +20,9 @@ const BookTag = Type.Object({ book_id: Type.Integer(), tag_id: Type.Integer(), n
 const Cell = Type.Object({ sheet: Type.String(), big: Type.String(), seq: Type.Integer(), value: Note })
 const Item = Type.Object({ id: Type.Integer(), name: Type.String() })
 type BookTagKey = ['book_id', 'tag_id']
+void BookTag
+void Cell
+void Item
 
 // ---- the key's value: its parts in order, or an object of its columns -------------------------------
 expectTypeOf<IdOf<typeof BookTag, BookTagKey>>().toEqualTypeOf<[number, number]>()
@@ -30,7 +33,7 @@ expectTypeOf<UpdateRequest<typeof BookTag, BookTagKey>['params']['id']>().toEqua
 const asObject: KeyOf<typeof BookTag, BookTagKey> = { book_id: 1, tag_id: 2 }
 void asObject
 // @ts-expect-error a column that is not the schema's is no key column
-type NotAField = IdOf<typeof BookTag, ['book_id', 'title']>
+type _NotAField = IdOf<typeof BookTag, ['book_id', 'title']>
 // the types without a declared key are as before
 expectTypeOf<IdOf<typeof Item>>().toEqualTypeOf<number>()
 expectTypeOf<ElementRequest<typeof Item>['params']['id']>().toEqualTypeOf<number>()
