@@ -4,7 +4,7 @@ export { fieldAccessByRole } from './query/field-access.js'
 export type { FieldAccess, FieldAccessContext, FieldAccessFunction } from './query/field-access.js'
 export type { FullTextOptions } from './query/full-text.js'
 export type {
-  CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, ListRequest, PageParameters,
+  CreateManyRequest, CreateRequest, ElementRequest, IdOf, IdParams, KeyFields, KeyOf, ListRequest, PageParameters,
   PageParameters as Pagination, UpdateRequest, ValidatedListQuery,
 } from './requests.js'
 export { createDatabase, databaseUrl, getDatabase, withPreparedStatements } from './db.js'

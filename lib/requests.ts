@@ -17,18 +17,57 @@ export interface IdParams {
 }
 
 /**
- * The type of a schema's primary key `id`, as the validated path parameter holds it (a number for an
- * integer key). `string | number` when the schema has no `id` field (a `primaryKey` of another name).
+ * The key's columns, as a viewset's type may declare them (its fifth type argument, `Viewset<DB, 'book_tags', typeof
+ * BookTag, RelatedConfig<DB>, ['book_id', 'tag_id']>`): schema fields in the key's order. Declared, the key's value
+ * is typed exactly (`IdOf`, `KeyOf`); it must be the key the viewset is served by (the `primaryKey` option, or the
+ * table's own), which the type cannot check.
+ *
+ * @example
+ * ```ts
+ * const key: KeyFields<typeof BookTag> = ['book_id', 'tag_id']
+ * ```
+ */
+export type KeyFields<S extends TObject> = readonly [keyof Static<S> & string, ...Array<keyof Static<S> & string>]
+
+/** The value of one key column: the field's type, never absent. */
+type KeyPart<S extends TObject, C> = C extends keyof Static<S> ? Exclude<Static<S>[C], undefined | null> : never
+
+/**
+ * The type of a row's key, as the validated path parameter holds it (`request.params.id`). With the key's columns
+ * declared (`K`): the column's type for one column, the parts' tuple in key order for several (`[number, number]`).
+ * Else the type of the schema's `id` field (a number for an integer key), or `string | number` when the schema has
+ * no `id` (a `primaryKey` of another name, or a composite key's parts read as an array at run time).
  *
  * @example
  * ```ts
  * const Item = Type.Object({ id: Type.Integer(), name: Type.String() })
  * type ItemId = IdOf<typeof Item> // number
+ * type BookTagId = IdOf<typeof BookTag, ['book_id', 'tag_id']> // [number, number]
  * ```
  */
-export type IdOf<S extends TObject> = 'id' extends keyof Static<S>
-  ? Exclude<Static<S>['id'], undefined | null>
-  : IdParams['id']
+export type IdOf<S extends TObject, K extends KeyFields<S> | undefined = undefined> =
+  K extends readonly [infer Only] ? KeyPart<S, Only>
+    : K extends KeyFields<S> ? { -readonly [I in keyof K]: KeyPart<S, K[I]> }
+      : 'id' extends keyof Static<S>
+        ? Exclude<Static<S>['id'], undefined | null>
+        : IdParams['id']
+
+/**
+ * A key as the helpers take it (`findById`, `update`, `deleteById`, `purgeById`): its value as {@link IdOf} types it,
+ * or an object of the key's columns (`{ book_id: 1, tag_id: 2 }`). With the columns declared (`K`), or a schema `id`
+ * field that is the key, both are exact; else a composite key's parts are any array and the object any of the schema's
+ * fields. A shape that is not the key's (a part missing, a column not of the key) throws a TypeError when called.
+ *
+ * @example
+ * ```ts
+ * const key: KeyOf<typeof BookTag, ['book_id', 'tag_id']> = { book_id: 1, tag_id: 2 } // or [1, 2]
+ * ```
+ */
+export type KeyOf<S extends TObject, K extends KeyFields<S> | undefined = undefined> = K extends KeyFields<S>
+  ? IdOf<S, K> | { readonly [C in K[number]]: KeyPart<S, C> }
+  : 'id' extends keyof Static<S>
+    ? IdOf<S> | { readonly id: IdOf<S> }
+    : IdOf<S> | ReadonlyArray<string | number> | { readonly [C in keyof Static<S>]?: KeyPart<S, C> }
 
 /**
  * The parameters of LIST every query string has, after validation (their defaults filled in). Also
@@ -74,7 +113,8 @@ export type ListRequest<Query = Record<string, unknown>> = FastifyRequest<{
 }>
 
 /**
- * The request of GET and DELETE; `ElementRequest<typeof Item>` types `params.id` as the key's type.
+ * The request of GET and DELETE; `ElementRequest<typeof Item>` types `params.id` as the key's type (a composite key's
+ * parts with its columns declared: `ElementRequest<typeof BookTag, ['book_id', 'tag_id']>`).
  *
  * @example
  * ```ts
@@ -83,8 +123,11 @@ export type ListRequest<Query = Record<string, unknown>> = FastifyRequest<{
  * }
  * ```
  */
-export type ElementRequest<S extends TObject | undefined = undefined> = FastifyRequest<{
-  Params: { id: S extends TObject ? IdOf<S> : IdParams['id'] }
+export type ElementRequest<
+  S extends TObject | undefined = undefined,
+  K extends readonly string[] | undefined = undefined
+> = FastifyRequest<{
+  Params: { id: S extends TObject ? (K extends KeyFields<S> | undefined ? IdOf<S, K> : never) : IdParams['id'] }
 }>
 
 /**
@@ -112,7 +155,8 @@ export type CreateRequest<S extends TObject> = FastifyRequest<{ Body: Static<S> 
 export type CreateManyRequest<S extends TObject> = FastifyRequest<{ Body: Array<Static<S>> }>
 
 /**
- * The request of PUT and PATCH: `params.id` has the key's type; PATCH may send any subset of the fields.
+ * The request of PUT and PATCH: `params.id` has the key's type (with `K`, a composite key's parts, as
+ * `ElementRequest`'s); PATCH may send any subset of the fields.
  *
  * @example
  * ```ts
@@ -121,7 +165,10 @@ export type CreateManyRequest<S extends TObject> = FastifyRequest<{ Body: Array<
  * }
  * ```
  */
-export type UpdateRequest<S extends TObject> = FastifyRequest<{ Params: { id: IdOf<S> }; Body: Partial<Static<S>> }>
+export type UpdateRequest<S extends TObject, K extends KeyFields<S> | undefined = undefined> = FastifyRequest<{
+  Params: { id: IdOf<S, K> }
+  Body: Partial<Static<S>>
+}>
 
 /** The fields of a schema marked `Type.Readonly` (or `Type.ReadonlyOptional`): a client never writes them. */
 export type ReadonlyFields<S extends TObject> = {

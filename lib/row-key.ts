@@ -66,6 +66,33 @@ export class RowKey {
     return this.composite && Array.isArray(id) ? id : [id]
   }
 
+  /**
+   * A key value as the helpers take it (`findById`, `update`, `deleteById`…): the value, a composite key's parts in
+   * column order, or an object of exactly the key's columns (`{ book_id: 1, tag_id: 2 }`), as the data layer passes
+   * keys. Any other shape throws a TypeError naming the key's columns, rather than reach a row by half a key.
+   *
+   * @example
+   * ```ts
+   * new RowKey(['book_id', 'tag_id']).given({ tag_id: 2, book_id: 1 }) // [1, 2]
+   * ```
+   */
+  given (id: unknown): unknown {
+    const wrong = (): never => {
+      const form = this.composite ? 'its parts in that order' : 'its value'
+      const object = this.columns.map((column) => `${column}: …`).join(', ')
+      throw new TypeError(`A key of ${this.columns.join(', ')} is ${form}, or an object of exactly those columns ` +
+        `({ ${object} })`)
+    }
+    if (typeof id === 'object' && id !== null && !Array.isArray(id) && Object.getPrototypeOf(id) === Object.prototype) {
+      const named = Object.entries(id)
+      if (named.length !== this.columns.length || !named.every(([name]) => this.has(name))) wrong()
+      const values = new Map(named)
+      return this.composite ? this.columns.map((column) => values.get(column)) : values.get(this.first)
+    }
+    if (this.composite && (!Array.isArray(id) || id.length !== this.columns.length)) wrong()
+    return id
+  }
+
   /** The parts of several key values, in order: what {@link matchAny} binds. */
   parameters (ids: readonly unknown[]): readonly unknown[] {
     return this.composite ? ids.flatMap((id) => this.parts(id)) : ids

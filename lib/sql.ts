@@ -25,11 +25,20 @@ export function firstRow<R> (result: QueryResult<R>): R | undefined {
   return result.rows[0]
 }
 
+/** An integer's canonical digits, at most 16 of them: a number below 2^53 may spell it. */
+const integerDigits = /^-?(?:0|[1-9]\d{0,15})$/
+
 /**
- * A key value as a Map key: the value itself, except dates (by time) and other objects such as buffers
- * (as text). Right for drivers that answer every integer column alike (a number while exact, else digits).
+ * A key value as a Map key: the value itself, except dates (by time), other objects such as buffers (as text), and
+ * an integer's canonical digits while exact (as the number): drivers answer an integer column a number while exact,
+ * else digits, and a BIGINT a schema serves as a string is sent as digits, so `'5'` and `5` of one column meet.
  */
 export function mapKey (value: unknown): unknown {
+  if (typeof value === 'string') {
+    if (!integerDigits.test(value)) return value
+    const number = Number(value)
+    return Number.isSafeInteger(number) ? number : value
+  }
   return typeof value === 'object' && value !== null ? (value instanceof Date ? value.getTime() : String(value)) : value
 }
 

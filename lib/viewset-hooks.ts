@@ -4,6 +4,7 @@ import type { AfterWriteFunction, AfterWriteMethod, BeforeWriteFunction, RowChan
 import type { WriteMethod } from './options.js'
 import { ViewsetTable } from './viewset-table.js'
 import type { TableOptions } from './viewset-table.js'
+import type { KeyFields } from './requests.js'
 
 // The write hooks a viewset calls around each write, `beforeWrite` and `afterWrite`: each calls its option by
 // default, and a subclass overrides either. `Viewset` extends this class.
@@ -24,7 +25,9 @@ export interface WriteHookOptions<DB, TB extends keyof DB & string, S extends TO
  * }
  * ```
  */
-export class ViewsetHooks<DB, TB extends keyof DB & string, S extends TObject> extends ViewsetTable<DB, TB, S> {
+export class ViewsetHooks<
+  DB, TB extends keyof DB & string, S extends TObject, K extends KeyFields<S> | undefined = undefined
+> extends ViewsetTable<DB, TB, S, K> {
   readonly #beforeWrite: BeforeWriteFunction<DB, TB> | undefined
   readonly #afterWrite: AfterWriteFunction<DB, Static<S>> | undefined
 

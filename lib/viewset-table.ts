@@ -3,80 +3,29 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Expression, Insertable, Kysely, SelectQueryBuilder, SqlBool, Transaction, Updateable } from 'kysely'
 import type { Precondition } from './data/precondition.js'
 import type { DatabaseFault } from './errors.js'
-import type { AnyDatabase, Row } from './sql.js'
+import type { Row } from './sql.js'
 import { containsPattern } from './sql.js'
 import { ViewsetErrors } from './errors.js'
 import { isRecord } from './schema/object-schema.js'
 import { servedRequest } from './execution/served-request.js'
 import { customRouteSchema, representRow, representRows, requestPrecondition } from './http/custom-answers.js'
 import type { CustomRouteSchemaOptions } from './http/custom-answers.js'
-import type { PreparedViewset } from './mount/mount-viewset.js'
-import type { ScopedMethod, ViewsetToken } from './options.js'
+import { asServed, helperRuleOf, mountedOf, preparedOf, typedTransaction, untyped } from './mount/viewset-state.js'
+import type { ScopedMethod } from './options.js'
 import type { ScopeCondition } from './query/scope.js'
-import type { IdOf } from './requests.js'
+import type { KeyFields, KeyOf } from './requests.js'
 import { RequestTransactionDatabase } from './execution/request-transaction.js'
 import { writeTransactionOn } from './execution/write-transaction.js'
 import { describeKey } from './row-key.js'
+import { deleteRow } from './data/soft-delete.js'
 
 // The helpers an override calls to read and write its table, each through the table gateway its viewset
 // prepared at mounting. `Viewset` extends this class: they are its methods. On a viewset with a row rule they
 // apply the rule of the request they serve (execution/served-request.ts); `unscoped` holds the same helpers
 // without it, for trusted code.
 
-/** Rows read through the schema's columns, typed as the schema types them: the serializer writes them by it. */
-export function asServed<T> (rows: Row | Row[]): T {
-  return rows as T // selected by the schema's own columns; the driver's value types are coerced on the way out
-}
-
 /** A row given to an answer helper: the schema's fields, written by the serializer (relations are loaded into it). */
 function asRow (row: unknown): Row { return isRecord(row) ? row : {} }
-
-/** The same Kysely instance (or transaction) under another type: DB is a compile-time map of tables. */
-function retyped<To> (db: object): To {
-  return db as To // the instance is the same; only the map of tables its type names differs
-}
-
-/** The viewset reaches tables by names checked at mounting, so it queries through an untyped view of `db`. */
-export function untyped<DB> (db: Kysely<DB>): AnyDatabase {
-  return retyped<AnyDatabase>(db)
-}
-
-/** A write's transaction as the hooks a user writes take it: typed with the app's `DB`. */
-export function typedTransaction<DB> (trx: AnyDatabase): Transaction<DB> {
-  return retyped<Transaction<DB>>(trx)
-}
-
-/** A row's key as the helpers take it: the key's type; for a schema without `id`, also a composite key's parts. */
-type RowId<S extends TObject> = IdOf<S> | ('id' extends keyof Static<S> ? never : ReadonlyArray<string | number>)
-// What each viewset prepared when it was mounted; a viewset not mounted yet has none.
-const prepared = new WeakMap<object, PreparedViewset>()
-
-/** Records what mounting prepared for `viewset`: its helpers and handlers read it from then on. */
-export function setPrepared (viewset: object, value: PreparedViewset): void { prepared.set(viewset, value) }
-
-/** What mounting prepared for `viewset`; a helper called before the viewset is registered throws. */
-export function preparedOf (viewset: object): PreparedViewset {
-  const found = prepared.get(viewset)
-  if (found === undefined) {
-    throw new Error('The viewset is not registered yet: register() it on a Fastify instance first')
-  }
-  return found
-}
-
-/** A viewset's row rule as its helpers apply it: its `scope` for one request and method, compiled. */
-export type HelperRule = (
-  request: FastifyRequest,
-  token: ViewsetToken | null,
-  method: ScopedMethod
-) => ScopeCondition | undefined
-
-// The row rule of each viewset that has one (a `scope`): its helpers apply it.
-const helperRules = new WeakMap<object, HelperRule>()
-
-/** Records the row rule `viewset`'s helpers apply: called by a viewset with a `scope` when it is created. */
-export function setHelperRule (viewset: object, rule: HelperRule): void {
-  helperRules.set(viewset, rule)
-}
 
 /** Where a viewset's table is: what its helpers read. */
 export interface TableOptions<DB, TB extends keyof DB & string, S extends TObject> {
@@ -95,22 +44,26 @@ export interface TableOptions<DB, TB extends keyof DB & string, S extends TObjec
  * rows as stored. `this.query()` … apply the rule of the request they serve; `this.unscoped` has the same
  * helpers without it.
  */
-export interface TableHelpers<DB, TB extends keyof DB & string, S extends TObject> {
+export interface TableHelpers<
+  DB, TB extends keyof DB & string, S extends TObject, K extends KeyFields<S> | undefined = undefined
+> {
   /** `SELECT <schema columns> FROM <table>`, typed, to refine and execute. */
   query(db?: Kysely<DB>): SelectQueryBuilder<DB, TB, Static<S>>
   /** The row with this primary key, or `undefined`. */
-  findById(id: RowId<S>, db?: Kysely<DB>): Promise<Static<S> | undefined>
+  findById(id: KeyOf<S, K>, db?: Kysely<DB>): Promise<Static<S> | undefined>
   /** Inserts values and returns the row as stored (generated key and database defaults included). */
   insert(values: Insertable<DB[TB]>, db?: Kysely<DB>): Promise<Static<S>>
   /** Updates one row and returns it as stored, or `undefined` when there is no such row. */
   update(
-    id: RowId<S>,
+    id: KeyOf<S, K>,
     values: Updateable<DB[TB]>,
     db?: Kysely<DB>,
     precondition?: Precondition
   ): Promise<Static<S> | undefined>
-  /** Deletes one row; false when there was none. */
-  deleteById(id: RowId<S>, db?: Kysely<DB>, precondition?: Precondition): Promise<boolean>
+  /** Deletes one row as DELETE does (with `softDelete`, marks it deleted); false when there was none. */
+  deleteById(id: KeyOf<S, K>, db?: Kysely<DB>, precondition?: Precondition): Promise<boolean>
+  /** Removes one row from the table, deleted or not (PURGE); false when there was none. */
+  purgeById(id: KeyOf<S, K>, db?: Kysely<DB>, precondition?: Precondition): Promise<boolean>
 }
 
 /** Which rule a helper applies, by method (`undefined`: none). */
@@ -131,7 +84,9 @@ type RuleOf = (method: ScopedMethod) => ScopeCondition | undefined
  * const item = (await this.findById(request.params.id)) ?? this.notFound(request.params.id)
  * ```
  */
-export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> implements TableHelpers<DB, TB, S> {
+export class ViewsetTable<
+  DB, TB extends keyof DB & string, S extends TObject, K extends KeyFields<S> | undefined = undefined
+> implements TableHelpers<DB, TB, S, K> {
   /** The database written to. */
   readonly db: Kysely<DB>
   /** The database LIST and GET read from (`readDb`, else `db`). */
@@ -142,7 +97,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   /** The key's first column: the whole key unless it is composite (see {@link keyColumns}). */
   get primaryKey (): string { return this.keyColumns[0] ?? this.#declaredKey }
   /** The key's columns in key order; a composite key's value (`params.id`, `findById(id)`) is its parts in order. */
-  get keyColumns (): readonly string[] { return prepared.get(this)?.context.schemas.key.columns ?? [this.#declaredKey] }
+  get keyColumns (): readonly string[] { return mountedOf(this)?.context.schemas.key.columns ?? [this.#declaredKey] }
 
   /** The schema fields that are columns (relation fields excluded): the only columns ever selected. */
   readonly columns: readonly string[]
@@ -156,7 +111,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * const all = await viewset.unscoped.query().execute() // in a startup script: every tenant's rows
    * ```
    */
-  readonly unscoped: TableHelpers<DB, TB, S>
+  readonly unscoped: TableHelpers<DB, TB, S, K>
 
   constructor (options: TableOptions<DB, TB, S>, primaryKey: string, columns: readonly string[]) {
     // Wrapped whatever the options: a request transaction (rowLevelSecurity, a batch) reaches every statement.
@@ -171,7 +126,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   }
 
   /** The helpers applying `ruleOf`, read when each is called. */
-  #helpers (ruleOf: RuleOf): TableHelpers<DB, TB, S> {
+  #helpers (ruleOf: RuleOf): TableHelpers<DB, TB, S, K> {
     return {
       query: (db = this.#reads()) => this.#query(db, ruleOf('LIST')),
       findById: async (id, db = this.#reads()) => await this.#findById(id, db, ruleOf('GET')),
@@ -180,6 +135,8 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
         await this.#update(id, values, db, precondition, ruleOf('PATCH')),
       deleteById: async (id, db = this.#writes(), precondition = undefined) =>
         await this.#deleteById(id, db, precondition, ruleOf('DELETE')),
+      purgeById: async (id, db = this.#writes(), precondition = undefined) =>
+        await this.#purgeById(id, db, precondition, ruleOf('PURGE')),
     }
   }
 
@@ -201,7 +158,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * a `scope`; thrown outside any request, where running open would reach every row.
    */
   #rule (method: ScopedMethod, helper: string): ScopeCondition | undefined {
-    const rule = helperRules.get(this)
+    const rule = helperRuleOf(this)
     if (rule === undefined) return undefined
     const request = servedRequest()
     if (request === undefined) throw new ViewsetErrors.OutsideRequest(helper, this.table, helper)
@@ -231,12 +188,13 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   }
 
   /** The row with this primary key, or `undefined` (also when the `'GET'` rule of the request leaves it out). */
-  async findById (id: RowId<S>, db: Kysely<DB> = this.#reads()): Promise<Static<S> | undefined> {
+  async findById (id: KeyOf<S, K>, db: Kysely<DB> = this.#reads()): Promise<Static<S> | undefined> {
     return await this.#findById(id, db, this.#rule('GET', 'findById'))
   }
 
-  async #findById (id: RowId<S>, db: Kysely<DB>, rule: ScopeCondition | undefined): Promise<Static<S> | undefined> {
-    const row = await preparedOf(this).resource.find(untyped(db), id, { scope: rule })
+  async #findById (id: KeyOf<S, K>, db: Kysely<DB>, rule: ScopeCondition | undefined): Promise<Static<S> | undefined> {
+    const { resource } = preparedOf(this)
+    const row = await resource.find(untyped(db), resource.target.key.given(id), { scope: rule })
     return row === undefined ? undefined : asServed(row)
   }
 
@@ -270,7 +228,7 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
    * ```
    */
   async update (
-    id: RowId<S>,
+    id: KeyOf<S, K>,
     values: Updateable<DB[TB]>,
     db: Kysely<DB> = this.#writes(),
     precondition?: Precondition
@@ -279,31 +237,66 @@ export class ViewsetTable<DB, TB extends keyof DB & string, S extends TObject> i
   }
 
   async #update (
-    id: RowId<S>,
+    id: KeyOf<S, K>,
     values: Updateable<DB[TB]>,
     db: Kysely<DB>,
     precondition: Precondition | undefined,
     rule: ScopeCondition | undefined
   ): Promise<Static<S> | undefined> {
-    const row = await preparedOf(this).resource.update(untyped(db), id, { ...values }, rule, precondition, rule)
+    const { resource } = preparedOf(this)
+    const key = resource.target.key.given(id)
+    const row = await resource.update(untyped(db), key, { ...values }, rule, precondition, rule)
     return row === undefined ? undefined : asServed(row)
   }
 
   /**
-   * Deletes one row; false when there was none (or none in the request's `'DELETE'` rule, on a viewset with a
-   * `scope`). A `precondition` is checked as `update` checks it.
+   * Deletes one row as DELETE does: on a viewset with `softDelete` it marks a live row deleted (the row stays; a hard
+   * delete is {@link purgeById}), else removes it; false when there was none (or none in the request's `'DELETE'`
+   * rule, on a viewset with a `scope`). A `precondition` is checked as `update` checks it. `id` is the key's value, a
+   * composite key's parts in order, or an object of the key's columns (`{ book_id: 1, tag_id: 2 }`).
+   *
+   * @example
+   * ```ts
+   * if (!(await this.deleteById(request.params.id))) this.notFound(request.params.id)
+   * ```
    */
-  async deleteById (id: RowId<S>, db: Kysely<DB> = this.#writes(), precondition?: Precondition): Promise<boolean> {
+  async deleteById (id: KeyOf<S, K>, db: Kysely<DB> = this.#writes(), precondition?: Precondition): Promise<boolean> {
     return await this.#deleteById(id, db, precondition, this.#rule('DELETE', 'deleteById'))
   }
 
   async #deleteById (
-    id: RowId<S>,
+    id: KeyOf<S, K>,
     db: Kysely<DB>,
     precondition: Precondition | undefined,
     rule: ScopeCondition | undefined
   ): Promise<boolean> {
-    return await preparedOf(this).resource.delete(untyped(db), id, rule, precondition)
+    const { resource, defaults } = preparedOf(this)
+    const key = resource.target.key.given(id)
+    return await deleteRow(resource, untyped(db), key, defaults.context.softDelete, rule, precondition)
+  }
+
+  /**
+   * Removes one row from the table for good, as PURGE does: on a viewset with `softDelete` a row marked deleted too
+   * (`deleteById` marks rows deleted there); false when there was none (or none in the request's `'PURGE'` rule,
+   * `scope.PURGE` AND `scope.DELETE`, on a viewset with a `scope`). A `precondition` is checked as `update` checks it.
+   *
+   * @example
+   * ```ts
+   * const removed = await this.purgeById(request.params.id, this.db, this.precondition(request))
+   * ```
+   */
+  async purgeById (id: KeyOf<S, K>, db: Kysely<DB> = this.#writes(), precondition?: Precondition): Promise<boolean> {
+    return await this.#purgeById(id, db, precondition, this.#rule('PURGE', 'purgeById'))
+  }
+
+  async #purgeById (
+    id: KeyOf<S, K>,
+    db: Kysely<DB>,
+    precondition: Precondition | undefined,
+    rule: ScopeCondition | undefined
+  ): Promise<boolean> {
+    const { resource } = preparedOf(this)
+    return await resource.delete(untyped(db), resource.target.key.given(id), rule, precondition)
   }
 
   /**

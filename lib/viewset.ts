@@ -19,14 +19,18 @@ import { checkMethods, resolveOptions } from './options.js'
 import { scopeCondition } from './query/scope.js'
 import { ScopePatterns } from './query/scope-shape.js'
 import { withBaseRule } from './query/scope-rules.js'
-import { asServed, preparedOf, setHelperRule, setPrepared, typedTransaction, untyped } from './viewset-table.js'
+import { asServed, preparedOf, setHelperRule, setPrepared, typedTransaction, untyped } from './mount/viewset-state.js'
 import { ViewsetHooks } from './viewset-hooks.js'
 import type { RelatedConfig } from './relations/config.js'
 import { relatedConfigOf, relationFields } from './relations/loader.js'
 import type { CreateManyRequest, CreateRequest, ElementRequest, ListRequest } from './requests.js'
-import type { UpdateRequest, WritableOf } from './requests.js'
+import type { KeyFields, UpdateRequest, WritableOf } from './requests.js'
 import { isRecord } from './schema/object-schema.js'
 import type { FieldAccess, FieldAccessContext } from './query/field-access.js'
+
+/** The request of an override typed without the schema (`ElementRequest`): with the key's columns declared, theirs. */
+type UntypedElementRequest<S extends TObject, K extends readonly string[] | undefined> =
+  ElementRequest<K extends undefined ? undefined : S, K>
 
 /**
  * A REST resource over one table. Subclass it to override a handler, declare extra LIST query
@@ -51,8 +55,9 @@ export class Viewset<
   DB,
   TB extends keyof DB & string,
   S extends SchemaOf<DB, TB, S>,
-  R extends RelatedConfig<DB> = RelatedConfig<DB>
-> extends ViewsetHooks<DB, TB, S> {
+  R extends RelatedConfig<DB> = RelatedConfig<DB>,
+  K extends KeyFields<S> | undefined = undefined
+> extends ViewsetHooks<DB, TB, S, K> {
   /** Extra query parameters of LIST, merged over the defaults; validated and documented. */
   static listQuery: TObject | undefined = undefined
 
@@ -142,8 +147,8 @@ export class Viewset<
    * GET: one row (in the scope), or 404. `request.params.id` has the key's type (`IdOf<S>`); an override
    * typed with a bare `ElementRequest` may still call `super.getElement(request, reply, token)`.
    */
-  getElement (request: ElementRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>>
-  getElement (request: ElementRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>>
+  getElement (request: UntypedElementRequest<S, K>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>>
+  getElement (request: ElementRequest<S, K>, reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>>
   async getElement (request: FastifyRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<Static<S>> {
     const { defaults, fields } = preparedOf(this)
     const plan = narrowFieldsPlan(request) ?? fields // `?fields=` as the caller's field rules narrow it
@@ -177,7 +182,7 @@ export class Viewset<
 
   /** PUT (`partial` false), PATCH (true): the row (in the scope) updated with `beforeWrite`'s values, or 404. */
   async updateElement (
-    request: UpdateRequest<S>,
+    request: UpdateRequest<S, K>,
     _reply: FastifyReply,
     token: ViewsetToken | null,
     partial: boolean
@@ -187,8 +192,8 @@ export class Viewset<
   }
 
   /** DELETE: removes the row (204) if its If-Match holds, or 404 when none is in the scope. */
-  deleteElement (request: ElementRequest, reply: FastifyReply, token: ViewsetToken | null): Promise<void>
-  deleteElement (request: ElementRequest<S>, reply: FastifyReply, token: ViewsetToken | null): Promise<void>
+  deleteElement (request: UntypedElementRequest<S, K>, reply: FastifyReply, token: ViewsetToken | null): Promise<void>
+  deleteElement (request: ElementRequest<S, K>, reply: FastifyReply, token: ViewsetToken | null): Promise<void>
   async deleteElement (request: FastifyRequest, _reply: FastifyReply, token: ViewsetToken | null): Promise<void> {
     await preparedOf(this).defaults.deleteElement(request, token, this.precondition(request))
   }

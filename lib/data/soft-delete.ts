@@ -2,7 +2,7 @@ import type { ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
 import { andThen } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
 import type { ScopeCondition } from '../query/scope.js'
-import type { SoftDeleteColumn } from '../query/soft-delete-term.js'
+import type { SoftDeleteColumn, SoftDeletePlan } from '../query/soft-delete-term.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import { updateKeys } from './bulk-update.js'
 import type { AfterRow } from './gateway-results.js'
@@ -84,4 +84,26 @@ export async function softDeleteKeys (
 ): Promise<void> {
   const { column, versionField } = marked
   await updateKeys(trx, dialect, target, keys, { values: deletedValues(column), versionField })
+}
+
+/**
+ * Deletes one row as the viewset's DELETE does (the `deleteById` helper): with soft delete, marks it deleted — a live
+ * one only, so "the row lives" joins a `scope` that lacks it (an unscoped helper's) — else removes it. False when
+ * there is no such row in the scope.
+ *
+ * @example
+ * ```ts
+ * const deleted = await deleteRow(resource, db, id, context.softDelete, scope, precondition)
+ * ```
+ */
+export function deleteRow (
+  resource: TableGateway,
+  db: AnyDatabase,
+  id: unknown,
+  softDelete: SoftDeletePlan | undefined,
+  scope: ScopeCondition | undefined,
+  precondition?: Precondition
+): Eventually<boolean> {
+  if (softDelete === undefined) return resource.delete(db, id, scope, precondition)
+  return softDeleteRow(resource, db, id, softDelete, scope ?? softDelete.live, precondition)
 }

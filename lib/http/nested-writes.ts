@@ -15,6 +15,8 @@ import { viewsetValidatorCompiler } from '../schema/validator.js'
 import { authHook } from './auth.js'
 import type { DefaultHandlers } from './default-handlers.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
+import { setPlainLinks, setServedLinks } from './nested-links.js'
+import type { LinkViewset } from './nested-links.js'
 
 // Nested writes (issue 38 item 2): a body of POST, PUT or PATCH that sends a writable relation's field writes it in
 // the parent's transaction. A to-one by reference (the parent's foreign key), a many-to-many by setting its link
@@ -45,6 +47,8 @@ export interface WritableRelation {
   readonly rule: RelationRuleSlot
   /** The viewset serving the related table, found when the application is ready. */
   target: NestedTarget | undefined
+  /** A many-to-many's link table's viewset, when one serves it: the links are written as its rows (nested-links.ts). */
+  link?: LinkViewset | undefined
 }
 
 /** The writable relation fields a body sends, each with its value. */
@@ -239,7 +243,7 @@ export class NestedWrites {
       if (!isRecord(row)) return row
       for (const { relation, value } of sent) {
         if (!Array.isArray(value)) continue
-        if (relation.kind === 'many-to-many') await this.#links(trx, request, relation, value, row)
+        if (relation.kind === 'many-to-many') await this.#links(trx, request, reply, relation, value, row)
         else await this.#children(trx, request, reply, relation, value, row)
       }
       return row
@@ -262,8 +266,8 @@ export class NestedWrites {
    * A many-to-many set: its link rows become exactly the targets sent among those the caller may read (links to rows
    * it may not read are left as they are); a target it may not read is the 409 of a missing row.
    */
-  async #links (trx: AnyDatabase, request: FastifyRequest, relation: WritableRelation, value: readonly unknown[],
-    row: Row) {
+  async #links (trx: AnyDatabase, request: FastifyRequest, reply: FastifyReply, relation: WritableRelation,
+    value: readonly unknown[], row: Row) {
     const through = relation.through
     if (through === undefined) return
     const keys = value.map((element) => (isRecord(element) ? element[relation.targetKey] : undefined)).filter(isKey)
@@ -276,21 +280,19 @@ export class NestedWrites {
       throw new ViewsetErrors.Conflict(`A related row ${missing}`, errors)
     }
     const parent = row[relation.parentKey]
-    const rule = ruleOf(trx, request, relation)
-    // Only links to rows the caller may read are the caller's to remove.
-    const readable = trx.selectFrom(relation.table).select(relation.targetKey)
-      .$if(rule !== undefined, (query) => query.where((where) => rule?.where ?? where.lit(true)))
-    await trx.deleteFrom(through.table).where(through.sourceKey, '=', parent)
-      .where(through.targetKey, 'in', readable)
-      .$if(keys.length > 0, (query) => query.where(through.targetKey, 'not in', keys))
-      .execute()
-    const linked = await trx.selectFrom(through.table).select(through.targetKey)
-      .where(through.sourceKey, '=', parent).execute()
-    const present = new Set(linked.map((link) => String(link[through.targetKey])))
-    const added = [...new Map(keys.map((key) => [String(key), key])).entries()].filter(([text]) => !present.has(text))
-    if (added.length === 0) return
-    await trx.insertInto(through.table)
-      .values(added.map(([, key]) => ({ [through.sourceKey]: parent, [through.targetKey]: key }))).execute()
+    const target = { table: relation.table, key: relation.targetKey, rule: ruleOf(trx, request, relation) }
+    const set = { through, parent, keys, target }
+    // Links to rows the caller may not read are not its to remove; a viewset serving the link table writes them.
+    if (relation.link === undefined) {
+      await setPlainLinks(trx, set)
+      return
+    }
+    const link = relation.link
+    await setServedLinks(trx, set, { link, request, reply }, async (method, body, id) => {
+      const child = childRequest(request, body ?? {}, id)
+      await this.#authorized(link, method, child, reply)
+      return child
+    })
   }
 
   /** A one-to-many's children, in order: each created (no key) or updated (its key) through the child's viewset. */
@@ -343,7 +345,8 @@ export class NestedWrites {
   }
 
   /** The child route's own authentication: its protected methods verify the token and call its `authorize`. */
-  async #authorized (target: NestedTarget, method: 'POST' | 'PATCH', child: FastifyRequest, reply: FastifyReply) {
+  async #authorized (target: Pick<NestedTarget, 'context'>, method: 'POST' | 'PATCH' | 'DELETE' | 'RESTORE',
+    child: FastifyRequest, reply: FastifyReply) {
     const { auth } = target.context
     if (auth.protectedMethods.includes(method)) await authHook(method, auth.options).call(child.server, child, reply)
     return child.viewsetToken

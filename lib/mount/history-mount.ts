@@ -53,7 +53,7 @@ export async function mountHistory (
   await prepareHistoryTable(underlyingDatabase(db), options, dialect.name, resolved.table)
   // Every column of the key, a composite one's too (issue 39 item 1): the entry's row_key names them all.
   const keyColumns = (resolved.keyColumns ?? [resolved.primaryKey])
-    .map((name) => ({ name, bigint: bigintTypes.has(columns.get(name)?.type ?? '') }))
+    .map((name) => ({ name, bigint: bigintTypes.has((columns.get(name)?.type ?? '').toLowerCase()) }))
   const writer = new HistoryWriter({
     dialect: dialect.name,
     historyTable: options.table,

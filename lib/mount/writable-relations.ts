@@ -90,6 +90,7 @@ export function withNestedWrites (
       if (written === undefined) return
       const target = targetOf(fastify, relation, context, written.foreignKey)
       written.target = target
+      if (relation.through !== undefined) written.link = linkOf(fastify, relation, relation.through.table, db)
       if (relation.kind !== 'one-to-many') return
       written.targetKey = target.context.schemas.primaryKey
       documentChildren(fastify, components.bodies, relation.field, target, written.targetKey)
@@ -145,6 +146,28 @@ function targetOf (fastify: FastifyInstance, relation: DeclaredRelation, parent:
       `its foreignKey "${foreignKey}" must be a writable field of the viewset at ${entry.prefix}`)
   }
   return target
+}
+
+/**
+ * The viewset a many-to-many's link rows are written through: the one serving the link table, when one does over the
+ * parent's database. Served twice, the links are plain rows, unless one of the two soft-deletes or keeps a history:
+ * then startup fails, since the links could be neither.
+ */
+function linkOf (fastify: FastifyInstance, relation: DeclaredRelation, table: string, db: object) {
+  const serving = findViewsets(fastify, db, table).flatMap((entry) => {
+    const target = targets.get(entry.viewset)
+    return target === undefined ? [] : [{ prefix: entry.prefix, target }]
+  })
+  const [only, ...others] = serving
+  if (others.length === 0) return only?.target
+  const kept = serving.filter(({ target }) =>
+    target.context.softDelete !== undefined || target.context.history !== undefined)
+  if (kept.length > 0) {
+    invalidOption(`${relation.path}.writable`, `viewsets at ${serving.map(({ prefix }) => prefix).join(' and ')} ` +
+      `serve its link table "${table}", and ${kept.map(({ prefix }) => prefix).join(' and ')} soft-deletes or keeps ` +
+      'a history: serve the link table once, so that its links are written as that viewset\'s rows')
+  }
+  return undefined
 }
 
 /** The viewset a writable relation writes through: the one serving its table, or the one `rulesFrom` names. */
