@@ -1,5 +1,4 @@
 import { sql } from 'kysely'
-import type { SqlBool } from 'kysely'
 import type { ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
 import { inFieldOrder, sentFields } from '../dialect/shared/write-shapes.js'
 import type { Condition } from '../query/condition.js'
@@ -125,20 +124,22 @@ export interface BoundedUpdate {
   readonly versionField: string | undefined
 }
 
-/** `select count(*) from (select 1 from <table> where <terms> limit ?)`: the matching rows, counted up to `limit`. */
-function matchingCount (db: AnyDatabase, target: WriteTarget, conditions: readonly Condition[], limit: number) {
-  const matching = db.selectFrom(target.table).select(sql.lit(1).as('viewset_one'))
-    .where((eb) => eb.and(conditions.map((term) => term.expression(eb)))).limit(limit)
-  return db.selectFrom(matching.as('viewset_matching')).select(sql`count(*)`.as('viewset_count'))
+/**
+ * `select 1 from <table> where <terms> limit 1 offset <most>`: a row when the terms select more than `most` rows, read
+ * after at most `most + 1` of them (a count would read them all, a counted subquery costs SQLite twice the UPDATE).
+ */
+function pastBound (db: AnyDatabase, target: WriteTarget, conditions: readonly Condition[], most: number) {
+  return db.selectFrom(target.table).select(sql.lit(1).as('viewset_one'))
+    .where((eb) => eb.and(conditions.map((term) => term.expression(eb)))).limit(sql.lit(1)).offset(most)
 }
 
 /**
  * Sets `values` on every row the filters select, unless they select more than `most`, in one statement
- * (DialectCapabilities.boundedUpdate): `update … where <terms> and (<the matching rows, counted up to most + 1>) <=
- * most`. The bound and the write are then one atomic statement, with no transaction and no read before it (the
- * hand-written UPDATE's cost, where the locked read of data/bulk-update.ts `lockMatching` took four statements). The
- * version column is incremented as {@link updateKeys} does. Answers how many rows changed, or `undefined` past the bound
- * (nothing written); a statement that changed none is told from one past its bound by counting again.
+ * (DialectCapabilities.boundedUpdate): `update … where <terms> and not exists (<a row past the bound>)`. The bound and
+ * the write are then one atomic statement, with no transaction and no read before it (the hand-written UPDATE's cost,
+ * where `lockMatching` and the UPDATE by keys took four statements). The version column is incremented as
+ * {@link updateKeys} does. Answers how many rows changed, or `undefined` past the bound (nothing written); a statement
+ * that changed none is told from one past its bound by asking for that row again.
  *
  * @example
  * ```ts
@@ -156,17 +157,17 @@ export async function updateBounded (
   const bump = versionField === undefined ? {} : { [versionField]: sql`coalesce(${sql.ref(versionField)}, 0) + 1` }
   const terms = parametersOf(conditions)
   const where = shapeOf(conditions)
-  const { numAffectedRows } = await target.statements.execute(db, `bulk-update-bounded ${shape} ${versionField ?? ''} ${where}`,
-    [...parameters, ...terms, ...terms, most + 1, most],
+  const { numAffectedRows } = await target.statements.execute(db,
+    `bulk-update-bounded ${shape} ${versionField ?? ''} ${where}`, [...parameters, ...terms, ...terms, most],
     () => db.updateTable(target.table).set({ ...inFieldOrder(fields, bound), ...bump }).where((eb) => eb.and([
       ...conditions.map((term) => term.expression(eb)),
-      sql<SqlBool>`(${matchingCount(db, target, conditions, most + 1)}) <= ${most}`,
+      eb.not(eb.exists(pastBound(db, target, conditions, most))),
     ])))
   const changed = Number(numAffectedRows ?? 0)
   if (changed > 0) return changed
-  const [row] = await target.statements.rows(db, `bulk-count-bounded ${where}`, [...terms, most + 1],
-    () => matchingCount(db, target, conditions, most + 1))
-  return dialect.values.count(row?.viewset_count ?? 0) > most ? undefined : 0
+  const past = await target.statements.rows(db, `bulk-past-bound ${where}`, [...terms, most],
+    () => pastBound(db, target, conditions, most))
+  return past.length > 0 ? undefined : 0
 }
 
 /** Deletes the rows with these keys. */
