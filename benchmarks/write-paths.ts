@@ -52,7 +52,8 @@ async function run (system: SystemName, app: FastifyInstance, id: ScenarioId, n:
   const requests = Array.from({ length: n }, () => scenario.request(system, draw))
   const start = process.cpuUsage()
   for (const request of requests) {
-    const response = await app.inject({ method: request.method, url: request.path, ...(request.body === undefined ? {} : { payload: request.body }) })
+    const payload = request.body === undefined ? {} : { payload: request.body }
+    const response = await app.inject({ method: request.method, url: request.path, ...payload })
     if (response.statusCode >= 300) throw new Error(`${system} ${request.path}: ${response.statusCode} ${response.body}`)
   }
   const used = process.cpuUsage(start)

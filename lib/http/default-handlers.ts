@@ -225,7 +225,8 @@ export class DefaultHandlers {
     if (resolution !== undefined) return this.#upsertOne(request, reply, token, sent, resolution === ignoreDuplicates)
     // The caller must be able to read what it creates: the row as stored must be in the GET rule.
     const check = this.#context.scopeOf(request, token, 'GET')
-    return this.#inWrite(request, (db) => andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }, db), (values) =>
+    const context = { request, token, method: 'POST' } as const
+    return this.#inWrite(request, (db) => andThen(this.#beforeWrite(sent, context, db), (values) =>
       this.#creating(this.#afterRow(request, token, 'POST'), (on) =>
         this.#context.foreignKeys.around(on, [values], { request, token }, false, (trx) =>
           this.#context.resource.insert(trx, values, check)), db)
