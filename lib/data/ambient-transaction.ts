@@ -1,10 +1,11 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import type { AnyDatabase } from '../sql.js'
 import { underlyingDatabase } from '../execution/request-transaction.js'
 
 // A nested write (mount/writable-relations.ts) runs the parent's write and each child's through their viewsets' own
 // default handlers, which know nothing of one another: while it runs, the handlers of every viewset over its
-// database find its transaction here and write in it, so that the parent and its children commit or roll back as one.
+// database find its transaction here, by the request they serve (the parent's, or a child's view of it), and write in
+// it, so that the parent and its children commit or roll back as one. Kept by request, not in an AsyncLocalStorage:
+// on Node 20 the first `run` of one turns on async hooks for every promise of the process, for good.
 
 interface OpenTransaction {
   /** The database the transaction was opened on: handlers over another one are not in it. */
@@ -12,35 +13,66 @@ interface OpenTransaction {
   readonly trx: AnyDatabase
 }
 
-const open = new AsyncLocalStorage<OpenTransaction>()
+/** The open nested write of each request in one, and of each child request made for it. */
+const open = new WeakMap<object, OpenTransaction>()
 
 /**
- * The database a handler writes to: the transaction of the nested write it runs in, when that one was opened on
- * `db`; else `db` itself.
+ * The database a handler serving `request` writes to: the transaction of the nested write the request is in, when
+ * that one was opened on `db`; else `db` itself.
  *
  * @example
  * ```ts
- * await resource.insert(ambientDatabase(context.db), values)
+ * await resource.insert(ambientDatabase(context.db, request), values)
  * ```
  */
-export function ambientDatabase (db: AnyDatabase): AnyDatabase {
-  const current = open.getStore()
+export function ambientDatabase (db: AnyDatabase, request: object): AnyDatabase {
+  const current = open.get(request)
   return current !== undefined && current.base === underlyingDatabase(db) ? current.trx : db
 }
 
 /**
- * Runs `work` in one transaction of `db` that every handler writing to `db` joins (as {@link ambientDatabase} finds
- * it), now or after any await; inside such a transaction already, in that one.
+ * Runs `work` in one transaction of `db` that every handler writing to `db` for `request` joins (as
+ * {@link ambientDatabase} finds it), and for each request {@link joinAmbientTransaction} adds; when `request` is in
+ * such a transaction already, in that one.
  *
  * @example
  * ```ts
- * const row = await inAmbientTransaction(db, async (trx) => await handlers.createElement(request, reply, token))
+ * const row = await inAmbientTransaction(db, request, async () => await handlers.createElement(request, reply, token))
  * ```
  */
-export async function inAmbientTransaction<T> (db: AnyDatabase, work: (trx: AnyDatabase) => Promise<T>): Promise<T> {
-  const current = open.getStore()
+export async function inAmbientTransaction<T> (
+  db: AnyDatabase, request: object, work: (trx: AnyDatabase) => Promise<T>
+): Promise<T> {
+  const current = open.get(request)
   // Every viewset wraps the user's database in a request-transaction database of its own: the one under it is the key.
   const base = underlyingDatabase(db)
   if (current !== undefined && current.base === base) return await work(current.trx)
-  return await db.transaction().execute(async (trx) => await open.run({ base, trx }, async () => await work(trx)))
+  return await db.transaction().execute(async (trx) => {
+    open.set(request, { base, trx })
+    try {
+      return await work(trx)
+    } finally {
+      open.delete(request)
+    }
+  })
+}
+
+/**
+ * Makes `child` (a request made for one child's write) write in the nested write `request` is in, until
+ * {@link leaveAmbientTransaction}.
+ *
+ * @example
+ * ```ts
+ * joinAmbientTransaction(child, request)
+ * try { await defaults.createElement(child, reply, token) } finally { leaveAmbientTransaction(child) }
+ * ```
+ */
+export function joinAmbientTransaction (child: object, request: object): void {
+  const current = open.get(request)
+  if (current !== undefined) open.set(child, current)
+}
+
+/** Ends what {@link joinAmbientTransaction} began. */
+export function leaveAmbientTransaction (child: object): void {
+  open.delete(child)
 }

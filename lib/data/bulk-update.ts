@@ -13,7 +13,8 @@ import { padList } from './statement-cache.js'
 // gets each row before and after. Every later statement names those keys only, so no row the read did not lock (and
 // the rule did not admit) is ever written. MariaDB has no UPDATE … RETURNING: the rows are read back by key instead,
 // alike on every dialect. Each statement is compiled once per shape (the target's statement cache), its key lists
-// padded to a power of two so that a few lengths share one SQL text.
+// padded to a power of two so that a few lengths share one SQL text. A PATCH_MANY that needs none of the rows (no
+// rule, afterWrite, answer or beforeWrite) is one bounded UPDATE instead (`updateBounded`), where the database can.
 
 /** Keys per statement: far under every database's parameter limit, with the values sent beside them. */
 const keysPerStatement = 500
@@ -111,6 +112,62 @@ export async function updateKeys (
       () => trx.updateTable(target.table).set({ ...inFieldOrder(fields, bound), ...bump })
         .where(target.key.matchAny(list)))
   }
+}
+
+/** What a write by filter in one statement sets, and on how many rows at most. */
+export interface BoundedUpdate {
+  /** The request's filters (no rule: a rule's WITH CHECK reads the rows written, in the write's transaction). */
+  readonly conditions: readonly Condition[]
+  /** The most rows it may change: past it, it changes none. */
+  readonly most: number
+  readonly values: Row
+  readonly versionField: string | undefined
+}
+
+/**
+ * `select 1 from <table> where <terms> limit 1 offset <most>`: a row when the terms select more than `most` rows, read
+ * after at most `most + 1` of them (a count would read them all, a counted subquery costs SQLite twice the UPDATE).
+ */
+function pastBound (db: AnyDatabase, target: WriteTarget, conditions: readonly Condition[], most: number) {
+  return db.selectFrom(target.table).select(sql.lit(1).as('viewset_one'))
+    .where((eb) => eb.and(conditions.map((term) => term.expression(eb)))).limit(sql.lit(1)).offset(most)
+}
+
+/**
+ * Sets `values` on every row the filters select, unless they select more than `most`, in one statement
+ * (DialectCapabilities.boundedUpdate): `update … where <terms> and not exists (<a row past the bound>)`. The bound and
+ * the write are then one atomic statement, with no transaction and no read before it (the hand-written UPDATE's cost,
+ * where `lockMatching` and the UPDATE by keys took four statements). The version column is incremented as
+ * {@link updateKeys} does. Answers how many rows changed, or `undefined` past the bound (nothing written); a statement
+ * that changed none is told from one past its bound by asking for that row again.
+ *
+ * @example
+ * ```ts
+ * const changed = await updateBounded(db, dialect, target, { conditions, most: 1000, values, versionField })
+ * ```
+ */
+export async function updateBounded (
+  db: AnyDatabase,
+  dialect: ViewsetDialect,
+  target: WriteTarget,
+  { conditions, most, values, versionField }: BoundedUpdate
+): Promise<number | undefined> {
+  const bound = dialect.writes.bindable?.(target, values) ?? values
+  const { fields, shape, parameters } = sentFields(bound)
+  const bump = versionField === undefined ? {} : { [versionField]: sql`coalesce(${sql.ref(versionField)}, 0) + 1` }
+  const terms = parametersOf(conditions)
+  const where = shapeOf(conditions)
+  const { numAffectedRows } = await target.statements.execute(db,
+    `bulk-update-bounded ${shape} ${versionField ?? ''} ${where}`, [...parameters, ...terms, ...terms, most],
+    () => db.updateTable(target.table).set({ ...inFieldOrder(fields, bound), ...bump }).where((eb) => eb.and([
+      ...conditions.map((term) => term.expression(eb)),
+      eb.not(eb.exists(pastBound(db, target, conditions, most))),
+    ])))
+  const changed = Number(numAffectedRows ?? 0)
+  if (changed > 0) return changed
+  const past = await target.statements.rows(db, `bulk-past-bound ${where}`, [...terms, most],
+    () => pastBound(db, target, conditions, most))
+  return past.length > 0 ? undefined : 0
 }
 
 /** Deletes the rows with these keys. */

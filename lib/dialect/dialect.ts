@@ -220,6 +220,12 @@ export interface DialectCapabilities {
    * the children of a batch are read and numbered by a window function (relations/relation-queries.ts).
    */
   readonly limitPerParent?: 'lateral' | 'correlated-in'
+  /**
+   * An UPDATE's WHERE may count rows of its own table in a subquery, and the driver answers the rows it matched
+   * (PostgreSQL, SQLite): a write by filter bounded by `max-affected` is then one statement (data/bulk-update.ts
+   * `updateBounded`). MariaDB's affected rows are the rows changed, unless the client asked otherwise.
+   */
+  readonly boundedUpdate: boolean
 }
 
 /**

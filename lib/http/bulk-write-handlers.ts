@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { inElement } from '../data/bulk-conflicts.js'
-import { deleteKeys, lockKeys, lockMatching, readKeys, updateKeys } from '../data/bulk-update.js'
+import { deleteKeys, lockKeys, lockMatching, readKeys, updateBounded, updateKeys } from '../data/bulk-update.js'
 import type { AfterRow } from '../data/gateway-results.js'
 import { retryOnDeadlock } from '../data/retry-on-deadlock.js'
 import { softDeleteKeys } from '../data/soft-delete.js'
@@ -8,6 +8,7 @@ import { checkWritten } from '../data/write-check.js'
 import { invalidFields, missingRows, ViewsetErrors } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import { currentCancellation, withCancellation } from '../execution/cancellation.js'
+import { RequestTransaction, underlyingDatabase } from '../execution/request-transaction.js'
 import type { AfterWriteMethod, ScopedMethod, ViewsetToken } from '../options.js'
 import type { Condition } from '../query/condition.js'
 import type { ScopeCondition } from '../query/scope.js'
@@ -47,6 +48,15 @@ function checkIfMatch (request: FastifyRequest, requireIfMatch: boolean): void {
   if (header.trim() !== '*') throw invalid('headers', 'if-match', 'must be * on a write of many rows')
 }
 
+/** A bound's 400: the request would change more rows than it may, and nothing was written. */
+function overBound (bound: Bound): Error {
+  const what = bound.field === 'max-affected' ? 'max-affected (or the maxAffected option)' : 'maxBulk'
+  return invalid('headers', bound.field, `would change more than ${bound.most} rows (${what}): nothing was written`)
+}
+
+/** The most rows a write by filter may change, and the header or option that says so. */
+interface Bound { readonly most: number; readonly field: string }
+
 /** The bulk writes of one mounted viewset, over its default handlers' context. */
 export class BulkWriteHandlers {
   readonly #context: DefaultHandlerContext
@@ -76,7 +86,7 @@ export class BulkWriteHandlers {
    * The most rows this request may change: `Prefer: max-affected=N` within the `maxAffected` option, and the rows
    * `return=representation` can answer (`maxBulk`); which of them binds names the 400 past it.
    */
-  #bound (request: FastifyRequest, represent: boolean): { readonly most: number; readonly field: string } {
+  #bound (request: FastifyRequest, represent: boolean): Bound {
     const asked = preferences(request.headers.prefer).get('max-affected')
     if (asked !== undefined && !/^\d{1,15}$/.test(asked)) {
       throw invalid('headers', 'max-affected', 'must be a whole number of rows (Prefer: max-affected=N)')
@@ -106,14 +116,46 @@ export class BulkWriteHandlers {
 
   /** The rows a write by filter reaches, locked: a 400 naming its bound when there are more, before any write. */
   async #matching (trx: AnyDatabase, conditions: readonly Condition[], scope: ScopeCondition | undefined,
-    bound: { readonly most: number; readonly field: string }): Promise<Row[]> {
+    bound: Bound): Promise<Row[]> {
     const { resource } = this.#context
     const limit = bound.most + 1
     const whole = resource.wholeRows
     const rows = await lockMatching(trx, resource.dialect, resource.target, { conditions, scope, limit, whole })
     if (rows.length <= bound.most) return rows
-    const what = bound.field === 'max-affected' ? 'max-affected (or the maxAffected option)' : 'maxBulk'
-    throw invalid('headers', bound.field, `would change more than ${bound.most} rows (${what}): nothing was written`)
+    throw overBound(bound)
+  }
+
+  /**
+   * Whether a PATCH_MANY needs none of the rows it changes (no answer, rule, afterWrite, history or beforeWrite of the
+   * viewset's own), so that the database can bound it in one statement (data/bulk-update.ts `updateBounded`).
+   */
+  #oneStatement (represent: boolean, scope: ScopeCondition | undefined, after: AfterRow | undefined): boolean {
+    const { resource, beforeWriteInTransaction } = this.#context
+    return resource.dialect.capabilities.boundedUpdate && !represent && scope === undefined && after === undefined &&
+      !resource.wholeRows && beforeWriteInTransaction !== true
+  }
+
+  /**
+   * PATCH_MANY as one bounded UPDATE, again after a deadlock outside a caller's transaction; `undefined` when it needs
+   * its transaction after all: a foreign key it writes has a rule to check, or it sets nothing.
+   */
+  async #updateBounded (request: FastifyRequest, token: ViewsetToken | null, conditions: readonly Condition[],
+    bound: Bound): Promise<ManyWritten | undefined> {
+    const { resource, db, foreignKeys } = this.#context
+    const context = { request, token, method: 'PATCH_MANY' } as const
+    // The statement starts after an await: in the request's cancellation scope (execution/cancellation.ts).
+    const scope = currentCancellation()
+    const values = await this.#defaults.beforeWriteOf(this.#defaults.writable(request.body), context, db)
+    const { versionField } = this.#limits
+    if (Object.keys(values).length === 0 && versionField === undefined) return undefined
+    if (foreignKeys.checkOf(db, [values], { request, token }, false) !== undefined) return undefined
+    const { target, dialect } = resource
+    const write = async () => await withCancellation(scope, () =>
+      updateBounded(db, dialect, target, { conditions, most: bound.most, values, versionField }))
+    const outside = !db.isTransaction && !RequestTransaction.isOpen(underlyingDatabase(db))
+    const changed = outside ? await retryOnDeadlock(dialect, write) : await write()
+    if (changed === undefined) throw overBound(bound)
+    return { affected: changed, rows: [] }
   }
 
   /**
@@ -127,6 +169,10 @@ export class BulkWriteHandlers {
     const context = { request, token, method: 'PATCH_MANY' } as const
     const scope = this.#rule(request, token, 'PATCH_MANY')
     const after = this.#afterRow(request, token, 'PATCH_MANY')
+    if (this.#oneStatement(represent, scope, after)) {
+      const written = await this.#updateBounded(request, token, conditions, bound)
+      if (written !== undefined) return written
+    }
     const { resource, db, foreignKeys } = this.#context
     const { target, dialect } = resource
     return await this.#transaction(async (trx) => {

@@ -126,9 +126,9 @@ export class DefaultHandlers {
 
   /** Runs a write (`beforeWrite`, then its statements) in a transaction `beforeWrite` receives when the viewset has
    * one (issue 38 item 8); else on `db` as it is, at once where the database answers at once. */
-  #inWrite<T> (work: (db: AnyDatabase) => Eventually<T>): Eventually<T> {
+  #inWrite<T> (request: FastifyRequest, work: (db: AnyDatabase) => Eventually<T>): Eventually<T> {
     // Inside a nested write (data/ambient-transaction.ts), in its transaction.
-    const db = ambientDatabase(this.#context.db)
+    const db = ambientDatabase(this.#context.db, request)
     const transactional = this.#context.beforeWriteInTransaction === true
     return transactional ? inTransaction(db, async (trx) => await work(trx)) : work(db)
   }
@@ -225,7 +225,8 @@ export class DefaultHandlers {
     if (resolution !== undefined) return this.#upsertOne(request, reply, token, sent, resolution === ignoreDuplicates)
     // The caller must be able to read what it creates: the row as stored must be in the GET rule.
     const check = this.#context.scopeOf(request, token, 'GET')
-    return this.#inWrite((db) => andThen(this.#beforeWrite(sent, { request, token, method: 'POST' }, db), (values) =>
+    const context = { request, token, method: 'POST' } as const
+    return this.#inWrite(request, (db) => andThen(this.#beforeWrite(sent, context, db), (values) =>
       this.#creating(this.#afterRow(request, token, 'POST'), (on) =>
         this.#context.foreignKeys.around(on, [values], { request, token }, false, (trx) =>
           this.#context.resource.insert(trx, values, check)), db)
@@ -250,7 +251,7 @@ export class DefaultHandlers {
   async #upsert (request: FastifyRequest, token: ViewsetToken | null, sent: readonly Row[], bulk: boolean,
     ignore: boolean) {
     const { resource, requireIfMatch } = this.#context
-    const db = ambientDatabase(this.#context.db)
+    const db = ambientDatabase(this.#context.db, request)
     const precondition = preconditionOf(request.headers['if-match'], requireIfMatch)
     const created = bulk ? 'BULK' : 'POST'
     // Each beforeWrite, then the write, in the request's cancellation scope (execution/cancellation.ts).
@@ -298,7 +299,7 @@ export class DefaultHandlers {
     const resolution = this.#resolution(request)
     if (resolution === undefined) {
       const check = this.#context.scopeOf(request, token, 'GET')
-      return await this.#inWrite(async (db) => {
+      return await this.#inWrite(request, async (db) => {
         const values: Row[] = []
         for (const [index, fields] of sent.entries()) {
           values.push(await this.#inElement(index, () => this.#beforeWrite(fields, context, db)))
@@ -357,7 +358,7 @@ export class DefaultHandlers {
     const scope = this.#context.scopeOf(request, token, method)
     const after = this.#afterRow(request, token, method)
     const sent = bodyWithoutKey(resource.target.key, this.writable(request.body), id)
-    return this.#inWrite((on) => andThen(this.#beforeWrite(sent, { request, token, method }, on),
+    return this.#inWrite(request, (on) => andThen(this.#beforeWrite(sent, { request, token, method }, on),
       // The precondition is checked with the write, after the scope: a 404, 428 or 412 changes nothing; then the
       // row as written must still be in the scope (else a 403, nothing changed). The foreign keys written are checked
       // once the row is found in the scope and its precondition holds.
@@ -378,7 +379,7 @@ export class DefaultHandlers {
     const id = idOf(request)
     const after = this.#afterRow(request, token, 'DELETE')
     const { resource, softDelete } = this.#context
-    const db = ambientDatabase(this.#context.db)
+    const db = ambientDatabase(this.#context.db, request)
     // The row marked deleted is gone for the API: afterWrite is told `after: null`, as for a row removed.
     const marked = after && (async (trx: AnyDatabase, before: Row | null) => { await after(trx, before, null) })
     const deleted = softDelete === undefined

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { inAmbientTransaction } from '../data/ambient-transaction.js'
+import type { FastifyValidationResult } from 'fastify/types/schema.js'
+import { inAmbientTransaction, joinAmbientTransaction, leaveAmbientTransaction } from '../data/ambient-transaction.js'
 import { invalidFields, ViewsetErrors } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import { allVisible } from '../query/field-access.js'
@@ -12,6 +13,7 @@ import { propertiesOf } from '../schema/derive.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
 import { viewsetValidatorCompiler } from '../schema/validator.js'
+import { LruCache } from '../execution/lru-cache.js'
 import { authHook } from './auth.js'
 import type { DefaultHandlers } from './default-handlers.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
@@ -163,6 +165,8 @@ export class NestedWrites {
   readonly #relations: readonly WritableRelation[]
   readonly #db: AnyDatabase
   readonly #maxBulk: number
+  /** See {@link #validatorOf}; bounded as the field views are (query/field-access.ts). */
+  readonly #validators = new LruCache<string, FastifyValidationResult>(256)
 
   constructor (relations: readonly WritableRelation[], db: AnyDatabase, maxBulk: number) {
     this.#relations = relations
@@ -235,7 +239,7 @@ export class NestedWrites {
   /** The parent's write and its relations', in one transaction: the references first, the children once the parent's
    * key is known. */
   async #write (request: FastifyRequest, reply: FastifyReply, sent: Sent, parent: () => unknown): Promise<unknown> {
-    return await inAmbientTransaction(this.#db, async (trx) => {
+    return await inAmbientTransaction(this.#db, request, async (trx) => {
       for (const { relation, value } of sent) {
         if (relation.kind === 'many-to-one') await this.#reference(trx, request, relation, value)
       }
@@ -322,9 +326,7 @@ export class NestedWrites {
     const child = childRequest(request, { ...element }, key)
     const token = await this.#authorized(target, method, child, reply)
     const view = target.rules === undefined ? allVisible : await target.rules.view({ request: child, token, method })
-    const validate = viewsetValidatorCompiler({
-      schema: childSchema(target, method, view, relation), httpPart: 'body', method, url: '',
-    })
+    const validate = this.#validatorOf(target, method, view, relation)
     if (validate(element) !== true) {
       throw invalidFields(schemaErrors(Array.isArray(validate.errors) ? validate.errors : []))
     }
@@ -340,8 +342,27 @@ export class NestedWrites {
       throw new ViewsetErrors.Forbidden(`This token may not write ${relation.foreignKey} of ${relation.table}`)
     }
     child.body = { ...body, [relation.foreignKey]: parent }
-    if (method === 'POST') await target.defaults.createElement(child, reply, token)
-    else await target.defaults.updateElement(child, token, true, undefined)
+    // The child's handler finds the nested write's transaction by its request (data/ambient-transaction.ts).
+    joinAmbientTransaction(child, request)
+    try {
+      if (method === 'POST') await target.defaults.createElement(child, reply, token)
+      else await target.defaults.updateElement(child, token, true, undefined)
+    } finally {
+      leaveAmbientTransaction(child)
+    }
+  }
+
+  /** The validator of a child's body, made once per relation, method and field view: compiling it again, or finding it
+   * by its schema's text, cost a nested POST more than its writes (benchmarks/analysis.md, issue 43). */
+  #validatorOf (target: NestedTarget, method: 'POST' | 'PATCH', view: FieldView, relation: WritableRelation) {
+    const key = `${relation.field}|${method}|${view.key}`
+    let validate = this.#validators.get(key)
+    if (validate === undefined) {
+      const schema = childSchema(target, method, view, relation)
+      validate = viewsetValidatorCompiler({ schema, httpPart: 'body', method, url: '' })
+      this.#validators.set(key, validate)
+    }
+    return validate
   }
 
   /** The child route's own authentication: its protected methods verify the token and call its `authorize`. */

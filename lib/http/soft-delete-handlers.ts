@@ -51,7 +51,7 @@ export class SoftDeleteHandlers implements SoftDeleteRouting {
       scope: this.#context.scopeOf(request, token, 'RESTORE'),
       check: this.#context.scopeOf(request, token, 'PATCH'),
     }
-    const db = ambientDatabase(this.#context.db)
+    const db = ambientDatabase(this.#context.db, request)
     const after = this.#afterRow(request, token, 'RESTORE')
     return andThen(restoreRow(this.#context.resource, db, id, this.plan, rules, precondition, after), (row) =>
       row ?? this.#context.notFound(id))
@@ -61,7 +61,7 @@ export class SoftDeleteHandlers implements SoftDeleteRouting {
   purge (request: FastifyRequest, token: ViewsetToken | null, precondition?: Precondition): Eventually<void> {
     const id = idOf(request)
     const scope = this.#context.scopeOf(request, token, 'PURGE')
-    const db = ambientDatabase(this.#context.db)
+    const db = ambientDatabase(this.#context.db, request)
     const after = this.#afterRow(request, token, 'PURGE')
     return andThen(this.#context.resource.delete(db, id, scope, precondition, after), (deleted) => {
       if (!deleted) this.#context.notFound(id)

@@ -101,7 +101,12 @@ async function itemsApp (t: TestContext, dialect: TestDialect) {
     filterFields: { price: ['gte', 'lte'], name: ['eq'] },
   }), { prefix: '/items' })
   await app.ready()
-  return { app, db: database.db }
+  return { app, db: database.db, queries: database.queries }
+}
+
+/** The statements logged, by their first word (`update`, `select`, `begin`). */
+function verbs (queries: readonly string[]): string[] {
+  return queries.map((query) => query.trimStart().split(/\s/)[0]?.toLowerCase() ?? '')
 }
 
 for (const dialect of dialects) {
@@ -135,6 +140,29 @@ for (const dialect of dialects) {
       assert.equal(got.headers.etag, '"2"')
       const deleted = await app.inject({ method: 'DELETE', url: '/items?name=a' })
       assert.deepEqual(deleted.json(), { affected: 1 })
+    })
+
+    test('a PATCH_MANY that needs no row is one bounded UPDATE where the database can: past the bound, none', async (t) => {
+      const { app, db, queries } = await itemsApp(t, dialect)
+      // MariaDB answers the rows changed, not the rows matched: its bulk writes read the rows first, in a transaction.
+      const one = dialect.name !== 'mysql'
+      queries.length = 0
+      const many = await app.inject({ method: 'PATCH', url: '/items?price__gte=2', payload: { description: 'd' } })
+      assert.equal(many.statusCode, 200)
+      assert.deepEqual(many.json(), { affected: 2 })
+      if (one) assert.deepEqual(verbs(queries), ['update'])
+      const over = await app.inject({
+        method: 'PATCH', url: '/items?price__gte=1', payload: { description: 'x' }, headers: { prefer: 'max-affected=2' },
+      })
+      assert.equal(over.statusCode, 400)
+      assert.equal(problemOf(over).errors?.[0]?.field, 'max-affected')
+      queries.length = 0
+      const none = await app.inject({ method: 'PATCH', url: '/items?name=zz', payload: { description: 'x' } })
+      assert.deepEqual(none.json(), { affected: 0 })
+      if (one) assert.deepEqual(verbs(queries), ['update', 'select'])
+      const rows = await db.selectFrom('items').select(['id', 'version', 'description']).orderBy('id').execute()
+      assert.deepEqual(rows.map((row) => [Number(row.id), Number(row.version), row.description]),
+        [[1, 1, null], [2, 2, 'd'], [3, 2, 'd']])
     })
 
     test("PATCH_MANY changes the caller's rows the filters select, never another tenant's", async (t) => {

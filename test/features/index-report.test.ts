@@ -242,12 +242,17 @@ for (const dialect of dialects) {
       assert.deepEqual(scan.heavy, [perParent])
       assert.match(scan.report.join('\n'), /^books relation no index of "ir_books" starts with "author_id"/)
 
-      // The children's key alone: each parent's children are found, but all read and sorted to keep the first one.
+      // The children's key alone: each parent's children are found, but all read and sorted to keep the first one;
+      // except on SQLite, where each entry of an index ends with the rowid, which the INTEGER PRIMARY KEY id is.
       await database.db.schema.createIndex('ir_books_author').on('ir_books').column('author_id').execute()
       const sorted = await loadIsHeavy()
-      assert.deepEqual(sorted.heavy, [perParent])
-      assert.match(sorted.report.join('\n'),
-        /^books relation each parent's children are all read and sorted to keep the first 1: .*\(author_id, id\)/)
+      const rowidOrder = dialect.name === 'sqlite'
+      assert.deepEqual(sorted.heavy, [perParent && !rowidOrder])
+      if (rowidOrder) assert.deepEqual(sorted.report, [])
+      else {
+        assert.match(sorted.report.join('\n'),
+          /^books relation each parent's children are all read and sorted to keep the first 1: .*\(author_id, id\)/)
+      }
 
       // (author_id, id): read in order, a LIMIT reads only what it keeps; cheap, and nothing reported.
       await database.db.schema.createIndex('ir_books_author_id').on('ir_books').columns(['author_id', 'id']).execute()

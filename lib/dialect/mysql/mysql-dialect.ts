@@ -111,6 +111,7 @@ export const mysqlDialect: ViewsetDialect = {
     // ON DUPLICATE KEY UPDATE fires on whichever unique key conflicts: conflictFields must be the only one.
     upsertOnAnyKey: true,
     nullsSortLargest: false,
+    boundedUpdate: false,
   },
   statistics: mysqlStatistics,
   replication: mysqlReplication,

@@ -146,6 +146,7 @@ export const postgresDialect: ViewsetDialect = {
     // ON CONFLICT names its key: other unique keys still fail the statement.
     upsertOnAnyKey: false,
     nullsSortLargest: true,
+    boundedUpdate: true,
     limitPerParent: 'lateral',
   },
   statistics: postgresStatistics,

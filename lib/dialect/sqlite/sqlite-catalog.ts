@@ -45,6 +45,13 @@ function checkLists (createSql: string): Map<string, string[]> {
   return lists
 }
 
+/** The column that is the table's rowid under another name: an INTEGER PRIMARY KEY (ascending) of a rowid table. */
+function rowidAlias (create: string, columns: readonly XColumn[], primaryKey: readonly string[]): string | undefined {
+  const [key, ...more] = primaryKey
+  if (key === undefined || more.length > 0 || /without\s+rowid|primary\s+key\s+desc/i.test(create)) return undefined
+  return columns.find((column) => column.name === key)?.type.toUpperCase() === 'INTEGER' ? key : undefined
+}
+
 /** SQLite's catalog: `sqlite_schema` and the table-valued pragmas, which take the table as a parameter. */
 export const sqliteCatalog: CatalogReader = {
   async table (db, name) {
@@ -59,9 +66,13 @@ export const sqliteCatalog: CatalogReader = {
       .sort((a, b) => a.pk - b.pk)
       .map((column) => column.name)
     const lists = checkLists(relation.sql ?? '')
-    const { unique, indexes, partialUnique } = await indexesOf(db, name)
+    const { unique, indexes: declared, partialUnique } = await indexesOf(db, name)
     // An INTEGER PRIMARY KEY is the rowid: SQLite numbers it when it is omitted.
     const rowid = primaryKey.length === 1 ? primaryKey[0] : undefined
+    // Each index entry of a rowid table ends with the row's rowid, so an index on (author_id) reads one author's rows
+    // in key order when the key is the rowid, as one on (author_id, id) would (a relation's per-parent LIMIT).
+    const alias = rowidAlias(relation.sql ?? '', columns, primaryKey)
+    const indexes = declared.map((index) => alias === undefined || index.includes(alias) ? index : [...index, alias])
     if (rowid !== undefined && !indexes.some((index) => index.length === 1 && index[0] === rowid)) indexes.push([rowid])
     return {
       name,

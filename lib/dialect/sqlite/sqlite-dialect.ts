@@ -132,6 +132,7 @@ export const sqliteDialect: ViewsetDialect = {
     // ON CONFLICT names its key: other unique keys still fail the statement.
     upsertOnAnyKey: false,
     nullsSortLargest: false,
+    boundedUpdate: true,
     limitPerParent: 'correlated-in',
   },
   fullText: sqliteFullText,
