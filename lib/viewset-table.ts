@@ -10,7 +10,9 @@ import { isRecord } from './schema/object-schema.js'
 import { servedRequest } from './execution/served-request.js'
 import { customRouteSchema, representRow, representRows, requestPrecondition } from './http/custom-answers.js'
 import type { CustomRouteSchemaOptions } from './http/custom-answers.js'
-import { asServed, helperRuleOf, mountedOf, preparedOf, typedTransaction, untyped } from './mount/viewset-state.js'
+import {
+  asServed, helperHistory, helperRuleOf, mountedOf, preparedOf, typedTransaction, untyped,
+} from './mount/viewset-state.js'
 import type { ScopedMethod } from './options.js'
 import type { ScopeCondition } from './query/scope.js'
 import type { KeyFields, KeyOf } from './requests.js'
@@ -212,7 +214,8 @@ export class ViewsetTable<
   }
 
   async #insert (values: Insertable<DB[TB]>, db: Kysely<DB>, check: ScopeCondition | undefined): Promise<Static<S>> {
-    return asServed(await preparedOf(this).resource.insert(untyped(db), { ...values }, check))
+    const after = helperHistory(this, 'POST')
+    return asServed(await preparedOf(this).resource.insert(untyped(db), { ...values }, check, after))
   }
 
   /**
@@ -245,7 +248,8 @@ export class ViewsetTable<
   ): Promise<Static<S> | undefined> {
     const { resource } = preparedOf(this)
     const key = resource.target.key.given(id)
-    const row = await resource.update(untyped(db), key, { ...values }, rule, precondition, rule)
+    const after = helperHistory(this, 'PATCH')
+    const row = await resource.update(untyped(db), key, { ...values }, rule, precondition, rule, undefined, after)
     return row === undefined ? undefined : asServed(row)
   }
 
@@ -272,7 +276,8 @@ export class ViewsetTable<
   ): Promise<boolean> {
     const { resource, defaults } = preparedOf(this)
     const key = resource.target.key.given(id)
-    return await deleteRow(resource, untyped(db), key, defaults.context.softDelete, rule, precondition)
+    const { softDelete } = defaults.context
+    return await deleteRow(resource, untyped(db), key, softDelete, rule, precondition, helperHistory(this, 'DELETE'))
   }
 
   /**
@@ -296,7 +301,8 @@ export class ViewsetTable<
     rule: ScopeCondition | undefined
   ): Promise<boolean> {
     const { resource } = preparedOf(this)
-    return await resource.delete(untyped(db), resource.target.key.given(id), rule, precondition)
+    const key = resource.target.key.given(id)
+    return await resource.delete(untyped(db), key, rule, precondition, helperHistory(this, 'PURGE'))
   }
 
   /**

@@ -102,8 +102,11 @@ export function deleteRow (
   id: unknown,
   softDelete: SoftDeletePlan | undefined,
   scope: ScopeCondition | undefined,
-  precondition?: Precondition
+  precondition?: Precondition,
+  after?: AfterRow
 ): Eventually<boolean> {
-  if (softDelete === undefined) return resource.delete(db, id, scope, precondition)
-  return softDeleteRow(resource, db, id, softDelete, scope ?? softDelete.live, precondition)
+  if (softDelete === undefined) return resource.delete(db, id, scope, precondition, after)
+  // The row marked deleted is gone for the API: `after` is told `after: null`, as for a row removed.
+  const marked = after && (async (trx: AnyDatabase, before: Row | null) => { await after(trx, before, null) })
+  return softDeleteRow(resource, db, id, softDelete, scope ?? softDelete.live, precondition, marked)
 }

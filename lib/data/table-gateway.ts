@@ -20,7 +20,7 @@ import { parametersOf, shapeOf } from './condition-shape.js'
 import type { Statements } from './statements.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
 import type { RuleRequest } from '../relations/relation-rule.js'
-import { checkedWrite, checkWritten, untouched } from './write-check.js'
+import { checkedWrite, checkWritten, inTransaction, untouched } from './write-check.js'
 import type { WrittenRows } from './write-check.js'
 import type { AfterRow, CursorPage, FindOptions } from './gateway-results.js'
 
@@ -217,10 +217,18 @@ export class TableGateway {
   }
 
   /** Inserts the values and returns the row as stored (generated key and defaults included), as {@link find} answers;
-   * with a `check`, the stored row must be in it, else a 403 and nothing is written (write-check.ts). */
-  insert (db: AnyDatabase, values: Row, check?: ScopeCondition): Eventually<Row> {
+   * with a `check`, the stored row must be in it, else a 403 and nothing is written (write-check.ts); `after` runs
+   * with the row stored, in the same transaction. */
+  insert (db: AnyDatabase, values: Row, check?: ScopeCondition, after?: AfterRow): Eventually<Row> {
     const insert = (on: AnyDatabase) => this.dialect.writes.insert(on, this.#target, values)
-    return check === undefined ? insert(db) : checkedWrite(db, this.#target, this.dialect.values.keyOf, check, insert)
+    const write = (on: AnyDatabase) =>
+      check === undefined ? insert(on) : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, insert)
+    if (after === undefined) return write(db)
+    return inTransaction(db, async (trx) => {
+      const row = await write(trx)
+      await after(trx, null, row)
+      return row
+    })
   }
 
   /**

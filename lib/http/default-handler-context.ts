@@ -42,4 +42,14 @@ export interface DefaultHandlerContext {
   readonly afterWrite?:
     | ((trx: AnyDatabase, context: RowContext<AfterWriteMethod>, change: RowChange<Row>) => Promise<void>)
     | undefined
+  /**
+   * The history alone (`history`), without the viewset's `afterWrite`: the helpers (`this.insert`, `this.update`…)
+   * record their writes with it; `context` is `undefined` outside a request (then no actor).
+   */
+  readonly recordHistory?: ((
+    trx: AnyDatabase,
+    method: AfterWriteMethod,
+    context: RowContext<AfterWriteMethod> | undefined,
+    change: RowChange<Row>
+  ) => Promise<void>) | undefined
 }

@@ -3,7 +3,7 @@ import type { Precondition } from '../data/precondition.js'
 import { inElement } from '../data/bulk-conflicts.js'
 import type { AfterRow } from '../data/gateway-results.js'
 import { upsertBranches } from '../data/upsert-branches.js'
-import { softDeleteRow } from '../data/soft-delete.js'
+import { deleteRow } from '../data/soft-delete.js'
 import { inTransaction } from '../data/write-check.js'
 import { ambientDatabase } from '../data/ambient-transaction.js'
 import type { AnyDatabase, Row } from '../sql.js'
@@ -380,12 +380,7 @@ export class DefaultHandlers {
     const after = this.#afterRow(request, token, 'DELETE')
     const { resource, softDelete } = this.#context
     const db = ambientDatabase(this.#context.db, request)
-    // The row marked deleted is gone for the API: afterWrite is told `after: null`, as for a row removed.
-    const marked = after && (async (trx: AnyDatabase, before: Row | null) => { await after(trx, before, null) })
-    const deleted = softDelete === undefined
-      ? resource.delete(db, id, scope, precondition, after)
-      : softDeleteRow(resource, db, id, softDelete, scope, precondition, marked)
-    return andThen(deleted, (found) => {
+    return andThen(deleteRow(resource, db, id, softDelete, scope, precondition, after), (found) => {
       if (!found) this.#context.notFound(id)
     })
   }

@@ -295,6 +295,8 @@ export class NestedWrites {
     await setServedLinks(trx, set, { link, request, reply }, async (method, body, id) => {
       const child = childRequest(request, body ?? {}, id)
       await this.#authorized(link, method, child, reply)
+      // The link's handler finds the nested write's transaction by its request; the entry goes with the child object.
+      joinAmbientTransaction(child, request)
       return child
     })
   }

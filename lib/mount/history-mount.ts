@@ -79,17 +79,20 @@ export async function mountHistory (
 export function withHistory<R extends Pick<DefaultHandlerContext, 'afterWrite'>> (
   rules: R,
   history: MountedHistory | undefined
-): R {
+): R & Pick<DefaultHandlerContext, 'recordHistory'> {
   if (history === undefined) return rules
   const { afterWrite } = rules
   const { writer, actor } = history
+  const recordHistory: NonNullable<DefaultHandlerContext['recordHistory']> = async (trx, method, context, change) => {
+    const { before, after } = change
+    const operation = operationOf(method, before, after)
+    await writer.record(trx, { operation, before, after, actor: context === undefined ? null : actor(context) })
+  }
   const recorded: DefaultHandlerContext['afterWrite'] = async (trx, context, change) => {
     await afterWrite?.(trx, context, change)
-    const { before, after } = change
-    const operation = operationOf(context.method, before, after)
-    await writer.record(trx, { operation, before, after, actor: actor(context) })
+    await recordHistory(trx, context.method, context, change)
   }
-  return { ...rules, afterWrite: recorded }
+  return { ...rules, afterWrite: recorded, recordHistory }
 }
 
 /**

@@ -3,6 +3,9 @@ import type { Kysely, Transaction } from 'kysely'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { ScopedMethod, ViewsetToken } from '../options.js'
 import type { ScopeCondition } from '../query/scope.js'
+import type { AfterRow } from '../data/gateway-results.js'
+import { servedRequest } from '../execution/served-request.js'
+import type { AfterWriteMethod } from '../write-hooks.js'
 import type { PreparedViewset } from './mount-viewset.js'
 
 // What mounting prepared for each viewset, and the row rule its helpers apply (viewset-table.ts reads both): kept
@@ -25,6 +28,24 @@ export function preparedOf (viewset: object): PreparedViewset {
     throw new Error('The viewset is not registered yet: register() it on a Fastify instance first')
   }
   return found
+}
+
+/**
+ * How a helper's write (`this.insert`, `this.update`, `this.deleteById`, `this.purgeById`) is recorded in the viewset's
+ * history, in the write's transaction, as the routes record theirs: the actor from the request being served (none
+ * outside a request); `undefined` without `history`. The viewset's own `afterWrite` is not run for helpers.
+ *
+ * @example
+ * ```ts
+ * await resource.update(db, key, values, rule, precondition, rule, undefined, helperHistory(this, 'PATCH'))
+ * ```
+ */
+export function helperHistory (viewset: object, method: AfterWriteMethod): AfterRow | undefined {
+  const record = preparedOf(viewset).defaults.context.recordHistory
+  if (record === undefined) return undefined
+  const request = servedRequest()
+  const context = request === undefined ? undefined : { request, token: request.viewsetToken, method }
+  return async (trx, before, after) => { await record(trx, method, context, { before, after }) }
 }
 
 /**
