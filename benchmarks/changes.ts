@@ -27,7 +27,7 @@ const postgresUrl = process.env.BENCH_POSTGRES_URL || process.env.DATABASE || un
 // The ten filter shapes: five values of one filter, and five other shapes.
 const shapes = [
   ...statuses.map((status) => `status=${status}`),
-  'priority[gte]=3', 'priority[lt]=3', 'status=open&priority[gte]=2', 'name[startswith]=w', '',
+  'priority__gte=3', 'priority__lt=3', 'status=open&priority__gte=2', 'name__startswith=w', '',
 ]
 
 /** The SQL of the feed's read of the history (data/history-entries.ts), on every database. */
@@ -162,11 +162,14 @@ async function client (): Promise<void> {
   const without = await cheap()
   console.error('cheap GET without streams', Math.round(without))
   const streams: Array<{ destroy: () => void }> = []
+  // The streams' answers by status: every one should be a 200 (a refused stream would shrink the groups).
+  const statusCounts = new Map<number, number>()
   for (let i = 0; i < subscribers; i++) {
     const shape = shapes[i % shapes.length] ?? ''
     const outgoing = request(`${base}/items?${shape}`, {
       headers: { accept: 'text/event-stream', 'x-tenant': `t${Math.floor(i / shapes.length) % 2}` }, agent: false,
     }, (response) => {
+      statusCounts.set(response.statusCode ?? 0, (statusCounts.get(response.statusCode ?? 0) ?? 0) + 1)
       response.setEncoding('utf8')
       response.on('data', (chunk: string) => {
         for (const match of chunk.matchAll(/"name":"(w\d+)"/g)) {
@@ -178,8 +181,18 @@ async function client (): Promise<void> {
     outgoing.end()
     streams.push(outgoing)
   }
+  // Until every stream has answered (a loaded machine takes seconds), then 2 s more.
+  const answered = () => [...statusCounts.values()].reduce((sum, count) => sum + count, 0)
+  for (let waited = 0; answered() < subscribers && waited < 60_000; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
   await new Promise((resolve) => setTimeout(resolve, 2000))
-  console.error('streams open', streams.length, 'events so far', latencies.length)
+  console.error('streams asked', streams.length, 'answered', Object.fromEntries(statusCounts), 'events so far',
+    latencies.length)
+  if (statusCounts.get(200) !== subscribers) {
+    child.kill()
+    throw new Error('some streams were refused or never answered: fix their query strings')
+  }
   latencies.length = 0
   child.send('reset')
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000))
