@@ -13,6 +13,7 @@ import { mountViewset } from './mount/mount-viewset.js'
 import type { ViewsetDeclaration } from './mount/mount-viewset.js'
 import { listQueryOf } from './mount/list-querystring.js'
 import { overriddenMembers } from './mount/override-handlers.js'
+import { refuseListOverride } from './data/changes-options.js'
 import type { CheckedSchema, ResolvedOptions, RowContext, ScopedMethod, SchemaOf, ViewsetMethod } from './options.js'
 import type { ViewsetOptions, ViewsetToken } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
@@ -109,8 +110,10 @@ export class Viewset<
     const given: ViewsetOptions<DB, TB, S, R> = options
     this.options = Object.freeze({ ...given })
     this.protect = authHook('CUSTOM', this.options)
+    const overridden = overriddenMembers(this, Viewset.prototype, this.options)
+    refuseListOverride(resolved.changes, overridden)
     // The helpers of a viewset with a rule apply it (viewset-table.ts).
-    if (overriddenMembers(this, Viewset.prototype, this.options).has('scope')) setHelperRule(this, this.#scopeOf)
+    if (overridden.has('scope')) setHelperRule(this, this.#scopeOf)
   }
 
   /**

@@ -19,6 +19,8 @@ export interface FeedSubscriber {
   readonly group: string
   /** The LIST statement's filters and the caller's row rule. */
   readonly conditions: readonly Condition[]
+  /** Adds what its events carry beyond the row (relation fields) to a batch's rows: run once per group. */
+  readonly load?: ((changes: readonly MatchedChange[]) => Promise<void>) | undefined
   /** The position of the last entry the stream has been given (its events after it are still to send). */
   position: number
   /** Sends the changes after its position, then moves its position to `upTo`. */
@@ -166,6 +168,7 @@ export class ChangeFeed {
       if (first === undefined) continue
       try {
         const changes = await matchChanges(db, versions, first.conditions, entries)
+        await first.load?.(changes)
         for (const subscriber of members) subscriber.deliver(changes, upTo)
       } catch (error) {
         this.#fail(members, error)

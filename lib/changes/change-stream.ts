@@ -10,6 +10,7 @@ import { ViewsetErrors } from '../errors.js'
 import { hideFields } from '../http/field-hiding.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import { parseListQuery } from '../query/list-query.js'
+import { queryParameterError } from '../query/condition.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { ViewsetToken } from '../options.js'
 import { isRecord } from '../schema/object-schema.js'
@@ -17,6 +18,8 @@ import type { Serializer } from '../schema/serializer.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { ChangeFeed, FeedSubscriber } from './change-feed.js'
 import { admitStream } from './stream-limits.js'
+import { eventRelations } from './event-relations.js'
+import type { RelationSource } from './event-relations.js'
 
 // One change stream: `GET {prefix}?<filters>` with `Accept: text/event-stream`. Everything that can fail does so
 // before the headers are sent, as a problem: the limits, the query string (LIST's own parsing, so a filter means the
@@ -40,6 +43,11 @@ export interface StreamPlan {
   readonly hiding: boolean
   /** The key, one column or several, as a `delete` event's data sends it (data/change-key.ts). */
   readonly key: ChangeKey
+  /** Where the events' relation fields are loaded from, and those loaded when `?fields=` names none. */
+  readonly relations: RelationSource
+  readonly defaultRelations: ReadonlySet<string> | undefined
+  /** Whether `q` can be evaluated on stored versions (DialectFullText.matchIsolated): else a 400. */
+  readonly searchesVersions: boolean
 }
 
 /** Whether a request asks for the stream rather than a page. */
@@ -105,14 +113,21 @@ export async function openStream (plan: StreamPlan, request: FastifyRequest, rep
   try {
     const scope = plan.scopeOf(request, token, 'LIST')
     const given = isRecord(request.query) ? request.query : {}
+    if (given.q !== undefined && !plan.searchesVersions) {
+      throw queryParameterError('q', 'cannot be combined with Accept: text/event-stream on this database: its ' +
+        'full-text index holds the rows as they are now, not the stored versions the feed evaluates')
+    }
     const rules = { db: plan.readerOf(request), request: { request, token } }
     const query = parseListQuery(given, plan.listPlanOf(request) ?? plan.list, undefined, rules, scope !== undefined)
     const conditions = scope === undefined ? query.conditions : [scope, ...query.conditions]
+    const relations = await eventRelations(plan.relations, request, query.fields?.relations ?? plan.defaultRelations)
     const start = await startOf(plan, request)
     const serialize = query.fields?.serializeRow ?? plan.serializeRow
     reply.hijack()
     const stream = new EventStream(plan, request, reply, { serialize, release })
-    stream.open(start, { group: groupKey(conditions), conditions }, untilExpiry(token))
+    // Streams whose events load other related rows (other rules, other relations) are other groups.
+    const group = relations === undefined ? groupKey(conditions) : `${groupKey(conditions)}\u0001${relations.key}`
+    stream.open(start, { group, conditions, load: relations?.load }, untilExpiry(token))
   } catch (error) {
     release()
     throw error
@@ -153,7 +168,7 @@ class EventStream {
   /** Sends the headers and the start position, arms the bounds and joins the feed. */
   open (
     start: { position: number, reset: boolean },
-    { group, conditions }: Pick<FeedSubscriber, 'group' | 'conditions'>,
+    { group, conditions, load }: Pick<FeedSubscriber, 'group' | 'conditions' | 'load'>,
     expiresIn: number | undefined
   ): void {
     const { raw } = this.#reply
@@ -180,6 +195,7 @@ class EventStream {
     this.#subscriber = {
       group,
       conditions,
+      load,
       position: start.position,
       deliver (changes, upTo) { stream.#deliver(this, changes, upTo) },
       end (reason) { stream.end(reason) },

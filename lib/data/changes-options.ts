@@ -31,6 +31,11 @@ export interface ChangesOptions {
   readonly idleTimeout?: number
   /** Milliseconds a stream may last (default 3,600,000; the client reconnects and resumes). */
   readonly maxLifetime?: number
+  /**
+   * `true` confirms that a subclass's `list` override restricts nothing its `scope` does not: the feed and
+   * `changed_since` read rows through the rule, not through the override (default false: such a viewset fails).
+   */
+  readonly ignoreListOverride?: boolean
 }
 
 /** The `changes` option with its defaults applied. */
@@ -45,6 +50,7 @@ export interface ResolvedChanges {
   readonly sendBuffer: number
   readonly idleTimeout: number
   readonly maxLifetime: number
+  readonly ignoreListOverride: boolean
 }
 
 /** The history table's default name (the `history` option's). */
@@ -52,7 +58,7 @@ export const defaultHistoryTable = 'viewset_history'
 
 const keys = [
   'pollInterval', 'listen', 'maxStreams', 'maxStreamsPerCaller', 'heartbeat', 'sendBuffer', 'idleTimeout',
-  'maxLifetime',
+  'maxLifetime', 'ignoreListOverride',
 ]
 
 /** A positive whole number, or the default. */
@@ -111,5 +117,28 @@ export function checkChanges (value: unknown, history: unknown, table: string): 
     sendBuffer: positive('changes.sendBuffer', given.sendBuffer, 1024 * 1024),
     idleTimeout: positive('changes.idleTimeout', given.idleTimeout, 300_000),
     maxLifetime: positive('changes.maxLifetime', given.maxLifetime, 3_600_000),
+    ignoreListOverride: confirmed(given.ignoreListOverride),
   })
+}
+
+/** `ignoreListOverride`: a boolean, false by default. */
+function confirmed (value: unknown): boolean {
+  if (value === undefined || typeof value === 'boolean') return value === true
+  return fail('changes.ignoreListOverride', 'expected true or false')
+}
+
+/**
+ * Refuses a viewset whose subclass overrides `list` while `changes` is on, unless `ignoreListOverride` confirms it:
+ * the feed and `changed_since` read rows through the rule (`scope`), so a restriction written only in the override
+ * would not apply to them.
+ *
+ * @example
+ * ```ts
+ * refuseListOverride(resolved.changes, new Set(['list'])) // throws: changes: … move the restriction into scope …
+ * ```
+ */
+export function refuseListOverride (changes: ResolvedChanges | undefined, overridden: ReadonlySet<string>): void {
+  if (changes === undefined || changes.ignoreListOverride || !overridden.has('list')) return
+  fail('changes', 'the feed and changed_since read rows through the rule (scope), not through your list override: ' +
+    'move any restriction of the override into scope, or set changes: { ignoreListOverride: true } to confirm')
 }

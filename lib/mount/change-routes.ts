@@ -16,6 +16,7 @@ import type { RouteContext } from '../http/route-context.js'
 import { isRecord } from '../schema/object-schema.js'
 import { propertiesOf } from '../schema/derive.js'
 import type { TObject } from '@sinclair/typebox'
+import type { RelationLoader } from '../relations/batched-loader.js'
 
 // Mounting `changes`: the LIST route also answers `Accept: text/event-stream` with the viewset's change feed
 // (changes/), documented as a second content of its 200; the feed ends its streams when the app closes.
@@ -33,6 +34,8 @@ export interface ChangeMount {
   }
   readonly context: RouteContext
   readonly defaults: DefaultHandlers
+  /** The loader of the relation fields, whose rule slots the events' loads are grouped by. */
+  readonly relations: Pick<RelationLoader, 'ruleSlots' | 'fields'> | undefined
 }
 
 /** The URL of PostgreSQL's one `LISTEN` connection, or `undefined` to poll. */
@@ -75,6 +78,15 @@ function streamPlan (changes: ResolvedChanges, mount: ChangeMount): StreamPlan {
     serializeRow: context.versions.represent,
     hiding: context.hiding !== undefined,
     key: changeKeyOf(context.schemas.key, propertiesOf(context.schemas.entity)),
+    relations: {
+      db,
+      hasRelations: context.resource.hasRelations,
+      fields: mount.relations?.fields ?? new Set(),
+      slots: mount.relations?.ruleSlots ?? [],
+      load: (on, rows, only, request) => context.resource.load(on, rows, only, request),
+    },
+    defaultRelations: context.fields.defaultRelations,
+    searchesVersions: dialect.fullText?.matchIsolated ?? false,
   }
 }
 

@@ -363,7 +363,7 @@ export async function mountViewset (
   if (parent !== undefined) declaration.setHelperRule(parent.scoped(db, rowRules.scopeOf))
   const served = replicaFallback(overrideHandlers(defaults, declaration), routing, table.dialect)
   const handlers = withNestedWrites(fastify, served, { declaration, defaults, context, rules })
-  const feed = { declaration, table, context, defaults }
+  const feed = { declaration, table, context, defaults, relations: planned.relations }
   const all = changeFeedRoutes(fastify, viewsetRoutes(methods, handlers, context), feed)
   const routes = await idempotentRoutes(all, resolved, db, table.dialect)
   if (routing.routed) fastify.addHook('onSend', readAfterWriteHook(routing))

@@ -32,6 +32,8 @@ async function fullTextIndexes (db: CatalogDatabase, table: string): Promise<str
 export const mysqlFullText: DialectFullText = {
   // MATCH weighs each word by how many rows of the whole index hold it.
   rankIsolated: false,
+  // MATCH reads the FULLTEXT index of the rows as they are now, not a stored version.
+  matchIsolated: false,
   text: (words) => words.map((word) => `+${word}`).join(' '),
   matches: (index, text) => sql<boolean>`${match(index, text)}`,
   relevance: (index, text) => match(index, text),

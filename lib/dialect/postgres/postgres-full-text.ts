@@ -36,6 +36,8 @@ async function indexServes (db: CatalogDatabase, index: FullTextIndex): Promise<
 export const postgresFullText: DialectFullText = {
   // ts_rank reads the row alone: other rows never move it.
   rankIsolated: true,
+  // to_tsvector reads the row's columns: a stored version matches as the row did.
+  matchIsolated: true,
   text: (words) => words.map((word) => `"${word}"`).join(' '),
   matches: (index, text) => sql<boolean>`${vector(index)} @@ ${query(index, text)}`,
   // ts_rank is a float4: as float8, the number a cursor carries compares equal to it again.

@@ -35,6 +35,12 @@ export interface DialectFullText {
    * words would otherwise move it.
    */
   readonly rankIsolated: boolean
+  /**
+   * Whether a match reads the row's own columns alone (PostgreSQL's `to_tsvector` of them), not an index of the
+   * table's current rows (SQLite's FTS5 table, MySQL's FULLTEXT): only then can the change feed evaluate `q` on a
+   * row's stored versions.
+   */
+  readonly matchIsolated: boolean
   /** The bound search text that requires every word (each already plain letters and digits). */
   text(words: readonly string[]): string
   /** The rows that hold every word of `text`. */

@@ -53,6 +53,8 @@ async function tableProblem (db: CatalogDatabase, index: FullTextIndex, found: S
 export const sqliteFullText: DialectFullText = {
   // bm25 weighs each word by how many rows of the whole FTS table hold it.
   rankIsolated: false,
+  // The FTS5 table holds the rows as they are now, not a stored version.
+  matchIsolated: false,
   text: (words) => words.map(quoted).join(' '),
   matches: ({ table, key, ftsTable }, text) =>
     sql<boolean>`${sql.ref(`${table}.${key}`)} in (select rowid from ${sql.table(ftsTable)} where ${
