@@ -59,8 +59,8 @@ function allowHeader (methods: ReadonlySet<string>): string {
 }
 
 /**
- * Adds, on each of `paths`, a 405 route for every method Fastify's router knows (TRACE and QUERY too) that is not
- * registered there (with an `Allow` header listing those that are), and an `OPTIONS` route answering 204 with `Allow`.
+ * Adds, on each of `paths`, one route: a 405 for every method Fastify's router knows (TRACE and QUERY too) that is not
+ * registered there (with an `Allow` header listing those that are), and `OPTIONS` answering 204 with `Allow`.
  * The 405 answers from the route's `onRequest`, before any body is read: whatever its Content-Type (or none), an
  * unserved method is a 405. OPTIONS is left alone when the application already answers it (an `OPTIONS *` route such
  * as @fastify/cors adds; a CORS onRequest hook answers preflights before any route runs). Routes that another scope
@@ -87,24 +87,25 @@ export function addMethodRoutes (
     const servesPatch = own.has('PATCH')
     const allow = allowHeader(new Set([...own, ...(options ? ['OPTIONS'] : [])]))
     allows.set(url, allow)
-    if (options) {
-      const handler = async (_request: FastifyRequest, reply: FastifyReply) => {
-        // RFC 5789: where PATCH is served, OPTIONS says which body types it takes.
-        if (servesPatch) reply.header('accept-patch', acceptPatch)
-        return await reply.header('allow', allow).code(204).send()
-      }
-      methodRouteHandlers.add(handler)
-      fastify.route({ method: 'OPTIONS', url: path, schema: { hide: true }, handler })
-    }
     const missing = [...commonMethods, ...fastify.supportedMethods.filter((method) => !isCommon(method))]
       .filter((method) => method !== 'OPTIONS' && !taken(method))
-    if (missing.length === 0) continue
-    const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) => {
+    if (!options && missing.length === 0) continue
+    // One route for OPTIONS and the 405s of the path: each route costs Fastify as much at startup as a generated one.
+    // OPTIONS reaches the handler as before; the other methods are answered by onRequest, before any body is read.
+    const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
+      if (request.method === 'OPTIONS') return
       reply.header('allow', allow)
       throw new ViewsetErrors.MethodNotAllowed()
     }
-    methodRouteHandlers.add(notAllowed)
-    fastify.route({ method: missing, url: path, schema: { hide: true }, onRequest: notAllowed, handler: notAllowed })
+    // Only OPTIONS gets here: notAllowed answers every other method of the route.
+    const handler = async (_request: FastifyRequest, reply: FastifyReply) => {
+      // RFC 5789: where PATCH is served, OPTIONS says which body types it takes.
+      if (servesPatch) reply.header('accept-patch', acceptPatch)
+      return await reply.header('allow', allow).code(204).send()
+    }
+    methodRouteHandlers.add(handler)
+    const methods = [...(options ? ['OPTIONS'] : []), ...missing]
+    fastify.route({ method: methods, url: path, schema: { hide: true }, onRequest: notAllowed, handler })
   }
   return (path) => allowOf(fastify.prefix, allows, registered, path)
 }

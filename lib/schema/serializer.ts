@@ -1,6 +1,7 @@
 import fastJson from 'fast-json-stringify'
 import { LruCache } from '../execution/lru-cache.js'
 import type { JsonSchema } from './derive.js'
+import { isRecord } from './object-schema.js'
 
 /** Writes a value as JSON, the way its schema says. */
 export type Serializer = (value: unknown) => string
@@ -71,10 +72,58 @@ function lazily (schema: JsonSchema, externals: Record<string, JsonSchema>): Sha
   return { compile, serialize: (value) => (compiled ?? compile())(value) }
 }
 
+// Keywords whose values are data, not schemas: a `$ref` key inside them is a value, never renamed.
+const dataKeywords = new Set(['const', 'default', 'enum', 'examples', 'example'])
+
+/** A copy of `value` with the `$ref`s and `$id`s of {@link renamed} schemas renamed. */
+function renamedValue (value: unknown, names: ReadonlyMap<string, string>): unknown {
+  if (Array.isArray(value)) return value.map((item) => renamedValue(item, names))
+  return isRecord(value) ? renamed(value, names) : value
+}
+
+/**
+ * `schema` with each `$ref` to an id of `names` (`Items#`, `Items#/properties/tags`) and its own `$id` renamed: what
+ * the serializer writes does not depend on the names, so viewsets with the same columns share one compiled serializer.
+ * Renamed by structure, never in the text, so that a `const` or a string equal to an id is left as it is.
+ */
+function renamed (schema: JsonSchema, names: ReadonlyMap<string, string>): JsonSchema {
+  const copy: JsonSchema = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if ((key === '$ref' || key === '$id') && typeof value === 'string') {
+      const hash = value.indexOf('#')
+      const name = names.get(hash === -1 ? value : value.slice(0, hash))
+      copy[key] = name === undefined ? value : `${name}${hash === -1 ? '' : value.slice(hash)}`
+    } else copy[key] = dataKeywords.has(key) ? value : renamedValue(value, names)
+  }
+  return copy
+}
+
+/**
+ * The shared serializer of `written` (a route's answer as JSON, `source` its text) with the `externals` it reaches,
+ * named canonically (the first reached `$id` is `S0`, ...): its key is the text of what is compiled.
+ */
+function sharedEntry (written: JsonSchema, source: string, externals: Record<string, JsonSchema>): Shared {
+  const used = reached(source, externals)
+  const names = new Map(used.map((id, index) => [id, `S${index}`]))
+  const schema = renamed(written, names)
+  const canonical = used.map((id, index): [string, JsonSchema] => [`S${index}`, renamed(externals[id] ?? {}, names)])
+  const key = JSON.stringify([schema, canonical])
+  let entry = shared.get(key)
+  if (entry === undefined) {
+    entry = lazily(schema, Object.fromEntries(canonical))
+    shared.set(key, entry)
+  }
+  return entry
+}
+
+// The entries already found for an externals record (route-schemas.ts keeps one per viewset), by the answer's text:
+// every status of every route asks, and most ask for the same few answers (the problem document, the row).
+const byExternals = new WeakMap<Record<string, JsonSchema>, Map<string, Shared>>()
+
 /**
  * {@link compileSerializer} for the schemas of routes, shared by every route and viewset that writes by the
- * same schema (the same JSON, with the same `externals` it reaches). Not for schemas built per request
- * (`?fields=`), which have a cache of their own. Compiled on first use: compiling every status of every route
+ * same schema (the same JSON, with the same `externals` it reaches, whatever their `$id`s). Not for schemas built per
+ * request (`?fields=`), which have a cache of their own. Compiled on first use: compiling every status of every route
  * was most of startup (benchmarks/analysis.md#serializer-compile), and most of them (a 412, a 503) are seldom
  * written. `'now'` compiles it at once, so that a schema fast-json-stringify cannot write (a `$ref` it cannot
  * resolve) fails at startup.
@@ -93,12 +142,12 @@ export function sharedSerializer (
   // written: POST's 201 and GET's 200 write a row with one serializer.
   const { description: _description, headers: _headers, ...written } = schema
   const source = JSON.stringify(written)
-  const used = reached(source, externals)
-  const key = [source, ...used.map((id) => `${id}\t${textOf(externals[id] ?? {})}`)].join('\n')
-  let entry = shared.get(key)
+  let found = byExternals.get(externals)
+  if (found === undefined) byExternals.set(externals, (found = new Map()))
+  let entry = found.get(source)
   if (entry === undefined) {
-    entry = lazily(written, Object.fromEntries(used.map((id) => [id, externals[id] ?? {}])))
-    shared.set(key, entry)
+    entry = sharedEntry(written, source, externals)
+    found.set(source, entry)
   }
   return when === 'now' ? entry.compile() : entry.serialize
 }

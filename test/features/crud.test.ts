@@ -279,6 +279,34 @@ for (const dialect of dialects) {
       assert.equal((await app.inject({ method: 'GET', url: '/items/1/x' })).statusCode, 404)
     })
 
+    test('a path\'s OPTIONS and 405 answers are one route: ten routes for the default methods (issue 43)', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createItemsTable(database)
+      const app = testApp(t)
+      // Every route costs Fastify as much at startup as a generated one: 6 methods, 2 HEAD, 1 per path for the rest.
+      const routes: string[] = []
+      app.addHook('onRoute', (route) => { routes.push(`${String(route.method)} ${route.url}`) })
+      await app.register(createViewset({ db: database.db, table: 'items', schema: Item }), { prefix: '/items' })
+      await app.ready()
+      assert.equal(routes.length, 10, routes.join('\n'))
+      const seeded = await app.inject({ method: 'POST', url: '/items', payload: { name: 'kept', price: 1 } })
+      assert.equal(seeded.statusCode, 201)
+      const options = await app.inject({ method: 'OPTIONS', url: `/items/${seeded.json().id}` })
+      assert.equal(options.statusCode, 204)
+      assert.equal(options.headers.allow, 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS')
+      assert.match(String(options.headers['accept-patch']), /application\/merge-patch\+json/)
+      assert.equal(options.body, '')
+      // The other methods of the route answer 405 before the body is read, whatever its type.
+      const trace = await app.inject({ method: 'TRACE', url: '/items' })
+      assert.equal(trace.statusCode, 405)
+      assert.equal(trace.headers.allow, 'GET, HEAD, POST, OPTIONS')
+      assert.equal(problemOf(trace).code, 'FST_VIEWSET_METHOD_NOT_ALLOWED')
+      const put = await app.inject({ method: 'PUT', url: '/items', payload: 'not json', headers: { 'content-type': 'text/csv' } })
+      assert.equal(put.statusCode, 405)
+      assert.equal(put.headers.allow, 'GET, HEAD, POST, OPTIONS')
+      assert.deepEqual((await rowsOf(database.db)).map((row) => row.name), ['kept'])
+    })
+
     test('errors outside the viewset keep Fastify\'s own format', async (t) => {
       const { app } = await itemsApp(t, dialect)
       app.get('/other', async () => { throw Object.assign(new Error('boom'), { statusCode: 418 }) })
