@@ -72,7 +72,7 @@ export function checkScopeEntries (scope: unknown, methods: readonly ViewsetMeth
   )
 }
 
-/** Whether `method` is a derived method whose base a row rule restricts: its rule is then {@link withBaseRule}'s AND. */
+/** Whether `method` is a derived method whose base a row rule restricts: its rule is {@link withBaseRule}'s AND. */
 export function hasScopedBase (method: string): boolean {
   return scopedBases.has(method)
 }
