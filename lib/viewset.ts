@@ -19,7 +19,7 @@ import type { ViewsetOptions, ViewsetToken } from './options.js'
 import { checkMethods, resolveOptions } from './options.js'
 import { scopeCondition } from './query/scope.js'
 import { ScopePatterns } from './query/scope-shape.js'
-import { withBaseRule } from './query/scope-rules.js'
+import { hasScopedBase, withBaseRule } from './query/scope-rules.js'
 import { asServed, preparedOf, setHelperRule, setPrepared, typedTransaction, untyped } from './mount/viewset-state.js'
 import { ViewsetHooks } from './viewset-hooks.js'
 import type { RelatedConfig } from './relations/config.js'
@@ -83,10 +83,15 @@ export class Viewset<
   readonly #eb = expressionBuilder<DB, TB>()
   /** Per method, the trees its rule built before, matched before any is spelled (query/scope-shape.ts). */
   readonly #scopePatterns = new Map<ScopedMethod, ScopePatterns>()
-  /** The `scope` of a request, compiled: what the routes and the helpers apply. */
+  /**
+   * The `scope` of a request, compiled: what the routes and the helpers apply. A core method's rule is called
+   * straight; only a derived method's needs the closures that AND it with its base's (analysis.md#scoped-paths-fifth).
+   */
   readonly #scopeOf: ViewsetDeclaration['rowRules']['scopeOf'] = (request, token, method) => {
-    const rule = (of: ScopedMethod) => this.scope(this.#eb, { request, token, method: of })
-    const expression = withBaseRule(method, rule, (own, base) => this.#eb.and([own, base]))
+    const expression = hasScopedBase(method)
+      ? withBaseRule(method, (of: ScopedMethod) => this.scope(this.#eb, { request, token, method: of }),
+        (own, base) => this.#eb.and([own, base]))
+      : this.scope(this.#eb, { request, token, method })
     if (expression === undefined) return undefined
     let patterns = this.#scopePatterns.get(method)
     if (patterns === undefined) this.#scopePatterns.set(method, (patterns = new ScopePatterns()))

@@ -72,6 +72,11 @@ export function checkScopeEntries (scope: unknown, methods: readonly ViewsetMeth
   )
 }
 
+/** Whether `method` is a derived method whose base a row rule restricts: its rule is {@link withBaseRule}'s AND. */
+export function hasScopedBase (method: string): boolean {
+  return scopedBases.has(method)
+}
+
 /**
  * The rule of `method`: its own, ANDed with its base's when it is a derived method ({@link baseMethods}), so a
  * rule written for the core methods still restricts the derived ones; `undefined` when neither has one.

@@ -231,6 +231,14 @@ function patternsOf (adapter: object, context: string): ScopePatterns {
 }
 
 /**
+ * What compiles a tree for {@link compiledOnce}, given the database and context it was called with: a function of
+ * the module rather than a closure, so that a matched tree (every request but the first) allocates none.
+ */
+export type ScopeCompiler = (
+  node: OperationNode, db: AnyDatabase, context: string
+) => { readonly sql: string, readonly parameters: readonly unknown[] }
+
+/**
  * The shape of `node` (a key that two nodes share only when they compile to the same SQL through `compile`: a short
  * learnt key, or the SQL itself when it cannot be learnt) and its parameters, learnt once per spelling on `db`'s
  * dialect. `compile` must compile the given node the same way whatever its values are; an instance with plugins
@@ -246,18 +254,18 @@ export function compiledOnce (
   db: AnyDatabase,
   context: string,
   node: OperationNode,
-  compile: (node: OperationNode) => { readonly sql: string, readonly parameters: readonly unknown[] },
+  compile: ScopeCompiler,
   kept?: ScopePatterns
 ): { readonly shape: string, readonly parameters: readonly unknown[] } {
   const executor = db.getExecutor()
-  if (executor.plugins.length !== 0) return compiledNow(node, compile)
+  if (executor.plugins.length !== 0) return compiledNow(node, db, context, compile)
   const { adapter } = executor
   const patterns = kept ?? patternsOf(adapter, context)
   const found = patterns.find(adapter, context, node)
   if (found !== undefined) return found
   const values: unknown[] = []
-  const shape = spelledShape(adapter, context, node, values, compile)
-  if (shape === undefined) return compiledNow(node, compile)
+  const shape = spelledShape(adapter, context, node, values, (unbound) => compile(unbound, db, context))
+  if (shape === undefined) return compiledNow(node, db, context, compile)
   patterns.keep(adapter, context, node, shape)
   return { shape: shape.key, parameters: parametersOf(shape, values) }
 }
@@ -288,10 +296,9 @@ function spelledShape (
 }
 
 function compiledNow (
-  node: OperationNode,
-  compile: (node: OperationNode) => { readonly sql: string, readonly parameters: readonly unknown[] }
+  node: OperationNode, db: AnyDatabase, context: string, compile: ScopeCompiler
 ): { readonly shape: string, readonly parameters: readonly unknown[] } {
-  const { sql, parameters } = compile(node)
+  const { sql, parameters } = compile(node, db, context)
   return { shape: sql, parameters }
 }
 

@@ -57,13 +57,13 @@ export function scopeCondition (
 ): ScopeCondition {
   const node = expression.toOperationNode()
   // Compiled only for its text and values (a statement never run), once per spelling of the rule's tree.
-  const { shape, parameters } = compiledOnce(db, table, node, (unbound) => compiledScope(db, table, unbound), patterns)
+  const { shape, parameters } = compiledOnce(db, table, node, compiledScope, patterns)
   return new QualifiedScope(table, node, shape, parameters)
 }
 
 /** A scope's tree compiled alone, its shape kept flat for the lookups that follow (the SQL's length prefixed). */
 function compiledScope (
-  db: AnyDatabase, table: string, node: OperationNode
+  node: OperationNode, db: AnyDatabase, table: string
 ): { sql: string, parameters: readonly unknown[] } {
   const { sql, parameters } = db.selectFrom(table).where(qualify(table, node)).compile()
   return { sql: `scope:${sql.length}:${sql}`, parameters }
