@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
-import { historyLockTable, prepareHistoryLock } from '../dialect/shared/history-lock.js'
+import { prepareHistoryLock } from '../dialect/shared/history-lock.js'
 import { invalidOption } from '../errors.js'
 import type { AnyDatabase } from '../sql.js'
 import type { ResolvedHistory } from './history-options.js'
@@ -77,8 +77,6 @@ export async function prepareHistoryTable (
         `${historyColumns.join(', ')}): run the migration in the README, or set history: { createTable: true }`)
     }
   }
-  if (!(await prepareHistoryLock(db, dialect, table, viewsetTable, createTable))) {
-    invalidOption('history.table', `the lock table "${historyLockTable(table)}" of the history does not exist: ` +
-      'run the migration in the README, or set history: { createTable: true }')
-  }
+  const problem = await prepareHistoryLock(db, dialect, table, viewsetTable, createTable)
+  if (problem !== undefined) invalidOption('history.table', problem)
 }

@@ -356,6 +356,18 @@ for (const dialect of dialects) {
       assert.match(response.body, /as_of/)
     })
 
+    if (dialect.name === 'postgres') {
+      test('startup: a position sequence with a cache is named (its blocks would commit out of order)', async (t) => {
+        const database = await testDatabase(t, dialect)
+        await createNotes(database.db, dialect.name)
+        await historyApp(t, dialect, {}, database)
+        await sql`alter sequence ${sql.raw(`"${history}_position_seq"`)} cache 20`.execute(database.db)
+        await assert.rejects(historyApp(t, dialect, {}, database), /a sequence with a cache of 20/)
+        await sql`alter sequence ${sql.raw(`"${history}_position_seq"`)} cache 1`.execute(database.db)
+        await historyApp(t, dialect, {}, database)
+      })
+    }
+
     if (dialect.name !== 'sqlite') {
       test('positions are monotonic in commit order under concurrent writers', async (t) => {
         const { db, app, alice } = await historyApp(t, dialect)

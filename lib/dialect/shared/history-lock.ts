@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
 import type { AnyDatabase } from '../../sql.js'
 import type { ViewsetDialect } from '../dialect.js'
+import { postgresPositionCache } from '../postgres/postgres-history-sequence.js'
 
 // The history's positions are monotonic in commit order per table (issue 39 item 3; the change feed of issue 40
 // reads past a position and must never miss an entry that commits later below it): each write takes, just before
@@ -52,8 +53,9 @@ export async function lockHistory (
 }
 
 /**
- * At startup, on MySQL/MariaDB: the lock table (created with `create`) and its row for `table`; false when the lock
- * table is missing. Elsewhere nothing is needed: true.
+ * At startup, what the lock needs, else what is wrong: on MySQL/MariaDB the lock table (created with `create`) and its
+ * row for `table`; on PostgreSQL positions drawn from a sequence without cache (a cache hands each connection its own
+ * block, committed out of order whatever the lock).
  */
 export async function prepareHistoryLock (
   db: AnyDatabase,
@@ -61,8 +63,14 @@ export async function prepareHistoryLock (
   historyTable: string,
   table: string,
   create: boolean
-): Promise<boolean> {
-  if (dialect !== 'mysql') return true
+): Promise<string | undefined> {
+  if (dialect === 'postgres') {
+    const cache = await postgresPositionCache(db, historyTable)
+    return cache === undefined || cache === 1 ? undefined : `the position of the history table "${historyTable}" ` +
+      `is drawn from a sequence with a cache of ${cache}: positions would commit out of order; ` +
+      'ALTER SEQUENCE … CACHE 1 (the README\'s migration creates it so)'
+  }
+  if (dialect !== 'mysql') return undefined
   const locks = historyLockTable(historyTable)
   if (create) {
     await db.schema.createTable(locks).ifNotExists()
@@ -70,8 +78,9 @@ export async function prepareHistoryLock (
   }
   try {
     await sql`insert ignore into ${sql.table(locks)} (table_name) values (${table})`.execute(db)
-    return true
+    return undefined
   } catch {
-    return false
+    return `the lock table "${locks}" of the history does not exist: run the migration in the README, or set ` +
+      'history: { createTable: true }'
   }
 }
