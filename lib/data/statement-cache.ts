@@ -97,8 +97,9 @@ export class StatementCache {
   /**
    * Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert
    * id), at once where the database answered at once (eventually.ts). May throw. `oneRow`: a SELECT that answers
-   * at most one row (by primary key), see dialect/one-row.ts. `heavy`: the shape is known to read many rows, whatever
-   * its tree says (an ordering no index gives: execution/cost-class.ts).
+   * at most one row (by primary key), see dialect/one-row.ts. `heavy`: the shape is known to read every row its filter
+   * finds, whatever its tree says (an ordering no index gives, an aggregate): heavy unless the database's statistics
+   * bound those rows (`unbounded` in execution/cost-class.ts).
    */
   // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
   execute (
@@ -113,7 +114,7 @@ export class StatementCache {
     if (cached !== undefined) return this.#decoded(runCompiled(db, withParameters(cached, parameters)))
     const compiled = compileWith(build(), this.#plugin)
     if (oneRow) markOneRow(compiled)
-    if (heavy) declareCost(compiled, 'heavy')
+    if (heavy) declareCost(compiled, 'unbounded')
     if (equalParameters(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
     return this.#decoded(runCompiled(db, compiled))
   }

@@ -1,11 +1,13 @@
 import { Worker } from 'node:worker_threads'
 import { SelectQueryNode } from 'kysely'
 import type { CompiledQuery, RootOperationNode } from 'kysely'
-import { costOf, declaredCost, learnsCost } from '../../execution/cost-class.js'
+import { boundedRows, costOf, declaredCost, learnsCost } from '../../execution/cost-class.js'
 import { answersOneRow } from '../../execution/one-row.js'
 import { WorkerPool } from '../../execution/worker-pool.js'
 import type { DirectResult } from '../shared/connection.js'
 import type { Row } from '../../sql.js'
+import { planRows } from './sqlite-statistics.js'
+import type { RowsPerKey } from './sqlite-statistics.js'
 
 // better-sqlite3 runs each statement on the thread that calls it: on the event loop, one expensive read
 // (a substring match over a million rows, a count, every child of a parent) held up every other request for
@@ -90,16 +92,21 @@ function isRows (value: unknown): value is Row[] {
 
 /**
  * The readers of a SQLite file: up to `workers` worker threads, started on demand. `plan` reads a statement's
- * plan on the main connection (once per compiled statement).
+ * plan on the main connection, and `statistics` the figures of the indexes it searches (once per compiled statement).
  *
  * @example
  * ```ts
  * const readers = sqliteReaders('/data/app.db', { workers: 2, queueBound: 50, statementTimeout: 30_000,
- *   busyTimeout: 5000 }, plan)
+ *   busyTimeout: 5000 }, plan, statistics)
  * if (readers.heavy(compiled)) rows = await readers.run(compiled)
  * ```
  */
-export function sqliteReaders (file: string, limits: ReaderLimits, plan: PlanReader): SqliteReaders {
+export function sqliteReaders (
+  file: string,
+  limits: ReaderLimits,
+  plan: PlanReader,
+  statistics: RowsPerKey
+): SqliteReaders {
   const data: ReaderData = { file, busyTimeout: limits.busyTimeout }
   const pool = new WorkerPool({
     name: 'sqlite-readers',
@@ -116,9 +123,12 @@ export function sqliteReaders (file: string, limits: ReaderLimits, plan: PlanRea
     if (!SelectQueryNode.is(query)) return false
     const declared = declaredCost(query)
     if (declared !== undefined) return declared === 'heavy'
-    if (costOf(query) === 'heavy') return true
     if (answersOneRow(query)) return false
-    return heavyPlan(plan(compiled.sql, compiled.parameters), query.where !== undefined || query.joins !== undefined)
+    const details = plan(compiled.sql, compiled.parameters)
+    // Whatever its shape or its sort, a statement that the statistics say reads few rows is cheap.
+    const rows = planRows(details, statistics, compiled.parameters.length)
+    if (rows !== undefined && rows <= boundedRows) return false
+    return costOf(query) === 'heavy' || heavyPlan(details, query.where !== undefined || query.joins !== undefined)
   }
   return {
     heavy (compiled) {
