@@ -226,6 +226,7 @@ function buildTableGateway (
       columns: selected,
       catalog: table.columns,
       dateTimes: dateTimes(declaration.schema, declaration.columns),
+      deleteCascades: described.deleteCascades,
     },
     relations,
     versioning: { versionField, tagOf, relations: versioning.defaultRelations },

@@ -105,6 +105,15 @@ export const postgresCatalog: CatalogReader = {
       where k.conrelid = ${oid}::int8::oid and k.contype in ('f', 'c') order by k.conname`.execute(db)
     const lists = checkLists(constraints)
     const plain = indexRows.filter((index) => index.plain)
+    const { rows: [deletes] } = await sql<{ cascades: boolean }>`
+      select exists (
+        select 1 from pg_catalog.pg_constraint k
+        where k.confrelid = ${oid}::int8::oid and k.contype = 'f' and (k.confdeltype in ('c', 'n', 'd') or not exists (
+          select 1 from pg_catalog.pg_index i
+          where i.indrelid = k.conrelid and i.indpred is null and i.indexprs is null and k.conkey <@ array(
+            select u.attnum from unnest(i.indkey::int2[]) with ordinality u(attnum, n)
+            where u.n <= cardinality(k.conkey))))
+      ) as cascades`.execute(db)
     return {
       name,
       view: relation.kind === 'v' || relation.kind === 'm',
@@ -119,6 +128,7 @@ export const postgresCatalog: CatalogReader = {
         table: key.target ?? '',
         references: key.references ?? [],
       })),
+      deleteCascades: deletes?.cascades ?? true,
     }
   },
 
