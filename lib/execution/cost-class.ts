@@ -117,7 +117,10 @@ function containsHeavy (value: unknown): boolean {
   return Object.values(value).some((field) => typeof field === 'object' && field !== null && containsHeavy(field))
 }
 
-/** The class of a statement's tree: a DELETE may cascade to any number of rows; any other by what it holds. */
+/**
+ * The class of a statement's tree: a DELETE may cascade to any number of rows (one by key that the catalog says
+ * cascades nowhere is declared cheap: dialect/shared/returning-writes.ts); any other by what it holds.
+ */
 function shapeCost (query: RootOperationNode): CostClass {
   if (query.kind === 'DeleteQueryNode') return 'heavy'
   const parts = Object.values(query)

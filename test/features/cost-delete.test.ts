@@ -60,7 +60,7 @@ async function deleteApp (t: TestContext, dialect: TestDialect, scoped: boolean)
   }), { prefix: '/items' })
   const scope = (eb: any, { request }: { request: { headers: Record<string, unknown> } }) =>
     eb('tenant', '=', String(request.headers['x-tenant']))
-  for (const [table, prefix] of [['cost_d_authors', '/authors'], ['cost_d_owners', '/owners']]) {
+  for (const [table, prefix] of [['cost_d_authors', '/authors'], ['cost_d_owners', '/owners']] as const) {
     const options = { db, table, schema: Row, methods: ['DELETE' as const], withoutTokens: true }
     await app.register(createViewset(scoped ? { ...options, scope } : options), { prefix })
   }
