@@ -59,8 +59,8 @@ const indexSearch = /^SEARCH .+ USING (?:COVERING )?INDEX (.+) \((.+)\)$/
 /** A plan line that reads one row by its rowid. */
 const rowidSearch = /^SEARCH .+ USING INTEGER PRIMARY KEY \(rowid=\?\)$/
 /** Plan lines that read no table: sorting or grouping the rows found, and the branches of an OR. */
-const noRead =
-  /^(?:USE TEMP B-TREE FOR (?:ORDER BY|GROUP BY|DISTINCT|RIGHT PART OF ORDER BY|LAST TERM OF ORDER BY)|MULTI-INDEX OR|INDEX \d+)$/
+const noRead = new RegExp('^(?:USE TEMP B-TREE FOR (?:ORDER BY|GROUP BY|DISTINCT|RIGHT PART OF ORDER BY|' +
+  'LAST TERM OF ORDER BY)|MULTI-INDEX OR|INDEX \\d+)$')
 
 /** How many of an index constraint's terms, from the first, are equalities (`a=? AND b=? AND c>?`: two). */
 function equalities (constraint: string): number {
