@@ -136,3 +136,24 @@ test('SQLite: a page lifted to the main thread keeps each tenant to its rows', a
   const { rows } = await sql<{ n: number }>`select count(*) as n from cost_s_items where owner = 7`.execute(db)
   assert.equal(rows[0]?.n, 4)
 })
+
+test('SQLite: statistics gone stale: a lifted statement that holds the event loop past 50 ms goes back to a reader',
+  async (t) => {
+    const { app, db } = await fileApp(t, { analyze: true })
+    // 1,500,000 more items of owner 7 after ANALYZE: the statistics still say four an owner.
+    await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 1500000)
+      insert into cost_s_items (id, owner, genre, year, tenant) select 100000 + i, 7, 1, 1800, 'a' from n`.execute(db)
+    const seen = statementsSeen(t)
+    const url = '/items?owner=7&order_by=-year,id&limit=3'
+    const first = await app.inject(url)
+    assert.equal(first.statusCode, 200)
+    assert.deepEqual(first.json().map((row: { id: number }) => row.id), [32, 31, 30])
+    assert.deepEqual(seen(), [false])
+    // That run took longer than the statistics promised: the statement runs on a reader from now on.
+    const second = await app.inject(url)
+    assert.deepEqual(second.json(), first.json())
+    assert.deepEqual(seen(), [true])
+    // Other statements keep their place: owner 8's count, one the statistics still tell right, stays on the main thread.
+    assert.equal((await app.inject('/items?owner=8&count=true&order_by=-year&limit=1')).headers['x-total-count'], '4')
+    assert.deepEqual(seen(), [false, false])
+  })

@@ -41,10 +41,22 @@ function heavyPlan (details: readonly string[], filtered: boolean): boolean {
 /** Reads the query plan of a statement: the `detail` column of `EXPLAIN QUERY PLAN`. */
 export type PlanReader = (sql: string, parameters: readonly unknown[]) => string[]
 
+/**
+ * Where a statement runs: `main`, the connection's fast path; `reader`, a worker; `watched`, the main thread as well,
+ * though its shape or its sort is heavy, because the statistics bound its rows (sqlite-statistics.ts): statistics
+ * that went stale may be wrong, so a run past {@link watchLimit} sends it to the readers from then on.
+ */
+export type Placement = 'main' | 'reader' | 'watched'
+
+/** Milliseconds a `watched` statement may hold the event loop: the p99 issue 36's attack bounds a key lookup to. */
+export const watchLimit = 50
+
 /** The heavy reads of one SQLite file, and the workers that run them. */
 export interface SqliteReaders {
-  /** Whether a compiled SELECT is heavy: by its shape, else by its plan; decided once per compiled node. */
-  heavy: (compiled: CompiledQuery) => boolean
+  /** Where a compiled statement runs: by its shape, its plan and the statistics; decided once per compiled node. */
+  placement: (compiled: CompiledQuery) => Placement
+  /** A `watched` statement ran `ms` on the main thread: past {@link watchLimit}, it runs on a reader from now on. */
+  ran: (compiled: CompiledQuery, ms: number) => void
   /** Runs a SELECT on a worker, answering as the main connection would. */
   run: (compiled: CompiledQuery) => Promise<DirectResult>
   close: () => Promise<void>
@@ -98,7 +110,7 @@ function isRows (value: unknown): value is Row[] {
  * ```ts
  * const readers = sqliteReaders('/data/app.db', { workers: 2, queueBound: 50, statementTimeout: 30_000,
  *   busyTimeout: 5000 }, plan, statistics)
- * if (readers.heavy(compiled)) rows = await readers.run(compiled)
+ * if (readers.placement(compiled) === 'reader') rows = await readers.run(compiled)
  * ```
  */
 export function sqliteReaders (
@@ -117,29 +129,33 @@ export function sqliteReaders (
   })
   // One reader starts with the connection: starting a thread and its connection takes longer than most reads.
   pool.warm()
-  const verdicts = new WeakMap<RootOperationNode, boolean>()
-  const decide = (compiled: CompiledQuery): boolean => {
+  const verdicts = new WeakMap<RootOperationNode, Placement>()
+  const decide = (compiled: CompiledQuery): Placement => {
     const { query } = compiled
-    if (!SelectQueryNode.is(query)) return false
+    if (!SelectQueryNode.is(query)) return 'main'
     const declared = declaredCost(query)
-    if (declared !== undefined) return declared === 'heavy'
-    if (answersOneRow(query)) return false
+    if (declared !== undefined) return declared === 'heavy' ? 'reader' : 'main'
+    if (answersOneRow(query)) return 'main'
     const details = plan(compiled.sql, compiled.parameters)
+    const filtered = query.where !== undefined || query.joins !== undefined
+    if (costOf(query) !== 'heavy' && !heavyPlan(details, filtered)) return 'main'
     // Whatever its shape or its sort, a statement that the statistics say reads few rows is cheap.
     const rows = planRows(details, statistics, compiled.parameters.length)
-    if (rows !== undefined && rows <= boundedRows) return false
-    return costOf(query) === 'heavy' || heavyPlan(details, query.where !== undefined || query.joins !== undefined)
+    return rows !== undefined && rows <= boundedRows ? 'watched' : 'reader'
   }
   return {
-    heavy (compiled) {
-      let heavy = verdicts.get(compiled.query)
-      if (heavy === undefined) {
+    placement (compiled) {
+      let placement = verdicts.get(compiled.query)
+      if (placement === undefined) {
         // Not kept: cheap until a run read many rows (execution/cost-class.ts), then decided for good.
-        if (learnsCost(compiled.query)) return false
-        heavy = decide(compiled)
-        verdicts.set(compiled.query, heavy)
+        if (learnsCost(compiled.query)) return 'main'
+        placement = decide(compiled)
+        verdicts.set(compiled.query, placement)
       }
-      return heavy
+      return placement
+    },
+    ran (compiled, ms) {
+      if (ms > watchLimit) verdicts.set(compiled.query, 'reader')
     },
     async run (compiled) {
       const job: ReadJob = {
