@@ -71,6 +71,9 @@ async function fileApp (t: TestContext, options: { analyze: boolean, readWorkers
     schema: Item,
     filterFields: { owner: ['eq'], genre: ['eq'] },
     orderingFields: ['year', 'id'],
+    methods: ['LIST', 'GET', 'AGGREGATE'],
+    groupByFields: ['year'],
+    aggregateFields: { genre: ['sum'] },
     withoutTokens: true,
     // Two tenants: each request names its own, and every statement keeps to it, on either thread.
     scope: (eb, { request }) => {
@@ -85,6 +88,7 @@ async function fileApp (t: TestContext, options: { analyze: boolean, readWorkers
 const byOwner = '/items?owner=7&order_by=-year,id&limit=3&count=true'
 const byOwners = '/items?or=(owner.7,owner.9)&order_by=-year,id&limit=5'
 const byGenre = '/items?genre=0&order_by=-year,id&limit=3&count=true'
+const grouped = '/items/aggregate?owner=7&group_by=year&count=true&sum=genre'
 
 test('SQLite: pages of an indexed equality that ANALYZE found few rows for run on the main thread', async (t) => {
   const [analyzed, plain, noReaders] = await Promise.all([
@@ -93,13 +97,13 @@ test('SQLite: pages of an indexed equality that ANALYZE found few rows for run o
     fileApp(t, { analyze: false, readWorkers: 0 }),
   ])
   const seen = statementsSeen(t)
-  // Never analyzed: heavy by their sort (and the count, the OR group by their shape), on a reader as before.
-  for (const url of [byOwner, byOwners]) {
+  // Never analyzed: heavy by their sort (and the count, the OR group, the aggregate by their shape), on a reader.
+  for (const url of [byOwner, byOwners, grouped]) {
     assert.equal((await plain.app.inject(url)).statusCode, 200, url)
     assert.ok(seen().every((pending) => pending), url)
   }
-  // Analyzed: four rows per owner. The page, its count and the OR of two owners run on the main thread.
-  for (const url of [byOwner, byOwners]) {
+  // Analyzed: four rows per owner. The page, its count, the OR of two owners and the groups run on the main thread.
+  for (const url of [byOwner, byOwners, grouped]) {
     const [answer, expected] = await Promise.all([analyzed.app.inject(url), noReaders.app.inject(url)])
     assert.equal(answer.statusCode, 200, url)
     assert.deepEqual(answer.json(), expected.json(), url)
@@ -109,6 +113,7 @@ test('SQLite: pages of an indexed equality that ANALYZE found few rows for run o
   }
   assert.deepEqual((await analyzed.app.inject(byOwner)).json().map((row: { id: number }) => row.id), [32, 31, 30])
   assert.equal((await analyzed.app.inject(byOwner)).headers['x-total-count'], '4')
+  assert.deepEqual((await analyzed.app.inject(grouped)).json().map((group: { count: number }) => group.count), [1, 1, 1, 1])
   seen()
   // Genre 0 holds 15,000 rows, which ANALYZE sampled: its statements stay on a reader however few the others hold.
   const crowded = await analyzed.app.inject(byGenre)

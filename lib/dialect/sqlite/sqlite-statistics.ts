@@ -72,9 +72,12 @@ function equalities (constraint: string): number {
   return count
 }
 
+/** A subquery SQLite computes first (a derived table: AGGREGATE's groups), whose rows a later line scans. */
+const derived = /^(?:CO-ROUTINE|MATERIALIZE) (.+)$/
+
 /** The rows one plan line reads, by the statistics: 1 for a line that reads none; none when it is not a search. */
 function lineRows (detail: string, rowsPerKey: RowsPerKey): number | undefined {
-  if (noRead.test(detail) || rowidSearch.test(detail)) return 1
+  if (rowidSearch.test(detail)) return 1
   const search = indexSearch.exec(detail)
   if (search === null) return undefined
   const columns = equalities(search[2] ?? '')
@@ -95,11 +98,16 @@ function lineRows (detail: string, rowsPerKey: RowsPerKey): number | undefined {
  */
 export function planRows (details: readonly string[], rowsPerKey: RowsPerKey, values: number): number | undefined {
   if (details.length === 0) return undefined
+  // A derived table's rows are at most those its own lines read, counted already: scanning them reads no table.
+  const subqueries = new Set<string>()
   let rows = 1
   for (const detail of details) {
+    const subquery = derived.exec(detail)?.[1]
+    if (subquery !== undefined) subqueries.add(subquery)
+    if (subquery !== undefined || noRead.test(detail) || subqueries.has(detail.replace(/^SCAN /, ''))) continue
     const read = lineRows(detail, rowsPerKey)
     if (read === undefined) return undefined
-    if (!noRead.test(detail)) rows *= read * Math.max(1, values)
+    rows *= read * Math.max(1, values)
   }
   return rows
 }
