@@ -113,7 +113,8 @@ test('SQLite: pages of an indexed equality that ANALYZE found few rows for run o
   }
   assert.deepEqual((await analyzed.app.inject(byOwner)).json().map((row: { id: number }) => row.id), [32, 31, 30])
   assert.equal((await analyzed.app.inject(byOwner)).headers['x-total-count'], '4')
-  assert.deepEqual((await analyzed.app.inject(grouped)).json().map((group: { count: number }) => group.count), [1, 1, 1, 1])
+  const groups: Array<{ count: number }> = (await analyzed.app.inject(grouped)).json()
+  assert.deepEqual(groups.map((group) => group.count), [1, 1, 1, 1])
   seen()
   // Genre 0 holds 15,000 rows, which ANALYZE sampled: its statements stay on a reader however few the others hold.
   const crowded = await analyzed.app.inject(byGenre)
@@ -153,12 +154,14 @@ test('SQLite: statistics gone stale: a lifted statement that holds the event loo
     const first = await app.inject(url)
     assert.equal(first.statusCode, 200)
     assert.deepEqual(first.json().map((row: { id: number }) => row.id), [32, 31, 30])
-    assert.deepEqual(seen(), [false])
+    // Its first run is not judged (it pays for a cold cache, whatever the statistics): a second one is.
+    assert.deepEqual((await app.inject(url)).json(), first.json())
+    assert.deepEqual(seen(), [false, false])
     // That run took longer than the statistics promised: the statement runs on a reader from now on.
     const second = await app.inject(url)
     assert.deepEqual(second.json(), first.json())
     assert.deepEqual(seen(), [true])
-    // Other statements keep their place: owner 8's count, one the statistics still tell right, stays on the main thread.
+    // Other statements keep their place: owner 8's count, which the statistics still tell right, on the main thread.
     assert.equal((await app.inject('/items?owner=8&count=true&order_by=-year&limit=1')).headers['x-total-count'], '4')
     assert.deepEqual(seen(), [false, false])
   })
