@@ -325,6 +325,8 @@ async function checkMount (
   return { table: await checkFullText(declaration, table), declaration }
 }
 
+// Rules run before the handler's queries: no promise hooks for them (a field rule that awaits: query/field-access.ts).
+const ruleMembers = new Set<string>(['scope', 'fieldAccess'])
 /**
  * Mounts a viewset on its plugin's instance. First the checks that need the database or the app, in this
  * order: a verifier for the protected methods, the table and its key, the columns (checkTable), the
@@ -354,10 +356,8 @@ export async function mountViewset (
   const history = await mountHistory(resolved, methods, { db: declaration.db, ...table, decode })
   const checked = { ...table, unindexedOrder, history }
   const { context, defaults, rules } = buildViewset(fastify, methods, declaration, checked, planned, routing)
-  // User handlers and hooks may await before their queries: their cancellation scope rides on the promises. Rules run
-  // before the handler's queries; a field rule that awaits turns it on itself (query/field-access.ts).
-  const userCode = [...declaration.overridden].some((name) => name !== 'scope' && name !== 'fieldAccess')
-  if (userCode) carryCancellationThroughUserCode()
+  // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
+  if ([...declaration.overridden].some((name) => !ruleMembers.has(name))) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
   if (declaration.overridden.has('scope') || planned.parent !== undefined) recordServedRequests()
   // The helpers of a nested viewset reach the rows of the request's parent only.

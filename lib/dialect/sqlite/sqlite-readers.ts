@@ -156,8 +156,7 @@ export function sqliteReaders (
       return placement
     },
     ran (compiled, ms) {
-      // A first run pays what no later one does (a cold page cache, code run for the first time; under valgrind
-      // far longer), so it is not judged.
+      // A first run pays for a cold cache and code run for the first time (under valgrind, 50 ms): not judged.
       if (!judged.has(compiled.query)) judged.add(compiled.query)
       else if (ms > watchLimit) verdicts.set(compiled.query, 'reader')
     },
