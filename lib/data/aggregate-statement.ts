@@ -18,7 +18,8 @@ import { groupsShape } from './aggregate-shape.js'
 // then the page of groups, ordered, by offset or by keyset, so that every sort key is a plain column of the groups.
 // A group key through a relation adds a SELECT of the rows under the grouped one, so that its value is computed once
 // per row (its rules' values bound once). Compiled once per shape (aggregate-shape.ts), as LIST's statements are.
-// Every aggregate is a heavy statement (execution/cost-class.ts): it reads every row its WHERE admits.
+// Every aggregate is a heavy statement (execution/cost-class.ts): it reads every row its WHERE admits, unless the
+// database's statistics bound those rows (`unbounded`).
 
 /** A page of groups, as the statement answers them, and the positions of the neighbouring pages. */
 export interface GroupPage {
@@ -169,7 +170,7 @@ export async function readGroups (
     const bound: number | RawBuilder<number> = literalLimit ? sql.lit(size) : size
     const ordered = applyOrdering(page, ordering.keys, target.dialect).limit(bound)
     return byCursor ? ordered : ordered.offset(query.offset)
-  }, true)
+  }, 'unbounded')
   if (!byCursor) return { rows: fetched }
   return keysetPage(fetched, limit, query.ordering, cursor)
 }

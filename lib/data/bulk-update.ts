@@ -63,7 +63,7 @@ export async function lockMatching (
       .where((eb) => eb.and(terms.map((term) => term.expression(eb))))
       .orderBy(target.key.ordered()).limit(limit)
     return lock ? select.forUpdate() : select
-  }, false, true)
+  }, false, 'unbounded')
   return rows
 }
 

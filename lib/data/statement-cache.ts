@@ -4,6 +4,7 @@ import type { AnyDatabase, Row } from '../sql.js'
 import { resultRows } from '../sql.js'
 import { markOneRow } from '../execution/one-row.js'
 import { declareCost } from '../execution/cost-class.js'
+import type { CostDeclaration } from '../execution/cost-class.js'
 import { runCompiled } from '../execution/prepared-kysely.js'
 import { andThen } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
@@ -89,16 +90,17 @@ export class StatementCache {
     shape: string,
     parameters: readonly unknown[],
     build: () => StatementBuilder,
-    heavy = false
+    cost?: CostDeclaration
   ): Eventually<Row[]> {
-    return andThen(this.execute(db, shape, parameters, build, false, heavy), resultRows)
+    return andThen(this.execute(db, shape, parameters, build, false, cost), resultRows)
   }
 
   /**
    * Runs the statement of `shape` as {@link rows} does, and returns Kysely's whole result (affected rows, insert
    * id), at once where the database answered at once (eventually.ts). May throw. `oneRow`: a SELECT that answers
-   * at most one row (by primary key), see dialect/one-row.ts. `heavy`: the shape is known to read many rows, whatever
-   * its tree says (an ordering no index gives: execution/cost-class.ts).
+   * at most one row (by primary key), see dialect/one-row.ts. `cost`: the shape's class where its tree does not tell it
+   * (execution/cost-class.ts): `unbounded` for one that reads every row its filter finds (an ordering no index
+   * gives, an aggregate), `cheap` for a DELETE that reaches no other table.
    */
   // Not async, as PreparedKysely's executeQuery: every statement of the data layer passes here.
   execute (
@@ -107,13 +109,13 @@ export class StatementCache {
     parameters: readonly unknown[],
     build: () => StatementBuilder,
     oneRow = false,
-    heavy = false
+    cost?: CostDeclaration
   ): Eventually<QueryResult<Row>> {
     const cached = this.#statements.get(shape)
     if (cached !== undefined) return this.#decoded(runCompiled(db, withParameters(cached, parameters)))
     const compiled = compileWith(build(), this.#plugin)
     if (oneRow) markOneRow(compiled)
-    if (heavy) declareCost(compiled, 'heavy')
+    if (cost !== undefined) declareCost(compiled, cost)
     if (equalParameters(compiled.parameters, parameters)) this.#statements.set(shape, compiled)
     return this.#decoded(runCompiled(db, compiled))
   }

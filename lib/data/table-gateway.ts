@@ -134,7 +134,7 @@ export class TableGateway {
         select = select.where((eb) => eb.and(conditions.map((condition) => condition.expression(eb))))
       }
       return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit)).offset(offset)
-    }, this.#sorts(ordering))
+    }, this.#sorts(ordering) ? 'unbounded' : undefined)
   }
 
   /**
@@ -177,7 +177,7 @@ export class TableGateway {
       for (const { alias, expression } of related) select = select.select(sql`${expression}`.as(alias))
       if (where.length > 0) select = select.where((eb) => eb.and(where.map((condition) => condition.expression(eb))))
       return applyOrdering(select, ordering.keys, this.dialect).limit(this.#limit(limit + 1))
-    }, this.#sorts(ordering))
+    }, this.#sorts(ordering) ? 'unbounded' : undefined)
     const page = keysetPage(fetched, limit, query.ordering, cursor)
     for (const row of page.rows) for (const { alias } of related) delete row[alias]
     return page

@@ -7,6 +7,7 @@ import type { RowKey } from '../row-key.js'
 import type { CatalogColumn, CatalogReader } from './shared/catalog.js'
 import type { DialectFullText } from './shared/full-text-index.js'
 import type { Eventually } from '../execution/eventually.js'
+import type { CostDeclaration } from '../execution/cost-class.js'
 
 /** What the viewset reads of a catalog column: its name, its type's base name (`integer`, `int4`, `varchar`) and
  * nullability. */
@@ -31,8 +32,8 @@ export interface CompiledStatements {
     parameters: readonly unknown[],
     build: () => StatementBuilder,
     oneRow?: boolean,
-    /** The shape may read many rows whatever its tree says (execution/cost-class.ts). */
-    heavy?: boolean,
+    /** The shape's class where its tree does not tell it (execution/cost-class.ts). */
+    cost?: CostDeclaration,
   ): Eventually<QueryResult<Row>>
   /** The rows, answered as {@link execute} answers. */
   rows(db: AnyDatabase, shape: string, parameters: readonly unknown[], build: () => StatementBuilder): Eventually<Row[]>
@@ -49,6 +50,8 @@ export interface WriteTarget {
   catalog?: ReadonlyMap<string, ColumnInfo>
   /** The columns whose schema field is a `date-time`, for dialects that store them in one form (SQLite). */
   dateTimes?: ReadonlySet<string>
+  /** Whether deleting one row may reach other tables' rows (TableCatalog's `deleteCascades`); unknown counts as may. */
+  deleteCascades?: boolean | undefined
   /** The write statements of this table, compiled once per set of fields sent and scope (see write-shapes.ts). */
   statements: CompiledStatements
 }

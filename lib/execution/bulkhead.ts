@@ -62,7 +62,10 @@ export class Bulkhead {
    */
   lendFrom ({ free, onRelease }: PoolLending): void {
     this.#free = free
-    onRelease(() => { setImmediate(() => { this.#drain() }) })
+    // Every statement of the pool releases a connection: only one with heavy statements waiting costs a turn.
+    onRelease(() => {
+      if (this.#queue.length > 0) setImmediate(() => { this.#drain() })
+    })
   }
 
   /** Runs `work` once a slot is free, and frees the slot when it settles. Rejects with a 503 past the bounds. */

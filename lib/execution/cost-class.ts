@@ -17,13 +17,22 @@ export type CostClass = 'cheap' | 'heavy'
 /**
  * `learned`: cheap until the path that runs it finds that a run read many rows ({@link learnedHeavy}), heavy from
  * then on. For a statement whose cost is in the data, not its shape: a to-many load reads every child of its
- * parents, two for most, 250,000 for some.
+ * parents, two for most, 250,000 for some. `unbounded`: heavy, since it reads every row its filter finds (to sort
+ * them in an order no index gives, to aggregate them), unless the database's statistics bound those rows
+ * (dialect/sqlite/sqlite-statistics.ts).
  */
-export type CostDeclaration = CostClass | 'learned'
+export type CostDeclaration = CostClass | 'learned' | 'unbounded'
+
+/**
+ * Rows a statement may read, by the database's statistics, and still be cheap wherever its shape or its sort would
+ * class it: reading and sorting a thousand rows takes under a millisecond (benchmarks/analysis.md#bounded-rows).
+ */
+export const boundedRows = 1000
 
 const declared = new WeakMap<RootOperationNode, CostClass>()
 const classified = new WeakMap<RootOperationNode, CostClass>()
 const learning = new WeakSet<RootOperationNode>()
+const unbounded = new WeakSet<RootOperationNode>()
 
 /**
  * Declares the class of a compiled statement, overriding its shape's, and returns it: the one line a path adds
@@ -37,11 +46,16 @@ const learning = new WeakSet<RootOperationNode>()
  */
 export function declareCost<Q extends CompiledQuery> (compiled: Q, cost: CostDeclaration): Q {
   if (cost === 'learned') learning.add(compiled.query)
+  else if (cost === 'unbounded') unbounded.add(compiled.query)
   else declared.set(compiled.query, cost)
   return compiled
 }
 
-/** The class declared for a statement ({@link declareCost}, or learned heavy), if any: no query plan overrides it. */
+/**
+ * The class declared for a statement ({@link declareCost}, or learned heavy), if any: no query plan overrides it. An
+ * `unbounded` statement has none: heavy by {@link costOf}, which a bound on its rows may lift
+ * (dialect/sqlite/sqlite-statistics.ts).
+ */
 export function declaredCost (query: RootOperationNode): CostClass | undefined {
   return declared.get(query)
 }
@@ -103,7 +117,10 @@ function containsHeavy (value: unknown): boolean {
   return Object.values(value).some((field) => typeof field === 'object' && field !== null && containsHeavy(field))
 }
 
-/** The class of a statement's tree: a DELETE may cascade to any number of rows; any other by what it holds. */
+/**
+ * The class of a statement's tree: a DELETE may cascade to any number of rows (one by key that the catalog says
+ * cascades nowhere is declared cheap: dialect/shared/returning-writes.ts); any other by what it holds.
+ */
 function shapeCost (query: RootOperationNode): CostClass {
   if (query.kind === 'DeleteQueryNode') return 'heavy'
   const parts = Object.values(query)
@@ -126,7 +143,7 @@ function shapeCost (query: RootOperationNode): CostClass {
 export function costOf (query: RootOperationNode): CostClass {
   const known = declared.get(query) ?? classified.get(query)
   if (known !== undefined) return known
-  const cost = answersOneRow(query) ? 'cheap' : shapeCost(query)
+  const cost = answersOneRow(query) ? 'cheap' : unbounded.has(query) ? 'heavy' : shapeCost(query)
   classified.set(query, cost)
   return cost
 }

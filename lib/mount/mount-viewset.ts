@@ -226,6 +226,7 @@ function buildTableGateway (
       columns: selected,
       catalog: table.columns,
       dateTimes: dateTimes(declaration.schema, declaration.columns),
+      deleteCascades: described.deleteCascades,
     },
     relations,
     versioning: { versionField, tagOf, relations: versioning.defaultRelations },
@@ -324,6 +325,8 @@ async function checkMount (
   return { table: await checkFullText(declaration, table), declaration }
 }
 
+// Rules run before the handler's queries: no promise hooks for them (a field rule that awaits: query/field-access.ts).
+const ruleMembers = new Set<string>(['scope', 'fieldAccess'])
 /**
  * Mounts a viewset on its plugin's instance. First the checks that need the database or the app, in this
  * order: a verifier for the protected methods, the table and its key, the columns (checkTable), the
@@ -354,7 +357,7 @@ export async function mountViewset (
   const checked = { ...table, unindexedOrder, history }
   const { context, defaults, rules } = buildViewset(fastify, methods, declaration, checked, planned, routing)
   // Handlers and hooks of the user's may await before their queries: their cancellation scope rides on the promises.
-  if ([...declaration.overridden].some((name) => name !== 'scope')) carryCancellationThroughUserCode()
+  if ([...declaration.overridden].some((name) => !ruleMembers.has(name))) carryCancellationThroughUserCode()
   // The helpers of a viewset with a rule find the request they serve (execution/served-request.ts).
   if (declaration.overridden.has('scope') || planned.parent !== undefined) recordServedRequests()
   // The helpers of a nested viewset reach the rows of the request's parent only.

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { LruCache } from '../execution/lru-cache.js'
+import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
 import { isRecord } from '../schema/object-schema.js'
 import type { ViewsetToken } from '../tokens.js'
 import type { ViewsetMethod } from '../methods.js'
@@ -113,12 +114,16 @@ export class FieldRules {
     this.#key = key
   }
 
-  /** The caller's view: at once when `fieldAccess` answered at once. */
+  /**
+   * The caller's view: at once when `fieldAccess` answered at once. One that answers a promise may query before it
+   * settles: from then on the cancellation context rides on every promise, as for any user code that awaits (a rule
+   * that answers at once leaves the process's promises without those hooks: benchmarks/analysis.md#cancellation-hooks).
+   */
   view (context: FieldAccessContext): FieldView | Promise<FieldView> {
     const access: unknown = this.#source(context)
-    return isThenable(access)
-      ? Promise.resolve(access).then((answer) => this.#viewOf(answer, context.request))
-      : this.#viewOf(access, context.request)
+    if (!isThenable(access)) return this.#viewOf(access, context.request)
+    carryCancellationThroughUserCode()
+    return Promise.resolve(access).then((answer) => this.#viewOf(answer, context.request))
   }
 
   #viewOf (access: unknown, request: FastifyRequest): FieldView {

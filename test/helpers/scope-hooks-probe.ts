@@ -32,6 +32,9 @@ const viewsets = {
   'generated routes only': () => createViewset(options),
   'a scope option': () => createViewset({ ...options, scope: (eb) => eb('price', '>=', 0) }),
   'a beforeWrite option': () => createViewset({ ...options, beforeWrite: (values) => values }),
+  'a fieldAccess option': () => createViewset({ ...options, fieldAccess: () => ({ hidden: ['price'] }) }),
+  // A field rule that awaits may query before it answers: its first promise turns the hooks on.
+  'a fieldAccess that awaits': () => createViewset({ ...options, fieldAccess: async () => ({ hidden: ['price'] }) }),
   'an overridden handler': () => new ListOverride(options).register(),
   'a custom route': () => new CustomRoute(options).register(),
 }

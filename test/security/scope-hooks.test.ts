@@ -18,6 +18,8 @@ const run = promisify(execFile)
 const expected = {
   'generated routes only': false,
   'a scope option': false,
+  'a fieldAccess option': false,
+  'a fieldAccess that awaits': true,
   'a beforeWrite option': true,
   'an overridden handler': true,
   'a custom route': true,

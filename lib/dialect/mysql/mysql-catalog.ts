@@ -124,6 +124,11 @@ export const mysqlCatalog: CatalogReader = {
       where t.table_schema = database() and t.table_name = ${name} and t.constraint_type = 'CHECK'
       order by t.constraint_name`.execute(db).catch(() => ({ rows: [] }))
 
+    // InnoDB indexes every foreign key: only what one does on delete makes a DELETE reach other rows.
+    const { rows: [deletes] } = await sql<{ cascading: number | string }>`
+      select count(*) as cascading from information_schema.referential_constraints
+      where constraint_schema = database() and referenced_table_name = ${name}
+        and delete_rule not in ('RESTRICT', 'NO ACTION')`.execute(db)
     const indexes = indexesOf(statistics)
     const plain = [...indexes.entries()].filter(([, index]) => !index.expression)
     const { json, lists } = checkedColumns(checks, columns)
@@ -135,6 +140,7 @@ export const mysqlCatalog: CatalogReader = {
       unique: plain.filter(([index, entry]) => entry.unique && index !== 'PRIMARY').map(([, entry]) => entry.columns),
       indexes: plain.map(([, entry]) => entry.columns),
       foreignKeys: foreignKeysOf(keys),
+      deleteCascades: Number(deletes?.cascading ?? 1) > 0,
     }
   },
 

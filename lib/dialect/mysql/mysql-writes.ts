@@ -4,6 +4,7 @@ import type { AnyDatabase, Row } from '../../sql.js'
 import { deletedAny, inTransaction, mapKey } from '../../sql.js'
 import { canonicalDateTime } from '../shared/date-time.js'
 import { inFieldOrder, keyAndScope, sentFields } from '../shared/write-shapes.js'
+import { deleteCost } from '../shared/returning-writes.js'
 
 // MySQL has no RETURNING, and MariaDB has none on UPDATE: every write is followed by a read of the
 // row in the same transaction. One code path serves both servers, so the path CI runs on MariaDB is
@@ -170,7 +171,8 @@ async function remove (db: AnyDatabase, target: WriteTarget, id: unknown, scope?
   const { table, key } = target
   const remove = async (on: AnyDatabase) =>
     deletedAny(
-      await target.statements.execute(on, 'delete', key.parts(id), () => on.deleteFrom(table).where(key.match(id)))
+      await target.statements.execute(on, 'delete', key.parts(id), () => on.deleteFrom(table).where(key.match(id)),
+        false, deleteCost(target))
     )
   if (scope === undefined) return await remove(db)
   return await inTransaction(db, async (trx) =>

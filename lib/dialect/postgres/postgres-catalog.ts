@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { CatalogColumn, CatalogReader, CatalogRelation } from '../shared/catalog.js'
+import type { CatalogColumn, CatalogDatabase, CatalogReader, CatalogRelation } from '../shared/catalog.js'
 import { checkInList } from '../shared/catalog.js'
 
 interface ColumnRow {
@@ -60,6 +60,20 @@ function catalogColumn (column: ColumnRow, lists: ReadonlyMap<string, string[]>)
 /** An index of the table: its columns, and the predicate of a partial one (`null` for a full index). */
 interface IndexRow { primary: boolean, unique: boolean, plain: boolean, predicate: string | null, columns: string[] }
 
+/** Whether a foreign key to the table deletes or sets rows (CASCADE, SET NULL, SET DEFAULT), or no index serves it. */
+async function deleteCascades (db: CatalogDatabase, oid: string): Promise<boolean> {
+  const { rows: [deletes] } = await sql<{ cascades: boolean }>`
+    select exists (
+      select 1 from pg_catalog.pg_constraint k
+      where k.confrelid = ${oid}::int8::oid and k.contype = 'f' and (k.confdeltype in ('c', 'n', 'd') or not exists (
+        select 1 from pg_catalog.pg_index i
+        where i.indrelid = k.conrelid and i.indpred is null and i.indexprs is null and k.conkey <@ array(
+          select u.attnum from unnest(i.indkey::int2[]) with ordinality u(attnum, n)
+          where u.n <= cardinality(k.conkey))))
+    ) as cascades`.execute(db)
+  return deletes?.cascades ?? true
+}
+
 /** PostgreSQL's catalog: `pg_catalog`, one relation at a time, resolved through search_path like the queries are. */
 export const postgresCatalog: CatalogReader = {
   async table (db, name) {
@@ -119,6 +133,7 @@ export const postgresCatalog: CatalogReader = {
         table: key.target ?? '',
         references: key.references ?? [],
       })),
+      deleteCascades: await deleteCascades(db, oid),
     }
   },
 

@@ -51,6 +51,12 @@ export interface TableCatalog {
    * or an ordering by its leading column (no partial, expression, GIN, hash or FULLTEXT index). */
   readonly indexes: ReadonlyArray<readonly string[]>
   readonly foreignKeys: readonly CatalogForeignKey[]
+  /**
+   * Whether deleting one row may write or scan rows of other tables: a foreign key to this table deletes or sets
+   * its rows (ON DELETE CASCADE, SET NULL, SET DEFAULT), or no index serves its check. Unknown (`undefined`, SQLite,
+   * whose writes take no pool connection) counts as may: a DELETE is then a heavy statement (execution/cost-class.ts).
+   */
+  readonly deleteCascades?: boolean
 }
 
 /** A relation of the schema or database. */

@@ -5,6 +5,7 @@ import { deletedAny, firstRow } from '../../sql.js'
 import { inFieldOrder, keyAndScope, scopeShape, sentFields } from './write-shapes.js'
 import { andThen } from '../../execution/eventually.js'
 import type { Eventually } from '../../execution/eventually.js'
+import type { CostDeclaration } from '../../execution/cost-class.js'
 
 // Shared by the dialects whose INSERT and UPDATE take RETURNING (SQLite >= 3.35, PostgreSQL):
 // one statement writes and reads back, so the row is the one stored, with no second round trip. Each
@@ -69,6 +70,14 @@ export function updateReturning (
   )
 }
 
+/**
+ * A DELETE of one row by key reads and writes that row, and an index entry per foreign key to it, unless one
+ * cascades (or no index serves its check): cheap then, as an UPDATE by key is, rather than heavy by its shape.
+ */
+export function deleteCost ({ deleteCascades }: WriteTarget): CostDeclaration | undefined {
+  return deleteCascades === false ? 'cheap' : undefined
+}
+
 /** The DELETE of one row by key, in the scope when one is given. */
 function deleteOne (db: AnyDatabase, { table, key }: WriteTarget, id: unknown, scope: WriteScope | undefined) {
   const remove = db.deleteFrom(table).where(key.match(id))
@@ -85,7 +94,7 @@ export function deleteReturning (
 ): Eventually<boolean> {
   return andThen(
     target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(target.key, id, scope), () =>
-      deleteOne(db, target, id, scope).returning(target.key.first)
+      deleteOne(db, target, id, scope).returning(target.key.first), false, deleteCost(target)
     ),
     hasRows
   )
@@ -106,7 +115,7 @@ export function deleteCounting (
 ): Eventually<boolean> {
   return andThen(
     target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(target.key, id, scope), () =>
-      deleteOne(db, target, id, scope)
+      deleteOne(db, target, id, scope), false, deleteCost(target)
     ),
     deletedAny
   )

@@ -5,6 +5,7 @@ import type { ConnectionSettings, DatabaseConnector } from '../shared/connection
 import { BoundedSqliteDialect } from './sqlite-driver.js'
 import { attachSqlite, isBetterSqliteDatabase, planReader, runDirect, sqliteHandle } from './sqlite-statements.js'
 import { sqliteReaders } from './sqlite-readers.js'
+import { statisticsReader } from './sqlite-statistics.js'
 import type { BetterSqliteDatabase, SqliteHandle } from './sqlite-statements.js'
 
 /** Opens the file: WAL journaling, the busy timeout, foreign keys on, statements prepared once
@@ -22,7 +23,8 @@ async function openSqlite (path: string, settings: ConnectionSettings, handle: S
   // Heavy SELECTs read on worker threads, each with its own connection: a `:memory:` database has no other.
   if (file !== ':memory:' && settings.readWorkers > 0) {
     const { readWorkers: workers, heavyQueue: queueBound, statementTimeout, busyTimeout } = settings
-    handle.readers = sqliteReaders(file, { workers, queueBound, statementTimeout, busyTimeout }, planReader(typed))
+    const limits = { workers, queueBound, statementTimeout, busyTimeout }
+    handle.readers = sqliteReaders(file, limits, planReader(typed), statisticsReader(typed))
   }
   return connection
 }

@@ -1,11 +1,13 @@
 import { Worker } from 'node:worker_threads'
 import { SelectQueryNode } from 'kysely'
 import type { CompiledQuery, RootOperationNode } from 'kysely'
-import { costOf, declaredCost, learnsCost } from '../../execution/cost-class.js'
+import { boundedRows, costOf, declaredCost, learnsCost } from '../../execution/cost-class.js'
 import { answersOneRow } from '../../execution/one-row.js'
 import { WorkerPool } from '../../execution/worker-pool.js'
 import type { DirectResult } from '../shared/connection.js'
 import type { Row } from '../../sql.js'
+import { planRows } from './sqlite-statistics.js'
+import type { RowsPerKey } from './sqlite-statistics.js'
 
 // better-sqlite3 runs each statement on the thread that calls it: on the event loop, one expensive read
 // (a substring match over a million rows, a count, every child of a parent) held up every other request for
@@ -39,10 +41,22 @@ function heavyPlan (details: readonly string[], filtered: boolean): boolean {
 /** Reads the query plan of a statement: the `detail` column of `EXPLAIN QUERY PLAN`. */
 export type PlanReader = (sql: string, parameters: readonly unknown[]) => string[]
 
+/**
+ * Where a statement runs: `main`, the connection's fast path; `reader`, a worker; `watched`, the main thread as well,
+ * though its shape or its sort is heavy, because the statistics bound its rows (sqlite-statistics.ts): statistics
+ * that went stale may be wrong, so a run past {@link watchLimit} (but its first) sends it to the readers from then on.
+ */
+export type Placement = 'main' | 'reader' | 'watched'
+
+/** Milliseconds a `watched` statement may hold the event loop: the p99 issue 36's attack bounds a key lookup to. */
+export const watchLimit = 50
+
 /** The heavy reads of one SQLite file, and the workers that run them. */
 export interface SqliteReaders {
-  /** Whether a compiled SELECT is heavy: by its shape, else by its plan; decided once per compiled node. */
-  heavy: (compiled: CompiledQuery) => boolean
+  /** Where a compiled statement runs: by its shape, its plan and the statistics; decided once per compiled node. */
+  placement: (compiled: CompiledQuery) => Placement
+  /** A `watched` statement ran `ms` on the main thread: past {@link watchLimit}, it runs on a reader from now on. */
+  ran: (compiled: CompiledQuery, ms: number) => void
   /** Runs a SELECT on a worker, answering as the main connection would. */
   run: (compiled: CompiledQuery) => Promise<DirectResult>
   close: () => Promise<void>
@@ -90,16 +104,21 @@ function isRows (value: unknown): value is Row[] {
 
 /**
  * The readers of a SQLite file: up to `workers` worker threads, started on demand. `plan` reads a statement's
- * plan on the main connection (once per compiled statement).
+ * plan on the main connection, and `statistics` the figures of the indexes it searches (once per compiled statement).
  *
  * @example
  * ```ts
  * const readers = sqliteReaders('/data/app.db', { workers: 2, queueBound: 50, statementTimeout: 30_000,
- *   busyTimeout: 5000 }, plan)
- * if (readers.heavy(compiled)) rows = await readers.run(compiled)
+ *   busyTimeout: 5000 }, plan, statistics)
+ * if (readers.placement(compiled) === 'reader') rows = await readers.run(compiled)
  * ```
  */
-export function sqliteReaders (file: string, limits: ReaderLimits, plan: PlanReader): SqliteReaders {
+export function sqliteReaders (
+  file: string,
+  limits: ReaderLimits,
+  plan: PlanReader,
+  statistics: RowsPerKey
+): SqliteReaders {
   const data: ReaderData = { file, busyTimeout: limits.busyTimeout }
   const pool = new WorkerPool({
     name: 'sqlite-readers',
@@ -110,26 +129,36 @@ export function sqliteReaders (file: string, limits: ReaderLimits, plan: PlanRea
   })
   // One reader starts with the connection: starting a thread and its connection takes longer than most reads.
   pool.warm()
-  const verdicts = new WeakMap<RootOperationNode, boolean>()
-  const decide = (compiled: CompiledQuery): boolean => {
+  const verdicts = new WeakMap<RootOperationNode, Placement>()
+  const judged = new WeakSet<RootOperationNode>()
+  const decide = (compiled: CompiledQuery): Placement => {
     const { query } = compiled
-    if (!SelectQueryNode.is(query)) return false
+    if (!SelectQueryNode.is(query)) return 'main'
     const declared = declaredCost(query)
-    if (declared !== undefined) return declared === 'heavy'
-    if (costOf(query) === 'heavy') return true
-    if (answersOneRow(query)) return false
-    return heavyPlan(plan(compiled.sql, compiled.parameters), query.where !== undefined || query.joins !== undefined)
+    if (declared !== undefined) return declared === 'heavy' ? 'reader' : 'main'
+    if (answersOneRow(query)) return 'main'
+    const details = plan(compiled.sql, compiled.parameters)
+    const filtered = query.where !== undefined || query.joins !== undefined
+    if (costOf(query) !== 'heavy' && !heavyPlan(details, filtered)) return 'main'
+    // Whatever its shape or its sort, a statement that the statistics say reads few rows is cheap.
+    const rows = planRows(details, statistics, compiled.parameters.length)
+    return rows !== undefined && rows <= boundedRows ? 'watched' : 'reader'
   }
   return {
-    heavy (compiled) {
-      let heavy = verdicts.get(compiled.query)
-      if (heavy === undefined) {
+    placement (compiled) {
+      let placement = verdicts.get(compiled.query)
+      if (placement === undefined) {
         // Not kept: cheap until a run read many rows (execution/cost-class.ts), then decided for good.
-        if (learnsCost(compiled.query)) return false
-        heavy = decide(compiled)
-        verdicts.set(compiled.query, heavy)
+        if (learnsCost(compiled.query)) return 'main'
+        placement = decide(compiled)
+        verdicts.set(compiled.query, placement)
       }
-      return heavy
+      return placement
+    },
+    ran (compiled, ms) {
+      // A first run pays for a cold cache and code run for the first time (under valgrind, 50 ms): not judged.
+      if (!judged.has(compiled.query)) judged.add(compiled.query)
+      else if (ms > watchLimit) verdicts.set(compiled.query, 'reader')
     },
     async run (compiled) {
       const job: ReadJob = {

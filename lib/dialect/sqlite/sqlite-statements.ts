@@ -123,6 +123,21 @@ async function offThread (
   }
 }
 
+/** A statement the statistics lifted to the main thread, timed: a run past their promise sends it to the readers. */
+function watched (
+  readers: SqliteReaders,
+  statement: CachedStatement,
+  compiled: CompiledQuery,
+  log: ((event: LogEvent) => void | Promise<void>) | undefined
+): DirectResult | Promise<DirectResult> | undefined {
+  const start = performance.now()
+  try {
+    return log === undefined ? resultOf(statement, compiled) : logged(statement, compiled, log, start)
+  } finally {
+    readers.ran(compiled, performance.now() - start)
+  }
+}
+
 /**
  * Runs a compiled SELECT or write straight on a SQLite connection opened by createDatabase (or adopted by
  * withPreparedStatements) and answers as Kysely's driver would; `undefined` when it must go through Kysely
@@ -143,11 +158,22 @@ export function runDirect (
   const { log } = handle
   if (log !== undefined && typeof log !== 'function') return undefined
   const { readers } = handle
-  if (readers !== undefined && readers.heavy(compiled)) return offThread(readers, compiled, log)
+  const placement = readers?.placement(compiled)
+  if (placement === 'reader' && readers !== undefined) return offThread(readers, compiled, log)
   const statement = handle.prepare(compiled.sql)
   if (statement.busy) return undefined
+  if (placement === 'watched' && readers !== undefined) return watched(readers, statement, compiled, log)
   if (log === undefined) return resultOf(statement, compiled)
-  const start = performance.now()
+  return logged(statement, compiled, log, performance.now())
+}
+
+/** A statement on the main connection, with the events Kysely's log would get. */
+function logged (
+  statement: CachedStatement,
+  compiled: CompiledQuery,
+  log: (event: LogEvent) => void | Promise<void>,
+  start: number
+): DirectResult | Promise<DirectResult> | undefined {
   let result: DirectResult | undefined
   try {
     result = resultOf(statement, compiled)
@@ -159,11 +185,11 @@ export function runDirect (
       .catch(() => {})
     throw error
   }
-  const logged = log({
+  const done = log({
     level: 'query',
     isStream: false,
     query: compiled,
     queryDurationMillis: performance.now() - start,
   } satisfies LogEvent)
-  return logged instanceof Promise ? logged.then(() => result) : result
+  return done instanceof Promise ? done.then(() => result) : result
 }
