@@ -26,8 +26,13 @@ const Memo = Type.Object({
 interface MemosDB {
   memos: { id: Generated<number>; title: string; owner: string; deleted_at: string | null }
   viewset_history: {
-    table_name: string; row_key: string; operation: string; actor: string | null
-    before: string | null; after: string | null; position: number
+    table_name: string
+    row_key: string
+    operation: string
+    actor: string | null
+    before: string | null
+    after: string | null
+    position: number
   }
 }
 

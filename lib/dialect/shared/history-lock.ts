@@ -66,9 +66,9 @@ export async function prepareHistoryLock (
 ): Promise<string | undefined> {
   if (dialect === 'postgres') {
     const cache = await postgresPositionCache(db, historyTable)
-    return cache === undefined || cache === 1 ? undefined : `the position of the history table "${historyTable}" ` +
-      `is drawn from a sequence with a cache of ${cache}: positions would commit out of order; ` +
-      'ALTER SEQUENCE … CACHE 1 (the README\'s migration creates it so)'
+    if (cache === undefined || cache === 1) return undefined
+    return `the position of the history table "${historyTable}" is drawn from a sequence with a cache of ${cache}: ` +
+      'positions would commit out of order; ALTER SEQUENCE … CACHE 1 (the README\'s migration creates it so)'
   }
   if (dialect !== 'mysql') return undefined
   const locks = historyLockTable(historyTable)
