@@ -7,8 +7,8 @@
 //      SQLite file. It drops and creates bench_changes and viewset_history there.
 // The feed's statements are counted exactly, from the database's log: the feed runs two statements of its own, each
 // told by its SQL (no other statement of this app has it): the read of the history after a position
-// (data/history-entries.ts selects `row_key` ordered by position) and the evaluation of the stored versions
-// (data/version-match.ts selects the version column). A feed reads, then evaluates the batch read once per group,
+// (data/history-reader.ts `readHistoryAfter` selects `row_key` … `before`, `after`, ordered by position) and the
+// evaluation of the stored versions (data/version-match.ts selects the version column). A feed reads, then evaluates the batch read once per group,
 // then reads again, one statement at a time: in the log's order, a batch is a read followed by evaluations.
 import { fork } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
@@ -31,7 +31,7 @@ const shapes = [
 ]
 
 /** The SQL of the feed's read of the history (data/history-entries.ts), on every database. */
-const historyRead = /select\W+position\W+row_key\W+operation\W+before\W+after\W+from\W+viewset_history\W.*order by/is
+const historyRead = /select\W.*\brow_key\W.*\bbefore\W+after\W+from\W+viewset_history\W.*order by/is
 
 async function server (): Promise<void> {
   const lib = await import(process.env.LIB ?? 'fastify-viewsets')
