@@ -8,8 +8,9 @@
 // The feed's statements are counted exactly, from the database's log: the feed runs two statements of its own, each
 // told by its SQL (no other statement of this app has it): the read of the history after a position
 // (data/history-reader.ts `readHistoryAfter` selects `row_key` … `before`, `after`, ordered by position) and the
-// evaluation of the stored versions (data/version-match.ts selects the version column). A feed reads, then evaluates the batch read once per group,
-// then reads again, one statement at a time: in the log's order, a batch is a read followed by evaluations.
+// evaluation of the stored versions (data/version-match.ts selects the version column). A feed reads, then evaluates
+// the batch read once per group, then reads again, one statement at a time: in the log's order, a batch is a read
+// followed by evaluations.
 import { fork } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { request } from 'node:http'
