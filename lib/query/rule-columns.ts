@@ -1,11 +1,11 @@
 import type { OperationNode } from 'kysely'
+import { LruCache } from '../execution/lru-cache.js'
 
 // The column names a row rule reads, so that a write that changes none of them can skip its `WITH CHECK` read: the
 // row after such a write is in the rule exactly when the row before was, and the write's own WHERE tested that.
 
-/** Learnt per rule shape (its SQL without values): at most this many shapes, then the oldest is forgotten. */
-const maxShapes = 256
-const learnt = new Map<string, ReadonlySet<string> | null>()
+/** Learnt per rule shape (its SQL without values), the least recently used forgotten past 256 shapes. */
+const learnt = new LruCache<string, ReadonlySet<string> | null>(256)
 
 /** Whether a value is an operation node (an object with a `kind`), the only values the walk descends into. */
 function isNode (value: unknown): value is OperationNode {
@@ -44,7 +44,6 @@ export function columnsRead (shape: string, node: OperationNode): ReadonlySet<st
   if (known !== undefined) return known ?? undefined
   const names = new Set<string>()
   const read = collect(node, names) ? names : null
-  if (learnt.size >= maxShapes) learnt.delete(learnt.keys().next().value ?? '')
   learnt.set(shape, read)
   return read ?? undefined
 }
