@@ -5,6 +5,7 @@ import type { ConnectionSettings, DatabaseConnector } from '../shared/connection
 import { keepAliveDelay, readTimeout, redact } from '../shared/connection.js'
 import { errorProperty } from '../../sql.js'
 import { replaceMethod } from '../shared/replace-method.js'
+import { readWatch } from '../shared/read-watch.js'
 import { mysqlPoolFigures, watchPool } from '../../observability/pools.js'
 
 async function openMysql (url: string, settings: ConnectionSettings): Promise<MysqlPool> {
@@ -24,7 +25,7 @@ async function openMysql (url: string, settings: ConnectionSettings): Promise<My
     // BIGINT as a number while it is exact, as a string beyond 2^53; DECIMAL as a string, like pg's numeric.
     supportBigNumbers: true,
     typeCast: mysqlTypeCast,
-    // A dead idle connection is found by keepalive probes; a busy one by each query's timeout (see below).
+    // A dead idle connection is found by keepalive probes; a busy one by its read watch (see below).
     enableKeepAlive: true,
     keepAliveInitialDelay: keepAliveDelay,
   })
@@ -39,29 +40,45 @@ async function openMysql (url: string, settings: ConnectionSettings): Promise<My
   return withAcquireTimeout(pool, timeout, readTimeout(settings.statementTimeout))
 }
 
+/** mysql2's query callback: (error, rows, fields). */
+type MysqlCallback = (error: unknown, rows?: unknown, fields?: unknown) => void
+
+function isCallback (value: unknown): value is MysqlCallback {
+  return typeof value === 'function'
+}
+
 /** The connections whose `query` is guarded. */
 const guarded = new WeakSet<object>()
 
 /**
- * Gives each query Kysely sends (SQL text, values, callback) mysql2's per-query `timeout`, a margin above the
- * statement timeout. Past it mysql2 fails the query but keeps the connection, busy with the lost command:
- * the connection is destroyed instead (it leaves the pool, which opens a new one) and the request answers
- * 503 FST_VIEWSET_TIMEOUT. Only a half-open connection gets there: the server stops a statement at its
- * own timeout. MySQL 8 bounds only SELECTs on the server: a longer write ends here too, and may still commit.
+ * Watches each query Kysely sends (SQL text, values, callback) for an answer within `timeout`, a margin above the
+ * statement timeout (shared/read-watch.ts: one timer per connection, where mysql2's own per-query `timeout` armed one
+ * per query and kept each query's rows out of the young generation). Past it the connection is destroyed (it leaves
+ * the pool, which opens a new one) and its queries answer 503 FST_VIEWSET_TIMEOUT. Only a half-open connection gets
+ * there: the server stops a statement at its own timeout. MySQL 8 bounds only SELECTs on the server: a longer write
+ * ends here too, and may still commit.
  */
 function guardConnection (connection: MysqlPoolConnection, timeout: number): void {
   if (guarded.has(connection)) return
   guarded.add(connection)
+  // The callbacks of the queries sent and not answered yet, in order: mysql2 answers them one after the other.
+  const waiting: Array<MysqlCallback> = []
+  const watch = readWatch(timeout, () => {
+    destroy(connection)
+    // mysql2 ends a destroyed connection without a word to the queries it holds: each answers the timeout.
+    for (const fail of waiting.splice(0)) fail(new ViewsetErrors.Timeout())
+  })
   // mysql2's overloads, forwarded as they come but for Kysely's (SQL text, values, callback)
   replaceMethod(connection, 'query', (query) => (sql, values, callback) => {
-    if (typeof sql !== 'string' || typeof callback !== 'function') return query(sql, values, callback)
-    return query({ sql, values, timeout }, (error: unknown, rows: unknown, fields: unknown) => {
-      if (errorProperty(error, 'code') !== 'PROTOCOL_SEQUENCE_TIMEOUT') {
-        callback(error, rows, fields) // mysql2's callback: (error, rows, fields)
-        return
-      }
-      destroy(connection)
-      callback(new ViewsetErrors.Timeout())
+    if (typeof sql !== 'string' || !isCallback(callback)) return query(sql, values, callback)
+    watch.start()
+    waiting.push(callback)
+    return query(sql, values, (error: unknown, rows: unknown, fields: unknown) => {
+      // Answered with the timeout already.
+      if (watch.expired) return
+      watch.settle()
+      waiting.shift()
+      callback(error, rows, fields) // mysql2's callback: (error, rows, fields)
     })
   })
 }

@@ -1,15 +1,13 @@
 import { ViewsetErrors } from '../../errors.js'
 
 // What a pooled pg client's failures mean to a request, decided where pg reports them: a query with no answer
-// past pg's `query_timeout` (a half-open connection) and the prepared-statement mix-ups of a pooler.
+// past the read timeout (a half-open connection, found by shared/read-watch.ts) and the prepared-statement mix-ups
+// of a pooler.
 
 /** The part of a pg `Client` the translation uses: ended once its connection is lost. */
 export interface EndableClient {
   end: () => Promise<void>
 }
-
-/** The message of pg's error when `query_timeout` passes without an answer (pg 8). */
-const readTimeoutMessage = 'Query read timeout'
 
 /** SQLSTATE 42P05 / 26000: "prepared statement ... already exists" and "... does not exist", with a name of ours. */
 const lostStatement = /^prepared statement "fastify_viewsets_\d+" (already exists|does not exist)$/
@@ -24,22 +22,25 @@ function failureOf (error: unknown): { code: unknown, message: unknown } {
 
 /**
  * How a pg client's query failures reach a request (the query wrapper of postgres-client-query.ts calls it for
- * each failure). Past `query_timeout`, pg fails the query but keeps the connection, whose next query would
- * queue behind the lost one: the client is ended instead, so the pool drops it at release and opens a new one,
- * and the request answers 503 FST_VIEWSET_TIMEOUT. A named statement of ours that the server lost or already
- * had (a pooler handing the client another server connection) answers FST_VIEWSET_POOLER_STATEMENTS.
+ * each failure). Once its `watch` expired (a query without an answer past the read timeout: its socket was closed),
+ * the client is ended, so the pool drops it at release and opens a new one, and the request answers 503
+ * FST_VIEWSET_TIMEOUT. A named statement of ours that the server lost or already had (a pooler handing the client
+ * another server connection) answers FST_VIEWSET_POOLER_STATEMENTS.
  *
  * @example
  * ```ts
- * const translate = failureTranslator(client)
+ * const translate = failureTranslator(client, watch)
  * client.query(text, values, (error, result) => callback(error == null ? error : translate(error), result))
  * ```
  */
-export function failureTranslator (client: EndableClient): (error: unknown) => unknown {
+export function failureTranslator (
+  client: EndableClient,
+  watch: { readonly expired: boolean }
+): (error: unknown) => unknown {
   let ended = false
   return (error) => {
     const { code, message } = failureOf(error)
-    if (message === readTimeoutMessage && !ended) {
+    if (watch.expired && !ended) {
       ended = true
       client.end().catch(() => {})
     }

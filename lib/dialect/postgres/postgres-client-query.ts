@@ -5,31 +5,49 @@ import type { EndableClient } from './postgres-client-guard.js'
 import { noCancellation, queryCancellation } from './postgres-cancel.js'
 import type { CancellableClient, QueryCancellation } from './postgres-cancel.js'
 import type { RequestCancellation } from '../../execution/cancellation.js'
+import { readWatch } from '../shared/read-watch.js'
+import type { ReadWatch } from '../shared/read-watch.js'
 
 // The one wrapper of `query` that each client of a pool opened by createDatabase gets when it connects, installed
-// before the named statements' (postgres-statements.ts), so that it sees pg's own forms. Two concerns, each in its
-// file: what a failure means to a request (postgres-client-guard.ts), and which request's query the client runs,
-// so that a client that hung up has it cancelled (postgres-cancel.ts).
+// before the named statements' (postgres-statements.ts), so that it sees pg's own forms. Three concerns, each in its
+// file: what a failure means to a request (postgres-client-guard.ts), which request's query the client runs, so that
+// a client that hung up has it cancelled (postgres-cancel.ts), and how long the client waits for an answer
+// (shared/read-watch.ts).
 
 /** The part of a pg `Client` its query wrapper uses. */
 export interface WrappedClient extends EndableClient, CancellableClient {
   query: (...args: never[]) => unknown
 }
 
+/** Closes a pg client's socket at once: pg then fails its queries ("Connection terminated unexpectedly"). */
+function destroySocket (client: object): void {
+  const connection: unknown = Reflect.get(client, 'connection') // pg's Connection, untyped here
+  const stream: unknown =
+    typeof connection === 'object' && connection !== null ? Reflect.get(connection, 'stream') : undefined
+  if (typeof stream === 'object' && stream !== null && 'destroy' in stream && typeof stream.destroy === 'function') {
+    stream.destroy()
+  }
+}
+
+/** A watch that never expires: no read timeout (`statementTimeout` 0). */
+const unwatched: ReadWatch = { start: () => {}, settle: () => {}, expired: false }
+
 /**
- * Wraps `client.query` for its whole life: its failures translated ({@link failureTranslator}), and, with
+ * Wraps `client.query` for its whole life: its failures translated ({@link failureTranslator}), a query without an
+ * answer for `readTimeout` milliseconds ending the client ({@link readWatch}; 0: none), and, with
  * `cancelOnDisconnect`, each query recorded against the request it serves ({@link queryCancellation}).
  *
  * @example
  * ```ts
- * pool.on('connect', (client) => { wrapClientQuery(client, true) })
+ * pool.on('connect', (client) => { wrapClientQuery(client, true, 31_000) })
  * ```
  */
-export function wrapClientQuery (client: WrappedClient, cancelOnDisconnect: boolean): void {
-  const translate = failureTranslator(client)
+export function wrapClientQuery (client: WrappedClient, cancelOnDisconnect: boolean, readTimeout: number): void {
+  const watch = readTimeout > 0 ? readWatch(readTimeout, () => { destroySocket(client) }) : unwatched
+  const translate = failureTranslator(client, watch)
   const cancellation = cancelOnDisconnect ? queryCancellation(client) : noCancellation
   replaceMethod(client, 'query', (query) => {
-    const run = runner(query, translate, cancellation)
+    const run = runner(query, translate, cancellation, watch)
     return (config, values, callback) => {
       // A submittable (a pg Query or Cursor) is returned as it is, never wrapped: pass it through.
       const submittable = typeof config === 'object' && config !== null && 'submit' in config
@@ -41,14 +59,21 @@ export function wrapClientQuery (client: WrappedClient, cancelOnDisconnect: bool
   })
 }
 
-/** One query through pg: the answer translated, and its request told when it settles. */
-function runner (query: DriverMethod, translate: (error: unknown) => unknown, cancellation: QueryCancellation) {
+/** One query through pg: the answer translated, and its request and the client's watch told when it settles. */
+function runner (
+  query: DriverMethod,
+  translate: (error: unknown) => unknown,
+  cancellation: QueryCancellation,
+  watch: ReadWatch
+) {
   const settle = (context: RequestCancellation | undefined) => {
+    watch.settle()
     if (context !== undefined) cancellation.settle(context)
   }
   const failure = (error: unknown) => (error === null || error === undefined ? error : translate(error))
   return (config: unknown, values: unknown, callback: unknown): unknown => {
     const context = cancellation.start()
+    watch.start()
     let result: unknown
     // pg's overloads: (text or config or submittable, values?, callback?), or (text or config, callback); its
     // callback takes (error, result).

@@ -1,4 +1,5 @@
 import { PostgresDialect } from 'kysely'
+import type { ClientConfig } from 'pg'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
 import { keepAliveDelay, readTimeout } from '../shared/connection.js'
 import { carryCancellationToCheckouts } from './postgres-cancel.js'
@@ -19,13 +20,15 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
     // A startup parameter rather than a SET per connection: no extra round trip, and no window in which
     // a connection runs unbounded. pg leaves it out when it is 0.
     statement_timeout: settings.statementTimeout,
-    // A half-open connection (a failover, a partition) is found: idle, by keepalive probes; busy, by
-    // query_timeout (the client's query wrapper then ends it). pg leaves query_timeout out when it is 0.
+    // A half-open connection (a failover, a partition) is found: idle, by keepalive probes; busy, by the read
+    // timeout of each pooled client's query wrapper (not pg's query_timeout: shared/read-watch.ts says why).
     keepAlive: true,
     keepAliveInitialDelayMillis: keepAliveDelay,
-    query_timeout: readTimeout(settings.statementTimeout),
   }
-  const cancelOnDisconnect = await checkServer((options) => new pg.Client(options), config, settings)
+  const queryTimeout = readTimeout(settings.statementTimeout)
+  // The one query of the startup check keeps pg's own timer (pg leaves query_timeout out when it is 0).
+  const check = (options: ClientConfig) => new pg.Client({ ...options, query_timeout: queryTimeout })
+  const cancelOnDisconnect = await checkServer(check, config, settings)
   const pool = new pg.Pool({ ...config, max: settings.poolSize })
   watchPool('postgres', url, pool, pgPoolFigures)
   settings.lending?.({
@@ -38,7 +41,7 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   // the server goes away (a restart, a failover): without this listener the process would crash.
   pool.on('connect', (client) => {
     client.on('error', () => {})
-    wrapClientQuery(client, cancelOnDisconnect)
+    wrapClientQuery(client, cancelOnDisconnect, queryTimeout)
   })
   if (cancelOnDisconnect) {
     carryCancellationToCheckouts(pool)
