@@ -39,7 +39,8 @@ class ReplicaHealth {
   usable (maxLag: number, now: number): boolean {
     if (!this.#checking && now - this.#checkedAt >= this.#plan.checkInterval && now >= this.downUntil) {
       this.#checking = true
-      void this.#measure()
+      // Outside the request that happened to start it: its client hanging up must not cancel the check.
+      void withCancellation(undefined, async () => { await this.#measure() })
     }
     return !this.down && this.lag <= maxLag
   }

@@ -92,16 +92,18 @@ const responseCancellation = Symbol('fastify-viewsets.responseCancellation')
 
 /** The part of Node's `ServerResponse` read here, and the cancellation of the request it answers. */
 export interface ClosableResponse {
-  readonly writableFinished: boolean
+  readonly writableEnded: boolean
   on: (event: 'close', listener: () => void) => unknown
   [responseCancellation]?: RequestCancellation
 }
 
 // One listener for every response, which finds its cancellation on the response: `once` wrapped a new closure in two
-// more objects for every request.
+// more objects for every request. A response the server ended was answered: whatever still runs in its context is
+// background work (a replica's health check), not the request's, even when the client leaves before the last byte
+// (and app.inject closes its responses before they count as finished).
 function closed (this: ClosableResponse): void {
   const cancellation = this[responseCancellation]
-  if (cancellation === undefined || this.writableFinished) return
+  if (cancellation === undefined || this.writableEnded) return
   cancellation.gone = true
   for (const cancel of cancellation.running) cancel()
 }
