@@ -46,9 +46,9 @@ interface Restricted {
   /** A second part validated, when the request has two (PATCH_MANY: its filters, then its body). */
   readonly body?: Validator | undefined
   /**
-   * The query string's names that the route's own validation checks exactly as `validate` does (the same schema, and
-   * the same schema around them): a query string naming no other is valid here exactly when it is valid there, so
-   * Fastify's validation, which follows, answers it alike ({@link checkedAlike}).
+   * The names of the query string (or PATCH's body) that the route's own validation checks exactly as `validate` does
+   * (the same schema, and the same schema around them): an input naming no other is valid here exactly when it is
+   * valid there, so Fastify's validation, which follows, answers it alike ({@link checkedAlike}).
    */
   readonly alike?: ReadonlySet<string> | undefined
 }
@@ -181,7 +181,10 @@ export class FieldHiding {
     const validate = restricted?.validate
     if (restricted === undefined || validate === undefined) return
     if (restricted.part === 'body') {
-      if (validate(request.body) !== true) throw validationError(validate.errors ?? [], 'body')
+      const body = request.body
+      if (!checkedAlike(body, restricted.alike) && validate(body) !== true) {
+        throw validationError(validate.errors ?? [], 'body')
+      }
     } else if (!checkedAlike(request.query, restricted.alike)) {
       // The query string is validated on a copy: Fastify's own validation coerces the request's.
       const data = { ...(isRecord(request.query) ? request.query : {}) }
@@ -279,7 +282,11 @@ export class FieldHiding {
       ? { type: 'array', items: element, maxItems: plan.maxBulk }
       : body
     const validate = schema === undefined ? undefined : compile(schema, 'body')
-    return { validate, part: 'body', list: undefined, fields: undefined }
+    // PATCH's route body is the whole entity's, partial as this one (no required name): compared property by property.
+    const alike = method === 'PATCH' && body !== undefined
+      ? alikeNames(propertiesOf(body), propertiesOf(deriveBody(plan.entity, true)))
+      : undefined
+    return { validate, part: 'body', list: undefined, fields: undefined, alike }
   }
 
   /** PATCH_MANY and DELETE_MANY: LIST's filters and `search` without the hidden names, and PATCH_MANY's body. */

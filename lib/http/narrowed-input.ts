@@ -44,10 +44,10 @@ export function alikeNames (
   return alike
 }
 
-/** Whether every name of the query string is one the route's validation checks alike: this check may be skipped. */
-export function checkedAlike (query: unknown, alike: ReadonlySet<string> | undefined): boolean {
-  if (alike === undefined || !isRecord(query)) return false
-  for (const name in query) if (!alike.has(name)) return false
+/** Whether every name of an input is one the route's validation checks alike: this check may then be skipped. */
+export function checkedAlike (input: unknown, alike: ReadonlySet<string> | undefined): boolean {
+  if (alike === undefined || !isRecord(input)) return false
+  for (const name in input) if (!alike.has(name)) return false
   return true
 }
 

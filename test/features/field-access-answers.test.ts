@@ -52,5 +52,29 @@ for (const dialect of dialects) {
       assert.deepEqual(rows.map((row) => row.id), [2, 5])
       for (const row of rows) assert.equal('secret' in row, false)
     })
+
+    test('under field rules, a PATCH naming only writable fields gets the route\'s 400; a hidden one its own', async (t) => {
+      const { app, alice, bob } = await tenantsApp(t, dialect, { tasks: { fieldAccess: () => ({ hidden: ['secret'] }) } })
+      const plain = await tenantsApp(t, dialect, {})
+      const patch = async (target: typeof app, headers: Record<string, string>, payload: object) =>
+        await target.inject({ method: 'PATCH', url: '/tasks/1', headers, payload })
+      for (const payload of [{ title: 5 }, { title: 'x', project_id: 'none' }, {}]) {
+        const ruled = await patch(app, alice, payload)
+        const unruled = await patch(plain.app, plain.alice, payload)
+        assert.equal(ruled.statusCode, unruled.statusCode, JSON.stringify(payload))
+        if (ruled.statusCode === 400) assert.equal(ruled.body, unruled.body, JSON.stringify(payload))
+      }
+      const hidden = await patch(app, alice, { secret: 'leaked' })
+      const unknown = await patch(app, alice, { sekret: 'leaked' })
+      assert.equal(hidden.statusCode, 400)
+      assert.equal(hidden.body.replaceAll('secret', 'sekret'), unknown.body)
+      const renamed = await patch(app, alice, { title: 'renamed' })
+      assert.equal(renamed.statusCode, 200)
+      assert.equal(renamed.json().title, 'renamed')
+      assert.equal('secret' in renamed.json(), false)
+      assert.equal((await patch(app, bob, { title: 'stolen' })).statusCode, 404, "bob's rule has no task 1")
+      const stored = await app.inject({ url: '/tasks/1', headers: alice })
+      assert.equal(stored.json().title, 'renamed')
+    })
   })
 }
