@@ -1,11 +1,12 @@
 import { deletedQuery } from '../query/soft-delete-term.js'
 import type {
-  FastifyRequest, FastifySchemaValidationError, preHandlerAsyncHookHandler, preValidationAsyncHookHandler,
+  FastifyRequest, preHandlerAsyncHookHandler, preHandlerHookHandler, preValidationHookHandler,
 } from 'fastify'
 import { LruCache } from '../execution/lru-cache.js'
+import type { Eventually } from '../execution/eventually.js'
 import type { ViewsetMethod } from '../options.js'
-import { allVisible, blankHidden, stripHidden } from '../query/field-access.js'
-import type { FieldAccessContext, FieldRules, FieldView } from '../query/field-access.js'
+import { allVisible, blankHidden, stripHidden, viewWithBase } from '../query/field-access.js'
+import type { FieldRules, FieldView } from '../query/field-access.js'
 import type { FieldsPlan } from '../query/fields.js'
 import type { ListQueryPlan } from '../query/list-query.js'
 import type { RelatedRoot } from '../query/related-paths.js'
@@ -13,7 +14,8 @@ import type { RelationRuleSlot } from '../relations/relation-rule.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { deriveBody, deriveKeyedPatch, propertiesOf } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
-import { viewsetValidatorCompiler } from '../schema/validator.js'
+import { alikeNames, checkedAlike, compile, narrowed, validationError } from './narrowed-input.js'
+import type { Validator } from './narrowed-input.js'
 
 // Field rules at the edge of a request: ONE view of the fields a caller may name and read, computed before
 // validation (the token is known then), which every name lookup consults through `visibleName`. A name the caller
@@ -32,6 +34,9 @@ interface RequestFields {
   readonly restricted: Restricted | undefined
 }
 
+/** The views a request's plans derive from. */
+type Views = Pick<RequestFields, 'view' | 'related'>
+
 /** What a request validates and parses against when some names are hidden from it. */
 interface Restricted {
   readonly validate: Validator | undefined
@@ -40,15 +45,23 @@ interface Restricted {
   readonly fields: FieldsPlan | undefined
   /** A second part validated, when the request has two (PATCH_MANY: its filters, then its body). */
   readonly body?: Validator | undefined
+  /**
+   * The names of the query string (or PATCH's body) that the route's own validation checks exactly as `validate` does
+   * (the same schema, and the same schema around them): an input naming no other is valid here exactly when it is
+   * valid there, so Fastify's validation, which follows, answers it alike ({@link checkedAlike}).
+   */
+  readonly alike?: ReadonlySet<string> | undefined
 }
-
-/** A validator as the routes' validator compiler makes it. */
-type Validator = ReturnType<typeof viewsetValidatorCompiler>
 
 const requests = new WeakMap<FastifyRequest, RequestFields>()
 
 /** Derived plans kept per viewset: one per method and distinct visibility. */
 const maxPlans = 64
+/** Plans kept by their view's identity, tried before the keyed cache: a few roles times a few methods. */
+const maxRecent = 8
+
+/** The relation views of a request that reads no relation path under a rule. */
+const noRelated: ReadonlyMap<RelationRuleSlot, FieldView> = new Map()
 
 /** What a viewset's field hiding is built from, at mounting. */
 export interface FieldHidingPlan {
@@ -80,24 +93,6 @@ export interface NarrowList {
   readonly query: ListQueryPlan
 }
 
-/** The schema fields of an entity without `hidden`, and with `readOnly` marked read-only. */
-function narrowed (entity: JsonSchema, view: FieldView): JsonSchema {
-  const properties: Record<string, JsonSchema> = {}
-  for (const [name, property] of Object.entries(propertiesOf(entity))) {
-    if (view.hidden.has(name)) continue
-    properties[name] = view.readOnly.has(name) ? { ...property, readOnly: true } : property
-  }
-  const required: unknown[] = Array.isArray(entity.required) ? entity.required : []
-  return { ...entity, properties, required: required.filter((name) => typeof name === 'string' && name in properties) }
-}
-
-/** The error Fastify's validation raises, so that the problem handler answers it alike. */
-function validationError (errors: FastifySchemaValidationError[], part: string): Error {
-  return Object.assign(new Error(`${part} is not valid`), {
-    statusCode: 400, code: 'FST_ERR_VALIDATION', validation: errors, validationContext: part,
-  })
-}
-
 /** The field rules of one viewset's routes. */
 export class FieldHiding {
   readonly #plan: FieldHidingPlan
@@ -107,6 +102,10 @@ export class FieldHiding {
   /** The slots whose table has a field rule, once known. */
   #ruled: readonly RelationRuleSlot[] | undefined
   readonly #restricted = new LruCache<string, Restricted>(maxPlans)
+  /** The last plans found for a view of the viewset's own rule alone, most recent first. */
+  readonly #recent: Array<{
+    readonly view: FieldView, readonly method: ViewsetMethod, readonly restricted: Restricted
+  }> = []
 
   constructor (plan: FieldHidingPlan) {
     this.#plan = plan
@@ -128,34 +127,69 @@ export class FieldHiding {
 
   /**
    * Resolves the request's views (its own for `method`, GET's when an If-Match is compared, its relation paths'),
-   * then validates its query string or body against a viewset without the hidden names. A preValidation hook.
+   * then validates its query string or body against a viewset without the hidden names. A preValidation hook's work:
+   * at once (`undefined`) when every rule answered at once, so that a ruled request awaits nothing here.
    */
-  async prepare (request: FastifyRequest, method: ViewsetMethod): Promise<void> {
+  prepare (request: FastifyRequest, method: ViewsetMethod): Promise<void> | undefined {
     const rules = this.#plan.rules
     // The slots are resolved when the application is ready, before its first request: read once then.
     this.#ruled ??= this.#slots.filter((slot) => slot.hasFieldRule)
     const ruled = this.#ruled
-    if (rules === undefined && ruled.length === 0) return
+    if (rules === undefined && ruled.length === 0) return undefined
     const context = { request, token: request.viewsetToken, method }
-    const view = rules === undefined ? allVisible : await viewOf(rules, context)
+    const view = rules === undefined ? allVisible : viewWithBase(rules, context)
     const compared = (method === 'PUT' || method === 'PATCH' || method === 'DELETE' || method === 'RESTORE' ||
       method === 'PURGE') &&
       request.headers['if-match'] !== undefined
-    const read = rules !== undefined && compared ? await rules.view({ ...context, method: 'GET' }) : undefined
-    const related = new Map<RelationRuleSlot, FieldView>()
     const filtered = method === 'LIST' || method === 'AGGREGATE' || method === 'PATCH_MANY' || method === 'DELETE_MANY'
-    for (const slot of filtered ? ruled : []) {
+    if (view instanceof Promise || compared || (filtered && ruled.length > 0)) {
+      return this.#prepareLater(request, method, { view, compared, filtered })
+    }
+    this.#validate(request, method, view, undefined, noRelated)
+    return undefined
+  }
+
+  /** {@link prepare} when a view is awaited, GET's view is needed (If-Match), or relation paths have rules. */
+  async #prepareLater (
+    request: FastifyRequest,
+    method: ViewsetMethod,
+    { view, compared, filtered }: { view: Eventually<FieldView>, compared: boolean, filtered: boolean }
+  ): Promise<void> {
+    const rules = this.#plan.rules
+    const own = await view
+    const read = rules !== undefined && compared
+      ? await rules.view({ request, token: request.viewsetToken, method: 'GET' })
+      : undefined
+    const related = new Map<RelationRuleSlot, FieldView>()
+    for (const slot of filtered ? this.#ruled ?? [] : []) {
       const slotView = slot.fieldView({ request, token: request.viewsetToken })
       if (slotView !== undefined) related.set(slot, await slotView)
     }
-    const fields: RequestFields = { hiding: this, view, read, related, restricted: undefined }
-    const restricted = this.#restrictedFor(fields, method)
-    requests.set(request, { ...fields, restricted })
+    this.#validate(request, method, own, read, related)
+  }
+
+  /** Keeps the request's views, then validates its input against the plans of its views (when some name is hidden). */
+  #validate (
+    request: FastifyRequest,
+    method: ViewsetMethod,
+    view: FieldView,
+    read: FieldView | undefined,
+    related: ReadonlyMap<RelationRuleSlot, FieldView>
+  ): void {
+    const restricted = this.#restrictedFor(view, related, method)
+    requests.set(request, { hiding: this, view, read, related, restricted })
     const validate = restricted?.validate
     if (restricted === undefined || validate === undefined) return
-    // The query string is validated on a copy: Fastify's own validation coerces the request's.
-    const data = restricted.part === 'body' ? request.body : { ...(isRecord(request.query) ? request.query : {}) }
-    if (validate(data) !== true) throw validationError(validate.errors ?? [], restricted.part)
+    if (restricted.part === 'body') {
+      const body = request.body
+      if (!checkedAlike(body, restricted.alike) && validate(body) !== true) {
+        throw validationError(validate.errors ?? [], 'body')
+      }
+    } else if (!checkedAlike(request.query, restricted.alike)) {
+      // The query string is validated on a copy: Fastify's own validation coerces the request's.
+      const data = { ...(isRecord(request.query) ? request.query : {}) }
+      if (validate(data) !== true) throw validationError(validate.errors ?? [], 'querystring')
+    }
     const body = restricted.body
     if (body !== undefined && body(request.body) !== true) throw validationError(body.errors ?? [], 'body')
   }
@@ -172,7 +206,7 @@ export class FieldHiding {
   }
 
   /** Whether a name (a field, a dotted path through relations, a JSON path) is one the request's caller may name. */
-  visible (fields: RequestFields, name: string): boolean {
+  visible (fields: Views, name: string): boolean {
     const segments = name.split('.')
     // A JSON path (`meta->color`) is its column's: hidden with it.
     if (fields.view.hidden.has((segments[0] ?? name).split('->')[0] ?? name)) return false
@@ -180,21 +214,33 @@ export class FieldHiding {
     return slots.every((slot, index) => !(fields.related.get(slot)?.hidden.has(segments[index + 1] ?? '') ?? false))
   }
 
-  #restrictedFor (fields: RequestFields, method: ViewsetMethod): Restricted | undefined {
-    const { view, related } = fields
+  #restrictedFor (
+    view: FieldView, related: ReadonlyMap<RelationRuleSlot, FieldView>, method: ViewsetMethod
+  ): Restricted | undefined {
+    if (related.size === 0) {
+      if (view === allVisible) return undefined
+      // Most requests come back with one of a few views: found by identity, with no key built and hashed.
+      for (const recent of this.#recent) if (recent.view === view && recent.method === method) return recent.restricted
+    } else if (view === allVisible && [...related.values()].every((slotView) => slotView === allVisible)) {
+      return undefined
+    }
     let key = `${method} ${view.key}`
     for (const [slot, slotView] of related) key += ` ${slot.path}:${slotView.key}`
-    if (view === allVisible && [...related.values()].every((slotView) => slotView === allVisible)) return undefined
     let restricted = this.#restricted.get(key)
     if (restricted === undefined) {
-      restricted = this.#build(fields, method)
+      restricted = this.#build({ view, related }, method)
       this.#restricted.set(key, restricted)
+    }
+    // AGGREGATE's and HISTORY's views may be made per request (viewWithBase): they would only push the others out.
+    if (related.size === 0 && method !== 'AGGREGATE' && method !== 'HISTORY') {
+      this.#recent.unshift({ view, method, restricted })
+      if (this.#recent.length > maxRecent) this.#recent.pop()
     }
     return restricted
   }
 
   /** The plans of a viewset whose entity and options lack what the request's views hide. */
-  #build (fields: RequestFields, method: ViewsetMethod): Restricted {
+  #build (fields: Views, method: ViewsetMethod): Restricted {
     const plan = this.#plan
     const entity = narrowed(plan.entity, fields.view)
     if (method === 'LIST') {
@@ -208,7 +254,8 @@ export class FieldHiding {
       }
       for (const [name, property] of Object.entries(narrow)) properties[name] ??= property
       const schema = { ...plan.listQuerystring, properties }
-      return { validate: compile(schema, 'querystring'), part: 'querystring', list: query, fields: query.fields }
+      const alike = alikeNames(properties, propertiesOf(plan.listQuerystring))
+      return { validate: compile(schema, 'querystring'), part: 'querystring', list: query, fields: query.fields, alike }
     }
     if (method === 'AGGREGATE') {
       const { querystring, query } = plan.list(entity, (name) => this.visible(fields, name))
@@ -222,8 +269,10 @@ export class FieldHiding {
       // `?deleted=` of a soft-deleting viewset and `as_of` of one with a history are no fields (the route's own schema
       // refuses them on any other viewset).
       const properties = { ...selection.properties, deleted: { ...deletedQuery }, as_of: { type: 'string' } }
-      const schema = { type: 'object', properties, additionalProperties: false }
-      return { validate: compile(schema, 'querystring'), part: 'querystring', list: undefined, fields: selection }
+      const validate = compile({ type: 'object', properties, additionalProperties: false }, 'querystring')
+      // No name, no difference: an empty query string is valid here, as for any route.
+      const alike = validate({}) === true ? new Set<string>() : undefined
+      return { validate, part: 'querystring', list: undefined, fields: selection, alike }
     }
     if (method === 'PATCH_MANY' || method === 'DELETE_MANY') return this.#filters(fields, entity, method)
     const bodiless = method === 'DELETE' || method === 'RESTORE' || method === 'PURGE'
@@ -233,37 +282,21 @@ export class FieldHiding {
       ? { type: 'array', items: element, maxItems: plan.maxBulk }
       : body
     const validate = schema === undefined ? undefined : compile(schema, 'body')
-    return { validate, part: 'body', list: undefined, fields: undefined }
+    // PATCH's route body is the whole entity's, partial as this one (no required name): compared property by property.
+    const alike = method === 'PATCH' && body !== undefined
+      ? alikeNames(propertiesOf(body), propertiesOf(deriveBody(plan.entity, true)))
+      : undefined
+    return { validate, part: 'body', list: undefined, fields: undefined, alike }
   }
 
   /** PATCH_MANY and DELETE_MANY: LIST's filters and `search` without the hidden names, and PATCH_MANY's body. */
-  #filters (fields: RequestFields, entity: JsonSchema, method: 'PATCH_MANY' | 'DELETE_MANY'): Restricted {
+  #filters (fields: Views, entity: JsonSchema, method: 'PATCH_MANY' | 'DELETE_MANY'): Restricted {
     const { query } = this.#plan.list(entity, (name) => this.visible(fields, name))
     const properties = { ...query.search.properties, ...query.filters.properties }
     const validate = compile({ type: 'object', properties, additionalProperties: false }, 'querystring')
     const body = method === 'PATCH_MANY' ? compile(deriveBody(entity, true), 'body') : undefined
     return { validate, part: 'querystring', list: query, fields: undefined, body }
   }
-}
-
-/**
- * The caller's view for `context.method`; for AGGREGATE, which derives from LIST, and HISTORY, from GET, what either
- * view hides is hidden (a rule written for LIST or GET covers it).
- */
-async function viewOf (rules: FieldRules, context: FieldAccessContext): Promise<FieldView> {
-  const view = await rules.view(context)
-  const base = context.method === 'AGGREGATE' ? 'LIST' : context.method === 'HISTORY' ? 'GET' : undefined
-  if (base === undefined) return view
-  const list = await rules.view({ ...context, method: base })
-  if (list.key === view.key) return view
-  const hidden = new Set([...view.hidden, ...list.hidden])
-  const readOnly = new Set([...view.readOnly, ...list.readOnly])
-  return { hidden, readOnly, key: `${view.key}&${list.key}` }
-}
-
-/** A validator as the routes' validator compiler makes it (and caches it, by schema text). */
-function compile (schema: JsonSchema, httpPart: 'querystring' | 'body'): Validator {
-  return viewsetValidatorCompiler({ schema, httpPart, method: 'GET', url: '' })
 }
 
 /** The field rules resolved for `request`, or `undefined` when its viewset has none that apply. */
@@ -325,14 +358,37 @@ export function dropReadOnly (request: FastifyRequest): void {
 export function fieldHooks (
   hiding: FieldHiding | undefined,
   method: ViewsetMethod
-): { preValidation: preValidationAsyncHookHandler[], preHandler: preHandlerAsyncHookHandler[] } {
+): { preValidation: preValidationHookHandler[], preHandler: preHandlerHookHandler[] } {
   if (hiding === undefined) return { preValidation: [], preHandler: [] }
   const writes = method === 'POST' || method === 'BULK' || method === 'PUT' || method === 'PATCH' ||
     method === 'PATCH_MANY' || method === 'BULK_PATCH'
-  return {
-    preValidation: [async (request) => { await hiding.prepare(request, method) }],
-    preHandler: writes ? [async (request) => { dropReadOnly(request) }] : [],
+  // Hooks that call `done`, not async ones: a request whose rules answer at once allocates no promise here.
+  const prepare: preValidationHookHandler = (request, _reply, done) => {
+    let pending: Promise<void> | undefined
+    try {
+      pending = hiding.prepare(request, method)
+    } catch (error) {
+      done(asError(error))
+      return
+    }
+    if (pending === undefined) done()
+    else pending.then(() => { done() }, (error: unknown) => { done(asError(error)) })
   }
+  const dropping: preHandlerHookHandler = (request, _reply, done) => {
+    try {
+      dropReadOnly(request)
+    } catch (error) {
+      done(asError(error))
+      return
+    }
+    done()
+  }
+  return { preValidation: [prepare], preHandler: writes ? [dropping] : [] }
+}
+
+/** What a hook hands `done`: thrown values that are no `Error` are wrapped, as Fastify's async hooks do. */
+function asError (error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error))
 }
 
 /** A custom route's hook under field rules: the caller's views, resolved before its handler reads or writes. */

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify'
+import type { Eventually } from '../execution/eventually.js'
 import { LruCache } from '../execution/lru-cache.js'
 import { carryCancellationThroughUserCode } from '../execution/cancellation.js'
 import { isRecord } from '../schema/object-schema.js'
@@ -89,6 +90,8 @@ export const allVisible: FieldView = Object.freeze({ hidden: new Set<string>(), 
 
 /** Distinct views kept per viewset; each keeps its derived plans (http/field-hiding.ts) alive. */
 const maxViews = 64
+/** Answers compared as given before any is normalized: a rule answers one list per role, and roles are few. */
+const maxRecent = 8
 
 /** Whether a value is a promise (or any thenable) rather than an answer. */
 function isThenable (value: unknown): value is PromiseLike<unknown> {
@@ -106,6 +109,12 @@ export class FieldRules {
   /** The key's columns: never hidden nor read-only (a row is named by its key). */
   readonly #key: readonly string[]
   readonly #views = new LruCache<string, FieldView>(maxViews)
+  /** The last answers that named fields only, as given, most recent first, with their views. */
+  readonly #recent: Array<{
+    readonly hidden: readonly unknown[] | undefined
+    readonly readOnly: readonly unknown[] | undefined
+    readonly view: FieldView
+  }> = []
 
   constructor (source: FieldAccessFunction, identity: object, fields: readonly string[], key: readonly string[]) {
     this.#source = source
@@ -129,9 +138,25 @@ export class FieldRules {
   #viewOf (access: unknown, request: FastifyRequest): FieldView {
     if (access === undefined || access === null) return allVisible
     const given = isRecord(access) ? access : { hidden: [everyField], readOnly: [everyField] }
+    // A rule answers the same few lists over and over (one per role): an answer naming what one of the last did, in
+    // the same order, is that answer's view, found with no name looked up, joined or hashed.
+    for (const recent of this.#recent) {
+      if (sameNames(given.hidden, recent.hidden) && sameNames(given.readOnly, recent.readOnly)) return recent.view
+    }
     const hidden = this.#names(given.hidden, request, 'hidden')
     const readOnly = this.#names(given.readOnly, request, 'readOnly')
-    if (hidden.length === 0 && readOnly.length === 0) return allVisible
+    const view = hidden.names.length === 0 && readOnly.names.length === 0
+      ? allVisible
+      : this.#viewNamed(hidden.names, readOnly.names)
+    // Only an answer that names nothing unknown is remembered: one that does is logged on every request.
+    if (hidden.complete && readOnly.complete) {
+      this.#recent.unshift({ hidden: copyOf(given.hidden), readOnly: copyOf(given.readOnly), view })
+      if (this.#recent.length > maxRecent) this.#recent.pop()
+    }
+    return view
+  }
+
+  #viewNamed (hidden: readonly string[], readOnly: readonly string[]): FieldView {
     const key = `${hidden.join(',')}|${readOnly.join(',')}`
     let view = this.#views.get(key)
     if (view === undefined) {
@@ -141,9 +166,14 @@ export class FieldRules {
     return view
   }
 
-  /** The fields a list names, in schema order; an unknown name (or a list that is none) names them all. */
-  #names (list: unknown, request: FastifyRequest, which: 'hidden' | 'readOnly'): string[] {
-    if (list === undefined) return []
+  /**
+   * The fields a list names, in schema order; an unknown name (or a list that is none) names them all. `complete`:
+   * the list is absent or names fields only.
+   */
+  #names (
+    list: unknown, request: FastifyRequest, which: 'hidden' | 'readOnly'
+  ): { readonly names: string[], readonly complete: boolean } {
+    if (list === undefined) return { names: [], complete: true }
     const names = Array.isArray(list) ? list : [everyField]
     const unknown = names.filter((name) => typeof name !== 'string' || !this.#fields.includes(name))
     const every = unknown.length > 0
@@ -153,8 +183,39 @@ export class FieldRules {
           'schema; every field but the key is taken as listed (fail closed)'
       )
     }
-    return this.#fields.filter((field) => !this.#key.includes(field) && (every || names.includes(field)))
+    const named = this.#fields.filter((field) => !this.#key.includes(field) && (every || names.includes(field)))
+    return { names: named, complete: Array.isArray(list) && !every }
   }
+}
+
+/** The names of an answer's list as last seen: a copy, since the rule may change its own array later. */
+function copyOf (list: unknown): readonly unknown[] | undefined {
+  return Array.isArray(list) ? [...list] : undefined
+}
+
+/** Whether an answer's list names what a remembered one did, in the same order (both absent counts). */
+function sameNames (list: unknown, remembered: readonly unknown[] | undefined): boolean {
+  if (remembered === undefined) return list === undefined
+  if (!Array.isArray(list) || list.length !== remembered.length) return false
+  for (let index = 0; index < list.length; index++) if (list[index] !== remembered[index]) return false
+  return true
+}
+
+/**
+ * The caller's view for `context.method`; for AGGREGATE, which derives from LIST, and HISTORY, from GET, what either
+ * view hides is hidden (a rule written for LIST or GET covers it).
+ */
+export function viewWithBase (rules: FieldRules, context: FieldAccessContext): Eventually<FieldView> {
+  const base = context.method === 'AGGREGATE' ? 'LIST' : context.method === 'HISTORY' ? 'GET' : undefined
+  if (base === undefined) return rules.view(context)
+  return (async () => {
+    const view = await rules.view(context)
+    const list = await rules.view({ ...context, method: base })
+    if (list.key === view.key) return view
+    const hidden = new Set([...view.hidden, ...list.hidden])
+    const readOnly = new Set([...view.readOnly, ...list.readOnly])
+    return { hidden, readOnly, key: `${view.key}&${list.key}` }
+  })()
 }
 
 /**

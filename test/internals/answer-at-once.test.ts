@@ -149,5 +149,48 @@ for (const dialect of dialects) {
       assert.equal(later.headers.link, undefined)
       assert.deepEqual(atOnce, [false, false])
     })
+
+    test('under a row rule and a field rule that answer at once, LIST and GET await nothing before the handler',
+      async (t) => {
+        const expected = dialect.name === 'sqlite'
+        // A microtask queued when the request arrives: it runs before the answer only if something awaited.
+        const early: boolean[] = []
+        const { app } = await recordingApp(t, dialect, 'createDatabase', async (app, db) => {
+          let microtaskRan = false
+          app.addHook('onRequest', (_request, _reply, done) => {
+            microtaskRan = false
+            queueMicrotask(() => {
+              microtaskRan = true
+            })
+            done()
+          })
+          app.addHook('onSend', (_request, _reply, payload, done) => {
+            early.push(!microtaskRan)
+            done(null, payload)
+          })
+          await app.register(createViewset({
+            db,
+            table: 'items',
+            schema: Item,
+            scope: (eb: any) => eb('price', '>=', 2),
+            fieldAccess: () => ({ hidden: ['description'] }),
+            withoutTokens: true,
+          } as never), { prefix: '/ruled' })
+        })
+        assert.equal((await app.inject('/ruled/1')).statusCode, 200)
+        early.length = 0
+        const page = await app.inject('/ruled?limit=5')
+        assert.deepEqual(page.json(), [
+          { id: 1, name: 'Bread', price: 2, in_stock: true },
+          { id: 3, name: 'Tea', price: 4, in_stock: true },
+        ])
+        const one = await app.inject('/ruled/3')
+        assert.deepEqual(one.json(), { id: 3, name: 'Tea', price: 4, in_stock: true })
+        assert.equal((await app.inject('/ruled/2')).statusCode, 404, 'outside the row rule')
+        const hidden = await app.inject('/ruled?order_by=description')
+        assert.equal(hidden.statusCode, 400, 'a hidden name is an unknown one')
+        // LIST, GET and the 404: within the request's first turn; the 400 is not asked about.
+        assert.deepEqual(early.slice(0, 3), [expected, expected, expected])
+      })
   })
 }
