@@ -80,7 +80,7 @@ function timed<R> (
   const result = now(compiled)
   if (!(result instanceof Promise)) return result
   return result.then((answer) => {
-    bounds.ran(compiled, performance.now() - start)
+    bounds.ran(compiled, start, performance.now())
     return answer
   })
 }

@@ -40,13 +40,13 @@ export interface BoundedSource {
 /**
  * What lifts heavy statements to cheap by the database's statistics (dialect/postgres/postgres-statistics.ts): the
  * bulkhead lets a `bounded` one through (prepared-kysely.ts) and tells it how long each run took, since statistics
- * that went stale may be wrong: a run past {@link boundedRunLimit} (but the first) makes the statement heavy for good.
+ * that went stale may be wrong: runs past {@link boundedRunLimit} (not the first) make the statement heavy for good.
  */
 export interface RowBounds {
   /** Whether the statistics bound the rows of this heavy statement; `false` while they are being read. */
   readonly bounded: (compiled: CompiledQuery) => boolean
-  /** A bounded statement took `ms`, from its call to its answer. */
-  readonly ran: (compiled: CompiledQuery, ms: number) => void
+  /** A bounded statement ran from `start` to `end` (`performance.now()`), from its call to its answer. */
+  readonly ran: (compiled: CompiledQuery, start: number, end: number) => void
 }
 
 /** Milliseconds a statistics-lifted statement may take: the p99 issue 36's attack bounds a key lookup to. */

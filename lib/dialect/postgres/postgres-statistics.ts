@@ -97,14 +97,46 @@ function columnsOf (bound: RowBound): string[] {
 /** A verdict on a compiled statement, and when its statistics were read. */
 interface Verdict { readonly bounded: boolean, readonly at: number }
 
+/** A statement's slow runs in a row, none of them begun before the last of them ended. */
+interface SlowRuns { readonly count: number, readonly end: number }
+
+/**
+ * Slow runs in a row, one after another, that send a lifted statement back to the bulkhead: a pause of the process
+ * (a collection, a machine busy elsewhere) slows every run in flight once, statistics gone stale slow each run.
+ */
+const slowSigns = 3
+
+/** Whether a lifted statement's run, from `start` to `end`, is the {@link slowSigns}th slow one in a row. */
+function slowRunWatch (): (node: RootOperationNode, start: number, end: number) => boolean {
+  const judged = new WeakSet<RootOperationNode>()
+  const slowRuns = new WeakMap<RootOperationNode, SlowRuns>()
+  return (node, start, end) => {
+    // A first run pays for a cold cache and a plan made for the first time: not judged.
+    if (!judged.has(node)) {
+      judged.add(node)
+      return false
+    }
+    const streak = slowRuns.get(node)
+    if (end - start <= boundedRunLimit) {
+      if (streak !== undefined) slowRuns.delete(node)
+      return false
+    }
+    // Runs slow together (a pause of the whole process, a busy machine) are one sign; apart, each is one more.
+    if (streak !== undefined && start < streak.end) return false
+    const count = (streak?.count ?? 0) + 1
+    slowRuns.set(node, { count, end })
+    return count >= slowSigns
+  }
+}
+
 /** A column's figure, and when it was read. */
 interface ColumnFigure { readonly rows: number | undefined, readonly at: number }
 
 /**
  * The statistics lift of a PostgreSQL database (prepared-kysely.ts): a heavy statement whose WHERE's equalities
  * (execution/row-bound.ts), by pg_stats, read at most `boundedRows` rows is cheap. Decided once per compiled
- * statement, the first runs staying heavy while the catalog is read, and again after {@link statisticsRefresh}; a
- * run slower than its bound promised (execution/row-bound.ts) makes it heavy for good.
+ * statement, the first runs staying heavy while the catalog is read, and again after {@link statisticsRefresh}; three
+ * runs in a row slower than its bound promised (execution/row-bound.ts), one after another, make it heavy for good.
  *
  * @example
  * ```ts
@@ -116,7 +148,7 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
   const verdicts = new WeakMap<RootOperationNode, Verdict>()
   const reading = new WeakSet<RootOperationNode>()
   const demoted = new WeakSet<RootOperationNode>()
-  const judged = new WeakSet<RootOperationNode>()
+  const slow = slowRunWatch()
   const columns = new LruCache<string, ColumnFigure>(cachedColumns)
 
   const columnRows = async (schema: string | undefined, table: string, column: string): Promise<number | undefined> => {
@@ -156,10 +188,8 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
       if (verdict === undefined || performance.now() - verdict.at >= refresh) read(node)
       return verdict?.bounded ?? false
     },
-    ran ({ query: node }, ms) {
-      // A first run pays for a cold cache and a plan made for the first time: not judged.
-      if (!judged.has(node)) judged.add(node)
-      else if (ms > boundedRunLimit) demoted.add(node)
+    ran ({ query: node }, start, end) {
+      if (slow(node, start, end)) demoted.add(node)
     },
   }
 }
