@@ -87,12 +87,12 @@ const scanningOperators = new Set([
 const scanningFragment = /\b(?:like|exists|over|or|not|json_extract|json_value)\b|#>>/i
 
 /** Whether a value is an operation node (an object with a string `kind`). */
-function isNode (value: unknown): value is { readonly kind: string } {
+export function isNode (value: unknown): value is { readonly kind: string } {
   return typeof value === 'object' && value !== null && 'kind' in value && typeof value.kind === 'string'
 }
 
 /** Whether a node (not the root) makes its statement heavy. */
-function heavyNode (node: { readonly kind: string }): boolean {
+export function heavyNode (node: { readonly kind: string }): boolean {
   switch (node.kind) {
     // A subquery: per row when correlated (a relation filter, search or ordering), or a whole derived table.
     case 'SelectQueryNode':

@@ -17,6 +17,7 @@ import type {
 import type { Eventually } from './eventually.js'
 import type { Bulkhead } from './bulkhead.js'
 import { costOf } from './cost-class.js'
+import type { RowBounds } from './row-bound.js'
 import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
 import type { Row } from '../sql.js'
 
@@ -64,6 +65,24 @@ function viaShortcut<R> (
 ): Eventually<QueryResult<R>> {
   const result = direct(compiled)
   return result === undefined ? otherwise(compiled) : rowsOf<R>(result)
+}
+
+/**
+ * Runs a statement the statistics lifted out of the bulkhead, telling them how long it took (from its call, a wait
+ * for a pool connection included): a run slower than they promised sends it back to the bulkhead.
+ */
+function timed<R> (
+  bounds: RowBounds,
+  compiled: CompiledQuery<R>,
+  now: (compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
+): Eventually<QueryResult<R>> {
+  const start = performance.now()
+  const result = now(compiled)
+  if (!(result instanceof Promise)) return result
+  return result.then((answer) => {
+    bounds.ran(compiled, start, performance.now())
+    return answer
+  })
 }
 
 /** Kysely's `executeQuery` over {@link viaShortcut}: always a promise, and a throw becomes a rejection. */
@@ -122,8 +141,16 @@ export class PreparedKysely<DB> extends Kysely<DB> {
   // Made once, not per statement: the shortcut, else Kysely's executor.
   readonly #now: <R>(compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
 
-  /** `bulkhead`: where heavy statements (cost-class.ts) wait for one of the connections they may hold. */
-  constructor (config: KyselyConfig, direct: DirectExecutor, bulkhead?: Bulkhead) {
+  /**
+   * `bulkhead`: where heavy statements (cost-class.ts) wait for one of the connections they may hold; `rowBounds`
+   * makes what lifts those the database's statistics bound to cheap (row-bound.ts), given how to run catalog queries.
+   */
+  constructor (
+    config: KyselyConfig,
+    direct: DirectExecutor,
+    bulkhead?: Bulkhead,
+    rowBounds?: (catalog: <R>(compiled: CompiledQuery<R>) => Promise<QueryResult<R>>) => RowBounds
+  ) {
     super(config)
     this.#direct = direct
     const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => super.executeQuery(compiled)
@@ -132,8 +159,12 @@ export class PreparedKysely<DB> extends Kysely<DB> {
       this.#now = now
       return
     }
-    this.#now = (compiled) =>
-      costOf(compiled.query) === 'heavy' ? bulkhead.run(async () => await now(compiled)) : now(compiled)
+    const bounds = rowBounds?.(viaKysely)
+    this.#now = (compiled) => {
+      if (costOf(compiled.query) !== 'heavy') return now(compiled)
+      if (bounds?.bounded(compiled) === true) return timed(bounds, compiled, now)
+      return bulkhead.run(async () => await now(compiled))
+    }
   }
 
   override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, options?: ExecuteOptions): Promise<QueryResult<R>> {
