@@ -12,7 +12,7 @@ import type { DeclaredRelation } from './declaration.js'
 import { attachedConfig, declaredRelations } from './declaration.js'
 import type { RelationLink } from './relation-link.js'
 import { freeAlias, limitedQuery, orderedQuery } from './relation-queries.js'
-import { readsInOrder } from './relation-limit.js'
+import { linksReadFirst, readsInOrder } from './relation-limit.js'
 import { RelationRuleSlot, RuledQuery } from './relation-rule.js'
 import type { ScopeCondition } from '../query/scope.js'
 import { parseOrdering } from '../query/ordering.js'
@@ -268,30 +268,30 @@ async function planManyToMany (site: RelationSite): Promise<BatchedRelation> {
   }
   const slots = [rules.target, rules.through]
   const keyType = keyTypeOf((await site.catalog.described(through.table)).get(source))
+  const link = { table: through.table, source, target, references }
+  const throughTable = await site.catalog.table(through.table)
   // The join rows of one parent are found by an index; their targets are then sorted (a parent's links are few).
-  const indexed = readsInOrder(dialect, await site.catalog.table(through.table), source, [])
-  const query = new RuledQuery(slots, (conditions) => {
-    const from = (keyed: Keyed): Builder =>
-      restricted(
-        keyed(through.table, 'j', source).innerJoin(`${table} as t`, `t.${references}`, `j.${target}`),
-        conditions
-      )
-    const extra = valuesOf(conditions)
+  const indexed = readsInOrder(dialect, throughTable, source, [])
+  const linksFirst = linksReadFirst(dialect, throughTable, { ...link, targetTable: table }, order)
+  const query = new RuledQuery(slots, (conditions, targetRuled) => {
+    const links = (keyed: Keyed): Builder => restricted(keyed(through.table, 'j', source), conditions)
+    const from = (keyed: Keyed): Builder => links(keyed).innerJoin(`${table} as t`, `t.${references}`, `j.${target}`)
     return limit === undefined
-      ? orderedQuery(db, dialect, (keyed) => from(keyed).select(selection), order, extra)
+      ? orderedQuery(db, dialect, (keyed) => from(keyed).select(selection), order, valuesOf(conditions))
       : limitedQuery(db, dialect, {
         table,
         from,
         selection,
-        columns: [...columns, alias],
-        partition: `j.${source}`,
         order,
         limit,
-        through: { table: through.table, source, target, references },
-        rowKey: [],
         keyType,
         indexed,
-      }, extra)
+        through: link,
+        rowKey: [],
+        links: linksFirst && !targetRuled ? links : undefined, // no rule on the targets: every condition is `j`'s
+        columns: [...columns, alias],
+        partition: `j.${source}`,
+      }, valuesOf(conditions))
   })
   return {
     field: relation.field,

@@ -16,6 +16,9 @@ import type { Builder, Keyed, KeyRows } from './batched-query.js'
 const lateralAlias = 'viewset_children'
 const sortPrefix = 'viewset_sort_'
 
+/** The join rows a many-to-many relation reads before their targets (PostgreSQL, {@link linksFirstStatement}). */
+const linksAlias = 'viewset_links'
+
 /** The alias of the join table and of the target table outside the correlated subquery (SQLite). */
 const outerThrough = 'viewset_j'
 const outerTarget = 'viewset_t'
@@ -36,6 +39,13 @@ export interface PerParentRelation {
     readonly target: string
     readonly references: string
   } | undefined
+  /**
+   * Many-to-many: the join rows of the keys `keyed` binds, with the join table's rule, when each parent's first
+   * `limit` children are its first `limit` join rows: ordered by the target's key, which an index of the join table
+   * orders after the source key, each join row's target there (a foreign key, a column never NULL), and no rule on
+   * the targets for this request. `undefined` otherwise.
+   */
+  readonly links?: ((keyed: Keyed) => Builder) | undefined
   /** One-to-many: the target's primary key, which a correlated subquery returns (SQLite). */
   readonly rowKey: readonly string[]
   /** The type the keys are read as, where the database needs one (the key column's type, PostgreSQL). */
@@ -64,7 +74,10 @@ function lateralStatement (
   relation: PerParentRelation,
   keys: KeyRows
 ): StatementBuilder {
-  const { order, limit } = relation
+  const { order, limit, through, links } = relation
+  if (through !== undefined && links !== undefined) {
+    return linksFirstStatement(db, dialect, relation, through, links, keys)
+  }
   const sorts = order.map((key, index) => `t.${key.field} as ${sortPrefix}${index}`)
   // `limit` is a checked integer, written as a literal: the statement's only parameters are the keys and the rules.
   const selected = relation.from(correlated(db)).select([...relation.selection, ...sorts])
@@ -75,6 +88,39 @@ function lateralStatement (
     .innerJoinLateral(children.as(lateralAlias), (join) => join.onTrue())
     .select(relation.selection.map((selected) => `${lateralAlias}.${outputName(selected)}`))
   return applyOrdering(statement, outer, dialect, `${lateralAlias}.`)
+}
+
+/**
+ * PostgreSQL, a many-to-many relation whose links can be read first ({@link PerParentRelation.links}): each key's first
+ * `limit` join rows through the LATERAL join, in the join table's index order, then their targets in one join. With
+ * the targets inside the LATERAL, PostgreSQL joins them once per key, a scan of a small target table each time
+ * (benchmarks/analysis.md#eager-links-first); the materialized CTE keeps the join out of it.
+ */
+function linksFirstStatement (
+  db: AnyDatabase,
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
+  relation: PerParentRelation,
+  through: NonNullable<PerParentRelation['through']>,
+  links: (keyed: Keyed) => Builder,
+  keys: KeyRows
+): StatementBuilder {
+  const { order, limit } = relation
+  const columns = [through.source, through.target]
+  // The target's key is the join row's target column: the same order, read from the join table's index.
+  const linkOrder = order.map((key): OrderKey => ({ ...key, field: through.target }))
+  const rows = links(correlated(db)).select(columns.map((column) => `j.${column}`))
+  const first = applyOrdering(rows, linkOrder, dialect, 'j.').limit(sql.lit(limit))
+  const linked = db
+    .selectFrom(keys(relation.keyType))
+    .innerJoinLateral(first.as(lateralAlias), (join) => join.onTrue())
+    .select(columns.map((column) => `${lateralAlias}.${column}`))
+  // Read as `j`, the join rows carry the columns the selection names of the join table (its source key).
+  const statement = db
+    .with((cte) => cte(linksAlias).materialized(), () => linked)
+    .selectFrom(`${linksAlias} as j`)
+    .innerJoin(`${relation.table} as t`, `t.${through.references}`, `j.${through.target}`)
+    .select(relation.selection)
+  return applyOrdering(statement, order, dialect, 't.')
 }
 
 /**
@@ -153,4 +199,25 @@ export function readsInOrder (
   if (table === undefined || !oneDirection) return false
   if (order.some((entry) => entry.nullable && !dialect.capabilities.nullsSortLargest)) return false
   return indexStartsWith(table, [key, ...order.map((entry) => entry.field)])
+}
+
+/**
+ * Whether a many-to-many relation may read its links first ({@link PerParentRelation.links}) when no rule applies to
+ * its targets: PostgreSQL's LATERAL form, ordered by the target's key alone, which `through`'s join rows carry in a
+ * column never NULL, bound to the target by a foreign key, and ordered after the source key by an index.
+ */
+export function linksReadFirst (
+  dialect: Pick<ViewsetDialect, 'capabilities'>,
+  through: TableCatalog | undefined,
+  link: NonNullable<PerParentRelation['through']> & { readonly targetTable: string },
+  order: readonly OrderKey[]
+): boolean {
+  const { source, target, references, targetTable } = link
+  if (dialect.capabilities.limitPerParent !== 'lateral' || through === undefined) return false
+  if (order.length !== 1 || order[0]?.field !== references) return false
+  const notNull = through.columns.some((column) => column.name === target && !column.nullable)
+  const bound = through.foreignKeys.some((key) =>
+    key.table === targetTable && key.columns.length === 1 && key.columns[0] === target &&
+    key.references[0] === references)
+  return notNull && bound && indexStartsWith(through, [source, target])
 }

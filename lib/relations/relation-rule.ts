@@ -94,6 +94,12 @@ export class RelationRuleSlot {
   }
 }
 
+/**
+ * Builds a relation's statement under `conditions` (each qualified with its table's alias, bound in this order after
+ * the keys); `targetRuled`: one of them is the rule of the table whose rows the relation reads.
+ */
+export type RuledBuild = (conditions: readonly ScopeCondition[], targetRuled: boolean) => BatchedQuery
+
 /** Distinct rule shapes kept per relation: each is one compiled statement per batch size. */
 const maxShapes = 64
 
@@ -105,13 +111,13 @@ const maxShapes = 64
 export class RuledQuery {
   readonly slots: readonly RelationRuleSlot[]
   readonly #base: BatchedQuery
-  readonly #build: (conditions: readonly ScopeCondition[]) => BatchedQuery
+  readonly #build: RuledBuild
   readonly #shapes = new LruCache<string, BatchedQuery>(maxShapes)
 
-  constructor (slots: readonly RelationRuleSlot[], build: (conditions: readonly ScopeCondition[]) => BatchedQuery) {
+  constructor (slots: readonly RelationRuleSlot[], build: RuledBuild) {
     this.slots = slots
     this.#build = build
-    this.#base = build([])
+    this.#base = build([], false)
   }
 
   /** The slot of the table whose rows it reads (not a join table's): whose field rule its rows are served under. */
@@ -127,9 +133,12 @@ export class RuledQuery {
   /** The related rows of `keys` that the rules admit for `request`. */
   async run (db: AnyDatabase, keys: readonly unknown[], request: RuleRequest | undefined): Promise<Row[]> {
     const conditions: ScopeCondition[] = []
+    let targetRuled = false
     for (const slot of this.slots) {
       const condition = slot.condition(db, request)
-      if (condition !== undefined) conditions.push(condition)
+      if (condition === undefined) continue
+      conditions.push(condition)
+      targetRuled ||= slot === this.target
     }
     if (conditions.length === 0) return await this.#base.run(db, keys)
     // One rule (the usual case): its shape and parameters as they are, no new key string to hash per request.
@@ -142,7 +151,8 @@ export class RuledQuery {
     }
     let query = this.#shapes.get(shape)
     if (query === undefined) {
-      query = this.#build(conditions)
+      // The target's condition is part of the shape (its SQL names the target's alias): one build per shape.
+      query = this.#build(conditions, targetRuled)
       this.#shapes.set(shape, query)
     }
     return await query.run(db, keys, parameters)
