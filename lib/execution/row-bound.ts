@@ -40,7 +40,8 @@ export interface BoundedSource {
 /**
  * What lifts heavy statements to cheap by the database's statistics (dialect/postgres/postgres-statistics.ts): the
  * bulkhead lets a `bounded` one through (prepared-kysely.ts) and tells it how long each run took, since statistics
- * that went stale may be wrong: runs past {@link boundedRunLimit} (not the first) make the statement heavy for good.
+ * that went stale may be wrong: a run past {@link boundedRunLimit} has the dialect check the rows it read
+ * (dialect/postgres/postgres-statistics.ts).
  */
 export interface RowBounds {
   /** Whether the statistics bound the rows of this heavy statement; `false` while they are being read. */

@@ -97,36 +97,45 @@ function columnsOf (bound: RowBound): string[] {
 /** A verdict on a compiled statement, and when its statistics were read. */
 interface Verdict { readonly bounded: boolean, readonly at: number }
 
-/** A statement's slow runs in a row, none of them begun before the last of them ended. */
-interface SlowRuns { readonly count: number, readonly end: number }
+/** A number field of a plan node (`Actual Rows`), 0 when it has none. */
+function planFigure (node: Row, name: string): number {
+  const value = node[name]
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0
+}
 
 /**
- * Slow runs in a row, one after another, that send a lifted statement back to the bulkhead: a pause of the process
- * (a collection, a machine busy elsewhere) slows every run in flight once, statistics gone stale slow each run.
+ * The most rows any node of an `EXPLAIN (ANALYZE, FORMAT JSON)` plan read or produced: its rows (times its loops) and
+ * those its filters removed, the largest over the tree.
+ *
+ * @example
+ * ```ts
+ * planRowsRead({ 'Node Type': 'Sort', 'Actual Rows': 4, 'Actual Loops': 1, Plans: [{ 'Actual Rows': 4 }] }) // 4
+ * ```
  */
-const slowSigns = 3
+export function planRowsRead (node: unknown): number {
+  if (typeof node !== 'object' || node === null || Array.isArray(node)) return 0
+  const plan: Row = { ...node }
+  const loops = Math.max(1, planFigure(plan, 'Actual Loops'))
+  let most = (planFigure(plan, 'Actual Rows') + planFigure(plan, 'Rows Removed by Filter') +
+    planFigure(plan, 'Rows Removed by Index Recheck')) * loops
+  const children = plan.Plans
+  if (Array.isArray(children)) for (const child of children) most = Math.max(most, planRowsRead(child))
+  return most
+}
 
-/** Whether a lifted statement's run, from `start` to `end`, is the {@link slowSigns}th slow one in a row. */
-function slowRunWatch (): (node: RootOperationNode, start: number, end: number) => boolean {
-  const judged = new WeakSet<RootOperationNode>()
-  const slowRuns = new WeakMap<RootOperationNode, SlowRuns>()
-  return (node, start, end) => {
-    // A first run pays for a cold cache and a plan made for the first time: not judged.
-    if (!judged.has(node)) {
-      judged.add(node)
-      return false
-    }
-    const streak = slowRuns.get(node)
-    if (end - start <= boundedRunLimit) {
-      if (streak !== undefined) slowRuns.delete(node)
-      return false
-    }
-    // Runs slow together (a pause of the whole process, a busy machine) are one sign; apart, each is one more.
-    if (streak !== undefined && start < streak.end) return false
-    const count = (streak?.count ?? 0) + 1
-    slowRuns.set(node, { count, end })
-    return count >= slowSigns
-  }
+/**
+ * Checks a lifted statement whose run was slow: the time of a run counts the pool's wait and every pause of the
+ * process (the bench's warm-up on a busy machine saw 50-150 ms for 11-row reads), the rows it reads do not. Runs
+ * it once more under `EXPLAIN (ANALYZE)`, with its own values, and answers whether it read more than `boundedRows`.
+ */
+async function readsMany (query: CatalogQuery, compiled: CompiledQuery): Promise<boolean> {
+  const explain = CompiledQuery.raw(`explain (analyze, format json) ${compiled.sql}`, [...compiled.parameters])
+  const { rows } = await query(explain)
+  // pg parses the json column: [{ "Plan": { "Node Type": ..., "Actual Rows": 4, "Plans": [...] } }]
+  const document: unknown = rows[0]?.['QUERY PLAN']
+  const top: unknown = Array.isArray(document) ? document[0] : undefined
+  const plan = typeof top === 'object' && top !== null && 'Plan' in top ? top.Plan : undefined
+  return planRowsRead(plan) > boundedRows
 }
 
 /** A column's figure, and when it was read. */
@@ -135,8 +144,9 @@ interface ColumnFigure { readonly rows: number | undefined, readonly at: number 
 /**
  * The statistics lift of a PostgreSQL database (prepared-kysely.ts): a heavy statement whose WHERE's equalities
  * (execution/row-bound.ts), by pg_stats, read at most `boundedRows` rows is cheap. Decided once per compiled
- * statement, the first runs staying heavy while the catalog is read, and again after {@link statisticsRefresh}; three
- * runs in a row slower than its bound promised (execution/row-bound.ts), one after another, make it heavy for good.
+ * statement, the first runs staying heavy while the catalog is read, and again after {@link statisticsRefresh}. A run
+ * slower than its bound promised (execution/row-bound.ts) is run again under `EXPLAIN (ANALYZE)`: past `boundedRows`
+ * rows read (statistics gone stale), the statement is heavy for good.
  *
  * @example
  * ```ts
@@ -148,7 +158,7 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
   const verdicts = new WeakMap<RootOperationNode, Verdict>()
   const reading = new WeakSet<RootOperationNode>()
   const demoted = new WeakSet<RootOperationNode>()
-  const slow = slowRunWatch()
+  const checked = new WeakMap<RootOperationNode, number>()
   const columns = new LruCache<string, ColumnFigure>(cachedColumns)
 
   const columnRows = async (schema: string | undefined, table: string, column: string): Promise<number | undefined> => {
@@ -188,8 +198,14 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
       if (verdict === undefined || performance.now() - verdict.at >= refresh) read(node)
       return verdict?.bounded ?? false
     },
-    ran ({ query: node }, start, end) {
-      if (slow(node, start, end)) demoted.add(node)
+    ran (compiled, start, end) {
+      const node = compiled.query
+      if (end - start <= boundedRunLimit || demoted.has(node)) return
+      // One check at a time and a minute, per statement; a check that fails leaves it as it was.
+      const last = checked.get(node)
+      if (last !== undefined && end - last < refresh) return
+      checked.set(node, end)
+      void readsMany(query, compiled).then((many) => { if (many) demoted.add(node) }, () => {})
     },
   }
 }
