@@ -73,13 +73,20 @@ function guardConnection (connection: MysqlPoolConnection, timeout: number): voi
     if (typeof sql !== 'string' || !isCallback(callback)) return query(sql, values, callback)
     watch.start()
     waiting.push(callback)
-    return query(sql, values, (error: unknown, rows: unknown, fields: unknown) => {
-      // Answered with the timeout already.
-      if (watch.expired) return
+    try {
+      return query(sql, values, (error: unknown, rows: unknown, fields: unknown) => {
+        // Answered with the timeout already.
+        if (watch.expired) return
+        watch.settle()
+        waiting.shift()
+        callback(error, rows, fields) // mysql2's callback: (error, rows, fields)
+      })
+    } catch (error) {
+      // Thrown at once: nothing was sent, nothing will answer.
       watch.settle()
-      waiting.shift()
-      callback(error, rows, fields) // mysql2's callback: (error, rows, fields)
-    })
+      waiting.pop()
+      throw error
+    }
   })
 }
 

@@ -75,29 +75,35 @@ function runner (
     const context = cancellation.start()
     watch.start()
     let result: unknown
-    // pg's overloads: (text or config or submittable, values?, callback?), or (text or config, callback); its
-    // callback takes (error, result).
-    if (typeof callback === 'function') {
-      result = query(config, values, (error: unknown, answer: unknown) => {
-        settle(context)
-        callback(failure(error), answer)
-      })
-    } else if (typeof values === 'function') {
-      result = query(config, (error: unknown, answer: unknown) => {
-        settle(context)
-        values(failure(error), answer)
-      })
-    } else {
-      result = query(config, values)
-      if (result instanceof Promise) {
-        result = result.then((answer: unknown) => {
+    try {
+      // pg's overloads: (text or config or submittable, values?, callback?), or (text or config, callback); its
+      // callback takes (error, result).
+      if (typeof callback === 'function') {
+        result = query(config, values, (error: unknown, answer: unknown) => {
           settle(context)
-          return answer
-        }, (error: unknown) => {
-          settle(context)
-          throw translate(error)
+          callback(failure(error), answer)
         })
-      } else settle(context)
+      } else if (typeof values === 'function') {
+        result = query(config, (error: unknown, answer: unknown) => {
+          settle(context)
+          values(failure(error), answer)
+        })
+      } else {
+        result = query(config, values)
+        if (result instanceof Promise) {
+          result = result.then((answer: unknown) => {
+            settle(context)
+            return answer
+          }, (error: unknown) => {
+            settle(context)
+            throw translate(error)
+          })
+        } else settle(context)
+      }
+    } catch (error) {
+      // pg throws at once only for a call it cannot take (no query text): nothing was sent, nothing will answer.
+      settle(context)
+      throw error
     }
     // A request gone before its query started: cancel it as soon as it runs.
     if (context !== undefined) cancellation.cancelIfGone(context)
