@@ -10,9 +10,6 @@ import { checkKyselyCopy } from './dialect/shared/kysely-copy.js'
 import { rememberUrl } from './dialect/shared/database-urls.js'
 import { AdoptedKysely, PreparedKysely } from './execution/prepared-kysely.js'
 import { Bulkhead } from './execution/bulkhead.js'
-import type { RowBounds } from './execution/row-bound.js'
-import { postgresRowBounds } from './dialect/postgres/postgres-statistics.js'
-import type { CatalogQuery } from './dialect/postgres/postgres-statistics.js'
 import { statementDialectOf, tracedAdopted, tracedDatabase } from './observability/traced-database.js'
 
 /**
@@ -167,14 +164,9 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
   const config: KyselyConfig = options.log === undefined ? { dialect } : { dialect, log: options.log }
   const db = direct === undefined && bulkhead === undefined
     ? new Kysely<DB>(config)
-    : new PreparedKysely<DB>(config, direct ?? (() => undefined), bulkhead, rowBoundsOf(name))
+    : new PreparedKysely<DB>(config, direct ?? (() => undefined), bulkhead, connector.rowBounds)
   rememberUrl(db, target)
   return db
-}
-
-/** What lifts heavy statements that the statistics bound (PostgreSQL's pg_stats); MySQL keeps them all heavy. */
-function rowBoundsOf (name: string): ((catalog: CatalogQuery) => RowBounds) | undefined {
-  return name === 'postgres' ? (catalog) => postgresRowBounds(catalog) : undefined
 }
 
 /**

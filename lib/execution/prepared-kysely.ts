@@ -17,7 +17,7 @@ import type {
 import type { Eventually } from './eventually.js'
 import type { Bulkhead } from './bulkhead.js'
 import { costOf } from './cost-class.js'
-import type { RowBounds } from './row-bound.js'
+import type { CatalogQuery, RowBounds } from './row-bound.js'
 import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
 import type { Row } from '../sql.js'
 
@@ -149,7 +149,7 @@ export class PreparedKysely<DB> extends Kysely<DB> {
     config: KyselyConfig,
     direct: DirectExecutor,
     bulkhead?: Bulkhead,
-    rowBounds?: (catalog: <R>(compiled: CompiledQuery<R>) => Promise<QueryResult<R>>) => RowBounds
+    rowBounds?: (catalog: CatalogQuery) => RowBounds
   ) {
     super(config)
     this.#direct = direct

@@ -14,8 +14,9 @@ import {
   ValueListNode,
   ValueNode,
 } from 'kysely'
-import type { CompiledQuery, OperationNode, RootOperationNode } from 'kysely'
+import type { CompiledQuery, OperationNode, QueryResult, RootOperationNode } from 'kysely'
 import { heavyNode, isNode } from './cost-class.js'
+import type { Row } from '../sql.js'
 
 // A statement heavy only for the rows it may sort or aggregate (a page in an order no index gives, AGGREGATE, an OR
 // group: cost-class.ts) reads no more rows than its WHERE's index equalities find. Which columns those are, and how
@@ -49,6 +50,9 @@ export interface RowBounds {
   /** A bounded statement ran from `start` to `end` (`performance.now()`), from its call to its answer. */
   readonly ran: (compiled: CompiledQuery, start: number, end: number) => void
 }
+
+/** Runs a query of the database's catalog or plans for {@link RowBounds} (through Kysely, outside the bulkhead). */
+export type CatalogQuery = (compiled: CompiledQuery<Row>) => Promise<QueryResult<Row>>
 
 /** Milliseconds a statistics-lifted statement may take: the p99 issue 36's attack bounds a key lookup to. */
 export const boundedRunLimit = 50

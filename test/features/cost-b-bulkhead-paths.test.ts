@@ -1,5 +1,4 @@
 import { strict as assert } from 'node:assert'
-import diagnosticsChannel from 'node:diagnostics_channel'
 import { test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
@@ -7,10 +6,10 @@ import { sql } from 'kysely'
 import type { Kysely } from 'kysely'
 import { createDatabase, createViewset } from '../../lib/index.js'
 import { declareCost } from '../../lib/execution/cost-class.js'
-import type { BulkheadEvent } from '../../lib/observability/channels.js'
 import { testApp } from '../helpers/app.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
+import { bulkheadEvents, published } from '../helpers/bulkhead-events.js'
 
 // Issue 36 item 2, on every path a heavy statement takes: a page ordered by a to-one path (a correlated subquery
 // per row) and a relation's batch read without an index were run past the bulkhead, through the connection
@@ -75,20 +74,6 @@ async function pathsApp (t: TestContext, dialect: TestDialect) {
   }), { prefix: '/authors' })
   await app.ready()
   return { app, db, setup }
-}
-
-function bulkheadEvents (t: TestContext): BulkheadEvent[] {
-  const events: BulkheadEvent[] = []
-  const listener = (message: unknown) => { events.push(message as BulkheadEvent) }
-  diagnosticsChannel.subscribe('fastify-viewsets:bulkhead', listener)
-  t.after(() => diagnosticsChannel.unsubscribe('fastify-viewsets:bulkhead', listener))
-  return events
-}
-
-async function published (events: BulkheadEvent[], kind: BulkheadEvent['event'], count: number): Promise<void> {
-  while (events.filter((event) => event.event === kind).length < count) {
-    await new Promise((resolve) => setImmediate(resolve))
-  }
 }
 
 /**

@@ -1,5 +1,4 @@
 import { strict as assert } from 'node:assert'
-import diagnosticsChannel from 'node:diagnostics_channel'
 import { test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
@@ -7,10 +6,10 @@ import { sql } from 'kysely'
 import type { Kysely } from 'kysely'
 import { createDatabase, createViewset } from '../../lib/index.js'
 import { viewsetMetrics } from '../../lib/observability/metrics.js'
-import type { BulkheadEvent } from '../../lib/observability/channels.js'
 import { testApp, problemOf } from '../helpers/app.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
+import { bulkheadEvents, published } from '../helpers/bulkhead-events.js'
 
 // Issue 36 item 2 on PostgreSQL and MariaDB: heavy statements hold at most `heavyConnections` of the pool
 // (default poolSize − 1), so a key lookup finds a connection however many heavy requests wait; past `heavyQueue`
@@ -46,21 +45,6 @@ async function bulkheadApp (t: TestContext, dialect: TestDialect, options: { hea
   }), { prefix: '/items' })
   await app.ready()
   return app
-}
-
-/** The bulkhead's events while the test runs. */
-function bulkheadEvents (t: TestContext): BulkheadEvent[] {
-  const events: BulkheadEvent[] = []
-  const listener = (message: unknown) => { events.push(message as BulkheadEvent) }
-  diagnosticsChannel.subscribe('fastify-viewsets:bulkhead', listener)
-  t.after(() => diagnosticsChannel.unsubscribe('fastify-viewsets:bulkhead', listener))
-  return events
-}
-
-/** Resolves once `count` events of `kind` were published. */
-async function published (events: BulkheadEvent[], kind: BulkheadEvent['event'], count: number): Promise<void> {
-  const seen = (): number => events.filter((event) => event.event === kind).length
-  while (seen() < count) await new Promise((resolve) => setImmediate(resolve))
 }
 
 const heavy = '/items?title__contains=zzz&limit=5'

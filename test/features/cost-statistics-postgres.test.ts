@@ -1,5 +1,4 @@
 import { strict as assert } from 'node:assert'
-import diagnosticsChannel from 'node:diagnostics_channel'
 import { test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
@@ -8,10 +7,10 @@ import type { Kysely } from 'kysely'
 import { createDatabase, createViewset } from '../../lib/index.js'
 import { declareCost } from '../../lib/execution/cost-class.js'
 import { planRowsRead } from '../../lib/dialect/postgres/postgres-statistics.js'
-import type { BulkheadEvent } from '../../lib/observability/channels.js'
 import { testApp } from '../helpers/app.js'
 import { dialects, testDatabase } from '../helpers/database.js'
 import type { TestDialect } from '../helpers/database.js'
+import { bulkheadEvents, published } from '../helpers/bulkhead-events.js'
 
 // Issue 43 on PostgreSQL: a page filtered by an indexed equality and sorted in an order no index gives, an OR of
 // such equalities, and AGGREGATE are heavy, and waited in the bulkhead of heavy statements, unless pg_stats says the
@@ -64,23 +63,6 @@ async function itemsApp (t: TestContext, dialect: TestDialect, analyze: boolean)
   }), { prefix: '/items' })
   await app.ready()
   return { app, db, setup }
-}
-
-function bulkheadEvents (t: TestContext): BulkheadEvent[] {
-  const events: BulkheadEvent[] = []
-  const listener = (message: unknown) => { events.push(message as BulkheadEvent) }
-  diagnosticsChannel.subscribe('fastify-viewsets:bulkhead', listener)
-  t.after(() => diagnosticsChannel.unsubscribe('fastify-viewsets:bulkhead', listener))
-  return events
-}
-
-/** Waits until the bulkhead published `count` events of a kind; fails after 10 s (a request that never queued). */
-async function published (events: BulkheadEvent[], kind: BulkheadEvent['event'], count: number): Promise<void> {
-  const start = Date.now()
-  while (events.filter((event) => event.event === kind).length < count) {
-    assert.ok(Date.now() - start < 10_000, `no ${kind} event: ${JSON.stringify(events)}`)
-    await new Promise((resolve) => setTimeout(resolve, 1))
-  }
 }
 
 /**

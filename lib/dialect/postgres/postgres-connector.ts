@@ -10,6 +10,7 @@ import type { PostgresHandle } from './postgres-statements.js'
 import type { DirectExecutor } from '../shared/connection.js'
 import { wrapClientQuery } from './postgres-client-query.js'
 import { checkServer } from './postgres-server-check.js'
+import { postgresRowBounds } from './postgres-statistics.js'
 import { pgPoolFigures, watchPool } from '../../observability/pools.js'
 
 async function openPostgres (url: string, settings: ConnectionSettings, handle: PostgresHandle) {
@@ -62,6 +63,8 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
  */
 export const postgresConnector: DatabaseConnector = {
   urls: ['postgres://', 'postgresql://'],
+  // pg_stats bounds the rows of a page by an indexed equality, an OR filter, an AGGREGATE (postgres-statistics.ts).
+  rowBounds: (catalog) => postgresRowBounds(catalog),
   connect (url, settings) {
     // Behind a pooler, a named statement lives on a server connection the next transaction may not get.
     const handle = postgresHandle(settings.log, settings.preparedStatements ?? settings.pooler === undefined)

@@ -1,9 +1,9 @@
 import { CompiledQuery } from 'kysely'
-import type { QueryResult, RootOperationNode } from 'kysely'
+import type { RootOperationNode } from 'kysely'
 import { boundedRows, declaredCost } from '../../execution/cost-class.js'
 import { LruCache } from '../../execution/lru-cache.js'
 import { boundedRunLimit, boundedSource } from '../../execution/row-bound.js'
-import type { RowBound, RowBounds } from '../../execution/row-bound.js'
+import type { CatalogQuery, RowBound, RowBounds } from '../../execution/row-bound.js'
 import type { Row } from '../../sql.js'
 
 // A page filtered by an indexed equality and ordered by a column no index orders (`?author_id=7&order_by=-year`), an
@@ -12,9 +12,6 @@ import type { Row } from '../../sql.js'
 // of distinct values and the frequencies of the most common ones, which give the most rows one value has. A statement
 // whose equalities are on the leading column of an index, each value finding few rows by those figures, is cheap: it
 // skips the bulkhead of heavy statements (execution/bulkhead.ts). Without statistics it stays heavy.
-
-/** Runs a catalog query (through Kysely, outside the bulkhead). */
-export type CatalogQuery = (compiled: CompiledQuery<Row>) => Promise<QueryResult<Row>>
 
 /** Milliseconds statistics are trusted before they are read again: ANALYZE may have changed them since. */
 export const statisticsRefresh = 60_000

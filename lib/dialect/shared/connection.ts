@@ -1,5 +1,6 @@
 import type { CompiledQuery, Dialect, KyselyConfig } from 'kysely'
 import type { Row } from '../../sql.js'
+import type { CatalogQuery, RowBounds } from '../../execution/row-bound.js'
 
 // The opening half of the dialect seam: what createDatabase hands a database's connector, and what it
 // gets back. Types and pure helpers only; each <db>-connector.ts implements it.
@@ -103,6 +104,11 @@ export interface DatabaseConnector {
    * `Pool`): `undefined` when this database has no shortcut. Throws InvalidOption for a handle of another kind.
    */
   adopt(handle: unknown): AdoptedDatabase | undefined
+  /**
+   * Lifts heavy statements that the database's statistics bound to few rows out of the bulkhead
+   * (execution/row-bound.ts), given how to run catalog queries; none: every heavy statement waits in it.
+   */
+  readonly rowBounds?: (catalog: CatalogQuery) => RowBounds
 }
 
 /**
