@@ -134,7 +134,7 @@ function watched (
   try {
     return log === undefined ? resultOf(statement, compiled) : logged(statement, compiled, log, start)
   } finally {
-    readers.ran(compiled, performance.now() - start)
+    void readers.ran(compiled, performance.now() - start)
   }
 }
 
