@@ -111,11 +111,6 @@ export class WorkerPool {
     }
   }
 
-  /** Starts one worker ahead of the first job, so that the first heavy statement does not wait for it. */
-  warm (): void {
-    if (this.#all.size === 0 && !this.#closed) this.#idle.push(this.#spawn())
-  }
-
   #spawn (): Slot {
     const worker = this.#config.start()
     // A pool of idle readers does not keep the process alive.

@@ -251,6 +251,31 @@ test('SQLite: a row written on the writer connection is read at once by a reader
   }
 })
 
+test('SQLite: no reader thread starts before the first heavy read, which starts one', async (t) => {
+  // A reader costs its thread's memory (about 10 MiB): an app that never reads heavily never starts one.
+  const started: Worker[] = []
+  const onWorker = (worker: Worker): void => { started.push(worker) }
+  process.on('worker', onWorker)
+  t.after(() => { process.off('worker', onWorker) })
+  const { app, db } = await fileApp(t, { readWorkers: 2, items: 2000 })
+  assert.equal((await app.inject('/items/5')).json().title, 'title 5')
+  const page = await app.inject('/items?limit=2&offset=10')
+  assert.deepEqual(page.json().map((row: { id: number }) => row.id), [11, 12])
+  const created = await app.inject({ method: 'POST', url: '/items', payload: { title: 'new', year: 1, tenant: 'a' } })
+  assert.equal(created.statusCode, 201)
+  const stored = await db.selectFrom('cost_b_items').select('title').where('id', '=', created.json().id).executeTakeFirst()
+  assert.deepEqual(stored, { title: 'new' })
+  assert.equal(started.length, 0)
+  // 19, 190–199 and 1900–1999 hold "title 19".
+  const heavy = await app.inject('/items?title__contains=title 19&count=true&order_by=id&limit=3')
+  assert.equal(heavy.statusCode, 200)
+  assert.deepEqual(heavy.json().map((row: { id: number }) => row.id), [19, 190, 191])
+  assert.equal(heavy.headers['x-total-count'], '111')
+  assert.equal(started.length, 1)
+  assert.equal((await app.inject('/items?title__contains=title 19&count=true&limit=3')).statusCode, 200)
+  assert.equal(started.length, 1)
+})
+
 test('SQLite: a to-many load without a limit is cheap until a parent has more than 100 children, then heavy', async (t) => {
   // 3,000 books over three publishers: 750 each.
   const { app, db } = await fileApp(t, { readWorkers: 1, items: 10, books: 3000 })

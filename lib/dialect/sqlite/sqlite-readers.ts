@@ -133,8 +133,8 @@ export function sqliteReaders (
     timeout: limits.statementTimeout,
     start: () => startReader(data),
   })
-  // One reader starts with the connection: starting a thread and its connection takes longer than most reads.
-  pool.warm()
+  // No reader starts with the connection: a thread costs about 10 MiB, which an app that never reads heavily would
+  // keep for nothing, so the first heavy read pays for starting it (within its statementTimeout).
   const verdicts = new WeakMap<RootOperationNode, Placement>()
   const judged = new WeakSet<RootOperationNode>()
   // The wall time of one run on a loaded machine (a descheduled thread, a collection) is not the statement's work:
