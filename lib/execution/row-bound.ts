@@ -11,6 +11,7 @@ import {
   ReferenceNode,
   SelectQueryNode,
   TableNode,
+  UpdateQueryNode,
   ValueListNode,
   ValueNode,
 } from 'kysely'
@@ -131,7 +132,7 @@ function isRaw (node: { readonly kind: string }): node is RawNode {
  */
 function heavyBeyond (value: unknown, derived: OperationNode | undefined): boolean {
   if (Array.isArray(value)) return value.some((item) => heavyBeyond(item, derived))
-  if (!isNode(value) || value === derived) return false
+  if (!isNode(value) || value === derived || subqueryExempt.has(value)) return false
   switch (value.kind) {
     case 'AggregateFunctionNode':
     case 'OperatorNode':
@@ -147,6 +148,25 @@ function heavyBeyond (value: unknown, derived: OperationNode | undefined): boole
     typeof field === 'object' && field !== null && heavyBeyond(field, derived))
 }
 
+/** Subqueries an UPDATE's bound already counts ({@link updatedSource}), while its tree is walked for the rest. */
+const subqueryExempt = new WeakSet<object>()
+
+/** Whether a node is a SELECT (a node's kind says what it is; Kysely's guard takes typed nodes only). */
+function isSelect (node: { readonly kind: string }): node is SelectQueryNode {
+  return node.kind === 'SelectQueryNode'
+}
+
+/** The SELECTs under a node, each whole (not walked into). */
+function subqueriesOf (value: unknown, found: SelectQueryNode[]): SelectQueryNode[] {
+  if (Array.isArray(value)) {
+    for (const item of value) subqueriesOf(item, found)
+  } else if (isNode(value)) {
+    if (isSelect(value)) found.push(value)
+    else for (const field of Object.values(value)) subqueriesOf(field, found)
+  }
+  return found
+}
+
 /** The one table a SELECT reads (no join), and its schema. */
 function tableOf (select: SelectQueryNode): { schema: string | undefined, table: string } | undefined {
   const froms = select.from?.froms
@@ -158,8 +178,9 @@ function tableOf (select: SelectQueryNode): { schema: string | undefined, table:
 
 /**
  * The table a heavy SELECT reads and the bound its WHERE's equalities put on those rows, when nothing else in it
- * reads more: a page of one table (sorted in any order), or AGGREGATE's page of groups over one derived table of one
- * table (data/aggregate-statement.ts). None for any other statement (a join, a subquery per row, a scan).
+ * reads more: a page of one table (sorted in any order), AGGREGATE's page of groups over one derived table of one
+ * table (data/aggregate-statement.ts), or a PATCH by filter's bounded UPDATE ({@link updatedSource}). None for any
+ * other statement (a join, a subquery per row, a scan).
  *
  * @example
  * ```ts
@@ -168,6 +189,7 @@ function tableOf (select: SelectQueryNode): { schema: string | undefined, table:
  * ```
  */
 export function boundedSource (query: RootOperationNode): BoundedSource | undefined {
+  if (UpdateQueryNode.is(query)) return updatedSource(query)
   if (!SelectQueryNode.is(query)) return undefined
   const outer = query.from?.froms
   const derived = outer?.length === 1 && outer[0] !== undefined && AliasNode.is(outer[0]) ? outer[0].node : undefined
@@ -181,4 +203,31 @@ export function boundedSource (query: RootOperationNode): BoundedSource | undefi
   if (source !== query && heavyBeyond(Object.values(source), undefined)) return undefined
   const bound = boundOf(where)
   return bound === undefined ? undefined : { ...table, bound }
+}
+
+/**
+ * An UPDATE of one table (no FROM, no join, no alias) whose WHERE's equalities bound the rows it changes, and whose
+ * subqueries each read that same table, unaliased, within bounds of their own: the bounded UPDATE of a PATCH by filter
+ * (data/bulk-update.ts: `… where <terms> and not exists (select … where <terms> limit 1 offset n)`). Such a subquery
+ * names the table's columns only, so it is not correlated: run once, it adds its rows to the UPDATE's.
+ */
+function updatedSource (query: UpdateQueryNode): BoundedSource | undefined {
+  const target = query.table
+  if (query.from !== undefined || query.joins !== undefined || target === undefined || !TableNode.is(target)) {
+    return undefined
+  }
+  const where = query.where?.where
+  const bound = where === undefined ? undefined : boundOf(where)
+  if (where === undefined || bound === undefined) return undefined
+  const table = { schema: target.table.schema?.name, table: target.table.identifier.name }
+  const parts: RowBound[] = [bound]
+  for (const subquery of subqueriesOf(where, [])) {
+    const source = boundedSource(subquery)
+    const from = subquery.from?.froms[0]
+    if (source === undefined || source.table !== table.table || source.schema !== table.schema ||
+      from === undefined || !TableNode.is(from)) return undefined
+    parts.push(source.bound)
+    subqueryExempt.add(subquery)
+  }
+  return heavyBeyond(Object.values(query), undefined) ? undefined : { ...table, bound: { kind: 'any', parts } }
 }

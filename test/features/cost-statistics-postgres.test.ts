@@ -39,7 +39,8 @@ async function seed (db: Kysely<any>, analyze: boolean): Promise<void> {
   if (analyze) await sql`analyze cost_p_items`.execute(db)
 }
 
-async function itemsApp (t: TestContext, dialect: TestDialect, analyze: boolean) {
+/** `unruled`: the same table served again under `/all-items` without a rule, for PATCH by filter. */
+async function itemsApp (t: TestContext, dialect: TestDialect, analyze: boolean, unruled = false) {
   const { url, db: setup } = await testDatabase(t, dialect)
   await seed(setup, analyze)
   const db = createDatabase<any>(url, { poolSize: 4, heavyConnections: 1 })
@@ -61,6 +62,17 @@ async function itemsApp (t: TestContext, dialect: TestDialect, analyze: boolean)
       return typeof tenant === 'string' ? eb('tenant', '=', tenant) : undefined
     },
   }), { prefix: '/items' })
+  // Without a rule, a PATCH by filter is one bounded UPDATE (data/bulk-update.ts).
+  if (unruled) {
+    await app.register(createViewset({
+      db,
+      table: 'cost_p_items',
+      schema: Item,
+      filterFields: { owner: ['eq'], genre: ['eq'] },
+      methods: ['PATCH_MANY'],
+      withoutTokens: true,
+    }), { prefix: '/all-items' })
+  }
   await app.ready()
   return { app, db, setup }
 }
@@ -140,6 +152,39 @@ for (const dialect of dialects.filter((each) => each.name === 'postgres')) {
       assert.equal(answered.statusCode, 200)
       assert.deepEqual(answered.json().map((row: { id: number, genre: number }) => row.genre), [0, 0, 0])
       assert.deepEqual(order, ['lookup', 'heavy'])
+    })
+
+  test('postgres: a PATCH by filter of few rows by pg_stats passes the bulkhead; one of a crowded value waits in it',
+    { timeout: 60_000 }, async (t) => {
+      const { app, db, setup } = await itemsApp(t, dialect, true, true)
+      const patch = async (url: string, year: number) =>
+        await app.inject({ method: 'PATCH', url, payload: { year } })
+      // Its first runs stay heavy while pg_stats is read.
+      for (let round = 0; round < 5; round++) {
+        assert.equal((await patch('/all-items?owner=8', 1990 + round)).statusCode, 200)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      const events = bulkheadEvents(t)
+      const release = await holdHeavySlot(t, db, setup)
+      // Owner 7 holds four items: the UPDATE passes the held slot (queued, it would wait for the release below).
+      const pending = patch('/all-items?owner=7', 2024)
+      const state = { answered: false }
+      void pending.then(() => { state.answered = true })
+      while (!state.answered && events.length === 0) await new Promise((resolve) => setTimeout(resolve, 1))
+      // Freed before failing: the app's pool, closed first at the test's end, waits for the held connections.
+      if (events.length > 0) await release()
+      assert.deepEqual(events, [])
+      const rare = await pending
+      assert.equal(rare.statusCode, 200)
+      assert.deepEqual(rare.json(), { affected: 4 })
+      // Genre 0 holds 15,000: its UPDATE waits for the slot, and answers past its bound (nothing written) after.
+      const crowded = patch('/all-items?genre=0', 2025)
+      await published(events, 'queued', 1)
+      await release()
+      assert.equal((await crowded).statusCode, 400)
+      const { rows } = await sql<{ year: number, n: number }>`select year, count(*)::int as n from cost_p_items
+        where owner = 7 or year in (2024, 2025) group by year`.execute(setup)
+      assert.deepEqual(rows, [{ year: 2024, n: 4 }])
     })
 
   test('postgres: a table never analyzed keeps its sorted pages in the bulkhead', { timeout: 60_000 }, async (t) => {

@@ -1,4 +1,4 @@
-import { CompiledQuery } from 'kysely'
+import { CompiledQuery, SelectQueryNode } from 'kysely'
 import type { RootOperationNode } from 'kysely'
 import { boundedRows, declaredCost } from '../../execution/cost-class.js'
 import { LruCache } from '../../execution/lru-cache.js'
@@ -156,6 +156,7 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
   const reading = new WeakSet<RootOperationNode>()
   const demoted = new WeakSet<RootOperationNode>()
   const checked = new WeakMap<RootOperationNode, number>()
+  const slowWrites = new WeakSet<RootOperationNode>()
   const columns = new LruCache<string, ColumnFigure>(cachedColumns)
 
   const columnRows = async (schema: string | undefined, table: string, column: string): Promise<number | undefined> => {
@@ -198,6 +199,12 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
     ran (compiled, start, end) {
       const node = compiled.query
       if (end - start <= boundedRunLimit || demoted.has(node)) return
+      if (!SelectQueryNode.is(node)) {
+        // EXPLAIN (ANALYZE) would write again: a lifted UPDATE slow twice (stale statistics) goes back to the bulkhead.
+        if (slowWrites.has(node)) demoted.add(node)
+        else slowWrites.add(node)
+        return
+      }
       // One check at a time and a minute, per statement; a check that fails leaves it as it was.
       const last = checked.get(node)
       if (last !== undefined && end - last < refresh) return
