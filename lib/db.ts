@@ -160,11 +160,11 @@ export function createDatabase<DB> (url?: string, options: CreateDatabaseOptions
   // SQLite's heavy reads wait for its reader threads instead (sqlite-readers.ts).
   const bulkhead = name === 'sqlite' ? undefined : poolBulkhead(name, settings, options.heavyConnections)
   const lent = bulkhead === undefined ? settings : { ...settings, lending: bulkhead.lendFrom.bind(bulkhead) }
-  const { dialect, direct } = tracedDatabase(connector.connect(target, lent), name)
+  const { dialect, direct, transact } = tracedDatabase(connector.connect(target, lent), name)
   const config: KyselyConfig = options.log === undefined ? { dialect } : { dialect, log: options.log }
   const db = direct === undefined && bulkhead === undefined
     ? new Kysely<DB>(config)
-    : new PreparedKysely<DB>(config, direct ?? (() => undefined), bulkhead, connector.rowBounds)
+    : new PreparedKysely<DB>(config, direct ?? (() => undefined), bulkhead, connector.rowBounds, transact)
   rememberUrl(db, target)
   return db
 }

@@ -2,6 +2,7 @@
 import type { CursorPosition } from '../query/cursor.js'
 import type { ScopeCondition } from '../query/scope.js'
 import type { AnyDatabase, Row } from '../sql.js'
+import type { Eventually } from '../execution/eventually.js'
 
 /** A row an upsert wrote, and whether it was created (else updated). */
 export interface UpsertedRow {
@@ -28,4 +29,8 @@ export interface FindOptions {
  * What runs after one row a write changed, in the write's transaction (the viewset's `afterWrite`): `before` is
  * `null` for a created row, `after` `null` for a deleted one.
  */
-export type AfterRow = (trx: AnyDatabase, before: Row | null, after: Row | null) => Promise<void>
+export type AfterRow = ((trx: AnyDatabase, before: Row | null, after: Row | null) => Promise<void>) & {
+  /** The same, at once, when nothing it runs is asynchronous (the history alone, on SQLite): a write may then run
+   * in a synchronous transaction (execution/sync-transaction.ts). */
+  readonly now?: ((trx: AnyDatabase, before: Row | null, after: Row | null) => Eventually<void>) | undefined
+}

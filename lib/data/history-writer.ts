@@ -1,9 +1,11 @@
 import type { KyselyPlugin } from 'kysely'
 import type { ViewsetDialect } from '../dialect/dialect.js'
-import { lockHistory } from '../dialect/shared/history-lock.js'
+import { lockedHistoryInsert, lockHistory } from '../dialect/shared/history-lock.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { RowDecoder } from './json-text.js'
 import { StatementCache } from './statement-cache.js'
+import { andThen } from '../execution/eventually.js'
+import type { Eventually } from '../execution/eventually.js'
 
 // The writer of the history (issue 39 item 3): one entry per row a write changed, inserted through the write's own
 // transaction (a write that rolls back leaves none), with the row before and after as stored, every column of the
@@ -35,6 +37,8 @@ export interface HistoryTarget {
   readonly table: string
   /** The key's columns, in key order. */
   readonly keyColumns: readonly KeyColumn[]
+  /** Every column of the table, in the catalog's order (a whole row's); absent, the row after is always read again. */
+  readonly columns?: readonly string[] | undefined
   /** The JSON text columns of the table parsed as the viewset reads them (data/json-text.ts). */
   readonly decode?: RowDecoder | undefined
   /** The dialect's plugin of the data layer's statements (DialectSyntax.statementPlugin). */
@@ -91,6 +95,23 @@ export function operationOf (method: string, before: Row | null, after: Row | nu
   return before === null ? 'create' : 'update'
 }
 
+/** The rows a write read back as stored (UPDATE … RETURNING), which the writer need not read again when whole. */
+const asStored = new WeakSet<Row>()
+
+/**
+ * Marks `row` (and answers it) as read back from the database by the write that made it, not the values sent: its
+ * history entry is then written from it, without reading the row again, when it holds every column of the table.
+ *
+ * @example
+ * ```ts
+ * const written = readBack(await update(trx, id, values))
+ * ```
+ */
+export function readBack (row: Row): Row {
+  asStored.add(row)
+  return row
+}
+
 /** The history locks each open transaction holds, by table (dialect/shared/history-lock.ts). */
 const lockedIn = new WeakMap<AnyDatabase, Set<string>>()
 
@@ -124,40 +145,80 @@ export class HistoryWriter {
 
   /** Records one entry through `trx`, the write's transaction. See the class. */
   async record (trx: AnyDatabase, entry: HistoryRecord): Promise<void> {
-    const { historyTable, table, keyColumns, dialect } = this.target
-    const keyRow = entry.after ?? entry.before
-    if (keyRow === null || !keyed(keyColumns, keyRow)) throw new Error('a history entry needs the row\'s key')
+    const { historyTable, table, dialect } = this.target
+    const keyRow = this.#keyRow(entry)
     const after = entry.after === null ? null : await this.#whole(trx, entry.after)
     // Once per transaction and table: the lock is held to its end (a savepoint is a transaction object of its own).
     const held = lockedIn.get(trx) ?? new Set<string>()
-    if (!held.has(table)) {
-      await lockHistory(trx, dialect, historyTable, table)
-      if (trx.isTransaction) lockedIn.set(trx, held.add(table))
+    const lock = !held.has(table)
+    // PostgreSQL takes its lock in the INSERT itself (one round trip less while it is held); the others before it.
+    if (lock && dialect !== 'postgres') await lockHistory(trx, dialect, historyTable, table)
+    if (lock && trx.isTransaction) lockedIn.set(trx, held.add(table))
+    const values = this.#values(entry, keyRow, after)
+    if (lock && dialect === 'postgres') {
+      await this.#statements.execute(trx, 'history-insert-locked', Object.values(values),
+        () => lockedHistoryInsert(trx, historyTable, table, values))
+    } else {
+      await this.#insert(trx, values)
     }
-    const values = {
-      table_name: table,
-      row_key: rowKeyText(keyColumns, keyRow),
+    await this.target.notify?.(trx, table)
+  }
+
+  /** Whether {@link recordNow} may record: on SQLite (its one writer is the lock), with no change feed to wake. */
+  get synchronous (): boolean {
+    return this.target.dialect === 'sqlite' && this.target.notify === undefined
+  }
+
+  /**
+   * {@link record} at once, in a synchronous transaction (execution/sync-transaction.ts), where {@link synchronous}:
+   * the same entry, from the same reads.
+   */
+  recordNow (trx: AnyDatabase, entry: HistoryRecord): Eventually<void> {
+    const keyRow = this.#keyRow(entry)
+    return andThen(entry.after === null ? null : this.#whole(trx, entry.after), (after) =>
+      andThen(this.#insert(trx, this.#values(entry, keyRow, after)), () => undefined))
+  }
+
+  /** The row whose key the entry is filed under. */
+  #keyRow (entry: HistoryRecord): Row {
+    const keyRow = entry.after ?? entry.before
+    if (keyRow === null || !keyed(this.target.keyColumns, keyRow)) {
+      throw new Error('a history entry needs the row\'s key')
+    }
+    return keyRow
+  }
+
+  /** The entry's columns, in the INSERT's order. */
+  #values (entry: HistoryRecord, keyRow: Row, after: Row | null): Row {
+    return {
+      table_name: this.target.table,
+      row_key: rowKeyText(this.target.keyColumns, keyRow),
       operation: entry.operation,
       at: new Date().toISOString(),
       actor: entry.actor === null ? null : entry.actor.slice(0, 255),
       before: historyText(entry.before),
       after: historyText(after),
     }
-    await this.#statements.execute(trx, 'history-insert', Object.values(values),
-      () => trx.insertInto(historyTable).values(values))
-    await this.target.notify?.(trx, table)
   }
 
-  /** The row as stored now, every column, read by its key in `trx` (or as written, when it is not there). */
-  async #whole (trx: AnyDatabase, row: Row): Promise<Row> {
-    const { table, keyColumns } = this.target
+  #insert (trx: AnyDatabase, values: Row): Eventually<unknown> {
+    return this.#statements.execute(trx, 'history-insert', Object.values(values),
+      () => trx.insertInto(this.target.historyTable).values(values))
+  }
+
+  /** The row as stored now, every column, read by its key in `trx` (or as written, when it is not there); the row
+   * itself, its columns in the catalog's order, when the write read it back with every column. */
+  #whole (trx: AnyDatabase, row: Row): Eventually<Row> {
+    const { table, keyColumns, columns } = this.target
+    if (columns !== undefined && asStored.has(row) && columns.every((column) => column in row)) {
+      return Object.fromEntries(columns.map((column) => [column, row[column]]))
+    }
     const key = keyColumns.map((column) => row[column.name])
-    const { rows } = await this.#statements.execute(trx, 'history-whole', key, () => {
+    return andThen(this.#statements.execute(trx, 'history-whole', key, () => {
       let select = trx.selectFrom(table).selectAll()
       for (const column of keyColumns) select = select.where(column.name, '=', row[column.name])
       return select
-    }, true)
-    return rows[0] ?? row
+    }, true), ({ rows }) => rows[0] ?? row)
   }
 }
 

@@ -3,7 +3,6 @@ import type { RawBuilder, SelectQueryBuilder } from 'kysely'
 import type { ViewsetDialect, WriteTarget } from '../dialect/dialect.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { RowKey } from '../row-key.js'
-import { keyAndScope, scopeShape } from '../dialect/shared/write-shapes.js'
 import { ViewsetErrors } from '../errors.js'
 import { retryOnDeadlock } from './retry-on-deadlock.js'
 import { checkRepeatedKeys, conflictingElement } from './bulk-conflicts.js'
@@ -16,6 +15,9 @@ import type { Precondition, Versioning } from './precondition.js'
 import { applyOrdering } from '../query/ordering.js'
 import { orderBinding } from '../query/ordering-rules.js'
 import { StatementCache } from './statement-cache.js'
+import { readBack } from './history-writer.js'
+import { firstRead, writeAtOnce } from './write-at-once.js'
+import type { FirstRead } from './write-at-once.js'
 import { parametersOf, shapeOf } from './condition-shape.js'
 import type { Statements } from './statements.js'
 import type { RelationLoader } from '../relations/batched-loader.js'
@@ -87,6 +89,7 @@ export class TableGateway {
   readonly #unindexedOrder: ReadonlySet<string>
   /** See {@link TableGatewayConfig.wholeRows}. */
   readonly wholeRows: boolean
+  readonly #firstRead: FirstRead
 
   constructor (config: TableGatewayConfig) {
     const { dialect, statements, target, relations, versioning, uniqueKeys = [], conflictFields } = config
@@ -97,6 +100,7 @@ export class TableGateway {
     this.#literalLimit = dialect.syntax.literalLimit
     this.#unindexedOrder = config.unindexedOrder ?? new Set()
     this.wholeRows = config.wholeRows === true
+    this.#firstRead = { whole: this.wholeRows, lock: dialect.capabilities.rowLocks }
     this.#statements = statements
     this.#pages = new StatementCache(dialect.syntax.statementPlugin, statements.decode)
     this.#counts = new StatementCache(dialect.syntax.statementPlugin)
@@ -286,19 +290,26 @@ export class TableGateway {
     after?: AfterRow
   ): Eventually<Row | undefined> {
     const versionField = this.#versioning?.versionField
-    const write = (on: AnyDatabase, written: Row): Eventually<Row | undefined> =>
+    const inStatement = (written: Row): boolean => // the check needs no statement of its own
       check === undefined || (check === scope && untouched(check, written, this.#target.catalog))
+    const write = (on: AnyDatabase, written: Row): Eventually<Row | undefined> =>
+      check === undefined || inStatement(written)
         ? this.dialect.writes.update(on, this.#target, id, written, scope)
         : checkedWrite(on, this.#target, this.dialect.values.keyOf, check, (trx) =>
           this.dialect.writes.update(trx, this.#target, id, written, scope))
     const plain = precondition === undefined && before === undefined && after === undefined
     if (plain && versionField === undefined) return write(db, values)
+    const next = (row: Row): Row => // the increment is computed from the locked row, so it is part of this one UPDATE
+      versionField === undefined ? values : { ...values, [versionField]: Number(row[versionField] ?? 0) + 1 }
+    // With nothing asynchronous to run (the history alone, a write checked in its statement), at once on SQLite.
+    const now = precondition === undefined && before === undefined && inStatement(next(values)) ? after?.now : undefined
+    const read = (trx: AnyDatabase) => firstRead(trx, this.#target, this.#firstRead, id, scope)
+    const done = now && writeAtOnce(db, read, (trx, row) => write(trx, next(row)), now)
+    if (done !== undefined) return done.value
     return this.#guarded(db, id, scope, precondition, async (trx, row) => {
       await before?.(trx)
-      // The increment is computed from the locked row, so it is part of this one UPDATE.
-      const next = versionField === undefined ? {} : { [versionField]: Number(row[versionField] ?? 0) + 1 }
-      const written = await write(trx, { ...values, ...next })
-      if (written !== undefined) await after?.(trx, row, written)
+      const written = await write(trx, next(row))
+      if (written !== undefined) await after?.(trx, row, readBack(written))
       return written
     })
   }
@@ -334,20 +345,8 @@ export class TableGateway {
     precondition: Precondition | undefined,
     write: (trx: AnyDatabase, row: Row) => Eventually<T>
   ): Promise<T | undefined> {
-    const { table, key, columns, statements } = this.#target
-    const lock = this.dialect.capabilities.rowLocks
     const run = async (trx: AnyDatabase): Promise<T | undefined> => {
-      const [row] = await statements.rows(
-        trx,
-        `${lock ? 'lock' : 'find'} ${scopeShape(scope)}`,
-        keyAndScope(key, id, scope),
-        () => {
-          const from = trx.selectFrom(table)
-          const keyed = (this.wholeRows ? from.selectAll() : from.select(columns)).where(key.match(id))
-          const select = scope === undefined ? keyed : keyed.where(scope.where)
-          return lock ? select.forUpdate() : select
-        }
-      )
+      const row = await firstRead(trx, this.#target, this.#firstRead, id, scope)
       if (row === undefined) return undefined
       if (precondition?.kind === 'required') throw new ViewsetErrors.PreconditionRequired()
       if (precondition?.kind === 'match' && !(await this.#matches(trx, row, precondition))) {

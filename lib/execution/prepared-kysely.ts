@@ -18,7 +18,7 @@ import type { Eventually } from './eventually.js'
 import type { Bulkhead } from './bulkhead.js'
 import { costOf } from './cost-class.js'
 import type { CatalogQuery, RowBounds } from './row-bound.js'
-import type { AdoptedDatabase, DirectExecutor, DirectResult } from '../dialect/shared/connection.js'
+import type { AdoptedDatabase, DirectExecutor, DirectResult, SyncTransaction } from '../dialect/shared/connection.js'
 import type { Row } from '../sql.js'
 
 // The Kysely instances that give a database's compiled statements their shortcut: where a statement may answer
@@ -32,6 +32,9 @@ export type ExecuteOptions = Parameters<Kysely<unknown>['executeQuery']>[1]
 
 /** How the data layer runs its compiled statements on an instance with a shortcut: see {@link runCompiled}. */
 export const executeNow = Symbol('fastify-viewsets.executeNow')
+
+/** How execution/sync-transaction.ts reaches a database's synchronous transactions (SQLite's). */
+export const transactNow = Symbol('fastify-viewsets.transactNow')
 
 /** What a shortcut answered, as Kysely's executor would hand it on: through each plugin's `transformResult`. */
 async function resultOf<R> (
@@ -47,8 +50,13 @@ async function resultOf<R> (
 /**
  * A shortcut's result typed by the compiled query that asked for it: its rows are `R`, as the query's builder
  * typed them, which Kysely's own executor trusts too (its drivers answer untyped rows).
+ *
+ * @example
+ * ```ts
+ * const result = rowsOf<R>(direct(compiled))
+ * ```
  */
-function rowsOf<R> (result: Eventually<QueryResult<Row>>): Eventually<QueryResult<R>> {
+export function rowsOf<R> (result: Eventually<QueryResult<Row>>): Eventually<QueryResult<R>> {
   return result as Eventually<QueryResult<R>> // the compiled query's row type, as Kysely's executor trusts it
 }
 
@@ -138,21 +146,26 @@ function hasShortcut<DB> (db: Kysely<DB>): db is Kysely<DB> & WithShortcut {
  */
 export class PreparedKysely<DB> extends Kysely<DB> {
   readonly #direct: DirectExecutor
+  /** Its synchronous transactions (SQLite's), if it has them. */
+  readonly [transactNow]: SyncTransaction | undefined
   // Made once, not per statement: the shortcut, else Kysely's executor.
   readonly #now: <R>(compiled: CompiledQuery<R>) => Eventually<QueryResult<R>>
 
   /**
    * `bulkhead`: where heavy statements (cost-class.ts) wait for one of the connections they may hold; `rowBounds`
-   * makes what lifts those the database's statistics bound to cheap (row-bound.ts), given how to run catalog queries.
+   * makes what lifts those the database's statistics bound to cheap (row-bound.ts), given how to run catalog queries;
+   * `transact`, its synchronous transactions.
    */
   constructor (
     config: KyselyConfig,
     direct: DirectExecutor,
     bulkhead?: Bulkhead,
-    rowBounds?: (catalog: CatalogQuery) => RowBounds
+    rowBounds?: (catalog: CatalogQuery) => RowBounds,
+    transact?: SyncTransaction
   ) {
     super(config)
     this.#direct = direct
+    this[transactNow] = transact
     const viaKysely = <R>(compiled: CompiledQuery<R>): Promise<QueryResult<R>> => super.executeQuery(compiled)
     const now = <R>(compiled: CompiledQuery<R>): Eventually<QueryResult<R>> => viaShortcut(direct, compiled, viaKysely)
     if (bulkhead === undefined) {
@@ -183,13 +196,13 @@ function delegated (): never {
 
 // Kysely's constructor takes a dialect and a driver; AdoptedKysely hands every method that reads them
 // (transactions, connections, introspection, destroy) to the instance it wraps, so these are never called.
-const wrappedDialect: Dialect = {
+export const wrappedDialect: Dialect = {
   createDriver: delegated,
   createQueryCompiler: delegated,
   createAdapter: delegated,
   createIntrospector: delegated,
 }
-const wrappedDriver: Driver = {
+export const wrappedDriver: Driver = {
   init: delegated,
   acquireConnection: delegated,
   beginTransaction: delegated,

@@ -5,7 +5,8 @@ import type {
   TransactionBuilder, TransactionSettings,
 } from 'kysely'
 import type { Eventually } from './eventually.js'
-import { executeNow, runCompiled } from './prepared-kysely.js'
+import { executeNow, PreparedKysely, runCompiled, transactNow } from './prepared-kysely.js'
+import type { SyncTransaction } from '../dialect/shared/connection.js'
 import type { ExecuteOptions } from './prepared-kysely.js'
 
 // One transaction per request, on one connection, for every statement the request runs through a viewset's
@@ -178,6 +179,11 @@ export class RequestTransactionDatabase<DB> extends Kysely<DB> {
    */
   override executeQuery<R>(query: CompiledQuery<R> | Compilable<R>, options?: ExecuteOptions): Promise<QueryResult<R>> {
     return openOn(this.base) === undefined ? this.base.executeQuery(query, options) : super.executeQuery(query, options)
+  }
+
+  /** Outside a request transaction, the wrapped database's synchronous transactions (SQLite's); none inside one. */
+  get [transactNow] (): SyncTransaction | undefined {
+    return openOn(this.base) === undefined && this.base instanceof PreparedKysely ? this.base[transactNow] : undefined
   }
 
   /** The data layer's compiled statements: in the request's transaction, else through the wrapped one's shortcut. */

@@ -1,3 +1,4 @@
+import type { Eventually } from '../execution/eventually.js'
 import type { FastifyRequest } from 'fastify'
 import type { ForeignKeyCheck } from '../data/foreign-key-check.js'
 import type { TableGateway } from '../data/table-gateway.js'
@@ -52,4 +53,10 @@ export interface DefaultHandlerContext {
     context: RowContext<AfterWriteMethod> | undefined,
     change: RowChange<Row>
   ) => Promise<void>) | undefined
+  /** {@link afterWrite} at once, present when it records the history alone and may (history-writer.ts recordNow). */
+  readonly afterWriteNow?: ((
+    trx: AnyDatabase,
+    context: RowContext<AfterWriteMethod>,
+    change: RowChange<Row>
+  ) => Eventually<void>) | undefined
 }

@@ -102,9 +102,16 @@ export class DefaultHandlers {
 
   /** The viewset's `afterWrite` for the rows this request writes with `method`, or `undefined` without one. */
   #afterRow (request: FastifyRequest, token: ViewsetToken | null, method: AfterWriteMethod): AfterRow | undefined {
-    const { afterWrite } = this.#context
+    const { afterWrite, afterWriteNow } = this.#context
     if (afterWrite === undefined) return undefined
-    return async (trx, before, after) => { await afterWrite(trx, { request, token, method }, { before, after }) }
+    const context = { request, token, method }
+    const row = async (trx: AnyDatabase, before: Row | null, after: Row | null): Promise<void> => {
+      await afterWrite(trx, context, { before, after })
+    }
+    if (afterWriteNow === undefined) return row
+    return Object.assign(row, {
+      now: (trx: AnyDatabase, before: Row | null, after: Row | null) => afterWriteNow(trx, context, { before, after }),
+    })
   }
 
   /**

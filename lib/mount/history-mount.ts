@@ -59,6 +59,7 @@ export async function mountHistory (
     historyTable: options.table,
     table: resolved.table,
     keyColumns,
+    columns: [...columns.keys()],
     decode,
     statementPlugin: dialect.syntax.statementPlugin,
     // The change feed's listeners on PostgreSQL (changes/change-feed.ts); the other databases' feeds poll.
@@ -79,7 +80,7 @@ export async function mountHistory (
 export function withHistory<R extends Pick<DefaultHandlerContext, 'afterWrite'>> (
   rules: R,
   history: MountedHistory | undefined
-): R & Pick<DefaultHandlerContext, 'recordHistory'> {
+): R & Pick<DefaultHandlerContext, 'recordHistory' | 'afterWriteNow'> {
   if (history === undefined) return rules
   const { afterWrite } = rules
   const { writer, actor } = history
@@ -92,7 +93,12 @@ export function withHistory<R extends Pick<DefaultHandlerContext, 'afterWrite'>>
     await afterWrite?.(trx, context, change)
     await recordHistory(trx, context.method, context, change)
   }
-  return { ...rules, afterWrite: recorded, recordHistory }
+  // With no afterWrite of the viewset's, the entry can be recorded at once, in a synchronous transaction (SQLite).
+  const afterWriteNow: DefaultHandlerContext['afterWriteNow'] = afterWrite === undefined && writer.synchronous
+    ? (trx, context, { before, after }) => writer.recordNow(trx,
+        { operation: operationOf(context.method, before, after), before, after, actor: actor(context) })
+    : undefined
+  return { ...rules, afterWrite: recorded, recordHistory, afterWriteNow }
 }
 
 /**

@@ -188,6 +188,10 @@ export function tracedDatabase (opened: OpenedDatabase, name: StatementDialect):
   return {
     dialect: tracedDialect(opened.dialect, name),
     direct: opened.direct === undefined ? undefined : tracedDirect(opened.direct, name),
+    // Its statements are not published one by one: while anything listens, writes take Kysely's transactions.
+    transact: opened.transact === undefined
+      ? undefined
+      : (work) => statementChannel.hasSubscribers ? undefined : opened.transact?.(work),
   }
 }
 

@@ -69,10 +69,20 @@ export interface DirectResult {
   readonly insertId?: bigint
 }
 
+/**
+ * Runs `work` at once in a transaction of the connection's own (`BEGIN IMMEDIATE` … `COMMIT`; `ROLLBACK` when it
+ * throws), each of its statements through `run`, at once: `undefined`, having run nothing, when it cannot now (a
+ * transaction of Kysely's holds the connection, a stream iterates it, it is not open, the instance logs). SQLite's.
+ */
+export type SyncTransaction =
+  <T>(work: (run: (compiled: CompiledQuery) => DirectResult) => T) => { value: T } | undefined
+
 /** A database a connector opened: Kysely's dialect (its pool opens on first use) and its shortcut, if any. */
 export interface OpenedDatabase {
   readonly dialect: Dialect
   readonly direct: DirectExecutor | undefined
+  /** Its synchronous transactions, where it has them (SQLite). */
+  readonly transact?: SyncTransaction | undefined
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
-import type { AnyDatabase } from '../../sql.js'
+import type { AnyDatabase, Row } from '../../sql.js'
 import type { ViewsetDialect } from '../dialect.js'
 import { postgresPositionCache } from '../postgres/postgres-history-sequence.js'
 
@@ -50,6 +50,24 @@ export async function lockHistory (
     await trx.selectFrom(historyLockTable(historyTable)).select('table_name').where('table_name', '=', table)
       .forUpdate().execute()
   }
+}
+
+/**
+ * PostgreSQL's history INSERT that takes the lock itself, once per transaction and table: the advisory lock is taken
+ * in a subquery the inserted row is selected from, so before the identity draws the position (the row's projection
+ * runs after its subquery), and the lock costs no round trip of its own. Its parameters are `values`', in order.
+ *
+ * @example
+ * ```ts
+ * await lockedHistoryInsert(trx, 'viewset_history', 'items', entry).execute()
+ * ```
+ */
+export function lockedHistoryInsert (trx: AnyDatabase, historyTable: string, table: string, values: Row) {
+  const names = Object.keys(values)
+  // The key is digits computed here, never input: a literal keeps the parameters the values' alone.
+  const locked = sql`(select pg_advisory_xact_lock(cast(${sql.lit(historyLockKey(table))} as bigint)))`.as('l')
+  return trx.insertInto(historyTable).columns(names)
+    .expression(trx.selectFrom(locked).select(names.map((name) => sql.val(values[name]).as(name))))
 }
 
 /**

@@ -3,7 +3,9 @@ import type { SqliteDatabase } from 'kysely'
 import { invalidOption, ViewsetErrors } from '../../errors.js'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
 import { BoundedSqliteDialect } from './sqlite-driver.js'
-import { attachSqlite, isBetterSqliteDatabase, planReader, runDirect, sqliteHandle } from './sqlite-statements.js'
+import {
+  attachSqlite, isBetterSqliteDatabase, planReader, runDirect, sqliteHandle, transactDirect,
+} from './sqlite-statements.js'
 import { sqliteReaders } from './sqlite-readers.js'
 import { statisticsReader } from './sqlite-statistics.js'
 import type { BetterSqliteDatabase, SqliteHandle } from './sqlite-statements.js'
@@ -51,6 +53,7 @@ export const sqliteConnector: DatabaseConnector = {
         settings.connectionTimeout
       ),
       direct: (compiled) => runDirect(handle, compiled),
+      transact: (work) => transactDirect(handle, work),
     }
   },
   adopt (database) {

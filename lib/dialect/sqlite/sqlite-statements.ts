@@ -1,4 +1,5 @@
-import type { CompiledQuery, KyselyConfig, LogEvent, SqliteDatabase } from 'kysely'
+import { CompiledQuery } from 'kysely'
+import type { KyselyConfig, LogEvent, SqliteDatabase } from 'kysely'
 import { cachedStatements } from './sqlite-prepared.js'
 import type { BetterSqliteDatabase, CachedStatement } from './sqlite-prepared.js'
 import { compiledStatementKinds } from '../shared/connection.js'
@@ -192,4 +193,56 @@ function logged (
     queryDurationMillis: performance.now() - start,
   } satisfies LogEvent)
   return done instanceof Promise ? done.then(() => result) : result
+}
+
+/**
+ * A transaction run at once on the connection (shared/connection.ts SyncTransaction): nothing else can run on it
+ * until `work` returns, so it cannot be told apart from one of Kysely's. Declined while Kysely holds a transaction,
+ * and when `BEGIN` cannot run beside an iterating stream (better-sqlite3 refuses it with a TypeError, before running
+ * anything). A function `log` gets each statement's event, `BEGIN` and `COMMIT` included, as Kysely's would; a promise
+ * it answers is not waited for (a write cannot wait with its transaction open).
+ */
+export function transactDirect<T> (
+  handle: SqliteHandle,
+  work: (run: (compiled: CompiledQuery) => DirectResult) => T
+): { value: T } | undefined {
+  const { log } = handle
+  if (handle.database === undefined || (log !== undefined && typeof log !== 'function') || handle.busy()) {
+    return undefined
+  }
+  const step = (compiled: CompiledQuery): DirectResult | undefined => {
+    const start = performance.now()
+    try {
+      const result = resultOf(handle.prepare(compiled.sql), compiled)
+      const queryDurationMillis = performance.now() - start
+      if (result !== undefined) told(log, { level: 'query', isStream: false, query: compiled, queryDurationMillis })
+      return result
+    } catch (error) {
+      told(log, { level: 'error', error, query: compiled, queryDurationMillis: performance.now() - start })
+      throw error
+    }
+  }
+  if (step(CompiledQuery.raw('begin immediate')) === undefined) return undefined
+  try {
+    const value = work((compiled) => {
+      const result = step(compiled)
+      if (result === undefined) throw new Error('a statement of a synchronous transaction did not run')
+      return result
+    })
+    step(CompiledQuery.raw('commit'))
+    return { value }
+  } catch (error) {
+    // SQLite may have rolled back already (a full disk): the error to report is the statement's.
+    try { step(CompiledQuery.raw('rollback')) } catch {}
+    throw error
+  }
+}
+
+/** Gives `log` an event, its fault (or its promise's) dropped: the statement's outcome is what the caller gets. */
+function told (log: ((event: LogEvent) => void | Promise<void>) | undefined, event: LogEvent): void {
+  if (log === undefined) return
+  try {
+    const done = log(event)
+    if (done instanceof Promise) done.catch(() => {})
+  } catch {}
 }
