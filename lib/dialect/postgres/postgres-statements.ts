@@ -1,4 +1,4 @@
-import type { CompiledQuery, KyselyConfig, RootOperationNode } from 'kysely'
+import type { CompiledQuery, KyselyConfig } from 'kysely'
 import { LruCache } from '../../execution/lru-cache.js'
 import { replaceMethod } from '../shared/replace-method.js'
 import { compiledStatementKinds } from '../shared/connection.js'
@@ -8,7 +8,7 @@ import type { Row } from '../../sql.js'
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is
 // sent as a named statement, so that each connection parses and plans it once and then only binds and
-// executes it; a compiled SELECT, or a write with RETURNING, goes straight to the pool.
+// executes it; a compiled SELECT, INSERT, UPDATE or DELETE goes straight to the pool.
 
 /** Named (prepared) statements one PostgreSQL connection keeps; past it, the least recently used is deallocated. */
 export const maxNamedStatements = 256
@@ -119,18 +119,6 @@ function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Di
 /** The commands whose row count Kysely's PostgreSQL driver reports as affected rows. */
 const affectedBy = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE'])
 
-/**
- * A SELECT, or a write that reads back (RETURNING): its rows are its whole result. A write without RETURNING
- * goes through Kysely, which reports its affected rows.
- */
-function readsRows (query: RootOperationNode): boolean {
-  if (query.kind === 'SelectQueryNode') return true
-  return (
-    (query.kind === 'InsertQueryNode' || query.kind === 'UpdateQueryNode' || query.kind === 'DeleteQueryNode') &&
-    query.returning !== undefined
-  )
-}
-
 /** The pool of a PostgreSQL database opened by createDatabase. */
 export interface PostgresHandle {
   /** Set when Kysely opens the pool. */
@@ -145,14 +133,15 @@ export function postgresHandle (log: KyselyConfig['log'], named: boolean): Postg
 }
 
 /**
- * Runs a compiled SELECT, or a write with RETURNING, on the pool of a PostgreSQL database opened by
- * createDatabase (as a named statement when they are on: see {@link patchClientQuery}). Outside a transaction
- * Kysely does the same (a pooled connection per query), with a few more promises per query. `undefined` when
- * it must go through Kysely: the pool not open yet or ended, or an array-form `log`.
+ * Runs a compiled SELECT, INSERT, UPDATE or DELETE on the pool of a PostgreSQL database opened by createDatabase (as a
+ * named statement when they are on: see {@link patchClientQuery}), answering its rows and, for a write, its affected
+ * rows, as Kysely's driver does. Outside a transaction Kysely does the same (a pooled connection per query), with a
+ * few more promises per query. `undefined` when it must go through Kysely: raw SQL, the pool not open yet or ended,
+ * or an array-form `log`.
  */
 export function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<DirectResult> | undefined {
   const { pool, log } = handle
-  if (pool === undefined || pool.ending || !readsRows(compiled.query)) return undefined
+  if (pool === undefined || pool.ending || !compiledStatementKinds.has(compiled.query.kind)) return undefined
   if (log !== undefined && typeof log !== 'function') return undefined
   if (handle.named) markPreparable(compiled)
   const values = compiled.parameters.slice()
