@@ -3,7 +3,8 @@ import { LruCache } from '../../execution/lru-cache.js'
 import { replaceMethod } from '../shared/replace-method.js'
 import { compiledStatementKinds } from '../shared/connection.js'
 import type { DirectResult } from '../shared/connection.js'
-import type { Row } from '../../sql.js'
+import { objectRows } from './postgres-rows.js'
+import type { ResultFields } from './postgres-rows.js'
 
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is
@@ -29,16 +30,23 @@ export function markPreparable (compiled: CompiledQuery): void {
 /** pg's callback for a query's outcome: an error, or the result. */
 export type QueryCallback<R> = (error: Error | null | undefined, result: R) => void
 
-/** The part of a pg `Result` read here. */
+/** The part of a pg `Result` read here: its rows as arrays (postgres-rows.ts). */
 interface PgResult {
   readonly command: string
   readonly rowCount: number | null
-  readonly rows: Row[]
+  readonly fields: ResultFields
+  readonly rows: ReadonlyArray<readonly unknown[]>
+}
+
+/** A query of the pool shortcut: its rows asked as arrays, and made into objects by postgres-rows.ts. */
+class ArrayRowsQuery {
+  readonly rowMode = 'array'
+  constructor (readonly text: string, readonly values: unknown[]) {}
 }
 
 /** The part of a pooled pg `Client` that direct reads use. */
 interface PooledClient {
-  query: (text: string, values: unknown[], callback: QueryCallback<PgResult>) => void
+  query: (config: ArrayRowsQuery, callback: QueryCallback<PgResult>) => void
   release: () => void
 }
 
@@ -99,15 +107,12 @@ function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Di
         if (failure !== null && failure !== undefined) reject(failure)
         // What Kysely's PostgreSQL driver answers: a write's affected rows too.
         else {
-          resolve(
-            affectedBy.has(result.command)
-              ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) }
-              : { rows: result.rows }
-          )
+          const rows = objectRows(text, result.fields, result.rows)
+          resolve(affectedBy.has(result.command) ? { rows, numAffectedRows: BigInt(result.rowCount ?? 0) } : { rows })
         }
       }
       try {
-        client.query(text, values, settle)
+        client.query(new ArrayRowsQuery(text, values), settle)
       } catch (thrown) {
         client.release()
         reject(thrown)
@@ -212,14 +217,25 @@ export function patchClientQuery (client: PgClient, named: boolean): void {
       if (done instanceof Promise) done.then(forget, forget)
     }
     // pg's overloads, forwarded as they come but for Kysely's (SQL text, values), and its callback form.
-    return (text, values, callback) => {
-      if (typeof text !== 'string' || !Array.isArray(values)) return query(text, values, callback)
+    // The name of a text that may be prepared on this connection; stale names are deallocated first.
+    const nameOf = (text: string): string | undefined => {
       let name = names.get(text)
       if (name === undefined && named && preparableTexts.get(text) === true) {
         name = `fastify_viewsets_${++counter}`
         names.set(text, name)
       }
       if (evicted.length > 0 && transactionStatus(client) === 'I') deallocate()
+      return name
+    }
+    return (text, values, callback) => {
+      // The pool shortcut's query (pooledQuery), whose callback comes second.
+      if (text instanceof ArrayRowsQuery) {
+        const name = nameOf(text.text)
+        const { rowMode } = text
+        return query(name === undefined ? text : { name, text: text.text, values: text.values, rowMode }, values)
+      }
+      if (typeof text !== 'string' || !Array.isArray(values)) return query(text, values, callback)
+      const name = nameOf(text)
       const config = name === undefined ? { text, values } : { name, text, values }
       return typeof callback === 'function'
         ? query(config, callback)
