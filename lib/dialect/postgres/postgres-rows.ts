@@ -13,7 +13,7 @@ export type ResultFields = ReadonlyArray<{ readonly name: string }>
 /** What makes a result's array rows into objects, with the column names it was made for. */
 interface RowBuilder {
   readonly names: readonly string[]
-  readonly build: (arrays: ReadonlyArray<readonly unknown[]>) => Row[]
+  readonly build: (arrays: readonly unknown[]) => Row[]
 }
 
 /** One builder per SQL text (bounded as the texts that may be prepared are: postgres-statements.ts). */
@@ -44,6 +44,11 @@ function sameNames (names: readonly string[], fields: ResultFields): boolean {
   return true
 }
 
+/** A row a client answered as an object. */
+function isObjectRow (row: unknown): row is Row {
+  return typeof row === 'object' && row !== null
+}
+
 /**
  * The rows pg answered as arrays (`rowMode: 'array'`) for the SQL `text`, as objects: each column by its name, in its
  * order, the last of two columns of one name winning, as pg's own object rows have them.
@@ -54,8 +59,11 @@ function sameNames (names: readonly string[], fields: ResultFields): boolean {
  * // [{ id: 1, title: 'Dune' }]
  * ```
  */
-export function objectRows (text: string, fields: ResultFields, arrays: ReadonlyArray<readonly unknown[]>): Row[] {
-  if (arrays.length === 0) return []
+export function objectRows (text: string, fields: ResultFields | undefined, arrays: readonly unknown[]): Row[] {
+  const first = arrays[0]
+  if (first === undefined) return []
+  // A client that does not take rowMode (not pg's own) answered object rows already.
+  if (fields === undefined || !Array.isArray(first)) return arrays.filter(isObjectRow)
   let builder = builders.get(text)
   if (builder === undefined || !sameNames(builder.names, fields)) {
     builder = builderOf(fields.map((field) => field.name))

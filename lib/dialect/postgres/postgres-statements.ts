@@ -34,8 +34,8 @@ export type QueryCallback<R> = (error: Error | null | undefined, result: R) => v
 interface PgResult {
   readonly command: string
   readonly rowCount: number | null
-  readonly fields: ResultFields
-  readonly rows: ReadonlyArray<readonly unknown[]>
+  readonly fields?: ResultFields
+  readonly rows: readonly unknown[]
 }
 
 /** A query of the pool shortcut: its rows asked as arrays, and made into objects by postgres-rows.ts. */
