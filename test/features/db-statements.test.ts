@@ -171,6 +171,27 @@ for (const dialect of dialects) {
       }
     })
 
+    // PostgreSQL's direct path reads rows as arrays and makes them objects (lib/dialect/postgres/postgres-rows.ts): any
+    // column name is a plain own property, and the last of two of one name wins, as in pg's own rows.
+    if (dialect.name === 'postgres') {
+      test("db.executeQuery answers columns of any name as Kysely's driver does: __proto__, quotes, one name twice", async (t) => {
+        const { db } = await seeded(t, dialect)
+        const odd = db.selectFrom('items')
+          .select([sql<string>`name`.as('__proto__'), sql<number>`price`.as('a"b\\c'), 'name', sql<number>`price`.as('name')])
+          .orderBy('id')
+        const [direct, driver] = await directAndInTransaction(db, [odd, odd])
+        assert.deepEqual(direct[0]?.rows, driver[0]?.rows)
+        assert.deepEqual(direct[1]?.rows, direct[0]?.rows)
+        const [first] = (direct[0]?.rows ?? []) as Array<Record<string, unknown>>
+        assert.ok(first !== undefined)
+        assert.equal(Object.getPrototypeOf(first), Object.prototype)
+        assert.ok(Object.hasOwn(first, '__proto__'))
+        assert.deepEqual(Object.keys(first), ['__proto__', 'a"b\\c', 'name'])
+        assert.equal(Object.getOwnPropertyDescriptor(first, '__proto__')?.value, 'Bread')
+        assert.equal(Number(first.name), 2)
+      })
+    }
+
     // MySQL has no UPDATE … RETURNING, and no direct path.
     if (dialect.name === 'mysql') return
     // A compiled write with RETURNING takes the direct path outside a transaction (SQLite, PostgreSQL): it may

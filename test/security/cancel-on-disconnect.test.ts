@@ -231,7 +231,7 @@ const cases: Case[] = [
     },
   },
   {
-    what: 'DELETE (through Kysely: no RETURNING)',
+    what: 'DELETE (no RETURNING: its affected rows counted)',
     table: 'items',
     send: { method: 'DELETE', path: '/items/1' },
     unchanged: async (database) => {

@@ -10,7 +10,7 @@ import type { DatabaseFault } from '../../errors.js'
 import type { Row } from '../../sql.js'
 import { countOf, errorProperty, isConnectionError, mapKey, bindAsIs } from '../../sql.js'
 import {
-  deleteReturning,
+  deleteCounting,
   insertManyReturning,
   insertReturning,
   updateReturning,
@@ -110,7 +110,7 @@ export const postgresDialect: ViewsetDialect = {
   writes: {
     insert: (db, target, values) => insertReturning(db, target, readable(target)(values)),
     update: (db, target, id, values, scope) => updateReturning(db, target, id, readable(target)(values), scope),
-    delete: deleteReturning,
+    delete: deleteCounting,
     insertMany: async (db, target, rows) =>
       await insertManyReturning(db, target, rows.map(readable(target)), maxParameters, keyOf),
     bindable: (target, values) => readable(target)(values),

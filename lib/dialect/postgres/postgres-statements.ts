@@ -1,14 +1,15 @@
-import type { CompiledQuery, KyselyConfig, RootOperationNode } from 'kysely'
+import type { CompiledQuery, KyselyConfig } from 'kysely'
 import { LruCache } from '../../execution/lru-cache.js'
 import { replaceMethod } from '../shared/replace-method.js'
 import { compiledStatementKinds } from '../shared/connection.js'
 import type { DirectResult } from '../shared/connection.js'
-import type { Row } from '../../sql.js'
+import { objectRows } from './postgres-rows.js'
+import type { ResultFields } from './postgres-rows.js'
 
 // Statements prepared once per PostgreSQL connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: a compiled query is
 // sent as a named statement, so that each connection parses and plans it once and then only binds and
-// executes it; a compiled SELECT, or a write with RETURNING, goes straight to the pool.
+// executes it; a compiled SELECT, INSERT, UPDATE or DELETE goes straight to the pool.
 
 /** Named (prepared) statements one PostgreSQL connection keeps; past it, the least recently used is deallocated. */
 export const maxNamedStatements = 256
@@ -29,16 +30,23 @@ export function markPreparable (compiled: CompiledQuery): void {
 /** pg's callback for a query's outcome: an error, or the result. */
 export type QueryCallback<R> = (error: Error | null | undefined, result: R) => void
 
-/** The part of a pg `Result` read here. */
+/** The part of a pg `Result` read here: its rows as arrays (postgres-rows.ts). */
 interface PgResult {
   readonly command: string
   readonly rowCount: number | null
-  readonly rows: Row[]
+  readonly fields?: ResultFields
+  readonly rows: readonly unknown[]
+}
+
+/** A query of the pool shortcut: its rows asked as arrays, and made into objects by postgres-rows.ts. */
+class ArrayRowsQuery {
+  readonly rowMode = 'array'
+  constructor (readonly text: string, readonly values: unknown[]) {}
 }
 
 /** The part of a pooled pg `Client` that direct reads use. */
 interface PooledClient {
-  query: (text: string, values: unknown[], callback: QueryCallback<PgResult>) => void
+  query: (config: ArrayRowsQuery, callback: QueryCallback<PgResult>) => void
   release: () => void
 }
 
@@ -99,15 +107,12 @@ function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Di
         if (failure !== null && failure !== undefined) reject(failure)
         // What Kysely's PostgreSQL driver answers: a write's affected rows too.
         else {
-          resolve(
-            affectedBy.has(result.command)
-              ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) }
-              : { rows: result.rows }
-          )
+          const rows = objectRows(text, result.fields, result.rows)
+          resolve(affectedBy.has(result.command) ? { rows, numAffectedRows: BigInt(result.rowCount ?? 0) } : { rows })
         }
       }
       try {
-        client.query(text, values, settle)
+        client.query(new ArrayRowsQuery(text, values), settle)
       } catch (thrown) {
         client.release()
         reject(thrown)
@@ -118,18 +123,6 @@ function pooledQuery (pool: PgPool, text: string, values: unknown[]): Promise<Di
 
 /** The commands whose row count Kysely's PostgreSQL driver reports as affected rows. */
 const affectedBy = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE'])
-
-/**
- * A SELECT, or a write that reads back (RETURNING): its rows are its whole result. A write without RETURNING
- * goes through Kysely, which reports its affected rows.
- */
-function readsRows (query: RootOperationNode): boolean {
-  if (query.kind === 'SelectQueryNode') return true
-  return (
-    (query.kind === 'InsertQueryNode' || query.kind === 'UpdateQueryNode' || query.kind === 'DeleteQueryNode') &&
-    query.returning !== undefined
-  )
-}
 
 /** The pool of a PostgreSQL database opened by createDatabase. */
 export interface PostgresHandle {
@@ -145,14 +138,15 @@ export function postgresHandle (log: KyselyConfig['log'], named: boolean): Postg
 }
 
 /**
- * Runs a compiled SELECT, or a write with RETURNING, on the pool of a PostgreSQL database opened by
- * createDatabase (as a named statement when they are on: see {@link patchClientQuery}). Outside a transaction
- * Kysely does the same (a pooled connection per query), with a few more promises per query. `undefined` when
- * it must go through Kysely: the pool not open yet or ended, or an array-form `log`.
+ * Runs a compiled SELECT, INSERT, UPDATE or DELETE on the pool of a PostgreSQL database opened by createDatabase (as a
+ * named statement when they are on: see {@link patchClientQuery}), answering its rows and, for a write, its affected
+ * rows, as Kysely's driver does. Outside a transaction Kysely does the same (a pooled connection per query), with a
+ * few more promises per query. `undefined` when it must go through Kysely: raw SQL, the pool not open yet or ended,
+ * or an array-form `log`.
  */
 export function queryDirect (handle: PostgresHandle, compiled: CompiledQuery): Promise<DirectResult> | undefined {
   const { pool, log } = handle
-  if (pool === undefined || pool.ending || !readsRows(compiled.query)) return undefined
+  if (pool === undefined || pool.ending || !compiledStatementKinds.has(compiled.query.kind)) return undefined
   if (log !== undefined && typeof log !== 'function') return undefined
   if (handle.named) markPreparable(compiled)
   const values = compiled.parameters.slice()
@@ -223,14 +217,25 @@ export function patchClientQuery (client: PgClient, named: boolean): void {
       if (done instanceof Promise) done.then(forget, forget)
     }
     // pg's overloads, forwarded as they come but for Kysely's (SQL text, values), and its callback form.
-    return (text, values, callback) => {
-      if (typeof text !== 'string' || !Array.isArray(values)) return query(text, values, callback)
+    // The name of a text that may be prepared on this connection; stale names are deallocated first.
+    const nameOf = (text: string): string | undefined => {
       let name = names.get(text)
       if (name === undefined && named && preparableTexts.get(text) === true) {
         name = `fastify_viewsets_${++counter}`
         names.set(text, name)
       }
       if (evicted.length > 0 && transactionStatus(client) === 'I') deallocate()
+      return name
+    }
+    return (text, values, callback) => {
+      // The pool shortcut's query (pooledQuery), whose callback comes second.
+      if (text instanceof ArrayRowsQuery) {
+        const name = nameOf(text.text)
+        const { rowMode } = text
+        return query(name === undefined ? text : { name, text: text.text, values: text.values, rowMode }, values)
+      }
+      if (typeof text !== 'string' || !Array.isArray(values)) return query(text, values, callback)
+      const name = nameOf(text)
       const config = name === undefined ? { text, values } : { name, text, values }
       return typeof callback === 'function'
         ? query(config, callback)

@@ -84,29 +84,8 @@ function deleteOne (db: AnyDatabase, { table, key }: WriteTarget, id: unknown, s
   return scope === undefined ? remove : remove.where(scope.where)
 }
 
-// PostgreSQL: DELETE reads back the key it deleted, one statement that answers a row or none, like UPDATE's,
-// so it runs on the pool's shortcut as the other writes do.
-export function deleteReturning (
-  db: AnyDatabase,
-  target: WriteTarget,
-  id: unknown,
-  scope?: WriteScope
-): Eventually<boolean> {
-  return andThen(
-    target.statements.execute(db, `delete ${scopeShape(scope)}`, keyAndScope(target.key, id, scope), () =>
-      deleteOne(db, target, id, scope).returning(target.key.first), false, deleteCost(target)
-    ),
-    hasRows
-  )
-}
-
-/** Whether a DELETE … RETURNING answered the row it deleted. */
-function hasRows ({ rows }: { rows: readonly unknown[] }): boolean {
-  return rows.length > 0
-}
-
-// SQLite: DELETE counts its changes (its shortcut runs a write without RETURNING too): RETURNING would fill an
-// ephemeral table on every run.
+// DELETE counts its changes: RETURNING would make SQLite fill an ephemeral table on every run, and PostgreSQL describe
+// and send a row that pg then parses (both shortcuts run a write without RETURNING too).
 export function deleteCounting (
   db: AnyDatabase,
   target: WriteTarget,
