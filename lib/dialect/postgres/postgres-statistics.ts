@@ -158,7 +158,6 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
   const checked = new WeakMap<RootOperationNode, number>()
   const slowWrites = new WeakSet<RootOperationNode>()
   const columns = new LruCache<string, ColumnFigure>(cachedColumns)
-
   const columnRows = async (schema: string | undefined, table: string, column: string): Promise<number | undefined> => {
     const key = `${schema ?? ''}\u0000${table}\u0000${column}`
     const known = columns.get(key)
@@ -199,10 +198,9 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
     ran (compiled, start, end) {
       const node = compiled.query
       if (end - start <= boundedRunLimit || demoted.has(node)) return
+      // EXPLAIN (ANALYZE) would write again: a lifted UPDATE slow twice (stale statistics) goes back to the bulkhead.
       if (!SelectQueryNode.is(node)) {
-        // EXPLAIN (ANALYZE) would write again: a lifted UPDATE slow twice (stale statistics) goes back to the bulkhead.
-        if (slowWrites.has(node)) demoted.add(node)
-        else slowWrites.add(node)
+        (slowWrites.has(node) ? demoted : slowWrites).add(node)
         return
       }
       // One check at a time and a minute, per statement; a check that fails leaves it as it was.

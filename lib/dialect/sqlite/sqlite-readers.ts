@@ -108,6 +108,21 @@ function isRows (value: unknown): value is Row[] {
   return Array.isArray(value)
 }
 
+/** Where a statement runs by its shape, its declared class, its plan and the statistics (see {@link Placement}). */
+function placementOf (compiled: CompiledQuery, plan: PlanReader, statistics: RowsPerKey): Placement {
+  const { query } = compiled
+  if (!SelectQueryNode.is(query)) return 'main'
+  const declared = declaredCost(query)
+  if (declared !== undefined) return declared === 'heavy' ? 'reader' : 'main'
+  if (answersOneRow(query)) return 'main'
+  const details = plan(compiled.sql, compiled.parameters)
+  const filtered = query.where !== undefined || query.joins !== undefined
+  if (costOf(query) !== 'heavy' && !heavyPlan(details, filtered)) return 'main'
+  // Whatever its shape or its sort, a statement that the statistics say reads few rows is cheap.
+  const rows = planRows(details, statistics, compiled.parameters.length)
+  return rows !== undefined && rows <= boundedRows ? 'watched' : 'reader'
+}
+
 /**
  * The readers of a SQLite file: up to `workers` worker threads, started on demand. `plan` reads a statement's
  * plan on the main connection, and `statistics` the figures of the indexes it searches (once per compiled statement).
@@ -137,29 +152,11 @@ export function sqliteReaders (
   // keep for nothing, so the first heavy read pays for starting it (within its statementTimeout).
   const verdicts = new WeakMap<RootOperationNode, Placement>()
   const judged = new WeakSet<RootOperationNode>()
-  // The wall time of one run on a loaded machine (a descheduled thread, a collection) is not the statement's work:
-  // demoted on it alone, a five-row aggregate ran on a reader for the life of the process (analysis.md,
-  // "sqlite-recheck"). A reader's timing of the same statement and values is a second, independent measure.
-  const recheck = async (compiled: CompiledQuery): Promise<void> => {
-    const { query } = compiled
-    const job: ReadJob = { sql: compiled.sql, parameters: compiled.parameters, oneRow: false, timed: true }
-    const ms = await pool.run(job).catch(() => undefined)
-    // A fifth of the limit: a statement anywhere near it is one the event loop should not run, however often its
-    // runs there were held up.
+  // One held-up run (a descheduled thread, a collection) is not the statement's work (analysis.md, "sqlite-recheck"):
+  // a reader times it again, and a fifth of the limit there, however often its runs were held up, brings it back.
+  const recheck = async ({ sql, parameters, query }: CompiledQuery): Promise<void> => {
+    const ms = await pool.run({ sql, parameters, oneRow: false, timed: true } satisfies ReadJob).catch(() => undefined)
     if (typeof ms === 'number' && ms <= watchLimit / 5) verdicts.set(query, 'watched')
-  }
-  const decide = (compiled: CompiledQuery): Placement => {
-    const { query } = compiled
-    if (!SelectQueryNode.is(query)) return 'main'
-    const declared = declaredCost(query)
-    if (declared !== undefined) return declared === 'heavy' ? 'reader' : 'main'
-    if (answersOneRow(query)) return 'main'
-    const details = plan(compiled.sql, compiled.parameters)
-    const filtered = query.where !== undefined || query.joins !== undefined
-    if (costOf(query) !== 'heavy' && !heavyPlan(details, filtered)) return 'main'
-    // Whatever its shape or its sort, a statement that the statistics say reads few rows is cheap.
-    const rows = planRows(details, statistics, compiled.parameters.length)
-    return rows !== undefined && rows <= boundedRows ? 'watched' : 'reader'
   }
   return {
     placement (compiled) {
@@ -167,7 +164,7 @@ export function sqliteReaders (
       if (placement === undefined) {
         // Not kept: cheap until a run read many rows (execution/cost-class.ts), then decided for good.
         if (learnsCost(compiled.query)) return 'main'
-        placement = decide(compiled)
+        placement = placementOf(compiled, plan, statistics)
         verdicts.set(compiled.query, placement)
       }
       return placement
