@@ -135,6 +135,31 @@ async function readsMany (query: CatalogQuery, compiled: CompiledQuery): Promise
   return planRowsRead(plan) > boundedRows
 }
 
+/** Milliseconds between two checks of one statement's slow runs. */
+const recheckInterval = 1000
+
+/** The checks of slow runs, per statement: when the last began, and which run now. */
+interface Checks {
+  readonly last: WeakMap<RootOperationNode, number>
+  readonly running: WeakSet<RootOperationNode>
+}
+
+/**
+ * Checks a lifted SELECT's slow run ({@link readsMany}), unless a check of it runs or began in the last
+ * {@link recheckInterval}: a machine that slows every run would otherwise double its statements. A check that fails
+ * leaves the statement as it was; one that finds many rows read calls `demote`.
+ */
+function checkSlowRun (query: CatalogQuery, compiled: CompiledQuery, end: number, checks: Checks, demote: () => void) {
+  const node = compiled.query
+  const last = checks.last.get(node)
+  if (checks.running.has(node) || (last !== undefined && end - last < recheckInterval)) return
+  checks.last.set(node, end)
+  checks.running.add(node)
+  void readsMany(query, compiled)
+    .then((many) => { if (many) demote() }, () => {})
+    .finally(() => { checks.running.delete(node) })
+}
+
 /** A column's figure, and when it was read. */
 interface ColumnFigure { readonly rows: number | undefined, readonly at: number }
 
@@ -142,8 +167,8 @@ interface ColumnFigure { readonly rows: number | undefined, readonly at: number 
  * The statistics lift of a PostgreSQL database (prepared-kysely.ts): a heavy statement whose WHERE's equalities
  * (execution/row-bound.ts), by pg_stats, read at most `boundedRows` rows is cheap. Decided once per compiled
  * statement, the first runs staying heavy while the catalog is read, and again after {@link statisticsRefresh}. A run
- * slower than its bound promised (execution/row-bound.ts) is run again under `EXPLAIN (ANALYZE)`: past `boundedRows`
- * rows read (statistics gone stale), the statement is heavy for good.
+ * slower than its bound promised (execution/row-bound.ts) is run again under `EXPLAIN (ANALYZE)` (at most once a
+ * second): past `boundedRows` rows read (statistics gone stale), the statement is heavy for good.
  *
  * @example
  * ```ts
@@ -155,7 +180,7 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
   const verdicts = new WeakMap<RootOperationNode, Verdict>()
   const reading = new WeakSet<RootOperationNode>()
   const demoted = new WeakSet<RootOperationNode>()
-  const checked = new WeakMap<RootOperationNode, number>()
+  const checks: Checks = { last: new WeakMap(), running: new WeakSet() }
   const slowWrites = new WeakSet<RootOperationNode>()
   const columns = new LruCache<string, ColumnFigure>(cachedColumns)
   const columnRows = async (schema: string | undefined, table: string, column: string): Promise<number | undefined> => {
@@ -203,11 +228,7 @@ export function postgresRowBounds (query: CatalogQuery, refresh = statisticsRefr
         (slowWrites.has(node) ? demoted : slowWrites).add(node)
         return
       }
-      // One check at a time and a minute, per statement; a check that fails leaves it as it was.
-      const last = checked.get(node)
-      if (last !== undefined && end - last < refresh) return
-      checked.set(node, end)
-      void readsMany(query, compiled).then((many) => { if (many) demoted.add(node) }, () => {})
+      checkSlowRun(query, compiled, end, checks, () => { demoted.add(node) })
     },
   }
 }
