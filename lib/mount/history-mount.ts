@@ -8,10 +8,10 @@ import { invalidOption } from '../errors.js'
 import { underlyingDatabase } from '../execution/request-transaction.js'
 import type { DefaultHandlerContext } from '../http/default-handler-context.js'
 import type { HistoryContext } from '../http/route-context.js'
-import type { ResolvedOptions, ViewsetMethod } from '../options.js'
+import type { AfterWriteMethod, ResolvedOptions, RowChange, RowContext, ViewsetMethod } from '../options.js'
 import { propertiesOf } from '../schema/derive.js'
 import type { JsonSchema } from '../schema/derive.js'
-import type { AnyDatabase } from '../sql.js'
+import type { AnyDatabase, Row } from '../sql.js'
 
 // Mounting `history` (issue 39 item 3): the history table checked (or created) before any route exists, the writer
 // chained after the viewset's `afterWrite` (the one funnel every write of the default handlers passes through: POST,
@@ -84,10 +84,15 @@ export function withHistory<R extends Pick<DefaultHandlerContext, 'afterWrite'>>
   if (history === undefined) return rules
   const { afterWrite } = rules
   const { writer, actor } = history
+  // One entry, whichever way it is recorded.
+  const entryOf = (method: string, context: RowContext<AfterWriteMethod> | undefined, change: RowChange<Row>) => ({
+    operation: operationOf(method, change.before, change.after),
+    before: change.before,
+    after: change.after,
+    actor: context === undefined ? null : actor(context),
+  })
   const recordHistory: NonNullable<DefaultHandlerContext['recordHistory']> = async (trx, method, context, change) => {
-    const { before, after } = change
-    const operation = operationOf(method, before, after)
-    await writer.record(trx, { operation, before, after, actor: context === undefined ? null : actor(context) })
+    await writer.record(trx, entryOf(method, context, change))
   }
   const recorded: DefaultHandlerContext['afterWrite'] = async (trx, context, change) => {
     await afterWrite?.(trx, context, change)
@@ -95,8 +100,7 @@ export function withHistory<R extends Pick<DefaultHandlerContext, 'afterWrite'>>
   }
   // With no afterWrite of the viewset's, the entry can be recorded at once, in a synchronous transaction (SQLite).
   const afterWriteNow: DefaultHandlerContext['afterWriteNow'] = afterWrite === undefined && writer.synchronous
-    ? (trx, context, { before, after }) => writer.recordNow(trx,
-        { operation: operationOf(context.method, before, after), before, after, actor: actor(context) })
+    ? (trx, context, change) => writer.recordNow(trx, entryOf(context.method, context, change))
     : undefined
   return { ...rules, afterWrite: recorded, recordHistory, afterWriteNow }
 }
