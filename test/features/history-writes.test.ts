@@ -122,5 +122,26 @@ for (const dialect of dialects) {
           assert.deepEqual((await stored(db)).map((entry) => entry.operation), ['update'])
         }
       })
+
+    test('two tenants: a PATCH of the other tenant\'s row changes nothing and records nothing', async (t) => {
+      // The rule is checked in the UPDATE itself: on SQLite the write takes the synchronous transaction.
+      const { app, db } = await gaugesApp(t, dialect, {
+        withoutTokens: true,
+        scope: (eb: any, { request }: { request: { headers: Record<string, unknown> } }) =>
+          eb('title', '=', String(request.headers['x-tenant'] ?? '')),
+      })
+      await db.insertInto('gauges').values({ title: 'h', level: 5 }).execute()
+      const other = await app.inject({ method: 'PATCH', url: '/gauges/2', headers: { 'x-tenant': 'g' }, payload: { level: 9 } })
+      assert.equal(other.statusCode, 404)
+      assert.deepEqual(await stored(db), [])
+      assert.deepEqual((await db.selectFrom('gauges').select(['id', 'level']).orderBy('id').execute())
+        .map((row) => [Number(row.id), Number(row.level)]), [[1, 1], [2, 5]])
+      const own = await app.inject({ method: 'PATCH', url: '/gauges/1', headers: { 'x-tenant': 'g' }, payload: { level: 9 } })
+      assert.equal(own.statusCode, 200)
+      assert.equal(own.json().level, 9)
+      const entries = await stored(db)
+      assert.deepEqual(entries.map((entry) => entry.operation), ['update'])
+      assert.ok(String(entries[0]?.after).includes('"level":9') && !String(entries[0]?.after).includes('"title":"h"'))
+    })
   })
 }
