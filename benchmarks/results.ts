@@ -368,6 +368,16 @@ export const deepPageLimit = 1.2
  */
 export const historyTarget = { scenario: 'patch-history', against: 'patch', maximum: 1.5 } as const
 
+/**
+ * Issue 35: a scoped path (a row rule on its table, and through `rulesFrom` on its relation's) at least this fraction
+ * of the same path unscoped, by the median of their per-round req/s ratios: the two run in the same block of the run,
+ * seconds apart, so each round's ratio cancels the machine's drift that a ratio of two medians keeps.
+ */
+export const scopedTargets = [
+  { scenario: 'get-scoped', against: 'get', minimum: 0.9 },
+  { scenario: 'list-author-scoped', against: 'list-author', minimum: 0.9 },
+] as const
+
 /** The per-round throughput ratios a ÷ b (rounds measured seconds apart), in round order. */
 function roundRatios (a: Cell | undefined, b: Cell | undefined): number[] {
   if (a?.status !== 'measured' || b?.status !== 'measured') return []
@@ -434,6 +444,22 @@ export function checkTargets (results: Results): Target[] {
         historyTarget.maximum,
         slowdowns.length === 0 ? null : round2(median(slowdowns))
       )
+    }
+    for (const { scenario, against, minimum } of scopedTargets) {
+      for (const ours of ourSystems) {
+        const scoped = byId[scenario]?.systems[ours]
+        const unscoped = byId[against]?.systems[ours]
+        if (scoped === undefined || unscoped === undefined) continue
+        const ratios = roundRatios(scoped, unscoped)
+        const measure = `${ours} ${scenario} ÷ ${against} (req/s, median of the rounds; issue 35: within 10%)`
+        atLeast(database, scenario, measure, minimum, ratios.length === 0 ? null : round2(median(ratios)))
+        const target = targets[targets.length - 1]
+        if (target === undefined) continue
+        const bothMeasured = scoped.status === 'measured' && unscoped.status === 'measured'
+        target.cpuValue = bothMeasured ? round2(unscoped.cpuMicrosPerRequest / scoped.cpuMicrosPerRequest) : null
+        const spread = spreadOf(ratios)
+        if (spread !== undefined) target.spread = spread
+      }
     }
     const memory = results.memory?.[database]
     if (memory?.raw !== undefined) {

@@ -3,17 +3,25 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as library from 'fastify-viewsets'
 import { buildViewsets } from './systems/viewsets-app.js'
+import type { DatabaseTarget } from './seed.js'
 
 // CPU per request of the scoped paths against the unscoped ones, interleaved in one process through `app.inject`
 // (analysis.md, "Scoped paths, fourth session"): a quick check between two callgrind runs, which on a loaded machine
-// take half an hour each. Run `npm run build:bench` first, over a seeded copy of the benchmark database:
+// take half an hour each. Run `npm run build:bench` first, over a seeded copy of the benchmark database, or over
+// a PostgreSQL database a benchmark run seeded:
 //   node --import tsx benchmarks/scoped-paths.ts benchmarks/.data/instructions.db
+//   node --import tsx benchmarks/scoped-paths.ts postgres://postgres@127.0.0.1:5432/test
 // (env: PATHS=/a,/b WARM=6000 PER=2000 ROUNDS=7)
 
 const source = process.argv[2] ?? join('benchmarks', '.data', 'instructions.db')
-const file = join(mkdtempSync(join(tmpdir(), 'scoped-paths-')), 'books.db')
-copyFileSync(source, file)
-const { app } = await buildViewsets({ kind: 'sqlite', file }, library)
+/** A seeded SQLite file, copied so that the run leaves it as it was, or a seeded PostgreSQL database's URL. */
+function target (): DatabaseTarget {
+  if (source.startsWith('postgres://')) return { kind: 'postgres', url: source }
+  const file = join(mkdtempSync(join(tmpdir(), 'scoped-paths-')), 'books.db')
+  copyFileSync(source, file)
+  return { kind: 'sqlite', file }
+}
+const { app } = await buildViewsets(target(), library)
 await app.ready()
 const defaults = '/books/3,/books-scoped/3,/books-author?limit=10,/books-author-scoped?limit=10'
 const paths = (process.env.PATHS ?? defaults).split(',')
