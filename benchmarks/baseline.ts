@@ -24,6 +24,16 @@ function git (args: string[]): string {
   return execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim()
 }
 
+/** Whether `commit` has the file `path`. */
+function hasFile (commit: string, path: string): boolean {
+  try {
+    git(['cat-file', '-e', `${commit}:${path}`])
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** What a failed child process printed (tsc reports on stdout, git and tar on stderr), or the error's message. */
 function childOutput (error: unknown): string {
   if (typeof error !== 'object' || error === null) return String(error)
@@ -58,14 +68,18 @@ export function ensureBaseline (ref: string, log: (line: string) => void): Basel
   mkdirSync(dir, { recursive: true })
   try {
     const archive = join(dir, 'sources.tar')
-    // tsconfig.build.json extends tsconfig.json (compiler settings) and only includes lib/.
-    git(['archive', '--output', archive, commit, 'lib', 'package.json', 'tsconfig.json', 'tsconfig.build.json'])
+    // tsconfig.build.json extends tsconfig.json (compiler settings) and only includes lib/. From session 9 on, tsc
+    // emits the types only and scripts/bundle.js the JavaScript (esbuild); older commits have no bundle step.
+    const bundled = hasFile(commit, 'scripts/bundle.js')
+    const sources = ['lib', 'package.json', 'tsconfig.json', 'tsconfig.build.json', ...(bundled ? ['scripts'] : [])]
+    git(['archive', '--output', archive, commit, ...sources])
     execFileSync('tar', ['-x', '-f', archive, '-C', dir], { stdio: ['ignore', 'ignore', 'pipe'] })
     rmSync(archive)
     // The build's imports (fastify, kysely, drivers) resolve to this checkout's packages, the ones the other servers
     // load.
     symlinkSync(realpathSync(join(root, 'node_modules')), join(dir, 'node_modules'), 'dir')
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+    if (bundled) execFileSync(process.execPath, ['scripts/bundle.js'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
   } catch (error) {
     rmSync(join(dir, 'dist'), { recursive: true, force: true })
     throw new Error(`--baseline ${ref}: could not build ${commit} in ${dir}\n${childOutput(error)}`)

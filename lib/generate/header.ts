@@ -7,7 +7,10 @@ const hashPattern = /^(?:\/\/|--) Content hash: sha256:([0-9a-f]{64})$/m
 /** How a generated file's comment lines begin: TypeScript's `//`, SQL's `--` (the full-text migration). */
 export type CommentStart = '//' | '--'
 
-/** The version of this package, for the header (from lib/ and dist/ alike, package.json is two levels up). */
+/**
+ * The version of this package, for the header (from lib/generate/ and from dist/'s bundle alike, whose chunks and
+ * command sit in dist/chunks/ and dist/generate/, package.json is two levels up).
+ */
 export function packageVersion (): string {
   const manifest: unknown = createRequire(import.meta.url)('../../package.json')
   const version =

@@ -77,7 +77,8 @@ export interface ReaderLimits {
 }
 
 /**
- * Starts one reader. From the compiled package, `sqlite-read-worker.js` beside this file; from the TypeScript
+ * Starts one reader. From the built package, `sqlite-read-worker.js` beside the bundle's chunk that holds this code
+ * (scripts/bundle.js writes it there, and fails the build if it cannot); from the TypeScript
  * sources (run through tsx, as the tests and examples are), the `.ts` file, through tsx's loader, which a worker
  * does not inherit from `--import tsx`.
  */
