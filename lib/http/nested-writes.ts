@@ -14,10 +14,14 @@ import type { JsonSchema } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
 import { viewsetValidatorCompiler } from '../schema/validator.js'
 import { LruCache } from '../execution/lru-cache.js'
+import { RequestTransaction, underlyingDatabase } from '../execution/request-transaction.js'
 import { authHook } from './auth.js'
 import type { DefaultHandlers } from './default-handlers.js'
 import type { RouteContext, RouteHandlers } from './route-context.js'
 import { setPlainLinks, setServedLinks } from './nested-links.js'
+import { pointed, schemaErrors } from './child-errors.js'
+import { answeredAsWritten, childrenAsWritten } from './children-as-written.js'
+import type { AsWritten } from './children-as-written.js'
 import type { LinkViewset } from './nested-links.js'
 
 // Nested writes (issue 38 item 2): a body of POST, PUT or PATCH that sends a writable relation's field writes it in
@@ -51,6 +55,16 @@ export interface WritableRelation {
   target: NestedTarget | undefined
   /** A many-to-many's link table's viewset, when one serves it: the links are written as its rows (nested-links.ts). */
   link?: LinkViewset | undefined
+  /** How a new parent's children may be answered as written (children-as-written.ts), once the app is ready. */
+  asWritten?: AsWritten | undefined
+}
+
+/** What a new parent is answered with: its relation fields, those its answer loads, and whether only the defaults
+ * write it (no createElement or afterWrite of its viewset's, which could write children the load would read). */
+export interface ParentAnswer {
+  readonly all: readonly string[]
+  readonly only: ReadonlySet<string> | undefined
+  readonly defaultWrite: boolean
 }
 
 /** The writable relation fields a body sends, each with its value. */
@@ -104,39 +118,6 @@ function childRequest (request: FastifyRequest, body: Row, id: unknown): Fastify
   return child
 }
 
-/** An error of a child's write, renamed to its element: each listed field under `pointer`, the detail saying so. */
-function pointed (error: unknown, pointer: string): unknown {
-  if (!(error instanceof Error) || !('code' in error) || typeof error.code !== 'string') return error
-  if (!error.code.startsWith('FST_VIEWSET_')) return error
-  const listed = 'errors' in error && Array.isArray(error.errors) ? error.errors : undefined
-  const renamed: FieldError[] = (listed ?? []).filter(isRecord).map((entry) => ({
-    in: 'body',
-    field: typeof entry.field === 'string' && entry.field !== ''
-      ? `${pointer}/${entry.field.replace(/^\//, '')}`
-      : pointer,
-    message: typeof entry.message === 'string' ? entry.message : 'is not valid',
-  }))
-  const entries = renamed.length > 0 ? renamed : [{ in: 'body', field: pointer, message: error.message }]
-  Object.assign(error, { errors: entries, message: `${error.message} (${pointer})` })
-  return error
-}
-
-/** Ajv's errors of a child's body as field errors (JSON pointers). */
-function schemaErrors (errors: readonly unknown[]): FieldError[] {
-  return errors.filter(isRecord).map((error) => {
-    const at = typeof error.instancePath === 'string' ? error.instancePath : ''
-    const params = isRecord(error.params) ? error.params : {}
-    if (error.keyword === 'additionalProperties') {
-      const field = `${at}/${String(params.additionalProperty)}`
-      return { in: 'body', field, message: 'is not a field of this resource' }
-    }
-    if (error.keyword === 'required') {
-      return { in: 'body', field: `${at}/${String(params.missingProperty)}`, message: 'is required' }
-    }
-    return { in: 'body', field: at, message: typeof error.message === 'string' ? error.message : 'is not valid' }
-  })
-}
-
 /** The body a child's write is validated against: the child's body of `method` without what the caller may not see,
  * its key typed (it addresses the child). */
 function childSchema (target: NestedTarget, method: 'POST' | 'PATCH', view: FieldView, relation: WritableRelation) {
@@ -165,13 +146,15 @@ export class NestedWrites {
   readonly #relations: readonly WritableRelation[]
   readonly #db: AnyDatabase
   readonly #maxBulk: number
+  readonly #answer: ParentAnswer
   /** See {@link #validatorOf}; bounded as the field views are (query/field-access.ts). */
   readonly #validators = new LruCache<string, FastifyValidationResult>(256)
 
-  constructor (relations: readonly WritableRelation[], db: AnyDatabase, maxBulk: number) {
+  constructor (relations: readonly WritableRelation[], db: AnyDatabase, maxBulk: number, answer: ParentAnswer) {
     this.#relations = relations
     this.#db = db
     this.#maxBulk = maxBulk
+    this.#answer = answer
   }
 
   /** `handlers` whose POST, PUT and PATCH write the writable relations a body sends, in one transaction. */
@@ -187,7 +170,7 @@ export class NestedWrites {
       createElement: (request, reply, token) => {
         const sent = this.#sent(request.body)
         if (sent === undefined) return handlers.createElement(request, reply, token)
-        return this.#write(request, reply, sent, () => handlers.createElement(request, reply, token))
+        return this.#write(request, reply, sent, () => handlers.createElement(request, reply, token), true)
       },
       updateElement: (request, reply, token, partial, precondition) => {
         const sent = this.#sent(request.body)
@@ -238,17 +221,33 @@ export class NestedWrites {
 
   /** The parent's write and its relations', in one transaction: the references first, the children once the parent's
    * key is known. */
-  async #write (request: FastifyRequest, reply: FastifyReply, sent: Sent, parent: () => unknown): Promise<unknown> {
+  async #write (request: FastifyRequest, reply: FastifyReply, sent: Sent, parent: () => unknown, creates = false) {
+    const nested = RequestTransaction.isOpen(underlyingDatabase(this.#db))
     return await inAmbientTransaction(this.#db, request, async (trx) => {
       for (const { relation, value } of sent) {
         if (relation.kind === 'many-to-one') await this.#reference(trx, request, relation, value)
       }
       const row = await parent()
       if (!isRecord(row)) return row
+      // A new parent (not an upsert's update), outside a request's transaction (whose reads a policy may narrow).
+      const answered: string[] | undefined =
+        creates && !nested && reply.statusCode === 201 && this.#answer.defaultWrite ? [] : undefined
       for (const { relation, value } of sent) {
         if (!Array.isArray(value)) continue
         if (relation.kind === 'many-to-many') await this.#links(trx, request, reply, relation, value, row)
-        else await this.#children(trx, request, reply, relation, value, row)
+        else {
+          const written = await this.#children(trx, request, reply, relation, value, row)
+          const children = relation.asWritten === undefined || answered === undefined || written.length < value.length
+            ? undefined
+            : childrenAsWritten(relation.asWritten, relation.rule, written)
+          if (children !== undefined) {
+            row[relation.field] = children
+            answered?.push(relation.field)
+          }
+        }
+      }
+      if (answered !== undefined && answered.length > 0) {
+        answeredAsWritten(row, answered, this.#answer.all, this.#answer.only)
       }
       return row
     })
@@ -303,21 +302,27 @@ export class NestedWrites {
 
   /** A one-to-many's children, in order: each created (no key) or updated (its key) through the child's viewset. */
   async #children (trx: AnyDatabase, request: FastifyRequest, reply: FastifyReply, relation: WritableRelation,
-    value: readonly unknown[], row: Row) {
+    value: readonly unknown[], row: Row): Promise<Row[]> {
     const parent = row[relation.parentKey]
+    // The rows created, in order: a new parent's answer when nothing else could be among its children.
+    const created: Row[] = []
     for (const [index, element] of value.entries()) {
       const pointer = `/${relation.field}/${index}`
       try {
-        if (isRecord(element)) await this.#child(trx, request, reply, relation, element, parent)
+        const written = isRecord(element)
+          ? await this.#child(trx, request, reply, relation, element, parent)
+          : undefined
+        if (isRecord(written)) created.push(written)
       } catch (error) {
         throw pointed(error, pointer)
       }
     }
+    return created
   }
 
-  /** One child's write, as the child's own POST or PATCH route would make it. */
+  /** One child's write, as the child's own POST or PATCH route would make it: the row created, if it created one. */
   async #child (trx: AnyDatabase, request: FastifyRequest, reply: FastifyReply, relation: WritableRelation,
-    element: Row, parent: unknown) {
+    element: Row, parent: unknown): Promise<unknown> {
     const target = relation.target
     if (target === undefined) return
     const key = element[relation.targetKey]
@@ -347,8 +352,9 @@ export class NestedWrites {
     // The child's handler finds the nested write's transaction by its request (data/ambient-transaction.ts).
     joinAmbientTransaction(child, request)
     try {
-      if (method === 'POST') await target.defaults.createElement(child, reply, token)
-      else await target.defaults.updateElement(child, token, true, undefined)
+      if (method === 'POST') return await target.defaults.createElement(child, reply, token)
+      await target.defaults.updateElement(child, token, true, undefined)
+      return undefined
     } finally {
       leaveAmbientTransaction(child)
     }

@@ -7,6 +7,7 @@ import { isRecord } from '../schema/object-schema.js'
 import { representationTag, versionTag } from './conditional-requests.js'
 import { hideFields } from './field-hiding.js'
 import { returnMinimal } from './prefer-header.js'
+import { relationsLeft } from './children-as-written.js'
 import type { RouteContext } from './route-context.js'
 
 // How a row a route (or a custom route's helper) answers is sent: its relations loaded under the caller's rules,
@@ -59,8 +60,10 @@ export function sendWritten (
   row: unknown
 ): unknown {
   const { resource, db, fields } = context
-  if (!resource.hasRelations) return sendTagged(context, reply, row)
-  return loadRelations(scope, reply.request, resource, db, row, fields.defaultRelations).then((loaded) =>
+  // A nested POST's children may be answered as written already (children-as-written.ts).
+  const only = resource.hasRelations ? relationsLeft(row, fields.defaultRelations) : undefined
+  if (!resource.hasRelations || only?.size === 0) return sendTagged(context, reply, row)
+  return loadRelations(scope, reply.request, resource, db, row, only).then((loaded) =>
     sendTagged(context, reply, loaded)
   )
 }
@@ -93,5 +96,6 @@ export function sendMinimal (
     return empty()
   }
   if (context.versions.versionField !== undefined || !resource.hasRelations) return tag(row)
-  return loadRelations(scope, reply.request, resource, db, row, context.fields.defaultRelations).then(() => tag(row))
+  const only = relationsLeft(row, context.fields.defaultRelations)
+  return only?.size === 0 ? tag(row) : loadRelations(scope, reply.request, resource, db, row, only).then(() => tag(row))
 }

@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { invalidOption } from '../errors.js'
 import { underlyingDatabase } from '../execution/request-transaction.js'
 import { NestedWrites } from '../http/nested-writes.js'
+import { asWrittenOf } from '../http/children-as-written.js'
+import type { AsWrittenTarget } from '../http/children-as-written.js'
 import type { NestedTarget, WritableRelation } from '../http/nested-writes.js'
 import type { RouteContext, RouteHandlers } from '../http/route-context.js'
 import type { ViewsetComponents } from '../schema/components.js'
@@ -31,6 +33,7 @@ export interface NestedWritesSource extends NestedTarget {
     readonly relatedConfig: RelatedConfig<unknown> | undefined
     readonly schema: TObject
     readonly db: object
+    readonly overridden: ReadonlySet<string>
   }
 }
 
@@ -68,9 +71,8 @@ export function withNestedWrites (
   const { declaration, context } = source
   targets.set(declaration.viewset, { defaults: source.defaults, context, rules: source.rules })
   const { relatedConfig, schema } = declaration
-  const declared = relatedConfig === undefined
-    ? []
-    : declaredRelations(relatedConfig, schema).filter((relation) => relation.writable)
+  const all = relatedConfig === undefined ? [] : declaredRelations(relatedConfig, schema)
+  const declared = all.filter((relation) => relation.writable)
   if (declared.length === 0) return handlers
   const { primaryKey, maxBulk, components, key } = context.schemas
   // A to-many child names its parent by one key column: a composite-keyed parent writes its to-one relations only.
@@ -93,10 +95,29 @@ export function withNestedWrites (
       if (relation.through !== undefined) written.link = linkOf(fastify, relation, relation.through.table, db)
       if (relation.kind !== 'one-to-many') return
       written.targetKey = target.context.schemas.primaryKey
+      written.asWritten = asWrittenOf(relation, childOf(target))
       documentChildren(fastify, components.bodies, relation.field, target, written.targetKey)
     })
   })
-  return new NestedWrites(relations, context.db, maxBulk).wrap(handlers)
+  const { overridden } = declaration
+  const answer = {
+    all: all.map(({ field }) => field),
+    only: context.fields.defaultRelations,
+    defaultWrite: !overridden.has('createElement') && hooksAfter(source.defaults) === undefined,
+  }
+  return new NestedWrites(relations, context.db, maxBulk, answer).wrap(handlers)
+}
+
+/** A viewset's `afterWrite` of its own (not the history's alone), or `undefined`. */
+function hooksAfter (defaults: NestedTarget['defaults']) {
+  const { afterWrite, afterWriteNow } = defaults.context
+  return afterWriteNow === undefined ? afterWrite : undefined
+}
+
+/** A child viewset as children-as-written.ts reads it. */
+function childOf (target: NestedTarget): AsWrittenTarget {
+  const { primaryKey, entity } = target.context.schemas
+  return { primaryKey, entity, afterWrite: hooksAfter(target.defaults) !== undefined }
 }
 
 /** A declared writable relation as requests write it; a to-one's foreign key must be a writable field. */
