@@ -466,6 +466,29 @@ if (postgres !== undefined) {
       )
     })
 
+    test("a transaction's compiled statements are prepared too, and its raw SQL never", async (t) => {
+      const database = await seeded(t, postgres, { poolSize: 1 })
+      const { db } = database
+      // Shapes that run nowhere else: only the transaction's connection could have prepared them.
+      const insert = (round: number) =>
+        db.insertInto('items').values({ name: `in-trx-${round}`, price: 4 }).returning(['id', 'name']).compile()
+      const update = (round: number) =>
+        db.updateTable('items').set({ price: 5 }).where('name', '=', `in-trx-${round}`).returning('price').compile()
+      for (let round = 0; round < 2; round++) {
+        await db.transaction().execute(async (trx) => {
+          await trx.executeQuery(insert(round))
+          assert.deepEqual((await trx.executeQuery(update(round))).rows, [{ price: 5 }])
+          await sql`select ${round} + 40 as "viewset_raw_probe"`.execute(trx)
+        })
+      }
+      const statements = await prepared(db)
+      assert.equal(statements.filter((text) => text === insert(0).sql).length, 1, statements.join('\n'))
+      assert.equal(statements.filter((text) => text === update(0).sql).length, 1, statements.join('\n'))
+      assert.equal(statements.some((text) => text.includes('viewset_raw_probe')), false, statements.join('\n'))
+      const rows = await db.selectFrom('items').select(['price']).where('name', 'like', 'in-trx-%').execute()
+      assert.deepEqual(rows, [{ price: 5 }, { price: 5 }])
+    })
+
     test('reads fail like Kysely once the database is destroyed', async (t) => {
       const database = await seeded(t, postgres)
       const db = createDatabase<any>(database.url)

@@ -1,4 +1,5 @@
 import { PostgresDialect } from 'kysely'
+import type { CompiledQuery, DatabaseConnection, Driver } from 'kysely'
 import type { ClientConfig } from 'pg'
 import type { ConnectionSettings, DatabaseConnector } from '../shared/connection.js'
 import { keepAliveDelay, readTimeout } from '../shared/connection.js'
@@ -53,6 +54,35 @@ async function openPostgres (url: string, settings: ConnectionSettings, handle: 
   return pool
 }
 
+/** The connections whose statements are marked preparable ({@link PreparingPostgresDialect}). */
+const marking = new WeakSet<DatabaseConnection>()
+
+/**
+ * Kysely's PostgreSQL dialect whose connections mark each statement Kysely compiled (never raw SQL:
+ * markPreparable's gate) as preparable before running it. A transaction's statements (a nested POST, a write under
+ * a rule, a write with history) run on the connection Kysely holds, past queryDirect, which marks the others: without
+ * this they were parsed and planned on every run unless the same text had run outside a transaction first.
+ */
+class PreparingPostgresDialect extends PostgresDialect {
+  override createDriver (): Driver {
+    const driver = super.createDriver()
+    const acquire = driver.acquireConnection.bind(driver)
+    driver.acquireConnection = async () => {
+      const connection = await acquire()
+      if (!marking.has(connection)) {
+        marking.add(connection)
+        const execute = connection.executeQuery.bind(connection)
+        connection.executeQuery = async <R>(compiled: CompiledQuery) => {
+          markPreparable(compiled)
+          return await execute<R>(compiled)
+        }
+      }
+      return connection
+    }
+    return driver
+  }
+}
+
 /**
  * PostgreSQL through pg: `postgres://user@host:5432/name` or `postgresql://...`. `statement_timeout` is
  * sent when each connection opens and checked on the first (postgres-server-check.ts); compiled queries
@@ -69,7 +99,9 @@ export const postgresConnector: DatabaseConnector = {
     // Behind a pooler, a named statement lives on a server connection the next transaction may not get.
     const handle = postgresHandle(settings.log, settings.preparedStatements ?? settings.pooler === undefined)
     return {
-      dialect: new PostgresDialect({ pool: async () => await openPostgres(url, settings, handle) }),
+      dialect: handle.named
+        ? new PreparingPostgresDialect({ pool: async () => await openPostgres(url, settings, handle) })
+        : new PostgresDialect({ pool: async () => await openPostgres(url, settings, handle) }),
       direct: directOn(handle),
     }
   },
