@@ -89,7 +89,10 @@ export class RelationRuleSlot {
   condition (db: AnyDatabase, request: RuleRequest | undefined, alias = this.alias): ScopeCondition | undefined {
     if (request === undefined) return undefined
     if (!this.#resolved) throw new Error(`${this.path}: relation rules are resolved when the application is ready`)
-    const expression: Expression<SqlBool> | undefined = this.#rule?.scope(eb, { ...request, method: this.method })
+    // A literal of the context's three fields rather than a spread of the request's (which may carry `hidden`): one
+    // shape at every call, and no copy of what the rule does not get.
+    const context: RelationRuleContext = { request: request.request, token: request.token, method: this.method }
+    const expression: Expression<SqlBool> | undefined = this.#rule?.scope(eb, context)
     return expression === undefined ? undefined : scopeCondition(db, alias, expression, this.#patterns)
   }
 }
