@@ -42,7 +42,8 @@ export function asWrittenOf (relation: DeclaredRelation, target: AsWrittenTarget
   if (relation.kind !== 'one-to-many' || relation.relatedConfig !== undefined || target.afterWrite) return undefined
   // The load orders by `orderBy`, then by `id`: only the generated key's order is the order of writing.
   if (target.primaryKey !== 'id' || !(relation.orderBy ?? []).every((key) => key === 'id')) return undefined
-  const columns = [...new Set([...Object.keys(relation.target.properties), relation.foreignKey ?? ''])]
+  if (relation.foreignKey === undefined) return undefined
+  const columns = [...new Set([...Object.keys(relation.target.properties), relation.foreignKey])]
   const stored = propertiesOf(target.entity)
   if (!columns.every((column) => column in stored)) return undefined
   // The load answers a JSON document's text as read; the child's rows are decoded.
@@ -78,8 +79,8 @@ export function childrenAsWritten (plan: AsWritten, rule: RelationRuleSlot, rows
   })
 }
 
-/** The relations left to load of each parent answered with children as written, and for which `only` it was said. */
-const left = new WeakMap<object, { readonly only: ReadonlySet<string> | undefined, left: ReadonlySet<string> }>()
+/** The relations left to load of each parent answered with children as written. */
+const left = new WeakMap<object, ReadonlySet<string>>()
 
 /**
  * Says that `row`, answered with relations `only` (`undefined`: all of `all`), has `answered` already: the load reads
@@ -93,12 +94,11 @@ const left = new WeakMap<object, { readonly only: ReadonlySet<string> | undefine
 export function answeredAsWritten (
   row: object, answered: readonly string[], all: readonly string[], only: ReadonlySet<string> | undefined
 ): void {
-  const loaded = (field: string) => (only === undefined || only.has(field)) && !answered.includes(field)
-  left.set(row, { only, left: new Set(all.filter(loaded)) })
+  left.set(row, new Set(all.filter((field) => (only === undefined || only.has(field)) && !answered.includes(field))))
 }
 
 /**
- * The relations to load of `row` when `only` are asked: those not answered as written ({@link answeredAsWritten}).
+ * The relations to load of `row`, of those `only` names: the ones not answered as written ({@link answeredAsWritten}).
  *
  * @example
  * ```ts
@@ -106,6 +106,5 @@ export function answeredAsWritten (
  * ```
  */
 export function relationsLeft (row: unknown, only: ReadonlySet<string> | undefined): ReadonlySet<string> | undefined {
-  const said = typeof row === 'object' && row !== null ? left.get(row) : undefined
-  return said !== undefined && said.only === only ? said.left : only
+  return (typeof row === 'object' && row !== null ? left.get(row) : undefined) ?? only
 }

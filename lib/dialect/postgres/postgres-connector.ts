@@ -98,10 +98,9 @@ export const postgresConnector: DatabaseConnector = {
   connect (url, settings) {
     // Behind a pooler, a named statement lives on a server connection the next transaction may not get.
     const handle = postgresHandle(settings.log, settings.preparedStatements ?? settings.pooler === undefined)
+    const config = { pool: async () => await openPostgres(url, settings, handle) }
     return {
-      dialect: handle.named
-        ? new PreparingPostgresDialect({ pool: async () => await openPostgres(url, settings, handle) })
-        : new PostgresDialect({ pool: async () => await openPostgres(url, settings, handle) }),
+      dialect: handle.named ? new PreparingPostgresDialect(config) : new PostgresDialect(config),
       direct: directOn(handle),
     }
   },
