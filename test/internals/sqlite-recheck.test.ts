@@ -3,8 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import type { Worker } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
+import type { LogEvent } from 'kysely'
+import { createDatabase } from 'fastify-viewsets'
 import { sqliteReaders, watchLimit } from '../../lib/dialect/sqlite/sqlite-readers.js'
 import { isBetterSqliteDatabase, planReader } from '../../lib/dialect/sqlite/sqlite-statements.js'
 import { statisticsReader } from '../../lib/dialect/sqlite/sqlite-statistics.js'
@@ -66,4 +69,52 @@ test('SQLite readers: a lifted statement comes back after a held-up run, and sta
     const { rows } = await readers.run(crowded)
     assert.equal(rows.length, 3)
     assert.ok(rows.every((row) => row.owner === 8 && row.year === 1800))
+  })
+
+test('SQLite: a lifted statement held up without working starts no reader; one that works past the limit does',
+  async (t) => {
+    // What a watched run is judged by is the CPU time the process spent, when less than its wall time: a thread
+    // descheduled by a loaded machine read no more rows than the statistics promised. Here the log, called
+    // synchronously within the run, holds it up: asleep (no CPU time), then busy.
+    const directory = mkdtempSync(join(tmpdir(), 'recheck-held-'))
+    const file = join(directory, 'held.db')
+    const seeded = new Database(file)
+    seeded.pragma('journal_mode = WAL')
+    seeded.exec(`create table items (id integer primary key, owner integer not null, year integer not null);
+      create index items_owner on items (owner);
+      with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000)
+      insert into items select i, i / 4, 1900 + i % 97 from n;
+      analyze`)
+    seeded.close()
+    let stall: 'asleep' | 'busy' | undefined
+    const log = (event: LogEvent): void => {
+      if (stall === undefined || event.level !== 'query' || !event.query.sql.includes('order by')) return
+      const held = watchLimit + 30
+      if (stall === 'asleep') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, held)
+      else for (const until = performance.now() + held; performance.now() < until;);
+    }
+    const started: Worker[] = []
+    const onWorker = (worker: Worker): void => { started.push(worker) }
+    process.on('worker', onWorker)
+    const db = createDatabase<Items>(`sqlite:${file}`, { log, readWorkers: 1 })
+    t.after(async () => {
+      process.off('worker', onWorker)
+      await db.destroy()
+      rmSync(directory, { recursive: true, force: true })
+    })
+    // Compiled once, as a viewset's statements are: each is judged by its compiled node.
+    const compiled = db.selectFrom('items').selectAll().where('owner', '=', 7).orderBy('year').orderBy('id').limit(3)
+      .compile()
+    const page = async (): Promise<number[]> => (await db.executeQuery(compiled)).rows.map((row) => row.id)
+    assert.deepEqual(await page(), [28, 29, 30], 'the first run, not judged')
+    stall = 'asleep'
+    for (let run = 0; run < 3; run++) assert.deepEqual(await page(), [28, 29, 30])
+    assert.equal(started.length, 0, 'no reader for runs held up asleep')
+    stall = 'busy'
+    assert.deepEqual(await page(), [28, 29, 30])
+    stall = undefined
+    for (let wait = 0; wait < 100 && started.length === 0; wait++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    assert.equal(started.length, 1, 'a run busy past the limit sends the statement to a reader')
   })
