@@ -59,9 +59,9 @@ export interface SqliteReaders {
   /** Where a compiled statement runs: by its shape, its plan and the statistics; decided once per compiled node. */
   placement: (compiled: CompiledQuery) => Placement
   /**
-   * A `watched` statement ran `ms` on the main thread (the lesser of its wall time and the process's CPU time over it,
-   * which bounds the thread's own from above): past {@link watchLimit}, it runs on a reader from now on, and the
-   * re-check this returns runs it once on a reader, timed there, to bring it back if it is quick.
+   * A `watched` statement ran `ms` on the main thread (its wall time; past the limit, no more than the process's CPU
+   * time since just before it, which bounds the thread's own from above): past {@link watchLimit}, it runs on a reader
+   * from now on, and the re-check this returns runs it once on a reader, timed there, to bring it back if it is quick.
    */
   ran: (compiled: CompiledQuery, ms: number) => Promise<void> | undefined
   /** Runs a SELECT on a worker, answering as the main connection would. */

@@ -9,6 +9,7 @@ import type { Row } from '../../sql.js'
 export { isBetterSqliteDatabase } from './sqlite-prepared.js'
 export type { BetterSqliteDatabase, BetterSqliteStatement } from './sqlite-prepared.js'
 import type { PlanReader, SqliteReaders } from './sqlite-readers.js'
+import { watchLimit } from './sqlite-readers.js'
 
 // Statements prepared once per SQLite connection opened by createDatabase. The viewset compiles its SQL
 // once (at registration, or once per query shape) and runs it with `db.executeQuery`: better-sqlite3
@@ -124,10 +125,22 @@ async function offThread (
   }
 }
 
+// The process's CPU time, read at most every 20 ms (a getrusage call costs microseconds under load): a watched run's
+// CPU time is bounded from above by the CPU time since the last reading before it, which it needs only when slow.
+const cpuClock = { at: -Infinity, usage: process.cpuUsage() }
+
+function cpuBefore (now: number): NodeJS.CpuUsage {
+  if (now - cpuClock.at > 20) {
+    cpuClock.at = now
+    cpuClock.usage = process.cpuUsage()
+  }
+  return cpuClock.usage
+}
+
 /**
  * A statement the statistics lifted to the main thread, timed: a run past their promise sends it to the readers.
- * What is judged is the CPU time the process spent meanwhile, when it is less than the wall time: a run the scheduler
- * held up (a loaded machine descheduling the thread for 50 ms and more) did not read more rows than promised, and
+ * A slow run is judged by the CPU time the process spent since just before it, when less than its wall time: a run the
+ * scheduler held up (a loaded machine descheduling the thread for 50 ms and more) read no more rows than promised, and
  * judging it by its wall time started a reader thread (about 20 MiB) that nothing then needed.
  */
 function watched (
@@ -137,12 +150,16 @@ function watched (
   log: ((event: LogEvent) => void | Promise<void>) | undefined
 ): DirectResult | Promise<DirectResult> | undefined {
   const start = performance.now()
-  const cpu = process.cpuUsage()
+  const cpu = cpuBefore(start)
   try {
     return log === undefined ? resultOf(statement, compiled) : logged(statement, compiled, log, start)
   } finally {
-    const { user, system } = process.cpuUsage(cpu)
-    void readers.ran(compiled, Math.min(performance.now() - start, (user + system) / 1000))
+    let ms = performance.now() - start
+    if (ms > watchLimit) {
+      const { user, system } = process.cpuUsage(cpu)
+      ms = Math.min(ms, (user + system) / 1000)
+    }
+    void readers.ran(compiled, ms)
   }
 }
 
