@@ -18,17 +18,23 @@ import { statisticsReader } from '../../lib/dialect/sqlite/sqlite-statistics.js'
 
 interface Items { items: { id: number, owner: number, year: number } }
 
+/** A WAL file in a new directory: 20,000 items, four an owner, analyzed (so that a page of one owner is lifted). */
+function seededFile (prefix: string): { directory: string, file: string, database: Database.Database } {
+  const directory = mkdtempSync(join(tmpdir(), prefix))
+  const file = join(directory, 'items.db')
+  const database = new Database(file)
+  database.pragma('journal_mode = WAL')
+  database.exec(`create table items (id integer primary key, owner integer not null, year integer not null);
+    create index items_owner on items (owner);
+    with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000)
+    insert into items select i, i / 4, 1900 + i % 97 from n;
+    analyze`)
+  return { directory, file, database }
+}
+
 test('SQLite readers: a lifted statement comes back after a held-up run, and stays away when its rows are many',
   async (t) => {
-    const directory = mkdtempSync(join(tmpdir(), 'recheck-'))
-    const file = join(directory, 'recheck.db')
-    const database = new Database(file)
-    database.pragma('journal_mode = WAL')
-    database.exec(`create table items (id integer primary key, owner integer not null, year integer not null);
-      create index items_owner on items (owner);
-      with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000)
-      insert into items select i, i / 4, 1900 + i % 97 from n;
-      analyze`)
+    const { directory, file, database } = seededFile('recheck-')
     assert.ok(isBetterSqliteDatabase(database))
     const readers = sqliteReaders(file, { workers: 1, queueBound: 10, statementTimeout: 30_000, busyTimeout: 1000 },
       planReader(database), statisticsReader(database))
@@ -76,15 +82,7 @@ test('SQLite: a lifted statement held up without working starts no reader; one t
     // What a watched run is judged by is the CPU time the process spent, when less than its wall time: a thread
     // descheduled by a loaded machine read no more rows than the statistics promised. Here the log, called
     // synchronously within the run, holds it up: asleep (no CPU time), then busy.
-    const directory = mkdtempSync(join(tmpdir(), 'recheck-held-'))
-    const file = join(directory, 'held.db')
-    const seeded = new Database(file)
-    seeded.pragma('journal_mode = WAL')
-    seeded.exec(`create table items (id integer primary key, owner integer not null, year integer not null);
-      create index items_owner on items (owner);
-      with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000)
-      insert into items select i, i / 4, 1900 + i % 97 from n;
-      analyze`)
+    const { directory, file, database: seeded } = seededFile('recheck-held-')
     seeded.close()
     let stall: 'asleep' | 'busy' | undefined
     const log = (event: LogEvent): void => {
