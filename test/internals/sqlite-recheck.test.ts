@@ -88,8 +88,17 @@ test('SQLite: a lifted statement held up without working starts no reader; one t
     const log = (event: LogEvent): void => {
       if (stall === undefined || event.level !== 'query' || !event.query.sql.includes('order by')) return
       const held = watchLimit + 30
-      if (stall === 'asleep') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, held)
-      else for (const until = performance.now() + held; performance.now() < until;);
+      if (stall === 'asleep') {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, held)
+        return
+      }
+      // Busy for `held` ms of CPU time, not of wall time: on a loaded machine a spin of 80 ms may get less of a core.
+      const from = process.cpuUsage()
+      const spent = (): number => {
+        const { user, system } = process.cpuUsage(from)
+        return (user + system) / 1000
+      }
+      while (spent() < held);
     }
     const started: Worker[] = []
     const onWorker = (worker: Worker): void => { started.push(worker) }
