@@ -152,6 +152,21 @@ function pagedInPlace (
     !ordering.keys.some((key) => sortsNullsApart(key, dialect))
 }
 
+/** The SELECT over the grouped rows: its keyset and its metrics' text name their columns from outside them. */
+function groupsOver (
+  db: AnyDatabase,
+  grouped: ReturnType<typeof groupedSelect>,
+  query: AggregateQuery,
+  target: AggregateTarget,
+  keyset: Condition | undefined
+) {
+  let page = db.selectFrom(grouped.as('viewset_groups')).selectAll()
+  for (const metric of query.metrics) {
+    if (metric.text) page = page.select(target.dialect.syntax.asText(sql.ref(metric.alias)).as(textColumn(metric)))
+  }
+  return keyset === undefined ? page : page.where((eb) => keyset.expression(eb))
+}
+
 /**
  * Reads one page of groups: every row of the table the `scope` and the query's terms admit, grouped by the query's
  * keys, ordered and paged; by keyset after (or before) the query's cursor, reading one group more to know whether a
@@ -178,15 +193,9 @@ export async function readGroups (
     // As LIST's: SQLite plans an ordered LIMIT with its value, so it is written into the SQL there (literalLimit).
     const bound: number | RawBuilder<number> = literalLimit ? sql.lit(size) : size
     const grouped = groupedSelect(db, query, target, where)
-    if (pagedInPlace(query, ordering, keyset, target.dialect)) {
-      const ordered = applyOrdering(grouped, ordering.keys, target.dialect).limit(bound)
-      return byCursor ? ordered : ordered.offset(query.offset)
-    }
-    let page = db.selectFrom(grouped.as('viewset_groups')).selectAll()
-    for (const metric of query.metrics) {
-      if (metric.text) page = page.select(target.dialect.syntax.asText(sql.ref(metric.alias)).as(textColumn(metric)))
-    }
-    if (keyset !== undefined) page = page.where((eb) => keyset.expression(eb))
+    const page = pagedInPlace(query, ordering, keyset, target.dialect)
+      ? grouped
+      : groupsOver(db, grouped, query, target, keyset)
     const ordered = applyOrdering(page, ordering.keys, target.dialect).limit(bound)
     return byCursor ? ordered : ordered.offset(query.offset)
   }, 'unbounded')
