@@ -14,8 +14,8 @@ import type { RelationRuleSlot } from '../relations/relation-rule.js'
 import type { JsonSchema } from '../schema/derive.js'
 import { deriveBody, deriveKeyedPatch, propertiesOf } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
-import { alikeNames, checkedAlike, compile, narrowed, validationError } from './narrowed-input.js'
-import type { Validator } from './narrowed-input.js'
+import { checkedApart, compile, narrowed, narrowedCheck, validationError } from './narrowed-input.js'
+import type { NarrowedCheck, Validator } from './narrowed-input.js'
 
 // Field rules at the edge of a request: ONE view of the fields a caller may name and read, computed before
 // validation (the token is known then), which every name lookup consults through `visibleName`. A name the caller
@@ -46,11 +46,10 @@ interface Restricted {
   /** A second part validated, when the request has two (PATCH_MANY: its filters, then its body). */
   readonly body?: Validator | undefined
   /**
-   * The names of the query string (or PATCH's body) that the route's own validation checks exactly as `validate` does
-   * (the same schema, and the same schema around them): an input naming no other is valid here exactly when it is
-   * valid there, so Fastify's validation, which follows, answers it alike ({@link checkedAlike}).
+   * What of the query string (or PATCH's body) the route's own validation checks as `validate` would: an input naming
+   * only those names, and others valid alone, is not validated whole here ({@link checkedApart}).
    */
-  readonly alike?: ReadonlySet<string> | undefined
+  readonly check?: NarrowedCheck | undefined
 }
 
 const requests = new WeakMap<FastifyRequest, RequestFields>()
@@ -59,6 +58,9 @@ const requests = new WeakMap<FastifyRequest, RequestFields>()
 const maxPlans = 64
 /** Plans kept by their view's identity, tried before the keyed cache: a few roles times a few methods. */
 const maxRecent = 8
+
+/** The check of an input that must name nothing to skip its validation (GET's, whose schema is its own). */
+const noNames: NarrowedCheck = { alike: new Set(), apartNames: new Set(), apart: undefined }
 
 /** The relation views of a request that reads no relation path under a rule. */
 const noRelated: ReadonlyMap<RelationRuleSlot, FieldView> = new Map()
@@ -182,10 +184,10 @@ export class FieldHiding {
     if (restricted === undefined || validate === undefined) return
     if (restricted.part === 'body') {
       const body = request.body
-      if (!checkedAlike(body, restricted.alike) && validate(body) !== true) {
+      if (!checkedApart(body, restricted.check) && validate(body) !== true) {
         throw validationError(validate.errors ?? [], 'body')
       }
-    } else if (!checkedAlike(request.query, restricted.alike)) {
+    } else if (!checkedApart(request.query, restricted.check)) {
       // The query string is validated on a copy: Fastify's own validation coerces the request's.
       const data = { ...(isRecord(request.query) ? request.query : {}) }
       if (validate(data) !== true) throw validationError(validate.errors ?? [], 'querystring')
@@ -254,8 +256,8 @@ export class FieldHiding {
       }
       for (const [name, property] of Object.entries(narrow)) properties[name] ??= property
       const schema = { ...plan.listQuerystring, properties }
-      const alike = alikeNames(properties, propertiesOf(plan.listQuerystring))
-      return { validate: compile(schema, 'querystring'), part: 'querystring', list: query, fields: query.fields, alike }
+      const check = narrowedCheck(properties, propertiesOf(plan.listQuerystring), 'querystring')
+      return { validate: compile(schema, 'querystring'), part: 'querystring', list: query, fields: query.fields, check }
     }
     if (method === 'AGGREGATE') {
       const { querystring, query } = plan.list(entity, (name) => this.visible(fields, name))
@@ -271,8 +273,8 @@ export class FieldHiding {
       const properties = { ...selection.properties, deleted: { ...deletedQuery }, as_of: { type: 'string' } }
       const validate = compile({ type: 'object', properties, additionalProperties: false }, 'querystring')
       // No name, no difference: an empty query string is valid here, as for any route.
-      const alike = validate({}) === true ? new Set<string>() : undefined
-      return { validate, part: 'querystring', list: undefined, fields: selection, alike }
+      const check = validate({}) === true ? noNames : undefined
+      return { validate, part: 'querystring', list: undefined, fields: selection, check }
     }
     if (method === 'PATCH_MANY' || method === 'DELETE_MANY') return this.#filters(fields, entity, method)
     const bodiless = method === 'DELETE' || method === 'RESTORE' || method === 'PURGE'
@@ -283,10 +285,10 @@ export class FieldHiding {
       : body
     const validate = schema === undefined ? undefined : compile(schema, 'body')
     // PATCH's route body is the whole entity's, partial as this one (no required name): compared property by property.
-    const alike = method === 'PATCH' && body !== undefined
-      ? alikeNames(propertiesOf(body), propertiesOf(deriveBody(plan.entity, true)))
+    const check = method === 'PATCH' && body !== undefined
+      ? narrowedCheck(propertiesOf(body), propertiesOf(deriveBody(plan.entity, true)), 'body')
       : undefined
-    return { validate, part: 'body', list: undefined, fields: undefined, alike }
+    return { validate, part: 'body', list: undefined, fields: undefined, check }
   }
 
   /** PATCH_MANY and DELETE_MANY: LIST's filters and `search` without the hidden names, and PATCH_MANY's body. */

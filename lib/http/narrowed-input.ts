@@ -30,25 +30,52 @@ export function validationError (errors: FastifySchemaValidationError[], part: s
 }
 
 /**
- * The names whose schema in `narrow` is the route's own (`route`), spelled alike: the names the route's validation
- * checks as the narrowed one does. The two query strings share everything around their properties.
+ * What of an input the route's own validation, which follows, checks as the narrowed schema would: the two schemas
+ * share everything around their properties, so an input is valid in the narrowed one exactly when its `alike` names
+ * are valid in the route's and its other names in their narrowed schemas (`apart`, checked alone).
  */
-export function alikeNames (
-  narrow: Record<string, JsonSchema>, route: Record<string, JsonSchema>
-): ReadonlySet<string> {
+export interface NarrowedCheck {
+  /** The names whose schema in the narrowed schema is the route's own, spelled alike. */
+  readonly alike: ReadonlySet<string>
+  /** The narrowed schema's other names, and a validator of those names alone (`undefined`: there are none). */
+  readonly apartNames: ReadonlySet<string>
+  readonly apart: Validator | undefined
+}
+
+/**
+ * The check of inputs against `narrow`'s properties where `route`'s are the route's: which names are alike, and a
+ * validator of the others alone.
+ */
+export function narrowedCheck (
+  narrow: Record<string, JsonSchema>, route: Record<string, JsonSchema>, httpPart: 'querystring' | 'body'
+): NarrowedCheck {
   const alike = new Set<string>()
+  const apart: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(narrow)) {
     const own = route[name]
     if (own !== undefined && (own === property || JSON.stringify(own) === JSON.stringify(property))) alike.add(name)
+    else apart[name] = property
   }
-  return alike
+  const apartNames = new Set(Object.keys(apart))
+  const validate = apartNames.size === 0 ? undefined : compile({ type: 'object', properties: apart }, httpPart)
+  return { alike, apartNames, apart: validate }
 }
 
-/** Whether every name of an input is one the route's validation checks alike: this check may then be skipped. */
-export function checkedAlike (input: unknown, alike: ReadonlySet<string> | undefined): boolean {
-  if (alike === undefined || !isRecord(input)) return false
-  for (const name in input) if (!alike.has(name)) return false
-  return true
+/**
+ * Whether an input needs no validation against the whole narrowed schema: every name is alike, or one of the others
+ * whose values are valid alone. A failing value answers `false`, so the whole schema's errors are the ones reported.
+ */
+export function checkedApart (input: unknown, check: NarrowedCheck | undefined): boolean {
+  if (check === undefined || !isRecord(input)) return false
+  let picked: Record<string, unknown> | undefined
+  for (const name in input) {
+    if (check.alike.has(name)) continue
+    if (!check.apartNames.has(name)) return false
+    // A copy of the names checked here: the query string's validator coerces what it checks.
+    picked ??= {}
+    picked[name] = input[name]
+  }
+  return picked === undefined || check.apart?.(picked) === true
 }
 
 /** A validator as the routes' validator compiler makes it (and caches it, by schema text). */
