@@ -30,6 +30,11 @@ export interface MountedViewset {
   readonly dialect: ViewsetDialect
   /** The `conflictDetail` option: with `'none'`, a 409 conflict names no field. */
   readonly conflictDetail: 'field' | 'none'
+  /**
+   * Whether the generated routes' validators compile at startup: when a schema the user wrote reaches them besides the
+   * row's fields (`static listQuery`), so that a mistake in it fails `app.ready()`; else on their first request.
+   */
+  readonly validatorsAtStartup: boolean
   /** Adds the subclass's own routes, after the generated ones. */
   customRoutes(fastify: FastifyInstance): void | Promise<void>
   /** The hook of protected custom routes (`config: { protected: true }` or `onRequest: protect`). */
@@ -96,7 +101,8 @@ export function viewsetPlugin (
     else fastify.setSerializerCompiler(componentsSerializerCompiler(fastify, mounted.schemas))
     if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
-    fastify.setValidatorCompiler(componentsValidatorCompiler(mounted.schemas))
+    const validatorCompiler = componentsValidatorCompiler(mounted.schemas)
+    fastify.setValidatorCompiler(validatorCompiler)
     fastify.setErrorHandler(problemHandler(() => mounted.dialect, mounted.conflictDetail))
     // Filled once the routes are known (below): the not-found handler answers 405 on a served path.
     let allowOf: AllowOf = () => undefined
@@ -120,7 +126,14 @@ export function viewsetPlugin (
     fastify.addHook('onRequest', wellFormedQuery)
 
     const registered = collectMethods(fastify)
-    for (const route of mounted.routes) fastify.route(withPreHandler(route, mounted.preHandler))
+    // The generated routes' schemas are ours, their fields checked at startup by the row's serializer: their validators
+    // compile on first use. The custom routes' go through the scope's compiler, at startup.
+    const generated = mounted.validatorsAtStartup
+      ? validatorCompiler
+      : componentsValidatorCompiler(mounted.schemas, 'on first use')
+    for (const route of mounted.routes) {
+      fastify.route({ ...withPreHandler(route, mounted.preHandler), validatorCompiler: generated })
+    }
     // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
     let protectedRoutes = 0
     fastify.addHook('onRoute', (route) => {
