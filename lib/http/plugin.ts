@@ -1,5 +1,6 @@
 import type {
-  FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, preHandlerAsyncHookHandler, RouteOptions,
+  FastifyInstance, FastifyPluginAsync, FastifySchemaCompiler, onRequestAsyncHookHandler, preHandlerAsyncHookHandler,
+  RouteOptions,
 } from 'fastify'
 import fp from 'fastify-plugin'
 import { addMethodRoutes, collectMethods, isMethodRoute, methodPaths } from './allowed-methods.js'
@@ -78,6 +79,23 @@ function withPreHandler (route: RouteOptions, hook: preHandlerAsyncHookHandler |
 }
 
 /**
+ * Adds the generated routes. Their schemas are ours, their fields checked at startup by the row's serializer: their
+ * validators compile on first use, unless a schema the user wrote reaches them. The custom routes' validators go
+ * through the scope's `compiler`, at startup.
+ */
+function addGeneratedRoutes (
+  fastify: FastifyInstance,
+  mounted: MountedViewset,
+  compiler: FastifySchemaCompiler<unknown>
+): void {
+  const { schemas, validatorsAtStartup } = mounted
+  const generated = validatorsAtStartup ? compiler : componentsValidatorCompiler(schemas, 'on first use')
+  for (const route of mounted.routes) {
+    fastify.route({ ...withPreHandler(route, mounted.preHandler), validatorCompiler: generated })
+  }
+}
+
+/**
  * The plugin of one viewset. `mount` runs when Fastify registers it (it reads the catalog, builds the data
  * layer and declares the routes); this shell then gives the plugin what every viewset's plugin has: the
  * validator compiler, the problem+json error and not-found handlers, JSON-only bodies, the routes, and
@@ -126,14 +144,7 @@ export function viewsetPlugin (
     fastify.addHook('onRequest', wellFormedQuery)
 
     const registered = collectMethods(fastify)
-    // The generated routes' schemas are ours, their fields checked at startup by the row's serializer: their validators
-    // compile on first use. The custom routes' go through the scope's compiler, at startup.
-    const generated = mounted.validatorsAtStartup
-      ? validatorCompiler
-      : componentsValidatorCompiler(mounted.schemas, 'on first use')
-    for (const route of mounted.routes) {
-      fastify.route({ ...withPreHandler(route, mounted.preHandler), validatorCompiler: generated })
-    }
+    addGeneratedRoutes(fastify, mounted, validatorCompiler)
     // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
     let protectedRoutes = 0
     fastify.addHook('onRoute', (route) => {

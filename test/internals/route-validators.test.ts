@@ -103,7 +103,7 @@ for (const dialect of dialects) {
       }
       const { app, db } = await itemsApp(t, dialect)
       await app.register(new Custom({ db, table: 'items', schema: Item }).register(), { prefix: '/items' })
-      await assert.rejects(app.ready(), { code: 'FST_ERR_SCH_VALIDATION_BUILD', message: /schema is invalid/ })
+      await assert.rejects(async () => { await app.ready() }, { code: 'FST_ERR_SCH_VALIDATION_BUILD', message: /schema is invalid/ })
     })
   })
 }
