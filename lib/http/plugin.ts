@@ -1,5 +1,6 @@
 import type {
-  FastifyInstance, FastifyPluginAsync, onRequestAsyncHookHandler, preHandlerAsyncHookHandler, RouteOptions,
+  FastifyInstance, FastifyPluginAsync, FastifySchemaCompiler, onRequestAsyncHookHandler, preHandlerAsyncHookHandler,
+  RouteOptions,
 } from 'fastify'
 import fp from 'fastify-plugin'
 import { addMethodRoutes, collectMethods, isMethodRoute, methodPaths } from './allowed-methods.js'
@@ -30,6 +31,11 @@ export interface MountedViewset {
   readonly dialect: ViewsetDialect
   /** The `conflictDetail` option: with `'none'`, a 409 conflict names no field. */
   readonly conflictDetail: 'field' | 'none'
+  /**
+   * Whether the generated routes' validators compile at startup: when a schema the user wrote reaches them besides the
+   * row's fields (`static listQuery`), so that a mistake in it fails `app.ready()`; else on their first request.
+   */
+  readonly validatorsAtStartup: boolean
   /** Adds the subclass's own routes, after the generated ones. */
   customRoutes(fastify: FastifyInstance): void | Promise<void>
   /** The hook of protected custom routes (`config: { protected: true }` or `onRequest: protect`). */
@@ -73,6 +79,23 @@ function withPreHandler (route: RouteOptions, hook: preHandlerAsyncHookHandler |
 }
 
 /**
+ * Adds the generated routes. Their schemas are ours, their fields checked at startup by the row's serializer: their
+ * validators compile on first use, unless a schema the user wrote reaches them. The custom routes' validators go
+ * through the scope's `compiler`, at startup.
+ */
+function addGeneratedRoutes (
+  fastify: FastifyInstance,
+  mounted: MountedViewset,
+  compiler: FastifySchemaCompiler<unknown>
+): void {
+  const { schemas, validatorsAtStartup } = mounted
+  const generated = validatorsAtStartup ? compiler : componentsValidatorCompiler(schemas, 'on first use')
+  for (const route of mounted.routes) {
+    fastify.route({ ...withPreHandler(route, mounted.preHandler), validatorCompiler: generated })
+  }
+}
+
+/**
  * The plugin of one viewset. `mount` runs when Fastify registers it (it reads the catalog, builds the data
  * layer and declares the routes); this shell then gives the plugin what every viewset's plugin has: the
  * validator compiler, the problem+json error and not-found handlers, JSON-only bodies, the routes, and
@@ -96,7 +119,8 @@ export function viewsetPlugin (
     else fastify.setSerializerCompiler(componentsSerializerCompiler(fastify, mounted.schemas))
     if (fastify.getSchema(problemSchemaId) === undefined) fastify.addSchema(problemSchema)
     if (!fastify.hasRequestDecorator('viewsetToken')) fastify.decorateRequest('viewsetToken', null)
-    fastify.setValidatorCompiler(componentsValidatorCompiler(mounted.schemas))
+    const validatorCompiler = componentsValidatorCompiler(mounted.schemas)
+    fastify.setValidatorCompiler(validatorCompiler)
     fastify.setErrorHandler(problemHandler(() => mounted.dialect, mounted.conflictDetail))
     // Filled once the routes are known (below): the not-found handler answers 405 on a served path.
     let allowOf: AllowOf = () => undefined
@@ -120,7 +144,7 @@ export function viewsetPlugin (
     fastify.addHook('onRequest', wellFormedQuery)
 
     const registered = collectMethods(fastify)
-    for (const route of mounted.routes) fastify.route(withPreHandler(route, mounted.preHandler))
+    addGeneratedRoutes(fastify, mounted, validatorCompiler)
     // Custom routes are cancellable too (the generated ones already are: routes.ts), and protected when they ask.
     let protectedRoutes = 0
     fastify.addHook('onRoute', (route) => {

@@ -381,8 +381,8 @@ export async function mountViewset (
   const mounted: MountedViewset = {
     schemas: context.schemas.components.schemas,
     routes,
-    dialect: table.dialect,
-    conflictDetail: resolved.conflictDetail,
+    ...{ dialect: table.dialect, conflictDetail: resolved.conflictDetail },
+    validatorsAtStartup: declaration.listQuery !== undefined,
     protect: declaration.protect,
     ...(parent === undefined
       ? {}

@@ -3,6 +3,7 @@ import type { Options, ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import { LruCache } from '../execution/lru-cache.js'
+import { holdsIdentifiers, onFirstUse } from './lazy-validator.js'
 import { documentingPatterns } from './list-patterns.js'
 import { isRecord } from './object-schema.js'
 
@@ -24,6 +25,20 @@ function build (options: Options): Ajv {
 
 let bodies: Ajv | undefined
 let strings: Ajv | undefined
+let compiles = 0
+
+/**
+ * How many validators this process has compiled (each call of {@link compileFor}): what tests read to tell when a
+ * route's validators were compiled, at startup or on its first request.
+ *
+ * @example
+ * ```ts
+ * const before = compiledValidators(); await app.ready(); assert.equal(compiledValidators(), before)
+ * ```
+ */
+export function compiledValidators (): number {
+  return compiles
+}
 
 /** The one spelling of an integer in a URL: decimal, no sign but `-`, no leading zero, no blank. */
 export const canonicalIntegerPattern = '^-?(0|[1-9][0-9]*)$'
@@ -117,6 +132,7 @@ function canonicalIntegers (schema: Record<string, unknown>, compiled: StringVal
  * ```
  */
 export function compileFor (part: 'body' | 'strings', schema: Record<string, unknown>): ValidateFunction {
+  compiles++
   bodies ??= build({ coerceTypes: false })
   if (part === 'body') return bodies.compile(schema)
   bodies.validateSchema(schema, true) // throws, naming what is wrong
@@ -163,16 +179,26 @@ export const viewsetValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schem
 /**
  * {@link viewsetValidatorCompiler}, where a schema that is only a `$ref` to one of `components` (a body
  * component, `{ $ref: 'ItemsCreate#' }`) is compiled as that component: the document shows the component,
- * and the shared Ajv instance never sees the same `$id` twice.
+ * and the shared Ajv instance never sees the same `$id` twice. `'on first use'` (the generated routes) compiles each
+ * validator on the first request that needs it ({@link onFirstUse}), except a schema that holds a `$ref` or an `$id`
+ * ({@link holdsIdentifiers}): only compiling checks those, and a wrong one must fail `app.ready()`.
+ *
+ * @example
+ * ```ts
+ * fastify.setValidatorCompiler(componentsValidatorCompiler([{ $id: 'ItemsCreate', type: 'object' }]))
+ * ```
  */
 export function componentsValidatorCompiler (
-  components: ReadonlyArray<Record<string, unknown>>
+  components: ReadonlyArray<Record<string, unknown>>,
+  when: 'now' | 'on first use' = 'now'
 ): FastifySchemaCompiler<unknown> {
   const byRef = new Map(components.map(({ $id, ...schema }) => [`${String($id)}#`, schema]))
   return (route) => {
     const schema: unknown = route.schema
     const ref = typeof schema === 'object' && schema !== null && '$ref' in schema ? schema.$ref : undefined
     const component = typeof ref === 'string' ? byRef.get(ref) : undefined
-    return viewsetValidatorCompiler(component === undefined ? route : { ...route, schema: component })
+    const resolved = component === undefined ? route : { ...route, schema: component }
+    if (when === 'now' || holdsIdentifiers(resolved.schema)) return viewsetValidatorCompiler(resolved)
+    return onFirstUse(viewsetValidatorCompiler, resolved)
   }
 }
