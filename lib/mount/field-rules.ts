@@ -144,18 +144,27 @@ export function fieldRulesOf (
 export function servedSchema (serialized: JsonSchema, key: readonly string[], ruled: boolean): JsonSchema {
   const properties: Record<string, JsonSchema> = {}
   for (const [name, property] of Object.entries(propertiesOf(serialized))) properties[name] = optional(property)
-  const required: unknown[] = Array.isArray(serialized.required) ? serialized.required : []
-  return {
-    ...serialized,
-    properties,
-    required: ruled ? required.filter((name) => typeof name === 'string' && key.includes(name)) : required,
-  }
+  const required = serialized.required
+  if (!wellFormedRequired(required)) return { ...serialized, properties }
+  const listed = required ?? []
+  return { ...serialized, properties, required: ruled ? listed.filter((name) => key.includes(name)) : listed }
 }
 
-/** A schema without `required` at any depth. */
+/**
+ * Whether `required` is what JSON Schema allows there (unique strings, or absent). One that is not is left in the
+ * serializer's schema, whose check at mounting then fails naming it: the generated routes' validators, which would
+ * have refused it too, compile on first use (schema/lazy-validator.ts).
+ */
+function wellFormedRequired (required: unknown): required is string[] | undefined {
+  if (required === undefined) return true
+  return Array.isArray(required) && required.every((name) => typeof name === 'string') &&
+    new Set(required).size === required.length
+}
+
+/** A schema without `required` at any depth (but one that is not well formed). */
 function optional (schema: JsonSchema): JsonSchema {
-  const { required: _required, ...rest } = schema
-  const relaxed: JsonSchema = { ...rest }
+  const { required, ...rest } = schema
+  const relaxed: JsonSchema = wellFormedRequired(required) ? { ...rest } : { ...rest, required }
   if (isRecord(schema.properties)) {
     relaxed.properties = Object.fromEntries(
       Object.entries(propertiesOf(schema)).map(([name, property]) => [name, optional(property)])

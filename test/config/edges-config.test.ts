@@ -364,6 +364,23 @@ for (const dialect of dialects) {
         },
         { message: /Cannot resolve ref "Missing#"/ }
       )
+
+      // A `required` that is not a list, on a field: the serializer's schema keeps it (it drops well-formed ones), so
+      // its check at registration names it, though the write bodies' validators compile on first use.
+      const misrequired = Type.Object({
+        ...Item.properties,
+        description: Type.Optional(Type.Union([Type.Unsafe<string>({ type: 'string', required: 'text' }), Type.Null()])),
+      })
+      const requiredApp = testApp(t)
+      await assert.rejects(
+        async () => {
+          await requiredApp.register(createViewset({ db: database.db, table: 'items', schema: misrequired }), {
+            prefix: '/items',
+          })
+          await requiredApp.ready()
+        },
+        { message: /schema is invalid: data\/properties\/description\/required must be array/ }
+      )
     })
   })
 }
