@@ -1,0 +1,129 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyValidationResult } from 'fastify/types/schema.js'
+import { invalidFields, ViewsetErrors } from '../errors.js'
+import { LruCache } from '../execution/lru-cache.js'
+import { allVisible } from '../query/field-access.js'
+import type { FieldView } from '../query/field-access.js'
+import type { ViewsetToken } from '../options.js'
+import { propertiesOf } from '../schema/derive.js'
+import type { JsonSchema } from '../schema/derive.js'
+import { viewsetValidatorCompiler } from '../schema/validator.js'
+import type { Row } from '../sql.js'
+import { authHook } from './auth.js'
+import { schemaErrors } from './child-errors.js'
+import type { NestedTarget, WritableRelation } from './writable-relation.js'
+
+// What one child of a nested write goes through before its write, as the child's own route would: its viewset's
+// authentication and `authorize`, its field view, its body's validation. None of it reads the write's transaction, so
+// a nested POST may run all of it before the transaction opens (http/nested-writes.ts, the writes at once).
+
+/** A child's write as prepared: its request, token, field view, and the body it writes (the parent's key aside). */
+export interface PreparedChild {
+  readonly child: FastifyRequest
+  readonly token: ViewsetToken | null
+  readonly view: FieldView
+}
+
+/** A request for one child's write: its body and key, without the parent's preferences and preconditions. */
+export function childRequest (request: FastifyRequest, body: Row, id: unknown): FastifyRequest {
+  const { prefer: _prefer, 'if-match': _ifMatch, ...headers } = request.headers
+  // A view of the parent's request: the same connection, token and log.
+  const child: FastifyRequest = Object.create(request, {
+    body: { value: body, writable: true },
+    params: { value: id === undefined ? {} : { id } },
+    headers: { value: headers },
+    viewsetToken: { value: request.viewsetToken, writable: true },
+  })
+  return child
+}
+
+/** The child route's own authentication: its protected methods verify the token and call its `authorize`. */
+export async function authorizedChild (target: Pick<NestedTarget, 'context'>,
+  method: 'POST' | 'PATCH' | 'DELETE' | 'RESTORE', child: FastifyRequest, reply: FastifyReply) {
+  const { auth } = target.context
+  if (auth.protectedMethods.includes(method)) await authHook(method, auth.options).call(child.server, child, reply)
+  return child.viewsetToken
+}
+
+/** The body a child's write is validated against: the child's body of `method` without what the caller may not see,
+ * its key typed (it addresses the child). */
+function childSchema (target: NestedTarget, method: 'POST' | 'PATCH', view: FieldView, relation: WritableRelation) {
+  const key = relation.targetKey
+  const { components, entity } = target.context.schemas
+  const body: JsonSchema = components.bodies[method] ?? { type: 'object' }
+  const { $id: _id, examples: _examples, required, ...rest } = body
+  const properties: Record<string, JsonSchema> = {}
+  for (const [name, property] of Object.entries(propertiesOf(body))) {
+    if (!view.hidden.has(name)) properties[name] = property
+  }
+  const { readOnly: _readOnly, ...keySchema } = propertiesOf(entity)[key] ?? {}
+  if (method === 'PATCH') properties[key] = keySchema
+  // The foreign key is the parent's to set: a child need not send it.
+  const kept = Array.isArray(required)
+    ? required.filter((name) => typeof name === 'string' && name in properties && name !== relation.foreignKey)
+    : []
+  return { ...rest, properties, ...(kept.length > 0 ? { required: kept } : {}) }
+}
+
+/**
+ * The body a child writes, as its field view lets it: its read-only fields and its key dropped; the 403 when the
+ * caller may not write the foreign key its parent sets.
+ *
+ * @example
+ * ```ts
+ * child.body = { ...childBody(view, relation, element), [relation.foreignKey]: parentKey }
+ * ```
+ */
+export function childBody (view: FieldView, relation: WritableRelation, element: Row): Row {
+  const body: Row = {}
+  for (const [name, field] of Object.entries(element)) {
+    if (!view.readOnly.has(name) && name !== relation.targetKey) body[name] = field
+  }
+  if (view.readOnly.has(relation.foreignKey) || view.hidden.has(relation.foreignKey)) {
+    throw new ViewsetErrors.Forbidden(`This token may not write ${relation.foreignKey} of ${relation.table}`)
+  }
+  return body
+}
+
+/**
+ * Prepares the children of one viewset's nested writes: the validators of their bodies are made once per relation,
+ * method and field view (compiling them again, or finding them by their schema's text, cost a nested POST more than
+ * its writes: benchmarks/analysis.md, issue 43), bounded as the field views are (query/field-access.ts).
+ *
+ * @example
+ * ```ts
+ * const { child, token, view } = await children.prepare(request, reply, relation, element, undefined)
+ * ```
+ */
+export class ChildPreparation {
+  readonly #validators = new LruCache<string, FastifyValidationResult>(256)
+
+  /** A child's request, authorized as the child's route would be, its field view, its body validated (a 400). */
+  async prepare (request: FastifyRequest, reply: FastifyReply, relation: WritableRelation & { target: NestedTarget },
+    element: Row, key: unknown): Promise<PreparedChild> {
+    const { target } = relation
+    const method = key === undefined ? 'POST' : 'PATCH'
+    if (target.context.schemas.components.bodies[method] === undefined) {
+      throw new ViewsetErrors.Forbidden(`${target.context.prefix} does not serve ${method}`)
+    }
+    const child = childRequest(request, { ...element }, key)
+    const token = await authorizedChild(target, method, child, reply)
+    const view = target.rules === undefined ? allVisible : await target.rules.view({ request: child, token, method })
+    const validate = this.#validatorOf(target, method, view, relation)
+    if (validate(element) !== true) {
+      throw invalidFields(schemaErrors(Array.isArray(validate.errors) ? validate.errors : []))
+    }
+    return { child, token, view }
+  }
+
+  #validatorOf (target: NestedTarget, method: 'POST' | 'PATCH', view: FieldView, relation: WritableRelation) {
+    const key = `${relation.field}|${method}|${view.key}`
+    let validate = this.#validators.get(key)
+    if (validate === undefined) {
+      const schema = childSchema(target, method, view, relation)
+      validate = viewsetValidatorCompiler({ schema, httpPart: 'body', method, url: '' })
+      this.#validators.set(key, validate)
+    }
+    return validate
+  }
+}
