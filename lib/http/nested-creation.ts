@@ -92,47 +92,54 @@ export function splitsCreation (db: AnyDatabase, request: FastifyRequest, token:
 
 /**
  * Step one: each child's preparation (ChildPreparation), relation by relation, in order, until one fails (its error
- * kept, in its place).
+ * kept, in its place); at once where none awaits.
  *
  * @example
  * ```ts
  * const prepared = await prepareCreation(preparation, request, reply, sent)
  * ```
  */
-export async function prepareCreation (preparation: ChildPreparation, request: FastifyRequest, reply: FastifyReply,
-  sent: readonly SentRelation[]): Promise<PreparedRelation[]> {
-  const prepared: PreparedRelation[] = []
-  for (const { relation, value } of sent) {
-    if (!hasTarget(relation) || !Array.isArray(value)) continue
-    const children: PreparedRelation['children'][number][] = []
-    prepared.push({ relation, children })
-    for (const element of value) {
-      if (!isRecord(element)) continue // none is (splitsCreation)
-      try {
-        const ready = await preparation.prepare(request, reply, relation, element, undefined)
-        children.push({ ...ready, body: childBody(ready.view, relation, element) })
-      } catch (error) {
-        children.push({ error })
-        return prepared
-      }
-    }
+export function prepareCreation (preparation: ChildPreparation, request: FastifyRequest, reply: FastifyReply,
+  sent: readonly SentRelation[]): Eventually<PreparedRelation[]> {
+  let failed = false
+  const prepareOne = (relation: TargetedRelation, element: unknown) => {
+    if (failed || !isRecord(element)) return undefined // none is not a record (splitsCreation)
+    return settled(() => andThen(preparation.prepare(request, reply, relation, element, undefined),
+      (ready) => ({ ...ready, body: childBody(ready.view, relation, element) })), () => { failed = true })
   }
-  return prepared
+  const relations = sent.flatMap(({ relation, value }) =>
+    hasTarget(relation) && Array.isArray(value) ? [{ relation, value }] : [])
+  return inOrder(relations, ({ relation, value }) => andThen(inOrder(value, (element) => prepareOne(relation, element)),
+    (children) => ({ relation, children: children.filter((child) => child !== undefined) })))
+}
+
+/** What `work` answers, or the error it throws or rejects with (`failed` told). */
+function settled<T> (work: () => Eventually<T>, failed: () => void): Eventually<T | { readonly error: unknown }> {
+  const failure = (error: unknown) => {
+    failed()
+    return { error }
+  }
+  try {
+    const answer = work()
+    return answer instanceof Promise ? answer.catch(failure) : answer
+  } catch (error) {
+    return failure(error)
+  }
 }
 
 /**
  * Step two: the parent's write (`parent`), then each relation's children created in order, `answer` told each
  * relation's rows created, in one transaction of `db`: synchronous where every child's write is known to run at once
- * and `db` opens one now, else Kysely's. The parent's row (what `parent` answered, when not a row).
+ * and `db` opens one now (answered at once), else Kysely's. The parent's row (what `parent` answered, when not a row).
  *
  * @example
  * ```ts
- * return await writeCreation(db, request, reply, prepared, () => defaults.createElement(request, reply, token), answer)
+ * return writeCreation(db, request, reply, prepared, () => defaults.createElement(request, reply, token), answer)
  * ```
  */
-export async function writeCreation (db: AnyDatabase, request: FastifyRequest, reply: FastifyReply,
+export function writeCreation (db: AnyDatabase, request: FastifyRequest, reply: FastifyReply,
   prepared: readonly PreparedRelation[], parent: () => Eventually<unknown>,
-  answer: (row: Row, relation: TargetedRelation, created: Row[]) => void): Promise<unknown> {
+  answer: (row: Row, relation: TargetedRelation, created: Row[]) => void): Eventually<unknown> {
   const work = () => andThen(parent(), (row) => !isRecord(row)
     ? row
     : andThen(inOrder(prepared, ({ relation, children }) => andThen(
@@ -146,7 +153,7 @@ export async function writeCreation (db: AnyDatabase, request: FastifyRequest, r
     createsAtOnce(relation.target.defaults, child.child, child.token, { ...child.body, [relation.foreignKey]: 0 })))
   const done = atOnce ? runSynchronously(db, (trx) => inAmbientTransactionNow(db, request, trx, work)) : undefined
   if (done !== undefined) return done.value
-  return await inAmbientTransaction(db, request, async () => await work())
+  return inAmbientTransaction(db, request, async () => await work())
 }
 
 /** `write`'s answer, its error (thrown or rejected) pointed at the child (`/books/2`). */

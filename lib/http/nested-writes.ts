@@ -7,6 +7,7 @@ import type { ScopeCondition } from '../query/scope.js'
 import { propertiesOf } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
 import { viewsetValidatorCompiler } from '../schema/validator.js'
+import { andThen } from '../execution/eventually.js'
 import { RequestTransaction, underlyingDatabase } from '../execution/request-transaction.js'
 import type { DefaultHandlers } from './default-handlers.js'
 import type { RouteHandlers } from './route-context.js'
@@ -182,17 +183,19 @@ export class NestedWrites {
     })
   }
 
-  /** A new parent's write in two steps, on SQLite its writes in one synchronous transaction (nested-creation.ts). */
-  async #writeSplit (request: FastifyRequest, reply: FastifyReply, sent: Sent, parent: () => unknown) {
-    const prepared = await prepareCreation(this.#preparation, request, reply, sent)
+  /** A new parent's write in two steps, on SQLite its writes in one synchronous transaction (nested-creation.ts): at
+   * once where nothing awaits. */
+  #writeSplit (request: FastifyRequest, reply: FastifyReply, sent: Sent, parent: () => unknown) {
     const answered: string[] | undefined = this.#answer.defaultWrite ? [] : undefined
-    const row = await writeCreation(this.#db, request, reply, prepared, parent, (row, relation, created) => {
+    const answer = (row: Row, relation: WritableRelation, created: Row[]) => {
       // As the one-step write: a new parent (not an upsert's update) with each child it was sent created.
       const value = sent.find((each) => each.relation === relation)?.value
       if (reply.statusCode !== 201 || !Array.isArray(value) || created.length < value.length) return
       if (answered !== undefined) this.#asWritten(row, relation, created, answered)
-    })
-    return isRecord(row) ? this.#answered(row, answered) : row
+    }
+    return andThen(prepareCreation(this.#preparation, request, reply, sent), (prepared) =>
+      andThen(writeCreation(this.#db, request, reply, prepared, parent, answer), (row) =>
+        isRecord(row) ? this.#answered(row, answered) : row))
   }
 
   /** Answers a new parent's `relation` with its children as written where they are its answer (children-as-written). */
