@@ -11,7 +11,7 @@ import type { DefaultHandlers } from './default-handlers.js'
  * Whether `defaults.createElement` of `request` runs at once on a transaction that answers at once, writing `values`:
  * no `Prefer` resolution (an upsert), no `beforeWrite` or `afterWrite` of the viewset's (the history's included), no
  * GET rule to check the row against (its check is a statement of Kysely's builder), no foreign key written that a rule
- * checks. A foreign key whose row is not written yet is any value but `null` in `values`.
+ * checks (in `values` as the write has them). A foreign key whose row is not written yet is any value but `null`.
  *
  * @example
  * ```ts
@@ -24,5 +24,11 @@ export function createsAtOnce (
   const { context } = defaults
   if (context.beforeWriteInTransaction === true || context.afterWrite !== undefined) return false
   if (defaults.resolution(request) !== undefined || context.scopeOf(request, token, 'GET') !== undefined) return false
-  return context.foreignKeys.checkOf(context.db, [values], { request, token }, false) === undefined
+  // The values as the write will have them: with no beforeWrite of the viewset's, the parent route's values added.
+  const written = defaults.beforeWriteOf(values, { request, token, method: 'POST' }, context.db)
+  if (written instanceof Promise) {
+    written.catch(() => {}) // none of the viewset's: never a promise, and never a fault of the request's
+    return false
+  }
+  return context.foreignKeys.checkOf(context.db, [written], { request, token }, false) === undefined
 }
