@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import diagnosticsChannel from 'node:diagnostics_channel'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
@@ -152,6 +153,24 @@ for (const dialect of dialects) {
         assert.equal(first.json().detail, 'A row with the same title already exists')
         assert.deepEqual(await stored(shelf), { authors: ['a@x'], books: ['x:t1:a@x', 'y:t1:a@x', 'z:t1:a@x'] })
       })
+
+    test('while a tracer listens to the statements, prepared first, then written in Kysely\'s transaction', async (t) => {
+      const shelf = await shelfApp(t, dialect)
+      // A tracer makes the synchronous transaction decline when it would start: the children are prepared already.
+      const traced: string[] = []
+      const tracer = { start: (context: any) => { traced.push(String(context.operation ?? '')) } }
+      const channel = diagnosticsChannel.tracingChannel('fastify-viewsets:statement')
+      channel.subscribe(tracer as any)
+      t.after(() => { channel.unsubscribe(tracer as any) })
+      const refused = await post(shelf, { email: 'a@x', books: [{ title: 'x' }, { title: 'x' }] })
+      assert.equal(refused.statusCode, 409, refused.body)
+      assert.deepEqual(await stored(shelf), { authors: [], books: [] })
+      const response = await post(shelf, three)
+      assert.equal(response.statusCode, 201, response.body)
+      assert.equal(statements(shelf)[0], 'begin', shelf.queries.join('\n'))
+      assert.ok(traced.length > 0)
+      assert.deepEqual(await stored(shelf), { authors: ['a@x'], books: ['x:t1:a@x', 'y:t1:a@x', 'z:t1:a@x'] })
+    })
 
     test('two tenants: a row rule on the books refuses a book outside it, and nothing is written', async (t) => {
       const scope = (eb: any, { request }: any) => eb('tenant', '=', String(request.headers['x-tenant']))
