@@ -58,6 +58,29 @@ export async function inAmbientTransaction<T> (
 }
 
 /**
+ * Runs `work` at once with `trx` (a synchronous transaction of `db`, execution/sync-transaction.ts) as the nested write
+ * of `request`, which must be in none yet: the handlers it calls find `trx` as {@link inAmbientTransaction}'s.
+ *
+ * @example
+ * ```ts
+ * runSynchronously(db, (trx) => inAmbientTransactionNow(db, request, trx, () => handlers.createElement(request)))
+ * ```
+ */
+export function inAmbientTransactionNow<T> (db: AnyDatabase, request: object, trx: AnyDatabase, work: () => T): T {
+  open.set(request, { base: underlyingDatabase(db), trx })
+  try {
+    return work()
+  } finally {
+    open.delete(request)
+  }
+}
+
+/** Whether `request` (or the request it was made for) is in a nested write's transaction now. */
+export function inAmbientTransactionAlready (request: object): boolean {
+  return open.has(request)
+}
+
+/**
  * Makes `child` (a request made for one child's write) write in the nested write `request` is in, until
  * {@link leaveAmbientTransaction}.
  *

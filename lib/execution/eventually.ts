@@ -38,3 +38,31 @@ export type Eventually<T> = T | Promise<T>
 export function andThen<T, U> (value: Eventually<T>, next: (value: T) => Eventually<U>): Eventually<U> {
   return value instanceof Promise ? value.then(next) : next(value)
 }
+
+/**
+ * `each` of the items one after the other, each started once the one before it answered: their answers in order, at
+ * once when every one answered at once. A throw of `each` is thrown at once as {@link andThen}'s.
+ *
+ * @example
+ * ```ts
+ * const rows = inOrder(children, (child) => insert(trx, child))
+ * ```
+ */
+export function inOrder<T, U> (items: readonly T[], each: (item: T, index: number) => Eventually<U>): Eventually<U[]> {
+  const answers: U[] = []
+  const entries = items.entries()
+  const rest = (): Eventually<U[]> => {
+    for (let entry = entries.next(); entry.done !== true; entry = entries.next()) {
+      const answer = each(entry.value[1], entry.value[0])
+      if (answer instanceof Promise) {
+        return answer.then((value) => {
+          answers.push(value)
+          return rest()
+        })
+      }
+      answers.push(answer)
+    }
+    return answers
+  }
+  return rest()
+}

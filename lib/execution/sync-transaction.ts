@@ -51,6 +51,24 @@ class SyncTransactionKysely extends Kysely<Record<string, Row>> {
 
 const transactions = new WeakMap<AnyDatabase, SyncTransactionKysely>()
 
+/** The synchronous transactions of `db`, when it has them now (SQLite's, outside a request transaction). */
+function transactionsOf (db: AnyDatabase) {
+  return db instanceof PreparedKysely || db instanceof RequestTransactionDatabase ? db[transactNow] : undefined
+}
+
+/**
+ * Whether {@link runSynchronously} may run a transaction of `db`: false where it would surely decline (not SQLite, or
+ * inside a request transaction). It may still decline at the time (a transaction of Kysely's, an array `log`).
+ *
+ * @example
+ * ```ts
+ * if (transactsAtOnce(db)) prepareEverythingThatAwaits()
+ * ```
+ */
+export function transactsAtOnce (db: AnyDatabase): boolean {
+  return transactionsOf(db) !== undefined
+}
+
 /**
  * Runs `work` at once in a transaction of `db` (SQLite's, opened by createDatabase), its statements run through
  * runCompiled on it answering at once; commits when it returns, rolls back when it throws. `undefined`, having run
@@ -67,9 +85,7 @@ export function runSynchronously<T> (
   db: AnyDatabase,
   work: (trx: AnyDatabase) => Eventually<T>
 ): { value: T } | undefined {
-  const transact = db instanceof PreparedKysely || db instanceof RequestTransactionDatabase
-    ? db[transactNow]
-    : undefined
+  const transact = transactionsOf(db)
   if (transact === undefined) return undefined
   let trx = transactions.get(db)
   if (trx === undefined) transactions.set(db, trx = new SyncTransactionKysely(db))

@@ -228,7 +228,7 @@ export class DefaultHandlers {
   /** POST: inserts what `beforeWrite` makes of the writable fields sent; with Prefer merge-duplicates, upserts. */
   createElement (request: FastifyRequest, reply: FastifyReply, token: ViewsetToken | null): Eventually<Row> {
     const sent = this.writable(request.body)
-    const resolution = this.#resolution(request)
+    const resolution = this.resolution(request)
     if (resolution !== undefined) return this.#upsertOne(request, reply, token, sent, resolution === ignoreDuplicates)
     // The caller must be able to read what it creates: the row as stored must be in the GET rule.
     const check = this.#context.scopeOf(request, token, 'GET')
@@ -303,7 +303,7 @@ export class DefaultHandlers {
     const { resource } = this.#context
     // The write starts after beforeWrite's awaits: in the request's cancellation scope (execution/cancellation.ts).
     const scope = currentCancellation()
-    const resolution = this.#resolution(request)
+    const resolution = this.resolution(request)
     if (resolution === undefined) {
       const check = this.#context.scopeOf(request, token, 'GET')
       return await this.#inWrite(request, async (db) => {
@@ -327,7 +327,7 @@ export class DefaultHandlers {
 
   /** How this request resolves duplicates: with `conflictFields`, the `resolution` the client prefers (merge or ignore
    * them); else none, and the header is ignored, as RFC 7240 says. */
-  #resolution (request: FastifyRequest) {
+  resolution (request: FastifyRequest) {
     return this.#context.conflictFields === undefined ? undefined : resolutionPreference(request.headers.prefer)
   }
 

@@ -1,28 +1,22 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { FastifyValidationResult } from 'fastify/types/schema.js'
 import { inAmbientTransaction, joinAmbientTransaction, leaveAmbientTransaction } from '../data/ambient-transaction.js'
 import { invalidFields, ViewsetErrors } from '../errors.js'
 import type { FieldError } from '../errors.js'
-import { allVisible } from '../query/field-access.js'
-import type { FieldRules, FieldView } from '../query/field-access.js'
-import type { RelationKind } from '../relations/declaration.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { ScopeCondition } from '../query/scope.js'
-import type { RelationRuleSlot } from '../relations/relation-rule.js'
 import { propertiesOf } from '../schema/derive.js'
-import type { JsonSchema } from '../schema/derive.js'
 import { isRecord } from '../schema/object-schema.js'
 import { viewsetValidatorCompiler } from '../schema/validator.js'
-import { LruCache } from '../execution/lru-cache.js'
+import { andThen } from '../execution/eventually.js'
 import { RequestTransaction, underlyingDatabase } from '../execution/request-transaction.js'
-import { authHook } from './auth.js'
 import type { DefaultHandlers } from './default-handlers.js'
-import type { RouteContext, RouteHandlers } from './route-context.js'
+import type { RouteHandlers } from './route-context.js'
+import type { WritableRelation } from './writable-relation.js'
 import { setPlainLinks, setServedLinks } from './nested-links.js'
-import { pointed, schemaErrors } from './child-errors.js'
+import { pointed } from './child-errors.js'
+import { authorizedChild, childBody, ChildPreparation, childRequest } from './child-preparation.js'
 import { answeredAsWritten, childrenAsWritten } from './children-as-written.js'
-import type { AsWritten } from './children-as-written.js'
-import type { LinkViewset } from './nested-links.js'
+import { childWrite, hasTarget, prepareCreation, splitsCreation, writeCreation } from './nested-creation.js'
 
 // Nested writes (issue 38 item 2): a body of POST, PUT or PATCH that sends a writable relation's field writes it in
 // the parent's transaction. A to-one by reference (the parent's foreign key), a many-to-many by setting its link
@@ -30,41 +24,15 @@ import type { LinkViewset } from './nested-links.js'
 // own route would write it: its protectedMethods and authorize, its field rules, its default handler (row rules and
 // WITH CHECK, beforeWrite, afterWrite). Every error names its element by JSON pointer (`/books/2/title`).
 
-/** A mounted viewset as nested writes reach it: its default handlers and what its routes are declared from. */
-export interface NestedTarget {
-  readonly defaults: DefaultHandlers
-  readonly context: RouteContext
-  readonly rules: FieldRules | undefined
-}
-
-/** A relation declared `writable: true`, as a request writes it. */
-export interface WritableRelation {
-  readonly field: string
-  readonly kind: RelationKind
-  readonly table: string
-  /** many-to-one: the parent's column; one-to-many: the child's column. */
-  readonly foreignKey: string
-  /** The key of the related rows (of a child, the child viewset's primary key, known once the app is ready). */
-  targetKey: string
-  /** one-to-many: the parent's column the children's foreign key holds; many-to-many: the parent's key. */
-  readonly parentKey: string
-  readonly through: { readonly table: string, readonly sourceKey: string, readonly targetKey: string } | undefined
-  /** The row rule of the related table, as the relation's loads apply it (`'GET'` to-one, `'LIST'` else). */
-  readonly rule: RelationRuleSlot
-  /** The viewset serving the related table, found when the application is ready. */
-  target: NestedTarget | undefined
-  /** A many-to-many's link table's viewset, when one serves it: the links are written as its rows (nested-links.ts). */
-  link?: LinkViewset | undefined
-  /** How a new parent's children may be answered as written (children-as-written.ts), once the app is ready. */
-  asWritten?: AsWritten | undefined
-}
-
 /** What a new parent is answered with: its relation fields, those its answer loads, and whether only the defaults
  * write it (no createElement or afterWrite of its viewset's, which could write children the load would read). */
 export interface ParentAnswer {
   readonly all: readonly string[]
   readonly only: ReadonlySet<string> | undefined
   readonly defaultWrite: boolean
+  /** The parent viewset's default handlers, where its createElement is theirs (a new parent and its children may then
+   * be written in two steps: nested-creation.ts). */
+  readonly defaults: DefaultHandlers | undefined
 }
 
 /** The writable relation fields a body sends, each with its value. */
@@ -105,39 +73,6 @@ async function invisibleKeys (
   return new Set(keys.map(String).filter((key) => !seen.has(key)))
 }
 
-/** A request for one child's write: its body and key, without the parent's preferences and preconditions. */
-function childRequest (request: FastifyRequest, body: Row, id: unknown): FastifyRequest {
-  const { prefer: _prefer, 'if-match': _ifMatch, ...headers } = request.headers
-  // A view of the parent's request: the same connection, token and log.
-  const child: FastifyRequest = Object.create(request, {
-    body: { value: body, writable: true },
-    params: { value: id === undefined ? {} : { id } },
-    headers: { value: headers },
-    viewsetToken: { value: request.viewsetToken, writable: true },
-  })
-  return child
-}
-
-/** The body a child's write is validated against: the child's body of `method` without what the caller may not see,
- * its key typed (it addresses the child). */
-function childSchema (target: NestedTarget, method: 'POST' | 'PATCH', view: FieldView, relation: WritableRelation) {
-  const key = relation.targetKey
-  const { components, entity } = target.context.schemas
-  const body: JsonSchema = components.bodies[method] ?? { type: 'object' }
-  const { $id: _id, examples: _examples, required, ...rest } = body
-  const properties: Record<string, JsonSchema> = {}
-  for (const [name, property] of Object.entries(propertiesOf(body))) {
-    if (!view.hidden.has(name)) properties[name] = property
-  }
-  const { readOnly: _readOnly, ...keySchema } = propertiesOf(entity)[key] ?? {}
-  if (method === 'PATCH') properties[key] = keySchema
-  // The foreign key is the parent's to set: a child need not send it.
-  const kept = Array.isArray(required)
-    ? required.filter((name) => typeof name === 'string' && name in properties && name !== relation.foreignKey)
-    : []
-  return { ...rest, properties, ...(kept.length > 0 ? { required: kept } : {}) }
-}
-
 /**
  * The nested writes of one viewset: its writable relations, and its handlers wrapped to write them. A body that sends
  * none is handed to the handlers as it is.
@@ -147,8 +82,7 @@ export class NestedWrites {
   readonly #db: AnyDatabase
   readonly #maxBulk: number
   readonly #answer: ParentAnswer
-  /** See {@link #validatorOf}; bounded as the field views are (query/field-access.ts). */
-  readonly #validators = new LruCache<string, FastifyValidationResult>(256)
+  readonly #preparation = new ChildPreparation()
 
   constructor (relations: readonly WritableRelation[], db: AnyDatabase, maxBulk: number, answer: ParentAnswer) {
     this.#relations = relations
@@ -170,7 +104,11 @@ export class NestedWrites {
       createElement: (request, reply, token) => {
         const sent = this.#sent(request.body)
         if (sent === undefined) return handlers.createElement(request, reply, token)
-        return this.#write(request, reply, sent, () => handlers.createElement(request, reply, token), true)
+        const parent = () => handlers.createElement(request, reply, token)
+        if (splitsCreation(this.#db, request, token, sent, this.#answer.defaults)) {
+          return this.#writeSplit(request, reply, sent, parent)
+        }
+        return this.#write(request, reply, sent, parent, true)
       },
       updateElement: (request, reply, token, partial, precondition) => {
         const sent = this.#sent(request.body)
@@ -237,20 +175,45 @@ export class NestedWrites {
         if (relation.kind === 'many-to-many') await this.#links(trx, request, reply, relation, value, row)
         else {
           const written = await this.#children(trx, request, reply, relation, value, row)
-          const children = relation.asWritten === undefined || answered === undefined || written.length < value.length
-            ? undefined
-            : childrenAsWritten(relation.asWritten, relation.rule, written)
-          if (children !== undefined) {
-            row[relation.field] = children
-            answered?.push(relation.field)
-          }
+          const complete = answered !== undefined && written.length === value.length
+          if (complete) this.#asWritten(row, relation, written, answered)
         }
       }
-      if (answered !== undefined && answered.length > 0) {
-        answeredAsWritten(row, answered, this.#answer.all, this.#answer.only)
-      }
-      return row
+      return this.#answered(row, answered)
     })
+  }
+
+  /** A new parent's write in two steps, on SQLite its writes in one synchronous transaction (nested-creation.ts): at
+   * once where nothing awaits. */
+  #writeSplit (request: FastifyRequest, reply: FastifyReply, sent: Sent, parent: () => unknown) {
+    const answered: string[] | undefined = this.#answer.defaultWrite ? [] : undefined
+    const answer = (row: Row, relation: WritableRelation, created: Row[]) => {
+      // As the one-step write: a new parent (not an upsert's update) with each child it was sent created.
+      const value = sent.find((each) => each.relation === relation)?.value
+      if (reply.statusCode !== 201 || !Array.isArray(value) || created.length < value.length) return
+      if (answered !== undefined) this.#asWritten(row, relation, created, answered)
+    }
+    return andThen(prepareCreation(this.#preparation, request, reply, sent), (prepared) =>
+      andThen(writeCreation(this.#db, request, reply, prepared, parent, answer), (row) =>
+        isRecord(row) ? this.#answered(row, answered) : row))
+  }
+
+  /** Answers a new parent's `relation` with its children as written where they are its answer (children-as-written). */
+  #asWritten (row: Row, relation: WritableRelation, written: readonly Row[], answered: string[]): void {
+    const children = relation.asWritten === undefined
+      ? undefined
+      : childrenAsWritten(relation.asWritten, relation.rule, written)
+    if (children === undefined) return
+    row[relation.field] = children
+    answered.push(relation.field)
+  }
+
+  /** `row`, its relations answered as written (`answered`) left out of the load after the commit. */
+  #answered (row: Row, answered: readonly string[] | undefined): Row {
+    if (answered !== undefined && answered.length > 0) {
+      answeredAsWritten(row, answered, this.#answer.all, this.#answer.only)
+    }
+    return row
   }
 
   /** A to-one by reference: the target must be one the caller may read (else the 409 of a missing row), and its key
@@ -293,7 +256,7 @@ export class NestedWrites {
     const link = relation.link
     await setServedLinks(trx, set, { link, request, reply }, async (method, body, id) => {
       const child = childRequest(request, body ?? {}, id)
-      await this.#authorized(link, method, child, reply)
+      await authorizedChild(link, method, child, reply)
       // The link's handler finds the nested write's transaction by its request; the entry goes with the child object.
       joinAmbientTransaction(child, request)
       return child
@@ -323,61 +286,23 @@ export class NestedWrites {
   /** One child's write, as the child's own POST or PATCH route would make it: the row created, if it created one. */
   async #child (trx: AnyDatabase, request: FastifyRequest, reply: FastifyReply, relation: WritableRelation,
     element: Row, parent: unknown): Promise<unknown> {
-    const target = relation.target
-    if (target === undefined) return
+    if (!hasTarget(relation)) return
     const key = element[relation.targetKey]
-    const method = key === undefined ? 'POST' : 'PATCH'
-    if (target.context.schemas.components.bodies[method] === undefined) {
-      throw new ViewsetErrors.Forbidden(`${target.context.prefix} does not serve ${method}`)
-    }
-    const child = childRequest(request, { ...element }, key)
-    const token = await this.#authorized(target, method, child, reply)
-    const view = target.rules === undefined ? allVisible : await target.rules.view({ request: child, token, method })
-    const validate = this.#validatorOf(target, method, view, relation)
-    if (validate(element) !== true) {
-      throw invalidFields(schemaErrors(Array.isArray(validate.errors) ? validate.errors : []))
-    }
+    const prepared = await this.#preparation.prepare(request, reply, relation, element, key)
     // A child of another parent (or none) is not this parent's to change: the 404 of a missing one.
     const owned = key === undefined || await trx.selectFrom(relation.table).select(relation.targetKey)
       .where(relation.targetKey, '=', key).where(relation.foreignKey, '=', parent).executeTakeFirst() !== undefined
     if (!owned) throw new ViewsetErrors.NotFound(`No ${relation.field} row with ${relation.targetKey} = ${String(key)}`)
-    const body: Row = {}
-    for (const [name, field] of Object.entries(element)) {
-      if (!view.readOnly.has(name) && name !== relation.targetKey) body[name] = field
-    }
-    if (view.readOnly.has(relation.foreignKey) || view.hidden.has(relation.foreignKey)) {
-      throw new ViewsetErrors.Forbidden(`This token may not write ${relation.foreignKey} of ${relation.table}`)
-    }
-    child.body = { ...body, [relation.foreignKey]: parent }
+    const body = childBody(prepared.view, relation, element)
+    if (key === undefined) return await childWrite(request, reply, relation, { ...prepared, body }, parent)
+    prepared.child.body = { ...body, [relation.foreignKey]: parent }
     // The child's handler finds the nested write's transaction by its request (data/ambient-transaction.ts).
-    joinAmbientTransaction(child, request)
+    joinAmbientTransaction(prepared.child, request)
     try {
-      if (method === 'POST') return await target.defaults.createElement(child, reply, token)
-      await target.defaults.updateElement(child, token, true, undefined)
+      await relation.target.defaults.updateElement(prepared.child, prepared.token, true, undefined)
       return undefined
     } finally {
-      leaveAmbientTransaction(child)
+      leaveAmbientTransaction(prepared.child)
     }
-  }
-
-  /** The validator of a child's body, made once per relation, method and field view: compiling it again, or finding it
-   * by its schema's text, cost a nested POST more than its writes (benchmarks/analysis.md, issue 43). */
-  #validatorOf (target: NestedTarget, method: 'POST' | 'PATCH', view: FieldView, relation: WritableRelation) {
-    const key = `${relation.field}|${method}|${view.key}`
-    let validate = this.#validators.get(key)
-    if (validate === undefined) {
-      const schema = childSchema(target, method, view, relation)
-      validate = viewsetValidatorCompiler({ schema, httpPart: 'body', method, url: '' })
-      this.#validators.set(key, validate)
-    }
-    return validate
-  }
-
-  /** The child route's own authentication: its protected methods verify the token and call its `authorize`. */
-  async #authorized (target: Pick<NestedTarget, 'context'>, method: 'POST' | 'PATCH' | 'DELETE' | 'RESTORE',
-    child: FastifyRequest, reply: FastifyReply) {
-    const { auth } = target.context
-    if (auth.protectedMethods.includes(method)) await authHook(method, auth.options).call(child.server, child, reply)
-    return child.viewsetToken
   }
 }

@@ -4,7 +4,7 @@ import { underlyingDatabase } from '../execution/request-transaction.js'
 import { NestedWrites } from '../http/nested-writes.js'
 import { asWrittenOf } from '../http/children-as-written.js'
 import type { AsWrittenTarget } from '../http/children-as-written.js'
-import type { NestedTarget, WritableRelation } from '../http/nested-writes.js'
+import type { NestedTarget, WritableRelation } from '../http/writable-relation.js'
 import type { RouteContext, RouteHandlers } from '../http/route-context.js'
 import type { ViewsetComponents } from '../schema/components.js'
 import type { RelatedConfig } from '../relations/config.js'
@@ -104,6 +104,7 @@ export function withNestedWrites (
     all: all.map(({ field }) => field),
     only: context.fields.defaultRelations,
     defaultWrite: !overridden.has('createElement') && hooksAfter(source.defaults) === undefined,
+    defaults: overridden.has('createElement') ? undefined : source.defaults,
   }
   return new NestedWrites(relations, context.db, maxBulk, answer).wrap(handlers)
 }
