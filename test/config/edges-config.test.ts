@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify'
 import { createViewset, Viewset, viewsetDocs, ViewsetErrors } from 'fastify-viewsets'
 import type { ElementRequest, ViewsetToken } from 'fastify-viewsets'
 import { dialects, testDatabase } from '../helpers/database.js'
@@ -312,21 +312,20 @@ for (const dialect of dialects) {
 
     test('a schema that breaks JSON Schema, or that the serializer cannot write, fails at startup', async (t) => {
       const database = await itemsDatabase(t, dialect)
+      const failsAtStartup = async (plugin: FastifyPluginAsync, message: RegExp) => {
+        const app = testApp(t)
+        await assert.rejects(async () => {
+          await app.register(plugin, { prefix: '/items' })
+          await app.ready()
+        }, { message })
+      }
       // A body: the row's own schema, from which the write bodies are derived.
       const badRow = Type.Object({
         id: Type.Optional(Type.Integer({ readOnly: true })),
         name: Type.String({ maxLength: -1 }),
       })
-      const rowApp = testApp(t)
-      await assert.rejects(
-        async () => {
-          await rowApp.register(createViewset({ db: database.db, table: 'items', schema: badRow }), {
-            prefix: '/items',
-          })
-          await rowApp.ready()
-        },
-        { message: /schema is invalid: data\/properties\/name\/maxLength must be >= 0/ }
-      )
+      await failsAtStartup(createViewset({ db: database.db, table: 'items', schema: badRow }),
+        /schema is invalid: data\/properties\/name\/maxLength must be >= 0/)
 
       // A custom route's query: Ajv's coercing instance compiles it.
       class Custom extends Viewset<ItemsDB, 'items', typeof Item> {
@@ -338,32 +337,16 @@ for (const dialect of dialects) {
           )
         }
       }
-      const queryApp = testApp(t)
-      await assert.rejects(
-        async () => {
-          await queryApp.register(new Custom({ db: database.db, table: 'items', schema: Item }).register(), {
-            prefix: '/items',
-          })
-          await queryApp.ready()
-        },
-        { message: /schema is invalid: data\/properties\/rank\/minimum must be number/ }
-      )
+      await failsAtStartup(new Custom({ db: database.db, table: 'items', schema: Item }).register(),
+        /schema is invalid: data\/properties\/rank\/minimum must be number/)
 
       // Read-only, so no body validates it: only the serializer reads it, and it is compiled at registration.
       const unwritable = Type.Object({
         ...Item.properties,
         description: Type.Optional(Type.Unsafe<string>({ readOnly: true, $ref: 'Missing#' })),
       })
-      const serializerApp = testApp(t)
-      await assert.rejects(
-        async () => {
-          await serializerApp.register(createViewset({ db: database.db, table: 'items', schema: unwritable }), {
-            prefix: '/items',
-          })
-          await serializerApp.ready()
-        },
-        { message: /Cannot resolve ref "Missing#"/ }
-      )
+      await failsAtStartup(createViewset({ db: database.db, table: 'items', schema: unwritable }),
+        /Cannot resolve ref "Missing#"/)
 
       // A `required` that is not a list, on a field: the serializer's schema keeps it (it drops well-formed ones), so
       // its check at registration names it, though the write bodies' validators compile on first use.
@@ -371,16 +354,8 @@ for (const dialect of dialects) {
         ...Item.properties,
         description: Type.Optional(Type.Union([Type.Unsafe<string>({ type: 'string', required: 'text' }), Type.Null()])),
       })
-      const requiredApp = testApp(t)
-      await assert.rejects(
-        async () => {
-          await requiredApp.register(createViewset({ db: database.db, table: 'items', schema: misrequired }), {
-            prefix: '/items',
-          })
-          await requiredApp.ready()
-        },
-        { message: /schema is invalid: data\/properties\/description\/required must be array/ }
-      )
+      await failsAtStartup(createViewset({ db: database.db, table: 'items', schema: misrequired }),
+        /schema is invalid: data\/properties\/description\/required must be array/)
     })
   })
 }
