@@ -1,3 +1,4 @@
+import type { Eventually } from '../execution/eventually.js'
 import type { AnyDatabase } from '../sql.js'
 import { underlyingDatabase } from '../execution/request-transaction.js'
 
@@ -98,4 +99,29 @@ export function joinAmbientTransaction (child: object, request: object): void {
 /** Ends what {@link joinAmbientTransaction} began. */
 export function leaveAmbientTransaction (child: object): void {
   open.delete(child)
+}
+
+/**
+ * Runs `write` with `child` in the nested write `request` is in ({@link joinAmbientTransaction}), leaving it once
+ * `write` answers, throws or settles; at once when `write` answers at once.
+ *
+ * @example
+ * ```ts
+ * const row = await inJoinedTransaction(child, request, () => defaults.createElement(child, reply, token))
+ * ```
+ */
+export function inJoinedTransaction<T> (child: object, request: object, write: () => Eventually<T>): Eventually<T> {
+  joinAmbientTransaction(child, request)
+  let written: Eventually<T>
+  try {
+    written = write()
+  } catch (error) {
+    leaveAmbientTransaction(child)
+    throw error
+  }
+  if (!(written instanceof Promise)) {
+    leaveAmbientTransaction(child)
+    return written
+  }
+  return written.finally(() => { leaveAmbientTransaction(child) })
 }

@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import {
-  inAmbientTransaction, inAmbientTransactionAlready, inAmbientTransactionNow, joinAmbientTransaction,
-  leaveAmbientTransaction,
+  inAmbientTransaction, inAmbientTransactionAlready, inAmbientTransactionNow, inJoinedTransaction,
 } from '../data/ambient-transaction.js'
 import { andThen, inOrder } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
@@ -57,19 +56,7 @@ export function childWrite (request: FastifyRequest, reply: FastifyReply, relati
   { child, token, body }: ReadyChild, parent: unknown): Eventually<Row> {
   child.body = { ...body, [relation.foreignKey]: parent }
   // The child's handler finds the nested write's transaction by its request (data/ambient-transaction.ts).
-  joinAmbientTransaction(child, request)
-  let written: Eventually<Row>
-  try {
-    written = relation.target.defaults.createElement(child, reply, token)
-  } catch (error) {
-    leaveAmbientTransaction(child)
-    throw error
-  }
-  if (!(written instanceof Promise)) {
-    leaveAmbientTransaction(child)
-    return written
-  }
-  return written.finally(() => { leaveAmbientTransaction(child) })
+  return inJoinedTransaction(child, request, () => relation.target.defaults.createElement(child, reply, token))
 }
 
 /**

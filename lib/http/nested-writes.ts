@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { inAmbientTransaction, joinAmbientTransaction, leaveAmbientTransaction } from '../data/ambient-transaction.js'
+import { inAmbientTransaction, inJoinedTransaction, joinAmbientTransaction } from '../data/ambient-transaction.js'
 import { invalidFields, ViewsetErrors } from '../errors.js'
 import type { FieldError } from '../errors.js'
 import type { AnyDatabase, Row } from '../sql.js'
@@ -295,14 +295,11 @@ export class NestedWrites {
     if (!owned) throw new ViewsetErrors.NotFound(`No ${relation.field} row with ${relation.targetKey} = ${String(key)}`)
     const body = childBody(prepared.view, relation, element)
     if (key === undefined) return await childWrite(request, reply, relation, { ...prepared, body }, parent)
-    prepared.child.body = { ...body, [relation.foreignKey]: parent }
+    const { child, token } = prepared
+    child.body = { ...body, [relation.foreignKey]: parent }
     // The child's handler finds the nested write's transaction by its request (data/ambient-transaction.ts).
-    joinAmbientTransaction(prepared.child, request)
-    try {
-      await relation.target.defaults.updateElement(prepared.child, prepared.token, true, undefined)
-      return undefined
-    } finally {
-      leaveAmbientTransaction(prepared.child)
-    }
+    const { defaults } = relation.target
+    await inJoinedTransaction(child, request, () => defaults.updateElement(child, token, true, undefined))
+    return undefined
   }
 }
