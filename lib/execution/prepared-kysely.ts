@@ -260,6 +260,14 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
     return options === undefined ? promised(query, this.#now) : this.#db.executeQuery(query, options)
   }
 
+  /**
+   * The adopted connection's synchronous transactions (SQLite's), once the wrapped instance is known not to log and
+   * while it has no plugins: their statements would pass by its log and its plugins' `transformResult`.
+   */
+  get [transactNow] (): SyncTransaction | undefined {
+    return this.#logs === false && this.#plugins.length === 0 ? this.#adopted.transact : undefined
+  }
+
   /** {@link runCompiled}. */
   [executeNow]<R>(compiled: CompiledQuery<R>): Eventually<QueryResult<R>> {
     return this.#now(compiled)
@@ -311,4 +319,17 @@ export class AdoptedKysely<DB> extends Kysely<DB> {
   override async destroy (): Promise<void> {
     await this.#db.destroy()
   }
+}
+
+/**
+ * The synchronous transactions (SQLite's) of a database createDatabase opened or withPreparedStatements wrapped,
+ * where it has them now: execution/sync-transaction.ts runs them.
+ *
+ * @example
+ * ```ts
+ * const transact = transactionsOfPrepared(db) // undefined: take Kysely's transaction
+ * ```
+ */
+export function transactionsOfPrepared (db: object): SyncTransaction | undefined {
+  return db instanceof PreparedKysely || db instanceof AdoptedKysely ? db[transactNow] : undefined
 }

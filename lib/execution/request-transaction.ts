@@ -5,7 +5,7 @@ import type {
   TransactionBuilder, TransactionSettings,
 } from 'kysely'
 import type { Eventually } from './eventually.js'
-import { executeNow, PreparedKysely, runCompiled, transactNow } from './prepared-kysely.js'
+import { executeNow, runCompiled, transactionsOfPrepared, transactNow } from './prepared-kysely.js'
 import type { SyncTransaction } from '../dialect/shared/connection.js'
 import type { ExecuteOptions } from './prepared-kysely.js'
 
@@ -183,7 +183,7 @@ export class RequestTransactionDatabase<DB> extends Kysely<DB> {
 
   /** Outside a request transaction, the wrapped database's synchronous transactions (SQLite's); none inside one. */
   get [transactNow] (): SyncTransaction | undefined {
-    return openOn(this.base) === undefined && this.base instanceof PreparedKysely ? this.base[transactNow] : undefined
+    return openOn(this.base) === undefined ? transactionsOfPrepared(this.base) : undefined
   }
 
   /** The data layer's compiled statements: in the request's transaction, else through the wrapped one's shortcut. */

@@ -3,7 +3,9 @@ import type { CompiledQuery, ConnectionProvider, QueryResult } from 'kysely'
 import type { DirectResult } from '../dialect/shared/connection.js'
 import type { AnyDatabase, Row } from '../sql.js'
 import type { Eventually } from './eventually.js'
-import { executeNow, PreparedKysely, rowsOf, transactNow, wrappedDialect, wrappedDriver } from './prepared-kysely.js'
+import {
+  executeNow, rowsOf, transactionsOfPrepared, transactNow, wrappedDialect, wrappedDriver,
+} from './prepared-kysely.js'
 import { RequestTransactionDatabase } from './request-transaction.js'
 
 // A write that must be all or none yet runs nothing asynchronous (no hook of the user's inside it) runs as one
@@ -53,7 +55,7 @@ const transactions = new WeakMap<AnyDatabase, SyncTransactionKysely>()
 
 /** The synchronous transactions of `db`, when it has them now (SQLite's, outside a request transaction). */
 function transactionsOf (db: AnyDatabase) {
-  return db instanceof PreparedKysely || db instanceof RequestTransactionDatabase ? db[transactNow] : undefined
+  return db instanceof RequestTransactionDatabase ? db[transactNow] : transactionsOfPrepared(db)
 }
 
 /**

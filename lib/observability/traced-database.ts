@@ -8,7 +8,9 @@ import type {
   QueryResult,
   RootOperationNode,
 } from 'kysely'
-import type { AdoptedDatabase, DirectExecutor, DirectResult, OpenedDatabase } from '../dialect/shared/connection.js'
+import type {
+  AdoptedDatabase, DirectExecutor, DirectResult, OpenedDatabase, SyncTransaction,
+} from '../dialect/shared/connection.js'
 import { statementChannel, traceEventually } from './channels.js'
 import { costOf } from '../execution/cost-class.js'
 import type { StatementContext, StatementDialect, StatementOperation } from './channels.js'
@@ -188,15 +190,19 @@ export function tracedDatabase (opened: OpenedDatabase, name: StatementDialect):
   return {
     dialect: tracedDialect(opened.dialect, name),
     direct: opened.direct === undefined ? undefined : tracedDirect(opened.direct, name),
-    // Its statements are not published one by one: while anything listens, writes take Kysely's transactions.
-    transact: opened.transact === undefined
-      ? undefined
-      : (work) => statementChannel.hasSubscribers ? undefined : opened.transact?.(work),
+    transact: untraced(opened.transact),
   }
+}
+
+/** A synchronous transaction's statements are not published one by one: while anything listens, writes take
+ * Kysely's transactions. */
+function untraced (transact: SyncTransaction | undefined): SyncTransaction | undefined {
+  return transact === undefined ? undefined : (work) => statementChannel.hasSubscribers ? undefined : transact(work)
 }
 
 /** A user's database adopted by withPreparedStatements, its shortcut's statements published (the rest run on the
  * user's own driver, not traced). */
 export function tracedAdopted (adopted: AdoptedDatabase, name: StatementDialect): AdoptedDatabase {
-  return { direct: tracedDirect(adopted.direct, name), viaKysely: adopted.viaKysely }
+  const { direct, viaKysely, transact } = adopted
+  return { direct: tracedDirect(direct, name), viaKysely, transact: untraced(transact) }
 }

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import { createViewset } from '../../lib/index.js'
-import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
+import { autoIncrement, dialects, setupDatabase, testDatabase } from '../helpers/database.js'
 import type { TestDatabase, TestDialect } from '../helpers/database.js'
 import { testApp } from '../helpers/app.js'
 
@@ -37,8 +37,10 @@ interface Shelf extends TestDatabase {
 
 /** /authors writing its books through /books, `books` merged over the books viewset's options; `ao_books.title` and
  * `ao_authors.email` unique. */
-async function shelfApp (t: TestContext, dialect: TestDialect, books: Record<string, unknown> = {}): Promise<Shelf> {
-  const database = await testDatabase(t, dialect)
+async function shelfApp (
+  t: TestContext, dialect: TestDialect, books: Record<string, unknown> = {}, opened?: TestDatabase
+): Promise<Shelf> {
+  const database = opened ?? await testDatabase(t, dialect)
   const { db } = database
   const [idType, id] = autoIncrement(dialect.name)
   await db.schema.createTable('ao_authors').addColumn('id', idType as 'integer', id)
@@ -63,9 +65,14 @@ async function shelfApp (t: TestContext, dialect: TestDialect, books: Record<str
   return { ...database, app }
 }
 
-/** The first two words of each statement the last request ran, lower case. */
+/** The first two words of each statement, lower case. */
+function firstWords (queries: readonly string[]): string[] {
+  return queries.map((text) => text.trim().split(/\s+/).slice(0, 2).join(' ').toLowerCase().replace(/[`"]/g, ''))
+}
+
+/** The first two words of each statement the last request ran. */
 function statements (shelf: Shelf): string[] {
-  return shelf.queries.map((text) => text.trim().split(/\s+/).slice(0, 2).join(' ').toLowerCase().replace(/[`"]/g, ''))
+  return firstWords(shelf.queries)
 }
 
 async function stored (shelf: Shelf): Promise<{ authors: string[], books: string[] }> {
@@ -170,6 +177,30 @@ for (const dialect of dialects) {
       assert.equal(statements(shelf)[0], 'begin', shelf.queries.join('\n'))
       assert.ok(traced.length > 0)
       assert.deepEqual(await stored(shelf), { authors: ['a@x'], books: ['x:t1:a@x', 'y:t1:a@x', 'z:t1:a@x'] })
+    })
+
+    test('over the user\'s own Kysely (withPreparedStatements, no log, no plugin): on SQLite in one synchronous ' +
+      'transaction too; with a plugin, in Kysely\'s', async (t) => {
+      for (const plugins of [[], [{ transformQuery: ({ node }: any) => node, transformResult: async ({ result }: any) => result }]]) {
+        const traced: string[] = []
+        const opened = await setupDatabase(t, dialect, 'own Kysely, wrapped', { logged: false, plugins, sqliteStatements: traced })
+        const shelf = await shelfApp(t, dialect, {}, opened)
+        // The first statement through the instance finds out whether it logs: until then, Kysely's transactions.
+        assert.equal((await shelf.app.inject({ method: 'GET', url: '/authors/1' })).statusCode, 404)
+        const refused = await post(shelf, { email: 'a@x', books: [{ title: 'x' }, { title: 'y' }, { title: 'x' }] })
+        assert.equal(refused.statusCode, 409, refused.body)
+        assert.deepEqual(await stored(shelf), { authors: [], books: [] })
+        traced.length = 0
+        const response = await post(shelf, three)
+        assert.equal(response.statusCode, 201, response.body)
+        assert.deepEqual(response.json().books.map((book: any) => book.title), ['x', 'y', 'z'])
+        if (dialect.name === 'sqlite') {
+          const begin = plugins.length === 0 ? 'begin immediate' : 'begin'
+          const inserts = ['insert into', 'insert into', 'insert into', 'insert into']
+          assert.deepEqual(firstWords(traced), [begin, ...inserts, 'commit'], traced.join('\n'))
+        }
+        assert.deepEqual(await stored(shelf), { authors: ['a@x'], books: ['x:t1:a@x', 'y:t1:a@x', 'z:t1:a@x'] })
+      }
     })
 
     test('two tenants: a row rule on the books refuses a book outside it, and nothing is written', async (t) => {

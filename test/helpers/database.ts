@@ -98,13 +98,14 @@ export const databaseSetups: readonly DatabaseSetup[] = ['createDatabase', 'own 
 /**
  * A fresh, isolated database as `setup` opens it. An own Kysely is built the way a user builds one
  * (better-sqlite3, a pg Pool or a mysql2 pool, handed to Kysely's own dialect), with a logging Kysely
- * unless `logged` is false, and wrapped by withPreparedStatements for the third setup.
+ * unless `logged` is false, and wrapped by withPreparedStatements for the third setup; on SQLite,
+ * `sqliteStatements` collects every statement the connection runs.
  */
 export async function setupDatabase (
   t: TestContext,
   dialect: TestDialect,
   setup: DatabaseSetup,
-  options: { logged?: boolean; plugins?: KyselyPlugin[] } = {}
+  options: { logged?: boolean; plugins?: KyselyPlugin[]; sqliteStatements?: string[] } = {}
 ): Promise<TestDatabase> {
   const isolated = await testDatabase(t, dialect)
   if (setup === 'createDatabase') return isolated
@@ -116,7 +117,9 @@ export async function setupDatabase (
   let kyselyDialect: Dialect
   if (dialect.name === 'sqlite') {
     const { default: Database } = await import('better-sqlite3')
-    const database = new Database(':memory:')
+    // better-sqlite3's own trace of every statement it runs, Kysely's or not.
+    const verbose = (sql: unknown) => { options.sqliteStatements?.push(String(sql)) }
+    const database = new Database(':memory:', options.sqliteStatements === undefined ? {} : { verbose })
     handle = database
     kyselyDialect = new SqliteDialect({ database })
   } else if (dialect.name === 'postgres') {

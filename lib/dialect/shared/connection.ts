@@ -93,6 +93,8 @@ export interface OpenedDatabase {
 export interface AdoptedDatabase {
   readonly direct: DirectExecutor
   readonly viaKysely: (compiled: CompiledQuery) => void
+  /** Its synchronous transactions, where it has them (SQLite): as {@link OpenedDatabase}'s. */
+  readonly transact?: SyncTransaction | undefined
 }
 
 /**

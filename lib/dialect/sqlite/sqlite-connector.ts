@@ -63,6 +63,11 @@ export const sqliteConnector: DatabaseConnector = {
     // The same statement cache as a connection createDatabase opens; Kysely keeps preparing its own.
     const handle = sqliteHandle(undefined)
     attachSqlite(handle, database)
-    return { direct: (compiled) => runDirect(handle, compiled), viaKysely: () => {} }
+    return {
+      direct: (compiled) => runDirect(handle, compiled),
+      viaKysely: () => {},
+      // Kysely's SqliteDriver runs its transactions on this same connection: busy() sees one open and declines.
+      transact: (work) => transactDirect(handle, work),
+    }
   },
 }
