@@ -90,6 +90,11 @@ function lateralStatement (
   return applyOrdering(statement, outer, dialect, `${lateralAlias}.`)
 }
 
+/** The target's key is the join row's target column: the relation's order, read from the join table's index. */
+function linkOrder (order: readonly OrderKey[], through: NonNullable<PerParentRelation['through']>): OrderKey[] {
+  return order.map((key): OrderKey => ({ ...key, field: through.target }))
+}
+
 /**
  * PostgreSQL, a many-to-many relation whose links can be read first ({@link PerParentRelation.links}): each key's first
  * `limit` join rows through the LATERAL join, in the join table's index order, then their targets in one join. With
@@ -106,10 +111,8 @@ function linksFirstStatement (
 ): StatementBuilder {
   const { order, limit } = relation
   const columns = [through.source, through.target]
-  // The target's key is the join row's target column: the same order, read from the join table's index.
-  const linkOrder = order.map((key): OrderKey => ({ ...key, field: through.target }))
   const rows = links(correlated(db)).select(columns.map((column) => `j.${column}`))
-  const first = applyOrdering(rows, linkOrder, dialect, 'j.').limit(sql.lit(limit))
+  const first = applyOrdering(rows, linkOrder(order, through), dialect, 'j.').limit(sql.lit(limit))
   const linked = db
     .selectFrom(keys(relation.keyType))
     .innerJoinLateral(first.as(lateralAlias), (join) => join.onTrue())
@@ -126,7 +129,7 @@ function linksFirstStatement (
 /**
  * SQLite: each key's children are the rows whose primary key is among the first `limit` a correlated subquery
  * returns for that key (`(pk) in (select t.pk … where t.fk = keys.value order by … limit n)`); many-to-many, the
- * join rows whose target is among them.
+ * join rows whose target is among them (the subquery over the join table alone where the links can be read first).
  */
 function correlatedStatement (
   db: AnyDatabase,
@@ -134,10 +137,14 @@ function correlatedStatement (
   relation: PerParentRelation,
   keys: KeyRows
 ): StatementBuilder {
-  const { order, limit, through, table } = relation
+  const { order, limit, through, table, links } = relation
   const returned = through === undefined ? relation.rowKey.map((column) => `t.${column}`) : [`j.${through.target}`]
-  const first = applyOrdering(relation.from(correlated(db)).select(returned), order, dialect, 't.')
-    .limit(sql.lit(limit))
+  // Links that can be read first (see PerParentRelation.links) are the first `limit` join rows in the join table's
+  // index order: the subquery reads that index alone, with no join to the targets and no sort per key.
+  const first = (through !== undefined && links !== undefined
+    ? applyOrdering(links(correlated(db)).select(returned), linkOrder(order, through), dialect, 'j.')
+    : applyOrdering(relation.from(correlated(db)).select(returned), order, dialect, 't.')
+  ).limit(sql.lit(limit))
   const rename = (selected: string) =>
     selected.startsWith('j.') ? `${outerThrough}.${selected.slice(2)}` : `${outerTarget}.${selected.slice(2)}`
   let statement: Builder
@@ -203,8 +210,9 @@ export function readsInOrder (
 
 /**
  * Whether a many-to-many relation may read its links first ({@link PerParentRelation.links}) when no rule applies to
- * its targets: PostgreSQL's LATERAL form, ordered by the target's key alone, which `through`'s join rows carry in a
- * column never NULL, bound to the target by a foreign key, and ordered after the source key by an index.
+ * its targets: PostgreSQL's LATERAL form or SQLite's correlated subquery, ordered by the target's key alone, which
+ * `through`'s join rows carry in a column never NULL, bound to the target by a foreign key the database checks, and
+ * ordered after the source key by an index.
  */
 export function linksReadFirst (
   dialect: Pick<ViewsetDialect, 'capabilities'>,
@@ -213,10 +221,11 @@ export function linksReadFirst (
   order: readonly OrderKey[]
 ): boolean {
   const { source, target, references, targetTable } = link
-  if (dialect.capabilities.limitPerParent !== 'lateral' || through === undefined) return false
+  const { limitPerParent } = dialect.capabilities
+  if ((limitPerParent !== 'lateral' && limitPerParent !== 'correlated-in') || through === undefined) return false
   if (order.length !== 1 || order[0]?.field !== references) return false
   const notNull = through.columns.some((column) => column.name === target && !column.nullable)
-  const bound = through.foreignKeys.some((key) =>
+  const bound = through.foreignKeys.some((key) => key.enforced !== false &&
     key.table === targetTable && key.columns.length === 1 && key.columns[0] === target &&
     key.references[0] === references)
   return notNull && bound && indexStartsWith(through, [source, target])

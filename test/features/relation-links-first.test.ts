@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
+import { sql } from 'kysely'
 import { createViewset } from 'fastify-viewsets'
 import type { RelatedConfig } from 'fastify-viewsets'
 import { autoIncrement, dialects, testDatabase } from '../helpers/database.js'
@@ -10,7 +11,8 @@ import { testApp } from '../helpers/app.js'
 
 // A many-to-many relation with a limit, ordered by its target's key, whose join table binds its targets by a foreign
 // key and orders them after the source key by an index: PostgreSQL reads each parent's first join rows, then their
-// targets in one join (relations/relation-limit.ts, linksFirstStatement). The answers are `limit: false`'s cut to
+// targets in one join (relations/relation-limit.ts, linksFirstStatement); SQLite's correlated subquery reads the join
+// table's index alone. The answers are `limit: false`'s cut to
 // the first `limit` of each parent, under the join table's rule and the targets' (then read the other way), for two
 // tenants; a join table without the foreign key is read the other way.
 
@@ -97,10 +99,18 @@ async function served (database: TestDatabase, app: Awaited<ReturnType<typeof bo
 
 const cut = (all: Served, limit: number): Served => all.map((book) => ({ ...book, tags: book.tags.slice(0, limit) }))
 
-/** The tags statement's form: on PostgreSQL, the join rows first (a materialized CTE) or the targets with them. */
+/**
+ * The tags statement's form: on PostgreSQL, the join rows first (a materialized CTE) or the targets with them; on
+ * SQLite, each book's correlated subquery over the join table alone, or joined to the targets.
+ */
 function assertForm (database: TestDatabase, statements: readonly string[], linksFirst: boolean): void {
   // MariaDB may add the windowed statement (relations/relation-queries.ts, limitedQuery).
   assert.ok(statements.length === 2 || (database.dialect === 'mysql' && statements.length === 3), statements.join('\n'))
+  if (database.dialect === 'sqlite') {
+    assert.match(statements[1] ?? '', / in \(select "j"\."tag_id" from "lf_(loose_)?links" as "j" /i)
+    assert.equal(/ in \(select [^()]*inner join "lf_tags"/i.test(statements[1] ?? ''), !linksFirst, statements[1])
+    return
+  }
   if (database.dialect !== 'postgres') return
   assert.match(statements[1] ?? '', /inner join lateral/i)
   assert.equal(/as materialized/i.test(statements[1] ?? ''), linksFirst, statements[1])
@@ -146,6 +156,22 @@ for (const dialect of dialects) {
         }
       })
     }
+
+    test('on SQLite with foreign_keys off, the foreign key is not relied on: read with its targets', async (t) => {
+      const database = await testDatabase(t, dialect)
+      await createShelf(database)
+      // A link whose tag does not exist, which SQLite lets in while it does not check foreign keys.
+      if (dialect.name === 'sqlite') {
+        await sql`pragma foreign_keys = off`.execute(database.db)
+        await database.db.insertInto('lf_links').values({ book_id: 1, tag_id: 0, tenant: 'blue' }).execute()
+      }
+      const all = await served(database, await booksApp(t, database, { limit: false }))
+      const { body, statements } = await served(database, await booksApp(t, database, { limit: 1 }))
+      // Book 1's first tag is a real one, not the dangling link's place.
+      assert.deepEqual(body, cut(all.body, 1))
+      assert.ok(body.every((book) => book.tags.length === 1))
+      assertForm(database, statements, dialect.name !== 'sqlite')
+    })
 
     test('a join table without a foreign key to the targets is read with its targets', async (t) => {
       const database = await testDatabase(t, dialect)

@@ -33,6 +33,8 @@ export interface CatalogForeignKey {
   /** The referenced table, as queries name it (schema-qualified on PostgreSQL only outside the search_path). */
   readonly table: string
   readonly references: readonly string[]
+  /** False where the database does not check it (SQLite with `foreign_keys` off): a row may reference nothing. */
+  readonly enforced?: boolean
 }
 
 /** A table or view, as the catalog describes it. */

@@ -148,6 +148,9 @@ async function foreignKeysOf (db: CatalogDatabase, name: string): Promise<Catalo
   const { rows: keyRows } = await sql<ForeignKeyRow>`
     select id, seq, "table", "from", "to" from pragma_foreign_key_list(${name}) order by id, seq`.execute(db)
   const foreignKeys: CatalogForeignKey[] = []
+  if (keyRows.length === 0) return foreignKeys
+  const { rows: [setting] } = await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(db)
+  const enforced = setting?.foreign_keys === 1
   const byId = new Map<number, ForeignKeyRow[]>()
   for (const row of keyRows) byId.set(row.id, [...(byId.get(row.id) ?? []), row])
   for (const rows of byId.values()) {
@@ -155,7 +158,7 @@ async function foreignKeysOf (db: CatalogDatabase, name: string): Promise<Catalo
     // `to` is null when the key references the target's primary key implicitly.
     const implicit = rows.some((row) => row.to === null)
     const references = implicit ? await primaryKeyOf(db, target) : rows.map((row) => row.to ?? '')
-    foreignKeys.push({ columns: rows.map((row) => row.from), table: target, references })
+    foreignKeys.push({ columns: rows.map((row) => row.from), table: target, references, enforced })
   }
   return foreignKeys
 }
