@@ -219,6 +219,11 @@ function logged (
   return done instanceof Promise ? done.then(() => result) : result
 }
 
+// Compiled once: a compiled query is frozen, and building one per transaction was Kysely's node work each time.
+const begin = CompiledQuery.raw('begin immediate')
+const commit = CompiledQuery.raw('commit')
+const rollback = CompiledQuery.raw('rollback')
+
 /**
  * A transaction run at once on the connection (shared/connection.ts SyncTransaction): nothing else can run on it
  * until `work` returns, so it cannot be told apart from one of Kysely's. Declined while Kysely holds a transaction,
@@ -246,18 +251,18 @@ export function transactDirect<T> (
       throw error
     }
   }
-  if (step(CompiledQuery.raw('begin immediate')) === undefined) return undefined
+  if (step(begin) === undefined) return undefined
   try {
     const value = work((compiled) => {
       const result = step(compiled)
       if (result === undefined) throw new Error('a statement of a synchronous transaction did not run')
       return result
     })
-    step(CompiledQuery.raw('commit'))
+    step(commit)
     return { value }
   } catch (error) {
     // SQLite may have rolled back already (a full disk): the error to report is the statement's.
-    try { step(CompiledQuery.raw('rollback')) } catch {}
+    try { step(rollback) } catch {}
     throw error
   }
 }
