@@ -181,9 +181,11 @@ for (const dialect of dialects) {
 
     test('over the user\'s own Kysely (withPreparedStatements, no log, no plugin): on SQLite in one synchronous ' +
       'transaction too; with a plugin, in Kysely\'s', async (t) => {
-      for (const plugins of [[], [{ transformQuery: ({ node }: any) => node, transformResult: async ({ result }: any) => result }]]) {
+      const noOp = { transformQuery: ({ node }: any) => node, transformResult: async ({ result }: any) => result }
+      for (const plugins of [[], [noOp]]) {
         const traced: string[] = []
-        const opened = await setupDatabase(t, dialect, 'own Kysely, wrapped', { logged: false, plugins, sqliteStatements: traced })
+        const options = { logged: false, plugins, sqliteStatements: traced }
+        const opened = await setupDatabase(t, dialect, 'own Kysely, wrapped', options)
         const shelf = await shelfApp(t, dialect, {}, opened)
         // The first statement through the instance finds out whether it logs: until then, Kysely's transactions.
         assert.equal((await shelf.app.inject({ method: 'GET', url: '/authors/1' })).statusCode, 404)
