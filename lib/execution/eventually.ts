@@ -40,6 +40,25 @@ export function andThen<T, U> (value: Eventually<T>, next: (value: T) => Eventua
 }
 
 /**
+ * What `work` answers, or, where it throws or its promise rejects, what `fault` makes of the error (its answer, or
+ * what it throws): at once when `work` answers at once.
+ *
+ * @example
+ * ```ts
+ * const row = onFault(() => insert(trx, child), (error) => { throw pointed(error, '/books/2') })
+ * ```
+ */
+export function onFault<T, U> (work: () => Eventually<T>, fault: (error: unknown) => Eventually<U>): Eventually<T | U> {
+  let answer: Eventually<T>
+  try {
+    answer = work()
+  } catch (error) {
+    return fault(error)
+  }
+  return answer instanceof Promise ? answer.catch(fault) : answer
+}
+
+/**
  * `each` of the items one after the other, each started once the one before it answered: their answers in order, at
  * once when every one answered at once. A throw of `each` is thrown at once as {@link andThen}'s.
  *

@@ -72,9 +72,10 @@ export function transactsAtOnce (db: AnyDatabase): boolean {
 }
 
 /**
- * Runs `work` at once in a transaction of `db` (SQLite's, opened by createDatabase), its statements run through
- * runCompiled on it answering at once; commits when it returns, rolls back when it throws. `undefined`, having run
- * nothing, where `db` has no such transaction or cannot open one now (see SyncTransaction): take Kysely's then.
+ * Runs `work` at once in a transaction of `db` (SQLite's, opened by createDatabase or adopted by
+ * withPreparedStatements), its statements run through runCompiled on it answering at once; commits when it returns,
+ * rolls back when it throws. `undefined`, having run nothing, where `db` has no such transaction or cannot open one
+ * now (see SyncTransaction): take Kysely's then.
  * `work` must not answer a promise (it would outlive the transaction): that throws, and rolls back.
  *
  * @example

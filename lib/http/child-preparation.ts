@@ -17,7 +17,7 @@ import type { NestedTarget, WritableRelation } from './writable-relation.js'
 
 // What one child of a nested write goes through before its write, as the child's own route would: its viewset's
 // authentication and `authorize`, its field view, its body's validation. None of it reads the write's transaction, so
-// a nested POST may run all of it before the transaction opens (http/nested-writes.ts, the writes at once).
+// a nested POST may run all of it before the transaction opens (http/nested-creation.ts).
 
 /** A child's write as prepared: its request, token, field view, and the body it writes (the parent's key aside). */
 export interface PreparedChild {

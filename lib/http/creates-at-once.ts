@@ -3,9 +3,9 @@ import type { ViewsetToken } from '../options.js'
 import type { Row } from '../sql.js'
 import type { DefaultHandlers } from './default-handlers.js'
 
-// A nested POST on SQLite writes its parent and children in one synchronous transaction (http/nested-writes.ts), where
-// a promise midway would outlive it: it is taken only where each default createElement is known, before it starts,
-// to run nothing that awaits on a transaction that answers at once.
+// A nested POST on SQLite writes its parent and children in one synchronous transaction (http/nested-creation.ts),
+// where a promise midway would outlive it: it is taken only where each default createElement is known, before it
+// starts, to run nothing that awaits on a transaction that answers at once.
 
 /**
  * Whether `defaults.createElement` of `request` runs at once on a transaction that answers at once, writing `values`:

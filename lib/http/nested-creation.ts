@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import {
   inAmbientTransaction, inAmbientTransactionAlready, inAmbientTransactionNow, inJoinedTransaction,
 } from '../data/ambient-transaction.js'
-import { andThen, inOrder } from '../execution/eventually.js'
+import { andThen, inOrder, onFault } from '../execution/eventually.js'
 import type { Eventually } from '../execution/eventually.js'
 import { runSynchronously, transactsAtOnce } from '../execution/sync-transaction.js'
 import type { ViewsetToken } from '../options.js'
@@ -91,27 +91,16 @@ export function prepareCreation (preparation: ChildPreparation, request: Fastify
   let failed = false
   const prepareOne = (relation: TargetedRelation, element: unknown) => {
     if (failed || !isRecord(element)) return undefined // none is not a record (splitsCreation)
-    return settled(() => andThen(preparation.prepare(request, reply, relation, element, undefined),
-      (ready) => ({ ...ready, body: childBody(ready.view, relation, element) })), () => { failed = true })
+    return onFault(() => andThen(preparation.prepare(request, reply, relation, element, undefined),
+      (ready) => ({ ...ready, body: childBody(ready.view, relation, element) })), (error) => {
+      failed = true
+      return { error }
+    })
   }
   const relations = sent.flatMap(({ relation, value }) =>
     hasTarget(relation) && Array.isArray(value) ? [{ relation, value }] : [])
   return inOrder(relations, ({ relation, value }) => andThen(inOrder(value, (element) => prepareOne(relation, element)),
     (children) => ({ relation, children: children.filter((child) => child !== undefined) })))
-}
-
-/** What `work` answers, or the error it throws or rejects with (`failed` told). */
-function settled<T> (work: () => Eventually<T>, failed: () => void): Eventually<T | { readonly error: unknown }> {
-  const failure = (error: unknown) => {
-    failed()
-    return { error }
-  }
-  try {
-    const answer = work()
-    return answer instanceof Promise ? answer.catch(failure) : answer
-  } catch (error) {
-    return failure(error)
-  }
 }
 
 /**
@@ -133,7 +122,9 @@ export function writeCreation (db: AnyDatabase, request: FastifyRequest, reply: 
       inOrder(children, (child, index) => {
         const pointer = `/${relation.field}/${index}`
         if ('error' in child) throw pointed(child.error, pointer)
-        return caught(() => childWrite(request, reply, relation, child, row[relation.parentKey]), pointer)
+        return onFault(() => childWrite(request, reply, relation, child, row[relation.parentKey]), (error) => {
+          throw pointed(error, pointer)
+        })
       }),
       (created) => { answer(row, relation, created) })), () => row))
   const atOnce = prepared.every(({ relation, children }) => children.every((child) => 'error' in child ||
@@ -141,15 +132,4 @@ export function writeCreation (db: AnyDatabase, request: FastifyRequest, reply: 
   const done = atOnce ? runSynchronously(db, (trx) => inAmbientTransactionNow(db, request, trx, work)) : undefined
   if (done !== undefined) return done.value
   return inAmbientTransaction(db, request, async () => await work())
-}
-
-/** `write`'s answer, its error (thrown or rejected) pointed at the child (`/books/2`). */
-function caught<T> (write: () => Eventually<T>, pointer: string): Eventually<T> {
-  let written: Eventually<T>
-  try {
-    written = write()
-  } catch (error) {
-    throw pointed(error, pointer)
-  }
-  return written instanceof Promise ? written.catch((error: unknown) => { throw pointed(error, pointer) }) : written
 }
